@@ -1,0 +1,15 @@
+# cmake -DOUT=file.c -DFILES="a.sql;b.sql" -P EmbedMigrations.cmake
+# Writes the migrations as C byte arrays, in file order.
+set(body "/* generated from schemas/migrations by cmake/EmbedMigrations.cmake */\n")
+set(list "")
+set(i 0)
+foreach(f ${FILES})
+  file(READ ${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(APPEND body "static const char m${i}[] = {${hex}0};\n")
+  string(APPEND list "m${i},")
+  math(EXPR i "${i}+1")
+endforeach()
+string(APPEND body "extern const char *const store_migrations[];\nextern const int store_nmigrations;\n")
+string(APPEND body "const char *const store_migrations[] = {${list}0};\nconst int store_nmigrations = ${i};\n")
+file(WRITE ${OUT} "${body}")

@@ -1,0 +1,32 @@
+/*
+ * log.c: one-line structured logs on stderr:
+ *   2026-11-22T17:20:01.123Z level=info mod=http msg="..."
+ * The threshold is checked by the macros in tp.h before any formatting.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "tp.h"
+
+int tp_log_threshold = TP_LOG_INFO;
+
+static const char *level_names[] = { "error", "warn", "info", "debug" };
+
+void tp_log_write(int level, const char *prefix, const char *fmt, ...)
+{
+	char msg[1024], stamp[32];
+	struct timespec ts;
+	struct tm tm;
+	va_list ap;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* one fprintf so that lines from different threads do not interleave */
+	fprintf(stderr, "%s.%03ldZ level=%s mod=%s msg=\"%s\"\n", stamp, ts.tv_nsec / 1000000,
+		level_names[level < 0 ? 0 : level > 3 ? 3 : level], prefix, msg);
+}

@@ -1,0 +1,35 @@
+/*
+ * event.h: one trace event as the ingest path carries it from the parser
+ * (ingest/trace.c) through the pipeline (ingest/ingest.c) to the store.
+ * Plain data, shared by those three so that no copy is needed in between.
+ */
+#ifndef EVENT_H
+#define EVENT_H
+
+#include <stdint.h>
+
+/* Which optional fields an event carried (tp_event.have). */
+enum tp_have {
+	TH_TS = 1 << 0, TH_DUR = 1 << 1, TH_PID = 1 << 2, TH_TID = 1 << 3,
+	TH_EXT = 1 << 4, TH_CORR = 1 << 5, TH_STREAM = 1 << 6, TH_DEVICE = 1 << 7,
+	TH_BYTES = 1 << 8, TH_SEQ = 1 << 9, TH_FWD_TID = 1 << 10, TH_FLOW = 1 << 11,
+	TH_BPS = 1 << 12, TH_OCC = 1 << 13, TH_EV_IDX = 1 << 14, TH_DEV_TYPE = 1 << 15,
+	TH_DEV_ID = 1 << 16, TH_ADDR = 1 << 17, TH_TOTAL_ALLOC = 1 << 18,
+	TH_TOTAL_RES = 1 << 19,
+};
+
+struct tp_event {
+	char ph;			/* 'X', 'i', 'M', 's', 'f', ...; never 0 */
+	uint32_t name, cat;		/* interned string ids; 0 when absent */
+	uint32_t arg;			/* M events: args.name (process or thread name) */
+	uint32_t have;			/* enum tp_have */
+	int64_t ts_ns, dur_ns;		/* as written, before baseTimeNanoseconds */
+	int64_t pid, tid;		/* numeric pid/tid */
+	const char *pid_s, *tid_s;	/* set instead when pid/tid were strings; owned by the parser */
+	int64_t ext_id, corr, stream, device, bytes, seq, fwd_tid, flow_id;
+	double blocks_per_sm, occupancy;	/* the string "inf" becomes INFINITY */
+	/* [memory] events (bytes above is their signed "Bytes") */
+	int64_t ev_idx, dev_type, dev_id, addr, total_alloc, total_reserved;
+};
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * h_artifacts.c: uploads and artifacts.
+ *
+ *   POST /api/v1/runs/{run}/artifacts?rank=R&name=F[&kind=K]
+ *     begin: check the arguments and Content-Length, start an ingest
+ *     data:  feed each piece as MHD hands it over (never the whole body)
+ *     end:   finish the ingest; 201 new, 200 same bytes already there,
+ *            4xx with the error body (and the kept artifact) when the body
+ *            could not be parsed
+ *   GET /api/v1/runs/{run}/artifacts/{id}       the artifact
+ *   GET /api/v1/runs/{run}/artifacts/{id}/raw   the bytes as uploaded, streamed
+ */
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "handlers.h"
+#include "http.h"
+
+#define LOG_PREFIX "artifacts"
+
+static const char *const kinds[] = { "trace", "memory_snapshot", "memory_timeline" };
+
+static int valid_file_name(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 255)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/' || s[i] == '\\' || s[i] == '"')
+			return 0;
+	return 1;
+}
+
+int h_artifact_upload_begin(struct request *req)
+{
+	const struct ingest_limits *lim = http_limits(req);
+	struct ingest_request ir = { .run = req->params[0], .rank = -1 };
+	const char *cl, *kind = http_arg(req, "kind");
+	struct tp_errbuf err = { 0 };
+	struct ingest *ig;
+	long long rank;
+	int rc, i, known = 0;
+
+	if (http_arg(req, "rank")) {
+		if (h_arg_int(req, "rank", 0, 65535, 0, &rank))
+			return 0;
+		ir.rank = (int)rank;
+	}
+	ir.name = http_arg(req, "name");
+	if (!ir.name)
+		ir.name = "upload";
+	if (!valid_file_name(ir.name))
+		return http_reply_error(req, 400, "invalid_parameter", NULL,
+					"'name' must be 1 to 255 bytes without control characters, quotes or slashes");
+	if (kind && *kind) {
+		for (i = 0; i < 3; i++)
+			known |= !strcmp(kind, kinds[i]);
+		if (!known)
+			return http_reply_error(req, 400, "invalid_parameter", NULL,
+						"'kind' must be trace, memory_snapshot or memory_timeline");
+		ir.kind = kind;
+	}
+	cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > lim->max_body)
+		return http_reply_error(req, 413, "body_too_large", NULL,
+					"the upload (%s bytes) exceeds the cap of %llu bytes", cl,
+					(unsigned long long)lim->max_body);
+	if ((rc = ingest_begin(http_store(req), lim, &ir, &ig, &err)))
+		return http_reply_fail(req, rc, &err, NULL);
+	req->state = ig;
+	return 0;
+}
+
+int h_artifact_upload_data(struct request *req, const char *data, size_t len)
+{
+	struct ingest *ig = req->state;
+	int rc;
+
+	if (!ig)
+		return 0;	/* already answered: the rest is discarded */
+	if ((rc = ingest_feed(ig, data, len))) {
+		ingest_abort(ig);
+		req->state = NULL;
+		if (rc == TP_ERR_TOOBIG)
+			return http_reply_error(req, 413, "body_too_large", NULL,
+						"the upload exceeds the cap of %llu bytes",
+						(unsigned long long)http_limits(req)->max_body);
+		return http_reply_error(req, 503, "storage_error", NULL,
+					"the upload could not be stored; retry later");
+	}
+	return 0;
+}
+
+static json_t *artifact_json(struct request *req, int64_t id)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	json_t *a = NULL;
+
+	if (store_reader_open(http_store(req), &r, &err) == TP_OK) {
+		a = store_artifact_get(r, req->params[0], id, &err);
+		store_reader_close(r);
+	}
+	return a;
+}
+
+int h_artifact_upload_end(struct request *req)
+{
+	struct ingest *ig = req->state;
+	struct ingest_result res;
+	json_t *a;
+
+	if (!ig)
+		return 0;
+	req->state = NULL;
+	ingest_end(ig, &res);
+	if (res.rc && !res.kept)
+		return http_reply_fail(req, res.rc, &res.err, NULL);
+	a = artifact_json(req, res.artifact);
+	if (!a)
+		return http_reply_error(req, 500, "database_error", NULL, "the stored artifact cannot be read");
+	if (res.rc)
+		return http_reply_fail(req, res.rc, &res.err, a);
+	return http_reply_json(req, res.duplicate ? 200 : 201, a);
+}
+
+void h_artifact_upload_cleanup(struct request *req, int completed)
+{
+	/* the client went away mid-body, or the server is stopping: keep nothing */
+	if (req->state) {
+		ingest_abort(req->state);
+		req->state = NULL;
+	}
+	(void)completed;
+}
+
+int h_artifact_get(struct request *req)
+{
+	json_t *a = artifact_json(req, strtoll(req->params[1], NULL, 10));
+
+	if (!a)
+		return http_reply_error(req, 404, "artifact_not_found", NULL, "run '%s' has no artifact %s",
+					req->params[0], req->params[1]);
+	return http_reply_json(req, 200, a);
+}
+
+/* ---- raw bytes, streamed chunk by chunk ---- */
+
+struct raw_stream {
+	struct store_reader *r;
+	int64_t id;
+	uint32_t seq, nchunks;
+	const uint8_t *chunk;
+	size_t len, off;
+	int inflating;		/* stored gzip, client wants the original bytes */
+	z_stream zs;
+	int zdone;
+};
+
+static void raw_free(void *cls)
+{
+	struct raw_stream *rs = cls;
+
+	if (rs->inflating)
+		inflateEnd(&rs->zs);
+	store_reader_close(rs->r);
+	free(rs);
+}
+
+/* the next stored chunk into rs->chunk; 0 at the end */
+static int next_chunk(struct raw_stream *rs)
+{
+	const void *data;
+
+	if (rs->seq >= rs->nchunks)
+		return 0;
+	if (store_raw_chunk(rs->r, rs->id, rs->seq++, &data, &rs->len, NULL))
+		return -1;
+	rs->chunk = data;
+	rs->off = 0;
+	return 1;
+}
+
+static ssize_t raw_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct raw_stream *rs = cls;
+	int n;
+
+	(void)pos;
+	if (!rs->inflating) {
+		while (rs->off >= rs->len)
+			if ((n = next_chunk(rs)) <= 0)
+				return n ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+		size_t take = rs->len - rs->off < max ? rs->len - rs->off : max;
+		memcpy(buf, rs->chunk + rs->off, take);
+		rs->off += take;
+		return (ssize_t)take;
+	}
+	rs->zs.next_out = (Bytef *)buf;
+	rs->zs.avail_out = (uInt)(max > (1u << 30) ? (1u << 30) : max);
+	while (rs->zs.avail_out == max && !rs->zdone) {
+		if (rs->zs.avail_in == 0) {
+			if ((n = next_chunk(rs)) < 0)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			if (n == 0)
+				break;
+			rs->zs.next_in = (Bytef *)rs->chunk;
+			rs->zs.avail_in = (uInt)rs->len;
+		}
+		int zr = inflate(&rs->zs, Z_NO_FLUSH);
+		if (zr == Z_STREAM_END)
+			rs->zdone = 1;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	if (rs->zs.avail_out == max)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	return (ssize_t)(max - rs->zs.avail_out);
+}
+
+int h_artifact_raw(struct request *req)
+{
+	struct store_raw_info info;
+	struct tp_errbuf err = { 0 };
+	struct raw_stream *rs = calloc(1, sizeof(*rs));
+	struct MHD_Response *resp;
+	char disp[300];
+	int rc, gz_out = 0;
+
+	if (!rs)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	rs->id = strtoll(req->params[1], NULL, 10);
+	if ((rc = store_reader_open(http_store(req), &rs->r, &err)) ||
+	    (rc = store_raw_info(rs->r, req->params[0], rs->id, &info, &err))) {
+		raw_free(rs);
+		return http_reply_fail(req, rc, &err, NULL);
+	}
+	rs->nchunks = info.nchunks;
+	if (!strcmp(info.encoding, "gzip")) {
+		if (req->accepts_gzip) {
+			gz_out = 1;	/* the stored gzip is the transfer encoding */
+		} else {
+			if (inflateInit2(&rs->zs, 16 + MAX_WBITS) != Z_OK) {
+				raw_free(rs);
+				return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+			}
+			rs->inflating = 1;
+		}
+	}
+	resp = MHD_create_response_from_callback(gz_out ? MHD_SIZE_UNKNOWN : info.bytes, 256 * 1024,
+						 raw_read, rs, raw_free);
+	if (!resp) {
+		raw_free(rs);
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	if (gz_out)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", info.name);
+	MHD_add_response_header(resp, "Content-Disposition", disp);
+	return http_reply_response(req, 200, resp);
+}

@@ -1,0 +1,32 @@
+/*
+ * handlers.h: one handler file per resource (h_*.c); the route table in
+ * routes.c is their only caller.
+ */
+#ifndef HANDLERS_H
+#define HANDLERS_H
+
+#include <stddef.h>
+
+struct request;
+
+/* h_health.c */
+int h_health_get(struct request *req);
+
+/* h_runs.c */
+int h_runs_list(struct request *req);
+int h_run_get(struct request *req);
+int h_run_steps(struct request *req);
+
+/* h_artifacts.c */
+int h_artifact_upload_begin(struct request *req);
+int h_artifact_upload_data(struct request *req, const char *data, size_t len);
+int h_artifact_upload_end(struct request *req);
+void h_artifact_upload_cleanup(struct request *req, int completed);
+int h_artifact_get(struct request *req);
+int h_artifact_raw(struct request *req);
+
+/* Shared argument parsing: an integer in [lo, hi], or def when absent. -1 on a bad value (answered). */
+int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
+	      long long *out);
+
+#endif

@@ -1,0 +1,487 @@
+/*
+ * http.c: libmicrohttpd glue (see http.h).
+ *
+ * MHD runs a thread pool; a request stays on one pool thread. The access
+ * handler is called:
+ *   1. once with *con_cls == NULL: allocate struct request, match the route,
+ *      check method, path parameters, token; GET routes answer here;
+ *   2. for ROUTE_BODY routes, with each piece of the body (on_data);
+ *   3. once more with no data when the body is complete (on_end).
+ * The request is freed in on_completed(), MHD's NOTIFY_COMPLETED callback,
+ * which also tells the route whether the request finished normally.
+ *
+ * Status codes come from enum tp_err in one place, http_status_of().
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "http.h"
+#include "routes.h"
+
+#define LOG_PREFIX "http"
+
+#define GZIP_MIN_BYTES 1024
+#define MAX_TOKENS 32
+
+struct server {
+	struct MHD_Daemon *daemon;
+	struct store *store;
+	struct server_config cfg;
+	char *tokens[MAX_TOKENS];	/* write tokens */
+	int ntokens;
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	int active;			/* requests in flight */
+	uint16_t port;
+};
+
+struct store *http_store(const struct request *req)
+{
+	return req->srv->store;
+}
+
+const struct ingest_limits *http_limits(const struct request *req)
+{
+	return &req->srv->cfg.limits;
+}
+
+const char *http_arg(const struct request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_header(const struct request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+unsigned http_status_of(int rc)
+{
+	switch (rc) {
+	case TP_OK: return 200;
+	case TP_ERR_INVALID: return 400;
+	case TP_ERR_NOTFOUND: return 404;
+	case TP_ERR_CONFLICT: return 409;
+	case TP_ERR_TOOBIG: return 413;
+	case TP_ERR_UNSUPPORTED: return 422;
+	case TP_ERR_NOMEM: return 503;
+	case TP_ERR_IO: return 507;
+	default: return 500;
+	}
+}
+
+static void common_headers(struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+}
+
+int http_reply_response(struct request *req, unsigned status, struct MHD_Response *resp)
+{
+	enum MHD_Result r;
+
+	common_headers(resp);
+	r = MHD_queue_response(req->conn, status, resp);
+	MHD_destroy_response(resp);
+	req->replied = 1;
+	return r == MHD_YES ? 0 : -1;
+}
+
+/* gzip buf into a new buffer; NULL when it does not pay or fails */
+static void *gzip_buf(const char *buf, size_t len, size_t *out_len)
+{
+	z_stream zs = { 0 };
+	size_t cap = len / 2 + 64;
+	uint8_t *out;
+
+	if (deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	cap = deflateBound(&zs, len);
+	if (!(out = malloc(cap))) {
+		deflateEnd(&zs);
+		return NULL;
+	}
+	zs.next_in = (Bytef *)buf;
+	zs.avail_in = (uInt)len;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	if (deflate(&zs, Z_FINISH) != Z_STREAM_END || zs.total_out >= len) {
+		deflateEnd(&zs);
+		free(out);
+		return NULL;
+	}
+	*out_len = zs.total_out;
+	deflateEnd(&zs);
+	return out;
+}
+
+int http_reply_json(struct request *req, unsigned status, json_t *body)
+{
+	struct MHD_Response *resp;
+	char *text;
+	void *gz = NULL;
+	size_t len, gzlen = 0;
+
+	if (!body)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	len = strlen(text);
+	if (req->accepts_gzip && len >= GZIP_MIN_BYTES && (gz = gzip_buf(text, len, &gzlen))) {
+		free(text);
+		resp = MHD_create_response_from_buffer(gzlen, gz, MHD_RESPMEM_MUST_FREE);
+		if (resp)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+		else
+			free(gz);
+	} else {
+		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(text);
+	}
+	if (!resp)
+		return -1;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	return http_reply_response(req, status, resp);
+}
+
+int http_reply_error(struct request *req, unsigned status, const char *code, json_t *extra,
+		     const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	json_t *body;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	body = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+	if (body && extra)
+		json_object_update(body, extra);
+	json_decref(extra);
+	if (status >= 500)
+		tp_warn("%s %s -> %u %s: %s", req->method, req->route ? req->route->pattern : "-", status,
+			code, msg);
+	return http_reply_json(req, status, body);
+}
+
+int http_reply_fail(struct request *req, int rc, const struct tp_errbuf *err, json_t *extra)
+{
+	const char *code = err && err->code[0] ? err->code : tp_strerror(rc);
+	const char *msg = err && err->msg[0] ? err->msg : tp_strerror(rc);
+
+	return http_reply_error(req, http_status_of(rc), code, extra, "%s", msg);
+}
+
+/* ---- tokens ---- */
+
+/* Compare in time that depends on the lengths only, not on where they differ. */
+static int token_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i;
+	unsigned char d = (unsigned char)(la != lb);
+
+	for (i = 0; i < la; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+	return d == 0;
+}
+
+static int authorized(struct server *srv, struct request *req)
+{
+	const char *h;
+	int i, ok = 0;
+
+	if (!srv->ntokens)
+		return 1;
+	h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return 0;
+	for (i = 0; i < srv->ntokens; i++)
+		ok |= token_equal(h + 7, srv->tokens[i]);
+	return ok;
+}
+
+static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *err)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+
+	if (!f)
+		return tp_fail(err, TP_ERR_IO, "config", "cannot read token file %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line, *e;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		e = s + strlen(s);
+		while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			*--e = 0;
+		if (!*s || *s == '#')
+			continue;
+		if (srv->ntokens == MAX_TOKENS || strlen(s) < 16) {
+			fclose(f);
+			return tp_fail(err, TP_ERR_INVALID, "config",
+				       "token file %s: at most %d tokens of at least 16 characters", path,
+				       MAX_TOKENS);
+		}
+		if (!(srv->tokens[srv->ntokens++] = strdup(s))) {
+			fclose(f);
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		}
+	}
+	fclose(f);
+	if (!srv->ntokens)
+		return tp_fail(err, TP_ERR_INVALID, "config", "token file %s holds no token", path);
+	return TP_OK;
+}
+
+/* ---- MHD callbacks ---- */
+
+static void request_free(struct request *req)
+{
+	int i;
+
+	for (i = 0; i < ROUTE_MAX_PARAMS; i++)
+		free(req->params[i]);
+	free(req);
+}
+
+static enum MHD_Result reply_result(struct request *req, int rc)
+{
+	/* a handler that failed without answering: the connection is closed */
+	return rc == 0 || req->replied ? MHD_YES : MHD_NO;
+}
+
+static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *conn, const char *url,
+				  const char *method, void **con_cls)
+{
+	struct request *req = calloc(1, sizeof(*req));
+	const char *ae, *bad = NULL;
+	char allow[64];
+	enum route_match m;
+
+	if (!req)
+		return MHD_NO;
+	req->srv = srv;
+	req->conn = conn;
+	req->method = method;
+	*con_cls = req;
+	pthread_mutex_lock(&srv->mu);
+	srv->active++;
+	pthread_mutex_unlock(&srv->mu);
+
+	ae = http_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	req->accepts_gzip = ae && strstr(ae, "gzip") != NULL;
+
+	m = route_match(method, url, &req->route, req->params, allow, sizeof(allow), &bad);
+	switch (m) {
+	case ROUTE_NO_PATH:
+		return reply_result(req, http_reply_error(req, 404, "not_found", NULL,
+							  "no such endpoint: %s %s", method, url));
+	case ROUTE_NO_METHOD: {
+		int rc = http_reply_error(req, 405, "method_not_allowed", NULL,
+					  "%s is not allowed here; allowed: %s", method, allow);
+		return reply_result(req, rc);
+	}
+	case ROUTE_BAD_PARAM:
+		if (!strcmp(bad, "run"))
+			return reply_result(req, http_reply_error(req, 400, "invalid_run_name", NULL,
+								  "run names are 1 to 128 of A-Z a-z 0-9 . _ -"));
+		return reply_result(req, http_reply_error(req, 400, "invalid_parameter", NULL,
+							  "artifact ids are decimal integers"));
+	case ROUTE_FOUND:
+		break;
+	}
+	if ((req->route->flags & ROUTE_WRITE) && !authorized(srv, req))
+		return reply_result(req, http_reply_error(req, 401, "unauthorized", NULL,
+							  "this server needs 'Authorization: Bearer TOKEN' for writes"));
+	return reply_result(req, req->route->on_begin(req));
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **con_cls)
+{
+	struct server *srv = cls;
+	struct request *req = *con_cls;
+	int rc;
+
+	(void)version;
+	if (!req)
+		return first_call(srv, conn, url, method, con_cls);
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (req->replied)
+			return MHD_YES;	/* answered early: drop the rest */
+		if (!(req->route->flags & ROUTE_BODY))
+			return reply_result(req, http_reply_error(req, 413, "body_not_allowed", NULL,
+								  "this endpoint takes no request body"));
+		return reply_result(req, req->route->on_data(req, upload_data, n));
+	}
+	if (req->replied)
+		return MHD_YES;
+	if (req->route && req->route->on_end) {
+		rc = req->route->on_end(req);
+		return reply_result(req, rc);
+	}
+	return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct server *srv = cls;
+	struct request *req = *con_cls;
+
+	(void)conn;
+	if (!req)
+		return;
+	if (req->route && req->route->cleanup)
+		req->route->cleanup(req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+	request_free(req);
+	*con_cls = NULL;
+	pthread_mutex_lock(&srv->mu);
+	if (--srv->active == 0)
+		pthread_cond_broadcast(&srv->idle);
+	pthread_mutex_unlock(&srv->mu);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = 0;
+	tp_warn("libmicrohttpd: %s", msg);
+}
+
+/* ---- start and stop ---- */
+
+static int resolve(const char *listen, struct sockaddr_storage *ss, int *v6, struct tp_errbuf *err)
+{
+	char host[256];
+	const char *colon = strrchr(listen, ':'), *port;
+	struct addrinfo hints = { 0 }, *ai = NULL;
+	size_t hl;
+
+	if (!colon)
+		return tp_fail(err, TP_ERR_INVALID, "config", "--listen wants HOST:PORT, got '%s'", listen);
+	port = colon + 1;
+	hl = (size_t)(colon - listen);
+	if (hl >= 2 && listen[0] == '[' && listen[hl - 1] == ']') {
+		listen++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return tp_fail(err, TP_ERR_INVALID, "config", "--listen: host name too long");
+	memcpy(host, listen, hl);
+	host[hl] = 0;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (getaddrinfo(hl ? host : NULL, port, &hints, &ai) || !ai)
+		return tp_fail(err, TP_ERR_INVALID, "config", "--listen: cannot resolve '%s'", listen);
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*v6 = ai->ai_family == AF_INET6;
+	freeaddrinfo(ai);
+	return TP_OK;
+}
+
+int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err)
+{
+	struct server *srv = calloc(1, sizeof(*srv));
+	struct sockaddr_storage ss;
+	const union MHD_DaemonInfo *info;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	int rc, v6 = 0;
+
+	if (!srv)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	srv->cfg = *cfg;
+	pthread_mutex_init(&srv->mu, NULL);
+	pthread_cond_init(&srv->idle, NULL);
+	if ((rc = resolve(cfg->listen, &ss, &v6, err)))
+		goto fail;
+	if (cfg->token_file && (rc = load_tokens(srv, cfg->token_file, err)))
+		goto fail;
+	if ((rc = store_open(cfg->db_path, &srv->store, err)))
+		goto fail;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
+				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				       MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 4u,
+				       MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
+				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
+				       MHD_OPTION_CONNECTION_LIMIT, 512u,
+				       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+				       MHD_OPTION_END);
+	if (!srv->daemon) {
+		rc = tp_fail(err, TP_ERR_IO, "config", "cannot listen on %s (in use, or no permission?)",
+			     cfg->listen);
+		goto fail;
+	}
+	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	srv->port = info ? info->port : 0;
+	*out = srv;
+	return TP_OK;
+fail:
+	server_stop(srv);
+	return rc;
+}
+
+uint16_t server_port(const struct server *srv)
+{
+	return srv->port;
+}
+
+void server_stop(struct server *srv)
+{
+	struct timespec deadline;
+	int i;
+
+	if (!srv)
+		return;
+	if (srv->daemon) {
+		/* stop accepting, then let requests in flight finish */
+		MHD_socket ls = MHD_quiesce_daemon(srv->daemon);
+		if (ls != MHD_INVALID_SOCKET)
+			close(ls);
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += srv->cfg.grace_s;
+		pthread_mutex_lock(&srv->mu);
+		while (srv->active > 0)
+			if (pthread_cond_timedwait(&srv->idle, &srv->mu, &deadline))
+				break;
+		if (srv->active)
+			tp_warn("stopping with %d request(s) still in flight", srv->active);
+		pthread_mutex_unlock(&srv->mu);
+		MHD_stop_daemon(srv->daemon);
+	}
+	store_close(srv->store);
+	for (i = 0; i < srv->ntokens; i++)
+		free(srv->tokens[i]);
+	pthread_mutex_destroy(&srv->mu);
+	pthread_cond_destroy(&srv->idle);
+	free(srv);
+}

@@ -1,0 +1,72 @@
+/*
+ * http.h: the HTTP server (libmicrohttpd glue) and what handlers see of it.
+ *
+ * One struct request per HTTP request, allocated on MHD's first callback
+ * and freed only when MHD reports the request completed; everything a
+ * handler allocates for the request hangs off it (req->state, freed by
+ * route->cleanup). Handlers answer with the http_reply_* functions, which
+ * take care of JSON encoding, gzip, the error body of shared/api.md and the
+ * security headers.
+ */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "ingest/ingest.h"
+#include "routes.h"
+#include "store.h"
+#include "tp.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+struct route;
+
+struct server_config {
+	const char *listen;		/* "HOST:PORT"; port 0 picks a free one */
+	const char *db_path;
+	const char *token_file;		/* NULL: writes need no token */
+	unsigned threads;		/* MHD thread pool size */
+	unsigned conn_timeout_s;
+	unsigned grace_s;		/* how long shutdown waits for requests in flight */
+	struct ingest_limits limits;
+};
+
+struct server;
+
+struct request {
+	struct server *srv;
+	struct MHD_Connection *conn;
+	const struct route *route;
+	const char *method;
+	char *params[ROUTE_MAX_PARAMS];	/* path captures ({run}, {id}) */
+	int accepts_gzip;
+	int replied;			/* a response is queued */
+	void *state;			/* the handler's, freed by route->cleanup */
+};
+
+int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err);
+uint16_t server_port(const struct server *srv);
+/* Stop accepting, wait up to cfg.grace_s for requests in flight, stop, close the store. */
+void server_stop(struct server *srv);
+
+struct store *http_store(const struct request *req);
+const struct ingest_limits *http_limits(const struct request *req);
+/* A query-string argument (borrowed), or NULL. */
+const char *http_arg(const struct request *req, const char *name);
+const char *http_header(const struct request *req, const char *name);
+
+/* Answer with body (steals it). */
+int http_reply_json(struct request *req, unsigned status, json_t *body);
+/* Answer with the error body {"error": {"code", "message"}}, plus extra members (steals extra, may be NULL). */
+int http_reply_error(struct request *req, unsigned status, const char *code, json_t *extra,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Answer for a failed tp_err with its errbuf: the status comes from the code. */
+int http_reply_fail(struct request *req, int rc, const struct tp_errbuf *err, json_t *extra);
+/* The HTTP status for a tp_err code. */
+unsigned http_status_of(int rc);
+/* Answer with a response built by the handler (steals it); adds the common headers. */
+int http_reply_response(struct request *req, unsigned status, struct MHD_Response *resp);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * ingest.h: one upload, from its first byte to a ready (or failed) artifact.
+ *
+ *   bytes -> sha256, body cap, raw copy ----------------------> writer thread
+ *         -> inflate (gzip by magic) -> detect kind -> parser -> batches --^
+ *
+ * The caller (the HTTP handler, a test, a tool) feeds bytes as they arrive on
+ * its own thread, which does the parsing; a writer thread with a private
+ * database connection stores batches from a bounded queue, so memory stays
+ * flat whatever the upload size. The raw bytes go to the store with the
+ * events, so a body that fails to parse is still kept.
+ */
+#ifndef INGEST_H
+#define INGEST_H
+
+#include <stdint.h>
+
+#include "ingest/trace.h"
+#include "store.h"
+#include "tp.h"
+
+struct ingest_limits {
+	uint64_t max_body;		/* bytes as sent */
+	uint64_t max_inflated;		/* bytes after gunzip */
+	uint32_t max_ratio;		/* inflated/sent, checked past 16 MiB */
+	struct trace_limits trace;
+};
+extern const struct ingest_limits ingest_default_limits;
+
+struct ingest_request {
+	const char *run;
+	int rank;			/* -1: from the trace's distributedInfo, else 0 */
+	const char *name;
+	const char *kind;		/* NULL or "": detect */
+};
+
+/* What came of an upload. */
+struct ingest_result {
+	int64_t artifact;		/* the artifact that holds these bytes (0 if none) */
+	int duplicate;			/* the same bytes were already there: artifact is the earlier one */
+	int rc;				/* TP_OK, or why the upload failed */
+	struct tp_errbuf err;		/* when rc != TP_OK */
+	int kept;			/* the raw bytes were kept as an 'error' artifact */
+};
+
+struct ingest;
+
+/* Begin an upload: creates the run if needed and an 'ingesting' artifact. */
+int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct ingest_request *req,
+		 struct ingest **out, struct tp_errbuf *err);
+/*
+ * The next bytes of the body. Returns TP_OK or TP_ERR_TOOBIG (max_body passed):
+ * then the caller stops feeding and calls ingest_abort(). A parse error does
+ * not stop the feed (the rest of the raw bytes must still be kept); it is
+ * reported by ingest_end().
+ */
+int ingest_feed(struct ingest *ig, const void *data, size_t len);
+/* End of body: finishes the artifact and fills *res. Frees ig. */
+void ingest_end(struct ingest *ig, struct ingest_result *res);
+/* The upload is refused or the client went away: nothing of it is kept. Frees ig. */
+void ingest_abort(struct ingest *ig);
+
+/* Whole-buffer convenience for tests and tools. */
+void ingest_buffer(struct store *st, const struct ingest_limits *lim, const struct ingest_request *req,
+		   const void *data, size_t len, struct ingest_result *res);
+
+#endif

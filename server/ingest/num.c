@@ -1,0 +1,162 @@
+/*
+ * num.c: exact decimal conversions for trace numbers (see num.h).
+ *
+ * num_us_to_ns() splits the text into sign, digits and a decimal exponent,
+ * then scales by 10^3 in integer arithmetic: value = digits * 10^(exp + 3).
+ * Digits past the ns are rounded (half away from zero) and dropped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "num.h"
+
+struct decimal {
+	int neg;
+	char digits[40];	/* significant digits, leading zeros dropped */
+	int ndigits;
+	int dropped;		/* digits beyond the 40 kept, all below ns anyway */
+	long exp;		/* value = digits * 10^exp */
+};
+
+static int decimal_parse(const char *s, size_t len, struct decimal *d)
+{
+	size_t i = 0;
+	int any = 0, seen_dot = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		d->neg = s[i++] == '-';
+	for (; i < len; i++) {
+		char c = s[i];
+		if (c >= '0' && c <= '9') {
+			any = 1;
+			if (d->ndigits == 0 && c == '0') {
+				if (seen_dot)
+					d->exp--;
+				continue;
+			}
+			if (d->ndigits < (int)sizeof(d->digits)) {
+				d->digits[d->ndigits++] = c;
+				if (seen_dot)
+					d->exp--;
+			} else {
+				if (!seen_dot)
+					d->exp++;
+				d->dropped = d->dropped || c != '0';
+			}
+		} else if (c == '.' && !seen_dot) {
+			seen_dot = 1;
+		} else {
+			break;
+		}
+	}
+	if (!any)
+		return -1;
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		long e = 0;
+		int eneg = 0, edig = 0;
+		i++;
+		if (i < len && (s[i] == '-' || s[i] == '+'))
+			eneg = s[i++] == '-';
+		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, edig++)
+			if (e < 100000)
+				e = e * 10 + (s[i] - '0');
+		if (!edig)
+			return -1;
+		d->exp += eneg ? -e : e;
+	}
+	return i == len ? 0 : -1;
+}
+
+/* digits * 10^(exp + shift), rounded to an integer; -1 on overflow */
+static int decimal_scale(const struct decimal *d, int shift, int64_t *out)
+{
+	long e = d->exp + shift;
+	uint64_t v = 0;
+	int i, n = d->ndigits, round_up = 0;
+
+	if (n == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (e < 0) {
+		long keep = n + e;	/* digits left of the point */
+		if (keep < 0) {
+			*out = 0;
+			return 0;
+		}
+		round_up = keep < n && d->digits[keep] >= '5';
+		n = (int)keep;
+		e = 0;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned dig = (unsigned)(d->digits[i] - '0');
+		if (v > (UINT64_MAX - dig) / 10)
+			return -1;
+		v = v * 10 + dig;
+	}
+	for (; e > 0; e--) {
+		if (v > UINT64_MAX / 10)
+			return -1;
+		v *= 10;
+	}
+	v += (uint64_t)round_up;
+	if (v > (uint64_t)INT64_MAX)
+		return -1;
+	*out = d->neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+int num_us_to_ns(const char *s, size_t len, int64_t *out)
+{
+	struct decimal d;
+
+	if (decimal_parse(s, len, &d))
+		return -1;
+	return decimal_scale(&d, 3, out);
+}
+
+int num_to_i64(const char *s, size_t len, int64_t *out)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	int neg = 0;
+
+	if (i < len && s[i] == '-')
+		neg = 1, i++;
+	if (i == len)
+		return -1;
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+		unsigned dig = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - dig) / 10)
+			return -1;
+		v = v * 10 + dig;
+	}
+	if (i < len) {
+		/* a fraction or exponent: fall back to the exact decimal path */
+		struct decimal d;
+		if (decimal_parse(s, len, &d) || decimal_scale(&d, 0, out))
+			return -1;
+		return 1;
+	}
+	if (neg) {
+		if (v > (uint64_t)INT64_MAX + 1)
+			return -1;
+		*out = (int64_t)(0 - v);
+	} else {
+		*out = (int64_t)v;	/* above INT64_MAX: same bits, see num.h */
+	}
+	return 0;
+}
+
+int num_to_double(const char *s, size_t len, double *out)
+{
+	char buf[64], *end;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	*out = strtod(buf, &end);
+	return *end ? -1 : 0;
+}

@@ -1,0 +1,196 @@
+/*
+ * main.c: trainscope-server. Flags, signals, start and stop; nothing else.
+ *
+ * Signals are blocked before any thread starts, so that every thread
+ * inherits the mask and only the main thread takes SIGINT/SIGTERM, with
+ * sigwait(); it then stops the server: no new connections, requests in
+ * flight finish (up to --grace seconds), the database is checkpointed and
+ * closed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "http.h"
+
+#define LOG_PREFIX "main"
+
+#define DEFAULT_LISTEN "127.0.0.1:8470"
+#define DEFAULT_DB "data/trainscope.db"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: trainscope-server [options]\n"
+		"  --listen HOST:PORT     address to serve on (default " DEFAULT_LISTEN "; port 0 = any free)\n"
+		"  --db PATH              SQLite database, created if missing (default " DEFAULT_DB ")\n"
+		"  --token-file FILE      write tokens, one per line; uploads then need\n"
+		"                         'Authorization: Bearer TOKEN'\n"
+		"  --max-body BYTES       largest upload as sent (default 16G)\n"
+		"  --max-inflated BYTES   largest upload after gunzip (default 64G)\n"
+		"  --max-ratio N          largest gzip ratio past 16 MiB (default 250)\n"
+		"  --max-depth N          deepest JSON nesting (default 64)\n"
+		"  --max-string BYTES     longest JSON string or token (default 8M)\n"
+		"  --max-events N         most events in one upload (default 2147483648)\n"
+		"  --threads N            HTTP worker threads (default 4)\n"
+		"  --timeout SECONDS      idle connection timeout (default 120)\n"
+		"  --grace SECONDS        how long a stop waits for requests in flight (default 30)\n"
+		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
+		"  --help\n"
+		"Sizes take a K, M or G suffix (powers of 1024).\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end || v == 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* mkdir -p of the folder holding path */
+static void make_parent(const char *path)
+{
+	char buf[4096], *p;
+
+	if (strlen(path) >= sizeof(buf))
+		return;
+	strcpy(buf, path);
+	for (p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(buf, 0750);
+			*p = '/';
+		}
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
+	       O_MAX_STRING, O_MAX_EVENTS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP };
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "db", required_argument, NULL, O_DB },
+		{ "token-file", required_argument, NULL, O_TOKENS },
+		{ "max-body", required_argument, NULL, O_MAX_BODY },
+		{ "max-inflated", required_argument, NULL, O_MAX_INFL },
+		{ "max-ratio", required_argument, NULL, O_MAX_RATIO },
+		{ "max-depth", required_argument, NULL, O_MAX_DEPTH },
+		{ "max-string", required_argument, NULL, O_MAX_STRING },
+		{ "max-events", required_argument, NULL, O_MAX_EVENTS },
+		{ "threads", required_argument, NULL, O_THREADS },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "grace", required_argument, NULL, O_GRACE },
+		{ "log-level", required_argument, NULL, O_LOG },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct server_config cfg = {
+		.listen = DEFAULT_LISTEN,
+		.db_path = DEFAULT_DB,
+		.threads = 4,
+		.conn_timeout_s = 120,
+		.grace_s = 30,
+		.limits = ingest_default_limits,
+	};
+	struct tp_errbuf err = { 0 };
+	struct server *srv;
+	sigset_t sigs;
+	uint64_t v;
+	int c, sig;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case O_LISTEN: cfg.listen = optarg; break;
+		case O_DB: cfg.db_path = optarg; break;
+		case O_TOKENS: cfg.token_file = optarg; break;
+		case O_MAX_BODY: bad = parse_size(optarg, &cfg.limits.max_body); break;
+		case O_MAX_INFL: bad = parse_size(optarg, &cfg.limits.max_inflated); break;
+		case O_MAX_RATIO:
+			bad = parse_size(optarg, &v) || v > 100000;
+			cfg.limits.max_ratio = (uint32_t)v;
+			break;
+		case O_MAX_DEPTH:
+			bad = parse_size(optarg, &v) || v > 64;
+			cfg.limits.trace.max_depth = (uint32_t)v;
+			break;
+		case O_MAX_STRING: bad = parse_size(optarg, &cfg.limits.trace.max_token); break;
+		case O_MAX_EVENTS:
+			bad = parse_size(optarg, &cfg.limits.trace.max_events) ||
+			      cfg.limits.trace.max_events > (1ull << 32) - 1;
+			break;
+		case O_THREADS:
+			bad = parse_size(optarg, &v) || v > 256;
+			cfg.threads = (unsigned)v;
+			break;
+		case O_TIMEOUT:
+			bad = parse_size(optarg, &v) || v > 86400;
+			cfg.conn_timeout_s = (unsigned)v;
+			break;
+		case O_GRACE:
+			bad = parse_size(optarg, &v) || v > 3600;
+			cfg.grace_s = (unsigned)v;
+			break;
+		case O_LOG:
+			if (!strcmp(optarg, "error")) tp_log_threshold = TP_LOG_ERR;
+			else if (!strcmp(optarg, "warn")) tp_log_threshold = TP_LOG_WARN;
+			else if (!strcmp(optarg, "info")) tp_log_threshold = TP_LOG_INFO;
+			else if (!strcmp(optarg, "debug")) tp_log_threshold = TP_LOG_DEBUG;
+			else bad = 1;
+			break;
+		case O_HELP: usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "trainscope-server: bad value '%s' for --%s\n", optarg,
+				opts[c - 1].name);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "trainscope-server: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	make_parent(cfg.db_path);
+	if (server_start(&cfg, &srv, &err)) {
+		fprintf(stderr, "trainscope-server: %s\n", err.msg);
+		return 1;
+	}
+	{
+		const char *colon = strrchr(cfg.listen, ':');
+		printf("trainscope-server listening on http://%.*s:%u (database %s)\n",
+		       (int)(colon - cfg.listen), cfg.listen, server_port(srv), cfg.db_path);
+		fflush(stdout);
+	}
+	tp_info("serving; SIGINT or SIGTERM stops");
+	sigwait(&sigs, &sig);
+	tp_info("signal %d: stopping", sig);
+	server_stop(srv);
+	tp_info("stopped cleanly");
+	return 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * routes.h: the one static route table and its dispatcher.
+ *
+ * A pattern is a path with {run} and {id} segments. The dispatcher checks,
+ * before any handler runs: the path (404), the method (405), the {run} name
+ * ([A-Za-z0-9._-]{1,128}, else 400) and {id} (digits), the write token for
+ * ROUTE_WRITE routes (401), and that only ROUTE_BODY routes get a body (413).
+ */
+#ifndef ROUTES_H
+#define ROUTES_H
+
+#include <stddef.h>
+
+struct request;
+
+#define ROUTE_MAX_PARAMS 2
+
+enum route_flags {
+	ROUTE_WRITE = 1 << 0,	/* needs the write token when one is configured */
+	ROUTE_BODY = 1 << 1,	/* takes a request body, streamed to on_data */
+};
+
+struct route {
+	const char *method;
+	const char *pattern;
+	unsigned flags;
+	/* first call: answer now, or (ROUTE_BODY) prepare for the body */
+	int (*on_begin)(struct request *req);
+	/* ROUTE_BODY: the next piece of the body */
+	int (*on_data)(struct request *req, const char *data, size_t len);
+	/* ROUTE_BODY: the body is complete; answer */
+	int (*on_end)(struct request *req);
+	/* the request is over (completed or not): free req->state */
+	void (*cleanup)(struct request *req, int completed);
+};
+
+enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_NO_METHOD, ROUTE_BAD_PARAM };
+
+/*
+ * Find the route for method and path, filling params (each a new string the
+ * caller frees). On ROUTE_NO_METHOD, allow gets the allowed methods.
+ */
+enum route_match route_match(const char *method, const char *path, const struct route **out,
+			     char *params[], char *allow, size_t allow_size, const char **bad_param);
+
+/* 1 when s is a valid run name. */
+int route_valid_run_name(const char *s);
+
+#endif

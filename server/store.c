@@ -1,0 +1,1000 @@
+/*
+ * store.c: the SQLite store (see store.h for the contract).
+ *
+ * Schema: schemas/migrations/NNN_*.sql, compiled in (migrations_gen.c) and
+ * applied in order inside one transaction each; PRAGMA user_version counts
+ * what is applied.
+ *
+ * Ingest speed (measured, shared/design.md): 16 KiB pages, WAL with
+ * synchronous=NORMAL, one private NOMUTEX connection per writer, multi-row
+ * INSERTs of ROWS_PER_INSERT rows, a transaction per batch, and no secondary
+ * index on the tables written during ingest: their keys are
+ * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
+ */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+#define LOG_PREFIX "store"
+
+#define ROWS_PER_INSERT 16
+#define EV_COLS 19
+#define MEV_COLS 12
+#define BUSY_TIMEOUT_MS 60000
+
+extern const char *const store_migrations[];
+extern const int store_nmigrations;
+
+struct store {
+	char *path;
+};
+
+enum wstmt {
+	W_EV_MULTI, W_EV_ONE, W_MEV_MULTI, W_MEV_ONE, W_STR, W_RAW,
+	W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT
+};
+
+struct store_writer {
+	sqlite3 *db;
+	sqlite3_stmt *st[W_NSTMT];
+};
+
+struct store_reader {
+	sqlite3 *db;
+	sqlite3_stmt *raw;	/* kept for chunk-by-chunk reads */
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+	/* no global memory statistics: they take a mutex on every allocation */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	sqlite3_initialize();
+}
+
+static int db_fail(struct tp_errbuf *err, sqlite3 *db, const char *what)
+{
+	int code = db ? sqlite3_errcode(db) : SQLITE_ERROR;
+
+	tp_err("%s: %s", what, db ? sqlite3_errmsg(db) : "no connection");
+	if (code == SQLITE_FULL || code == SQLITE_IOERR)
+		return tp_fail(err, TP_ERR_IO, "storage_error", "%s: %s", what, sqlite3_errstr(code));
+	return tp_fail(err, TP_ERR_DB, "database_error", "%s: %s", what, sqlite3_errstr(code));
+}
+
+static int exec(sqlite3 *db, const char *sql, struct tp_errbuf *err)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		int rc = db_fail(err, db, msg ? msg : "exec");
+		sqlite3_free(msg);
+		return rc;
+	}
+	return TP_OK;
+}
+
+static int db_connect(const char *path, int flags, sqlite3 **out, struct tp_errbuf *err)
+{
+	sqlite3 *db = NULL;
+
+	pthread_once(&global_once, global_init);
+	if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+		int rc = tp_fail(err, TP_ERR_IO, "storage_error", "cannot open database %s: %s", path,
+				 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return rc;
+	}
+	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+	sqlite3_extended_result_codes(db, 0);
+	if (exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;", err)) {
+		sqlite3_close(db);
+		return TP_ERR_DB;
+	}
+	*out = db;
+	return TP_OK;
+}
+
+static int migrate(sqlite3 *db, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int version = 0, i;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, db, "read schema version");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version > store_nmigrations)
+		return tp_fail(err, TP_ERR_DB, "database_error",
+			       "the database has schema version %d, newer than this server's %d",
+			       version, store_nmigrations);
+	for (i = version; i < store_nmigrations; i++) {
+		char bump[64];
+		snprintf(bump, sizeof(bump), "PRAGMA user_version=%d;", i + 1);
+		if (exec(db, "BEGIN IMMEDIATE", err))
+			return TP_ERR_DB;
+		if (exec(db, store_migrations[i], err) || exec(db, bump, err)) {
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return TP_ERR_DB;
+		}
+		if (exec(db, "COMMIT", err))
+			return TP_ERR_DB;
+		tp_info("applied migration %d", i + 1);
+	}
+	return TP_OK;
+}
+
+/* Rows of every per-artifact table, except (keep_raw) the raw bytes. */
+static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
+{
+	static const char *const tables[] = { "events", "mem_events", "strings", "raw_chunks" };
+	sqlite3_stmt *st;
+	char sql[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]) - (keep_raw ? 1 : 0); i++) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key BETWEEN ?1 AND ?2", tables[i]);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+			return db_fail(err, db, "prepare delete");
+		sqlite3_bind_int64(st, 1, artifact << 32);
+		sqlite3_bind_int64(st, 2, (artifact << 32) | 0xffffffffLL);
+		int r = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (r != SQLITE_DONE)
+			return db_fail(err, db, "delete rows");
+	}
+	if (sqlite3_prepare_v2(db, "DELETE FROM steps WHERE artifact_id=?1", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, db, "prepare delete");
+	sqlite3_bind_int64(st, 1, artifact);
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return r == SQLITE_DONE ? TP_OK : db_fail(err, db, "delete steps");
+}
+
+static int drop_artifact(sqlite3 *db, int64_t artifact, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = delete_rows(db, artifact, 0, err)))
+		return rc;
+	if (sqlite3_prepare_v2(db, "DELETE FROM artifacts WHERE id=?1", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, db, "prepare delete");
+	sqlite3_bind_int64(st, 1, artifact);
+	rc = sqlite3_step(st) == SQLITE_DONE ? TP_OK : db_fail(err, db, "delete artifact");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static const char empty_runs_sql[] =
+	"DELETE FROM runs WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE run_id=runs.id)"
+	" AND metadata='{}' AND tags='[]' AND project IS NULL";
+
+/* Interrupted ingests: see the top of store.h. */
+static int recover(sqlite3 *db, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int64_t ids[256];
+	int n, i, rc = TP_OK, total = 0;
+
+	do {
+		if (sqlite3_prepare_v2(db, "SELECT id FROM artifacts WHERE status='ingesting' LIMIT 256",
+				       -1, &st, NULL) != SQLITE_OK)
+			return db_fail(err, db, "recover");
+		for (n = 0; n < 256 && sqlite3_step(st) == SQLITE_ROW; n++)
+			ids[n] = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		if (!n)
+			break;
+		if ((rc = exec(db, "BEGIN IMMEDIATE", err)))
+			return rc;
+		for (i = 0; i < n && !rc; i++)
+			rc = drop_artifact(db, ids[i], err);
+		if (!rc)
+			rc = exec(db, empty_runs_sql, err);
+		if (rc) {
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+		if ((rc = exec(db, "COMMIT", err)))
+			return rc;
+		total += n;
+	} while (n == 256);
+	if (total)
+		tp_warn("removed %d interrupted upload(s) left by an earlier stop", total);
+	return TP_OK;
+}
+
+int store_open(const char *path, struct store **out, struct tp_errbuf *err)
+{
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+	int rc;
+
+	if ((rc = db_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			  &db, err)))
+		return rc;
+	/* page_size only takes effect before the first table exists */
+	if ((rc = exec(db, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;", err)) ||
+	    (rc = migrate(db, err)) || (rc = recover(db, err)))
+		goto out;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->path = strdup(path))) {
+		free(st);
+		st = NULL;
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
+	*out = st;
+out:
+	sqlite3_close(db);
+	return rc;
+}
+
+void store_close(struct store *st)
+{
+	sqlite3 *db;
+
+	if (!st)
+		return;
+	/* fold the WAL back into the main file so the database is one file at rest */
+	if (db_connect(st->path, SQLITE_OPEN_READWRITE, &db, NULL) == TP_OK) {
+		sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+		sqlite3_close(db);
+	}
+	free(st->path);
+	free(st);
+}
+
+/* ---- writer ---- */
+
+static char *multi_insert_sql(const char *table, const char *cols, int ncols, int nrows)
+{
+	size_t cap = strlen(table) + strlen(cols) + 64 + (size_t)nrows * ((size_t)ncols * 2 + 4);
+	char *sql = malloc(cap), *p;
+	int r, c;
+
+	if (!sql)
+		return NULL;
+	p = sql + sprintf(sql, "INSERT INTO %s(%s) VALUES", table, cols);
+	for (r = 0; r < nrows; r++) {
+		*p++ = r ? ',' : ' ';
+		*p++ = '(';
+		for (c = 0; c < ncols; c++) {
+			if (c)
+				*p++ = ',';
+			*p++ = '?';
+		}
+		*p++ = ')';
+	}
+	*p = 0;
+	return sql;
+}
+
+static const char ev_cols[] = "key,ph,cat,name,pid,tid,ts,dur,ext_id,corr,stream,device,bytes,seq,"
+			      "fwd_tid,flow,arg,blocks_per_sm,occupancy";
+static const char mev_cols[] = "key,oom,pid,tid,ts,ev_idx,dev_type,dev_id,addr,bytes,"
+			       "total_allocated,total_reserved";
+
+int store_writer_open(struct store *st, struct store_writer **out, struct tp_errbuf *err)
+{
+	struct store_writer *w = calloc(1, sizeof(*w));
+	char *sql[W_NSTMT] = { 0 };
+	int rc, i;
+
+	if (!w)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if ((rc = db_connect(st->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, &w->db, err)))
+		goto fail;
+	sql[W_EV_MULTI] = multi_insert_sql("events", ev_cols, EV_COLS, ROWS_PER_INSERT);
+	sql[W_EV_ONE] = multi_insert_sql("events", ev_cols, EV_COLS, 1);
+	sql[W_MEV_MULTI] = multi_insert_sql("mem_events", mev_cols, MEV_COLS, ROWS_PER_INSERT);
+	sql[W_MEV_ONE] = multi_insert_sql("mem_events", mev_cols, MEV_COLS, 1);
+	sql[W_STR] = strdup("INSERT INTO strings(key,s) VALUES(?,?)");
+	sql[W_RAW] = strdup("INSERT INTO raw_chunks(key,data) VALUES(?,?)");
+	sql[W_BEGIN] = strdup("BEGIN IMMEDIATE");
+	sql[W_COMMIT] = strdup("COMMIT");
+	sql[W_ROLLBACK] = strdup("ROLLBACK");
+	for (i = 0; i < W_NSTMT; i++) {
+		if (!sql[i]) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			goto fail;
+		}
+		if (sqlite3_prepare_v3(w->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
+		    SQLITE_OK) {
+			rc = db_fail(err, w->db, "prepare");
+			goto fail;
+		}
+	}
+	for (i = 0; i < W_NSTMT; i++)
+		free(sql[i]);
+	*out = w;
+	return TP_OK;
+fail:
+	for (i = 0; i < W_NSTMT; i++)
+		free(sql[i]);
+	store_writer_close(w);
+	return rc;
+}
+
+void store_writer_close(struct store_writer *w)
+{
+	int i;
+
+	if (!w)
+		return;
+	for (i = 0; i < W_NSTMT; i++)
+		sqlite3_finalize(w->st[i]);
+	sqlite3_close(w->db);
+	free(w);
+}
+
+static int step_done(struct store_writer *w, sqlite3_stmt *st, const char *what, struct tp_errbuf *err)
+{
+	int r = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, what);
+}
+
+static int begin(struct store_writer *w, struct tp_errbuf *err)
+{
+	return step_done(w, w->st[W_BEGIN], "begin", err);
+}
+
+static int commit(struct store_writer *w, struct tp_errbuf *err)
+{
+	return step_done(w, w->st[W_COMMIT], "commit", err);
+}
+
+static void rollback(struct store_writer *w)
+{
+	if (!sqlite3_get_autocommit(w->db))
+		step_done(w, w->st[W_ROLLBACK], "rollback", NULL);
+}
+
+static void bind_id(sqlite3_stmt *st, int col, int64_t num, const char *s, int present)
+{
+	if (s)
+		sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
+	else if (present)
+		sqlite3_bind_int64(st, col, num);
+}
+
+#define BIND_OPT(st, col, e, bit, field) \
+	do { if ((e)->have & (bit)) sqlite3_bind_int64((st), (col), (e)->field); } while (0)
+
+/* Unset columns stay NULL: statements are cleared after each step. */
+static void bind_event(sqlite3_stmt *st, int c, int64_t key, const struct tp_event *e)
+{
+	sqlite3_bind_int64(st, c + 1, key);
+	sqlite3_bind_int(st, c + 2, (unsigned char)e->ph);
+	if (e->cat)
+		sqlite3_bind_int64(st, c + 3, e->cat);
+	if (e->name)
+		sqlite3_bind_int64(st, c + 4, e->name);
+	bind_id(st, c + 5, e->pid, e->pid_s, e->have & TH_PID);
+	bind_id(st, c + 6, e->tid, e->tid_s, e->have & TH_TID);
+	BIND_OPT(st, c + 7, e, TH_TS, ts_ns);
+	BIND_OPT(st, c + 8, e, TH_DUR, dur_ns);
+	BIND_OPT(st, c + 9, e, TH_EXT, ext_id);
+	BIND_OPT(st, c + 10, e, TH_CORR, corr);
+	BIND_OPT(st, c + 11, e, TH_STREAM, stream);
+	BIND_OPT(st, c + 12, e, TH_DEVICE, device);
+	BIND_OPT(st, c + 13, e, TH_BYTES, bytes);
+	BIND_OPT(st, c + 14, e, TH_SEQ, seq);
+	BIND_OPT(st, c + 15, e, TH_FWD_TID, fwd_tid);
+	BIND_OPT(st, c + 16, e, TH_FLOW, flow_id);
+	if (e->arg)
+		sqlite3_bind_int64(st, c + 17, e->arg);
+	/* SQLite stores no infinities: "inf" blocks per SM is kept as NULL */
+	if ((e->have & TH_BPS) && e->blocks_per_sm < 1e300)
+		sqlite3_bind_double(st, c + 18, e->blocks_per_sm);
+	if ((e->have & TH_OCC) && e->occupancy < 1e300)
+		sqlite3_bind_double(st, c + 19, e->occupancy);
+}
+
+static void bind_mem_event(sqlite3_stmt *st, int c, int64_t key, const struct tp_event *e, int oom)
+{
+	sqlite3_bind_int64(st, c + 1, key);
+	sqlite3_bind_int(st, c + 2, oom);
+	bind_id(st, c + 3, e->pid, e->pid_s, e->have & TH_PID);
+	bind_id(st, c + 4, e->tid, e->tid_s, e->have & TH_TID);
+	sqlite3_bind_int64(st, c + 5, e->ts_ns);
+	BIND_OPT(st, c + 6, e, TH_EV_IDX, ev_idx);
+	BIND_OPT(st, c + 7, e, TH_DEV_TYPE, dev_type);
+	BIND_OPT(st, c + 8, e, TH_DEV_ID, dev_id);
+	BIND_OPT(st, c + 9, e, TH_ADDR, addr);
+	BIND_OPT(st, c + 10, e, TH_BYTES, bytes);
+	BIND_OPT(st, c + 11, e, TH_TOTAL_ALLOC, total_alloc);
+	BIND_OPT(st, c + 12, e, TH_TOTAL_RES, total_reserved);
+}
+
+static int write_rows(struct store_writer *w, int64_t artifact, const struct store_batch *b,
+		      struct tp_errbuf *err)
+{
+	int64_t base = artifact << 32;
+	size_t i, r;
+	int rc;
+
+	for (i = 0; i < b->nstr; i++) {
+		sqlite3_stmt *st = w->st[W_STR];
+		sqlite3_bind_int64(st, 1, base | b->str[i].id);
+		sqlite3_bind_text(st, 2, b->str[i].s, (int)b->str[i].len, SQLITE_STATIC);
+		if ((rc = step_done(w, st, "insert strings", err)))
+			return rc;
+	}
+	for (i = 0; i < b->nev;) {
+		if (b->nev - i >= ROWS_PER_INSERT) {
+			for (r = 0; r < ROWS_PER_INSERT; r++, i++)
+				bind_event(w->st[W_EV_MULTI], (int)r * EV_COLS,
+					   base | (int64_t)(b->ev_first + i), &b->ev[i]);
+			rc = step_done(w, w->st[W_EV_MULTI], "insert events", err);
+		} else {
+			bind_event(w->st[W_EV_ONE], 0, base | (int64_t)(b->ev_first + i), &b->ev[i]);
+			i++;
+			rc = step_done(w, w->st[W_EV_ONE], "insert events", err);
+		}
+		if (rc)
+			return rc;
+	}
+	for (i = 0; i < b->nmev;) {
+		if (b->nmev - i >= ROWS_PER_INSERT) {
+			for (r = 0; r < ROWS_PER_INSERT; r++, i++)
+				bind_mem_event(w->st[W_MEV_MULTI], (int)r * MEV_COLS,
+					       base | (int64_t)(b->mev_first + i), &b->mev[i], b->mev_oom[i]);
+			rc = step_done(w, w->st[W_MEV_MULTI], "insert memory events", err);
+		} else {
+			bind_mem_event(w->st[W_MEV_ONE], 0, base | (int64_t)(b->mev_first + i), &b->mev[i],
+				       b->mev_oom[i]);
+			i++;
+			rc = step_done(w, w->st[W_MEV_ONE], "insert memory events", err);
+		}
+		if (rc)
+			return rc;
+	}
+	if (b->nraw) {
+		sqlite3_stmt *st = w->st[W_RAW];
+		sqlite3_bind_int64(st, 1, base | b->raw_seq);
+		sqlite3_bind_blob(st, 2, b->raw, (int)b->nraw, SQLITE_STATIC);
+		if ((rc = step_done(w, st, "insert raw bytes", err)))
+			return rc;
+	}
+	return TP_OK;
+}
+
+int store_write_batch(struct store_writer *w, int64_t artifact, const struct store_batch *b,
+		      struct tp_errbuf *err)
+{
+	int rc;
+
+	if ((rc = begin(w, err)))
+		return rc;
+	if ((rc = write_rows(w, artifact, b, err)) || (rc = commit(w, err)))
+		rollback(w);
+	return rc;
+}
+
+/* Bind text or NULL. */
+static void bind_text(sqlite3_stmt *st, int col, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, col);
+}
+
+int store_artifact_begin(struct store_writer *w, const char *run, int rank, const char *kind,
+			 const char *name, int64_t *id_out, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if ((rc = begin(w, err)))
+		return rc;
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO runs(name, created_ns) VALUES(?1, ?2)"
+				      " ON CONFLICT(name) DO NOTHING", -1, &st, NULL) != SQLITE_OK) {
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	bind_text(st, 1, run);
+	sqlite3_bind_int64(st, 2, tp_now_ns());
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		rc = db_fail(err, w->db, "create run");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO artifacts(run_id, rank, kind, name, created_ns)"
+				      " SELECT id, ?2, ?3, ?4, ?5 FROM runs WHERE name=?1", -1, &st,
+			       NULL) != SQLITE_OK) {
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	bind_text(st, 1, run);
+	sqlite3_bind_int(st, 2, rank);
+	bind_text(st, 3, kind);
+	bind_text(st, 4, name);
+	sqlite3_bind_int64(st, 5, tp_now_ns());
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		rc = db_fail(err, w->db, "create artifact");
+		goto out;
+	}
+	*id_out = sqlite3_last_insert_rowid(w->db);
+	rc = commit(w, err);
+out:
+	sqlite3_finalize(st);
+	if (rc)
+		rollback(w);
+	return rc;
+}
+
+/* The id of another finished artifact of the same run with this sha256, or 0. */
+static int find_duplicate(struct store_writer *w, int64_t artifact, const char *sha, int64_t *out,
+			  struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	*out = 0;
+	if (sqlite3_prepare_v2(w->db, "SELECT b.id FROM artifacts a JOIN artifacts b"
+				      " ON b.run_id=a.run_id AND b.sha256=?2 AND b.id!=a.id"
+				      " AND b.status!='ingesting' WHERE a.id=?1 ORDER BY b.id LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	sqlite3_bind_int64(st, 1, artifact);
+	bind_text(st, 2, sha);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "find duplicate");
+}
+
+static int insert_steps(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	size_t i;
+	int rc = TP_OK;
+
+	if (!f->nsteps)
+		return TP_OK;
+	if (sqlite3_prepare_v2(w->db, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns)"
+				      " VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	for (i = 0; i < f->nsteps && !rc; i++) {
+		sqlite3_bind_int64(st, 1, artifact);
+		sqlite3_bind_int64(st, 2, f->steps[i].step);
+		sqlite3_bind_int64(st, 3, f->steps[i].start_ns + f->base_ns);
+		sqlite3_bind_int64(st, 4, f->steps[i].dur_ns);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = db_fail(err, w->db, "insert steps");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int finish(struct store_writer *w, int64_t artifact, const struct store_final *f, int failed,
+		  int64_t *existing_out, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if ((rc = begin(w, err)))
+		return rc;
+	if ((rc = find_duplicate(w, artifact, f->sha256, existing_out, err)))
+		goto out;
+	if (*existing_out) {
+		rc = drop_artifact(w->db, artifact, err);
+		goto out;
+	}
+	if (failed)
+		rc = delete_rows(w->db, artifact, 1, err);
+	else
+		rc = insert_steps(w, artifact, f, err);
+	if (rc)
+		goto out;
+	if (sqlite3_prepare_v2(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
+				      " base_ns=?6, rank=?7, kind=?8, raw_encoding=?9, meta=?10,"
+				      " peak_allocated=?11, error_code=?12, error=?13 WHERE id=?1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, artifact);
+	bind_text(st, 2, failed ? "error" : "ready");
+	bind_text(st, 3, f->sha256);
+	sqlite3_bind_int64(st, 4, (int64_t)f->bytes);
+	sqlite3_bind_int64(st, 5, failed ? 0 : (int64_t)f->events);
+	sqlite3_bind_int64(st, 6, f->base_ns);
+	sqlite3_bind_int(st, 7, f->rank);
+	bind_text(st, 8, f->kind);
+	bind_text(st, 9, f->raw_encoding);
+	bind_text(st, 10, f->meta_json);
+	if (f->peak_allocated >= 0 && !failed)
+		sqlite3_bind_int64(st, 11, f->peak_allocated);
+	bind_text(st, 12, failed ? f->error_code : NULL);
+	bind_text(st, 13, failed ? f->error_msg : NULL);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		rc = db_fail(err, w->db, "finish artifact");
+		goto out;
+	}
+	rc = TP_OK;
+out:
+	sqlite3_finalize(st);
+	if (!rc)
+		rc = commit(w, err);
+	if (rc)
+		rollback(w);
+	return rc;
+}
+
+int store_artifact_commit(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			  int64_t *existing_out, struct tp_errbuf *err)
+{
+	return finish(w, artifact, f, 0, existing_out, err);
+}
+
+int store_artifact_fail(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			int64_t *existing_out, struct tp_errbuf *err)
+{
+	return finish(w, artifact, f, 1, existing_out, err);
+}
+
+int store_artifact_drop(struct store_writer *w, int64_t artifact)
+{
+	int rc;
+
+	if ((rc = begin(w, NULL)))
+		return rc;
+	if ((rc = drop_artifact(w->db, artifact, NULL)) || (rc = exec(w->db, empty_runs_sql, NULL)) ||
+	    (rc = commit(w, NULL)))
+		rollback(w);
+	return rc;
+}
+
+/* ---- reader ---- */
+
+int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err)
+{
+	struct store_reader *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if ((rc = db_connect(st->path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &r->db, err))) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return TP_OK;
+}
+
+void store_reader_close(struct store_reader *r)
+{
+	if (!r)
+		return;
+	sqlite3_finalize(r->raw);
+	sqlite3_close(r->db);
+	free(r);
+}
+
+static sqlite3_stmt *prepare(struct store_reader *r, const char *sql, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+
+	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		db_fail(err, r->db, "prepare");
+		return NULL;
+	}
+	return st;
+}
+
+static json_t *col_json(sqlite3_stmt *st, int col)
+{
+	switch (sqlite3_column_type(st, col)) {
+	case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(st, col));
+	case SQLITE_FLOAT: return json_real(sqlite3_column_double(st, col));
+	case SQLITE_TEXT: return json_string((const char *)sqlite3_column_text(st, col));
+	default: return json_null();
+	}
+}
+
+/* A column holding JSON text, parsed; fallback when absent or broken. */
+static json_t *col_parsed(sqlite3_stmt *st, int col, json_t *fallback)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+	json_t *v = s ? json_loads(s, 0, NULL) : NULL;
+
+	if (v) {
+		json_decref(fallback);
+		return v;
+	}
+	return fallback;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Step count and mean/median step time of a run, at its lowest rank with
+ * steps (the summary a run list shows; per-rank views come from store_steps).
+ */
+static int run_step_summary(struct store_reader *r, int64_t run_id, json_t *obj, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r,
+		"SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s JOIN artifacts a"
+		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND a.rank="
+		" (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2 ON s2.artifact_id=a2.id"
+		"  WHERE a2.run_id=?1 AND a2.status='ready')", err);
+	int64_t *d = NULL;
+	size_t n = 0, cap = 0;
+	double sum = 0;
+
+	if (!st)
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 1, run_id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (n == cap) {
+			int64_t *nd = realloc(d, (cap = cap ? cap * 2 : 64) * sizeof(*d));
+			if (!nd) {
+				free(d);
+				sqlite3_finalize(st);
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			}
+			d = nd;
+		}
+		d[n] = sqlite3_column_int64(st, 2);
+		sum += (double)d[n++];
+	}
+	sqlite3_finalize(st);
+	json_object_set_new(obj, "steps", json_integer((json_int_t)n));
+	if (n) {
+		qsort(d, n, sizeof(*d), cmp_i64);
+		json_int_t median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+		json_object_set_new(obj, "step_time_ns",
+				    json_pack("{s:I, s:I}", "mean", (json_int_t)(sum / (double)n + 0.5),
+					      "median", median));
+	} else {
+		json_object_set_new(obj, "step_time_ns", json_pack("{s:n, s:n}", "mean", "median"));
+	}
+	free(d);
+	return TP_OK;
+}
+
+static const char run_cols[] =
+	"SELECT r.id, r.name, r.project, r.created_ns, r.tags, r.metadata, r.baseline,"
+	" (SELECT COUNT(*) FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting'),"
+	" (SELECT COUNT(DISTINCT rank) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready'),"
+	" (SELECT MAX(peak_allocated) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready')"
+	" FROM runs r WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')";
+
+static json_t *run_json(struct store_reader *r, sqlite3_stmt *st, int full, struct tp_errbuf *err)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "name", col_json(st, 1));
+	json_object_set_new(o, "project", col_json(st, 2));
+	json_object_set_new(o, "created_ns", col_json(st, 3));
+	json_object_set_new(o, "artifacts", col_json(st, 7));
+	json_object_set_new(o, "ranks", col_json(st, 8));
+	json_object_set_new(o, "peak_allocated_bytes", col_json(st, 9));
+	json_object_set_new(o, "baseline", json_boolean(sqlite3_column_int(st, 6)));
+	json_object_set_new(o, "tags", col_parsed(st, 4, json_array()));
+	if (full)
+		json_object_set_new(o, "metadata", col_parsed(st, 5, json_object()));
+	if (run_step_summary(r, sqlite3_column_int64(st, 0), o, err)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *store_runs_list(struct store_reader *r, struct tp_errbuf *err)
+{
+	char sql[1024];
+	sqlite3_stmt *st;
+	json_t *runs = json_array(), *item;
+	int s;
+
+	snprintf(sql, sizeof(sql), "%s ORDER BY r.created_ns DESC, r.id DESC", run_cols);
+	if (!runs || !(st = prepare(r, sql, err))) {
+		json_decref(runs);
+		return NULL;
+	}
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!(item = run_json(r, st, 0, err)))
+			break;
+		json_array_append_new(runs, item);
+	}
+	sqlite3_finalize(st);
+	if (s != SQLITE_DONE) {
+		if (s != SQLITE_ROW)
+			db_fail(err, r->db, "list runs");
+		json_decref(runs);
+		return NULL;
+	}
+	return json_pack("{s:o}", "runs", runs);
+}
+
+static const char artifact_cols[] =
+	"SELECT a.id, r.name, a.rank, a.kind, a.name, a.sha256, a.bytes, a.status, a.events,"
+	" a.error_code, a.error, a.created_ns FROM artifacts a JOIN runs r ON r.id=a.run_id";
+
+static json_t *artifact_json(sqlite3_stmt *st)
+{
+	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+			      "id", col_json(st, 0), "run", col_json(st, 1), "rank", col_json(st, 2),
+			      "kind", col_json(st, 3), "name", col_json(st, 4), "sha256", col_json(st, 5),
+			      "bytes", col_json(st, 6), "status", col_json(st, 7),
+			      "events", col_json(st, 8), "created_ns", col_json(st, 11));
+	if (o && sqlite3_column_type(st, 10) != SQLITE_NULL)
+		json_object_set_new(o, "error", json_pack("{s:o, s:o}", "code", col_json(st, 9),
+							  "message", col_json(st, 10)));
+	return o;
+}
+
+json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf *err)
+{
+	char sql[1024];
+	sqlite3_stmt *st;
+	json_t *out = NULL, *arts, *o;
+
+	snprintf(sql, sizeof(sql), "%s AND r.name=?1", run_cols);
+	if (!(st = prepare(r, sql, err)))
+		return NULL;
+	bind_text(st, 1, run);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+		return NULL;
+	}
+	o = run_json(r, st, 1, err);
+	sqlite3_finalize(st);
+	if (!o)
+		return NULL;
+	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.status!='ingesting' ORDER BY a.id",
+		 artifact_cols);
+	if (!(st = prepare(r, sql, err)) || !(arts = json_array())) {
+		sqlite3_finalize(st);
+		json_decref(o);
+		return NULL;
+	}
+	bind_text(st, 1, run);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(arts, artifact_json(st));
+	sqlite3_finalize(st);
+	out = json_pack("{s:o, s:o}", "run", o, "artifacts", arts);
+	return out;
+}
+
+json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err)
+{
+	char sql[512];
+	sqlite3_stmt *st;
+	json_t *o = NULL;
+
+	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.id=?2 AND a.status!='ingesting'", artifact_cols);
+	if (!(st = prepare(r, sql, err)))
+		return NULL;
+	bind_text(st, 1, run);
+	sqlite3_bind_int64(st, 2, id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		o = artifact_json(st);
+	else
+		tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run,
+			(long long)id);
+	sqlite3_finalize(st);
+	return o ? json_pack("{s:o}", "artifact", o) : NULL;
+}
+
+static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
+				      " (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')",
+				   err);
+	int found;
+
+	if (!st)
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found ? TP_OK : tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+}
+
+/* The lowest rank of the run's ready artifacts (0 when none); -1 on error. */
+static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				      " WHERE r.name=?1 AND a.status='ready'", err);
+	int rank;
+
+	if (!st)
+		return -1;
+	bind_text(st, 1, run);
+	rank = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	return rank;
+}
+
+json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	json_t *steps;
+
+	if (run_exists(r, run, err))
+		return NULL;
+	if (rank < 0 && (rank = lowest_rank(r, run, err)) < 0)
+		return NULL;
+	st = prepare(r, "SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s"
+			" JOIN artifacts a ON a.id=s.artifact_id JOIN runs r ON r.id=a.run_id"
+			" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' ORDER BY s.start_ns, s.step",
+		     err);
+	if (!st || !(steps = json_array())) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	bind_text(st, 1, run);
+	sqlite3_bind_int(st, 2, rank);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(steps, json_pack("{s:o, s:o, s:o}", "step", col_json(st, 0),
+						       "start_ns", col_json(st, 1), "dur_ns",
+						       col_json(st, 2)));
+	sqlite3_finalize(st);
+	return json_pack("{s:i, s:o}", "rank", rank, "steps", steps);
+}
+
+int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct store_raw_info *out,
+		   struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT a.raw_encoding, a.name, a.bytes,"
+				      " (SELECT COUNT(*) FROM raw_chunks WHERE key BETWEEN a.id<<32 AND (a.id<<32)|4294967295)"
+				      " FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				      " WHERE r.name=?1 AND a.id=?2 AND a.status!='ingesting'", err);
+	int rc = TP_OK;
+
+	if (!st)
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	sqlite3_bind_int64(st, 2, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(out->encoding, sizeof(out->encoding), "%s", sqlite3_column_text(st, 0));
+		snprintf(out->name, sizeof(out->name), "%s", sqlite3_column_text(st, 1));
+		out->bytes = (uint64_t)sqlite3_column_int64(st, 2);
+		out->nchunks = (uint32_t)sqlite3_column_int64(st, 3);
+	} else {
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld",
+			     run, (long long)id);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void **data, size_t *len,
+		    struct tp_errbuf *err)
+{
+	if (!r->raw && !(r->raw = prepare(r, "SELECT data FROM raw_chunks WHERE key=?1", err)))
+		return TP_ERR_DB;
+	sqlite3_reset(r->raw);
+	sqlite3_bind_int64(r->raw, 1, (id << 32) | seq);
+	if (sqlite3_step(r->raw) != SQLITE_ROW)
+		return tp_fail(err, TP_ERR_NOTFOUND, "raw_missing", "raw chunk %u of artifact %lld is missing",
+			       seq, (long long)id);
+	*data = sqlite3_column_blob(r->raw, 0);
+	*len = (size_t)sqlite3_column_bytes(r->raw, 0);
+	return TP_OK;
+}

@@ -1,0 +1,129 @@
+/*
+ * store.h: the database. The only module that speaks SQL (SQLite, WAL).
+ *
+ * Writing: each ingest owns a struct store_writer (a private connection,
+ * used from one thread). An artifact is begun (status 'ingesting', invisible
+ * to every read), filled batch by batch, each batch its own short
+ * transaction, then committed to 'ready' or failed to 'error' in one
+ * transaction; a failed artifact keeps its raw bytes and loses every other
+ * row. Artifacts still 'ingesting' when the server starts were interrupted
+ * (a crash); store_open() removes them whole, since no client was told they
+ * succeeded.
+ *
+ * Reading: a struct store_reader per request (its own connection); answers
+ * come back as new jansson references.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "tp.h"
+
+struct store;
+struct store_writer;
+struct store_reader;
+
+/*
+ * Open (creating and migrating if needed) the database at path, and remove
+ * interrupted ingests. *out is freed with store_close().
+ */
+int store_open(const char *path, struct store **out, struct tp_errbuf *err);
+/* Checkpoint the WAL and close. NULL is a no-op. */
+void store_close(struct store *st);
+
+/* ---- writing ---- */
+
+struct store_string {
+	uint32_t id, len;
+	const char *s;			/* borrowed */
+};
+
+struct store_step {
+	int64_t step, start_ns, dur_ns;	/* start_ns as written (base added at commit) */
+};
+
+/* One batch of rows for an artifact; every pointer is borrowed. */
+struct store_batch {
+	const struct tp_event *ev;	/* for the events table */
+	size_t nev;
+	uint64_t ev_first;		/* ordinal of ev[0] within the artifact */
+	const struct tp_event *mev;	/* [memory] and [OutOfMemory] events */
+	const uint8_t *mev_oom;		/* per mev: 1 for [OutOfMemory] */
+	size_t nmev;
+	uint64_t mev_first;
+	const struct store_string *str;
+	size_t nstr;
+	const uint8_t *raw;		/* the next piece of the stored raw bytes */
+	size_t nraw;
+	uint32_t raw_seq;
+};
+
+/* What an artifact ends with. */
+struct store_final {
+	const char *sha256;		/* of the upload as sent */
+	uint64_t bytes;			/* upload size as sent */
+	uint64_t events;
+	int64_t base_ns;
+	int rank;
+	const char *kind;
+	const char *raw_encoding;	/* "upload" or "gzip" */
+	const char *meta_json;		/* may be NULL */
+	int64_t peak_allocated;		/* -1: no memory data */
+	const struct store_step *steps;
+	size_t nsteps;
+	const char *error_code;		/* for store_artifact_fail */
+	const char *error_msg;
+};
+
+int store_writer_open(struct store *st, struct store_writer **out, struct tp_errbuf *err);
+void store_writer_close(struct store_writer *w);
+
+/* Create the run if needed and an artifact in status 'ingesting'. */
+int store_artifact_begin(struct store_writer *w, const char *run, int rank, const char *kind,
+			 const char *name, int64_t *id_out, struct tp_errbuf *err);
+int store_write_batch(struct store_writer *w, int64_t artifact, const struct store_batch *b,
+		      struct tp_errbuf *err);
+/*
+ * Make the artifact 'ready'. If the run already has an artifact (ready or
+ * error) with the same sha256, this one is removed instead and that one's id
+ * is returned in *existing_out (else *existing_out = 0).
+ */
+int store_artifact_commit(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			  int64_t *existing_out, struct tp_errbuf *err);
+/* Mark 'error' keeping the raw bytes; same duplicate rule as commit. */
+int store_artifact_fail(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			int64_t *existing_out, struct tp_errbuf *err);
+/* Remove the artifact entirely (the upload was refused), and its run if now empty. */
+int store_artifact_drop(struct store_writer *w, int64_t artifact);
+
+/* ---- reading ---- */
+
+int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err);
+void store_reader_close(struct store_reader *r);
+
+/* {"runs": [...]} per shared/api.md. New reference, or NULL with err set. */
+json_t *store_runs_list(struct store_reader *r, struct tp_errbuf *err);
+/* {"run": {...}, "artifacts": [...]}; TP_ERR_NOTFOUND in err when no such run. */
+json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf *err);
+/* {"artifact": {...}} for one artifact id of a run (any status but ingesting). */
+json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
+/* {"rank", "steps": [...]} for one rank of a run; rank -1: the lowest rank with data. */
+json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+
+/* The stored raw bytes of an artifact, chunk by chunk. */
+struct store_raw_info {
+	char encoding[16];	/* "upload" or "gzip" */
+	char name[256];
+	uint64_t bytes;		/* upload size */
+	uint32_t nchunks;
+};
+int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct store_raw_info *out,
+		   struct tp_errbuf *err);
+/* Chunk seq: *data borrowed until the next call on r. */
+int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void **data, size_t *len,
+		    struct tp_errbuf *err);
+
+#endif

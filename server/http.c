@@ -32,6 +32,8 @@
 #define LOG_PREFIX "http"
 
 #define GZIP_MIN_BYTES 1024
+/* after an early answer, how much more body is read (and dropped) before the connection is closed */
+#define DISCARD_MAX (64u << 20)
 #define MAX_TOKENS 32
 
 struct server {
@@ -93,6 +95,13 @@ int http_reply_response(struct request *req, unsigned status, struct MHD_Respons
 	enum MHD_Result r;
 
 	common_headers(resp);
+	if (req->in_body) {
+		/* MHD queues responses only before or after the body: hold it */
+		req->held = resp;
+		req->held_status = status;
+		req->replied = 1;
+		return 0;
+	}
 	r = MHD_queue_response(req->conn, status, resp);
 	MHD_destroy_response(resp);
 	req->replied = 1;
@@ -257,6 +266,8 @@ static void request_free(struct request *req)
 
 	for (i = 0; i < ROUTE_MAX_PARAMS; i++)
 		free(req->params[i]);
+	if (req->held)
+		MHD_destroy_response(req->held);
 	free(req);
 }
 
@@ -326,12 +337,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (req->replied)
-			return MHD_YES;	/* answered early: drop the rest */
+		if (req->replied) {
+			/* answered early: drop the rest, but not forever */
+			req->discarded += n;
+			return req->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+		}
+		req->in_body = 1;
 		if (!(req->route->flags & ROUTE_BODY))
-			return reply_result(req, http_reply_error(req, 413, "body_not_allowed", NULL,
-								  "this endpoint takes no request body"));
-		return reply_result(req, req->route->on_data(req, upload_data, n));
+			rc = http_reply_error(req, 413, "body_not_allowed", NULL,
+					      "this endpoint takes no request body");
+		else
+			rc = req->route->on_data(req, upload_data, n);
+		req->in_body = 0;
+		return reply_result(req, rc);
+	}
+	if (req->held) {
+		struct MHD_Response *resp = req->held;
+		enum MHD_Result r = MHD_queue_response(conn, req->held_status, resp);
+		req->held = NULL;
+		MHD_destroy_response(resp);
+		return r;
 	}
 	if (req->replied)
 		return MHD_YES;
@@ -465,8 +490,6 @@ void server_stop(struct server *srv)
 	if (srv->daemon) {
 		/* stop accepting, then let requests in flight finish */
 		MHD_socket ls = MHD_quiesce_daemon(srv->daemon);
-		if (ls != MHD_INVALID_SOCKET)
-			close(ls);
 		clock_gettime(CLOCK_REALTIME, &deadline);
 		deadline.tv_sec += srv->cfg.grace_s;
 		pthread_mutex_lock(&srv->mu);
@@ -477,6 +500,9 @@ void server_stop(struct server *srv)
 			tp_warn("stopping with %d request(s) still in flight", srv->active);
 		pthread_mutex_unlock(&srv->mu);
 		MHD_stop_daemon(srv->daemon);
+		/* ours to close once quiesced, but only after MHD's threads are gone */
+		if (ls != MHD_INVALID_SOCKET)
+			close(ls);
 	}
 	store_close(srv->store);
 	for (i = 0; i < srv->ntokens; i++)

@@ -42,7 +42,11 @@ struct request {
 	const char *method;
 	char *params[ROUTE_MAX_PARAMS];	/* path captures ({run}, {id}) */
 	int accepts_gzip;
-	int replied;			/* a response is queued */
+	int replied;			/* a response is queued (or held, below) */
+	int in_body;			/* inside on_data: MHD takes no response until the body ends */
+	struct MHD_Response *held;	/* an answer given mid-body, queued when the body ends */
+	unsigned held_status;
+	uint64_t discarded;		/* body bytes dropped after an early answer */
 	void *state;			/* the handler's, freed by route->cleanup */
 };
 

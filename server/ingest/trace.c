@@ -11,9 +11,9 @@
  * jansson object (trace_meta), up to max_meta_bytes.
  *
  * yajl buffers a token that straddles two fed pieces, without a bound. So
- * before yajl sees a piece, scan_tokens() measures the distance between
- * quotes (a string's length, or a run of non-string text) and stops the
- * parse when it passes max_token: a 100 MB string costs us nothing.
+ * before yajl sees a piece, scan_tokens() measures strings and the token
+ * left open at the piece's end, and stops the parse when one passes
+ * max_token: a 100 MB string costs us nothing.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -175,7 +175,7 @@ struct trace_parser {
 
 	/* scan_tokens state */
 	int in_string;
-	uint64_t gap;
+	uint64_t gap;		/* length of the open string, or of the open token outside one */
 	size_t carry_bs;
 
 	/* top-level metadata */
@@ -722,23 +722,41 @@ fail:
 	return NULL;
 }
 
-/* See the top of the file: bound the bytes yajl may buffer for one token. */
+static int is_delim(uint8_t c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '{' || c == '}' || c == '[' ||
+	       c == ']' || c == ':' || c == ',' || c == '"';
+}
+
+static int token_too_long(struct trace_parser *p, uint64_t at)
+{
+	p->rc = TP_ERR_TOOBIG;
+	tp_fail(p->err, TP_ERR_TOOBIG, p->in_string ? "string_too_long" : "token_too_long",
+		"a %s longer than the cap of %llu bytes at byte %llu", p->in_string ? "string" : "token",
+		(unsigned long long)p->lim.max_token, (unsigned long long)at);
+	return -1;
+}
+
+/*
+ * See the top of the file: bound the bytes yajl may buffer for one token.
+ * Strings are measured from their opening quote (escaped quotes do not end
+ * them: a quote preceded by an odd run of backslashes is escaped, and the
+ * run may begin in an earlier piece). Outside strings only a token that
+ * runs to the end of the piece is buffered by yajl, so only that tail is
+ * measured, carried over while whole pieces continue it.
+ */
 static int scan_tokens(struct trace_parser *p, const uint8_t *d, size_t n)
 {
-	size_t i = 0, j, bs;
+	size_t i = 0, j, bs, seg = 0;
 
 	while (i < n) {
 		const uint8_t *q = memchr(d + i, '"', n - i);
 		size_t upto = q ? (size_t)(q - d) : n;
 
-		p->gap += upto - i;
-		if (p->gap > p->lim.max_token) {
-			p->rc = TP_ERR_TOOBIG;
-			tp_fail(p->err, TP_ERR_TOOBIG, p->in_string ? "string_too_long" : "token_too_long",
-				"a %s longer than the cap of %llu bytes at byte %llu",
-				p->in_string ? "string" : "token", (unsigned long long)p->lim.max_token,
-				(unsigned long long)(p->fed + upto));
-			return -1;
+		if (p->in_string) {
+			p->gap += upto - i;
+			if (p->gap > p->lim.max_token)
+				return token_too_long(p, p->fed + upto);
 		}
 		if (!q) {
 			for (j = n; j > i && d[j - 1] == '\\'; j--)
@@ -756,6 +774,14 @@ static int scan_tokens(struct trace_parser *p, const uint8_t *d, size_t n)
 			p->gap = 0;
 		}
 		i = upto + 1;
+		seg = i;
+	}
+	if (!p->in_string) {
+		for (j = n; j > seg && !is_delim(d[j - 1]); j--)
+			;
+		p->gap = (j == 0 ? p->gap : 0) + (n - j);
+		if (p->gap > p->lim.max_token)
+			return token_too_long(p, p->fed + n);
 	}
 	return 0;
 }

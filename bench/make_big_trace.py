@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Build a large PyTorch profiler trace for the ingest benchmark.
+
+Repeats every event of a real fixture trace (default:
+../shared/fixtures/traces/hta_v100_train_memory.json.gz, relative to the
+repository) until the output reaches about --size-mb MiB of uncompressed JSON.
+Copy k has every "ts" shifted by k * (fixture time span + 1000 us), so the
+copies follow one another in time. The fixture's other top-level keys are kept
+once; all copies go into a single traceEvents array. Also writes a gzip -1
+copy next to it.
+
+Usage: make_big_trace.py [--size-mb N] [--out DIR] [--fixture FILE]
+SIZE_MB in the environment sets the default size (1024).
+Prints one line of JSON: paths, sizes, copies and total event count.
+Stdlib only. Speed: each fixture event is serialised once into a %-template
+with a %d slot for its ts; each copy is then one string-format operation.
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "..", "shared", "fixtures", "traces",
+                       "hta_v100_train_memory.json.gz")
+SENTINEL = "@@TS_PLACEHOLDER@@"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size-mb", type=int,
+                    default=int(os.environ.get("SIZE_MB", "1024")),
+                    help="target uncompressed size in MiB (default: $SIZE_MB or 1024)")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="work folder")
+    ap.add_argument("--fixture", default=FIXTURE)
+    args = ap.parse_args()
+
+    t0 = time.monotonic()
+    with gzip.open(args.fixture, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    events = doc.pop("traceEvents")
+    assert all(isinstance(e.get("ts"), int) for e in events), "ts must be integer us"
+    t_min = min(e["ts"] for e in events)
+    t_end = max(e["ts"] + e.get("dur", 0) for e in events)
+    shift = (t_end - t_min) + 1000
+
+    # One %-template for all events of one copy: '%' escaped, ts -> %d.
+    parts = []
+    for e in events:
+        e = dict(e, ts=SENTINEL)
+        text = json.dumps(e, separators=(",", ":"), ensure_ascii=False)
+        assert text.count(SENTINEL) == 1
+        parts.append(text.replace("%", "%%").replace('"%s"' % SENTINEL, "%d"))
+    template = ",\n".join(parts)
+    base_ts = [e["ts"] for e in events]
+    # Bytes per copy: template, with each 2-char "%d" replaced by a ts.
+    copy_bytes = len(template.encode("utf-8")) + sum(len(str(t)) - 2 for t in base_ts)
+
+    target = args.size_mb * 1024 * 1024
+    copies = max(1, round(target / copy_bytes))  # nearest whole number of copies
+
+    # Header keeps the fixture's other top-level keys, in order, then traceEvents.
+    head = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    head = head[:-1] + ("," if doc else "") + '"traceEvents":[\n'
+
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "big_trace.json")
+    with open(path, "w", encoding="utf-8", buffering=16 << 20) as out:
+        out.write(head)
+        for k in range(copies):
+            off = k * shift
+            if k:
+                out.write(",\n")
+            out.write(template % tuple(t + off for t in base_ts))
+        out.write("\n]}\n")
+    t_gen = time.monotonic() - t0
+
+    # gzip -1: the gzip binary is faster than Python's gzip module.
+    t1 = time.monotonic()
+    gz = path + ".gz"
+    if shutil.which("gzip"):
+        with open(gz, "wb") as g:
+            subprocess.run(["gzip", "-1", "-c", path], stdout=g, check=True)
+    else:
+        with open(path, "rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
+            shutil.copyfileobj(src, dst, 16 << 20)
+    t_gz = time.monotonic() - t1
+
+    print(json.dumps({
+        "json": path, "gz": gz,
+        "json_bytes": os.path.getsize(path), "gz_bytes": os.path.getsize(gz),
+        "fixture_events": len(events), "copies": copies,
+        "events": len(events) * copies, "ts_shift_us": shift,
+        "gen_seconds": round(t_gen, 1), "gzip_seconds": round(t_gz, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs, on Debian 12, the packages Trainscope builds and tests with,
+# skipping those already there. Needs root (or sudo) only when something is missing.
+set -eu
+pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev zlib1g-dev \
+libjansson-dev libyajl-dev libcurl4-openssl-dev check"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,375 @@
+/*
+ * check_bad_input.c: hostile and broken uploads against the real server.
+ * Each one must get its 4xx with the JSON error body, keep what it should
+ * keep (the raw bytes of a body that was accepted but did not parse) and
+ * nothing else, and leave the server serving with earlier runs intact.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+static json_int_t good_id;
+
+#define MAX_BODY (128u << 20)
+
+static void start(void)
+{
+	static const char *const extra[] = { "--max-body", "128M", "--max-inflated", "64M",
+					     "--max-ratio", "100000", "--max-string", "1M", NULL };
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
+	size_t len;
+	uint8_t *data = tu_read_file(path, &len);
+	struct tu_resp r;
+
+	if (!data || tu_server_start(&srv, extra) ||
+	    tu_http(&srv, "POST", "/api/v1/runs/good/artifacts?rank=0&name=v.json.gz", data, len, NULL, &r) ||
+	    r.status != 201) {
+		fprintf(stderr, "bad_input: cannot start the server and upload the good run\n");
+		abort();
+	}
+	good_id = atoll(strstr(r.body, "\"id\":") + 5);
+	tu_resp_free(&r);
+	free(data);
+	free(path);
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+}
+
+/* The server still answers, and the good run is whole. */
+static void server_intact(void)
+{
+	struct tu_resp r;
+	json_t *j, *a;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", "/healthz", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/good", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "artifacts")), 1);
+	a = json_array_get(json_object_get(j, "artifacts"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "id")), good_id);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 216092);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "run"), "steps")), 5);
+	json_decref(j);
+}
+
+/*
+ * Send a request and check status and error code; returns the answer
+ * (new reference). header may be NULL.
+ */
+static json_t *expect(const char *method, const char *path, const void *body, size_t len,
+		      const char *header, long status, const char *code)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, method, path, body, len, header, &r), 0);
+	ck_assert_msg(r.status == status, "%s %s: status %ld, expected %ld: %.300s", method, path,
+		      r.status, status, r.body);
+	ck_assert_str_eq(r.content_type, "application/json");
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_msg(!strcmp(tu_error_code(j), code), "%s %s: code '%s', expected '%s'", method, path,
+		      tu_error_code(j), code);
+	ck_assert(strlen(json_string_value(json_object_get(json_object_get(j, "error"), "message"))) > 10);
+	server_intact();
+	return j;
+}
+
+/* The upload failed to parse but its bytes were kept: the answer names the artifact, raw returns them. */
+static void kept(json_t *answer, const char *run, const void *body, size_t len)
+{
+	json_t *a = json_object_get(answer, "artifact");
+	struct tu_resp r;
+	char path[256];
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "error");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 0);
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts/%lld/raw", run,
+		 (long long)json_integer_value(json_object_get(a, "id")));
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.len, len);
+	ck_assert(!memcmp(r.body, body, len));
+	tu_resp_free(&r);
+	/* and no steps leaked from it */
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/steps", run);
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"steps\":[]"));
+	tu_resp_free(&r);
+}
+
+static void absent(const char *run)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+	json_decref(expect("GET", path, NULL, 0, NULL, 404, "run_not_found"));
+}
+
+#define UP(run) "/api/v1/runs/" run "/artifacts?name=x.json"
+
+START_TEST(test_empty_body)
+{
+	json_decref(expect("POST", UP("empty"), "", 0, NULL, 400, "empty_body"));
+	absent("empty");
+}
+END_TEST
+
+START_TEST(test_not_json)
+{
+	const char body[] = "this is not JSON at all";
+	json_t *j = expect("POST", UP("notjson"), body, strlen(body), NULL, 400, "invalid_json");
+
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+				     "at byte"));
+	kept(j, "notjson", body, strlen(body));
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_truncated_json)
+{
+	size_t zlen, len;
+	char *path = tu_fixture("traces/hta_alexnet.json.gz");
+	uint8_t *z = tu_read_file(path, &zlen), *plain = tu_gunzip(z, zlen, &len);
+	json_t *j = expect("POST", UP("truncjson"), plain, len / 2, NULL, 400, "invalid_json");
+
+	kept(j, "truncjson", plain, len / 2);
+	json_decref(j);
+	free(plain);
+	free(z);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_truncated_gzip)
+{
+	size_t zlen;
+	char *path = tu_fixture("traces/hta_alexnet.json.gz");
+	uint8_t *z = tu_read_file(path, &zlen);
+	json_t *j = expect("POST", UP("truncgz"), z, zlen - 100, NULL, 400, "truncated_gzip");
+
+	kept(j, "truncgz", z, zlen - 100);
+	json_decref(j);
+	free(z);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_gzip_of_garbage)
+{
+	uint8_t garbage[4096], bad[512];
+	size_t zlen, i;
+	uint8_t *z;
+	json_t *j;
+
+	srand(7);
+	for (i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (uint8_t)rand();
+	z = tu_gzip(garbage, sizeof(garbage), &zlen);
+	j = expect("POST", UP("gzgarbage"), z, zlen, NULL, 400, "invalid_json");
+	kept(j, "gzgarbage", z, zlen);
+	json_decref(j);
+	free(z);
+	/* the gzip magic followed by garbage */
+	memcpy(bad, garbage, sizeof(bad));
+	bad[0] = 0x1f;
+	bad[1] = 0x8b;
+	j = expect("POST", UP("badgz"), bad, sizeof(bad), NULL, 400, "bad_gzip");
+	kept(j, "badgz", bad, sizeof(bad));
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_zip_bomb)
+{
+	/* 256 MiB of spaces (valid JSON whitespace) inflates past the 64 MiB cap */
+	size_t n = 256u << 20, zlen;
+	char *spaces = malloc(n);
+	uint8_t *z;
+	json_t *j;
+
+	memset(spaces, ' ', n);
+	z = tu_gzip(spaces, n, &zlen);
+	free(spaces);
+	ck_assert_uint_lt(zlen, 1u << 20);
+	j = expect("POST", UP("bomb"), z, zlen, NULL, 413, "inflated_too_large");
+	kept(j, "bomb", z, zlen);
+	json_decref(j);
+	free(z);
+}
+END_TEST
+
+START_TEST(test_body_past_cap)
+{
+	size_t n = MAX_BODY + 1;
+	char *body = malloc(n);
+
+	memset(body, ' ', n);
+	/* with a Content-Length: refused before the body is read */
+	json_decref(expect("POST", UP("toobig"), body, n, NULL, 413, "body_too_large"));
+	absent("toobig");
+	/* streamed without one: refused when the cap is passed, nothing kept */
+	json_decref(expect("POST", UP("toobig2"), body, n, "Transfer-Encoding: chunked", 413, "body_too_large"));
+	absent("toobig2");
+	free(body);
+}
+END_TEST
+
+START_TEST(test_deep_nesting)
+{
+	size_t n = 100000, i;
+	char *t = malloc(2 * n + 32);
+
+	strcpy(t, "{\"traceEvents\":");
+	for (i = 0; i < n; i++)
+		t[15 + i] = '[';
+	for (i = 0; i < n; i++)
+		t[15 + n + i] = ']';
+	strcpy(t + 15 + 2 * n, "}");
+	json_decref(expect("POST", UP("deep"), t, strlen(t), NULL, 400, "invalid_trace"));
+	strcpy(t, "{\"traceEvents\":[{\"args\":");
+	for (i = 0; i < n; i++)
+		t[24 + i] = '[';
+	t[24 + n] = 0;
+	json_decref(expect("POST", UP("deep2"), t, strlen(t), NULL, 413, "too_deep"));
+	free(t);
+}
+END_TEST
+
+START_TEST(test_huge_string)
+{
+	/* a 100 MB string: refused at the 1 MiB string cap, in constant memory */
+	size_t n = 100u << 20, zlen;
+	char *t = malloc(n + 64);
+	uint8_t *z;
+	json_t *j;
+
+	strcpy(t, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"");
+	memset(t + strlen(t), 'a', n - strlen(t));
+	strcpy(t + n, "\",\"ts\":1}]}");
+	j = expect("POST", UP("hugestr"), t, strlen(t), NULL, 413, "string_too_long");
+	json_decref(j);
+	/* and gzipped */
+	z = tu_gzip(t, strlen(t), &zlen);
+	j = expect("POST", UP("hugestr2"), z, zlen, NULL, 413, "string_too_long");
+	kept(j, "hugestr2", z, zlen);
+	json_decref(j);
+	free(z);
+	free(t);
+}
+END_TEST
+
+START_TEST(test_wrong_types)
+{
+	static const char *const bodies[] = {
+		"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":\"123\",\"dur\":1}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":{\"us\":1}}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":[1]}]}",
+		"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1e30}]}",
+	};
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		json_t *j = expect("POST", UP("types"), bodies[i], strlen(bodies[i]), NULL, 400, "bad_timestamp");
+		kept(j, "types", bodies[i], strlen(bodies[i]));
+		json_decref(j);
+	}
+	json_decref(expect("POST", UP("types"), "{\"traceEvents\":{}}", 18, NULL, 400, "invalid_trace"));
+	json_decref(expect("POST", UP("types"), "[1,2,3]", 7, NULL, 400, "invalid_trace"));
+}
+END_TEST
+
+START_TEST(test_bad_names_and_parameters)
+{
+	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}]";
+	char path[400];
+
+	json_decref(expect("POST", "/api/v1/runs/bad$name/artifacts", body, strlen(body), NULL, 400,
+			   "invalid_run_name"));
+	json_decref(expect("POST", "/api/v1/runs/..%2F..%2Fetc/artifacts", body, strlen(body), NULL, 404,
+			   "not_found"));
+	json_decref(expect("GET", "/api/v1/runs/a%20b", NULL, 0, NULL, 400, "invalid_run_name"));
+	strcpy(path, "/api/v1/runs/");
+	memset(path + 13, 'r', 129);
+	strcpy(path + 13 + 129, "/artifacts");
+	json_decref(expect("POST", path, body, strlen(body), NULL, 400, "invalid_run_name"));
+	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?rank=abc", body, strlen(body), NULL, 400,
+			   "invalid_parameter"));
+	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?rank=70000", body, strlen(body), NULL, 400,
+			   "invalid_parameter"));
+	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?kind=zip", body, strlen(body), NULL, 400,
+			   "invalid_parameter"));
+	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?name=a%2Fb", body, strlen(body), NULL, 400,
+			   "invalid_parameter"));
+	json_decref(expect("GET", "/api/v1/runs/good/steps?rank=-1", NULL, 0, NULL, 400, "invalid_parameter"));
+	json_decref(expect("GET", "/api/v1/runs/good/artifacts/1x", NULL, 0, NULL, 400, "invalid_parameter"));
+	absent("ok");
+}
+END_TEST
+
+START_TEST(test_unknown_routes_and_methods)
+{
+	json_decref(expect("GET", "/nope", NULL, 0, NULL, 404, "not_found"));
+	json_decref(expect("GET", "/api/v2/runs", NULL, 0, NULL, 404, "not_found"));
+	json_decref(expect("GET", "/api/v1/runs/nosuchrun", NULL, 0, NULL, 404, "run_not_found"));
+	json_decref(expect("GET", "/api/v1/runs/nosuchrun/steps", NULL, 0, NULL, 404, "run_not_found"));
+	json_decref(expect("DELETE", "/api/v1/runs", NULL, 0, NULL, 405, "method_not_allowed"));
+	json_decref(expect("PUT", "/healthz", "x", 1, NULL, 405, "method_not_allowed"));
+	json_decref(expect("GET", "/api/v1/runs/good/artifacts", NULL, 0, NULL, 405, "method_not_allowed"));
+}
+END_TEST
+
+START_TEST(test_kind_mismatch_and_unsupported)
+{
+	const char trace[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}]";
+	static const uint8_t pickle[] = { 0x80, 0x04, 0x95, 0x05, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, '.' };
+	json_t *j;
+
+	j = expect("POST", "/api/v1/runs/kinds/artifacts?kind=memory_snapshot", trace, strlen(trace), NULL,
+		   400, "kind_mismatch");
+	kept(j, "kinds", trace, strlen(trace));
+	json_decref(j);
+	j = expect("POST", "/api/v1/runs/kinds/artifacts?name=s.pickle", pickle, sizeof(pickle), NULL, 422,
+		   "unsupported_kind");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "artifact"), "kind")),
+			 "memory_snapshot");
+	json_decref(j);
+}
+END_TEST
+
+Suite *suite_bad_input(void)
+{
+	Suite *s = suite_create("bad_input");
+	TCase *tc = tcase_create("uploads");
+	tcase_set_timeout(tc, 120);
+
+	tcase_add_unchecked_fixture(tc, start, stop);
+	tcase_add_test(tc, test_empty_body);
+	tcase_add_test(tc, test_not_json);
+	tcase_add_test(tc, test_truncated_json);
+	tcase_add_test(tc, test_truncated_gzip);
+	tcase_add_test(tc, test_gzip_of_garbage);
+	tcase_add_test(tc, test_zip_bomb);
+	tcase_add_test(tc, test_body_past_cap);
+	tcase_add_test(tc, test_deep_nesting);
+	tcase_add_test(tc, test_huge_string);
+	tcase_add_test(tc, test_wrong_types);
+	tcase_add_test(tc, test_bad_names_and_parameters);
+	tcase_add_test(tc, test_unknown_routes_and_methods);
+	tcase_add_test(tc, test_kind_mismatch_and_unsupported);
+	suite_add_tcase(s, tc);
+	return s;
+}

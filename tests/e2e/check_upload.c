@@ -1,0 +1,367 @@
+/*
+ * check_upload.c: the real server on loopback: every fixture uploaded with a
+ * real HTTP client, the figures of shared/fixtures/README.md read back over
+ * the API, idempotent retries, raw downloads, tokens, and a clean stop.
+ */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+
+static void start(void)
+{
+	if (tu_server_start(&srv, NULL)) {
+		fprintf(stderr, "cannot start %s\n", SERVER_BIN);
+		abort();
+	}
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+}
+
+static uint8_t *fixture(const char *rel, size_t *len)
+{
+	char *path = tu_fixture(rel);
+	uint8_t *b = tu_read_file(path, len);
+
+	ck_assert_msg(b != NULL, "cannot read %s", path);
+	free(path);
+	return b;
+}
+
+/* POST a body; returns the parsed answer and sets *status. */
+static json_t *upload(const char *run, const char *query, const void *data, size_t len, long *status)
+{
+	struct tu_resp r;
+	char path[512];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?%s", run, query);
+	ck_assert_int_eq(tu_http(&srv, "POST", path, data, len, NULL, &r), 0);
+	*status = r.status;
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+static json_t *get(const char *path, long expect)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == expect, "GET %s: %ld, expected %ld: %s", path, r.status, expect, r.body);
+	ck_assert_str_eq(r.content_type, "application/json");
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+static const struct fx {
+	const char *file;
+	json_int_t events;
+	int nsteps;
+	json_int_t first_step;
+	json_int_t dur_ns[6];
+} fixtures[] = {
+	{ "traces/hta_v100_train_memory.json.gz", 216092, 5, 2,
+	  { 345770000, 365256000, 346097000, 344269000, 336328000 } },
+	{ "traces/kineto_resnet50_workers0.json.gz", 75718, 6, 5,
+	  { 176078000, 173992000, 176918000, 181259000, 176468000, 164261000 } },
+	{ "traces/hta_nccl_rel_ts.json.gz", 40573, 3, 4, { 222442191, 219726905, 224936243 } },
+	{ "traces/hta_ns_resolution.json.gz", 68692, 5, 101,
+	  { 35115869, 72077474, 95697341, 95551087, 95699037 } },
+	{ "traces/hta_alexnet.json.gz", 1408, 0, 0, { 0 } },
+	{ "traces/hta_amd_mi250.json.gz", 220, 2, 1, { 9288291, 49073 } },
+	{ "traces/hta_compare_base.json.gz", 33, 2, 1009, { 100298000, 122149000 } },
+	{ "traces/hta_compare_test.json.gz", 34, 2, 1009, { 100298000, 122149000 } },
+	{ "traces/hta_cpu_only.json.gz", 30, 1, 551, { 210109162 } },
+	{ "traces/hta_event_sync.json.gz", 92, 1, 100, { 3154000 } },
+	{ "traces/hta_large_integer.json.gz", 2, 0, 0, { 0 } },
+	{ "traces/hta_triton_tiny.json.gz", 71, 1, 1, { 13336315805 } },
+};
+
+START_TEST(test_fixture_upload)
+{
+	const struct fx *f = &fixtures[_i];
+	char run[64], path[128];
+	size_t len;
+	uint8_t *data = fixture(f->file, &len);
+	json_t *j, *a, *steps;
+	long status;
+	json_int_t id;
+
+	snprintf(run, sizeof(run), "fixture-%d", _i);
+	j = upload(run, "rank=0&name=trace.json.gz", data, len, &status);
+	ck_assert_msg(status == 201, "%s: %ld %s", f->file, status, json_dumps(j, 0));
+	a = json_object_get(j, "artifact");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "trace");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), f->events);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "bytes")), (json_int_t)len);
+	ck_assert_uint_eq(strlen(json_string_value(json_object_get(a, "sha256"))), 64);
+	id = json_integer_value(json_object_get(a, "id"));
+	json_decref(j);
+
+	/* the client got its answer: the data is queryable at once */
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/steps?rank=0", run);
+	j = get(path, 200);
+	steps = json_object_get(j, "steps");
+	ck_assert_int_eq(json_array_size(steps), f->nsteps);
+	for (int k = 0; k < f->nsteps; k++) {
+		json_t *s = json_array_get(steps, (size_t)k);
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), f->first_step + k);
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "dur_ns")), f->dur_ns[k]);
+		ck_assert(json_integer_value(json_object_get(s, "start_ns")) > 1600000000000000000LL);
+	}
+	json_decref(j);
+
+	/* a retry of the same bytes is the same artifact */
+	j = upload(run, "rank=0&name=trace.json.gz", data, len, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "artifact"), "id")), id);
+	json_decref(j);
+	snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+	j = get(path, 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "artifacts")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "run"), "steps")), f->nsteps);
+	json_decref(j);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_raw_round_trip)
+{
+	size_t zlen, len;
+	uint8_t *z = fixture("traces/hta_alexnet.json.gz", &zlen), *plain = tu_gunzip(z, zlen, &len), *back;
+	struct tu_resp r;
+	long status;
+	json_int_t idz, idp;
+	char path[128];
+	json_t *j;
+
+	j = upload("raw", "name=a.json.gz", z, zlen, &status);
+	ck_assert_int_eq(status, 201);
+	idz = json_integer_value(json_object_get(json_object_get(j, "artifact"), "id"));
+	json_decref(j);
+	j = upload("raw", "name=a.json", plain, len, &status);
+	ck_assert_int_eq(status, 201);
+	idp = json_integer_value(json_object_get(json_object_get(j, "artifact"), "id"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "artifact"), "events")), 1408);
+	json_decref(j);
+
+	/* the gzip upload comes back byte for byte */
+	snprintf(path, sizeof(path), "/api/v1/runs/raw/artifacts/%lld/raw", (long long)idz);
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.len, zlen);
+	ck_assert(!memcmp(r.body, z, zlen));
+	tu_resp_free(&r);
+	/* the plain upload, stored gzipped, comes back plain... */
+	snprintf(path, sizeof(path), "/api/v1/runs/raw/artifacts/%lld/raw", (long long)idp);
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.len, len);
+	ck_assert(!memcmp(r.body, plain, len));
+	tu_resp_free(&r);
+	/* ...or gzip-encoded to a client that takes it */
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, "Accept-Encoding: gzip", &r), 0);
+	ck_assert_str_eq(r.content_encoding, "gzip");
+	back = tu_gunzip(r.body, r.len, &zlen);
+	ck_assert_uint_eq(zlen, len);
+	ck_assert(!memcmp(back, plain, len));
+	free(back);
+	tu_resp_free(&r);
+	/* the artifact itself */
+	snprintf(path, sizeof(path), "/api/v1/runs/raw/artifacts/%lld", (long long)idp);
+	j = get(path, 200);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "artifact"), "name")), "a.json");
+	json_decref(j);
+	j = get("/api/v1/runs/raw/artifacts/999999/raw", 404);
+	ck_assert_str_eq(tu_error_code(j), "artifact_not_found");
+	json_decref(j);
+	free(plain);
+	free(z);
+}
+END_TEST
+
+START_TEST(test_runs_list_and_gzip_answers)
+{
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	struct tu_resp r;
+	long status;
+	json_t *j, *runs, *run = NULL;
+	size_t i;
+
+	json_decref(upload("listed", "name=v.json.gz", data, len, &status));
+	ck_assert_int_eq(status, 201);
+	j = get("/api/v1/runs", 200);
+	runs = json_object_get(j, "runs");
+	for (i = 0; i < json_array_size(runs); i++)
+		if (!strcmp(json_string_value(json_object_get(json_array_get(runs, i), "name")), "listed"))
+			run = json_array_get(runs, i);
+	ck_assert_ptr_nonnull(run);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "steps")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "peak_allocated_bytes")), 6629508096LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(run, "step_time_ns"), "mean")),
+			 347544000);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "ranks")), 1);
+	json_decref(j);
+	/* rank 1 came from the trace's distributedInfo; steps without ?rank= find it */
+	j = get("/api/v1/runs/listed/steps", 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "rank")), 1);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "steps")), 5);
+	json_decref(j);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs", NULL, 0, "Accept-Encoding: gzip", &r), 0);
+	ck_assert_str_eq(r.content_encoding, "gzip");
+	tu_resp_free(&r);
+	j = get("/healthz", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "ok");
+	json_decref(j);
+	free(data);
+}
+END_TEST
+
+/* ---- tokens ---- */
+
+START_TEST(test_write_token)
+{
+	struct tu_server s;
+	char tokfile[600];
+	const char *extra[] = { "--token-file", tokfile, NULL };
+	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}]";
+	char *dir = tu_tmpdir();
+	struct tu_resp r;
+	json_t *j;
+
+	snprintf(tokfile, sizeof(tokfile), "%s/tokens", dir);
+	ck_assert_int_eq(tu_write_file(tokfile, "# team token\nsecret-token-0123456789\n", 38), 0);
+	ck_assert_int_eq(tu_server_start(&s, extra), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body), NULL, &r), 0);
+	ck_assert_int_eq(r.status, 401);
+	j = tu_json(&r);
+	ck_assert_str_eq(tu_error_code(j), "unauthorized");
+	json_decref(j);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body),
+				 "Authorization: Bearer secret-token-012345678X", &r), 0);
+	ck_assert_int_eq(r.status, 401);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body),
+				 "Authorization: Bearer secret-token-0123456789", &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	/* reads stay open */
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/t", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	tu_server_cleanup(&s);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* ---- stop and restart ---- */
+
+static void integrity_ok(const char *db)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+}
+
+START_TEST(test_clean_stop_and_restart)
+{
+	struct tu_server s;
+	size_t len;
+	uint8_t *data = fixture("traces/kineto_resnet50_workers0.json.gz", &len);
+	struct tu_resp r;
+	char wal[600];
+
+	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/keep/artifacts?name=r.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_server_stop(&s), 0);
+	/* the WAL was folded back: the database is one clean file at rest */
+	snprintf(wal, sizeof(wal), "%s-wal", s.db);
+	ck_assert(access(wal, F_OK) != 0 || tu_read_file(wal, &len) == NULL || len == 0);
+	integrity_ok(s.db);
+	ck_assert_int_eq(tu_server_restart(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/keep/steps", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"dur_ns\":176078000"));
+	tu_resp_free(&r);
+	tu_server_cleanup(&s);
+	free(data);
+}
+END_TEST
+
+/* SIGTERM while an upload is in flight: the upload finishes, then the server exits 0. */
+START_TEST(test_stop_waits_for_in_flight_upload)
+{
+	struct tu_server s;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	struct tu_resp r;
+	pid_t child;
+	int status;
+
+	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
+	child = fork();
+	if (child == 0) {
+		usleep(100 * 1000);	/* the upload below is under way by then */
+		kill(s.pid, SIGTERM);
+		_exit(0);
+	}
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/inflight/artifacts?name=v.json.gz", data, len,
+				 NULL, &r), 0);
+	waitpid(child, &status, 0);
+	ck_assert_int_eq(r.status, 201);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"status\":\"ready\""));
+	tu_resp_free(&r);
+	ck_assert_int_eq(waitpid(s.pid, &status, 0), s.pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	s.pid = 0;
+	integrity_ok(s.db);
+	tu_server_cleanup(&s);
+	free(data);
+}
+END_TEST
+
+Suite *suite_upload(void)
+{
+	Suite *s = suite_create("upload");
+	TCase *tc = tcase_create("fixtures");
+	tcase_set_timeout(tc, 120);
+
+	tcase_add_unchecked_fixture(tc, start, stop);
+	tcase_add_loop_test(tc, test_fixture_upload, 0, (int)(sizeof(fixtures) / sizeof(fixtures[0])));
+	tcase_add_test(tc, test_raw_round_trip);
+	tcase_add_test(tc, test_runs_list_and_gzip_answers);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("process");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_write_token);
+	tcase_add_test(tc, test_clean_stop_and_restart);
+	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);
+	suite_add_tcase(s, tc);
+	return s;
+}

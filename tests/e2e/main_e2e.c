@@ -1,0 +1,23 @@
+/*
+ * main_e2e.c: the end-to-end runner: the real trainscope-server on loopback,
+ * driven with libcurl.
+ */
+#include <curl/curl.h>
+#include <stdlib.h>
+
+#include "suites.h"
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sr = srunner_create(suite_upload());
+	srunner_add_suite(sr, suite_bad_input());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	curl_global_cleanup();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

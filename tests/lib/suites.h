@@ -1,0 +1,16 @@
+/* suites.h: every suite, one per module (tests/<component>/check_<module>.c). */
+#ifndef SUITES_H
+#define SUITES_H
+
+#include <check.h>
+
+Suite *suite_sha256(void);
+Suite *suite_num(void);
+Suite *suite_inflate(void);
+Suite *suite_trace(void);
+Suite *suite_ingest(void);
+Suite *suite_routes(void);
+Suite *suite_upload(void);
+Suite *suite_bad_input(void);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * testutil.h: what the suites share: temporary folders, files, gzip, the
+ * real fixtures, a running server, and a small HTTP client (libcurl).
+ */
+#ifndef TESTUTIL_H
+#define TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A new empty folder under $TMPDIR; the caller removes it with tu_rmtree. */
+char *tu_tmpdir(void);
+void tu_rmtree(const char *path);
+
+/* Whole file into memory (malloc, NUL-terminated); NULL if unreadable. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+int tu_write_file(const char *path, const void *data, size_t len);
+/* gzip / gunzip a buffer (malloc'd result). */
+uint8_t *tu_gzip(const void *data, size_t len, size_t *out_len);
+uint8_t *tu_gunzip(const void *data, size_t len, size_t *out_len);
+/* A fixture under FIXTURES_DIR, e.g. "traces/hta_alexnet.json.gz" (path is malloc'd). */
+char *tu_fixture(const char *rel);
+
+/* A trainscope-server process on 127.0.0.1 with a fresh database. */
+struct tu_server {
+	pid_t pid;
+	int port;
+	char *dir;		/* temporary folder holding the database */
+	char db[512];
+	char base[64];		/* "http://127.0.0.1:PORT" */
+};
+/* Start with extra flags (NULL-terminated); 0 on success. */
+int tu_server_start(struct tu_server *s, const char *const extra[]);
+/* Start again on the same database (after a stop or a kill). */
+int tu_server_restart(struct tu_server *s, const char *const extra[]);
+/* SIGTERM and wait; returns the exit status (or -1). */
+int tu_server_stop(struct tu_server *s);
+/* Stop if running, and remove the folder. */
+void tu_server_cleanup(struct tu_server *s);
+
+/* One HTTP exchange. */
+struct tu_resp {
+	long status;
+	char *body;		/* NUL-terminated */
+	size_t len;
+	char content_type[128];
+	char content_encoding[64];
+};
+/*
+ * method, url path (appended to s->base), body (may be NULL), extra header (may be NULL).
+ * With the header "Transfer-Encoding: chunked" the body is streamed without a Content-Length.
+ */
+int tu_http(const struct tu_server *s, const char *method, const char *path, const void *body,
+	    size_t len, const char *header, struct tu_resp *out);
+void tu_resp_free(struct tu_resp *r);
+
+
+
+#include <jansson.h>
+/* The response body as JSON (new reference); fails the test if it is not JSON. */
+json_t *tu_json(const struct tu_resp *r);
+/* The error code of an error body, or "" (borrowed from j). */
+const char *tu_error_code(json_t *j);
+#endif

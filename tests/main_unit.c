@@ -1,0 +1,25 @@
+/*
+ * main_unit.c: the unit runner: every module's suite, no server.
+ */
+#include <stdlib.h>
+
+#include "suites.h"
+#include "tp.h"
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	tp_log_threshold = TP_LOG_WARN;
+	sr = srunner_create(suite_sha256());
+	srunner_add_suite(sr, suite_num());
+	srunner_add_suite(sr, suite_inflate());
+	srunner_add_suite(sr, suite_trace());
+	srunner_add_suite(sr, suite_ingest());
+	srunner_add_suite(sr, suite_routes());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

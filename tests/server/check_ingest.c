@@ -1,0 +1,393 @@
+/*
+ * check_ingest.c: the upload pipeline and the store together
+ * (server/ingest/ingest.c, server/store.c), on a temporary database, against
+ * the real fixtures and their independently computed figures.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+#include "store.h"
+#include "suites.h"
+#include "testutil.h"
+
+static char *dir;
+static char db[512];
+static struct store *st;
+
+static void setup(void)
+{
+	struct tp_errbuf err = { 0 };
+
+	dir = tu_tmpdir();
+	ck_assert_ptr_nonnull(dir);
+	snprintf(db, sizeof(db), "%s/t.db", dir);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+}
+
+static void teardown(void)
+{
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+
+static uint8_t *fixture(const char *rel, size_t *len)
+{
+	char *path = tu_fixture(rel);
+	uint8_t *b = tu_read_file(path, len);
+
+	ck_assert_msg(b != NULL, "cannot read %s", path);
+	free(path);
+	return b;
+}
+
+static void ingest(const char *run, int rank, const void *data, size_t len, struct ingest_result *res)
+{
+	struct ingest_request req = { .run = run, .rank = rank, .name = "f.json" };
+
+	ingest_buffer(st, NULL, &req, data, len, res);
+}
+
+static json_t *query_steps(const char *run, int rank)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	json_t *j;
+
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	j = store_steps(r, run, rank, &err);
+	store_reader_close(r);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+static json_t *query_artifact(const char *run, int64_t id)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	json_t *j;
+
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	j = store_artifact_get(r, run, id, &err);
+	store_reader_close(r);
+	return j;
+}
+
+static long long count_rows(const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	long long n = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return n;
+}
+
+/* Figures from shared/fixtures/README.md (durations) and the files themselves (starts). */
+static const struct fx {
+	const char *file;
+	uint64_t events;
+	int rank;			/* from distributedInfo, or 0 */
+	int nsteps;
+	int64_t first_step;
+	int64_t start_ns[6];
+	int64_t dur_ns[6];
+} fixtures[] = {
+	{ "traces/hta_v100_train_memory.json.gz", 216092, 1, 5, 2,
+	  { 1669783687384669000LL, 1669783687730492000LL, 1669783688095792000LL,
+	    1669783688441933000LL, 1669783688786243000LL },
+	  { 345770000, 365256000, 346097000, 344269000, 336328000 } },
+	{ "traces/kineto_resnet50_workers0.json.gz", 75718, 0, 6, 5,
+	  { 1623142623460172000LL, 1623142623636318000LL, 1623142623810379000LL,
+	    1623142623987366000LL, 1623142624168693000LL, 1623142624345228000LL },
+	  { 176078000, 173992000, 176918000, 181259000, 176468000, 164261000 } },
+	{ "traces/hta_nccl_rel_ts.json.gz", 40573, 0, 3, 4,
+	  { 1716423322416788066LL, 1716423322639291351LL, 1716423322859077781LL },
+	  { 222442191, 219726905, 224936243 } },
+	{ "traces/hta_ns_resolution.json.gz", 68692, 0, 5, 101,
+	  { 1712195495502094565LL, 1712195495537248299LL, 1712195495609361776LL,
+	    1712195495705090232LL, 1712195495800674876LL },
+	  { 35115869, 72077474, 95697341, 95551087, 95699037 } },
+};
+
+START_TEST(test_fixture_figures)
+{
+	const struct fx *f = &fixtures[_i];
+	struct ingest_result res;
+	size_t len;
+	uint8_t *data = fixture(f->file, &len);
+	json_t *root, *steps, *a;
+	int k;
+
+	ingest("fx", -1, data, len, &res);
+	ck_assert_msg(res.rc == 0, "%s: %s", f->file, res.err.msg);
+	ck_assert_int_eq(res.duplicate, 0);
+	a = query_artifact("fx", res.artifact);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(a, "artifact"), "events")),
+			 (json_int_t)f->events);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "artifact"), "status")), "ready");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(a, "artifact"), "rank")), f->rank);
+	json_decref(a);
+	root = query_steps("fx", f->rank);
+	steps = json_object_get(root, "steps");
+	ck_assert_int_eq(json_array_size(steps), f->nsteps);
+	for (k = 0; k < f->nsteps; k++) {
+		json_t *s = json_array_get(steps, (size_t)k);
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), f->first_step + k);
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "start_ns")), f->start_ns[k]);
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "dur_ns")), f->dur_ns[k]);
+	}
+	json_decref(root);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_same_bytes_one_artifact)
+{
+	struct ingest_result a, b;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_alexnet.json.gz", &len);
+
+	ingest("dup", 0, data, len, &a);
+	ingest("dup", 0, data, len, &b);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert_int_eq(b.rc, 0);
+	ck_assert_int_eq(a.duplicate, 0);
+	ck_assert_int_eq(b.duplicate, 1);
+	ck_assert_int_eq(a.artifact, b.artifact);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 1);
+	/* the second copy's rows are gone: only one artifact's events remain */
+	ck_assert_int_eq(count_rows("SELECT COUNT(DISTINCT key >> 32) FROM events"), 1);
+	/* another run is another artifact */
+	ingest("dup2", 0, data, len, &b);
+	ck_assert_int_eq(b.duplicate, 0);
+	ck_assert_int_ne(b.artifact, a.artifact);
+	free(data);
+}
+END_TEST
+
+/* read an artifact's raw bytes back as uploaded */
+static uint8_t *raw_back(int64_t id, const char *run, size_t *len)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_raw_info info;
+	struct store_reader *r;
+	uint8_t *all = NULL, *out;
+	size_t n = 0;
+
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	ck_assert_int_eq(store_raw_info(r, run, id, &info, &err), 0);
+	for (uint32_t i = 0; i < info.nchunks; i++) {
+		const void *d;
+		size_t l;
+		ck_assert_int_eq(store_raw_chunk(r, id, i, &d, &l, &err), 0);
+		all = realloc(all, n + l);
+		memcpy(all + n, d, l);
+		n += l;
+	}
+	store_reader_close(r);
+	if (!strcmp(info.encoding, "gzip")) {
+		out = tu_gunzip(all, n, len);
+		free(all);
+		return out;
+	}
+	*len = n;
+	return all;
+}
+
+START_TEST(test_failed_parse_keeps_raw_and_no_rows)
+{
+	struct ingest_result res;
+	size_t n = 60000, len, i, back_len;
+	char *t = malloc(n * 40 + 64);
+	uint8_t *back;
+
+	/* many valid events (several batches are written), then garbage */
+	strcpy(t, "{\"traceEvents\": [");
+	len = strlen(t);
+	for (i = 0; i < n; i++)
+		len += (size_t)sprintf(t + len, "{\"ph\":\"X\",\"name\":\"op\",\"ts\":%zu},", i);
+	strcpy(t + len, "{\"ph\": oops");
+	len += strlen("{\"ph\": oops");
+	ingest("bad", 0, t, len, &res);
+	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
+	ck_assert_str_eq(res.err.code, "invalid_json");
+	ck_assert_int_eq(res.kept, 1);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM events"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM strings"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='error'"), 1);
+	back = raw_back(res.artifact, "bad", &back_len);
+	ck_assert_uint_eq(back_len, len);
+	ck_assert(!memcmp(back, t, len));
+	free(back);
+	free(t);
+}
+END_TEST
+
+START_TEST(test_truncated_gzip_kept_as_sent)
+{
+	struct ingest_result res;
+	size_t len, back_len;
+	uint8_t *data = fixture("traces/hta_alexnet.json.gz", &len), *back;
+
+	ingest("trunc", 0, data, len / 2, &res);
+	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
+	ck_assert_int_eq(res.kept, 1);
+	back = raw_back(res.artifact, "trunc", &back_len);
+	ck_assert_uint_eq(back_len, len / 2);
+	ck_assert(!memcmp(back, data, back_len));
+	free(back);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_body_cap_keeps_nothing)
+{
+	struct ingest_limits lim = ingest_default_limits;
+	struct ingest_request req = { .run = "big", .rank = 0, .name = "x" };
+	struct ingest_result res;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_alexnet.json.gz", &len);
+
+	lim.max_body = 1000;
+	ingest_buffer(st, &lim, &req, data, len, &res);
+	ck_assert_int_eq(res.rc, TP_ERR_TOOBIG);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM runs"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM raw_chunks"), 0);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_interrupted_ingest_removed_on_open)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_writer *w;
+	int64_t id;
+	uint8_t raw[100] = { 0 };
+	struct store_batch b = { .raw = raw, .nraw = sizeof(raw) };
+	struct ingest_result ok;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_cpu_only.json.gz", &len);
+
+	ingest("kept", 0, data, len, &ok);
+	ck_assert_int_eq(ok.rc, 0);
+	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
+	ck_assert_int_eq(store_artifact_begin(w, "crash", 0, "trace", "x", &id, &err), 0);
+	ck_assert_int_eq(store_write_batch(w, id, &b, &err), 0);
+	store_writer_close(w);	/* as if the process died here */
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='ingesting'"), 1);
+	store_close(st);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='ingesting'"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM raw_chunks WHERE key >> 32 = 2"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM runs WHERE name='crash'"), 0);
+	/* the finished one is untouched */
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_rank_given_wins)
+{
+	struct ingest_result res;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_compare_base.json.gz", &len);
+	json_t *a;
+
+	/* the file says rank 1; the request says 3 */
+	ingest("r", 3, data, len, &res);
+	ck_assert_int_eq(res.rc, 0);
+	a = query_artifact("r", res.artifact);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(a, "artifact"), "rank")), 3);
+	json_decref(a);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_other_kinds_kept_not_analysed)
+{
+	static const uint8_t pickle[] = { 0x80, 0x04, 0x95, 0x05, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, '.' };
+	static const char timeline[] = "[[1696966047192849263, 1, 1024, 0]]";
+	struct ingest_result res;
+
+	ingest("k", 0, pickle, sizeof(pickle), &res);
+	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(res.kept, 1);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE kind='memory_snapshot'"), 1);
+	ingest("k", 0, timeline, strlen(timeline), &res);
+	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE kind='memory_timeline'"), 1);
+}
+END_TEST
+
+START_TEST(test_empty_body)
+{
+	struct ingest_result res;
+
+	ingest("e", 0, "", 0, &res);
+	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
+	ck_assert_str_eq(res.err.code, "empty_body");
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 0);
+}
+END_TEST
+
+START_TEST(test_memory_peak_recorded)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	struct ingest_result res;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	json_t *runs, *run;
+
+	ingest("mem", 1, data, len, &res);
+	ck_assert_int_eq(res.rc, 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM mem_events"), 28010);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM mem_events WHERE dev_type=1 AND dev_id=1"), 26770);
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	runs = store_runs_list(r, &err);
+	store_reader_close(r);
+	run = json_array_get(json_object_get(runs, "runs"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "peak_allocated_bytes")), 6629508096LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "steps")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(run, "step_time_ns"), "median")),
+			 345770000);
+	json_decref(runs);
+	free(data);
+}
+END_TEST
+
+Suite *suite_ingest(void)
+{
+	Suite *s = suite_create("ingest");
+	TCase *tc = tcase_create("fixtures");
+	tcase_set_timeout(tc, 60);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_fixture_figures, 0, (int)(sizeof(fixtures) / sizeof(fixtures[0])));
+	tcase_add_test(tc, test_memory_peak_recorded);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("artifacts");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_same_bytes_one_artifact);
+	tcase_add_test(tc, test_failed_parse_keeps_raw_and_no_rows);
+	tcase_add_test(tc, test_truncated_gzip_kept_as_sent);
+	tcase_add_test(tc, test_body_cap_keeps_nothing);
+	tcase_add_test(tc, test_interrupted_ingest_removed_on_open);
+	tcase_add_test(tc, test_rank_given_wins);
+	tcase_add_test(tc, test_other_kinds_kept_not_analysed);
+	tcase_add_test(tc, test_empty_body);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -17,6 +17,11 @@ struct sha256 {
 
 void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *data, size_t len);
+/*
+ * For tests: on = 1 forces the portable code, on = 0 restores the fastest.
+ * Returns 1 when the hardware path is in use afterwards. Not thread-safe.
+ */
+int sha256_use_portable(int on);
 /* Writes 64 lowercase hex digits and a NUL into hex_out. */
 void sha256_final_hex(struct sha256 *s, char hex_out[65]);
 

@@ -107,10 +107,39 @@ static int decimal_scale(const struct decimal *d, int shift, int64_t *out)
 	return 0;
 }
 
+/* The largest integer part (µs) whose ns, plus 999, fits in int64. */
+#define FAST_MAX_US ((uint64_t)(INT64_MAX - 999) / 1000)
+
 int num_us_to_ns(const char *s, size_t len, int64_t *out)
 {
 	struct decimal d;
+	size_t i = 0, dot;
+	uint64_t v = 0;
 
+	/*
+	 * The common shapes, "123456" and "123456.789", are done directly while
+	 * the integer part stays below FAST_MAX_US, where no overflow is possible.
+	 */
+	while (i < len && i < 16 && s[i] >= '0' && s[i] <= '9')
+		v = v * 10 + (uint64_t)(s[i++] - '0');
+	if (i > 0 && v <= FAST_MAX_US) {
+		if (i == len) {
+			*out = (int64_t)(v * 1000);
+			return 0;
+		}
+		dot = i;
+		if (s[i] == '.' && len - dot - 1 <= 3 && len - dot - 1 > 0) {
+			uint64_t frac = 0;
+			for (i = dot + 1; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+				frac = frac * 10 + (uint64_t)(s[i] - '0');
+			if (i == len) {
+				for (size_t k = len - dot - 1; k < 3; k++)
+					frac *= 10;
+				*out = (int64_t)(v * 1000 + frac);
+				return 0;
+			}
+		}
+	}
 	if (decimal_parse(s, len, &d))
 		return -1;
 	return decimal_scale(&d, 3, out);

@@ -10,10 +10,12 @@
  * skipped. Top-level members other than traceEvents are built into a small
  * jansson object (trace_meta), up to max_meta_bytes.
  *
- * yajl buffers a token that straddles two fed pieces, without a bound. So
- * before yajl sees a piece, scan_tokens() measures strings and the token
- * left open at the piece's end, and stops the parse when one passes
- * max_token: a 100 MB string costs us nothing.
+ * yajl buffers a token that straddles two fed pieces, without a bound. Every
+ * token but ',' and ':' reaches a callback, and each callback notes where its
+ * token ended (SEEN), so the bytes after the last callback of a piece bound
+ * what yajl holds back; check_open_token() adds them up across pieces and
+ * stops the parse past max_token: a 100 MB string costs us nothing. Tokens
+ * that complete within one piece are measured in their callbacks.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -173,10 +175,11 @@ struct trace_parser {
 	uint64_t nevents;
 	uint64_t fed;		/* bytes fed before the current piece */
 
-	/* scan_tokens state */
-	int in_string;
-	uint64_t gap;		/* length of the open string, or of the open token outside one */
-	size_t carry_bs;
+	/* check_open_token state */
+	size_t last_cb;		/* where the last token seen by a callback ended, in the piece */
+	int cb_seen;		/* a callback ran during this piece */
+	uint64_t gap;		/* bytes since the last token: what yajl may be buffering */
+	int pending;		/* what that is: 1 a string, 0 another token, -1 not known yet */
 
 	/* top-level metadata */
 	json_t *meta;
@@ -207,6 +210,43 @@ static int fail(struct trace_parser *p, int rc, const char *code, const char *fm
 
 #define NEV(p) ((unsigned long long)(p)->nevents)
 
+static int token_too_long(struct trace_parser *p, int string, uint64_t at);
+
+/* Every callback starts with this: where its token ended (see the top of the file). */
+#define SEEN(p) ((p)->last_cb = yajl_get_bytes_consumed((p)->yajl), (p)->cb_seen = 1)
+
+/* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
+static int utf8_valid(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str, *end = s + len;
+
+	while (s < end) {
+		unsigned c = *s++;
+		int n;
+		unsigned min, cp;
+		if (c < 0x80)
+			continue;
+		if (c >= 0xC2 && c <= 0xDF)
+			n = 1, min = 0x80, cp = c & 0x1F;
+		else if (c >= 0xE0 && c <= 0xEF)
+			n = 2, min = 0x800, cp = c & 0x0F;
+		else if (c >= 0xF0 && c <= 0xF4)
+			n = 3, min = 0x10000, cp = c & 0x07;
+		else
+			return 0;
+		if (end - s < n)
+			return 0;
+		while (n--) {
+			if ((*s & 0xC0) != 0x80)
+				return 0;
+			cp = cp << 6 | (*s++ & 0x3F);
+		}
+		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+	}
+	return 1;
+}
+
 static int intern(struct trace_parser *p, const char *s, size_t len, uint32_t *id_out)
 {
 	struct strtab *t = &p->strings;
@@ -220,6 +260,12 @@ static int intern(struct trace_parser *p, const char *s, size_t len, uint32_t *i
 				*id_out = id;
 				return TP_OK;
 			}
+	}
+	if (!utf8_valid(s, len)) {
+		p->rc = TP_ERR_INVALID;
+		tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "a name that is not UTF-8 near byte %llu",
+			(unsigned long long)(p->fed + yajl_get_bytes_consumed(p->yajl)));
+		return TP_ERR_INVALID;
 	}
 	if (len > UINT32_MAX || t->bytes + len > p->lim.max_strings_bytes) {
 		p->rc = TP_ERR_TOOBIG;
@@ -369,6 +415,10 @@ static int on_number(void *ctx, const char *s, size_t l)
 	struct trace_parser *p = ctx;
 	struct tp_event *e = &p->ev;
 
+	SEEN(p);
+	if (l > p->lim.max_token)
+		return token_too_long(p, 0, p->fed + p->last_cb), 0;
+
 	if (in_event(p)) {
 		switch (p->key) {
 		case K_TS:
@@ -456,6 +506,10 @@ static int on_string(void *ctx, const unsigned char *us, size_t l)
 	const char *s = (const char *)us;
 	uint32_t id;
 
+	SEEN(p);
+	if (l > p->lim.max_token)
+		return token_too_long(p, 1, p->fed + p->last_cb), 0;
+
 	if (in_event(p)) {
 		switch (p->key) {
 		case K_PH:
@@ -506,7 +560,7 @@ static int on_string(void *ctx, const unsigned char *us, size_t l)
 		return fail(p, TP_ERR_INVALID, "invalid_trace",
 			    "traceEvents[%llu] is a string, not an event object", NEV(p));
 	if (meta_active(p))
-		meta_put(p, json_stringn_nocheck(s, l), l);
+		meta_put(p, json_stringn(s, l), l);	/* NULL (dropped) when not UTF-8 */
 	return 1;
 }
 
@@ -514,6 +568,7 @@ static int on_null(void *ctx)
 {
 	struct trace_parser *p = ctx;
 
+	SEEN(p);
 	if (p->ev_depth && p->depth == p->ev_depth - 1)
 		return fail(p, TP_ERR_INVALID, "invalid_trace",
 			    "traceEvents[%llu] is null, not an event object", NEV(p));
@@ -526,6 +581,7 @@ static int on_boolean(void *ctx, int b)
 {
 	struct trace_parser *p = ctx;
 
+	SEEN(p);
 	if (in_event(p) && (p->key == K_TS || p->key == K_DUR))
 		return fail(p, TP_ERR_INVALID, "bad_timestamp",
 			    "traceEvents[%llu]: %s must be a number, not a boolean",
@@ -632,15 +688,19 @@ static int close_container(struct trace_parser *p)
 	return 1;
 }
 
-static int on_start_map(void *ctx) { return open_container(ctx, 1); }
-static int on_start_array(void *ctx) { return open_container(ctx, 0); }
-static int on_end_map(void *ctx) { return close_container(ctx); }
-static int on_end_array(void *ctx) { return close_container(ctx); }
+static int on_start_map(void *ctx) { SEEN((struct trace_parser *)ctx); return open_container(ctx, 1); }
+static int on_start_array(void *ctx) { SEEN((struct trace_parser *)ctx); return open_container(ctx, 0); }
+static int on_end_map(void *ctx) { SEEN((struct trace_parser *)ctx); return close_container(ctx); }
+static int on_end_array(void *ctx) { SEEN((struct trace_parser *)ctx); return close_container(ctx); }
 
 static int on_map_key(void *ctx, const unsigned char *uk, size_t len)
 {
 	struct trace_parser *p = ctx;
 	const char *k = (const char *)uk;
+
+	SEEN(p);
+	if (len > p->lim.max_token)
+		return token_too_long(p, 1, p->fed + p->last_cb), 0;
 
 	if (in_event(p)) {
 		p->key = event_key(k, len);
@@ -705,6 +765,7 @@ struct trace_parser *trace_parser_new(const struct trace_limits *lim, const stru
 	if (!p)
 		return NULL;
 	p->lim = lim ? *lim : trace_default_limits;
+	p->pending = -1;
 	if (p->lim.max_depth > 64)
 		p->lim.max_depth = 64;	/* the metadata stack is sized for it */
 	p->sink = *sink;
@@ -713,6 +774,8 @@ struct trace_parser *trace_parser_new(const struct trace_limits *lim, const stru
 	if (!p->meta || !p->yajl)
 		goto fail;
 	yajl_config(p->yajl, yajl_allow_comments, 0);
+	/* strings we keep are validated in intern() and meta_put(); the rest are skipped */
+	yajl_config(p->yajl, yajl_dont_validate_strings, 1);
 	for (i = 1; i < TRACE_S_KNOWN_END; i++)
 		if (intern(p, known[i], strlen(known[i]), &id) || id != (uint32_t)i)
 			goto fail;
@@ -722,68 +785,43 @@ fail:
 	return NULL;
 }
 
-static int is_delim(uint8_t c)
+static int token_too_long(struct trace_parser *p, int string, uint64_t at)
 {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '{' || c == '}' || c == '[' ||
-	       c == ']' || c == ':' || c == ',' || c == '"';
-}
-
-static int token_too_long(struct trace_parser *p, uint64_t at)
-{
-	p->rc = TP_ERR_TOOBIG;
-	tp_fail(p->err, TP_ERR_TOOBIG, p->in_string ? "string_too_long" : "token_too_long",
-		"a %s longer than the cap of %llu bytes at byte %llu", p->in_string ? "string" : "token",
+	if (!p->rc)
+		p->rc = TP_ERR_TOOBIG;
+	tp_fail(p->err, TP_ERR_TOOBIG, string ? "string_too_long" : "token_too_long",
+		"a %s longer than the cap of %llu bytes at byte %llu", string ? "string" : "token",
 		(unsigned long long)p->lim.max_token, (unsigned long long)at);
-	return -1;
+	return p->rc;
 }
 
-/*
- * See the top of the file: bound the bytes yajl may buffer for one token.
- * Strings are measured from their opening quote (escaped quotes do not end
- * them: a quote preceded by an odd run of backslashes is escaped, and the
- * run may begin in an earlier piece). Outside strings only a token that
- * runs to the end of the piece is buffered by yajl, so only that tail is
- * measured, carried over while whole pieces continue it.
- */
-static int scan_tokens(struct trace_parser *p, const uint8_t *d, size_t n)
+/* After a piece: see the top of the file. */
+static int check_open_token(struct trace_parser *p, const uint8_t *d, size_t n)
 {
-	size_t i = 0, j, bs, seg = 0;
+	size_t i = 0;
 
-	while (i < n) {
-		const uint8_t *q = memchr(d + i, '"', n - i);
-		size_t upto = q ? (size_t)(q - d) : n;
-
-		if (p->in_string) {
-			p->gap += upto - i;
-			if (p->gap > p->lim.max_token)
-				return token_too_long(p, p->fed + upto);
-		}
-		if (!q) {
-			for (j = n; j > i && d[j - 1] == '\\'; j--)
-				;
-			p->carry_bs = (j == i && i == 0) ? p->carry_bs + n : n - j;
-			break;
-		}
-		for (j = upto, bs = 0; j > i && d[j - 1] == '\\'; j--)
-			bs++;
-		if (j == 0)
-			bs += p->carry_bs;
-		p->carry_bs = 0;
-		if (!(p->in_string && (bs & 1))) {
-			p->in_string = !p->in_string;
-			p->gap = 0;
-		}
-		i = upto + 1;
-		seg = i;
+	if (p->cb_seen) {
+		/* a token ended in this piece: what follows it is all that can be open */
+		i = p->last_cb;
+		p->pending = -1;
+		p->gap = 0;
 	}
-	if (!p->in_string) {
-		for (j = n; j > seg && !is_delim(d[j - 1]); j--)
-			;
-		p->gap = (j == 0 ? p->gap : 0) + (n - j);
-		if (p->gap > p->lim.max_token)
-			return token_too_long(p, p->fed + n);
+	p->cb_seen = 0;
+	if (p->pending >= 0) {
+		p->gap += n;	/* no token ended: the open one goes on */
+	} else {
+		/* separators are not buffered; an open token starts after them */
+		while (i < n && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t' ||
+				 d[i] == ',' || d[i] == ':'))
+			i++;
+		if (i < n) {
+			p->pending = d[i] == '"';
+			p->gap = n - i;
+		}
 	}
-	return 0;
+	if (p->gap > p->lim.max_token)
+		return token_too_long(p, p->pending == 1, p->fed + n);
+	return TP_OK;
 }
 
 static int yajl_failed(struct trace_parser *p, yajl_status st, const uint8_t *data, size_t len)
@@ -811,11 +849,11 @@ int trace_parser_feed(struct trace_parser *p, const uint8_t *data, size_t len, s
 	if (p->rc)
 		return p->rc;
 	p->err = err;
-	if (scan_tokens(p, data, len))
-		return p->rc;
 	st = yajl_parse(p->yajl, data, len);
 	if (st != yajl_status_ok)
 		return yajl_failed(p, st, data, len);
+	if (check_open_token(p, data, len))
+		return p->rc;
 	p->fed += len;
 	return TP_OK;
 }

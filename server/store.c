@@ -372,8 +372,10 @@ static void bind_id(sqlite3_stmt *st, int col, int64_t num, const char *s, int p
 	do { if ((e)->have & (bit)) sqlite3_bind_int64((st), (col), (e)->field); } while (0)
 
 /* Unset columns stay NULL: statements are cleared after each step. */
-static void bind_event(sqlite3_stmt *st, int c, int64_t key, const struct tp_event *e)
+static void bind_event(sqlite3_stmt *st, int c, int64_t key, const struct store_batch *b, size_t i)
 {
+	const struct tp_event *e = &b->ev[i];
+
 	sqlite3_bind_int64(st, c + 1, key);
 	sqlite3_bind_int(st, c + 2, (unsigned char)e->ph);
 	if (e->cat)
@@ -401,10 +403,12 @@ static void bind_event(sqlite3_stmt *st, int c, int64_t key, const struct tp_eve
 		sqlite3_bind_double(st, c + 19, e->occupancy);
 }
 
-static void bind_mem_event(sqlite3_stmt *st, int c, int64_t key, const struct tp_event *e, int oom)
+static void bind_mem_event(sqlite3_stmt *st, int c, int64_t key, const struct store_batch *b, size_t i)
 {
+	const struct tp_event *e = &b->mev[i];
+
 	sqlite3_bind_int64(st, c + 1, key);
-	sqlite3_bind_int(st, c + 2, oom);
+	sqlite3_bind_int(st, c + 2, b->mev_oom[i]);
 	bind_id(st, c + 3, e->pid, e->pid_s, e->have & TH_PID);
 	bind_id(st, c + 4, e->tid, e->tid_s, e->have & TH_TID);
 	sqlite3_bind_int64(st, c + 5, e->ts_ns);
@@ -417,11 +421,37 @@ static void bind_mem_event(sqlite3_stmt *st, int c, int64_t key, const struct tp
 	BIND_OPT(st, c + 12, e, TH_TOTAL_RES, total_reserved);
 }
 
+typedef void (*bind_row_fn)(sqlite3_stmt *st, int col, int64_t key, const struct store_batch *b, size_t i);
+
+/* Rows first..first+n of a batch, ROWS_PER_INSERT per statement, then one by one. */
+static int insert_rows(struct store_writer *w, sqlite3_stmt *multi, sqlite3_stmt *one, int ncols,
+		       bind_row_fn bind, const struct store_batch *b, size_t n, int64_t key0,
+		       struct tp_errbuf *err)
+{
+	size_t i = 0, r;
+	int rc;
+
+	while (i < n) {
+		if (n - i >= ROWS_PER_INSERT) {
+			for (r = 0; r < ROWS_PER_INSERT; r++, i++)
+				bind(multi, (int)r * ncols, key0 + (int64_t)i, b, i);
+			rc = step_done(w, multi, "insert rows", err);
+		} else {
+			bind(one, 0, key0 + (int64_t)i, b, i);
+			i++;
+			rc = step_done(w, one, "insert rows", err);
+		}
+		if (rc)
+			return rc;
+	}
+	return TP_OK;
+}
+
 static int write_rows(struct store_writer *w, int64_t artifact, const struct store_batch *b,
 		      struct tp_errbuf *err)
 {
 	int64_t base = artifact << 32;
-	size_t i, r;
+	size_t i;
 	int rc;
 
 	for (i = 0; i < b->nstr; i++) {
@@ -431,35 +461,11 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 		if ((rc = step_done(w, st, "insert strings", err)))
 			return rc;
 	}
-	for (i = 0; i < b->nev;) {
-		if (b->nev - i >= ROWS_PER_INSERT) {
-			for (r = 0; r < ROWS_PER_INSERT; r++, i++)
-				bind_event(w->st[W_EV_MULTI], (int)r * EV_COLS,
-					   base | (int64_t)(b->ev_first + i), &b->ev[i]);
-			rc = step_done(w, w->st[W_EV_MULTI], "insert events", err);
-		} else {
-			bind_event(w->st[W_EV_ONE], 0, base | (int64_t)(b->ev_first + i), &b->ev[i]);
-			i++;
-			rc = step_done(w, w->st[W_EV_ONE], "insert events", err);
-		}
-		if (rc)
-			return rc;
-	}
-	for (i = 0; i < b->nmev;) {
-		if (b->nmev - i >= ROWS_PER_INSERT) {
-			for (r = 0; r < ROWS_PER_INSERT; r++, i++)
-				bind_mem_event(w->st[W_MEV_MULTI], (int)r * MEV_COLS,
-					       base | (int64_t)(b->mev_first + i), &b->mev[i], b->mev_oom[i]);
-			rc = step_done(w, w->st[W_MEV_MULTI], "insert memory events", err);
-		} else {
-			bind_mem_event(w->st[W_MEV_ONE], 0, base | (int64_t)(b->mev_first + i), &b->mev[i],
-				       b->mev_oom[i]);
-			i++;
-			rc = step_done(w, w->st[W_MEV_ONE], "insert memory events", err);
-		}
-		if (rc)
-			return rc;
-	}
+	if ((rc = insert_rows(w, w->st[W_EV_MULTI], w->st[W_EV_ONE], EV_COLS, bind_event, b, b->nev,
+			      base | (int64_t)b->ev_first, err)) ||
+	    (rc = insert_rows(w, w->st[W_MEV_MULTI], w->st[W_MEV_ONE], MEV_COLS, bind_mem_event, b, b->nmev,
+			      base | (int64_t)b->mev_first, err)))
+		return rc;
 	if (b->nraw) {
 		sqlite3_stmt *st = w->st[W_RAW];
 		sqlite3_bind_int64(st, 1, base | b->raw_seq);

@@ -493,46 +493,34 @@ static void *parser_main(void *arg)
 
 /* ---- A: the caller's thread ---- */
 
+/* Append to the block in *cur (taken from pool when NULL); full blocks go to dest. */
+static void block_append(struct block **cur, struct chan *pool, struct chan *dest, enum item_kind kind,
+			 size_t cap, const uint8_t *data, size_t len)
+{
+	while (len) {
+		struct block *b = *cur;
+		size_t take;
+		if (!b)
+			b = *cur = chan_recv(pool).ptr;
+		take = cap - b->len < len ? cap - b->len : len;
+		memcpy(b->data + b->len, data, take);
+		b->len += take;
+		data += take;
+		len -= take;
+		if (b->len == cap) {
+			chan_send(dest, kind, b);
+			*cur = NULL;
+		}
+	}
+}
+
 /* inflate's sink: inflated bytes, into blocks for the parser */
 static int on_inflated(void *payload, const uint8_t *data, size_t len)
 {
 	struct ingest *ig = payload;
 
-	while (len) {
-		struct block *b = ig->inf_cur;
-		size_t take;
-		if (!b)
-			b = ig->inf_cur = chan_recv(&ig->inf_free).ptr;
-		take = INF_BLOCK - b->len < len ? INF_BLOCK - b->len : len;
-		memcpy(b->data + b->len, data, take);
-		b->len += take;
-		data += take;
-		len -= take;
-		if (b->len == INF_BLOCK) {
-			chan_send(&ig->parse_in, IT_INFLATED, b);
-			ig->inf_cur = NULL;
-		}
-	}
+	block_append(&ig->inf_cur, &ig->inf_free, &ig->parse_in, IT_INFLATED, INF_BLOCK, data, len);
 	return atomic_load(&ig->stop) ? TP_ERR_DB : TP_OK;
-}
-
-static void raw_append(struct ingest *ig, const uint8_t *data, size_t len)
-{
-	while (len) {
-		struct block *b = ig->raw_cur;
-		size_t take;
-		if (!b)
-			b = ig->raw_cur = chan_recv(&ig->raw_free).ptr;
-		take = RAW_BLOCK - b->len < len ? RAW_BLOCK - b->len : len;
-		memcpy(b->data + b->len, data, take);
-		b->len += take;
-		data += take;
-		len -= take;
-		if (b->len == RAW_BLOCK) {
-			chan_send(&ig->write_in, IT_RAW, b);
-			ig->raw_cur = NULL;
-		}
-	}
 }
 
 int ingest_feed(struct ingest *ig, const void *data, size_t len)
@@ -555,7 +543,7 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len)
 				  ((const uint8_t *)data)[1] == 0x8b);
 	}
 	sha256_update(&ig->sha, data, len);
-	raw_append(ig, data, len);
+	block_append(&ig->raw_cur, &ig->raw_free, &ig->write_in, IT_RAW, RAW_BLOCK, data, len);
 	/* after an inflate failure, or once the parser has failed, only the raw copy goes on */
 	if (!ig->a_rc && !atomic_load(&ig->parse_failed))
 		ig->a_rc = inflate_feed(&ig->inf_stage, data, len, &ig->a_err);

@@ -3,11 +3,15 @@
  * real HTTP client, the figures of shared/fixtures/README.md read back over
  * the API, idempotent retries, raw downloads, tokens, and a clean stop.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -346,6 +350,145 @@ START_TEST(test_stop_waits_for_in_flight_upload)
 }
 END_TEST
 
+/* ---- interrupted uploads ---- */
+
+/* Open a raw connection and send the head of an upload that promises `total` bytes, then `sent` of them. */
+static int partial_upload(const struct tu_server *s, const char *run, size_t total, const uint8_t *body,
+			  size_t sent)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port) };
+	char head[256];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	snprintf(head, sizeof(head),
+		 "POST /api/v1/runs/%s/artifacts?name=cut.json.gz HTTP/1.1\r\nHost: x\r\n"
+		 "Content-Length: %zu\r\n\r\n", run, total);
+	ck_assert_int_eq(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+	ck_assert_int_eq(write(fd, body, sent), (ssize_t)sent);
+	return fd;
+}
+
+static void run_absent(const struct tu_server *s, const char *run)
+{
+	struct tu_resp r;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+	ck_assert_int_eq(tu_http(s, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 404, "%s: %ld %s", path, r.status, r.body);
+	tu_resp_free(&r);
+}
+
+START_TEST(test_client_gone_mid_body_keeps_nothing)
+{
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	int fd = partial_upload(&srv, "cut", len, data, len / 2);
+
+	usleep(300 * 1000);	/* the first half is being ingested */
+	close(fd);
+	usleep(500 * 1000);	/* the server notices and removes it */
+	run_absent(&srv, "cut");
+	free(data);
+}
+END_TEST
+
+START_TEST(test_kill_9_mid_upload_then_restart)
+{
+	struct tu_server s;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	struct tu_resp r;
+	int fd, status;
+
+	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/before/artifacts?name=v.json.gz", data, len, NULL,
+				 &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	fd = partial_upload(&s, "cut", len, data, len / 2);
+	usleep(300 * 1000);
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, &status, 0);
+	s.pid = 0;
+	close(fd);
+	integrity_ok(s.db);
+	ck_assert_int_eq(tu_server_restart(&s, NULL), 0);
+	run_absent(&s, "cut");
+	/* the acknowledged upload is whole, and a retry of the cut one succeeds once */
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/before/steps", NULL, 0, NULL, &r), 0);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"dur_ns\":345770000"));
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/cut/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/cut/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	tu_server_cleanup(&s);
+	free(data);
+}
+END_TEST
+
+/* ---- concurrent uploads ---- */
+
+struct up_arg {
+	const char *file, *run;
+	long status;
+	json_int_t events;
+};
+
+static void *upload_thread(void *p)
+{
+	struct up_arg *a = p;
+	char path[256], *fx = tu_fixture(a->file);
+	size_t len;
+	uint8_t *data = tu_read_file(fx, &len);
+	struct tu_resp r;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=f.json.gz", a->run);
+	if (data && tu_http(&srv, "POST", path, data, len, NULL, &r) == 0) {
+		json_t *j = json_loadb(r.body, r.len, 0, NULL);
+		a->status = r.status;
+		a->events = json_integer_value(json_object_get(json_object_get(j, "artifact"), "events"));
+		json_decref(j);
+		tu_resp_free(&r);
+	}
+	free(data);
+	free(fx);
+	return NULL;
+}
+
+START_TEST(test_concurrent_uploads)
+{
+	struct up_arg args[] = {
+		{ "traces/hta_v100_train_memory.json.gz", "par", 0, 0 },
+		{ "traces/kineto_resnet50_workers0.json.gz", "par", 0, 0 },
+		{ "traces/hta_nccl_rel_ts.json.gz", "par2", 0, 0 },
+		{ "traces/hta_ns_resolution.json.gz", "par2", 0, 0 },
+		{ "traces/hta_alexnet.json.gz", "par3", 0, 0 },
+	};
+	static const json_int_t events[] = { 216092, 75718, 40573, 68692, 1408 };
+	pthread_t t[5];
+	size_t i;
+
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, upload_thread, &args[i]), 0);
+	for (i = 0; i < 5; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < 5; i++) {
+		ck_assert_msg(args[i].status == 201, "%s: %ld", args[i].file, args[i].status);
+		ck_assert_int_eq(args[i].events, events[i]);
+	}
+	json_t *j = get("/api/v1/runs/par", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "artifacts")), 2);
+	json_decref(j);
+}
+END_TEST
+
 Suite *suite_upload(void)
 {
 	Suite *s = suite_create("upload");
@@ -356,12 +499,15 @@ Suite *suite_upload(void)
 	tcase_add_loop_test(tc, test_fixture_upload, 0, (int)(sizeof(fixtures) / sizeof(fixtures[0])));
 	tcase_add_test(tc, test_raw_round_trip);
 	tcase_add_test(tc, test_runs_list_and_gzip_answers);
+	tcase_add_test(tc, test_client_gone_mid_body_keeps_nothing);
+	tcase_add_test(tc, test_concurrent_uploads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_write_token);
 	tcase_add_test(tc, test_clean_stop_and_restart);
 	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);
+	tcase_add_test(tc, test_kill_9_mid_upload_then_restart);
 	suite_add_tcase(s, tc);
 	return s;
 }

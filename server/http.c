@@ -386,6 +386,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pthread_mutex_unlock(&srv->mu);
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];

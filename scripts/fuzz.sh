@@ -1,0 +1,24 @@
+#!/bin/sh
+# Builds the libFuzzer targets with clang (ASan+UBSan) in build-fuzz/ and runs
+# each for SECONDS (default 20) from the seeds in tests/fuzz/seeds, in a
+# scratch corpus. A crash stops with the failing input saved in build-fuzz/.
+#   scripts/fuzz.sh [SECONDS]
+set -eu
+cd "$(dirname "$0")/.."
+secs=${1:-20}
+CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_num fuzz_routes >/dev/null
+for t in trace num routes; do
+	corpus=$(mktemp -d)
+	cp tests/fuzz/seeds/$t/* "$corpus"/
+	echo "== fuzz_$t for ${secs}s"
+	(cd build-fuzz && ./tests/fuzz/fuzz_$t -max_total_time="$secs" -rss_limit_mb=2048 \
+		-max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |
+		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY|crash-' || true)
+	rm -rf "$corpus"
+	if ls build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* >/dev/null 2>&1; then
+		echo "fuzz_$t found a failing input:" build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* 2>/dev/null
+		exit 1
+	fi
+done

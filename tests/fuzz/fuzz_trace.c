@@ -1,0 +1,90 @@
+/*
+ * fuzz_trace.c: libFuzzer target for the upload path before the database:
+ * bytes -> inflate (gzip by magic, with caps) -> streaming trace parser.
+ * The first byte picks the piece size, so token and gzip boundaries land
+ * everywhere. Checks what must hold for any input: no crash, no leak, an
+ * error code from the documented set, and events that make sense.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/inflate.h"
+#include "ingest/trace.h"
+
+struct ctx {
+	struct trace_parser *p;
+	struct tp_errbuf err;
+	unsigned long events;
+};
+
+static int on_string(void *payload, uint32_t id, const char *s, size_t len)
+{
+	if (id == 0 || strlen(s) != len)
+		abort();
+	(void)payload;
+	return TP_OK;
+}
+
+static int on_event(void *payload, const struct tp_event *e)
+{
+	struct ctx *c = payload;
+
+	if (!e->ph || (e->name && !trace_string(c->p, e->name)) || (e->cat && !trace_string(c->p, e->cat)))
+		abort();
+	if (e->ph != 'M' && !(e->have & TH_TS))
+		abort();
+	c->events++;
+	return TP_OK;
+}
+
+static int to_parser(void *payload, const uint8_t *data, size_t len)
+{
+	struct ctx *c = payload;
+	return trace_parser_feed(c->p, data, len, &c->err);
+}
+
+static int allowed(int rc)
+{
+	return rc == TP_OK || rc == TP_ERR_INVALID || rc == TP_ERR_TOOBIG;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct trace_limits lim = trace_default_limits;
+	struct trace_sink sink = { on_string, on_event, NULL };
+	struct inflate_stage st;
+	struct ctx c = { 0 };
+	size_t piece, i;
+	int rc = TP_OK;
+
+	if (size < 1)
+		return 0;
+	piece = (size_t)data[0] % 97 + 1;
+	data++, size--;
+	lim.max_token = 1024;
+	lim.max_events = 5000;
+	lim.max_depth = 32;
+	lim.max_strings_bytes = 1 << 16;
+	lim.max_meta_bytes = 4096;
+	sink.payload = &c;
+	c.p = trace_parser_new(&lim, &sink);
+	if (!c.p)
+		return 0;
+	inflate_init(&st, 1 << 22, 100, to_parser, &c);
+	for (i = 0; i < size && rc == TP_OK; i += piece)
+		rc = inflate_feed(&st, data + i, size - i < piece ? size - i : piece, &c.err);
+	if (rc == TP_OK)
+		rc = inflate_finish(&st, &c.err);
+	if (rc == TP_OK)
+		rc = trace_parser_finish(c.p, &c.err);
+	if (!allowed(rc) || (rc != TP_OK && (!c.err.msg[0] || !c.err.code[0])))
+		abort();
+	if (rc == TP_OK && c.events > trace_event_count(c.p))
+		abort();
+	inflate_release(&st);
+	trace_parser_free(c.p);
+	return 0;
+}

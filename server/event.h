@@ -26,6 +26,7 @@ struct tp_event {
 	int64_t ts_ns, dur_ns;		/* as written, before baseTimeNanoseconds */
 	int64_t pid, tid;		/* numeric pid/tid */
 	const char *pid_s, *tid_s;	/* set instead when pid/tid were strings; owned by the parser */
+	uint32_t pid_sid, tid_sid;	/* and their interned ids */
 	int64_t ext_id, corr, stream, device, bytes, seq, fwd_tid, flow_id;
 	double blocks_per_sm, occupancy;	/* the string "inf" becomes INFINITY */
 	/* [memory] events (bytes above is their signed "Bytes") */

@@ -5,9 +5,9 @@
  * applied in order inside one transaction each; PRAGMA user_version counts
  * what is applied.
  *
- * Ingest speed (measured, shared/design.md): 16 KiB pages, WAL with
- * synchronous=NORMAL, one private NOMUTEX connection per writer, multi-row
- * INSERTs of ROWS_PER_INSERT rows, a transaction per batch, and no secondary
+ * Ingest speed (measured, shared/design.md and evpack.h): 16 KiB pages, WAL
+ * with synchronous=NORMAL, one private NOMUTEX connection per writer, events
+ * packed into one row per block, a transaction per batch, and no secondary
  * index on the tables written during ingest: their keys are
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
  */
@@ -17,13 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evpack.h"
 #include "store.h"
 
 #define LOG_PREFIX "store"
 
-#define ROWS_PER_INSERT 16
-#define EV_COLS 19
-#define MEV_COLS 12
 #define BUSY_TIMEOUT_MS 60000
 
 extern const char *const store_migrations[];
@@ -33,14 +31,14 @@ struct store {
 	char *path;
 };
 
-enum wstmt {
-	W_EV_MULTI, W_EV_ONE, W_MEV_MULTI, W_MEV_ONE, W_STR, W_RAW,
-	W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT
-};
+enum wstmt { W_BLOCK, W_STR, W_RAW, W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT };
 
 struct store_writer {
 	sqlite3 *db;
 	sqlite3_stmt *st[W_NSTMT];
+	uint32_t next_block;	/* of the artifact being written */
+	uint8_t *pack;		/* evpack buffer */
+	size_t pack_cap;
 };
 
 struct store_reader {
@@ -133,7 +131,7 @@ static int migrate(sqlite3 *db, struct tp_errbuf *err)
 /* Rows of every per-artifact table, except (keep_raw) the raw bytes. */
 static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
 {
-	static const char *const tables[] = { "events", "mem_events", "strings", "raw_chunks" };
+	static const char *const tables[] = { "event_blocks", "strings", "raw_chunks" };
 	sqlite3_stmt *st;
 	char sql[128];
 	size_t i;
@@ -254,34 +252,6 @@ void store_close(struct store *st)
 
 /* ---- writer ---- */
 
-static char *multi_insert_sql(const char *table, const char *cols, int ncols, int nrows)
-{
-	size_t cap = strlen(table) + strlen(cols) + 64 + (size_t)nrows * ((size_t)ncols * 2 + 4);
-	char *sql = malloc(cap), *p;
-	int r, c;
-
-	if (!sql)
-		return NULL;
-	p = sql + sprintf(sql, "INSERT INTO %s(%s) VALUES", table, cols);
-	for (r = 0; r < nrows; r++) {
-		*p++ = r ? ',' : ' ';
-		*p++ = '(';
-		for (c = 0; c < ncols; c++) {
-			if (c)
-				*p++ = ',';
-			*p++ = '?';
-		}
-		*p++ = ')';
-	}
-	*p = 0;
-	return sql;
-}
-
-static const char ev_cols[] = "key,ph,cat,name,pid,tid,ts,dur,ext_id,corr,stream,device,bytes,seq,"
-			      "fwd_tid,flow,arg,blocks_per_sm,occupancy";
-static const char mev_cols[] = "key,oom,pid,tid,ts,ev_idx,dev_type,dev_id,addr,bytes,"
-			       "total_allocated,total_reserved";
-
 int store_writer_open(struct store *st, struct store_writer **out, struct tp_errbuf *err)
 {
 	struct store_writer *w = calloc(1, sizeof(*w));
@@ -292,10 +262,8 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = db_connect(st->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, &w->db, err)))
 		goto fail;
-	sql[W_EV_MULTI] = multi_insert_sql("events", ev_cols, EV_COLS, ROWS_PER_INSERT);
-	sql[W_EV_ONE] = multi_insert_sql("events", ev_cols, EV_COLS, 1);
-	sql[W_MEV_MULTI] = multi_insert_sql("mem_events", mev_cols, MEV_COLS, ROWS_PER_INSERT);
-	sql[W_MEV_ONE] = multi_insert_sql("mem_events", mev_cols, MEV_COLS, 1);
+	sql[W_BLOCK] = strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data)"
+			      " VALUES(?,?,?,?,?,?,?)");
 	sql[W_STR] = strdup("INSERT INTO strings(key,s) VALUES(?,?)");
 	sql[W_RAW] = strdup("INSERT INTO raw_chunks(key,data) VALUES(?,?)");
 	sql[W_BEGIN] = strdup("BEGIN IMMEDIATE");
@@ -332,6 +300,7 @@ void store_writer_close(struct store_writer *w)
 	for (i = 0; i < W_NSTMT; i++)
 		sqlite3_finalize(w->st[i]);
 	sqlite3_close(w->db);
+	free(w->pack);
 	free(w);
 }
 
@@ -360,91 +329,34 @@ static void rollback(struct store_writer *w)
 		step_done(w, w->st[W_ROLLBACK], "rollback", NULL);
 }
 
-static void bind_id(sqlite3_stmt *st, int col, int64_t num, const char *s, int present)
+/* One block of events of one kind: see evpack.h. */
+static int write_block(struct store_writer *w, int64_t artifact, int kind, const struct tp_event *ev,
+		       size_t n, uint64_t first, struct tp_errbuf *err)
 {
-	if (s)
-		sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
-	else if (present)
-		sqlite3_bind_int64(st, col, num);
-}
+	sqlite3_stmt *st = w->st[W_BLOCK];
+	int64_t min_ts, max_end;
+	size_t need = evpack_bound(n), len;
 
-#define BIND_OPT(st, col, e, bit, field) \
-	do { if ((e)->have & (bit)) sqlite3_bind_int64((st), (col), (e)->field); } while (0)
-
-/* Unset columns stay NULL: statements are cleared after each step. */
-static void bind_event(sqlite3_stmt *st, int c, int64_t key, const struct store_batch *b, size_t i)
-{
-	const struct tp_event *e = &b->ev[i];
-
-	sqlite3_bind_int64(st, c + 1, key);
-	sqlite3_bind_int(st, c + 2, (unsigned char)e->ph);
-	if (e->cat)
-		sqlite3_bind_int64(st, c + 3, e->cat);
-	if (e->name)
-		sqlite3_bind_int64(st, c + 4, e->name);
-	bind_id(st, c + 5, e->pid, e->pid_s, e->have & TH_PID);
-	bind_id(st, c + 6, e->tid, e->tid_s, e->have & TH_TID);
-	BIND_OPT(st, c + 7, e, TH_TS, ts_ns);
-	BIND_OPT(st, c + 8, e, TH_DUR, dur_ns);
-	BIND_OPT(st, c + 9, e, TH_EXT, ext_id);
-	BIND_OPT(st, c + 10, e, TH_CORR, corr);
-	BIND_OPT(st, c + 11, e, TH_STREAM, stream);
-	BIND_OPT(st, c + 12, e, TH_DEVICE, device);
-	BIND_OPT(st, c + 13, e, TH_BYTES, bytes);
-	BIND_OPT(st, c + 14, e, TH_SEQ, seq);
-	BIND_OPT(st, c + 15, e, TH_FWD_TID, fwd_tid);
-	BIND_OPT(st, c + 16, e, TH_FLOW, flow_id);
-	if (e->arg)
-		sqlite3_bind_int64(st, c + 17, e->arg);
-	/* SQLite stores no infinities: "inf" blocks per SM is kept as NULL */
-	if ((e->have & TH_BPS) && e->blocks_per_sm < 1e300)
-		sqlite3_bind_double(st, c + 18, e->blocks_per_sm);
-	if ((e->have & TH_OCC) && e->occupancy < 1e300)
-		sqlite3_bind_double(st, c + 19, e->occupancy);
-}
-
-static void bind_mem_event(sqlite3_stmt *st, int c, int64_t key, const struct store_batch *b, size_t i)
-{
-	const struct tp_event *e = &b->mev[i];
-
-	sqlite3_bind_int64(st, c + 1, key);
-	sqlite3_bind_int(st, c + 2, b->mev_oom[i]);
-	bind_id(st, c + 3, e->pid, e->pid_s, e->have & TH_PID);
-	bind_id(st, c + 4, e->tid, e->tid_s, e->have & TH_TID);
-	sqlite3_bind_int64(st, c + 5, e->ts_ns);
-	BIND_OPT(st, c + 6, e, TH_EV_IDX, ev_idx);
-	BIND_OPT(st, c + 7, e, TH_DEV_TYPE, dev_type);
-	BIND_OPT(st, c + 8, e, TH_DEV_ID, dev_id);
-	BIND_OPT(st, c + 9, e, TH_ADDR, addr);
-	BIND_OPT(st, c + 10, e, TH_BYTES, bytes);
-	BIND_OPT(st, c + 11, e, TH_TOTAL_ALLOC, total_alloc);
-	BIND_OPT(st, c + 12, e, TH_TOTAL_RES, total_reserved);
-}
-
-typedef void (*bind_row_fn)(sqlite3_stmt *st, int col, int64_t key, const struct store_batch *b, size_t i);
-
-/* Rows first..first+n of a batch, ROWS_PER_INSERT per statement, then one by one. */
-static int insert_rows(struct store_writer *w, sqlite3_stmt *multi, sqlite3_stmt *one, int ncols,
-		       bind_row_fn bind, const struct store_batch *b, size_t n, int64_t key0,
-		       struct tp_errbuf *err)
-{
-	size_t i = 0, r;
-	int rc;
-
-	while (i < n) {
-		if (n - i >= ROWS_PER_INSERT) {
-			for (r = 0; r < ROWS_PER_INSERT; r++, i++)
-				bind(multi, (int)r * ncols, key0 + (int64_t)i, b, i);
-			rc = step_done(w, multi, "insert rows", err);
-		} else {
-			bind(one, 0, key0 + (int64_t)i, b, i);
-			i++;
-			rc = step_done(w, one, "insert rows", err);
-		}
-		if (rc)
-			return rc;
+	if (!n)
+		return TP_OK;
+	if (need > w->pack_cap) {
+		uint8_t *p = realloc(w->pack, need);
+		if (!p)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		w->pack = p;
+		w->pack_cap = need;
 	}
-	return TP_OK;
+	len = evpack_encode(w->pack, ev, n, &min_ts, &max_end);
+	sqlite3_bind_int64(st, 1, artifact << 32 | w->next_block++);
+	sqlite3_bind_int(st, 2, kind);
+	sqlite3_bind_int64(st, 3, (int64_t)n);
+	sqlite3_bind_int64(st, 4, (int64_t)first);
+	if (min_ts <= max_end) {
+		sqlite3_bind_int64(st, 5, min_ts);
+		sqlite3_bind_int64(st, 6, max_end);
+	}
+	sqlite3_bind_blob(st, 7, w->pack, (int)len, SQLITE_STATIC);
+	return step_done(w, st, "insert events", err);
 }
 
 static int write_rows(struct store_writer *w, int64_t artifact, const struct store_batch *b,
@@ -461,10 +373,8 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 		if ((rc = step_done(w, st, "insert strings", err)))
 			return rc;
 	}
-	if ((rc = insert_rows(w, w->st[W_EV_MULTI], w->st[W_EV_ONE], EV_COLS, bind_event, b, b->nev,
-			      base | (int64_t)b->ev_first, err)) ||
-	    (rc = insert_rows(w, w->st[W_MEV_MULTI], w->st[W_MEV_ONE], MEV_COLS, bind_mem_event, b, b->nmev,
-			      base | (int64_t)b->mev_first, err)))
+	if ((rc = write_block(w, artifact, 0, b->ev, b->nev, b->ev_first, err)) ||
+	    (rc = write_block(w, artifact, 1, b->mev, b->nmev, b->mev_first, err)))
 		return rc;
 	if (b->nraw) {
 		sqlite3_stmt *st = w->st[W_RAW];
@@ -533,6 +443,7 @@ int store_artifact_begin(struct store_writer *w, const char *run, int rank, cons
 		goto out;
 	}
 	*id_out = sqlite3_last_insert_rowid(w->db);
+	w->next_block = 0;
 	rc = commit(w, err);
 out:
 	sqlite3_finalize(st);
@@ -962,6 +873,115 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 						       col_json(st, 2)));
 	sqlite3_finalize(st);
 	return json_pack("{s:i, s:o}", "rank", rank, "steps", steps);
+}
+
+/* id -> string of one artifact, for resolving string pid/tid */
+struct strmap {
+	char **s;
+	uint32_t n;
+};
+
+static void strmap_free(struct strmap *m)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		free(m->s[i]);
+	free(m->s);
+}
+
+static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *m, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT key & 4294967295, s FROM strings WHERE key BETWEEN ?1 AND ?2"
+				      " ORDER BY key", err);
+	int rc = TP_OK;
+
+	memset(m, 0, sizeof(*m));
+	if (!st)
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 1, artifact << 32);
+	sqlite3_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
+		if (id >= m->n) {
+			uint32_t n = id + 1 > m->n * 2 ? id + 1 : m->n * 2;
+			char **ns = realloc(m->s, n * sizeof(*ns));
+			if (!ns) {
+				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				break;
+			}
+			memset(ns + m->n, 0, (n - m->n) * sizeof(*ns));
+			m->s = ns;
+			m->n = n;
+		}
+		free(m->s[id]);
+		if (!(m->s[id] = strdup((const char *)sqlite3_column_text(st, 1)))) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static const char *strmap_get(const struct strmap *m, uint32_t id)
+{
+	return id < m->n && m->s[id] ? m->s[id] : "";
+}
+
+int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_events_fn fn, void *payload,
+		      struct tp_errbuf *err)
+{
+	struct strmap strs;
+	struct tp_event *ev = NULL;
+	size_t cap = 0, i;
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = strmap_load(r, artifact, &strs, err)))
+		return rc;
+	st = prepare(r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2 AND kind=?3 ORDER BY key",
+		     err);
+	if (!st) {
+		strmap_free(&strs);
+		return TP_ERR_DB;
+	}
+	sqlite3_bind_int64(st, 1, artifact << 32);
+	sqlite3_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
+	sqlite3_bind_int(st, 3, kind);
+	while (rc == TP_OK && sqlite3_step(st) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_int64(st, 0);
+		const uint8_t *data = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+		if (n > (1u << 24)) {
+			rc = tp_fail(err, TP_ERR_DB, "database_error", "event block of artifact %lld is corrupt",
+				     (long long)artifact);
+			break;
+		}
+		if (n > cap) {
+			struct tp_event *ne = realloc(ev, n * sizeof(*ev));
+			if (!ne) {
+				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				break;
+			}
+			ev = ne;
+			cap = n;
+		}
+		if (evpack_decode(data, len, n, ev)) {
+			rc = tp_fail(err, TP_ERR_DB, "database_error", "event block of artifact %lld is corrupt",
+				     (long long)artifact);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (ev[i].pid_sid)
+				ev[i].pid_s = strmap_get(&strs, ev[i].pid_sid);
+			if (ev[i].tid_sid)
+				ev[i].tid_s = strmap_get(&strs, ev[i].tid_sid);
+		}
+		rc = fn(payload, ev, n);
+	}
+	sqlite3_finalize(st);
+	free(ev);
+	strmap_free(&strs);
+	return rc;
 }
 
 int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct store_raw_info *out,

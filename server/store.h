@@ -51,7 +51,6 @@ struct store_batch {
 	size_t nev;
 	uint64_t ev_first;		/* ordinal of ev[0] within the artifact */
 	const struct tp_event *mev;	/* [memory] and [OutOfMemory] events */
-	const uint8_t *mev_oom;		/* per mev: 1 for [OutOfMemory] */
 	size_t nmev;
 	uint64_t mev_first;
 	const struct store_string *str;
@@ -112,6 +111,17 @@ json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf 
 json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
 /* {"rank", "steps": [...]} for one rank of a run; rank -1: the lowest rank with data. */
 json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+
+/*
+ * An artifact's events of one kind, STORE_EVENTS or STORE_MEMORY_EVENTS, in
+ * file order, block by block: fn gets n events (borrowed until it returns),
+ * with string pid/tid resolved. Returns 0, fn's nonzero return, or a
+ * negative tp_err.
+ */
+enum { STORE_EVENTS = 0, STORE_MEMORY_EVENTS = 1 };
+typedef int (*store_events_fn)(void *payload, const struct tp_event *ev, size_t n);
+int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_events_fn fn, void *payload,
+		      struct tp_errbuf *err);
 
 /* The stored raw bytes of an artifact, chunk by chunk. */
 struct store_raw_info {

@@ -3,8 +3,8 @@
 -- Row keys of the per-artifact tables are (artifact_id << 32) | ordinal, so
 -- that an artifact's rows form one contiguous key range: written in order
 -- (B-tree appends, no secondary index on the ingest path), read and deleted
--- as a range. Times are int64 ns; events.ts is as written in the trace and
--- artifacts.base_ns is added on read (baseTimeNanoseconds may come after
+-- as a range. Times are int64 ns; event times are as written in the trace
+-- and artifacts.base_ns is added on read (baseTimeNanoseconds may come after
 -- the events in a file).
 
 CREATE TABLE runs (
@@ -48,42 +48,19 @@ CREATE TABLE strings (
 	s TEXT NOT NULL
 );
 
--- every event but [memory] ones and CPU->GPU flows (those repeat "correlation")
-CREATE TABLE events (
-	key INTEGER PRIMARY KEY,	-- artifact << 32 | ordinal
-	ph INTEGER NOT NULL,		-- the phase character's code
-	cat INTEGER,			-- string ids
-	name INTEGER,
-	pid,				-- integer, or text when the trace had a string
-	tid,
-	ts INTEGER,
-	dur INTEGER,
-	ext_id INTEGER,
-	corr INTEGER,
-	stream INTEGER,
-	device INTEGER,
-	bytes INTEGER,
-	seq INTEGER,
-	fwd_tid INTEGER,
-	flow INTEGER,
-	arg INTEGER,
-	blocks_per_sm REAL,
-	occupancy REAL
-);
-
-CREATE TABLE mem_events (
-	key INTEGER PRIMARY KEY,	-- artifact << 32 | ordinal
-	oom INTEGER NOT NULL,
-	pid,
-	tid,
-	ts INTEGER NOT NULL,
-	ev_idx INTEGER,
-	dev_type INTEGER,
-	dev_id INTEGER,
-	addr INTEGER,
-	bytes INTEGER,
-	total_allocated INTEGER,
-	total_reserved INTEGER
+-- Events, packed (server/evpack.h): one row per block of up to 16384 events
+-- of one kind, in file order. kind 0: every event but [memory] ones and
+-- CPU->GPU flows (those repeat "correlation"); kind 1: [memory] and
+-- [OutOfMemory] events. min_ts/max_end bound the block's events in time
+-- (as written, before base_ns), so a time window reads only its blocks.
+CREATE TABLE event_blocks (
+	key INTEGER PRIMARY KEY,	-- artifact << 32 | block number
+	kind INTEGER NOT NULL,
+	n INTEGER NOT NULL,
+	first INTEGER NOT NULL,		-- ordinal of the block's first event among its kind
+	min_ts INTEGER,
+	max_end INTEGER,
+	data BLOB NOT NULL
 );
 
 -- ProfilerStep#N spans, absolute times

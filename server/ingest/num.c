@@ -155,6 +155,9 @@ int num_to_i64(const char *s, size_t len, int64_t *out)
 		neg = 1, i++;
 	if (i == len)
 		return -1;
+	/* 18 digits cannot overflow: no check for them (a division per digit costs) */
+	for (size_t fast = i + 18; i < len && i < fast && s[i] >= '0' && s[i] <= '9'; i++)
+		v = v * 10 + (unsigned)(s[i] - '0');
 	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
 		unsigned dig = (unsigned)(s[i] - '0');
 		if (v > (UINT64_MAX - dig) / 10)

@@ -114,8 +114,8 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 
 /*
  * An artifact's events of one kind, STORE_EVENTS or STORE_MEMORY_EVENTS, in
- * file order, block by block: fn gets n events (borrowed until it returns),
- * with string pid/tid resolved. Returns 0, fn's nonzero return, or a
+ * file order, block by block: fn gets n events, with string pid/tid
+ * resolved; events and strings are borrowed until fn returns. Returns 0, fn's nonzero return, or a
  * negative tp_err.
  */
 enum { STORE_EVENTS = 0, STORE_MEMORY_EVENTS = 1 };

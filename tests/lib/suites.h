@@ -11,6 +11,7 @@ Suite *suite_trace(void);
 Suite *suite_ingest(void);
 Suite *suite_routes(void);
 Suite *suite_evpack(void);
+Suite *suite_store(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 

@@ -1,0 +1,274 @@
+/*
+ * check_store.c: the store on its own (server/store.c): migrations, the
+ * artifact life cycle and what readers may see of it, duplicates, raw
+ * chunks, packed events, and the JSON it answers with.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+#include "suites.h"
+#include "testutil.h"
+
+static char *dir;
+static char db[512];
+static struct store *st;
+static struct store_writer *w;
+static struct store_reader *r;
+
+static void setup(void)
+{
+	struct tp_errbuf err = { 0 };
+
+	dir = tu_tmpdir();
+	snprintf(db, sizeof(db), "%s/s.db", dir);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+}
+
+static void teardown(void)
+{
+	store_reader_close(r);
+	store_writer_close(w);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+}
+
+static long long scalar(const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	long long v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+/* begin an artifact and give it two X events, a [memory]-like event, a string and a raw chunk */
+static int64_t filled_artifact(const char *run)
+{
+	struct tp_errbuf err = { 0 };
+	struct tp_event ev[2] = { { .ph = 'X', .name = 5, .have = TH_TS | TH_DUR | TH_PID | TH_TID,
+				    .ts_ns = 1000, .dur_ns = 10, .pid = 1, .tid_s = "stream 7", .tid_sid = 6 },
+				  { .ph = 'X', .name = 5, .have = TH_TS | TH_DUR, .ts_ns = 2000, .dur_ns = 20 } };
+	struct tp_event mev = { .ph = 'i', .name = 1, .have = TH_TS | TH_BYTES, .ts_ns = 1500, .bytes = -4 };
+	struct store_string strs[] = { { 5, 8, "aten::mm" }, { 6, 8, "stream 7" } };
+	static const uint8_t raw[] = "raw bytes";
+	struct store_batch b = { .ev = ev, .nev = 2, .mev = &mev, .nmev = 1, .str = strs, .nstr = 2,
+				 .raw = raw, .nraw = sizeof(raw) };
+	int64_t id;
+
+	ck_assert_int_eq(store_artifact_begin(w, run, 0, "trace", "t.json", &id, &err), 0);
+	ck_assert_int_eq(store_write_batch(w, id, &b, &err), 0);
+	return id;
+}
+
+static struct store_final final(const char *sha)
+{
+	static const struct store_step steps[] = { { 7, 1000, 1500 } };
+	struct store_final f = { .sha256 = sha, .bytes = 10, .events = 3, .base_ns = 1000000, .rank = 2,
+				 .kind = "trace", .raw_encoding = "upload", .meta_json = "{\"a\":1}",
+				 .peak_allocated = 4096, .steps = steps, .nsteps = 1 };
+	return f;
+}
+
+START_TEST(test_reopen_keeps_schema_and_data)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("aa");
+	int64_t id = filled_artifact("keep"), dup;
+
+	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
+	ck_assert_int_eq(scalar("PRAGMA user_version"), 1);
+	ck_assert_int_eq(scalar("PRAGMA page_size"), 16384);
+	store_reader_close(r);
+	store_writer_close(w);
+	store_close(st);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);	/* no migration runs twice */
+	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	ck_assert_int_eq(scalar("PRAGMA user_version"), 1);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+}
+END_TEST
+
+START_TEST(test_ingesting_is_invisible)
+{
+	struct tp_errbuf err = { 0 };
+	json_t *j;
+
+	filled_artifact("hidden");
+	j = store_runs_list(r, &err);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "runs")), 0);
+	json_decref(j);
+	ck_assert_ptr_null(store_run_get(r, "hidden", &err));
+	ck_assert_int_eq(err.rc, TP_ERR_NOTFOUND);
+	ck_assert_str_eq(err.code, "run_not_found");
+	memset(&err, 0, sizeof(err));
+	ck_assert_ptr_null(store_steps(r, "hidden", 0, &err));
+	ck_assert_int_eq(err.rc, TP_ERR_NOTFOUND);
+}
+END_TEST
+
+START_TEST(test_commit_answers)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("bb");
+	int64_t id = filled_artifact("run1"), dup;
+	json_t *j, *run, *a, *s;
+
+	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
+	ck_assert_int_eq(dup, 0);
+	j = store_run_get(r, "run1", &err);
+	ck_assert_ptr_nonnull(j);
+	run = json_object_get(j, "run");
+	ck_assert_str_eq(json_string_value(json_object_get(run, "name")), "run1");
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "artifacts")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "ranks")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "steps")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "peak_allocated_bytes")), 4096);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(run, "step_time_ns"), "mean")), 1500);
+	ck_assert(json_is_object(json_object_get(run, "metadata")));
+	ck_assert(json_is_array(json_object_get(run, "tags")));
+	a = json_array_get(json_object_get(j, "artifacts"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "rank")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "sha256")), "bb");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 3);
+	json_decref(j);
+	/* steps: start as written plus the artifact's base */
+	j = store_steps(r, "run1", 2, &err);
+	s = json_array_get(json_object_get(j, "steps"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "start_ns")), 1001000);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "dur_ns")), 1500);
+	json_decref(j);
+	j = store_steps(r, "run1", 0, &err);	/* another rank: none */
+	ck_assert_int_eq(json_array_size(json_object_get(j, "steps")), 0);
+	json_decref(j);
+}
+END_TEST
+
+struct got {
+	struct tp_event ev[8];
+	char tid0[16];		/* strings are borrowed for the callback only */
+	size_t n;
+};
+
+static int collect(void *payload, const struct tp_event *ev, size_t n)
+{
+	struct got *g = payload;
+
+	for (size_t i = 0; i < n && g->n < 8; i++) {
+		if (g->n == 0 && ev[i].tid_s)
+			snprintf(g->tid0, sizeof(g->tid0), "%s", ev[i].tid_s);
+		g->ev[g->n++] = ev[i];
+	}
+	return 0;
+}
+
+START_TEST(test_events_and_raw_read_back)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("cc");
+	struct store_raw_info info;
+	struct got got = { 0 };
+	int64_t id = filled_artifact("ev"), dup;
+	const void *data;
+	size_t len;
+
+	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
+	ck_assert_int_eq(store_events_each(r, id, STORE_EVENTS, collect, &got, &err), 0);
+	ck_assert_uint_eq(got.n, 2);
+	ck_assert_int_eq(got.ev[0].ts_ns, 1000);
+	ck_assert_int_eq(got.ev[1].dur_ns, 20);
+	ck_assert_str_eq(got.tid0, "stream 7");	/* string tid resolved */
+	ck_assert_int_eq(got.ev[0].pid, 1);
+	memset(&got, 0, sizeof(got));
+	ck_assert_int_eq(store_events_each(r, id, STORE_MEMORY_EVENTS, collect, &got, &err), 0);
+	ck_assert_uint_eq(got.n, 1);
+	ck_assert_int_eq(got.ev[0].bytes, -4);
+	ck_assert_int_eq(store_raw_info(r, "ev", id, &info, &err), 0);
+	ck_assert_uint_eq(info.nchunks, 1);
+	ck_assert_str_eq(info.encoding, "upload");
+	ck_assert_int_eq(store_raw_chunk(r, id, 0, &data, &len, &err), 0);
+	ck_assert_uint_eq(len, 10);
+	ck_assert_str_eq((const char *)data, "raw bytes");
+	ck_assert_int_eq(store_raw_chunk(r, id, 1, &data, &len, &err), TP_ERR_NOTFOUND);
+	ck_assert_int_eq(store_raw_info(r, "other-run", id, &info, &err), TP_ERR_NOTFOUND);
+}
+END_TEST
+
+START_TEST(test_fail_keeps_raw_only)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("dd");
+	int64_t id = filled_artifact("bad"), dup;
+	json_t *j, *a;
+
+	f.error_code = "invalid_json";
+	f.error_msg = "invalid JSON at byte 3";
+	ck_assert_int_eq(store_artifact_fail(w, id, &f, &dup, &err), 0);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM event_blocks"), 0);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM strings"), 0);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM steps"), 0);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM raw_chunks"), 1);
+	j = store_artifact_get(r, "bad", id, &err);
+	a = json_object_get(j, "artifact");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "error");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "error"), "code")), "invalid_json");
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_duplicates_and_drop)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("ee");
+	int64_t a = filled_artifact("d"), b, c, dup;
+
+	ck_assert_int_eq(store_artifact_commit(w, a, &f, &dup, &err), 0);
+	b = filled_artifact("d");
+	ck_assert_int_eq(store_artifact_commit(w, b, &f, &dup, &err), 0);
+	ck_assert_int_eq(dup, a);	/* same run, same sha256: the first one, the second removed */
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM artifacts"), 1);
+	ck_assert_int_eq(scalar("SELECT COUNT(DISTINCT key >> 32) FROM raw_chunks"), 1);
+	/* a failed upload of the same bytes is the same artifact too */
+	c = filled_artifact("d");
+	ck_assert_int_eq(store_artifact_fail(w, c, &f, &dup, &err), 0);
+	ck_assert_int_eq(dup, a);
+	/* drop removes everything, and the run once it is empty */
+	c = filled_artifact("gone");
+	ck_assert_int_eq(store_artifact_drop(w, c), 0);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM runs WHERE name='gone'"), 0);
+	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM artifacts"), 1);
+	ck_assert_int_eq(scalar("SELECT COUNT(DISTINCT key >> 32) FROM event_blocks"), 1);
+}
+END_TEST
+
+Suite *suite_store(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("life_cycle");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_reopen_keeps_schema_and_data);
+	tcase_add_test(tc, test_ingesting_is_invisible);
+	tcase_add_test(tc, test_commit_answers);
+	tcase_add_test(tc, test_events_and_raw_read_back);
+	tcase_add_test(tc, test_fail_keeps_raw_only);
+	tcase_add_test(tc, test_duplicates_and_drop);
+	suite_add_tcase(s, tc);
+	return s;
+}

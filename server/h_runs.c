@@ -1,8 +1,10 @@
 /*
  * h_runs.c: runs and their steps: GET /api/v1/runs, /api/v1/runs/{run},
- * /api/v1/runs/{run}/steps?rank=R.
+ * /api/v1/runs/{run}/steps?rank=R, and PATCH /api/v1/runs/{run} (project,
+ * tags, metadata, baseline; a small JSON body read whole, up to 64 KiB).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "handlers.h"
 #include "http.h"
@@ -76,4 +78,115 @@ int h_run_steps(struct request *req)
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank))
 		return 0;
 	return answer(req, store_steps, req->params[0], (int)rank);
+}
+
+/* ---- PATCH /api/v1/runs/{run} ---- */
+
+#define PATCH_MAX_BODY (64 * 1024)
+
+struct body {
+	char *data;
+	size_t len;
+	int too_big;
+};
+
+int h_run_patch_begin(struct request *req)
+{
+	req->state = calloc(1, sizeof(struct body));
+	if (!req->state)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	return 0;
+}
+
+int h_run_patch_data(struct request *req, const char *data, size_t len)
+{
+	struct body *b = req->state;
+	char *nd;
+
+	if (b->too_big || b->len + len > PATCH_MAX_BODY) {
+		b->too_big = 1;
+		return 0;
+	}
+	if (!(nd = realloc(b->data, b->len + len)))
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	memcpy(nd + b->len, data, len);
+	b->data = nd;
+	b->len += len;
+	return 0;
+}
+
+/* NULL when the patch is acceptable, else what is wrong with it. */
+static const char *patch_problem(json_t *patch)
+{
+	const char *key;
+	json_t *v, *t;
+	size_t i;
+
+	if (!json_is_object(patch))
+		return "the body must be a JSON object";
+	json_object_foreach(patch, key, v) {
+		if (!strcmp(key, "project")) {
+			if (!json_is_null(v) && (!json_is_string(v) || !json_string_length(v) ||
+						 json_string_length(v) > 128))
+				return "'project' must be a string of 1 to 128 bytes, or null";
+		} else if (!strcmp(key, "tags")) {
+			if (!json_is_array(v) || json_array_size(v) > 64)
+				return "'tags' must be an array of at most 64 strings";
+			json_array_foreach(v, i, t)
+				if (!json_is_string(t) || !json_string_length(t) || json_string_length(t) > 64)
+					return "each tag must be a string of 1 to 64 bytes";
+		} else if (!strcmp(key, "metadata")) {
+			if (!json_is_object(v))
+				return "'metadata' must be an object (a merge patch: null removes a key)";
+		} else if (!strcmp(key, "baseline")) {
+			if (!json_is_boolean(v))
+				return "'baseline' must be true or false";
+		} else {
+			return "only project, tags, metadata and baseline can be set";
+		}
+	}
+	return NULL;
+}
+
+int h_run_patch_end(struct request *req)
+{
+	struct body *b = req->state;
+	struct tp_errbuf err = { 0 };
+	struct store_writer *w;
+	json_error_t je;
+	json_t *patch;
+	const char *problem;
+	int rc;
+
+	if (b->too_big)
+		return http_reply_error(req, 413, "body_too_large", NULL, "a run patch is at most %d bytes",
+					PATCH_MAX_BODY);
+	patch = json_loadb(b->data ? b->data : "", b->len, JSON_REJECT_DUPLICATES, &je);
+	if (!patch)
+		return http_reply_error(req, 400, "invalid_json", NULL, "invalid JSON at byte %d: %s",
+					je.position, je.text);
+	if ((problem = patch_problem(patch))) {
+		json_decref(patch);
+		return http_reply_error(req, 400, "invalid_field", NULL, "%s", problem);
+	}
+	rc = store_writer_open(http_store(req), &w, &err);
+	if (!rc) {
+		rc = store_run_patch(w, req->params[0], patch, &err);
+		store_writer_close(w);
+	}
+	json_decref(patch);
+	if (rc)
+		return http_reply_fail(req, rc, &err, NULL);
+	return answer(req, q_run, req->params[0], 0);
+}
+
+void h_run_patch_cleanup(struct request *req, int completed)
+{
+	struct body *b = req->state;
+
+	(void)completed;
+	if (b)
+		free(b->data);
+	free(b);
+	req->state = NULL;
 }

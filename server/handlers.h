@@ -16,6 +16,10 @@ int h_health_get(struct request *req);
 int h_runs_list(struct request *req);
 int h_run_get(struct request *req);
 int h_run_steps(struct request *req);
+int h_run_patch_begin(struct request *req);
+int h_run_patch_data(struct request *req, const char *data, size_t len);
+int h_run_patch_end(struct request *req);
+void h_run_patch_cleanup(struct request *req, int completed);
 
 /* h_artifacts.c */
 int h_artifact_upload_begin(struct request *req);

@@ -12,6 +12,8 @@ static const struct route routes[] = {
 	{ "GET", "/healthz", 0, h_health_get, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs", 0, h_runs_list, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}", 0, h_run_get, NULL, NULL, NULL },
+	{ "PATCH", "/api/v1/runs/{run}", ROUTE_WRITE | ROUTE_BODY, h_run_patch_begin, h_run_patch_data,
+	  h_run_patch_end, h_run_patch_cleanup },
 	{ "GET", "/api/v1/runs/{run}/steps", 0, h_run_steps, NULL, NULL, NULL },
 	{ "POST", "/api/v1/runs/{run}/artifacts", ROUTE_WRITE | ROUTE_BODY, h_artifact_upload_begin,
 	  h_artifact_upload_data, h_artifact_upload_end, h_artifact_upload_cleanup },

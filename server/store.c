@@ -578,6 +578,120 @@ int store_artifact_drop(struct store_writer *w, int64_t artifact)
 	return rc;
 }
 
+/* RFC 7386 merge patch of target by patch; returns the new target (a new reference). */
+static json_t *merge_patch(json_t *target, json_t *patch)
+{
+	const char *key;
+	json_t *v, *out;
+
+	if (!json_is_object(patch))
+		return json_incref(patch);
+	out = json_is_object(target) ? json_deep_copy(target) : json_object();
+	if (!out)
+		return NULL;
+	json_object_foreach(patch, key, v) {
+		if (json_is_null(v)) {
+			json_object_del(out, key);
+		} else {
+			json_t *m = merge_patch(json_object_get(out, key), v);
+			if (!m || json_object_set_new(out, key, m)) {
+				json_decref(out);
+				return NULL;
+			}
+		}
+	}
+	return out;
+}
+
+int store_run_patch(struct store_writer *w, const char *run, json_t *patch, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *meta = NULL, *v;
+	char *text = NULL;
+	int64_t run_id;
+	int rc;
+
+	if ((rc = begin(w, err)))
+		return rc;
+	if (sqlite3_prepare_v2(w->db, "SELECT id, metadata FROM runs WHERE name=?1", -1, &st, NULL) != SQLITE_OK) {
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	bind_text(st, 1, run);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+		goto out;
+	}
+	run_id = sqlite3_column_int64(st, 0);
+	meta = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+	sqlite3_finalize(st);
+	st = NULL;
+
+	if ((v = json_object_get(patch, "metadata"))) {
+		json_t *m = merge_patch(meta, v);
+		json_decref(meta);
+		meta = m;
+		if (!meta || !(text = json_dumps(meta, JSON_COMPACT))) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			goto out;
+		}
+	}
+	if (sqlite3_prepare_v2(w->db, "UPDATE runs SET"
+				      " project = CASE WHEN ?2 THEN ?3 ELSE project END,"
+				      " tags = COALESCE(?4, tags), metadata = COALESCE(?5, metadata),"
+				      " baseline = COALESCE(?6, baseline) WHERE id=?1", -1, &st, NULL) != SQLITE_OK) {
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, run_id);
+	if ((v = json_object_get(patch, "project"))) {
+		sqlite3_bind_int(st, 2, 1);
+		bind_text(st, 3, json_string_value(v));	/* NULL for null */
+	} else {
+		sqlite3_bind_int(st, 2, 0);
+	}
+	if ((v = json_object_get(patch, "tags"))) {
+		char *tags = json_dumps(v, JSON_COMPACT);
+		if (!tags) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			goto out;
+		}
+		sqlite3_bind_text(st, 4, tags, -1, free);
+	}
+	if (text)
+		sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
+	if ((v = json_object_get(patch, "baseline")))
+		sqlite3_bind_int(st, 6, json_is_true(v));
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		rc = db_fail(err, w->db, "update run");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (json_is_true(json_object_get(patch, "baseline"))) {
+		/* one baseline per project (runs without a project count as one project) */
+		if (sqlite3_prepare_v2(w->db, "UPDATE runs SET baseline=0 WHERE id!=?1 AND baseline"
+					      " AND project IS (SELECT project FROM runs WHERE id=?1)",
+				       -1, &st, NULL) != SQLITE_OK) {
+			rc = db_fail(err, w->db, "prepare");
+			goto out;
+		}
+		sqlite3_bind_int64(st, 1, run_id);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			rc = db_fail(err, w->db, "update baselines");
+			goto out;
+		}
+	}
+	rc = commit(w, err);
+out:
+	sqlite3_finalize(st);
+	json_decref(meta);
+	free(text);
+	if (rc)
+		rollback(w);
+	return rc;
+}
+
 /* ---- reader ---- */
 
 int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err)

@@ -98,6 +98,15 @@ int store_artifact_fail(struct store_writer *w, int64_t artifact, const struct s
 /* Remove the artifact entirely (the upload was refused), and its run if now empty. */
 int store_artifact_drop(struct store_writer *w, int64_t artifact);
 
+/*
+ * Apply a validated patch to an existing run, in one transaction: "project"
+ * (string, or null to clear), "tags" (array of strings, replaced),
+ * "metadata" (an RFC 7386 merge patch: null deletes a key, objects merge),
+ * "baseline" (true makes this run its project's only baseline). Borrowed.
+ * TP_ERR_NOTFOUND when there is no such run.
+ */
+int store_run_patch(struct store_writer *w, const char *run, json_t *patch, struct tp_errbuf *err);
+
 /* ---- reading ---- */
 
 int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err);

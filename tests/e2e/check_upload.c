@@ -237,6 +237,99 @@ START_TEST(test_runs_list_and_gzip_answers)
 }
 END_TEST
 
+/* ---- PATCH a run ---- */
+
+static json_t *patch(const char *run, const char *body, long expect)
+{
+	struct tu_resp r;
+	char path[128];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+	ck_assert_int_eq(tu_http(&srv, "PATCH", path, body, strlen(body), NULL, &r), 0);
+	ck_assert_msg(r.status == expect, "PATCH %s %s: %ld %s", path, body, r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+START_TEST(test_patch_run)
+{
+	const char trace[] = "[{\"ph\":\"X\",\"name\":\"ProfilerStep#1\",\"cat\":\"user_annotation\",\"ts\":1,\"dur\":5}]";
+	const char trace2[] = "[{\"ph\":\"X\",\"name\":\"ProfilerStep#1\",\"cat\":\"user_annotation\",\"ts\":1,\"dur\":6}]";
+	char big[70000];
+	long status;
+	json_t *j, *run, *meta;
+
+	json_decref(upload("patched", "name=a.json", trace, strlen(trace), &status));
+	ck_assert_int_eq(status, 201);
+	json_decref(upload("patched2", "name=a.json", trace2, strlen(trace2), &status));
+	ck_assert_int_eq(status, 201);
+
+	j = patch("patched", "{\"project\":\"resnet\",\"tags\":[\"bs64\",\"amp\"],"
+			     "\"metadata\":{\"param_bytes\":102440608,\"x\":{\"y\":1,\"z\":2}}}", 200);
+	run = json_object_get(j, "run");
+	ck_assert_str_eq(json_string_value(json_object_get(run, "project")), "resnet");
+	ck_assert_int_eq(json_array_size(json_object_get(run, "tags")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(run, "metadata"), "param_bytes")),
+			 102440608);
+	json_decref(j);
+	/* metadata is a merge patch: null deletes, objects merge, the rest stays */
+	j = patch("patched", "{\"metadata\":{\"x\":{\"z\":null},\"w\":true}}", 200);
+	meta = json_object_get(json_object_get(j, "run"), "metadata");
+	ck_assert_int_eq(json_integer_value(json_object_get(meta, "param_bytes")), 102440608);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(meta, "x"), "y")), 1);
+	ck_assert_ptr_null(json_object_get(json_object_get(meta, "x"), "z"));
+	ck_assert(json_is_true(json_object_get(meta, "w")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "run"), "project")), "resnet");
+	json_decref(j);
+	/* one baseline per project */
+	json_decref(patch("patched2", "{\"project\":\"resnet\"}", 200));
+	j = patch("patched", "{\"baseline\":true}", 200);
+	ck_assert(json_is_true(json_object_get(json_object_get(j, "run"), "baseline")));
+	json_decref(j);
+	json_decref(patch("patched2", "{\"baseline\":true}", 200));
+	j = get("/api/v1/runs/patched", 200);
+	ck_assert(json_is_false(json_object_get(json_object_get(j, "run"), "baseline")));
+	json_decref(j);
+	/* clearing the project */
+	j = patch("patched", "{\"project\":null}", 200);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "run"), "project")));
+	json_decref(j);
+	/* refusals, each leaving the run as it was */
+	j = patch("patched", "{\"owner\":\"me\"}", 400);
+	ck_assert_str_eq(tu_error_code(j), "invalid_field");
+	json_decref(j);
+	j = patch("patched", "{\"tags\":\"a\"}", 400);
+	ck_assert_str_eq(tu_error_code(j), "invalid_field");
+	json_decref(j);
+	j = patch("patched", "{\"baseline\":1}", 400);
+	ck_assert_str_eq(tu_error_code(j), "invalid_field");
+	json_decref(j);
+	j = patch("patched", "[1]", 400);
+	ck_assert_str_eq(tu_error_code(j), "invalid_field");
+	json_decref(j);
+	j = patch("patched", "{\"project\":", 400);
+	ck_assert_str_eq(tu_error_code(j), "invalid_json");
+	json_decref(j);
+	j = patch("patched", "", 400);
+	ck_assert_str_eq(tu_error_code(j), "invalid_json");
+	json_decref(j);
+	j = patch("no-such-run", "{\"project\":\"p\"}", 404);
+	ck_assert_str_eq(tu_error_code(j), "run_not_found");
+	json_decref(j);
+	memset(big, ' ', sizeof(big) - 3);
+	strcpy(big + sizeof(big) - 3, "{}");
+	j = patch("patched", big, 413);
+	ck_assert_str_eq(tu_error_code(j), "body_too_large");
+	json_decref(j);
+	j = get("/api/v1/runs/patched", 200);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "run"), "project")));
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "run"), "tags")), 2);
+	json_decref(j);
+}
+END_TEST
+
 /* ---- tokens ---- */
 
 START_TEST(test_write_token)
@@ -265,6 +358,9 @@ START_TEST(test_write_token)
 	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body),
 				 "Authorization: Bearer secret-token-0123456789", &r), 0);
 	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "PATCH", "/api/v1/runs/t", "{\"tags\":[\"x\"]}", 14, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 401);
 	tu_resp_free(&r);
 	/* reads stay open */
 	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/t", NULL, 0, NULL, &r), 0);
@@ -501,6 +597,7 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_runs_list_and_gzip_answers);
 	tcase_add_test(tc, test_client_gone_mid_body_keeps_nothing);
 	tcase_add_test(tc, test_concurrent_uploads);
+	tcase_add_test(tc, test_patch_run);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);

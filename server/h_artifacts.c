@@ -15,6 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "alloc.h"
 #include "handlers.h"
 #include "http.h"
 
@@ -167,7 +168,7 @@ static void raw_free(void *cls)
 	if (rs->inflating)
 		inflateEnd(&rs->zs);
 	store_reader_close(rs->r);
-	free(rs);
+	tp_free(rs);
 }
 
 /* the next stored chunk into rs->chunk; 0 at the end */
@@ -225,7 +226,7 @@ int h_artifact_raw(struct request *req)
 {
 	struct store_raw_info info;
 	struct tp_errbuf err = { 0 };
-	struct raw_stream *rs = calloc(1, sizeof(*rs));
+	struct raw_stream *rs = tp_calloc(1, sizeof(*rs));
 	struct MHD_Response *resp;
 	char disp[300];
 	int rc, gz_out = 0;
@@ -243,6 +244,8 @@ int h_artifact_raw(struct request *req)
 		if (req->accepts_gzip) {
 			gz_out = 1;	/* the stored gzip is the transfer encoding */
 		} else {
+			rs->zs.zalloc = tp_zalloc;
+			rs->zs.zfree = tp_zfree;
 			if (inflateInit2(&rs->zs, 16 + MAX_WBITS) != Z_OK) {
 				raw_free(rs);
 				return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");

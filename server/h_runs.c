@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "handlers.h"
 #include "http.h"
 
@@ -92,7 +93,7 @@ struct body {
 
 int h_run_patch_begin(struct request *req)
 {
-	req->state = calloc(1, sizeof(struct body));
+	req->state = tp_calloc(1, sizeof(struct body));
 	if (!req->state)
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
 	return 0;
@@ -107,7 +108,7 @@ int h_run_patch_data(struct request *req, const char *data, size_t len)
 		b->too_big = 1;
 		return 0;
 	}
-	if (!(nd = realloc(b->data, b->len + len)))
+	if (!(nd = tp_realloc(b->data, b->len + len)))
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
 	memcpy(nd + b->len, data, len);
 	b->data = nd;
@@ -186,7 +187,7 @@ void h_run_patch_cleanup(struct request *req, int completed)
 
 	(void)completed;
 	if (b)
-		free(b->data);
-	free(b);
+		tp_free(b->data);
+	tp_free(b);
 	req->state = NULL;
 }

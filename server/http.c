@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "alloc.h"
 #include "http.h"
 #include "routes.h"
 
@@ -111,14 +112,14 @@ int http_reply_response(struct request *req, unsigned status, struct MHD_Respons
 /* gzip buf into a new buffer; NULL when it does not pay or fails */
 static void *gzip_buf(const char *buf, size_t len, size_t *out_len)
 {
-	z_stream zs = { 0 };
-	size_t cap = len / 2 + 64;
+	z_stream zs = { .zalloc = tp_zalloc, .zfree = tp_zfree };
+	size_t cap;
 	uint8_t *out;
 
 	if (deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return NULL;
 	cap = deflateBound(&zs, len);
-	if (!(out = malloc(cap))) {
+	if (!(out = tp_malloc(cap))) {
 		deflateEnd(&zs);
 		return NULL;
 	}
@@ -128,7 +129,7 @@ static void *gzip_buf(const char *buf, size_t len, size_t *out_len)
 	zs.avail_out = (uInt)cap;
 	if (deflate(&zs, Z_FINISH) != Z_STREAM_END || zs.total_out >= len) {
 		deflateEnd(&zs);
-		free(out);
+		tp_free(out);
 		return NULL;
 	}
 	*out_len = zs.total_out;
@@ -151,16 +152,16 @@ int http_reply_json(struct request *req, unsigned status, json_t *body)
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
 	len = strlen(text);
 	if (req->accepts_gzip && len >= GZIP_MIN_BYTES && (gz = gzip_buf(text, len, &gzlen))) {
-		free(text);
+		tp_free(text);
 		resp = MHD_create_response_from_buffer(gzlen, gz, MHD_RESPMEM_MUST_FREE);
 		if (resp)
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 		else
-			free(gz);
+			tp_free(gz);
 	} else {
 		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 		if (!resp)
-			free(text);
+			tp_free(text);
 	}
 	if (!resp)
 		return -1;
@@ -247,7 +248,7 @@ static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *e
 				       "token file %s: at most %d tokens of at least 16 characters", path,
 				       MAX_TOKENS);
 		}
-		if (!(srv->tokens[srv->ntokens++] = strdup(s))) {
+		if (!(srv->tokens[srv->ntokens++] = tp_strdup(s))) {
 			fclose(f);
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		}
@@ -265,10 +266,10 @@ static void request_free(struct request *req)
 	int i;
 
 	for (i = 0; i < ROUTE_MAX_PARAMS; i++)
-		free(req->params[i]);
+		tp_free(req->params[i]);
 	if (req->held)
 		MHD_destroy_response(req->held);
-	free(req);
+	tp_free(req);
 }
 
 static enum MHD_Result reply_result(struct request *req, int rc)
@@ -280,7 +281,7 @@ static enum MHD_Result reply_result(struct request *req, int rc)
 static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *conn, const char *url,
 				  const char *method, void **con_cls)
 {
-	struct request *req = calloc(1, sizeof(*req));
+	struct request *req = tp_calloc(1, sizeof(*req));
 	const char *ae, *bad = NULL;
 	char allow[64];
 	enum route_match m;
@@ -434,7 +435,7 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, int *v6, str
 
 int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err)
 {
-	struct server *srv = calloc(1, sizeof(*srv));
+	struct server *srv = tp_calloc(1, sizeof(*srv));
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
@@ -507,8 +508,8 @@ void server_stop(struct server *srv)
 	}
 	store_close(srv->store);
 	for (i = 0; i < srv->ntokens; i++)
-		free(srv->tokens[i]);
+		tp_free(srv->tokens[i]);
 	pthread_mutex_destroy(&srv->mu);
 	pthread_cond_destroy(&srv->idle);
-	free(srv);
+	tp_free(srv);
 }

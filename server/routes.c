@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "handlers.h"
 #include "routes.h"
 
@@ -99,7 +100,7 @@ enum route_match route_match(const char *method, const char *path, const struct 
 		for (k = 0; k < ncap; k++) {
 			char *v;
 			ph = strchr(ph, '{');
-			v = strndup(cap[k], caplen[k]);
+			v = tp_strndup(cap[k], caplen[k]);
 			params[k] = v;
 			if (!v || (!strncmp(ph, "{run}", 5) && !route_valid_run_name(v)) ||
 			    (!strncmp(ph, "{id}", 4) && !valid_id(v))) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "evpack.h"
 #include "store.h"
 
@@ -50,6 +51,7 @@ static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
 static void global_init(void)
 {
+	tp_alloc_install();	/* before SQLite initializes */
 	/* no global memory statistics: they take a mutex on every allocation */
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	sqlite3_initialize();
@@ -222,9 +224,9 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 	if ((rc = exec(db, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;", err)) ||
 	    (rc = migrate(db, err)) || (rc = recover(db, err)))
 		goto out;
-	st = calloc(1, sizeof(*st));
-	if (!st || !(st->path = strdup(path))) {
-		free(st);
+	st = tp_calloc(1, sizeof(*st));
+	if (!st || !(st->path = tp_strdup(path))) {
+		tp_free(st);
 		st = NULL;
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
@@ -246,15 +248,15 @@ void store_close(struct store *st)
 		sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 		sqlite3_close(db);
 	}
-	free(st->path);
-	free(st);
+	tp_free(st->path);
+	tp_free(st);
 }
 
 /* ---- writer ---- */
 
 int store_writer_open(struct store *st, struct store_writer **out, struct tp_errbuf *err)
 {
-	struct store_writer *w = calloc(1, sizeof(*w));
+	struct store_writer *w = tp_calloc(1, sizeof(*w));
 	char *sql[W_NSTMT] = { 0 };
 	int rc, i;
 
@@ -262,13 +264,13 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = db_connect(st->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, &w->db, err)))
 		goto fail;
-	sql[W_BLOCK] = strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data)"
+	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data)"
 			      " VALUES(?,?,?,?,?,?,?)");
-	sql[W_STR] = strdup("INSERT INTO strings(key,s) VALUES(?,?)");
-	sql[W_RAW] = strdup("INSERT INTO raw_chunks(key,data) VALUES(?,?)");
-	sql[W_BEGIN] = strdup("BEGIN IMMEDIATE");
-	sql[W_COMMIT] = strdup("COMMIT");
-	sql[W_ROLLBACK] = strdup("ROLLBACK");
+	sql[W_STR] = tp_strdup("INSERT INTO strings(key,s) VALUES(?,?)");
+	sql[W_RAW] = tp_strdup("INSERT INTO raw_chunks(key,data) VALUES(?,?)");
+	sql[W_BEGIN] = tp_strdup("BEGIN IMMEDIATE");
+	sql[W_COMMIT] = tp_strdup("COMMIT");
+	sql[W_ROLLBACK] = tp_strdup("ROLLBACK");
 	for (i = 0; i < W_NSTMT; i++) {
 		if (!sql[i]) {
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -281,12 +283,12 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 		}
 	}
 	for (i = 0; i < W_NSTMT; i++)
-		free(sql[i]);
+		tp_free(sql[i]);
 	*out = w;
 	return TP_OK;
 fail:
 	for (i = 0; i < W_NSTMT; i++)
-		free(sql[i]);
+		tp_free(sql[i]);
 	store_writer_close(w);
 	return rc;
 }
@@ -300,8 +302,8 @@ void store_writer_close(struct store_writer *w)
 	for (i = 0; i < W_NSTMT; i++)
 		sqlite3_finalize(w->st[i]);
 	sqlite3_close(w->db);
-	free(w->pack);
-	free(w);
+	tp_free(w->pack);
+	tp_free(w);
 }
 
 static int step_done(struct store_writer *w, sqlite3_stmt *st, const char *what, struct tp_errbuf *err)
@@ -340,7 +342,7 @@ static int write_block(struct store_writer *w, int64_t artifact, int kind, const
 	if (!n)
 		return TP_OK;
 	if (need > w->pack_cap) {
-		uint8_t *p = realloc(w->pack, need);
+		uint8_t *p = tp_realloc(w->pack, need);
 		if (!p)
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		w->pack = p;
@@ -656,7 +658,7 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			goto out;
 		}
-		sqlite3_bind_text(st, 4, tags, -1, free);
+		sqlite3_bind_text(st, 4, tags, -1, tp_free);
 	}
 	if (text)
 		sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
@@ -686,7 +688,7 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 out:
 	sqlite3_finalize(st);
 	json_decref(meta);
-	free(text);
+	tp_free(text);
 	if (rc)
 		rollback(w);
 	return rc;
@@ -696,13 +698,13 @@ out:
 
 int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err)
 {
-	struct store_reader *r = calloc(1, sizeof(*r));
+	struct store_reader *r = tp_calloc(1, sizeof(*r));
 	int rc;
 
 	if (!r)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = db_connect(st->path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &r->db, err))) {
-		free(r);
+		tp_free(r);
 		return rc;
 	}
 	*out = r;
@@ -715,7 +717,7 @@ void store_reader_close(struct store_reader *r)
 		return;
 	sqlite3_finalize(r->raw);
 	sqlite3_close(r->db);
-	free(r);
+	tp_free(r);
 }
 
 static sqlite3_stmt *prepare(struct store_reader *r, const char *sql, struct tp_errbuf *err)
@@ -729,6 +731,17 @@ static sqlite3_stmt *prepare(struct store_reader *r, const char *sql, struct tp_
 	return st;
 }
 
+/*
+ * Reads answer whole or not at all: a value that cannot be built, an
+ * append that fails, or a step that ends in anything but SQLITE_DONE fails
+ * the answer, and a NULL always comes with err set.
+ */
+static json_t *nomem(struct tp_errbuf *err)
+{
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	return NULL;
+}
+
 static json_t *col_json(sqlite3_stmt *st, int col)
 {
 	switch (sqlite3_column_type(st, col)) {
@@ -739,17 +752,25 @@ static json_t *col_json(sqlite3_stmt *st, int col)
 	}
 }
 
-/* A column holding JSON text, parsed; fallback when absent or broken. */
+/* A column holding JSON text we wrote, parsed; fallback (stolen) when NULL. */
 static json_t *col_parsed(sqlite3_stmt *st, int col, json_t *fallback)
 {
 	const char *s = (const char *)sqlite3_column_text(st, col);
-	json_t *v = s ? json_loads(s, 0, NULL) : NULL;
 
-	if (v) {
-		json_decref(fallback);
-		return v;
+	if (!s)
+		return fallback;
+	json_decref(fallback);
+	return json_loads(s, 0, NULL);	/* NULL only when out of memory */
+}
+
+/* Append item (stolen) to arr; -1 when either is missing or the append fails. */
+static int append(json_t *arr, json_t *item)
+{
+	if (!arr || !item) {
+		json_decref(item);
+		return -1;
 	}
-	return fallback;
+	return json_array_append_new(arr, item);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -772,35 +793,41 @@ static int run_step_summary(struct store_reader *r, int64_t run_id, json_t *obj,
 	int64_t *d = NULL;
 	size_t n = 0, cap = 0;
 	double sum = 0;
+	json_t *times;
+	int step;
 
 	if (!st)
 		return TP_ERR_DB;
 	sqlite3_bind_int64(st, 1, run_id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
-			int64_t *nd = realloc(d, (cap = cap ? cap * 2 : 64) * sizeof(*d));
-			if (!nd) {
-				free(d);
-				sqlite3_finalize(st);
-				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-			}
+			int64_t *nd = tp_realloc(d, (cap = cap ? cap * 2 : 64) * sizeof(*d));
+			if (!nd)
+				break;
 			d = nd;
 		}
 		d[n] = sqlite3_column_int64(st, 2);
 		sum += (double)d[n++];
 	}
 	sqlite3_finalize(st);
-	json_object_set_new(obj, "steps", json_integer((json_int_t)n));
+	if (step != SQLITE_DONE) {
+		tp_free(d);
+		return step == SQLITE_ROW ? (nomem(err), TP_ERR_NOMEM) : db_fail(err, r->db, "step summary");
+	}
 	if (n) {
 		qsort(d, n, sizeof(*d), cmp_i64);
 		json_int_t median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-		json_object_set_new(obj, "step_time_ns",
-				    json_pack("{s:I, s:I}", "mean", (json_int_t)(sum / (double)n + 0.5),
-					      "median", median));
+		times = json_pack("{s:I, s:I}", "mean", (json_int_t)(sum / (double)n + 0.5), "median", median);
 	} else {
-		json_object_set_new(obj, "step_time_ns", json_pack("{s:n, s:n}", "mean", "median"));
+		times = json_pack("{s:n, s:n}", "mean", "median");
 	}
-	free(d);
+	tp_free(d);
+	if (json_object_set_new(obj, "steps", json_integer((json_int_t)n))) {
+		json_decref(times);
+		return nomem(err), TP_ERR_NOMEM;
+	}
+	if (json_object_set_new(obj, "step_time_ns", times))
+		return nomem(err), TP_ERR_NOMEM;
 	return TP_OK;
 }
 
@@ -813,23 +840,19 @@ static const char run_cols[] =
 
 static json_t *run_json(struct store_reader *r, sqlite3_stmt *st, int full, struct tp_errbuf *err)
 {
-	json_t *o = json_object();
+	/* json_pack fails, freeing what it took, when any value could not be built */
+	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "name", col_json(st, 1),
+			      "project", col_json(st, 2), "created_ns", col_json(st, 3),
+			      "artifacts", col_json(st, 7), "ranks", col_json(st, 8),
+			      "peak_allocated_bytes", col_json(st, 9), "baseline", sqlite3_column_int(st, 6),
+			      "tags", col_parsed(st, 4, json_array()));
 
 	if (!o)
-		return NULL;
-	json_object_set_new(o, "name", col_json(st, 1));
-	json_object_set_new(o, "project", col_json(st, 2));
-	json_object_set_new(o, "created_ns", col_json(st, 3));
-	json_object_set_new(o, "artifacts", col_json(st, 7));
-	json_object_set_new(o, "ranks", col_json(st, 8));
-	json_object_set_new(o, "peak_allocated_bytes", col_json(st, 9));
-	json_object_set_new(o, "baseline", json_boolean(sqlite3_column_int(st, 6)));
-	json_object_set_new(o, "tags", col_parsed(st, 4, json_array()));
-	if (full)
-		json_object_set_new(o, "metadata", col_parsed(st, 5, json_object()));
-	if (run_step_summary(r, sqlite3_column_int64(st, 0), o, err)) {
+		return nomem(err);
+	if ((full && json_object_set_new(o, "metadata", col_parsed(st, 5, json_object()))) ||
+	    run_step_summary(r, sqlite3_column_int64(st, 0), o, err)) {
 		json_decref(o);
-		return NULL;
+		return nomem(err);
 	}
 	return o;
 }
@@ -838,27 +861,22 @@ json_t *store_runs_list(struct store_reader *r, struct tp_errbuf *err)
 {
 	char sql[1024];
 	sqlite3_stmt *st;
-	json_t *runs = json_array(), *item;
-	int s;
+	json_t *runs;
+	int step;
 
 	snprintf(sql, sizeof(sql), "%s ORDER BY r.created_ns DESC, r.id DESC", run_cols);
-	if (!runs || !(st = prepare(r, sql, err))) {
-		json_decref(runs);
+	if (!(st = prepare(r, sql, err)))
 		return NULL;
-	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(item = run_json(r, st, 0, err)))
+	runs = json_array();
+	while ((step = sqlite3_step(st)) == SQLITE_ROW)
+		if (append(runs, run_json(r, st, 0, err)))
 			break;
-		json_array_append_new(runs, item);
-	}
 	sqlite3_finalize(st);
-	if (s != SQLITE_DONE) {
-		if (s != SQLITE_ROW)
-			db_fail(err, r->db, "list runs");
+	if (step != SQLITE_DONE) {
 		json_decref(runs);
-		return NULL;
+		return step == SQLITE_ROW ? nomem(err) : (db_fail(err, r->db, "list runs"), NULL);
 	}
-	return json_pack("{s:o}", "runs", runs);
+	return runs ? json_pack("{s:o}", "runs", runs) : nomem(err);
 }
 
 static const char artifact_cols[] =
@@ -872,9 +890,13 @@ static json_t *artifact_json(sqlite3_stmt *st)
 			      "kind", col_json(st, 3), "name", col_json(st, 4), "sha256", col_json(st, 5),
 			      "bytes", col_json(st, 6), "status", col_json(st, 7),
 			      "events", col_json(st, 8), "created_ns", col_json(st, 11));
-	if (o && sqlite3_column_type(st, 10) != SQLITE_NULL)
-		json_object_set_new(o, "error", json_pack("{s:o, s:o}", "code", col_json(st, 9),
-							  "message", col_json(st, 10)));
+
+	if (o && sqlite3_column_type(st, 10) != SQLITE_NULL &&
+	    json_object_set_new(o, "error", json_pack("{s:o, s:o}", "code", col_json(st, 9),
+						       "message", col_json(st, 10)))) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -882,15 +904,20 @@ json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf 
 {
 	char sql[1024];
 	sqlite3_stmt *st;
-	json_t *out = NULL, *arts, *o;
+	json_t *arts, *o;
+	int step;
 
 	snprintf(sql, sizeof(sql), "%s AND r.name=?1", run_cols);
 	if (!(st = prepare(r, sql, err)))
 		return NULL;
 	bind_text(st, 1, run);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	step = sqlite3_step(st);
+	if (step != SQLITE_ROW) {
 		sqlite3_finalize(st);
-		tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+		if (step == SQLITE_DONE)
+			tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+		else
+			db_fail(err, r->db, "read run");
 		return NULL;
 	}
 	o = run_json(r, st, 1, err);
@@ -899,17 +926,24 @@ json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf 
 		return NULL;
 	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.status!='ingesting' ORDER BY a.id",
 		 artifact_cols);
-	if (!(st = prepare(r, sql, err)) || !(arts = json_array())) {
-		sqlite3_finalize(st);
+	if (!(st = prepare(r, sql, err))) {
 		json_decref(o);
 		return NULL;
 	}
 	bind_text(st, 1, run);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(arts, artifact_json(st));
+	arts = json_array();
+	while ((step = sqlite3_step(st)) == SQLITE_ROW)
+		if (append(arts, artifact_json(st)))
+			break;
 	sqlite3_finalize(st);
-	out = json_pack("{s:o, s:o}", "run", o, "artifacts", arts);
-	return out;
+	if (step != SQLITE_DONE || !arts) {
+		json_decref(o);
+		json_decref(arts);
+		return step == SQLITE_DONE || step == SQLITE_ROW ? nomem(err)
+								 : (db_fail(err, r->db, "read artifacts"), NULL);
+	}
+	o = json_pack("{s:o, s:o}", "run", o, "artifacts", arts);
+	return o ? o : nomem(err);
 }
 
 json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err)
@@ -917,19 +951,26 @@ json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, 
 	char sql[512];
 	sqlite3_stmt *st;
 	json_t *o = NULL;
+	int step;
 
 	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.id=?2 AND a.status!='ingesting'", artifact_cols);
 	if (!(st = prepare(r, sql, err)))
 		return NULL;
 	bind_text(st, 1, run);
 	sqlite3_bind_int64(st, 2, id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		o = artifact_json(st);
-	else
+	step = sqlite3_step(st);
+	if (step == SQLITE_ROW && !(o = artifact_json(st)))
+		nomem(err);
+	else if (step == SQLITE_DONE)
 		tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run,
 			(long long)id);
+	else if (step != SQLITE_ROW)
+		db_fail(err, r->db, "read artifact");
 	sqlite3_finalize(st);
-	return o ? json_pack("{s:o}", "artifact", o) : NULL;
+	if (!o)
+		return NULL;
+	o = json_pack("{s:o}", "artifact", o);
+	return o ? o : nomem(err);
 }
 
 static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)
@@ -937,14 +978,18 @@ static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf 
 	sqlite3_stmt *st = prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
 				      " (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')",
 				   err);
-	int found;
+	int step;
 
 	if (!st)
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	found = sqlite3_step(st) == SQLITE_ROW;
+	step = sqlite3_step(st);
 	sqlite3_finalize(st);
-	return found ? TP_OK : tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+	if (step == SQLITE_ROW)
+		return TP_OK;
+	if (step == SQLITE_DONE)
+		return tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+	return db_fail(err, r->db, "read run");
 }
 
 /* The lowest rank of the run's ready artifacts (0 when none); -1 on error. */
@@ -952,12 +997,15 @@ static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf
 {
 	sqlite3_stmt *st = prepare(r, "SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.status='ready'", err);
-	int rank;
+	int rank, step;
 
 	if (!st)
 		return -1;
 	bind_text(st, 1, run);
-	rank = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	step = sqlite3_step(st);
+	rank = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	if (step != SQLITE_ROW)
+		db_fail(err, r->db, "read ranks");
 	sqlite3_finalize(st);
 	return rank;
 }
@@ -965,7 +1013,8 @@ static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf
 json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st;
-	json_t *steps;
+	json_t *steps, *out;
+	int step;
 
 	if (run_exists(r, run, err))
 		return NULL;
@@ -975,18 +1024,23 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 			" JOIN artifacts a ON a.id=s.artifact_id JOIN runs r ON r.id=a.run_id"
 			" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' ORDER BY s.start_ns, s.step",
 		     err);
-	if (!st || !(steps = json_array())) {
-		sqlite3_finalize(st);
+	if (!st)
 		return NULL;
-	}
 	bind_text(st, 1, run);
 	sqlite3_bind_int(st, 2, rank);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(steps, json_pack("{s:o, s:o, s:o}", "step", col_json(st, 0),
-						       "start_ns", col_json(st, 1), "dur_ns",
-						       col_json(st, 2)));
+	steps = json_array();
+	while ((step = sqlite3_step(st)) == SQLITE_ROW)
+		if (append(steps, json_pack("{s:o, s:o, s:o}", "step", col_json(st, 0), "start_ns",
+					    col_json(st, 1), "dur_ns", col_json(st, 2))))
+			break;
 	sqlite3_finalize(st);
-	return json_pack("{s:i, s:o}", "rank", rank, "steps", steps);
+	if (step != SQLITE_DONE || !steps) {
+		json_decref(steps);
+		return step == SQLITE_DONE || step == SQLITE_ROW ? nomem(err)
+								 : (db_fail(err, r->db, "read steps"), NULL);
+	}
+	out = json_pack("{s:i, s:o}", "rank", rank, "steps", steps);
+	return out ? out : nomem(err);
 }
 
 /* id -> string of one artifact, for resolving string pid/tid */
@@ -998,8 +1052,8 @@ struct strmap {
 static void strmap_free(struct strmap *m)
 {
 	for (uint32_t i = 0; i < m->n; i++)
-		free(m->s[i]);
-	free(m->s);
+		tp_free(m->s[i]);
+	tp_free(m->s);
 }
 
 static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *m, struct tp_errbuf *err)
@@ -1017,7 +1071,7 @@ static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *
 		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
 		if (id >= m->n) {
 			uint32_t n = id + 1 > m->n * 2 ? id + 1 : m->n * 2;
-			char **ns = realloc(m->s, n * sizeof(*ns));
+			char **ns = tp_realloc(m->s, n * sizeof(*ns));
 			if (!ns) {
 				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 				break;
@@ -1026,8 +1080,8 @@ static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *
 			m->s = ns;
 			m->n = n;
 		}
-		free(m->s[id]);
-		if (!(m->s[id] = strdup((const char *)sqlite3_column_text(st, 1)))) {
+		tp_free(m->s[id]);
+		if (!(m->s[id] = tp_strdup((const char *)sqlite3_column_text(st, 1)))) {
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			break;
 		}
@@ -1071,7 +1125,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 			break;
 		}
 		if (n > cap) {
-			struct tp_event *ne = realloc(ev, n * sizeof(*ev));
+			struct tp_event *ne = tp_realloc(ev, n * sizeof(*ev));
 			if (!ne) {
 				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 				break;
@@ -1093,7 +1147,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 		rc = fn(payload, ev, n);
 	}
 	sqlite3_finalize(st);
-	free(ev);
+	tp_free(ev);
 	strmap_free(&strs);
 	return rc;
 }

@@ -20,6 +20,7 @@ int main(void)
 	srunner_add_suite(sr, suite_routes());
 	srunner_add_suite(sr, suite_evpack());
 	srunner_add_suite(sr, suite_store());
+	srunner_add_suite(sr, suite_alloc());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "inflate.h"
 
 #define LOG_PREFIX "inflate"
@@ -50,9 +51,11 @@ static int emit(struct inflate_stage *st, const uint8_t *data, size_t len, struc
 static int gzip_start(struct inflate_stage *st, struct tp_errbuf *err)
 {
 	if (!st->out) {
-		st->out = malloc(INFLATE_OUT_SIZE);
+		st->out = tp_malloc(INFLATE_OUT_SIZE);
 		if (!st->out)
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		st->zs.zalloc = tp_zalloc;
+		st->zs.zfree = tp_zfree;
 		/* 16 + MAX_WBITS: gzip wrapper only */
 		if (inflateInit2(&st->zs, 16 + MAX_WBITS) != Z_OK)
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "zlib init failed");
@@ -177,7 +180,7 @@ void inflate_release(struct inflate_stage *st)
 {
 	if (st->out) {
 		inflateEnd(&st->zs);
-		free(st->out);
+		tp_free(st->out);
 		st->out = NULL;
 	}
 }

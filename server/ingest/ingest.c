@@ -37,6 +37,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "alloc.h"
 #include "ingest/inflate.h"
 #include "ingest/ingest.h"
 #include "sha256.h"
@@ -209,7 +210,9 @@ static int deflate_raw(struct ingest *ig, const uint8_t *data, size_t len, int l
 	int rc;
 
 	if (!ig->zs_ready) {
-		ig->zout = malloc(RAW_BLOCK);
+		ig->zout = tp_malloc(RAW_BLOCK);
+		ig->zs.zalloc = tp_zalloc;
+		ig->zs.zfree = tp_zfree;
 		if (!ig->zout || deflateInit2(&ig->zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8,
 					      Z_DEFAULT_STRATEGY) != Z_OK)
 			return tp_fail(&ig->c_err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -314,7 +317,7 @@ static int sink_string(void *payload, uint32_t id, const char *s, size_t len)
 
 	if (b->nstr == b->strcap) {
 		size_t cap = b->strcap ? b->strcap * 2 : 1024;
-		struct store_string *ns = realloc(b->str, cap * sizeof(*ns));
+		struct store_string *ns = tp_realloc(b->str, cap * sizeof(*ns));
 		if (!ns)
 			return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 		b->str = ns;
@@ -325,7 +328,7 @@ static int sink_string(void *payload, uint32_t id, const char *s, size_t len)
 		size_t cap = ig->is_step_cap ? ig->is_step_cap * 2 : 4096;
 		while (cap <= id)
 			cap *= 2;
-		uint8_t *ns = realloc(ig->is_step, cap);
+		uint8_t *ns = tp_realloc(ig->is_step, cap);
 		if (!ns)
 			return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 		memset(ns + ig->is_step_cap, 0, cap - ig->is_step_cap);
@@ -344,7 +347,7 @@ static int add_step(struct ingest *ig, const struct tp_event *e)
 	is_step_name(name, strlen(name), &n);
 	if (ig->nsteps == ig->steps_cap) {
 		size_t cap = ig->steps_cap ? ig->steps_cap * 2 : 64;
-		struct store_step *ns = realloc(ig->steps, cap * sizeof(*ns));
+		struct store_step *ns = tp_realloc(ig->steps, cap * sizeof(*ns));
 		if (!ns)
 			return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 		ig->steps = ns;
@@ -576,25 +579,25 @@ static void ingest_free(struct ingest *ig)
 	trace_parser_free(ig->tp);
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
-	free(ig->zout);
+	tp_free(ig->zout);
 	for (i = 0; i < NRAW; i++)
-		free(ig->raw[i].data);
+		tp_free(ig->raw[i].data);
 	for (i = 0; i < NINF; i++)
-		free(ig->inf[i].data);
+		tp_free(ig->inf[i].data);
 	for (i = 0; i < NBATCH; i++) {
-		free(ig->batches[i].ev);
-		free(ig->batches[i].mev);
-		free(ig->batches[i].str);
+		tp_free(ig->batches[i].ev);
+		tp_free(ig->batches[i].mev);
+		tp_free(ig->batches[i].str);
 	}
-	free(ig->is_step);
-	free(ig->steps);
+	tp_free(ig->is_step);
+	tp_free(ig->steps);
 	store_writer_close(ig->w);
 	chan_destroy(&ig->raw_free);
 	chan_destroy(&ig->inf_free);
 	chan_destroy(&ig->batch_free);
 	chan_destroy(&ig->parse_in);
 	chan_destroy(&ig->write_in);
-	free(ig);
+	tp_free(ig);
 }
 
 static int alloc_buffers(struct ingest *ig)
@@ -602,19 +605,19 @@ static int alloc_buffers(struct ingest *ig)
 	int i;
 
 	for (i = 0; i < NRAW; i++) {
-		if (!(ig->raw[i].data = malloc(RAW_BLOCK)))
+		if (!(ig->raw[i].data = tp_malloc(RAW_BLOCK)))
 			return -1;
 		chan_send(&ig->raw_free, IT_RAW, &ig->raw[i]);
 	}
 	for (i = 0; i < NINF; i++) {
-		if (!(ig->inf[i].data = malloc(INF_BLOCK)))
+		if (!(ig->inf[i].data = tp_malloc(INF_BLOCK)))
 			return -1;
 		chan_send(&ig->inf_free, IT_INFLATED, &ig->inf[i]);
 	}
 	for (i = 0; i < NBATCH; i++) {
 		struct batch *b = &ig->batches[i];
-		b->ev = malloc(BATCH_EVENTS * sizeof(*b->ev));
-		b->mev = malloc(BATCH_MEM_EVENTS * sizeof(*b->mev));
+		b->ev = tp_malloc(BATCH_EVENTS * sizeof(*b->ev));
+		b->mev = tp_malloc(BATCH_MEM_EVENTS * sizeof(*b->mev));
 		if (!b->ev || !b->mev)
 			return -1;
 		if (i)
@@ -627,7 +630,7 @@ static int alloc_buffers(struct ingest *ig)
 int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct ingest_request *req,
 		 struct ingest **out, struct tp_errbuf *err)
 {
-	struct ingest *ig = calloc(1, sizeof(*ig));
+	struct ingest *ig = tp_calloc(1, sizeof(*ig));
 	int rc;
 
 	if (!ig)
@@ -752,7 +755,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		if (!res->artifact)
 			res->artifact = ig->artifact;
 	}
-	free(meta);
+	tp_free(meta);
 	ingest_free(ig);
 }
 

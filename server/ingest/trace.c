@@ -23,6 +23,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "alloc.h"
 #include "num.h"
 #include "trace.h"
 
@@ -80,7 +81,7 @@ static char *arena_copy(struct strtab *t, const char *s, size_t len)
 
 	if (!b || b->size - b->used < len + 1) {
 		size_t size = len + 1 > ARENA_BLOCK / 4 ? len + 1 : ARENA_BLOCK;
-		b = malloc(sizeof(*b) + size);
+		b = tp_malloc(sizeof(*b) + size);
 		if (!b)
 			return NULL;
 		b->size = size;
@@ -104,21 +105,21 @@ static char *arena_copy(struct strtab *t, const char *s, size_t len)
 static int strtab_grow(struct strtab *t)
 {
 	uint32_t newcap = t->cap ? t->cap * 2 : 1024, i;
-	char **str = realloc(t->str, (size_t)newcap * sizeof(*str));
+	char **str = tp_realloc(t->str, (size_t)newcap * sizeof(*str));
 	if (!str)
 		return -1;
 	t->str = str;
-	uint32_t *len = realloc(t->len, (size_t)newcap * sizeof(*len));
+	uint32_t *len = tp_realloc(t->len, (size_t)newcap * sizeof(*len));
 	if (!len)
 		return -1;
 	t->len = len;
-	uint32_t *hash = realloc(t->hash, (size_t)newcap * sizeof(*hash));
+	uint32_t *hash = tp_realloc(t->hash, (size_t)newcap * sizeof(*hash));
 	if (!hash)
 		return -1;
 	t->hash = hash;
 	/* slots: twice the capacity keeps the load under one half */
 	uint32_t nslots = newcap * 2;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	uint32_t *slots = tp_calloc(nslots, sizeof(*slots));
 	if (!slots)
 		return -1;
 	for (i = 1; i <= t->n; i++) {
@@ -127,7 +128,7 @@ static int strtab_grow(struct strtab *t)
 			j = (j + 1) & (nslots - 1);
 		slots[j] = i;
 	}
-	free(t->slots);
+	tp_free(t->slots);
 	t->slots = slots;
 	t->mask = nslots - 1;
 	t->cap = newcap;
@@ -138,13 +139,13 @@ static void strtab_release(struct strtab *t)
 {
 	while (t->arena) {
 		struct arena_block *next = t->arena->next;
-		free(t->arena);
+		tp_free(t->arena);
 		t->arena = next;
 	}
-	free(t->slots);
-	free(t->str);
-	free(t->len);
-	free(t->hash);
+	tp_free(t->slots);
+	tp_free(t->str);
+	tp_free(t->len);
+	tp_free(t->hash);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -615,7 +616,7 @@ static int open_container(struct trace_parser *p, int is_map)
 			return fail(p, TP_ERR_INVALID, "invalid_trace", "traceEvents is an object, not an array");
 		p->ev_depth = 3;
 		p->saw_events = 1;
-		free(p->meta_key);
+		tp_free(p->meta_key);
 		p->meta_key = NULL;
 	} else if (p->ev_depth && p->depth == p->ev_depth - 1) {
 		if (!is_map)
@@ -681,7 +682,7 @@ static int close_container(struct trace_parser *p)
 	}
 	if (!p->ev_depth && p->meta_key && p->depth >= 1 && p->mdepth > 0 && !p->meta_skip) {
 		json_t *c = p->mstack[--p->mdepth];
-		free(p->mkeys[p->mdepth]);
+		tp_free(p->mkeys[p->mdepth]);
 		p->mkeys[p->mdepth] = NULL;
 		meta_put(p, c, 2);
 	}
@@ -714,11 +715,11 @@ static int on_map_key(void *ctx, const unsigned char *uk, size_t len)
 		/* a new top-level member */
 		while (p->mdepth > 0) {
 			json_decref(p->mstack[--p->mdepth]);
-			free(p->mkeys[p->mdepth]);
+			tp_free(p->mkeys[p->mdepth]);
 			p->mkeys[p->mdepth] = NULL;
 		}
-		free(p->meta_key);
-		p->meta_key = strndup(k, len);
+		tp_free(p->meta_key);
+		p->meta_key = tp_strndup(k, len);
 		p->meta_skip = 0;
 		p->key = K_NONE;
 		if (!p->meta_key)
@@ -727,8 +728,8 @@ static int on_map_key(void *ctx, const unsigned char *uk, size_t len)
 	}
 	if (meta_active(p) && !p->ev_depth && p->mdepth > 0 &&
 	    p->depth == 1 + p->mdepth) {
-		free(p->mkeys[p->mdepth - 1]);
-		p->mkeys[p->mdepth - 1] = strndup(k, len);
+		tp_free(p->mkeys[p->mdepth - 1]);
+		p->mkeys[p->mdepth - 1] = tp_strndup(k, len);
 	}
 	return 1;
 }
@@ -758,7 +759,7 @@ struct trace_parser *trace_parser_new(const struct trace_limits *lim, const stru
 		[TRACE_S_OPERATOR] = "Operator",
 		[TRACE_S_CPU_OP] = "cpu_op",
 	};
-	struct trace_parser *p = calloc(1, sizeof(*p));
+	struct trace_parser *p = tp_calloc(1, sizeof(*p));
 	uint32_t id;
 	int i;
 
@@ -911,10 +912,10 @@ void trace_parser_free(struct trace_parser *p)
 		yajl_free(p->yajl);
 	while (p->mdepth > 0) {
 		json_decref(p->mstack[--p->mdepth]);
-		free(p->mkeys[p->mdepth]);
+		tp_free(p->mkeys[p->mdepth]);
 	}
-	free(p->meta_key);
+	tp_free(p->meta_key);
 	json_decref(p->meta);
 	strtab_release(&p->strings);
-	free(p);
+	tp_free(p);
 }

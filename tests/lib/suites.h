@@ -12,6 +12,7 @@ Suite *suite_ingest(void);
 Suite *suite_routes(void);
 Suite *suite_evpack(void);
 Suite *suite_store(void);
+Suite *suite_alloc(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 

@@ -1,0 +1,138 @@
+/*
+ * alloc.c: the allocation hooks (see alloc.h). The countdown is one atomic
+ * counter shared by all threads; when it is off (the normal case) the cost
+ * is one relaxed load per allocation.
+ */
+#include <jansson.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+static atomic_long countdown = -1;	/* allocations left before failures start; -1 off */
+static atomic_long failures;
+
+static int refuse(void)
+{
+	long left = atomic_load_explicit(&countdown, memory_order_relaxed);
+
+	if (left < 0)
+		return 0;
+	if (left == 0 || atomic_fetch_sub(&countdown, 1) <= 0) {
+		atomic_store(&countdown, 0);
+		atomic_fetch_add(&failures, 1);
+		return 1;
+	}
+	return 0;
+}
+
+void *tp_malloc(size_t n)
+{
+	return refuse() ? NULL : malloc(n ? n : 1);
+}
+
+void *tp_calloc(size_t count, size_t n)
+{
+	return refuse() ? NULL : calloc(count ? count : 1, n ? n : 1);
+}
+
+void *tp_realloc(void *p, size_t n)
+{
+	return refuse() ? NULL : realloc(p, n ? n : 1);
+}
+
+void tp_free(void *p)
+{
+	free(p);
+}
+
+char *tp_strdup(const char *s)
+{
+	return tp_strndup(s, strlen(s));
+}
+
+char *tp_strndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *d = tp_malloc(len + 1);
+
+	if (d) {
+		memcpy(d, s, len);
+		d[len] = 0;
+	}
+	return d;
+}
+
+void *tp_zalloc(void *opaque, unsigned items, unsigned size)
+{
+	(void)opaque;
+	return tp_calloc(items, size);
+}
+
+void tp_zfree(void *opaque, void *p)
+{
+	(void)opaque;
+	free(p);
+}
+
+void tp_alloc_fail_after(long n)
+{
+	atomic_store(&failures, 0);
+	atomic_store(&countdown, n < 0 ? -1 : n);
+}
+
+long tp_alloc_failures(void)
+{
+	return atomic_load(&failures);
+}
+
+/* SQLite's allocator interface, on top of ours */
+static void *sq_malloc(int n)
+{
+	return tp_malloc((size_t)n);
+}
+
+static void *sq_realloc(void *p, int n)
+{
+	return tp_realloc(p, (size_t)n);
+}
+
+static int sq_size(void *p)
+{
+	return p ? (int)malloc_usable_size(p) : 0;
+}
+
+static int sq_roundup(int n)
+{
+	return (n + 7) & ~7;
+}
+
+static int sq_init(void *app)
+{
+	(void)app;
+	return SQLITE_OK;
+}
+
+static void sq_shutdown(void *app)
+{
+	(void)app;
+}
+
+static void install(void)
+{
+	static const sqlite3_mem_methods mem = { sq_malloc, tp_free, sq_realloc, sq_size, sq_roundup,
+						 sq_init, sq_shutdown, NULL };
+
+	json_set_alloc_funcs(tp_malloc, tp_free);
+	sqlite3_config(SQLITE_CONFIG_MALLOC, &mem);
+}
+
+void tp_alloc_install(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, install);
+}

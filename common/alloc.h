@@ -1,0 +1,37 @@
+/*
+ * alloc.h: every allocation of ours, and of jansson, SQLite and our zlib
+ * streams, goes through here, so that tests can make allocation N fail, for
+ * N = 0, 1, 2 ... through a whole operation (SQLite's and Expat's allocation
+ * tests): each must end in a clean error, no leak, no corrupt database.
+ *
+ * yajl is left on plain malloc: its buffer code does not check realloc's
+ * result, so a failure there would test yajl, not us.
+ */
+#ifndef ALLOC_H
+#define ALLOC_H
+
+#include <stddef.h>
+
+void *tp_malloc(size_t n);
+void *tp_calloc(size_t count, size_t n);
+void *tp_realloc(void *p, size_t n);
+void tp_free(void *p);
+char *tp_strdup(const char *s);
+char *tp_strndup(const char *s, size_t n);
+
+/* zlib's z_stream.zalloc / zfree */
+void *tp_zalloc(void *opaque, unsigned items, unsigned size);
+void tp_zfree(void *opaque, void *p);
+
+/*
+ * Tests: from the n-th allocation on (0 = the next one), every allocation
+ * fails; n < 0 turns that off. Returns nothing; see tp_alloc_failures().
+ */
+void tp_alloc_fail_after(long n);
+/* How many allocations were refused since the last tp_alloc_fail_after(). */
+long tp_alloc_failures(void);
+
+/* Route jansson and SQLite through the functions above. Idempotent; call before either is used. */
+void tp_alloc_install(void);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * check_alloc.c: allocation failure N, for N = 0, 1, 2 ... through a whole
+ * ingest and through the reads that answer for it, until the operation
+ * succeeds with nothing refused (SQLite's and Expat's allocation tests).
+ * Every failure must end in a clean error (no crash; ASan and LSan watch
+ * for corruption and leaks in CI), and the database must stay whole: it
+ * opens clean, nothing is left half-written, and the same ingest then
+ * succeeds.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "ingest/ingest.h"
+#include "store.h"
+#include "suites.h"
+#include "testutil.h"
+
+#define MAX_N 20000
+
+static long long scalar(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	long long v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+static int integrity_ok(const char *db)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int ok = 0;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		ok = !strcmp((const char *)sqlite3_column_text(s, 0), "ok");
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return ok;
+}
+
+static int allowed(int rc)
+{
+	return rc == TP_OK || rc == TP_ERR_NOMEM || rc == TP_ERR_DB || rc == TP_ERR_IO;
+}
+
+/* One ingest of data with allocation n failing; returns whether anything was refused. */
+static int ingest_failing_at(long n, const char *db, const uint8_t *data, size_t len, int plain)
+{
+	struct tp_errbuf err = { 0 };
+	struct ingest_request req = { .run = "r", .rank = 0, .name = "t.json" };
+	struct ingest_result res;
+	struct store *st;
+	long refused;
+
+	remove(db);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	tp_alloc_fail_after(n);
+	ingest_buffer(st, NULL, &req, data, len, &res);
+	refused = tp_alloc_failures();
+	tp_alloc_fail_after(-1);
+	store_close(st);
+	ck_assert_msg(allowed(res.rc), "N=%ld (%s): rc %d %s: %s", n, plain ? "plain" : "gzip", res.rc,
+		      res.err.code, res.err.msg);
+	if (!refused)
+		ck_assert_int_eq(res.rc, 0);
+	if (res.rc)
+		ck_assert_msg(res.err.msg[0], "N=%ld: an error without a message", n);
+
+	/* the database opens clean, with nothing half-written, and the same ingest now succeeds */
+	ck_assert_msg(integrity_ok(db), "N=%ld: integrity_check failed", n);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
+	if (res.rc == 0)
+		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+	ingest_buffer(st, NULL, &req, data, len, &res);
+	ck_assert_int_eq(res.rc, 0);
+	store_close(st);
+	return refused > 0;
+}
+
+/* These loops create hundreds of databases: in memory-backed /dev/shm when there is one. */
+static char *scratch_dir(void)
+{
+	if (access("/dev/shm", W_OK) == 0)
+		setenv("TMPDIR", "/dev/shm", 1);
+	return tu_tmpdir();
+}
+
+static void every_n(const uint8_t *data, size_t len, int plain)
+{
+	char *dir = scratch_dir(), db[512];
+	long n;
+
+	snprintf(db, sizeof(db), "%s/a.db", dir);
+	for (n = 0; n < MAX_N; n++)
+		if (!ingest_failing_at(n, db, data, len, plain))
+			break;
+	ck_assert_msg(n < MAX_N, "still failing after %d allocations", MAX_N);
+	ck_assert_int_gt(n, 50);	/* the loop did reach deep into the ingest */
+	fprintf(stderr, "alloc: %s ingest met a failed allocation at each N = 0..%ld, then succeeded\n",
+		plain ? "plain" : "gzip", n - 1);
+	tu_rmtree(dir);
+	free(dir);
+}
+
+START_TEST(test_ingest_gzip)
+{
+	char *path = tu_fixture("traces/hta_event_sync.json.gz");
+	size_t len;
+	uint8_t *data = tu_read_file(path, &len);
+
+	every_n(data, len, 0);
+	free(data);
+	free(path);
+}
+END_TEST
+
+START_TEST(test_ingest_plain_with_memory_events)
+{
+	static const char t[] =
+		"{\"schemaVersion\":1,\"distributedInfo\":{\"rank\":3},\"traceEvents\":["
+		"{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":100},"
+		"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":\"stream 7\",\"ts\":20,\"dur\":5,"
+		" \"args\":{\"correlation\":1,\"blocks per SM\":\"inf\"}},"
+		"{\"ph\":\"i\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":30,"
+		" \"args\":{\"Device Type\":1,\"Device Id\":0,\"Addr\":1,\"Bytes\":512,\"Total Allocated\":512,"
+		" \"Total Reserved\":2048}},"
+		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"main\"}}"
+		"],\"baseTimeNanoseconds\":1700000000000000000}";
+
+	every_n((const uint8_t *)t, strlen(t), 1);
+}
+END_TEST
+
+/* A parse failure while allocations fail: still a clean error, still the raw bytes or nothing. */
+START_TEST(test_failed_parse)
+{
+	static const char t[] = "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1},{\"ph\": oops";
+	char *dir = scratch_dir(), db[512];
+	struct tp_errbuf err = { 0 };
+	struct ingest_request req = { .run = "r", .rank = 0, .name = "bad.json" };
+	struct ingest_result res;
+	struct store *st;
+	long n, refused = 1;
+
+	snprintf(db, sizeof(db), "%s/b.db", dir);
+	for (n = 0; n < MAX_N && refused; n++) {
+		remove(db);
+		ck_assert_int_eq(store_open(db, &st, &err), 0);
+		tp_alloc_fail_after(n);
+		ingest_buffer(st, NULL, &req, t, strlen(t), &res);
+		refused = tp_alloc_failures();
+		tp_alloc_fail_after(-1);
+		store_close(st);
+		ck_assert_msg(res.rc == TP_ERR_INVALID || allowed(res.rc), "N=%ld: rc %d", n, res.rc);
+		ck_assert(res.rc != TP_OK);
+		ck_assert(integrity_ok(db));
+		/* what cleanup could not remove, the next open does (as after a crash) */
+		ck_assert_int_eq(store_open(db, &st, &err), 0);
+		store_close(st);
+		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM event_blocks"), 0);
+	}
+	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
+	ck_assert_int_eq(res.kept, 1);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* The reads: every allocation failure gives NULL and an error, never a crash or a half answer. */
+START_TEST(test_reads)
+{
+	char *dir = scratch_dir(), db[512], *path = tu_fixture("traces/hta_compare_base.json.gz");
+	struct tp_errbuf err = { 0 };
+	struct ingest_request req = { .run = "r", .rank = 0, .name = "t" };
+	struct ingest_result res;
+	struct store *st;
+	struct store_reader *r;
+	size_t len;
+	uint8_t *data = tu_read_file(path, &len);
+	long n, refused = 1;
+
+	snprintf(db, sizeof(db), "%s/r.db", dir);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	ingest_buffer(st, NULL, &req, data, len, &res);
+	ck_assert_int_eq(res.rc, 0);
+	for (n = 0; n < MAX_N && refused; n++) {
+		json_t *a = NULL, *b = NULL, *c = NULL;
+		int opened;
+		memset(&err, 0, sizeof(err));
+		tp_alloc_fail_after(n);
+		opened = store_reader_open(st, &r, &err) == TP_OK;
+		if (opened) {
+			a = store_runs_list(r, &err);
+			b = store_run_get(r, "r", &err);
+			c = store_steps(r, "r", -1, &err);
+			store_reader_close(r);
+		}
+		refused = tp_alloc_failures();
+		tp_alloc_fail_after(-1);
+		if (!refused)
+			ck_assert(a && b && c);
+		if (!a || !b || !c)
+			ck_assert(err.rc != 0);
+		json_decref(a);
+		json_decref(b);
+		json_decref(c);
+	}
+	ck_assert_int_gt(n, 20);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+	free(data);
+	free(path);
+}
+END_TEST
+
+Suite *suite_alloc(void)
+{
+	Suite *s = suite_create("alloc");
+	TCase *tc = tcase_create("fail_n");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_ingest_gzip);
+	tcase_add_test(tc, test_ingest_plain_with_memory_events);
+	tcase_add_test(tc, test_failed_parse);
+	tcase_add_test(tc, test_reads);
+	suite_add_tcase(s, tc);
+	return s;
+}

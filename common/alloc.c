@@ -4,9 +4,7 @@
  * is one relaxed load per allocation.
  */
 #include <jansson.h>
-#include <malloc.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,45 +88,9 @@ long tp_alloc_failures(void)
 	return atomic_load(&failures);
 }
 
-/* SQLite's allocator interface, on top of ours */
-static void *sq_malloc(int n)
-{
-	return tp_malloc((size_t)n);
-}
-
-static void *sq_realloc(void *p, int n)
-{
-	return tp_realloc(p, (size_t)n);
-}
-
-static int sq_size(void *p)
-{
-	return p ? (int)malloc_usable_size(p) : 0;
-}
-
-static int sq_roundup(int n)
-{
-	return (n + 7) & ~7;
-}
-
-static int sq_init(void *app)
-{
-	(void)app;
-	return SQLITE_OK;
-}
-
-static void sq_shutdown(void *app)
-{
-	(void)app;
-}
-
 static void install(void)
 {
-	static const sqlite3_mem_methods mem = { sq_malloc, tp_free, sq_realloc, sq_size, sq_roundup,
-						 sq_init, sq_shutdown, NULL };
-
 	json_set_alloc_funcs(tp_malloc, tp_free);
-	sqlite3_config(SQLITE_CONFIG_MALLOC, &mem);
 }
 
 void tp_alloc_install(void)

@@ -31,7 +31,10 @@ void tp_alloc_fail_after(long n);
 /* How many allocations were refused since the last tp_alloc_fail_after(). */
 long tp_alloc_failures(void);
 
-/* Route jansson and SQLite through the functions above. Idempotent; call before either is used. */
+/*
+ * Route jansson through the functions above. Idempotent; call before jansson
+ * is used. (store.c routes SQLite, the only place that knows SQLite.)
+ */
 void tp_alloc_install(void);
 
 #endif

@@ -11,7 +11,9 @@
  * index on the tables written during ingest: their keys are
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
  */
+#include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +51,270 @@ struct store_reader {
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
+/* SQLite's allocator interface, on top of ours (alloc.h), so tests can fail allocation N */
+static void *sq_malloc(int n)
+{
+	return tp_malloc((size_t)n);
+}
+
+static void *sq_realloc(void *p, int n)
+{
+	return tp_realloc(p, (size_t)n);
+}
+
+static int sq_size(void *p)
+{
+	return p ? (int)malloc_usable_size(p) : 0;
+}
+
+static int sq_roundup(int n)
+{
+	return (n + 7) & ~7;
+}
+
+static int sq_init(void *app)
+{
+	(void)app;
+	return SQLITE_OK;
+}
+
+static void sq_shutdown(void *app)
+{
+	(void)app;
+}
+
+/*
+ * I/O faults for tests (store_fail_io_after): a VFS over the default one,
+ * used by every connection, whose writes, truncates and syncs fail from the
+ * n-th on, as a full disk would. Off, it costs one atomic load per write.
+ */
+static sqlite3_vfs *base_vfs;
+static sqlite3_vfs fault_vfs;
+static atomic_long io_countdown = -1;
+static atomic_long io_failures;
+
+struct fault_file {
+	sqlite3_file base;
+	sqlite3_file *real;	/* the base VFS's file, allocated right after this struct */
+};
+
+static int io_refuse(void)
+{
+	long left = atomic_load_explicit(&io_countdown, memory_order_relaxed);
+
+	if (left < 0)
+		return 0;
+	if (left == 0 || atomic_fetch_sub(&io_countdown, 1) <= 0) {
+		atomic_store(&io_countdown, 0);
+		atomic_fetch_add(&io_failures, 1);
+		return 1;
+	}
+	return 0;
+}
+
+void store_fail_io_after(long n)
+{
+	atomic_store(&io_failures, 0);
+	atomic_store(&io_countdown, n < 0 ? -1 : n);
+}
+
+long store_io_failures(void)
+{
+	return atomic_load(&io_failures);
+}
+
+#define REAL(f) (((struct fault_file *)(f))->real)
+
+static int f_close(sqlite3_file *f)
+{
+	int rc = REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
+	return rc;
+}
+static int f_read(sqlite3_file *f, void *b, int n, sqlite3_int64 off)
+{
+	return REAL(f)->pMethods->xRead(REAL(f), b, n, off);
+}
+static int f_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
+{
+	return io_refuse() ? SQLITE_FULL : REAL(f)->pMethods->xWrite(REAL(f), b, n, off);
+}
+static int f_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+	return io_refuse() ? SQLITE_IOERR_TRUNCATE : REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+static int f_sync(sqlite3_file *f, int flags)
+{
+	return io_refuse() ? SQLITE_IOERR_FSYNC : REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+static int f_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+	return REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+static int f_lock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xLock(REAL(f), l);
+}
+static int f_unlock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xUnlock(REAL(f), l);
+}
+static int f_check_lock(sqlite3_file *f, int *out)
+{
+	return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+static int f_control(sqlite3_file *f, int op, void *arg)
+{
+	return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+static int f_sector(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+static int f_device(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+static int f_shm_map(sqlite3_file *f, int pg, int sz, int extend, void volatile **p)
+{
+	return REAL(f)->pMethods->xShmMap(REAL(f), pg, sz, extend, p);
+}
+static int f_shm_lock(sqlite3_file *f, int off, int n, int flags)
+{
+	return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+}
+static void f_shm_barrier(sqlite3_file *f)
+{
+	REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+static int f_shm_unmap(sqlite3_file *f, int del)
+{
+	return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+static int f_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **p)
+{
+	return REAL(f)->pMethods->xFetch(REAL(f), off, n, p);
+}
+static int f_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+	return REAL(f)->pMethods->xUnfetch(REAL(f), off, p);
+}
+
+static const sqlite3_io_methods fault_methods = {
+	3, f_close, f_read, f_write, f_truncate, f_sync, f_size, f_lock, f_unlock, f_check_lock,
+	f_control, f_sector, f_device, f_shm_map, f_shm_lock, f_shm_barrier, f_shm_unmap, f_fetch,
+	f_unfetch,
+};
+
+static int f_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *out_flags)
+{
+	struct fault_file *ff = (struct fault_file *)file;
+	int rc;
+
+	(void)vfs;
+	ff->real = (sqlite3_file *)(ff + 1);
+	rc = base_vfs->xOpen(base_vfs, name, ff->real, flags, out_flags);
+	/* xClose is called even when xOpen fails, as long as pMethods is set */
+	ff->base.pMethods = &fault_methods;
+	return rc;
+}
+
+static int f_delete(sqlite3_vfs *v, const char *name, int sync)
+{
+	(void)v;
+	return base_vfs->xDelete(base_vfs, name, sync);
+}
+static int f_access(sqlite3_vfs *v, const char *name, int flags, int *out)
+{
+	(void)v;
+	return base_vfs->xAccess(base_vfs, name, flags, out);
+}
+static int f_fullpath(sqlite3_vfs *v, const char *name, int n, char *out)
+{
+	(void)v;
+	return base_vfs->xFullPathname(base_vfs, name, n, out);
+}
+static int f_random(sqlite3_vfs *v, int n, char *out)
+{
+	(void)v;
+	return base_vfs->xRandomness(base_vfs, n, out);
+}
+static int f_sleep(sqlite3_vfs *v, int us)
+{
+	(void)v;
+	return base_vfs->xSleep(base_vfs, us);
+}
+static int f_time(sqlite3_vfs *v, sqlite3_int64 *out)
+{
+	(void)v;
+	return base_vfs->xCurrentTimeInt64(base_vfs, out);
+}
+static int f_time_d(sqlite3_vfs *v, double *out)
+{
+	(void)v;
+	return base_vfs->xCurrentTime(base_vfs, out);
+}
+static void *f_dlopen(sqlite3_vfs *v, const char *name)
+{
+	(void)v;
+	return base_vfs->xDlOpen(base_vfs, name);
+}
+static void f_dlerror(sqlite3_vfs *v, int n, char *out)
+{
+	(void)v;
+	base_vfs->xDlError(base_vfs, n, out);
+}
+static void (*f_dlsym(sqlite3_vfs *v, void *h, const char *sym))(void)
+{
+	(void)v;
+	return base_vfs->xDlSym(base_vfs, h, sym);
+}
+static void f_dlclose(sqlite3_vfs *v, void *h)
+{
+	(void)v;
+	base_vfs->xDlClose(base_vfs, h);
+}
+static int f_last_error(sqlite3_vfs *v, int n, char *out)
+{
+	(void)v;
+	return base_vfs->xGetLastError(base_vfs, n, out);
+}
+
+static void register_fault_vfs(void)
+{
+	base_vfs = sqlite3_vfs_find(NULL);
+	fault_vfs = (sqlite3_vfs){
+		.iVersion = 2,
+		.szOsFile = (int)sizeof(struct fault_file) + base_vfs->szOsFile,
+		.mxPathname = base_vfs->mxPathname,
+		.zName = "trainscope",
+		.xOpen = f_open,
+		.xDelete = f_delete,
+		.xAccess = f_access,
+		.xFullPathname = f_fullpath,
+		.xRandomness = f_random,
+		.xSleep = f_sleep,
+		.xCurrentTime = f_time_d,
+		.xDlOpen = f_dlopen,
+		.xDlError = f_dlerror,
+		.xDlSym = f_dlsym,
+		.xDlClose = f_dlclose,
+		.xGetLastError = f_last_error,
+		.xCurrentTimeInt64 = f_time,
+	};
+	sqlite3_vfs_register(&fault_vfs, 1);	/* the default for every connection */
+}
+
 static void global_init(void)
 {
-	tp_alloc_install();	/* before SQLite initializes */
+	static const sqlite3_mem_methods mem = { sq_malloc, tp_free, sq_realloc, sq_size, sq_roundup,
+						 sq_init, sq_shutdown, NULL };
+
+	tp_alloc_install();
+	sqlite3_config(SQLITE_CONFIG_MALLOC, &mem);	/* before SQLite initializes */
 	/* no global memory statistics: they take a mutex on every allocation */
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	sqlite3_initialize();
+	register_fault_vfs();
 }
 
 static int db_fail(struct tp_errbuf *err, sqlite3 *db, const char *what)

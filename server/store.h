@@ -34,6 +34,14 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err);
 /* Checkpoint the WAL and close. NULL is a no-op. */
 void store_close(struct store *st);
 
+/*
+ * Tests: from the n-th file write, truncate or sync on (0 = the next), every
+ * one fails as on a full disk; n < 0 turns that off.
+ */
+void store_fail_io_after(long n);
+/* How many were refused since the last store_fail_io_after(). */
+long store_io_failures(void);
+
 /* ---- writing ---- */
 
 struct store_string {

@@ -228,6 +228,52 @@ START_TEST(test_reads)
 }
 END_TEST
 
+/*
+ * Disk full: write, truncate or sync N fails, for N = 0, 1, 2 ... through an
+ * ingest. A clean storage error, the database whole, nothing half-written,
+ * and the same ingest succeeds once the disk has room again.
+ */
+START_TEST(test_ingest_disk_full)
+{
+	char *dir = scratch_dir(), db[512], *path = tu_fixture("traces/hta_event_sync.json.gz");
+	struct tp_errbuf err = { 0 };
+	struct ingest_request req = { .run = "r", .rank = 0, .name = "t" };
+	struct ingest_result res;
+	struct store *st;
+	size_t len;
+	uint8_t *data = tu_read_file(path, &len);
+	long n, refused = 1;
+
+	snprintf(db, sizeof(db), "%s/io.db", dir);
+	for (n = 0; n < MAX_N && refused; n++) {
+		remove(db);
+		ck_assert_int_eq(store_open(db, &st, &err), 0);
+		store_fail_io_after(n);
+		ingest_buffer(st, NULL, &req, data, len, &res);
+		refused = store_io_failures();
+		store_fail_io_after(-1);
+		store_close(st);
+		ck_assert_msg(allowed(res.rc), "N=%ld: rc %d %s", n, res.rc, res.err.msg);
+		if (res.rc)
+			ck_assert_msg(!strcmp(res.err.code, "storage_error") || !strcmp(res.err.code, "database_error"),
+				      "N=%ld: code %s", n, res.err.code);
+		ck_assert_msg(integrity_ok(db), "N=%ld: integrity_check failed", n);
+		ck_assert_int_eq(store_open(db, &st, &err), 0);
+		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
+		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), res.rc ? 0 : 1);
+		ingest_buffer(st, NULL, &req, data, len, &res);
+		ck_assert_int_eq(res.rc, 0);
+		store_close(st);
+	}
+	ck_assert_int_gt(n, 5);
+	fprintf(stderr, "alloc: ingest met a failed write/sync at each N = 0..%ld, then succeeded\n", n - 2);
+	tu_rmtree(dir);
+	free(dir);
+	free(data);
+	free(path);
+}
+END_TEST
+
 Suite *suite_alloc(void)
 {
 	Suite *s = suite_create("alloc");
@@ -238,6 +284,7 @@ Suite *suite_alloc(void)
 	tcase_add_test(tc, test_ingest_plain_with_memory_events);
 	tcase_add_test(tc, test_failed_parse);
 	tcase_add_test(tc, test_reads);
+	tcase_add_test(tc, test_ingest_disk_full);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -11,6 +11,7 @@ struct request;
 
 /* h_health.c */
 int h_health_get(struct request *req);
+int h_metrics_get(struct request *req);
 
 /* h_runs.c */
 int h_runs_list(struct request *req);

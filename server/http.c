@@ -28,6 +28,7 @@
 
 #include "alloc.h"
 #include "http.h"
+#include "metrics.h"
 #include "routes.h"
 
 #define LOG_PREFIX "http"
@@ -96,6 +97,7 @@ int http_reply_response(struct request *req, unsigned status, struct MHD_Respons
 	enum MHD_Result r;
 
 	common_headers(resp);
+	req->status = status;
 	if (req->in_body) {
 		/* MHD queues responses only before or after the body: hold it */
 		req->held = resp;
@@ -198,6 +200,14 @@ int http_reply_fail(struct request *req, int rc, const struct tp_errbuf *err, js
 	return http_reply_error(req, http_status_of(rc), code, extra, "%s", msg);
 }
 
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* ---- tokens ---- */
 
 /* Compare in time that depends on the lengths only, not on where they differ. */
@@ -291,6 +301,8 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	req->srv = srv;
 	req->conn = conn;
 	req->method = method;
+	req->t0 = mono_now();
+	snprintf(req->path, sizeof(req->path), "%s", url);
 	*con_cls = req;
 	pthread_mutex_lock(&srv->mu);
 	srv->active++;
@@ -338,6 +350,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
+		req->body_bytes += n;
 		if (req->replied) {
 			/* answered early: drop the rest, but not forever */
 			req->discarded += n;
@@ -379,6 +392,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (req->route && req->route->cleanup)
 		req->route->cleanup(req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+	{
+		double secs = mono_now() - req->t0;
+		metrics_request(route_index(req->route), req->status);
+		if (req->route && (req->route->flags & ROUTE_UPLOAD))
+			metrics_upload(req->body_bytes, secs);
+		/* one access line per request; the query string is left out (it may name files) */
+		tp_info("%s %s %u %llu %.1fms%s", req->method, req->path, req->status,
+			(unsigned long long)req->body_bytes, secs * 1e3,
+			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (incomplete)");
+	}
 	request_free(req);
 	*con_cls = NULL;
 	pthread_mutex_lock(&srv->mu);

@@ -47,6 +47,10 @@ struct request {
 	struct MHD_Response *held;	/* an answer given mid-body, queued when the body ends */
 	unsigned held_status;
 	uint64_t discarded;		/* body bytes dropped after an early answer */
+	uint64_t body_bytes;		/* received so far */
+	unsigned status;		/* of the answer given, 0 before */
+	double t0;			/* monotonic seconds at the first callback */
+	char path[256];			/* for the access log, truncated */
 	void *state;			/* the handler's, freed by route->cleanup */
 };
 

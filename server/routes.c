@@ -11,16 +11,34 @@
 
 static const struct route routes[] = {
 	{ "GET", "/healthz", 0, h_health_get, NULL, NULL, NULL },
+	{ "GET", "/metrics", 0, h_metrics_get, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs", 0, h_runs_list, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}", 0, h_run_get, NULL, NULL, NULL },
 	{ "PATCH", "/api/v1/runs/{run}", ROUTE_WRITE | ROUTE_BODY, h_run_patch_begin, h_run_patch_data,
 	  h_run_patch_end, h_run_patch_cleanup },
 	{ "GET", "/api/v1/runs/{run}/steps", 0, h_run_steps, NULL, NULL, NULL },
-	{ "POST", "/api/v1/runs/{run}/artifacts", ROUTE_WRITE | ROUTE_BODY, h_artifact_upload_begin,
+	{ "POST", "/api/v1/runs/{run}/artifacts", ROUTE_WRITE | ROUTE_BODY | ROUTE_UPLOAD, h_artifact_upload_begin,
 	  h_artifact_upload_data, h_artifact_upload_end, h_artifact_upload_cleanup },
 	{ "GET", "/api/v1/runs/{run}/artifacts/{id}", 0, h_artifact_get, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/artifacts/{id}/raw", 0, h_artifact_raw, NULL, NULL, NULL },
 };
+
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+size_t route_count(void)
+{
+	return NROUTES;
+}
+
+const struct route *route_at(size_t i)
+{
+	return i < NROUTES ? &routes[i] : NULL;
+}
+
+int route_index(const struct route *r)
+{
+	return r ? (int)(r - routes) : -1;
+}
 
 int route_valid_run_name(const char *s)
 {

@@ -18,6 +18,7 @@ struct request;
 enum route_flags {
 	ROUTE_WRITE = 1 << 0,	/* needs the write token when one is configured */
 	ROUTE_BODY = 1 << 1,	/* takes a request body, streamed to on_data */
+	ROUTE_UPLOAD = 1 << 2,	/* an upload: counted as such in metrics */
 };
 
 struct route {
@@ -42,6 +43,11 @@ enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_NO_METHOD, ROUTE_BAD_PARAM 
  */
 enum route_match route_match(const char *method, const char *path, const struct route **out,
 			     char *params[], char *allow, size_t allow_size, const char **bad_param);
+
+/* The route table, for metrics: its size, a route by index, a route's index. */
+size_t route_count(void);
+const struct route *route_at(size_t i);
+int route_index(const struct route *r);
 
 /* 1 when s is a valid run name. */
 int route_valid_run_name(const char *s);

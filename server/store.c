@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "alloc.h"
 #include "evpack.h"
@@ -1301,6 +1302,43 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 	}
 	out = json_pack("{s:i, s:o}", "rank", rank, "steps", steps);
 	return out ? out : nomem(err);
+}
+
+int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err)
+{
+	struct store_reader *r;
+	sqlite3_stmt *q;
+	struct stat sb;
+	char wal[4096];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = store_reader_open(st, &r, err)))
+		return rc;
+	q = prepare(r, "SELECT (SELECT COUNT(*) FROM runs),"
+		       " (SELECT COUNT(*) FROM artifacts WHERE status='ready'),"
+		       " (SELECT COUNT(*) FROM artifacts WHERE status='error'),"
+		       " (SELECT COUNT(*) FROM artifacts WHERE status='ingesting'),"
+		       " (SELECT page_count * page_size FROM pragma_page_count, pragma_page_size)", err);
+	if (!q) {
+		store_reader_close(r);
+		return TP_ERR_DB;
+	}
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		out->runs = sqlite3_column_int64(q, 0);
+		out->ready = sqlite3_column_int64(q, 1);
+		out->error = sqlite3_column_int64(q, 2);
+		out->ingesting = sqlite3_column_int64(q, 3);
+		out->db_bytes = sqlite3_column_int64(q, 4);
+	} else {
+		rc = db_fail(err, r->db, "count");
+	}
+	sqlite3_finalize(q);
+	store_reader_close(r);
+	snprintf(wal, sizeof(wal), "%s-wal", st->path);
+	if (!rc && stat(wal, &sb) == 0)
+		out->db_bytes += (int64_t)sb.st_size;
+	return rc;
 }
 
 /* id -> string of one artifact, for resolving string pid/tid */

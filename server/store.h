@@ -140,6 +140,13 @@ typedef int (*store_events_fn)(void *payload, const struct tp_event *ev, size_t 
 int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_events_fn fn, void *payload,
 		      struct tp_errbuf *err);
 
+/* What the store holds, for metrics. */
+struct store_counts {
+	int64_t runs, ready, error, ingesting;
+	int64_t db_bytes;	/* the database file and its WAL */
+};
+int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err);
+
 /* The stored raw bytes of an artifact, chunk by chunk. */
 struct store_raw_info {
 	char encoding[16];	/* "upload" or "gzip" */

@@ -330,6 +330,48 @@ START_TEST(test_patch_run)
 }
 END_TEST
 
+/* ---- metrics ---- */
+
+/* The value of the exposition line that starts with `series` followed by a space, or -1. */
+static double metric(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+	const char *p = text;
+
+	while ((p = strstr(p, series))) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return atof(p + n + 1);
+		p += n;
+	}
+	return -1;
+}
+
+START_TEST(test_metrics)
+{
+	struct tu_resp r;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", "/no/such/route", NULL, 0, NULL, &r), 0);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.content_type, "text/plain; version=0.0.4");
+	/* the fixture uploads before this test: 12 new artifacts and their 12 retries, and more */
+	ck_assert(metric(r.body, "trainscope_http_requests_total{route=\"POST /api/v1/runs/{run}/artifacts\","
+				 "status=\"201\"}") >= 12);
+	ck_assert(metric(r.body, "trainscope_http_requests_total{route=\"POST /api/v1/runs/{run}/artifacts\","
+				 "status=\"200\"}") >= 12);
+	ck_assert(metric(r.body, "trainscope_http_requests_total{route=\"- unmatched\",status=\"404\"}") >= 1);
+	ck_assert(metric(r.body, "trainscope_upload_bytes_total") >= 5e6);
+	ck_assert(metric(r.body, "trainscope_upload_seconds_count") >= 24);
+	ck_assert(metric(r.body, "trainscope_upload_seconds_sum") > 0);
+	ck_assert(metric(r.body, "trainscope_artifacts{status=\"ready\"}") >= 12);
+	ck_assert(metric(r.body, "trainscope_artifacts{status=\"ingesting\"}") == 0);
+	ck_assert(metric(r.body, "trainscope_runs") >= 12);
+	ck_assert(metric(r.body, "trainscope_database_bytes") > 1e6);
+	tu_resp_free(&r);
+}
+END_TEST
+
 /* ---- tokens ---- */
 
 START_TEST(test_write_token)
@@ -598,6 +640,7 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_client_gone_mid_body_keeps_nothing);
 	tcase_add_test(tc, test_concurrent_uploads);
 	tcase_add_test(tc, test_patch_run);
+	tcase_add_test(tc, test_metrics);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);

@@ -1,0 +1,121 @@
+/*
+ * metrics.c: see metrics.h. Requests are counted in a fixed table of
+ * (route, status) cells: the routes of routes.c plus "unmatched", and the
+ * statuses this server answers with plus "other".
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "metrics.h"
+#include "routes.h"
+#include "store.h"
+
+#define MAX_ROUTES 32
+
+static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500, 503, 507 };
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1)	/* + other */
+
+static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
+static atomic_ullong upload_bytes, upload_count, upload_micros;
+
+void metrics_request(int route, unsigned status)
+{
+	size_t r = route < 0 || route >= MAX_ROUTES ? MAX_ROUTES : (size_t)route, s;
+
+	for (s = 0; s < NSTATUS - 1 && statuses[s] != status; s++)
+		;
+	atomic_fetch_add_explicit(&requests[r][s], 1, memory_order_relaxed);
+}
+
+void metrics_upload(uint64_t bytes_sent, double seconds)
+{
+	atomic_fetch_add_explicit(&upload_bytes, bytes_sent, memory_order_relaxed);
+	atomic_fetch_add_explicit(&upload_count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&upload_micros, (unsigned long long)(seconds * 1e6), memory_order_relaxed);
+}
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	int failed;
+};
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->failed)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < t->cap - t->len) {
+			t->len += (size_t)n;
+			return;
+		}
+		char *nb = tp_realloc(t->buf, t->cap * 2);
+		if (!nb || n < 0) {
+			t->failed = 1;
+			return;
+		}
+		t->buf = nb;
+		t->cap *= 2;
+	}
+}
+
+char *metrics_render(struct store *st)
+{
+	struct text t = { tp_malloc(4096), 0, 4096, 0 };
+	struct store_counts c = { 0 };
+	size_t r, s, nroutes = route_count();
+
+	if (!t.buf)
+		return NULL;
+	put(&t, "# HELP trainscope_http_requests_total HTTP requests by route and status.\n"
+		"# TYPE trainscope_http_requests_total counter\n");
+	for (r = 0; r <= MAX_ROUTES; r++) {
+		const struct route *rt = r < nroutes ? route_at(r) : NULL;
+		if (r < MAX_ROUTES && !rt)
+			continue;
+		for (s = 0; s < NSTATUS; s++) {
+			unsigned long long v = atomic_load_explicit(&requests[r][s], memory_order_relaxed);
+			if (!v)
+				continue;
+			if (s < NSTATUS - 1)
+				put(&t, "trainscope_http_requests_total{route=\"%s %s\",status=\"%u\"} %llu\n",
+				    rt ? rt->method : "-", rt ? rt->pattern : "unmatched", statuses[s], v);
+			else
+				put(&t, "trainscope_http_requests_total{route=\"%s %s\",status=\"other\"} %llu\n",
+				    rt ? rt->method : "-", rt ? rt->pattern : "unmatched", v);
+		}
+	}
+	put(&t, "# HELP trainscope_upload_bytes_total Bytes received in uploads, as sent.\n"
+		"# TYPE trainscope_upload_bytes_total counter\n"
+		"trainscope_upload_bytes_total %llu\n", (unsigned long long)atomic_load(&upload_bytes));
+	put(&t, "# HELP trainscope_upload_seconds From an upload's first byte to its answer (ingest included).\n"
+		"# TYPE trainscope_upload_seconds summary\n"
+		"trainscope_upload_seconds_sum %.6f\ntrainscope_upload_seconds_count %llu\n",
+	    (double)atomic_load(&upload_micros) / 1e6, (unsigned long long)atomic_load(&upload_count));
+	if (store_counts(st, &c, NULL) == 0) {
+		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
+			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"
+			"trainscope_artifacts{status=\"ingesting\"} %lld\n",
+		    (long long)c.ready, (long long)c.error, (long long)c.ingesting);
+		put(&t, "# HELP trainscope_runs Runs with at least one artifact.\n# TYPE trainscope_runs gauge\n"
+			"trainscope_runs %lld\n", (long long)c.runs);
+		put(&t, "# HELP trainscope_database_bytes Size of the database files (main and WAL).\n"
+			"# TYPE trainscope_database_bytes gauge\ntrainscope_database_bytes %lld\n",
+		    (long long)c.db_bytes);
+	}
+	if (t.failed) {
+		tp_free(t.buf);
+		return NULL;
+	}
+	return t.buf;
+}

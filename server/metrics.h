@@ -1,0 +1,20 @@
+/*
+ * metrics.h: process counters for GET /metrics (Prometheus text format,
+ * version 0.0.4). Counting is lock-free (atomics); rendering reads the
+ * counters and asks the store for what it holds.
+ */
+#ifndef METRICS_H
+#define METRICS_H
+
+#include <stdint.h>
+
+struct store;
+
+/* One finished request: its route (index into the route table, -1 when none matched) and status. */
+void metrics_request(int route, unsigned status);
+void metrics_upload(uint64_t bytes_sent, double seconds);
+
+/* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
+char *metrics_render(struct store *st);
+
+#endif

@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,19 +415,6 @@ END_TEST
 
 /* ---- stop and restart ---- */
 
-static void integrity_ok(const char *db)
-{
-	sqlite3 *h;
-	sqlite3_stmt *st;
-
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-}
-
 START_TEST(test_clean_stop_and_restart)
 {
 	struct tu_server s;
@@ -445,7 +431,7 @@ START_TEST(test_clean_stop_and_restart)
 	/* the WAL was folded back: the database is one clean file at rest */
 	snprintf(wal, sizeof(wal), "%s-wal", s.db);
 	ck_assert(access(wal, F_OK) != 0 || tu_read_file(wal, &len) == NULL || len == 0);
-	integrity_ok(s.db);
+	ck_assert(tu_db_integrity_ok(s.db));
 	ck_assert_int_eq(tu_server_restart(&s, NULL), 0);
 	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/keep/steps", NULL, 0, NULL, &r), 0);
 	ck_assert_int_eq(r.status, 200);
@@ -482,7 +468,7 @@ START_TEST(test_stop_waits_for_in_flight_upload)
 	ck_assert_int_eq(waitpid(s.pid, &status, 0), s.pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	s.pid = 0;
-	integrity_ok(s.db);
+	ck_assert(tu_db_integrity_ok(s.db));
 	tu_server_cleanup(&s);
 	free(data);
 }
@@ -553,7 +539,7 @@ START_TEST(test_kill_9_mid_upload_then_restart)
 	waitpid(s.pid, &status, 0);
 	s.pid = 0;
 	close(fd);
-	integrity_ok(s.db);
+	ck_assert(tu_db_integrity_ok(s.db));
 	ck_assert_int_eq(tu_server_restart(&s, NULL), 0);
 	run_absent(&s, "cut");
 	/* the acknowledged upload is whole, and a retry of the cut one succeeds once */

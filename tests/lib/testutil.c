@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -345,4 +346,34 @@ const char *tu_error_code(json_t *j)
 {
 	const char *c = json_string_value(json_object_get(json_object_get(j, "error"), "code"));
 	return c ? c : "";
+}
+
+long long tu_db_scalar(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	long long v = -1;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(h));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+int tu_db_integrity_ok(const char *db)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int ok = 0;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		ok = !strcmp((const char *)sqlite3_column_text(s, 0), "ok");
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return ok;
 }

@@ -58,6 +58,11 @@ void tu_resp_free(struct tu_resp *r);
 
 
 
+/* The first column of the first row of sql, on the database file db (read-only); fails the test on error. */
+long long tu_db_scalar(const char *db, const char *sql);
+/* 1 when PRAGMA integrity_check says ok. */
+int tu_db_integrity_ok(const char *db);
+
 #include <jansson.h>
 /* The response body as JSON (new reference); fails the test if it is not JSON. */
 json_t *tu_json(const struct tu_resp *r);

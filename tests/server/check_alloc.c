@@ -7,7 +7,6 @@
  * opens clean, nothing is left half-written, and the same ingest then
  * succeeds.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,36 +19,6 @@
 #include "testutil.h"
 
 #define MAX_N 20000
-
-static long long scalar(const char *db, const char *sql)
-{
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	long long v = -1;
-
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return v;
-}
-
-static int integrity_ok(const char *db)
-{
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	int ok = 0;
-
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		ok = !strcmp((const char *)sqlite3_column_text(s, 0), "ok");
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return ok;
-}
 
 static int allowed(int rc)
 {
@@ -80,11 +49,11 @@ static int ingest_failing_at(long n, const char *db, const uint8_t *data, size_t
 		ck_assert_msg(res.err.msg[0], "N=%ld: an error without a message", n);
 
 	/* the database opens clean, with nothing half-written, and the same ingest now succeeds */
-	ck_assert_msg(integrity_ok(db), "N=%ld: integrity_check failed", n);
+	ck_assert_msg(tu_db_integrity_ok(db), "N=%ld: integrity_check failed", n);
 	ck_assert_int_eq(store_open(db, &st, &err), 0);
-	ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
 	if (res.rc == 0)
-		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
 	ingest_buffer(st, NULL, &req, data, len, &res);
 	ck_assert_int_eq(res.rc, 0);
 	store_close(st);
@@ -167,11 +136,11 @@ START_TEST(test_failed_parse)
 		store_close(st);
 		ck_assert_msg(res.rc == TP_ERR_INVALID || allowed(res.rc), "N=%ld: rc %d", n, res.rc);
 		ck_assert(res.rc != TP_OK);
-		ck_assert(integrity_ok(db));
+		ck_assert(tu_db_integrity_ok(db));
 		/* what cleanup could not remove, the next open does (as after a crash) */
 		ck_assert_int_eq(store_open(db, &st, &err), 0);
 		store_close(st);
-		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM event_blocks"), 0);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM event_blocks"), 0);
 	}
 	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
 	ck_assert_int_eq(res.kept, 1);
@@ -257,10 +226,10 @@ START_TEST(test_ingest_disk_full)
 		if (res.rc)
 			ck_assert_msg(!strcmp(res.err.code, "storage_error") || !strcmp(res.err.code, "database_error"),
 				      "N=%ld: code %s", n, res.err.code);
-		ck_assert_msg(integrity_ok(db), "N=%ld: integrity_check failed", n);
+		ck_assert_msg(tu_db_integrity_ok(db), "N=%ld: integrity_check failed", n);
 		ck_assert_int_eq(store_open(db, &st, &err), 0);
-		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
-		ck_assert_int_eq(scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), res.rc ? 0 : 1);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), res.rc ? 0 : 1);
 		ingest_buffer(st, NULL, &req, data, len, &res);
 		ck_assert_int_eq(res.rc, 0);
 		store_close(st);

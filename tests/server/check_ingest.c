@@ -3,7 +3,6 @@
  * (server/ingest/ingest.c, server/store.c), on a temporary database, against
  * the real fixtures and their independently computed figures.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,21 +74,6 @@ static json_t *query_artifact(const char *run, int64_t id)
 	j = store_artifact_get(r, run, id, &err);
 	store_reader_close(r);
 	return j;
-}
-
-static long long count_rows(const char *sql)
-{
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	long long n = -1;
-
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		n = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return n;
 }
 
 /* Figures from shared/fixtures/README.md (durations) and the files themselves (starts). */
@@ -165,9 +149,9 @@ START_TEST(test_same_bytes_one_artifact)
 	ck_assert_int_eq(a.duplicate, 0);
 	ck_assert_int_eq(b.duplicate, 1);
 	ck_assert_int_eq(a.artifact, b.artifact);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 1);
 	/* the second copy's rows are gone: only one artifact's events remain */
-	ck_assert_int_eq(count_rows("SELECT COUNT(DISTINCT key >> 32) FROM event_blocks"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(DISTINCT key >> 32) FROM event_blocks"), 1);
 	/* another run is another artifact */
 	ingest("dup2", 0, data, len, &b);
 	ck_assert_int_eq(b.duplicate, 0);
@@ -223,9 +207,9 @@ START_TEST(test_failed_parse_keeps_raw_and_no_rows)
 	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
 	ck_assert_str_eq(res.err.code, "invalid_json");
 	ck_assert_int_eq(res.kept, 1);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM event_blocks"), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM strings"), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='error'"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM event_blocks"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM strings"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='error'"), 1);
 	back = raw_back(res.artifact, "bad", &back_len);
 	ck_assert_uint_eq(back_len, len);
 	ck_assert(!memcmp(back, t, len));
@@ -262,9 +246,9 @@ START_TEST(test_body_cap_keeps_nothing)
 	lim.max_body = 1000;
 	ingest_buffer(st, &lim, &req, data, len, &res);
 	ck_assert_int_eq(res.rc, TP_ERR_TOOBIG);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM runs"), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM raw_chunks"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM runs"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM raw_chunks"), 0);
 	free(data);
 }
 END_TEST
@@ -286,14 +270,14 @@ START_TEST(test_interrupted_ingest_removed_on_open)
 	ck_assert_int_eq(store_artifact_begin(w, "crash", 0, "trace", "x", &id, &err), 0);
 	ck_assert_int_eq(store_write_batch(w, id, &b, &err), 0);
 	store_writer_close(w);	/* as if the process died here */
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='ingesting'"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ingesting'"), 1);
 	store_close(st);
 	ck_assert_int_eq(store_open(db, &st, &err), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='ingesting'"), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM raw_chunks WHERE key >> 32 = 2"), 0);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM runs WHERE name='crash'"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ingesting'"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM raw_chunks WHERE key >> 32 = 2"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM runs WHERE name='crash'"), 0);
 	/* the finished one is untouched */
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
 	free(data);
 }
 END_TEST
@@ -324,10 +308,10 @@ START_TEST(test_other_kinds_kept_not_analysed)
 	ingest("k", 0, pickle, sizeof(pickle), &res);
 	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
 	ck_assert_int_eq(res.kept, 1);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE kind='memory_snapshot'"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_snapshot'"), 1);
 	ingest("k", 0, timeline, strlen(timeline), &res);
 	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts WHERE kind='memory_timeline'"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_timeline'"), 1);
 }
 END_TEST
 
@@ -338,7 +322,7 @@ START_TEST(test_empty_body)
 	ingest("e", 0, "", 0, &res);
 	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
 	ck_assert_str_eq(res.err.code, "empty_body");
-	ck_assert_int_eq(count_rows("SELECT COUNT(*) FROM artifacts"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 0);
 }
 END_TEST
 

@@ -3,7 +3,6 @@
  * artifact life cycle and what readers may see of it, duplicates, raw
  * chunks, packed events, and the JSON it answers with.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,21 +35,6 @@ static void teardown(void)
 	store_close(st);
 	tu_rmtree(dir);
 	free(dir);
-}
-
-static long long scalar(const char *sql)
-{
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	long long v = -1;
-
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return v;
 }
 
 /* begin an artifact and give it two X events, a [memory]-like event, a string and a raw chunk */
@@ -88,16 +72,16 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	int64_t id = filled_artifact("keep"), dup;
 
 	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
-	ck_assert_int_eq(scalar("PRAGMA user_version"), 1);
-	ck_assert_int_eq(scalar("PRAGMA page_size"), 16384);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA page_size"), 16384);
 	store_reader_close(r);
 	store_writer_close(w);
 	store_close(st);
 	ck_assert_int_eq(store_open(db, &st, &err), 0);	/* no migration runs twice */
 	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	ck_assert_int_eq(scalar("PRAGMA user_version"), 1);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
 }
 END_TEST
 
@@ -218,10 +202,10 @@ START_TEST(test_fail_keeps_raw_only)
 	f.error_code = "invalid_json";
 	f.error_msg = "invalid JSON at byte 3";
 	ck_assert_int_eq(store_artifact_fail(w, id, &f, &dup, &err), 0);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM event_blocks"), 0);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM strings"), 0);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM steps"), 0);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM raw_chunks"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM event_blocks"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM strings"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM raw_chunks"), 1);
 	j = store_artifact_get(r, "bad", id, &err);
 	a = json_object_get(j, "artifact");
 	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "error");
@@ -241,8 +225,8 @@ START_TEST(test_duplicates_and_drop)
 	b = filled_artifact("d");
 	ck_assert_int_eq(store_artifact_commit(w, b, &f, &dup, &err), 0);
 	ck_assert_int_eq(dup, a);	/* same run, same sha256: the first one, the second removed */
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM artifacts"), 1);
-	ck_assert_int_eq(scalar("SELECT COUNT(DISTINCT key >> 32) FROM raw_chunks"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(DISTINCT key >> 32) FROM raw_chunks"), 1);
 	/* a failed upload of the same bytes is the same artifact too */
 	c = filled_artifact("d");
 	ck_assert_int_eq(store_artifact_fail(w, c, &f, &dup, &err), 0);
@@ -250,9 +234,9 @@ START_TEST(test_duplicates_and_drop)
 	/* drop removes everything, and the run once it is empty */
 	c = filled_artifact("gone");
 	ck_assert_int_eq(store_artifact_drop(w, c), 0);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM runs WHERE name='gone'"), 0);
-	ck_assert_int_eq(scalar("SELECT COUNT(*) FROM artifacts"), 1);
-	ck_assert_int_eq(scalar("SELECT COUNT(DISTINCT key >> 32) FROM event_blocks"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM runs WHERE name='gone'"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(DISTINCT key >> 32) FROM event_blocks"), 1);
 }
 END_TEST
 

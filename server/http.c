@@ -42,8 +42,9 @@ struct server {
 	struct MHD_Daemon *daemon;
 	struct store *store;
 	struct server_config cfg;
-	char *tokens[MAX_TOKENS];	/* write tokens */
-	int ntokens;
+	char *tokens[MAX_TOKENS];
+	int readonly[MAX_TOKENS];	/* 1: a read token ("read TOKEN" in the file) */
+	int ntokens, nread;
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	int active;			/* requests in flight */
@@ -87,6 +88,8 @@ unsigned http_status_of(int rc)
 
 static void common_headers(struct MHD_Response *resp)
 {
+	/* API answers are data, never pages: nothing may run or frame them (CORS stays off) */
+	MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
@@ -221,21 +224,29 @@ static int token_equal(const char *a, const char *b)
 	return d == 0;
 }
 
+/*
+ * Writes need a write token when the token file has one; reads need a read
+ * or write token when it has a read token; ROUTE_OPEN routes need none.
+ * Every token is compared, so the time taken does not say which matched.
+ */
 static int authorized(struct server *srv, struct request *req)
 {
+	int write = req->route->flags & ROUTE_WRITE, i, ok = 0;
 	const char *h;
-	int i, ok = 0;
 
-	if (!srv->ntokens)
+	if (req->route->flags & ROUTE_OPEN)
+		return 1;
+	if (write ? srv->ntokens == srv->nread : srv->nread == 0)
 		return 1;
 	h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7))
 		return 0;
 	for (i = 0; i < srv->ntokens; i++)
-		ok |= token_equal(h + 7, srv->tokens[i]);
+		ok |= token_equal(h + 7, srv->tokens[i]) & (!write | !srv->readonly[i]);
 	return ok;
 }
 
+/* One token per line, "#" comments; "read TOKEN" is a read-only token. */
 static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *err)
 {
 	FILE *f = fopen(path, "r");
@@ -245,6 +256,7 @@ static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *e
 		return tp_fail(err, TP_ERR_IO, "config", "cannot read token file %s", path);
 	while (fgets(line, sizeof(line), f)) {
 		char *s = line, *e;
+		int ro = 0;
 		while (*s == ' ' || *s == '\t')
 			s++;
 		e = s + strlen(s);
@@ -252,20 +264,27 @@ static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *e
 			*--e = 0;
 		if (!*s || *s == '#')
 			continue;
-		if (srv->ntokens == MAX_TOKENS || strlen(s) < 16) {
+		if (!strncmp(s, "read ", 5)) {
+			ro = 1;
+			for (s += 5; *s == ' ' || *s == '\t'; s++)
+				;
+		}
+		if (srv->ntokens == MAX_TOKENS || strlen(s) < 16 || strpbrk(s, " \t")) {
 			fclose(f);
 			return tp_fail(err, TP_ERR_INVALID, "config",
-				       "token file %s: at most %d tokens of at least 16 characters", path,
-				       MAX_TOKENS);
+				       "token file %s: at most %d tokens of at least 16 characters, no spaces",
+				       path, MAX_TOKENS);
 		}
-		if (!(srv->tokens[srv->ntokens++] = tp_strdup(s))) {
+		if (!(srv->tokens[srv->ntokens] = tp_strdup(s))) {
 			fclose(f);
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		}
+		srv->readonly[srv->ntokens++] = ro;
+		srv->nread += ro;
 	}
 	fclose(f);
-	if (!srv->ntokens)
-		return tp_fail(err, TP_ERR_INVALID, "config", "token file %s holds no token", path);
+	if (srv->ntokens == srv->nread)
+		return tp_fail(err, TP_ERR_INVALID, "config", "token file %s holds no write token", path);
 	return TP_OK;
 }
 
@@ -330,9 +349,10 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	case ROUTE_FOUND:
 		break;
 	}
-	if ((req->route->flags & ROUTE_WRITE) && !authorized(srv, req))
+	if (!authorized(srv, req))
 		return reply_result(req, http_reply_error(req, 401, "unauthorized", NULL,
-							  "this server needs 'Authorization: Bearer TOKEN' for writes"));
+							  "this server needs 'Authorization: Bearer TOKEN' with a %s token",
+							  req->route->flags & ROUTE_WRITE ? "write" : "read or write"));
 	return reply_result(req, req->route->on_begin(req));
 }
 

@@ -10,7 +10,7 @@
 #include "routes.h"
 
 static const struct route routes[] = {
-	{ "GET", "/healthz", 0, h_health_get, NULL, NULL, NULL },
+	{ "GET", "/healthz", ROUTE_OPEN, h_health_get, NULL, NULL, NULL },
 	{ "GET", "/metrics", 0, h_metrics_get, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs", 0, h_runs_list, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}", 0, h_run_get, NULL, NULL, NULL },

@@ -3,8 +3,9 @@
  *
  * A pattern is a path with {run} and {id} segments. The dispatcher checks,
  * before any handler runs: the path (404), the method (405), the {run} name
- * ([A-Za-z0-9._-]{1,128}, else 400) and {id} (digits), the write token for
- * ROUTE_WRITE routes (401), and that only ROUTE_BODY routes get a body (413).
+ * ([A-Za-z0-9._-]{1,128}, else 400) and {id} (digits), the token (401: a
+ * write token for ROUTE_WRITE routes, a read token for the rest when the
+ * server has one), and that only ROUTE_BODY routes get a body (413).
  */
 #ifndef ROUTES_H
 #define ROUTES_H
@@ -19,6 +20,7 @@ enum route_flags {
 	ROUTE_WRITE = 1 << 0,	/* needs the write token when one is configured */
 	ROUTE_BODY = 1 << 1,	/* takes a request body, streamed to on_data */
 	ROUTE_UPLOAD = 1 << 2,	/* an upload: counted as such in metrics */
+	ROUTE_OPEN = 1 << 3,	/* never needs a token (health checks) */
 };
 
 struct route {

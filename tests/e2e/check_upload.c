@@ -3,6 +3,7 @@
  * real HTTP client, the figures of shared/fixtures/README.md read back over
  * the API, idempotent retries, raw downloads, tokens, and a clean stop.
  */
+#define _GNU_SOURCE	/* strcasestr */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -228,6 +229,9 @@ START_TEST(test_runs_list_and_gzip_answers)
 	json_decref(j);
 	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs", NULL, 0, "Accept-Encoding: gzip", &r), 0);
 	ck_assert_str_eq(r.content_encoding, "gzip");
+	ck_assert_ptr_nonnull(strstr(r.headers, "Content-Security-Policy: default-src 'none'"));
+	ck_assert_ptr_nonnull(strstr(r.headers, "X-Content-Type-Options: nosniff"));
+	ck_assert_ptr_null(strcasestr(r.headers, "Access-Control-Allow-Origin"));
 	tu_resp_free(&r);
 	j = get("/healthz", 200);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "ok");
@@ -373,40 +377,61 @@ END_TEST
 
 /* ---- tokens ---- */
 
-START_TEST(test_write_token)
+static long status_of(const struct tu_server *s, const char *method, const char *path, const char *body,
+		      const char *header)
+{
+	struct tu_resp r;
+	long st;
+
+	ck_assert_int_eq(tu_http(s, method, path, body, body ? strlen(body) : 0, header, &r), 0);
+	st = r.status;
+	if (st == 401) {
+		json_t *j = tu_json(&r);
+		ck_assert_str_eq(tu_error_code(j), "unauthorized");
+		json_decref(j);
+	}
+	tu_resp_free(&r);
+	return st;
+}
+
+START_TEST(test_tokens)
 {
 	struct tu_server s;
 	char tokfile[600];
 	const char *extra[] = { "--token-file", tokfile, NULL };
 	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}]";
+	const char *w = "Authorization: Bearer secret-token-0123456789";
+	const char *rd = "Authorization: Bearer reader-token-0123456789";
 	char *dir = tu_tmpdir();
-	struct tu_resp r;
-	json_t *j;
+	const char file[] = "# team tokens\nsecret-token-0123456789\n";
+	const char file2[] = "secret-token-0123456789\nread reader-token-0123456789\n";
 
 	snprintf(tokfile, sizeof(tokfile), "%s/tokens", dir);
-	ck_assert_int_eq(tu_write_file(tokfile, "# team token\nsecret-token-0123456789\n", 38), 0);
+	/* write tokens only: writes need one, reads stay open */
+	ck_assert_int_eq(tu_write_file(tokfile, file, strlen(file)), 0);
 	ck_assert_int_eq(tu_server_start(&s, extra), 0);
-	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body), NULL, &r), 0);
-	ck_assert_int_eq(r.status, 401);
-	j = tu_json(&r);
-	ck_assert_str_eq(tu_error_code(j), "unauthorized");
-	json_decref(j);
-	tu_resp_free(&r);
-	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body),
-				 "Authorization: Bearer secret-token-012345678X", &r), 0);
-	ck_assert_int_eq(r.status, 401);
-	tu_resp_free(&r);
-	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body),
-				 "Authorization: Bearer secret-token-0123456789", &r), 0);
-	ck_assert_int_eq(r.status, 201);
-	tu_resp_free(&r);
-	ck_assert_int_eq(tu_http(&s, "PATCH", "/api/v1/runs/t", "{\"tags\":[\"x\"]}", 14, NULL, &r), 0);
-	ck_assert_int_eq(r.status, 401);
-	tu_resp_free(&r);
-	/* reads stay open */
-	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/t", NULL, 0, NULL, &r), 0);
-	ck_assert_int_eq(r.status, 200);
-	tu_resp_free(&r);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, NULL), 401);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body,
+				   "Authorization: Bearer secret-token-012345678X"), 401);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, "Authorization: Bearer "), 401);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, w), 201);
+	ck_assert_int_eq(status_of(&s, "PATCH", "/api/v1/runs/t", "{\"tags\":[\"x\"]}", NULL), 401);
+	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs/t", NULL, NULL), 200);
+	tu_server_stop(&s);
+	/* and a read token: reads need a token too, and a read token cannot write */
+	ck_assert_int_eq(tu_write_file(tokfile, file2, strlen(file2)), 0);
+	ck_assert_int_eq(tu_server_restart(&s, extra), 0);
+	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs/t", NULL, NULL), 401);
+	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs/t", NULL, rd), 200);
+	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs", NULL, w), 200);
+	ck_assert_int_eq(status_of(&s, "GET", "/metrics", NULL, NULL), 401);
+	ck_assert_int_eq(status_of(&s, "GET", "/healthz", NULL, NULL), 200);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, rd), 401);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, w), 200);
+	tu_server_cleanup(&s);
+	/* a token file with no write token does not start */
+	ck_assert_int_eq(tu_write_file(tokfile, "read reader-token-0123456789\n", 29), 0);
+	ck_assert_int_ne(tu_server_start(&s, extra), 0);
 	tu_server_cleanup(&s);
 	tu_rmtree(dir);
 	free(dir);
@@ -630,7 +655,7 @@ Suite *suite_upload(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_write_token);
+	tcase_add_test(tc, test_tokens);
 	tcase_add_test(tc, test_clean_stop_and_restart);
 	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);
 	tcase_add_test(tc, test_kill_9_mid_upload_then_restart);

@@ -269,7 +269,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
 {
 	struct tu_resp *r = userdata;
-	size_t n = size * nmemb;
+	size_t n = size * nmemb, used = strlen(r->headers);
+
+	if (used + n < sizeof(r->headers)) {
+		memcpy(r->headers + used, data, n);
+		r->headers[used + n] = 0;
+	}
 
 	if (n > 14 && !strncasecmp(data, "Content-Type:", 13))
 		snprintf(r->content_type, sizeof(r->content_type), "%.*s", (int)strcspn(data + 14, "\r\n"),

@@ -47,6 +47,7 @@ struct tu_resp {
 	size_t len;
 	char content_type[128];
 	char content_encoding[64];
+	char headers[4096];	/* all response header lines, as received (truncated) */
 };
 /*
  * method, url path (appended to s->base), body (may be NULL), extra header (may be NULL).

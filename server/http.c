@@ -500,7 +500,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
 				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				       MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 4u,
+				       MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 16u,
 				       MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
 				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
 				       MHD_OPTION_CONNECTION_LIMIT, 512u,

@@ -36,7 +36,7 @@ static void usage(FILE *f)
 		"  --max-depth N          deepest JSON nesting (default 64)\n"
 		"  --max-string BYTES     longest JSON string or token (default 8M)\n"
 		"  --max-events N         most events in one upload (default 2147483648)\n"
-		"  --threads N            HTTP worker threads (default 4)\n"
+		"  --threads N            HTTP worker threads (default 16; an upload holds one while it ingests)\n"
 		"  --timeout SECONDS      idle connection timeout (default 120)\n"
 		"  --grace SECONDS        how long a stop waits for requests in flight (default 30)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 	struct server_config cfg = {
 		.listen = DEFAULT_LISTEN,
 		.db_path = DEFAULT_DB,
-		.threads = 4,
+		.threads = 16,
 		.conn_timeout_s = 120,
 		.grace_s = 30,
 		.limits = ingest_default_limits,

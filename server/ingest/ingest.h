@@ -1,13 +1,14 @@
 /*
  * ingest.h: one upload, from its first byte to a ready (or failed) artifact.
  *
- *   bytes -> sha256, body cap, raw copy ----------------------> writer thread
- *         -> inflate (gzip by magic) -> detect kind -> parser -> batches --^
+ *   caller's thread: bytes -> sha256, body cap, raw copy --------> writer thread
+ *                          -> inflate (gzip by magic) -> parser thread: detect
+ *                             kind, parse, batches of events ------^
  *
- * The caller (the HTTP handler, a test, a tool) feeds bytes as they arrive on
- * its own thread, which does the parsing; a writer thread with a private
- * database connection stores batches from a bounded queue, so memory stays
- * flat whatever the upload size. The raw bytes go to the store with the
+ * The caller (the HTTP handler, a test, a tool) feeds bytes as they arrive;
+ * a parser thread and a writer thread (with a private database connection)
+ * take them through bounded channels, so memory stays flat whatever the
+ * upload size (ingest.c says how). The raw bytes go to the store with the
  * events, so a body that fails to parse is still kept.
  */
 #ifndef INGEST_H

@@ -1,7 +1,7 @@
 /*
  * http.c: libmicrohttpd glue (see http.h).
  *
- * MHD runs a thread pool; a request stays on one pool thread. The access
+ * MHD runs a thread pool (poll); a request stays on one pool thread. The access
  * handler is called:
  *   1. once with *con_cls == NULL: allocate struct request, match the route,
  *      check method, path parameters, token; GET routes answer here;
@@ -481,7 +481,13 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	struct server *srv = tp_calloc(1, sizeof(*srv));
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	/*
+	 * poll, not epoll: with libmicrohttpd 0.9.75's epoll mode, a client that
+	 * closed while its thread was busy in our callback (a slow ingest) went
+	 * unnoticed until the idle timeout, keeping its half upload (found by
+	 * the e2e test under ASan). poll sees it at once.
+	 */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	int rc, v6 = 0;
 
 	if (!srv)

@@ -349,6 +349,7 @@ static double metric(const char *text, const char *series)
 	return -1;
 }
 
+
 START_TEST(test_metrics)
 {
 	struct tu_resp r;
@@ -480,7 +481,18 @@ START_TEST(test_stop_waits_for_in_flight_upload)
 	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
 	child = fork();
 	if (child == 0) {
-		usleep(100 * 1000);	/* the upload below is under way by then */
+		/* signal once the upload below is under way: its artifact exists, still ingesting */
+		for (int i = 0; i < 2000; i++) {
+			struct tu_resp m;
+			double ingesting = -1;
+			if (tu_http(&s, "GET", "/metrics", NULL, 0, NULL, &m) == 0) {
+				ingesting = metric(m.body, "trainscope_artifacts{status=\"ingesting\"}");
+				tu_resp_free(&m);
+			}
+			if (ingesting >= 1)
+				break;
+			usleep(5 * 1000);
+		}
 		kill(s.pid, SIGTERM);
 		_exit(0);
 	}
@@ -520,6 +532,22 @@ static int partial_upload(const struct tu_server *s, const char *run, size_t tot
 	return fd;
 }
 
+/* Wait (up to 60 s) until the server has exactly n artifacts ingesting. */
+static int wait_ingesting(double n)
+{
+	for (int i = 0; i < 240; i++) {
+		struct tu_resp r;
+		double v;
+		ck_assert_int_eq(tu_http(&srv, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+		v = metric(r.body, "trainscope_artifacts{status=\"ingesting\"}");
+		tu_resp_free(&r);
+		if (v == n)
+			return 1;
+		usleep(250 * 1000);
+	}
+	return 0;
+}
+
 static void run_absent(const struct tu_server *s, const char *run)
 {
 	struct tu_resp r;
@@ -537,9 +565,11 @@ START_TEST(test_client_gone_mid_body_keeps_nothing)
 	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
 	int fd = partial_upload(&srv, "cut", len, data, len / 2);
 
-	usleep(300 * 1000);	/* the first half is being ingested */
+	ck_assert_msg(wait_ingesting(1), "the upload never started");
 	close(fd);
-	usleep(500 * 1000);	/* the server notices and removes it */
+	run_absent(&srv, "cut");	/* never visible */
+	/* and once the server has noticed (it finishes the bytes it has first), removed */
+	ck_assert_msg(wait_ingesting(0), "the interrupted upload is still there after 60 s");
 	run_absent(&srv, "cut");
 	free(data);
 }

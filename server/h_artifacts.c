@@ -95,14 +95,14 @@ int h_artifact_upload_data(struct request *req, const char *data, size_t len)
 	return 0;
 }
 
-static json_t *artifact_json(struct request *req, int64_t id)
+/* {"artifact": ...} for id of this run, or NULL with err set (err->rc says why). */
+static json_t *artifact_json(struct request *req, int64_t id, struct tp_errbuf *err)
 {
-	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
 	json_t *a = NULL;
 
-	if (store_reader_open(http_store(req), &r, &err) == TP_OK) {
-		a = store_artifact_get(r, req->params[0], id, &err);
+	if (store_reader_open(http_store(req), &r, err) == TP_OK) {
+		a = store_artifact_get(r, req->params[0], id, err);
 		store_reader_close(r);
 	}
 	return a;
@@ -111,6 +111,7 @@ static json_t *artifact_json(struct request *req, int64_t id)
 int h_artifact_upload_end(struct request *req)
 {
 	struct ingest *ig = req->state;
+	struct tp_errbuf err = { 0 };
 	struct ingest_result res;
 	json_t *a;
 
@@ -120,9 +121,8 @@ int h_artifact_upload_end(struct request *req)
 	ingest_end(ig, &res);
 	if (res.rc && !res.kept)
 		return http_reply_fail(req, res.rc, &res.err, NULL);
-	a = artifact_json(req, res.artifact);
-	if (!a)
-		return http_reply_error(req, 500, "database_error", NULL, "the stored artifact cannot be read");
+	if (!(a = artifact_json(req, res.artifact, &err)))
+		return http_reply_fail(req, err.rc ? err.rc : TP_ERR_DB, &err, NULL);
 	if (res.rc)
 		return http_reply_fail(req, res.rc, &res.err, a);
 	return http_reply_json(req, res.duplicate ? 200 : 201, a);
@@ -140,11 +140,12 @@ void h_artifact_upload_cleanup(struct request *req, int completed)
 
 int h_artifact_get(struct request *req)
 {
-	json_t *a = artifact_json(req, strtoll(req->params[1], NULL, 10));
+	struct tp_errbuf err = { 0 };
+	json_t *a = artifact_json(req, strtoll(req->params[1], NULL, 10), &err);
 
+	/* 404 artifact_not_found from the store when there is none; 5xx when it cannot tell */
 	if (!a)
-		return http_reply_error(req, 404, "artifact_not_found", NULL, "run '%s' has no artifact %s",
-					req->params[0], req->params[1]);
+		return http_reply_fail(req, err.rc ? err.rc : TP_ERR_DB, &err, NULL);
 	return http_reply_json(req, 200, a);
 }
 

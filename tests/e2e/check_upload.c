@@ -194,6 +194,9 @@ START_TEST(test_raw_round_trip)
 	j = get("/api/v1/runs/raw/artifacts/999999/raw", 404);
 	ck_assert_str_eq(tu_error_code(j), "artifact_not_found");
 	json_decref(j);
+	j = get("/api/v1/runs/raw/artifacts/999999", 404);
+	ck_assert_str_eq(tu_error_code(j), "artifact_not_found");
+	json_decref(j);
 	free(plain);
 	free(z);
 }

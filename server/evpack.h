@@ -4,9 +4,9 @@
  * Measured (1 GB trace, 5.4 M events, 2 cores): one SQLite row per event
  * made the writer a third of all ingest CPU and took about 52 bytes of
  * database per stored event; packed blocks of up to 16384 events take under
- * a tenth of the CPU and about 28 bytes per event. Nothing reads single events with SQL: analysis
- * runs in C over whole blocks, and a block's time range lets a trace window
- * skip the blocks outside it.
+ * a tenth of the CPU and about 28 bytes per event. Nothing reads single
+ * events with SQL: analysis runs in C over whole blocks, and a block's time
+ * range lets a trace window skip the blocks outside it.
  *
  * Layout per event: ph, then varints (LEB128; signed values zigzag-encoded):
  * have, name, cat, flags (1 pid is a string id, 2 tid is, 4 arg present),

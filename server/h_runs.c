@@ -1,6 +1,5 @@
 /*
- * h_runs.c: runs and their steps: GET /api/v1/runs, /api/v1/runs/{run},
- * /api/v1/runs/{run}/steps?rank=R, and PATCH /api/v1/runs/{run} (project,
+ * h_runs.c: runs: GET /api/v1/runs, /api/v1/runs/{run}, and PATCH /api/v1/runs/{run} (project,
  * tags, metadata, baseline; a small JSON body read whole, up to 64 KiB).
  */
 #include <stdlib.h>
@@ -70,15 +69,6 @@ int h_runs_list(struct request *req)
 int h_run_get(struct request *req)
 {
 	return answer(req, q_run, req->params[0], 0);
-}
-
-int h_run_steps(struct request *req)
-{
-	long long rank;
-
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank))
-		return 0;
-	return answer(req, store_steps, req->params[0], (int)rank);
 }
 
 /* ---- PATCH /api/v1/runs/{run} ---- */

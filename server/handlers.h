@@ -16,11 +16,18 @@ int h_metrics_get(struct request *req);
 /* h_runs.c */
 int h_runs_list(struct request *req);
 int h_run_get(struct request *req);
-int h_run_steps(struct request *req);
 int h_run_patch_begin(struct request *req);
 int h_run_patch_data(struct request *req, const char *data, size_t len);
 int h_run_patch_end(struct request *req);
 void h_run_patch_cleanup(struct request *req, int completed);
+
+/* h_analysis.c */
+int h_run_steps(struct request *req);
+int h_run_ops(struct request *req);
+int h_run_kernels(struct request *req);
+int h_run_ranks(struct request *req);
+int h_run_diagnosis(struct request *req);
+int h_run_trace(struct request *req);
 
 /* h_artifacts.c */
 int h_artifact_upload_begin(struct request *req);

@@ -142,20 +142,12 @@ static void *gzip_buf(const char *buf, size_t len, size_t *out_len)
 	return out;
 }
 
-int http_reply_json(struct request *req, unsigned status, json_t *body)
+int http_reply_text(struct request *req, unsigned status, const char *content_type, char *text, size_t len)
 {
 	struct MHD_Response *resp;
-	char *text;
 	void *gz = NULL;
-	size_t len, gzlen = 0;
+	size_t gzlen = 0;
 
-	if (!body)
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (!text)
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	len = strlen(text);
 	if (req->accepts_gzip && len >= GZIP_MIN_BYTES && (gz = gzip_buf(text, len, &gzlen))) {
 		tp_free(text);
 		resp = MHD_create_response_from_buffer(gzlen, gz, MHD_RESPMEM_MUST_FREE);
@@ -170,9 +162,22 @@ int http_reply_json(struct request *req, unsigned status, json_t *body)
 	}
 	if (!resp)
 		return -1;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
 	return http_reply_response(req, status, resp);
+}
+
+int http_reply_json(struct request *req, unsigned status, json_t *body)
+{
+	char *text;
+
+	if (!body)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	return http_reply_text(req, status, "application/json", text, strlen(text));
 }
 
 int http_reply_error(struct request *req, unsigned status, const char *code, json_t *extra,

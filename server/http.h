@@ -67,6 +67,8 @@ const char *http_header(const struct request *req, const char *name);
 
 /* Answer with body (steals it). */
 int http_reply_json(struct request *req, unsigned status, json_t *body);
+/* Answer with text of content_type (steals text, from tp_malloc), gzipped when accepted. */
+int http_reply_text(struct request *req, unsigned status, const char *content_type, char *text, size_t len);
 /* Answer with the error body {"error": {"code", "message"}}, plus extra members (steals extra, may be NULL). */
 int http_reply_error(struct request *req, unsigned status, const char *code, json_t *extra,
 		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -410,12 +410,18 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 		if (r != SQLITE_DONE)
 			return db_fail(err, db, "delete rows");
 	}
-	if (sqlite3_prepare_v2(db, "DELETE FROM steps WHERE artifact_id=?1", -1, &st, NULL) != SQLITE_OK)
-		return db_fail(err, db, "prepare delete");
-	sqlite3_bind_int64(st, 1, artifact);
-	int r = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return r == SQLITE_DONE ? TP_OK : db_fail(err, db, "delete steps");
+	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats" };
+	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+			return db_fail(err, db, "prepare delete");
+		sqlite3_bind_int64(st, 1, artifact);
+		int r = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (r != SQLITE_DONE)
+			return db_fail(err, db, "delete rows");
+	}
+	return TP_OK;
 }
 
 static int drop_artifact(sqlite3 *db, int64_t artifact, struct tp_errbuf *err)
@@ -737,29 +743,93 @@ static int find_duplicate(struct store_writer *w, int64_t artifact, const char *
 	return r == SQLITE_ROW || r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "find duplicate");
 }
 
-static int insert_steps(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			struct tp_errbuf *err)
+/* Run one prepared statement per row: bind(st, i) binds row i. */
+static int insert_rows(struct store_writer *w, const char *sql, size_t n,
+		       void (*bind)(sqlite3_stmt *, const struct store_final *, int64_t, size_t),
+		       const struct store_final *f, int64_t artifact, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st;
 	size_t i;
 	int rc = TP_OK;
 
-	if (!f->nsteps)
+	if (!n)
 		return TP_OK;
-	if (sqlite3_prepare_v2(w->db, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns)"
-				      " VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db_fail(err, w->db, "prepare");
-	for (i = 0; i < f->nsteps && !rc; i++) {
-		sqlite3_bind_int64(st, 1, artifact);
-		sqlite3_bind_int64(st, 2, f->steps[i].step);
-		sqlite3_bind_int64(st, 3, f->steps[i].start_ns + f->base_ns);
-		sqlite3_bind_int64(st, 4, f->steps[i].dur_ns);
+	for (i = 0; i < n && !rc; i++) {
+		bind(st, f, artifact, i);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = db_fail(err, w->db, "insert steps");
+			rc = db_fail(err, w->db, "insert analysis");
 		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
 	return rc;
+}
+
+static void bind_step(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_step *s = &f->analysis->steps[i];
+	int c;
+
+	sqlite3_bind_int64(st, 1, artifact);
+	sqlite3_bind_int64(st, 2, s->step);
+	sqlite3_bind_int64(st, 3, s->start_ns + f->base_ns);
+	sqlite3_bind_int64(st, 4, s->dur_ns);
+	for (c = 0; c < AN_NCOMP; c++)
+		sqlite3_bind_int64(st, 5 + c, s->comp_ns[c]);
+}
+
+static void bind_op(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_op *o = &f->analysis->ops[i];
+
+	sqlite3_bind_int64(st, 1, artifact);
+	sqlite3_bind_int(st, 2, o->device);
+	sqlite3_bind_text(st, 3, f->str(f->str_payload, o->name), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, o->calls);
+	sqlite3_bind_int64(st, 5, o->self_ns);
+	sqlite3_bind_int64(st, 6, o->total_ns);
+}
+
+static void bind_kernel(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_kernel *k = &f->analysis->kernels[i];
+
+	sqlite3_bind_int64(st, 1, artifact);
+	sqlite3_bind_int(st, 2, k->kind);
+	sqlite3_bind_text(st, 3, f->str(f->str_payload, k->name), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, k->calls);
+	sqlite3_bind_int64(st, 5, k->total_ns);
+	sqlite3_bind_int64(st, 6, k->min_ns);
+	sqlite3_bind_int64(st, 7, k->max_ns);
+	sqlite3_bind_int64(st, 8, k->tiny_calls);
+	sqlite3_bind_int64(st, 9, k->tiny_ns);
+	sqlite3_bind_int64(st, 10, k->bps_ns);
+	sqlite3_bind_double(st, 11, k->bps_sum);
+	sqlite3_bind_int64(st, 12, k->occ_ns);
+	sqlite3_bind_double(st, 13, k->occ_sum);
+}
+
+static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			   struct tp_errbuf *err)
+{
+	const struct an_result *a = f->analysis;
+	int rc;
+
+	if (!a)
+		return TP_OK;
+	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, kernel_ns,"
+				 " memcpy_ns, memset_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+			      a->nsteps, bind_step, f, artifact, err)))
+		return rc;
+	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", a->nops, bind_op, f, artifact, err)))
+		return rc;
+	return insert_rows(w, "INSERT INTO kernel_stats(artifact_id, kind, name, calls, total_ns, min_ns,"
+			      " max_ns, tiny_calls, tiny_ns, bps_ns, bps_sum, occ_ns, occ_sum)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+			   a->nkernels, bind_kernel, f, artifact, err);
 }
 
 static int finish(struct store_writer *w, int64_t artifact, const struct store_final *f, int failed,
@@ -779,7 +849,7 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 	if (failed)
 		rc = delete_rows(w->db, artifact, 1, err);
 	else
-		rc = insert_steps(w, artifact, f, err);
+		rc = insert_analysis(w, artifact, f, err);
 	if (rc)
 		goto out;
 	if (sqlite3_prepare_v2(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
@@ -1271,37 +1341,388 @@ static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf
 	return rank;
 }
 
+/* Rows of st (bound, not yet stepped) as an array of objects named by cols; finalizes st. */
+static json_t *rows_json(struct store_reader *r, sqlite3_stmt *st, const char *const *cols, int ncols,
+			 struct tp_errbuf *err)
+{
+	json_t *arr = json_array();
+	int step, i;
+
+	while (arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		for (i = 0; o && i < ncols; i++)
+			if (json_object_set_new(o, cols[i], col_json(st, i))) {
+				json_decref(o);
+				o = NULL;
+			}
+		if (append(arr, o)) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	if (!arr) {
+		sqlite3_finalize(st);
+		return nomem(err);
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read");
+		json_decref(arr);
+		arr = NULL;
+	}
+	sqlite3_finalize(st);
+	return arr;
+}
+
+/* Check the run and resolve rank -1 to its lowest rank; -1 with err set on failure. */
+static int rank_of(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	if (run_exists(r, run, err))
+		return -1;
+	return rank < 0 ? lowest_rank(r, run, err) : rank;
+}
+
+/* The ready artifacts of one rank of a run, for joins (?1 run name, ?2 rank). */
+#define RANK_ARTIFACTS "SELECT a.id FROM artifacts a JOIN runs r ON r.id=a.run_id" \
+	" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready'"
+
+static sqlite3_stmt *prepare_rank(struct store_reader *r, const char *sql, const char *run, int rank,
+				  struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, sql, err);
+
+	if (st) {
+		bind_text(st, 1, run);
+		sqlite3_bind_int(st, 2, rank);
+	}
+	return st;
+}
+
+/* {"rank": R, key: value}, consuming value */
+static json_t *ranked(int rank, const char *key, json_t *value, struct tp_errbuf *err)
+{
+	json_t *o;
+
+	if (!value)
+		return NULL;
+	o = json_pack("{s:i, s:o}", "rank", rank, key, value);
+	return o ? o : nomem(err);
+}
+
 json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
+	static const char *const cols[] = { "step", "start_ns", "dur_ns", "kernel", "memcpy", "memset",
+					    "runtime", "dataloader", "cpu", "idle" };
 	sqlite3_stmt *st;
-	json_t *steps, *out;
-	int step;
+	json_t *steps, *s;
+	size_t i;
 
-	if (run_exists(r, run, err))
+	if ((rank = rank_of(r, run, rank, err)) < 0)
 		return NULL;
-	if (rank < 0 && (rank = lowest_rank(r, run, err)) < 0)
+	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, kernel_ns, memcpy_ns, memset_ns,"
+			     " runtime_ns, dataloader_ns, cpu_ns, idle_ns FROM steps"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, step", run, rank, err);
+	if (!st || !(steps = rows_json(r, st, cols, 10, err)))
 		return NULL;
-	st = prepare(r, "SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s"
-			" JOIN artifacts a ON a.id=s.artifact_id JOIN runs r ON r.id=a.run_id"
-			" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' ORDER BY s.start_ns, s.step",
-		     err);
+	/* the components go into breakdown_ns, and GPU utilization is kernel / duration */
+	json_array_foreach(steps, i, s) {
+		json_t *bd = json_object();
+		int c;
+		for (c = 0; bd && c < AN_NCOMP; c++) {
+			json_t *v = json_object_get(s, an_comp_names[c]);
+			if (json_object_set(bd, an_comp_names[c], v))
+				bd = NULL;
+			json_object_del(s, an_comp_names[c]);
+		}
+		json_int_t dur = json_integer_value(json_object_get(s, "dur_ns"));
+		json_int_t k = json_integer_value(json_object_get(bd, "kernel"));
+		if (!bd || json_object_set_new(s, "breakdown_ns", bd) ||
+		    json_object_set_new(s, "gpu_utilization", json_real(dur > 0 ? (double)k / (double)dur : 0))) {
+			json_decref(steps);
+			return nomem(err);
+		}
+	}
+	return ranked(rank, "steps", steps, err);
+}
+
+static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" };
+
+json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
+		  long limit, struct tp_errbuf *err)
+{
+	static const char *const cols[] = { "name", "calls", "self_ns", "total_ns" };
+	char sql[1024];
+	sqlite3_stmt *st;
+	json_t *ops, *total, *o;
+	size_t i;
+
+	for (i = 0; i < sizeof(op_sorts) / sizeof(op_sorts[0]) && strcmp(sort, op_sorts[i]); i++)
+		;
+	if (i == sizeof(op_sorts) / sizeof(op_sorts[0]))
+		return tp_fail(err, TP_ERR_INVALID, "invalid_parameter",
+			       "sort must be self_ns, total_ns, calls or name"), NULL;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return NULL;
+	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns"
+		 " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3"
+		 " GROUP BY name ORDER BY %s%s, name LIMIT ?4", op_sorts[i], i < 3 ? " DESC" : "");
+	if (!(st = prepare_rank(r, sql, run, rank, err)))
+		return NULL;
+	sqlite3_bind_int(st, 3, device);
+	sqlite3_bind_int64(st, 4, limit);
+	if (!(ops = rows_json(r, st, cols, 4, err)))
+		return NULL;
+	st = prepare_rank(r, "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
+			     " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3", run, rank, err);
+	if (!st) {
+		json_decref(ops);
+		return NULL;
+	}
+	sqlite3_bind_int(st, 3, device);
+	total = rows_json(r, st, (const char *const[]){ "names", "calls", "self_ns" }, 3, err);
+	if (!total) {
+		json_decref(ops);
+		return NULL;
+	}
+	o = json_pack("{s:i, s:s, s:o, s:O}", "rank", rank, "device", device == AN_DEV_GPU ? "gpu" : "cpu",
+		      "ops", ops, "total", json_array_get(total, 0));
+	json_decref(total);
+	return o ? o : nomem(err);
+}
+
+static const char *const kernel_kinds[] = { "kernel", "memcpy", "memset" };
+
+json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit,
+		      struct tp_errbuf *err)
+{
+	static const char *const cols[] = { "name", "calls", "total_ns", "mean_ns", "max_ns", "min_ns",
+					    "blocks_per_sm", "achieved_occupancy_pct" };
+	sqlite3_stmt *st;
+	json_t *ks, *total, *o;
+
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return NULL;
+	st = prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
+			     " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
+			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
+			     " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", run, rank, err);
 	if (!st)
 		return NULL;
-	bind_text(st, 1, run);
-	sqlite3_bind_int(st, 2, rank);
-	steps = json_array();
-	while ((step = sqlite3_step(st)) == SQLITE_ROW)
-		if (append(steps, json_pack("{s:o, s:o, s:o}", "step", col_json(st, 0), "start_ns",
-					    col_json(st, 1), "dur_ns", col_json(st, 2))))
-			break;
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE || !steps) {
-		json_decref(steps);
-		return step == SQLITE_DONE || step == SQLITE_ROW ? nomem(err)
-								 : (db_fail(err, r->db, "read steps"), NULL);
+	sqlite3_bind_int(st, 3, kind);
+	sqlite3_bind_int64(st, 4, limit);
+	if (!(ks = rows_json(r, st, cols, 8, err)))
+		return NULL;
+	st = prepare_rank(r, "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
+			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3", run, rank, err);
+	if (!st) {
+		json_decref(ks);
+		return NULL;
 	}
-	out = json_pack("{s:i, s:o}", "rank", rank, "steps", steps);
-	return out ? out : nomem(err);
+	sqlite3_bind_int(st, 3, kind);
+	total = rows_json(r, st, (const char *const[]){ "names", "calls", "total_ns" }, 3, err);
+	if (!total) {
+		json_decref(ks);
+		return NULL;
+	}
+	o = json_pack("{s:i, s:s, s:o, s:O}", "rank", rank, "kind", kernel_kinds[kind], "kernels", ks,
+		      "total", json_array_get(total, 0));
+	json_decref(total);
+	return o ? o : nomem(err);
+}
+
+/* A rank's step durations, in time order. */
+static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, size_t *n,
+			  struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
+				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, step",
+				    run, rank, err);
+	size_t cap = 0;
+	int step;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return TP_ERR_DB;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			int64_t *nd = tp_realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out));
+			if (!nd)
+				break;
+			*out = nd;
+		}
+		(*out)[(*n)++] = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	if (step == SQLITE_DONE)
+		return TP_OK;
+	tp_free(*out);
+	*out = NULL;
+	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+				  : db_fail(err, r->db, "read steps");
+}
+
+/* A rank is a straggler when its mean step time is this much above the median rank's. */
+#define STRAGGLER_PCT 5.0
+
+json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	json_t *ranks, *o, *slowest = json_null(), *strag = json_array();
+	double *means = NULL, median_mean = 0, worst = -1;
+	size_t i, n;
+
+	if (run_exists(r, run, err) || !strag)
+		return json_decref(strag), NULL;
+	st = prepare(r, "SELECT DISTINCT a.rank FROM artifacts a JOIN runs r ON r.id=a.run_id"
+			" WHERE r.name=?1 AND a.status='ready' ORDER BY a.rank", err);
+	if (!st)
+		return json_decref(strag), NULL;
+	bind_text(st, 1, run);
+	if (!(ranks = rows_json(r, st, (const char *const[]){ "rank" }, 1, err)))
+		return json_decref(strag), NULL;
+	n = json_array_size(ranks);
+	if (!(means = tp_calloc(n + 1, sizeof(*means))))
+		goto oom;
+	json_array_foreach(ranks, i, o) {
+		int64_t *d;
+		size_t nd;
+		int rank = (int)json_integer_value(json_object_get(o, "rank"));
+		if (rank_durations(r, run, rank, &d, &nd, err))
+			goto fail;
+		double sum = 0;
+		for (size_t k = 0; k < nd; k++)
+			sum += (double)d[k];
+		means[i] = nd ? sum / (double)nd : 0;
+		if (nd)
+			qsort(d, nd, sizeof(*d), cmp_i64);
+		int bad = json_object_set_new(o, "steps", json_integer((json_int_t)nd)) ||
+			  json_object_set_new(o, "mean_ns", nd ? json_integer((json_int_t)(means[i] + 0.5)) : json_null()) ||
+			  json_object_set_new(o, "median_ns", nd ? json_integer(nd % 2 ? d[nd / 2] : (d[nd / 2 - 1] + d[nd / 2]) / 2) : json_null()) ||
+			  json_object_set_new(o, "min_ns", nd ? json_integer(d[0]) : json_null()) ||
+			  json_object_set_new(o, "max_ns", nd ? json_integer(d[nd - 1]) : json_null());
+		tp_free(d);
+		if (bad)
+			goto oom;
+	}
+	{
+		double *sorted = tp_malloc((n + 1) * sizeof(*sorted));
+		size_t m = 0;
+		if (!sorted)
+			goto oom;
+		for (i = 0; i < n; i++)
+			if (means[i] > 0)
+				sorted[m++] = means[i];
+		for (size_t a = 1; a < m; a++)	/* insertion sort: ranks are few */
+			for (size_t b = a; b > 0 && sorted[b - 1] > sorted[b]; b--) {
+				double t = sorted[b];
+				sorted[b] = sorted[b - 1];
+				sorted[b - 1] = t;
+			}
+		median_mean = m ? (m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2) : 0;
+		tp_free(sorted);
+	}
+	json_array_foreach(ranks, i, o) {
+		double pct = median_mean > 0 && means[i] > 0 ? (means[i] / median_mean - 1) * 100 : 0;
+		int is = n > 1 && pct > STRAGGLER_PCT;
+		if (json_object_set_new(o, "vs_median_pct", json_real(pct)) ||
+		    json_object_set_new(o, "straggler", json_boolean(is)) ||
+		    (is && json_array_append(strag, json_object_get(o, "rank"))))
+			goto oom;
+		if (means[i] > worst) {
+			worst = means[i];
+			json_decref(slowest);
+			slowest = json_incref(json_object_get(o, "rank"));
+		}
+	}
+	if (worst <= 0) {
+		json_decref(slowest);
+		slowest = json_null();
+	}
+	tp_free(means);
+	o = json_pack("{s:o, s:o, s:o, s:f}", "ranks", ranks, "slowest_rank", slowest, "stragglers", strag,
+		      "straggler_threshold_pct", STRAGGLER_PCT);
+	return o ? o : nomem(err);
+oom:
+	nomem(err);
+fail:
+	tp_free(means);
+	json_decref(ranks);
+	json_decref(slowest);
+	json_decref(strag);
+	return NULL;
+}
+
+int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
+		     int64_t **durs, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	size_t i;
+	int step, c;
+
+	memset(in, 0, sizeof(*in));
+	*durs = NULL;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return err->rc ? err->rc : TP_ERR_DB;
+	in->rank = rank;
+	if (rank_durations(r, run, rank, durs, &in->nsteps, err))
+		return err->rc;
+	in->step_dur_ns = *durs;
+	st = prepare_rank(r, "SELECT COALESCE(SUM(dur_ns), 0), COALESCE(SUM(kernel_ns), 0), COALESCE(SUM(memcpy_ns), 0),"
+			     " COALESCE(SUM(memset_ns), 0), COALESCE(SUM(runtime_ns), 0), COALESCE(SUM(dataloader_ns), 0),"
+			     " COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0) FROM (SELECT DISTINCT step, start_ns,"
+			     " dur_ns, kernel_ns, memcpy_ns, memset_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
+			     " FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS "))", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		in->steps_ns = sqlite3_column_int64(st, 0);
+		for (c = 0; c < AN_NCOMP; c++)
+			in->comp_ns[c] = sqlite3_column_int64(st, 1 + c);
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_ROW)
+		return db_fail(err, r->db, "read steps");
+	st = prepare_rank(r, "SELECT kind, COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0),"
+			     " COALESCE(SUM(tiny_calls), 0), COALESCE(SUM(tiny_ns), 0),"
+			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN calls END), 0),"
+			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN total_ns END), 0)"
+			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY kind", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		int kind = sqlite3_column_int(st, 0);
+		int64_t calls = sqlite3_column_int64(st, 1), ns = sqlite3_column_int64(st, 2);
+		if (kind == AN_GPU_KERNEL) {
+			in->kernel_calls = calls;
+			in->kernel_ns = ns;
+			in->tiny_calls = sqlite3_column_int64(st, 3);
+			in->tiny_ns = sqlite3_column_int64(st, 4);
+		} else if (kind == AN_GPU_MEMCPY) {
+			in->memcpy_calls = calls;
+			in->memcpy_ns = ns;
+			in->dtoh_calls = sqlite3_column_int64(st, 5);
+			in->dtoh_ns = sqlite3_column_int64(st, 6);
+		} else if (kind == AN_GPU_MEMSET) {
+			in->memset_ns = ns;
+		}
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE)
+		return db_fail(err, r->db, "read kernels");
+	st = prepare_rank(r, "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) FROM op_stats"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=0 AND name=?3", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	for (i = 0; i < DIAG_NSYNC; i++) {
+		sqlite3_reset(st);
+		bind_text(st, 3, diag_sync_names[i]);
+		if ((step = sqlite3_step(st)) != SQLITE_ROW)
+			break;
+		in->sync_calls[i] = sqlite3_column_int64(st, 0);
+		in->sync_ns[i] = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return i == DIAG_NSYNC ? TP_OK : db_fail(err, r->db, "read ops");
 }
 
 int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err)
@@ -1490,3 +1911,140 @@ int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void
 	*len = (size_t)sqlite3_column_bytes(r->raw, 0);
 	return TP_OK;
 }
+
+/* ---- a window of a rank's trace events, block by block ---- */
+
+struct store_trace {
+	struct store_reader *r;
+	int64_t *ids, *bases;		/* the rank's ready trace artifacts */
+	size_t nart, cur;
+	int64_t start, end;		/* absolute ns */
+	sqlite3_stmt *blocks;		/* of artifact ids[cur - 1] */
+	struct strmap strs;
+	struct tp_event *ev;
+	size_t cap;
+};
+
+void store_trace_close(struct store_trace *t)
+{
+	if (!t)
+		return;
+	sqlite3_finalize(t->blocks);
+	strmap_free(&t->strs);
+	tp_free(t->ids);
+	tp_free(t->bases);
+	tp_free(t->ev);
+	tp_free(t);
+}
+
+int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t start_ns, int64_t end_ns,
+		     struct store_trace **out, int *rank_out, struct tp_errbuf *err)
+{
+	struct store_trace *t;
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int step;
+
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return err->rc ? err->rc : TP_ERR_DB;
+	if (!(t = tp_calloc(1, sizeof(*t))))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	t->r = r;
+	t->start = start_ns;
+	t->end = end_ns;
+	if (!(st = prepare_rank(r, "SELECT a.id, a.base_ns FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				   " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace' ORDER BY a.id",
+				run, rank, err))) {
+		store_trace_close(t);
+		return TP_ERR_DB;
+	}
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (t->nart == cap) {
+			cap = cap ? cap * 2 : 8;
+			int64_t *ni = tp_realloc(t->ids, cap * sizeof(*ni));
+			if (ni)
+				t->ids = ni;
+			int64_t *nb = ni ? tp_realloc(t->bases, cap * sizeof(*nb)) : NULL;
+			if (!nb)
+				break;
+			t->bases = nb;
+		}
+		t->ids[t->nart] = sqlite3_column_int64(st, 0);
+		t->bases[t->nart++] = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		store_trace_close(t);
+		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+					  : db_fail(err, r->db, "read artifacts");
+	}
+	*out = t;
+	*rank_out = rank;
+	return TP_OK;
+}
+
+int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
+		     struct tp_errbuf *err)
+{
+	for (;;) {
+		if (!t->blocks) {
+			int64_t a, base;
+			int rc;
+			if (t->cur == t->nart)
+				return 0;
+			a = t->ids[t->cur];
+			base = t->bases[t->cur++];
+			strmap_free(&t->strs);
+			if ((rc = strmap_load(t->r, a, &t->strs, err)))
+				return rc;
+			/* blocks that may hold events in the window (written times), and those without times */
+			t->blocks = prepare(t->r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
+						  " AND kind=0 AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
+						  " ORDER BY key", err);
+			if (!t->blocks)
+				return TP_ERR_DB;
+			sqlite3_bind_int64(t->blocks, 1, a << 32);
+			sqlite3_bind_int64(t->blocks, 2, a << 32 | 0xffffffffLL);
+			sqlite3_bind_int64(t->blocks, 3, t->start == INT64_MIN ? INT64_MIN : t->start - base);
+			sqlite3_bind_int64(t->blocks, 4, t->end == INT64_MAX ? INT64_MAX : t->end - base);
+		}
+		int step = sqlite3_step(t->blocks);
+		if (step == SQLITE_DONE) {
+			sqlite3_finalize(t->blocks);
+			t->blocks = NULL;
+			continue;
+		}
+		if (step != SQLITE_ROW)
+			return db_fail(err, t->r->db, "read events");
+		size_t cnt = (size_t)sqlite3_column_int64(t->blocks, 0);
+		const uint8_t *data = sqlite3_column_blob(t->blocks, 1);
+		size_t len = (size_t)sqlite3_column_bytes(t->blocks, 1);
+		if (cnt > (1u << 24))
+			return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
+		if (cnt > t->cap) {
+			struct tp_event *ne = tp_realloc(t->ev, cnt * sizeof(*ne));
+			if (!ne)
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			t->ev = ne;
+			t->cap = cnt;
+		}
+		if (evpack_decode(data, len, cnt, t->ev))
+			return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
+		for (size_t i = 0; i < cnt; i++) {
+			if (t->ev[i].pid_sid)
+				t->ev[i].pid_s = strmap_get(&t->strs, t->ev[i].pid_sid);
+			if (t->ev[i].tid_sid)
+				t->ev[i].tid_s = strmap_get(&t->strs, t->ev[i].tid_sid);
+		}
+		*ev = t->ev;
+		*n = cnt;
+		*base_ns = t->bases[t->cur - 1];
+		return 1;
+	}
+}
+
+const char *store_trace_string(const struct store_trace *t, uint32_t id)
+{
+	return strmap_get(&t->strs, id);
+}
+

@@ -19,6 +19,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "analysis/analysis.h"
+#include "analysis/diagnosis.h"
 #include "event.h"
 #include "tp.h"
 
@@ -49,10 +51,6 @@ struct store_string {
 	const char *s;			/* borrowed */
 };
 
-struct store_step {
-	int64_t step, start_ns, dur_ns;	/* start_ns as written (base added at commit) */
-};
-
 /* One batch of rows for an artifact; every pointer is borrowed. */
 struct store_batch {
 	const struct tp_event *ev;	/* for the events table */
@@ -79,8 +77,9 @@ struct store_final {
 	const char *raw_encoding;	/* "upload" or "gzip" */
 	const char *meta_json;		/* may be NULL */
 	int64_t peak_allocated;		/* -1: no memory data */
-	const struct store_step *steps;
-	size_t nsteps;
+	const struct an_result *analysis;	/* steps, ops, kernels (times as written); may be NULL */
+	an_string_fn str;		/* names of the analysis' string ids */
+	void *str_payload;
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;
 };
@@ -126,8 +125,24 @@ json_t *store_runs_list(struct store_reader *r, struct tp_errbuf *err);
 json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf *err);
 /* {"artifact": {...}} for one artifact id of a run (any status but ingesting). */
 json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
-/* {"rank", "steps": [...]} for one rank of a run; rank -1: the lowest rank with data. */
+/*
+ * Per-rank analysis, summed over the rank's ready artifacts; rank -1: the
+ * run's lowest rank with data. TP_ERR_NOTFOUND in err when no such run.
+ */
+/* {"rank", "steps": [{"step", "start_ns", "dur_ns", "breakdown_ns": {...}, "gpu_utilization"}]} */
 json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+/* {"rank", "device", "ops": [{"name", "calls", "self_ns", "total_ns"}], "total": {...}};
+ * device enum an_device; sort "self_ns", "total_ns", "calls" or "name"; at most limit rows. */
+json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
+		  long limit, struct tp_errbuf *err);
+/* {"rank", "kind", "kernels": [...], "total": {"names", "calls", "total_ns"}}; kind enum an_gpu_kind */
+json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit,
+		      struct tp_errbuf *err);
+/* {"ranks": [{"rank", "steps", "mean_ns", ...}], "slowest_rank", "stragglers": [...]} */
+json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err);
+/* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
+int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
+		     int64_t **durs, struct tp_errbuf *err);
 
 /*
  * An artifact's events of one kind, STORE_EVENTS or STORE_MEMORY_EVENTS, in
@@ -139,6 +154,21 @@ enum { STORE_EVENTS = 0, STORE_MEMORY_EVENTS = 1 };
 typedef int (*store_events_fn)(void *payload, const struct tp_event *ev, size_t n);
 int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_events_fn fn, void *payload,
 		      struct tp_errbuf *err);
+
+/*
+ * The trace events of one rank (its ready trace artifacts in upload order)
+ * that may overlap [start_ns, end_ns) (absolute; INT64_MIN / INT64_MAX for
+ * no bound), block by block: the caller filters each event. r must outlive t.
+ */
+struct store_trace;
+int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t start_ns, int64_t end_ns,
+		     struct store_trace **out, int *rank_out, struct tp_errbuf *err);
+/* The next block: 1 with *ev (borrowed until the next call), *n and the artifact's base; 0 at the end. */
+int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
+		     struct tp_errbuf *err);
+/* Names (cat, name, M args) of the current block's events. */
+const char *store_trace_string(const struct store_trace *t, uint32_t id);
+void store_trace_close(struct store_trace *t);
 
 /* What the store holds, for metrics. */
 struct store_counts {

@@ -38,6 +38,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "analysis/analysis.h"
 #include "ingest/inflate.h"
 #include "ingest/ingest.h"
 #include "sha256.h"
@@ -174,10 +175,7 @@ struct ingest {
 	struct tp_errbuf b_err;
 	struct batch *cur;
 	uint64_t nev, nmev;
-	uint8_t *is_step;	/* per string id: 1 for "ProfilerStep#<digits>" */
-	size_t is_step_cap;
-	struct store_step *steps;
-	size_t nsteps, steps_cap;
+	struct analysis *an;	/* steps, ops, kernels: computed as the events pass */
 	int64_t peak_alloc;
 	int64_t first_ts;	/* of the first event with a ts; 0 before */
 
@@ -292,28 +290,10 @@ static int next_batch(struct ingest *ig)
 	return atomic_load(&ig->stop) ? TP_ERR_DB : TP_OK;
 }
 
-static int is_step_name(const char *s, size_t len, int64_t *n)
-{
-	static const char prefix[] = "ProfilerStep#";
-	size_t i = sizeof(prefix) - 1;
-	int64_t v = 0;
-
-	if (len <= i || memcmp(s, prefix, i))
-		return 0;
-	for (; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (INT64_MAX - 9) / 10)
-			return 0;
-		v = v * 10 + (s[i] - '0');
-	}
-	*n = v;
-	return 1;
-}
-
 static int sink_string(void *payload, uint32_t id, const char *s, size_t len)
 {
 	struct ingest *ig = payload;
 	struct batch *b = ig->cur;
-	int64_t n;
 
 	if (b->nstr == b->strcap) {
 		size_t cap = b->strcap ? b->strcap * 2 : 1024;
@@ -324,37 +304,6 @@ static int sink_string(void *payload, uint32_t id, const char *s, size_t len)
 		b->strcap = cap;
 	}
 	b->str[b->nstr++] = (struct store_string){ .id = id, .len = (uint32_t)len, .s = s };
-	if (id >= ig->is_step_cap) {
-		size_t cap = ig->is_step_cap ? ig->is_step_cap * 2 : 4096;
-		while (cap <= id)
-			cap *= 2;
-		uint8_t *ns = tp_realloc(ig->is_step, cap);
-		if (!ns)
-			return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
-		memset(ns + ig->is_step_cap, 0, cap - ig->is_step_cap);
-		ig->is_step = ns;
-		ig->is_step_cap = cap;
-	}
-	ig->is_step[id] = (uint8_t)is_step_name(s, len, &n);
-	return TP_OK;
-}
-
-static int add_step(struct ingest *ig, const struct tp_event *e)
-{
-	const char *name = trace_string(ig->tp, e->name);
-	int64_t n = 0;
-
-	is_step_name(name, strlen(name), &n);
-	if (ig->nsteps == ig->steps_cap) {
-		size_t cap = ig->steps_cap ? ig->steps_cap * 2 : 64;
-		struct store_step *ns = tp_realloc(ig->steps, cap * sizeof(*ns));
-		if (!ns)
-			return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
-		ig->steps = ns;
-		ig->steps_cap = cap;
-	}
-	ig->steps[ig->nsteps++] = (struct store_step){ .step = n, .start_ns = e->ts_ns,
-						       .dur_ns = e->have & TH_DUR ? e->dur_ns : 0 };
 	return TP_OK;
 }
 
@@ -376,8 +325,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 	if ((e->ph == 's' || e->ph == 'f' || e->ph == 't') &&
 	    (e->cat == TRACE_S_AC2G || e->cat == TRACE_S_ASYNC || e->cat == TRACE_S_ASYNC_CPU_TO_GPU))
 		return TP_OK;
-	if (e->ph == 'X' && e->name < ig->is_step_cap && ig->is_step[e->name] &&
-	    e->cat != TRACE_S_GPU_USER_ANNOTATION && (rc = add_step(ig, e)))
+	if ((rc = analysis_event(ig->an, e, &ig->b_err)))
 		return rc;
 	b->ev[b->nev++] = *e;
 	ig->nev++;
@@ -418,6 +366,13 @@ static int detect(struct ingest *ig, int at_end)
 	return 1;
 }
 
+static const char *an_string(void *payload, uint32_t id)
+{
+	const char *s = trace_string(payload, id);
+
+	return s ? s : "";
+}
+
 static int start_parser(struct ingest *ig)
 {
 	struct trace_sink sink = { .string = sink_string, .event = sink_event, .payload = ig };
@@ -431,7 +386,8 @@ static int start_parser(struct ingest *ig)
 			       "%s uploads are kept but not analysed by this server version",
 			       kind_names[ig->kind]);
 	ig->tp = trace_parser_new(&ig->lim.trace, &sink);
-	if (!ig->tp)
+	ig->an = ig->tp ? analysis_new(an_string, ig->tp) : NULL;
+	if (!ig->an)
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	return TP_OK;
 }
@@ -589,8 +545,7 @@ static void ingest_free(struct ingest *ig)
 		tp_free(ig->batches[i].mev);
 		tp_free(ig->batches[i].str);
 	}
-	tp_free(ig->is_step);
-	tp_free(ig->steps);
+	analysis_free(ig->an);
 	store_writer_close(ig->w);
 	chan_destroy(&ig->raw_free);
 	chan_destroy(&ig->inf_free);
@@ -726,8 +681,15 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		meta = json_dumps(trace_meta(ig->tp), JSON_COMPACT);
 		f.meta_json = meta;
 	}
-	f.steps = ig->steps;
-	f.nsteps = ig->nsteps;
+	if (!rc && !parse_rc && ig->an) {
+		const struct an_result *ar;
+		if ((parse_rc = analysis_finish(ig->an, &ar, &ig->b_err)))
+			perr = &ig->b_err;
+		else
+			f.analysis = ar;
+		f.str = an_string;
+		f.str_payload = ig->tp;
+	}
 	if (rc) {
 		/* the database failed: nothing of this upload can be trusted */
 		res->rc = rc;

@@ -56,12 +56,21 @@ static int64_t filled_artifact(const char *run)
 	return id;
 }
 
+static const char *op_name(void *payload, uint32_t id)
+{
+	(void)payload;
+	return id == 1 ? "aten::mm" : "?";
+}
+
 static struct store_final final(const char *sha)
 {
-	static const struct store_step steps[] = { { 7, 1000, 1500 } };
+	static struct an_step steps[] = { { .step = 7, .start_ns = 1000, .dur_ns = 1500,
+					    .comp_ns = { 1000, 0, 0, 0, 0, 0, 500 } } };
+	static struct an_op ops[] = { { .name = 1, .device = AN_DEV_CPU, .calls = 2, .self_ns = 5, .total_ns = 9 } };
+	static const struct an_result an = { .steps = steps, .nsteps = 1, .ops = ops, .nops = 1 };
 	struct store_final f = { .sha256 = sha, .bytes = 10, .events = 3, .base_ns = 1000000, .rank = 2,
 				 .kind = "trace", .raw_encoding = "upload", .meta_json = "{\"a\":1}",
-				 .peak_allocated = 4096, .steps = steps, .nsteps = 1 };
+				 .peak_allocated = 4096, .analysis = &an, .str = op_name };
 	return f;
 }
 
@@ -72,7 +81,7 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	int64_t id = filled_artifact("keep"), dup;
 
 	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 2);
 	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA page_size"), 16384);
 	store_reader_close(r);
 	store_writer_close(w);
@@ -80,7 +89,7 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	ck_assert_int_eq(store_open(db, &st, &err), 0);	/* no migration runs twice */
 	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 2);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
 }
 END_TEST

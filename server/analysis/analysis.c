@@ -1,0 +1,707 @@
+/*
+ * analysis.c: steps, their breakdown, operator and kernel tables, from the
+ * events of one trace (analysis.h says when and why).
+ *
+ * Events are sorted into three kinds of compact record:
+ *   host spans  (cpu_op / Operator, user_annotation, cuda_runtime / driver):
+ *               nested per thread into call trees, for self times, for the
+ *               runtime / dataloader / cpu components, and to find which
+ *               operator launched a kernel;
+ *   GPU spans   (kernel, memcpy, memset): for the GPU components and the
+ *               GPU time of operators; kernels are also aggregated by name
+ *               as they stream by;
+ *   steps       (ProfilerStep#N on the CPU, and its gpu_user_annotation
+ *               mirror on the GPU when the trace has one).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "analysis/analysis.h"
+#include "ingest/trace.h"
+
+const char *const an_comp_names[AN_NCOMP] = {
+	"kernel", "memcpy", "memset", "runtime", "dataloader", "cpu", "idle",
+};
+
+/* ---- a small open-addressing map, u64 -> u32 ---- */
+
+struct hmap {
+	uint64_t *k;
+	uint32_t *v;		/* UINT32_MAX: empty slot */
+	size_t cap, n;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int hmap_grow(struct hmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 256, i;
+	uint64_t *k = tp_malloc(cap * sizeof(*k));
+	uint32_t *v = tp_malloc(cap * sizeof(*v));
+
+	if (!k || !v) {
+		tp_free(k);
+		tp_free(v);
+		return -1;
+	}
+	memset(v, 0xff, cap * sizeof(*v));
+	for (i = 0; i < m->cap; i++) {
+		if (m->v[i] == UINT32_MAX)
+			continue;
+		size_t j = mix(m->k[i]) & (cap - 1);
+		while (v[j] != UINT32_MAX)
+			j = (j + 1) & (cap - 1);
+		k[j] = m->k[i];
+		v[j] = m->v[i];
+	}
+	tp_free(m->k);
+	tp_free(m->v);
+	m->k = k;
+	m->v = v;
+	m->cap = cap;
+	return 0;
+}
+
+/* The value slot of key, inserted with value val when missing; NULL: out of memory. */
+static uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && hmap_grow(m))
+		return NULL;
+	for (j = mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
+		if (m->k[j] == key)
+			return &m->v[j];
+	m->k[j] = key;
+	m->v[j] = val;
+	m->n++;
+	return &m->v[j];
+}
+
+static uint32_t hmap_get(const struct hmap *m, uint64_t key)
+{
+	size_t j;
+
+	if (!m->cap)
+		return UINT32_MAX;
+	for (j = mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
+		if (m->k[j] == key)
+			return m->v[j];
+	return UINT32_MAX;
+}
+
+static void hmap_free(struct hmap *m)
+{
+	tp_free(m->k);
+	tp_free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- growable arrays ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t cap2;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	cap2 = *cap ? *cap : 64;
+	while (cap2 < need)
+		cap2 *= 2;
+	if (!(np = tp_realloc(*p, cap2 * size)))
+		return -1;
+	*p = np;
+	*cap = cap2;
+	return 0;
+}
+
+/* ---- classification of interned strings ---- */
+
+enum {
+	/* as a category */
+	C_OTHER = 1, C_OP, C_ANN, C_RUNTIME, C_KERNEL, C_MEMCPY, C_MEMSET, C_GPU_ANN,
+	C_MASK = 0x0f,
+	/* as a name */
+	N_STEP = 0x10, N_DATALOADER = 0x20,
+};
+
+enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
+
+struct hrec {			/* a host span */
+	int64_t s, e;
+	int64_t id;		/* runtime: correlation; op: External id; -1 when absent */
+	uint32_t thread, name;
+	uint8_t kind;		/* enum hkind */
+};
+
+struct grec {			/* a GPU span */
+	int64_t s, e, corr, ext;	/* -1 when absent */
+	uint8_t kind;		/* enum an_gpu_kind */
+};
+
+struct srec {			/* a step span */
+	int64_t step, s, e;
+};
+
+struct analysis {
+	an_string_fn str;
+	void *payload;
+	uint8_t *cls;		/* per string id, 0: not classified yet */
+	size_t ncls;
+	struct hmap threads;	/* (pid, tid) -> thread number */
+	struct hrec *h;
+	size_t nh, hcap;
+	struct grec *g;
+	size_t ng, gcap;
+	struct srec *cpu_steps, *gpu_steps;
+	size_t ncs, cscap, ngs, gscap;
+	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
+	struct an_result res;
+	size_t kcap, opcap;
+};
+
+static int step_number(const char *s, int64_t *n)
+{
+	static const char prefix[] = "ProfilerStep#";
+	size_t i = sizeof(prefix) - 1;
+	int64_t v = 0;
+
+	if (strncmp(s, prefix, i) || !s[i])
+		return 0;
+	for (; s[i]; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > (INT64_MAX - 9) / 10)
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	*n = v;
+	return 1;
+}
+
+static uint8_t classify_string(const char *s)
+{
+	static const struct { const char *s; uint8_t c; } cats[] = {
+		{ "cpu_op", C_OP }, { "Operator", C_OP }, { "user_annotation", C_ANN },
+		{ "cuda_runtime", C_RUNTIME }, { "cuda_driver", C_RUNTIME }, { "Runtime", C_RUNTIME },
+		{ "kernel", C_KERNEL }, { "Kernel", C_KERNEL }, { "gpu_memcpy", C_MEMCPY },
+		{ "Memcpy", C_MEMCPY }, { "gpu_memset", C_MEMSET }, { "Memset", C_MEMSET },
+		{ "gpu_user_annotation", C_GPU_ANN },
+	};
+	uint8_t c = C_OTHER;
+	int64_t n;
+	size_t i;
+
+	for (i = 0; i < sizeof(cats) / sizeof(cats[0]); i++)
+		if (!strcmp(s, cats[i].s))
+			c = cats[i].c;
+	if (step_number(s, &n))
+		c |= N_STEP;
+	/* torch.utils.data: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" */
+	if (!strncmp(s, "enumerate(DataLoader)#", 22))
+		c |= N_DATALOADER;
+	return c;
+}
+
+static int cls_of(struct analysis *an, uint32_t id, uint8_t *out)
+{
+	if (id >= an->ncls) {
+		size_t n = an->ncls ? an->ncls : 1024;
+		while (n <= id)
+			n *= 2;
+		uint8_t *nc = tp_realloc(an->cls, n);
+		if (!nc)
+			return -1;
+		memset(nc + an->ncls, 0, n - an->ncls);
+		an->cls = nc;
+		an->ncls = n;
+	}
+	if (!an->cls[id])
+		an->cls[id] = classify_string(an->str(an->payload, id));
+	*out = an->cls[id];
+	return 0;
+}
+
+struct analysis *analysis_new(an_string_fn str, void *payload)
+{
+	struct analysis *an = tp_calloc(1, sizeof(*an));
+
+	if (an) {
+		an->str = str;
+		an->payload = payload;
+	}
+	return an;
+}
+
+void analysis_free(struct analysis *an)
+{
+	if (!an)
+		return;
+	tp_free(an->cls);
+	hmap_free(&an->threads);
+	hmap_free(&an->kmap);
+	tp_free(an->h);
+	tp_free(an->g);
+	tp_free(an->cpu_steps);
+	tp_free(an->gpu_steps);
+	tp_free(an->res.steps);
+	tp_free(an->res.ops);
+	tp_free(an->res.kernels);
+	tp_free(an);
+}
+
+static int nomem(struct tp_errbuf *err)
+{
+	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+}
+
+/* pid and tid may be numbers or (interned) strings */
+static uint64_t id_key(int64_t num, uint32_t sid)
+{
+	return sid ? (1ULL << 63) | sid : (uint64_t)num;
+}
+
+static int add_kernel(struct analysis *an, const struct tp_event *e, int kind, int64_t dur)
+{
+	uint32_t *slot = hmap_put(&an->kmap, (uint64_t)e->name * 4 + (uint64_t)kind, (uint32_t)an->res.nkernels);
+	struct an_kernel *k;
+
+	if (!slot)
+		return -1;
+	if (*slot == an->res.nkernels) {
+		if (grow((void **)&an->res.kernels, &an->kcap, an->res.nkernels + 1, sizeof(*k)))
+			return -1;
+		k = &an->res.kernels[an->res.nkernels++];
+		memset(k, 0, sizeof(*k));
+		k->name = e->name;
+		k->kind = kind;
+		k->min_ns = dur;
+	}
+	k = &an->res.kernels[*slot];
+	k->calls++;
+	k->total_ns += dur;
+	if (dur < k->min_ns)
+		k->min_ns = dur;
+	if (dur > k->max_ns)
+		k->max_ns = dur;
+	if (dur < AN_TINY_KERNEL_NS) {
+		k->tiny_calls++;
+		k->tiny_ns += dur;
+	}
+	if ((e->have & TH_BPS) && e->blocks_per_sm == e->blocks_per_sm && e->blocks_per_sm < 1e12) {
+		k->bps_ns += dur;
+		k->bps_sum += e->blocks_per_sm * (double)dur;
+	}
+	if ((e->have & TH_OCC) && e->occupancy == e->occupancy && e->occupancy < 1e12) {
+		k->occ_ns += dur;
+		k->occ_sum += e->occupancy * (double)dur;
+	}
+	return 0;
+}
+
+int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
+{
+	uint8_t cc, nc;
+	int64_t s, dur, n;
+
+	if (e->ph != 'X' || !(e->have & TH_TS))
+		return TP_OK;
+	if (cls_of(an, e->cat, &cc) || cls_of(an, e->name, &nc))
+		return nomem(err);
+	cc &= C_MASK;
+	s = e->ts_ns;
+	dur = (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0;
+	if (dur > INT64_MAX - s)
+		dur = INT64_MAX - s;
+
+	if (nc & N_STEP) {
+		int gpu = cc == C_GPU_ANN;
+		struct srec **arr = gpu ? &an->gpu_steps : &an->cpu_steps;
+		size_t *cnt = gpu ? &an->ngs : &an->ncs, *cap = gpu ? &an->gscap : &an->cscap;
+		step_number(an->str(an->payload, e->name), &n);
+		if (grow((void **)arr, cap, *cnt + 1, sizeof(**arr)))
+			return nomem(err);
+		(*arr)[(*cnt)++] = (struct srec){ .step = n, .s = s, .e = s + dur };
+		return TP_OK;
+	}
+	switch (cc) {
+	case C_OP: case C_ANN: case C_RUNTIME: {
+		uint64_t tk = mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid);
+		uint32_t *t = hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
+		if (!t || grow((void **)&an->h, &an->hcap, an->nh + 1, sizeof(*an->h)))
+			return nomem(err);
+		int rt = cc == C_RUNTIME;
+		an->h[an->nh++] = (struct hrec){
+			.s = s, .e = s + dur, .thread = *t, .name = e->name,
+			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
+			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
+		};
+		return TP_OK;
+	}
+	case C_KERNEL: case C_MEMCPY: case C_MEMSET: {
+		int kind = cc == C_KERNEL ? AN_GPU_KERNEL : cc == C_MEMCPY ? AN_GPU_MEMCPY : AN_GPU_MEMSET;
+		if (grow((void **)&an->g, &an->gcap, an->ng + 1, sizeof(*an->g)) || add_kernel(an, e, kind, dur))
+			return nomem(err);
+		an->g[an->ng++] = (struct grec){
+			.s = s, .e = s + dur, .kind = (uint8_t)kind,
+			.corr = (e->have & TH_CORR) ? e->corr : -1, .ext = (e->have & TH_EXT) ? e->ext_id : -1,
+		};
+		return TP_OK;
+	}
+	default:
+		return TP_OK;
+	}
+}
+
+/* ---- call trees: self time and the operator that launched each GPU span ---- */
+
+static int cmp_hrec(const void *a, const void *b)
+{
+	const struct hrec *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	if (x->e != y->e)
+		return x->e > y->e ? -1 : 1;	/* the longer span first: it is the parent */
+	/* equal spans: an operator encloses the runtime call it made */
+	return (x->kind == H_RUNTIME) - (y->kind == H_RUNTIME);
+}
+
+struct frame {
+	size_t i;
+	int64_t end;		/* clipped to the parent's */
+};
+
+/*
+ * Nest each thread's spans (sorted by start, longer first) with a stack.
+ * A span that starts inside another is its child; one that ends after its
+ * parent is clipped to it (traces do have such overlaps), so children never
+ * count for more than their parent, self time is never negative, and the
+ * self times of a thread add up to at most its busy time.
+ */
+static int nest(struct analysis *an, int32_t *parent, int64_t *self)
+{
+	struct frame *stack = NULL;
+	size_t depth = 0, cap = 0, i;
+
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *r = &an->h[i];
+		if (i && r->thread != an->h[i - 1].thread)
+			depth = 0;
+		while (depth && r->s >= stack[depth - 1].end)
+			depth--;
+		int64_t end = r->e;
+		if (depth && end > stack[depth - 1].end)
+			end = stack[depth - 1].end;
+		parent[i] = depth ? (int32_t)stack[depth - 1].i : -1;
+		self[i] = end - r->s;
+		if (depth)
+			self[stack[depth - 1].i] -= end - r->s;
+		if (grow((void **)&stack, &cap, depth + 1, sizeof(*stack))) {
+			tp_free(stack);
+			return -1;
+		}
+		stack[depth++] = (struct frame){ i, end };
+	}
+	tp_free(stack);
+	return 0;
+}
+
+/*
+ * GPU time of operators. A GPU span belongs to the operator that launched
+ * it: its correlation id names the runtime call (cudaLaunchKernel, ...),
+ * whose nearest enclosing operator is the launcher. Traces where that fails
+ * (no runtime event kept) fall back to the span's External id, which Kineto
+ * sets to the launching operator's. gpu_self: spans launched by the operator
+ * itself; gpu_total: by it and everything it called.
+ */
+static int gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_self, int64_t *gpu_total)
+{
+	struct hmap corr = { 0 }, ext = { 0 };
+	size_t i;
+	int rc = -1;
+
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *r = &an->h[i];
+		if (r->id < 0)
+			continue;
+		if (!hmap_put(r->kind == H_RUNTIME ? &corr : &ext, (uint64_t)r->id, (uint32_t)i))
+			goto out;
+	}
+	for (i = 0; i < an->ng; i++) {
+		const struct grec *g = &an->g[i];
+		int64_t op = -1;
+		uint32_t j;
+		if (g->corr >= 0 && (j = hmap_get(&corr, (uint64_t)g->corr)) != UINT32_MAX) {
+			op = parent[j];
+			while (op >= 0 && an->h[op].kind == H_RUNTIME)
+				op = parent[op];
+		}
+		if (op < 0 && g->ext >= 0 && (j = hmap_get(&ext, (uint64_t)g->ext)) != UINT32_MAX)
+			op = j;
+		if (op >= 0)
+			gpu_self[op] += g->e - g->s;
+	}
+	memcpy(gpu_total, gpu_self, an->nh * sizeof(*gpu_total));
+	/* a parent sorts before its children */
+	for (i = an->nh; i-- > 0;)
+		if (parent[i] >= 0)
+			gpu_total[parent[i]] += gpu_total[i];
+	rc = 0;
+out:
+	hmap_free(&corr);
+	hmap_free(&ext);
+	return rc;
+}
+
+static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device, int64_t self, int64_t total)
+{
+	uint32_t *slot = hmap_put(m, (uint64_t)name * 2 + (uint64_t)device, (uint32_t)an->res.nops);
+	struct an_op *o;
+
+	if (!slot)
+		return -1;
+	if (*slot == an->res.nops) {
+		if (grow((void **)&an->res.ops, &an->opcap, an->res.nops + 1, sizeof(*o)))
+			return -1;
+		o = &an->res.ops[an->res.nops++];
+		*o = (struct an_op){ .name = name, .device = device };
+	}
+	o = &an->res.ops[*slot];
+	o->calls++;
+	o->self_ns += self;
+	o->total_ns += total;
+	return 0;
+}
+
+static int ops_table(struct analysis *an)
+{
+	int32_t *parent = tp_malloc((an->nh + 1) * sizeof(*parent));
+	int64_t *self = tp_malloc((an->nh + 1) * sizeof(*self));
+	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL;
+	int64_t *gtotal = an->ng ? tp_malloc((an->nh + 1) * sizeof(*gtotal)) : NULL;
+	struct hmap m = { 0 };
+	int rc = -1;
+	size_t i;
+
+	if (!parent || !self || (an->ng && (!gself || !gtotal)))
+		goto out;
+	qsort(an->h, an->nh, sizeof(*an->h), cmp_hrec);
+	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)))
+		goto out;
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *r = &an->h[i];
+		if (add_op(an, &m, r->name, AN_DEV_CPU, self[i], r->e - r->s))
+			goto out;
+		if (gtotal && gtotal[i] > 0 && r->kind != H_RUNTIME &&
+		    add_op(an, &m, r->name, AN_DEV_GPU, gself[i], gtotal[i]))
+			goto out;
+	}
+	rc = 0;
+out:
+	hmap_free(&m);
+	tp_free(parent);
+	tp_free(self);
+	tp_free(gself);
+	tp_free(gtotal);
+	return rc;
+}
+
+/* ---- step breakdown ---- */
+
+struct ival {
+	int64_t s, e;
+};
+
+struct ivals {
+	struct ival *v;
+	size_t n, cap;
+};
+
+static int cmp_ival(const void *a, const void *b)
+{
+	const struct ival *x = a, *y = b;
+
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+static int ivals_add(struct ivals *l, int64_t s, int64_t e)
+{
+	if (e <= s)
+		return 0;
+	if (grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+		return -1;
+	l->v[l->n++] = (struct ival){ s, e };
+	return 0;
+}
+
+/* Sort and merge into disjoint intervals, in place. */
+static void ivals_union(struct ivals *l)
+{
+	size_t i, o = 0;
+
+	qsort(l->v, l->n, sizeof(*l->v), cmp_ival);
+	for (i = 0; i < l->n; i++) {
+		if (o && l->v[i].s <= l->v[o - 1].e) {
+			if (l->v[i].e > l->v[o - 1].e)
+				l->v[o - 1].e = l->v[i].e;
+		} else {
+			l->v[o++] = l->v[i];
+		}
+	}
+	l->n = o;
+}
+
+/* Append the parts of the disjoint list l that lie in [a, b) to out (sorted). */
+static int ivals_window(const struct ivals *l, int64_t a, int64_t b, struct ivals *out)
+{
+	size_t lo = 0, hi = l->n;
+
+	out->n = 0;
+	while (lo < hi) {	/* the first interval that ends after a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->v[mid].e <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < l->n && l->v[lo].s < b; lo++)
+		if (ivals_add(out, l->v[lo].s > a ? l->v[lo].s : a, l->v[lo].e < b ? l->v[lo].e : b))
+			return -1;
+	return 0;
+}
+
+/* out = x united with y (both sorted, disjoint); returns the covered length. */
+static int merge_measure(const struct ivals *x, const struct ivals *y, struct ivals *out, int64_t *len)
+{
+	size_t i = 0, j = 0;
+
+	out->n = 0;
+	*len = 0;
+	while (i < x->n || j < y->n) {
+		struct ival v = j >= y->n || (i < x->n && x->v[i].s <= y->v[j].s) ? x->v[i++] : y->v[j++];
+		if (out->n && v.s <= out->v[out->n - 1].e) {
+			if (v.e > out->v[out->n - 1].e) {
+				*len += v.e - out->v[out->n - 1].e;
+				out->v[out->n - 1].e = v.e;
+			}
+		} else {
+			if (ivals_add(out, v.s, v.e))
+				return -1;
+			*len += v.e - v.s;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Each step (the CPU span [start, end)) is split so that every instant is
+ * counted once, in the first of these that is active then (the priority
+ * torch-tb-profiler's overview uses): kernel, memcpy, memset (on any GPU
+ * stream), runtime (CUDA runtime/driver calls), dataloader
+ * (enumerate(DataLoader)#... spans), cpu (any other operator or annotation,
+ * on any thread), else idle. So the components sum to the step's duration
+ * exactly. GPU activity counts only inside the step's GPU mirror span
+ * (gpu_user_annotation ProfilerStep#N) when the trace has one: work queued by
+ * the previous step that is still running is not this step's.
+ */
+static int breakdown(struct analysis *an)
+{
+	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
+	struct hmap mirror = { 0 };
+	size_t i;
+	int c, rc = -1;
+
+	for (i = 0; i < an->ng; i++) {
+		const struct grec *g = &an->g[i];
+		int k = g->kind == AN_GPU_KERNEL ? AN_KERNEL : g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET;
+		if (ivals_add(&cat[k], g->s, g->e))
+			goto out;
+	}
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *h = &an->h[i];
+		int k = h->kind == H_RUNTIME ? AN_RUNTIME : h->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
+		if (ivals_add(&cat[k], h->s, h->e))
+			goto out;
+	}
+	for (c = 0; c < AN_IDLE; c++)
+		ivals_union(&cat[c]);
+	/* the GPU mirror of step N: the hull of its spans */
+	for (i = 0; i < an->ngs; i++) {
+		uint32_t *slot = hmap_put(&mirror, (uint64_t)an->gpu_steps[i].step, (uint32_t)i);
+		if (!slot)
+			goto out;
+		struct srec *m = &an->gpu_steps[*slot], *g = &an->gpu_steps[i];
+		if (g->s < m->s)
+			m->s = g->s;
+		if (g->e > m->e)
+			m->e = g->e;
+	}
+	an->res.steps = tp_calloc(an->ncs + 1, sizeof(*an->res.steps));
+	if (!an->res.steps)
+		goto out;
+	for (i = 0; i < an->ncs; i++) {
+		const struct srec *s = &an->cpu_steps[i];
+		struct an_step *st = &an->res.steps[an->res.nsteps++];
+		int64_t ga = s->s, gb = s->e, covered = 0, len;
+		uint32_t m = hmap_get(&mirror, (uint64_t)s->step);
+		if (m != UINT32_MAX) {
+			if (an->gpu_steps[m].s > ga)
+				ga = an->gpu_steps[m].s;
+			if (an->gpu_steps[m].e < gb)
+				gb = an->gpu_steps[m].e;
+		}
+		st->step = s->step;
+		st->start_ns = s->s;
+		st->dur_ns = s->e - s->s;
+		cum.n = 0;
+		for (c = 0; c < AN_IDLE; c++) {
+			int gpu = c <= AN_MEMSET;
+			if (ivals_window(&cat[c], gpu ? ga : s->s, gpu ? gb : s->e, &win) ||
+			    merge_measure(&cum, &win, &tmp, &len))
+				goto out;
+			struct ivals t = cum;
+			cum = tmp;
+			tmp = t;
+			st->comp_ns[c] = len - covered;
+			covered = len;
+		}
+		st->comp_ns[AN_IDLE] = st->dur_ns - covered;
+	}
+	rc = 0;
+out:
+	for (c = 0; c < AN_IDLE; c++)
+		tp_free(cat[c].v);
+	tp_free(win.v);
+	tp_free(cum.v);
+	tp_free(tmp.v);
+	hmap_free(&mirror);
+	return rc;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+	const struct an_step *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
+{
+	/* breakdown() reads the host spans in any order; ops_table() sorts them */
+	if (breakdown(an) || ops_table(an))
+		return nomem(err);
+	qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
+	*out = &an->res;
+	return TP_OK;
+}

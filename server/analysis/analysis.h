@@ -1,0 +1,81 @@
+/*
+ * analysis.h: what a trace says about where time went, computed once while
+ * it is ingested (server/ingest/ingest.c feeds every event) and stored with
+ * it: steps and their breakdown, operator and kernel tables. Pure: no SQL,
+ * no HTTP. The read side (diagnosis.h) works from the stored tables.
+ *
+ * Times are as written in the trace (before baseTimeNanoseconds).
+ *
+ * Memory: the analysis keeps one compact record (40 bytes) per host span
+ * (operators, annotations, runtime calls) and per GPU activity, because
+ * nesting, step windows and CPU->GPU correlation can only be resolved once
+ * every event has been seen (a trace's events are not in time order, and a
+ * kernel may come before the call that launched it). The events cap
+ * (--max-events) bounds it.
+ */
+#ifndef ANALYSIS_H
+#define ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+#include "tp.h"
+
+/* The components of a step, in priority order (see analysis.c). */
+enum an_comp {
+	AN_KERNEL, AN_MEMCPY, AN_MEMSET, AN_RUNTIME, AN_DATALOADER, AN_CPU, AN_IDLE, AN_NCOMP
+};
+extern const char *const an_comp_names[AN_NCOMP];
+
+/* A kernel shorter than this is "tiny" (launch-bound); HTA's launch stats
+ * call 5-20 us the usual CPU launch cost of one kernel. */
+#define AN_TINY_KERNEL_NS 10000
+
+struct an_step {
+	int64_t step, start_ns, dur_ns;
+	int64_t comp_ns[AN_NCOMP];	/* sums to dur_ns */
+};
+
+enum an_device { AN_DEV_CPU = 0, AN_DEV_GPU = 1 };
+
+struct an_op {
+	uint32_t name;			/* interned string id */
+	int device;			/* enum an_device */
+	int64_t calls, self_ns, total_ns;
+};
+
+enum an_gpu_kind { AN_GPU_KERNEL = 0, AN_GPU_MEMCPY = 1, AN_GPU_MEMSET = 2 };
+
+struct an_kernel {
+	uint32_t name;
+	int kind;			/* enum an_gpu_kind */
+	int64_t calls, total_ns, min_ns, max_ns;
+	int64_t tiny_calls, tiny_ns;	/* shorter than AN_TINY_KERNEL_NS */
+	/* duration-weighted sums, over the calls that gave the field */
+	int64_t bps_ns, occ_ns;
+	double bps_sum, occ_sum;	/* sum of value * dur_ns */
+};
+
+struct an_result {
+	struct an_step *steps;
+	size_t nsteps;
+	struct an_op *ops;
+	size_t nops;
+	struct an_kernel *kernels;
+	size_t nkernels;
+};
+
+/* Resolves an interned string id to its text (never NULL). */
+typedef const char *(*an_string_fn)(void *payload, uint32_t id);
+
+struct analysis;
+
+struct analysis *analysis_new(an_string_fn str, void *payload);
+/* One parsed event; only complete ('X') events matter. */
+int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err);
+/* Compute; *out stays owned by an (valid until analysis_free). */
+int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err);
+void analysis_free(struct analysis *an);
+
+#endif

@@ -1,0 +1,256 @@
+/*
+ * diagnosis.c: the rules. Each looks at figures analysis stored at ingest
+ * and, when it fires, gives the measured evidence and what to do. Severity
+ * "warning": worth fixing; "info": worth knowing. A trace with no problem
+ * gives no warning.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "analysis/diagnosis.h"
+
+/*
+ * Thresholds. Where torch-tb-profiler had a rule (profiler/data.py:analyze,
+ * shared/reference/anchors.md 1.3) we keep its number so results agree with
+ * what users know.
+ */
+/* tb-profiler: "DataLoader > 5% of step time -> suggest num_workers" */
+#define DATALOADER_SHARE_WARN 0.05
+/* tb-profiler: "any GPU utilization < 50% -> suggest a larger batch" */
+#define GPU_UTIL_WARN 0.50
+/* host-only time (CPU busy while no GPU work runs) at least twice the GPU's
+ * busy time: the GPU waits on Python/dispatch far more than it computes */
+#define CPU_GPU_RATIO_WARN 2.0
+/* copies above 10% of GPU busy time (tb-profiler's threshold for
+ * communication, the other non-compute GPU time, is also 10%) */
+#define MEMCPY_SHARE_WARN 0.10
+/* host blocked in GPU->CPU syncs for 5% of step time or more */
+#define SYNC_SHARE_WARN 0.05
+/* step time rising by 10% or more from first to last step along a
+ * least-squares line that fits well (Pearson r >= 0.7), over 4+ steps */
+#define DRIFT_MIN_STEPS 4
+#define DRIFT_RISE_WARN 0.10
+#define DRIFT_MIN_R 0.7
+/* half the kernels shorter than AN_TINY_KERNEL_NS while the GPU is busy
+ * less than 70% of the step: launch overhead, not the GPU, sets the pace */
+#define TINY_SHARE_WARN 0.50
+#define TINY_UTIL_MAX 0.70
+
+const char *const diag_sync_names[DIAG_NSYNC] = {
+	"aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+	"cudaEventSynchronize", "cudaMemcpy",
+};
+/* which of those are runtime calls (the rest are operators that end in one) */
+static const int sync_is_runtime[DIAG_NSYNC] = { 0, 0, 1, 1, 1, 1 };
+
+static double share(int64_t part, int64_t whole)
+{
+	return whole > 0 ? (double)part / (double)whole : 0;
+}
+
+static int add(json_t *findings, const char *id, const char *severity, const char *title, json_t *evidence,
+	       const char *advice)
+{
+	json_t *f = evidence ? json_pack("{s:s, s:s, s:s, s:o, s:s}", "id", id, "severity", severity, "title",
+					 title, "evidence", evidence, "advice", advice)
+			     : NULL;
+
+	return !f || json_array_append_new(findings, f) ? -1 : 0;
+}
+
+static int rule_dataloader(const struct diag_input *in, json_t *out)
+{
+	double s = share(in->comp_ns[AN_DATALOADER], in->steps_ns);
+	char title[160];
+
+	if (s <= DATALOADER_SHARE_WARN)
+		return 0;
+	snprintf(title, sizeof(title), "Data loading takes %.1f%% of step time", s * 100);
+	return add(out, "dataloader", "warning", title,
+		   json_pack("{s:f, s:I, s:I, s:f}", "dataloader_share", s, "dataloader_ns",
+			     (json_int_t)in->comp_ns[AN_DATALOADER], "steps_ns", (json_int_t)in->steps_ns,
+			     "threshold", DATALOADER_SHARE_WARN),
+		   "Load batches in background workers: DataLoader(num_workers=N) with N about the CPU cores"
+		   " per GPU, persistent_workers=True so workers survive epochs, pin_memory=True with"
+		   " .to(device, non_blocking=True), and prefetch_factor >= 2.");
+}
+
+static int rule_gpu_util(const struct diag_input *in, json_t *out)
+{
+	double u = share(in->comp_ns[AN_KERNEL], in->steps_ns);
+	double idle = share(in->comp_ns[AN_IDLE], in->steps_ns);
+	char title[160];
+
+	if (u >= GPU_UTIL_WARN)
+		return 0;
+	snprintf(title, sizeof(title), "The GPU runs kernels only %.1f%% of the step time", u * 100);
+	return add(out, "low_gpu_utilization", "warning", title,
+		   json_pack("{s:f, s:f, s:I, s:I, s:f}", "gpu_utilization", u, "idle_share", idle, "kernel_ns",
+			     (json_int_t)in->comp_ns[AN_KERNEL], "steps_ns", (json_int_t)in->steps_ns,
+			     "threshold", GPU_UTIL_WARN),
+		   "Give the GPU more work per launch: a larger batch size, mixed precision (torch.autocast),"
+		   " and fewer host-side pauses (see the other findings for where the step waits).");
+}
+
+static int rule_cpu_bound(const struct diag_input *in, json_t *out)
+{
+	int64_t host = in->comp_ns[AN_RUNTIME] + in->comp_ns[AN_DATALOADER] + in->comp_ns[AN_CPU];
+	int64_t gpu = in->comp_ns[AN_KERNEL] + in->comp_ns[AN_MEMCPY] + in->comp_ns[AN_MEMSET];
+	double ratio = gpu > 0 ? (double)host / (double)gpu : INFINITY;
+	char title[160];
+
+	if (ratio < CPU_GPU_RATIO_WARN || !host)
+		return 0;
+	snprintf(title, sizeof(title), "CPU-only time is %.1fx the GPU's busy time", isinf(ratio) ? 0 : ratio);
+	return add(out, "cpu_bound", "warning", title,
+		   json_pack("{s:I, s:I, s:o, s:f}", "host_only_ns", (json_int_t)host, "gpu_busy_ns", (json_int_t)gpu,
+			     "ratio", isinf(ratio) ? json_null() : json_real(ratio), "threshold", CPU_GPU_RATIO_WARN),
+		   "The host, not the GPU, sets the pace: torch.compile or CUDA graphs cut Python and dispatch"
+		   " overhead; move per-step host work (logging, metrics, data preparation) out of the loop"
+		   " or into DataLoader workers.");
+}
+
+static int rule_memcpy(const struct diag_input *in, json_t *out)
+{
+	int64_t busy = in->kernel_ns + in->memcpy_ns + in->memset_ns;
+	double s = share(in->memcpy_ns, busy);
+	char title[160];
+
+	if (s <= MEMCPY_SHARE_WARN)
+		return 0;
+	snprintf(title, sizeof(title), "Memory copies take %.1f%% of GPU time", s * 100);
+	return add(out, "memcpy_share", "warning", title,
+		   json_pack("{s:f, s:I, s:I, s:I, s:I, s:f}", "memcpy_share", s, "memcpy_ns",
+			     (json_int_t)in->memcpy_ns, "memcpy_calls", (json_int_t)in->memcpy_calls, "gpu_busy_ns",
+			     (json_int_t)busy, "dtoh_calls", (json_int_t)in->dtoh_calls, "threshold", MEMCPY_SHARE_WARN),
+		   "Copy less and overlap the rest: keep tensors on the GPU between steps, use pinned host"
+		   " memory (pin_memory=True) with non_blocking=True copies, and avoid .cpu()/.numpy() on"
+		   " intermediate results.");
+}
+
+static int rule_sync(const struct diag_input *in, json_t *out)
+{
+	int64_t rt_calls = 0, rt_ns = 0, op_calls, op_ns;
+	json_t *calls = json_object();
+	char title[200];
+	int i;
+
+	if (!calls)
+		return -1;
+	for (i = 0; i < DIAG_NSYNC; i++) {
+		if (sync_is_runtime[i]) {
+			rt_calls += in->sync_calls[i];
+			rt_ns += in->sync_ns[i];
+		}
+		if (in->sync_calls[i] && json_object_set_new(calls, diag_sync_names[i],
+							     json_integer((json_int_t)in->sync_calls[i]))) {
+			json_decref(calls);
+			return -1;
+		}
+	}
+	/* aten::item calls aten::_local_scalar_dense, which ends in a runtime sync:
+	 * count the innermost that the trace has, never the same wait twice */
+	op_calls = in->sync_calls[1] ? in->sync_calls[1] : in->sync_calls[0];
+	op_ns = in->sync_calls[1] ? in->sync_ns[1] : in->sync_ns[0];
+	int64_t n = rt_calls > op_calls ? rt_calls : op_calls;
+	int64_t ns = rt_ns > op_ns ? rt_ns : op_ns;
+	double per_step = in->nsteps ? (double)n / (double)in->nsteps : 0;
+	double s = share(ns, in->steps_ns);
+	const char *sev = s >= SYNC_SHARE_WARN ? "warning" : per_step >= 1 ? "info" : NULL;
+	if (!sev) {
+		json_decref(calls);
+		return 0;
+	}
+	snprintf(title, sizeof(title), "The host waits for the GPU %.1f times per step (%.1f%% of step time)",
+		 per_step, s * 100);
+	return add(out, "gpu_sync", sev, title,
+		   json_pack("{s:I, s:f, s:I, s:f, s:o, s:I, s:f}", "sync_calls", (json_int_t)n, "per_step", per_step,
+			     "sync_ns", (json_int_t)ns, "sync_share", s, "calls_by_name", calls, "dtoh_copies",
+			     (json_int_t)in->dtoh_calls, "threshold", SYNC_SHARE_WARN),
+		   "Each .item(), .cpu(), print(tensor) or torch.cuda.synchronize() in the loop stalls the"
+		   " CPU until the GPU catches up: accumulate metrics on the GPU and read them every N steps,"
+		   " and drop explicit synchronize() calls outside of timing code.");
+}
+
+static int rule_drift(const struct diag_input *in, json_t *out)
+{
+	size_t n = in->nsteps, i;
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0, slope, r, mean, rise;
+	char title[160];
+
+	if (n < DRIFT_MIN_STEPS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		double x = (double)i, y = (double)in->step_dur_ns[i];
+		sx += x, sy += y, sxx += x * x, sxy += x * y, syy += y * y;
+	}
+	double vx = (double)n * sxx - sx * sx, vy = (double)n * syy - sy * sy, cxy = (double)n * sxy - sx * sy;
+	if (vx <= 0 || vy <= 0)
+		return 0;
+	slope = cxy / vx;
+	r = cxy / sqrt(vx * vy);
+	mean = sy / (double)n;
+	rise = slope * (double)(n - 1) / (mean - slope * (double)(n - 1) / 2);	/* vs the fitted first step */
+	if (rise < DRIFT_RISE_WARN || r < DRIFT_MIN_R)
+		return 0;
+	snprintf(title, sizeof(title), "Step time grows %.1f%% from the first step to the last", rise * 100);
+	return add(out, "step_drift", "warning", title,
+		   json_pack("{s:I, s:f, s:f, s:f, s:I, s:I}", "steps", (json_int_t)n, "slope_ns_per_step", slope,
+			     "rise", rise, "r", r, "first_ns", (json_int_t)in->step_dur_ns[0], "last_ns",
+			     (json_int_t)in->step_dur_ns[n - 1]),
+		   "Something accumulates across steps: tensors kept alive in Python lists (losses without"
+		   " .item()/detach()), a growing autograd graph, allocator fragmentation (see the memory"
+		   " timeline), or thermal throttling; compare the first and last steps' operators.");
+}
+
+static int rule_tiny_kernels(const struct diag_input *in, json_t *out)
+{
+	double s = share(in->tiny_calls, in->kernel_calls);
+	double u = share(in->comp_ns[AN_KERNEL], in->steps_ns);
+	char title[160];
+
+	if (s < TINY_SHARE_WARN || (in->nsteps && u >= TINY_UTIL_MAX))
+		return 0;
+	snprintf(title, sizeof(title), "%.0f%% of kernels run shorter than %d us: launch overhead dominates",
+		 s * 100, AN_TINY_KERNEL_NS / 1000);
+	return add(out, "tiny_kernels", in->nsteps ? "warning" : "info", title,
+		   json_pack("{s:I, s:I, s:f, s:I, s:I, s:f}", "kernel_calls", (json_int_t)in->kernel_calls,
+			     "tiny_calls", (json_int_t)in->tiny_calls, "tiny_share", s, "tiny_ns",
+			     (json_int_t)in->tiny_ns, "tiny_threshold_ns", (json_int_t)AN_TINY_KERNEL_NS,
+			     "gpu_utilization", u),
+		   "Fuse small kernels and launch fewer of them: torch.compile (mode=\"reduce-overhead\" adds"
+		   " CUDA graphs), CUDA graphs for static shapes, fused optimizers (foreach=True or"
+		   " fused=True), or a larger batch so each kernel does more.");
+}
+
+json_t *diagnosis_run(const struct diag_input *in)
+{
+	json_t *f = json_array();
+	int has_gpu = in->kernel_calls > 0 || in->memcpy_calls > 0;
+
+	if (!f)
+		return NULL;
+	if (!in->nsteps &&
+	    add(f, "no_steps", "info", "The trace has no ProfilerStep spans",
+		json_pack("{s:i}", "steps", 0),
+		"Step-based findings need torch.profiler.profile(schedule=...) with prof.step() called"
+		" once per iteration."))
+		goto oom;
+	if (!has_gpu && add(f, "no_gpu_activity", "info", "The trace has no GPU kernels or copies",
+			    json_pack("{s:i}", "kernels", 0),
+			    "Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] to see GPU time."))
+		goto oom;
+	if (in->nsteps && rule_dataloader(in, f))
+		goto oom;
+	if (in->nsteps && has_gpu && (rule_gpu_util(in, f) || rule_cpu_bound(in, f)))
+		goto oom;
+	if (has_gpu && (rule_memcpy(in, f) || rule_sync(in, f)))
+		goto oom;
+	if (rule_drift(in, f) || (in->kernel_calls && rule_tiny_kernels(in, f)))
+		goto oom;
+	json_t *o = json_pack("{s:i, s:o}", "rank", in->rank, "findings", f);
+	return o;
+oom:
+	json_decref(f);
+	return NULL;
+}

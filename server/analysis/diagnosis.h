@@ -1,0 +1,36 @@
+/*
+ * diagnosis.h: findings about one rank of a run, from the figures analysis
+ * stored at ingest (the store gathers them into struct diag_input). Pure:
+ * no SQL, no HTTP.
+ */
+#ifndef DIAGNOSIS_H
+#define DIAGNOSIS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+
+/* GPU->CPU synchronisation points, counted from the operator table */
+#define DIAG_NSYNC 6
+extern const char *const diag_sync_names[DIAG_NSYNC];
+
+struct diag_input {
+	int rank;
+	/* steps in time order */
+	size_t nsteps;
+	const int64_t *step_dur_ns;
+	int64_t steps_ns;			/* their sum */
+	int64_t comp_ns[AN_NCOMP];		/* step components summed over steps */
+	/* GPU activity of the whole trace */
+	int64_t kernel_calls, kernel_ns, tiny_calls, tiny_ns;
+	int64_t memcpy_calls, memcpy_ns, memset_ns;
+	int64_t dtoh_calls, dtoh_ns;		/* device-to-host copies ("Memcpy DtoH ...") */
+	/* host side: calls and time of each diag_sync_names[i] */
+	int64_t sync_calls[DIAG_NSYNC], sync_ns[DIAG_NSYNC];
+};
+
+/* {"findings": [...]} for shared/api.md; NULL when out of memory. */
+json_t *diagnosis_run(const struct diag_input *in);
+
+#endif

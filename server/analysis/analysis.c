@@ -253,6 +253,7 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.steps);
 	tp_free(an->res.ops);
 	tp_free(an->res.kernels);
+	tp_free(an->res.thread_self_ns);
 	tp_free(an);
 }
 
@@ -492,13 +493,16 @@ static int ops_table(struct analysis *an)
 	int rc = -1;
 	size_t i;
 
-	if (!parent || !self || (an->ng && (!gself || !gtotal)))
+	an->res.nthreads = an->threads.n;
+	an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t));
+	if (!parent || !self || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
 		goto out;
 	qsort(an->h, an->nh, sizeof(*an->h), cmp_hrec);
 	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)))
 		goto out;
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *r = &an->h[i];
+		an->res.thread_self_ns[r->thread] += self[i];
 		if (add_op(an, &m, r->name, AN_DEV_CPU, self[i], r->e - r->s))
 			goto out;
 		if (gtotal && gtotal[i] > 0 && r->kind != H_RUNTIME &&

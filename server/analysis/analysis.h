@@ -64,6 +64,9 @@ struct an_result {
 	size_t nops;
 	struct an_kernel *kernels;
 	size_t nkernels;
+	/* host self time per thread, threads numbered by their first host span */
+	int64_t *thread_self_ns;
+	size_t nthreads;
 };
 
 /* Resolves an interned string id to its text (never NULL). */

@@ -13,7 +13,9 @@ Suite *suite_routes(void);
 Suite *suite_evpack(void);
 Suite *suite_store(void);
 Suite *suite_alloc(void);
+Suite *suite_analysis(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
+Suite *suite_analysis_api(void);
 
 #endif

@@ -1,0 +1,243 @@
+/*
+ * check_analysis_api.c: the analysis endpoints of the real server over HTTP:
+ * steps, ops, kernels, ranks, diagnosis, CSV, the trace window (and its
+ * round trip through our own upload), and their errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+
+static void start(void)
+{
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
+	size_t len;
+	uint8_t *b = tu_read_file(path, &len);
+	struct tu_resp r;
+
+	if (!b || tu_server_start(&srv, NULL) ||
+	    tu_http(&srv, "POST", "/api/v1/runs/v100/artifacts?name=v100.json.gz", b, len, NULL, &r) ||
+	    r.status != 201) {
+		fprintf(stderr, "cannot start %s with the V100 fixture\n", SERVER_BIN);
+		abort();
+	}
+	tu_resp_free(&r);
+	free(b);
+	free(path);
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+}
+
+/* GET path, expecting status; the body as JSON when want_json. */
+static json_t *get(const char *path, long status, struct tu_resp *keep)
+{
+	struct tu_resp r;
+	json_t *j = NULL;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "%s: %ld, expected %ld: %s", path, r.status, status, r.body);
+	if (keep)
+		*keep = r;
+	else {
+		j = tu_json(&r);
+		tu_resp_free(&r);
+	}
+	return j;
+}
+
+START_TEST(test_endpoints_answer)
+{
+	json_t *j = get("/api/v1/runs/v100/steps", 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "steps")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "rank")), 1);	/* from distributedInfo */
+	json_decref(j);
+
+	j = get("/api/v1/runs/v100/kernels?limit=1", 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "kernels")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "total_ns")), 977859000);
+	json_decref(j);
+
+	j = get("/api/v1/runs/v100/ops?limit=3&sort=calls", 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ops")), 3);
+	json_int_t c0 = json_integer_value(json_object_get(json_array_get(json_object_get(j, "ops"), 0), "calls"));
+	json_int_t c1 = json_integer_value(json_object_get(json_array_get(json_object_get(j, "ops"), 1), "calls"));
+	ck_assert_int_ge(c0, c1);
+	json_decref(j);
+
+	j = get("/api/v1/runs/v100/ops?device=gpu&rank=1", 200, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "gpu");
+	ck_assert_int_gt(json_array_size(json_object_get(j, "ops")), 0);
+	json_decref(j);
+
+	j = get("/api/v1/runs/v100/diagnosis", 200, NULL);
+	ck_assert(json_is_array(json_object_get(j, "findings")));
+	json_decref(j);
+
+	j = get("/api/v1/runs/v100/ranks", 200, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "slowest_rank")), 1);
+	json_decref(j);
+
+	/* a rank without data answers empty tables, not an error */
+	j = get("/api/v1/runs/v100/kernels?rank=7", 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "kernels")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "calls")), 0);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_bad_queries)
+{
+	static const struct { const char *path; long status; const char *code; } cases[] = {
+		{ "/api/v1/runs/nope/steps", 404, "run_not_found" },
+		{ "/api/v1/runs/nope/diagnosis", 404, "run_not_found" },
+		{ "/api/v1/runs/nope/trace", 404, "run_not_found" },
+		{ "/api/v1/runs/v100/ops?limit=0", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/ops?limit=100001", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/ops?device=tpu", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/ops?sort=name;DROP", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/kernels?kind=tensor", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/steps?format=xml", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/steps?rank=-1", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/trace?start_ns=5&end_ns=5", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/trace?end_ns=abc", 400, "invalid_parameter" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = get(cases[i].path, cases[i].status, NULL);
+		ck_assert_msg(!strcmp(tu_error_code(j), cases[i].code), "%s: %s", cases[i].path, tu_error_code(j));
+		json_decref(j);
+	}
+}
+END_TEST
+
+START_TEST(test_csv)
+{
+	struct tu_resp r;
+	char *line, *save;
+	int rows = 0;
+
+	get("/api/v1/runs/v100/kernels?format=csv&limit=5", 200, &r);
+	ck_assert(!strncmp(r.content_type, "text/csv", 8));
+	line = strtok_r(r.body, "\r\n", &save);
+	ck_assert_str_eq(line, "name,calls,total_ns,mean_ns,max_ns,min_ns,blocks_per_sm,achieved_occupancy_pct");
+	line = strtok_r(NULL, "\r\n", &save);
+	static const char top[] = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem),2020,357343000,";
+	ck_assert_msg(!strncmp(line, top, sizeof(top) - 1), "%s", line);
+	for (rows = 1; strtok_r(NULL, "\r\n", &save); rows++)
+		;
+	ck_assert_int_eq(rows, 5);
+	tu_resp_free(&r);
+
+	/* names with commas and quotes are quoted (RFC 4180) */
+	get("/api/v1/runs/v100/kernels?format=csv&limit=2", 200, &r);
+	ck_assert_ptr_nonnull(strstr(r.body, "\r\n\"void at::native::vectorized_elementwise_kernel<4, "));
+	tu_resp_free(&r);
+
+	get("/api/v1/runs/v100/steps?format=csv", 200, &r);
+	static const char head[] = "step,start_ns,dur_ns,breakdown_ns.kernel,breakdown_ns.memcpy,";
+	ck_assert_msg(!strncmp(r.body, head, sizeof(head) - 1), "%s", r.body);
+	ck_assert_ptr_nonnull(strstr(r.body, "\r\n2,1669783687384669000,345770000,"));
+	tu_resp_free(&r);
+}
+END_TEST
+
+/* The events of ProfilerStep#3 on the V100 trace: [start, start + dur) */
+#define W_START 1669783687730492000LL
+#define W_END (W_START + 365256000LL)
+
+START_TEST(test_trace_window_round_trip)
+{
+	struct tu_resp a, b, gz;
+	char path[256];
+	json_t *j, *ev, *e;
+	size_t i, n, plain_len;
+	uint8_t *plain;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/v100/trace?start_ns=%lld&end_ns=%lld", W_START, W_END);
+	get(path, 200, &a);
+	ck_assert_str_eq(a.content_type, "application/json");
+	j = tu_json(&a);
+	ev = json_object_get(j, "traceEvents");
+	n = json_array_size(ev);
+	ck_assert_int_gt(n, 1000);
+	/* every timed event overlaps the window */
+	json_array_foreach(ev, i, e) {
+		json_t *ts = json_object_get(e, "ts");
+		if (!ts)
+			continue;
+		double t = json_number_value(ts) * 1000, d = json_number_value(json_object_get(e, "dur")) * 1000;
+		ck_assert_msg(t < (double)W_END + 1000 && t + d >= (double)W_START - 1000, "event outside: %f", t);
+	}
+	json_decref(j);
+
+	/* gzip when accepted, the same bytes inside */
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, "Accept-Encoding: gzip", &gz), 0);
+	ck_assert_str_eq(gz.content_encoding, "gzip");
+	plain = tu_gunzip(gz.body, gz.len, &plain_len);
+	ck_assert_uint_eq(plain_len, a.len);
+	ck_assert(!memcmp(plain, a.body, a.len));
+	free(plain);
+	tu_resp_free(&gz);
+
+	/* our own output uploads, and the same window of it gives the same events, byte for byte */
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/window/artifacts?name=w.json&rank=1", a.body, a.len,
+				 NULL, &b), 0);
+	ck_assert_msg(b.status == 201, "%ld %s", b.status, b.body);
+	tu_resp_free(&b);
+	snprintf(path, sizeof(path), "/api/v1/runs/window/trace?start_ns=%lld&end_ns=%lld", W_START, W_END);
+	get(path, 200, &b);
+	ck_assert_uint_eq(b.len, a.len);
+	ck_assert(!memcmp(a.body, b.body, a.len));
+	tu_resp_free(&b);
+
+	/* and its step is the same step */
+	j = get("/api/v1/runs/window/steps", 200, NULL);
+	ck_assert_int_ge(json_array_size(json_object_get(j, "steps")), 1);
+	json_t *s3 = NULL;
+	json_array_foreach(json_object_get(j, "steps"), i, e)
+		if (json_integer_value(json_object_get(e, "step")) == 3)
+			s3 = e;
+	ck_assert_ptr_nonnull(s3);
+	ck_assert_int_eq(json_integer_value(json_object_get(s3, "start_ns")), W_START);
+	ck_assert_int_eq(json_integer_value(json_object_get(s3, "dur_ns")), 365256000);
+	json_decref(j);
+	tu_resp_free(&a);
+}
+END_TEST
+
+START_TEST(test_whole_trace)
+{
+	struct tu_resp a;
+	json_t *j;
+
+	get("/api/v1/runs/v100/trace", 200, &a);
+	j = tu_json(&a);
+	/* 216,092 events less 28,010 [memory] events and 64,663 CPU->GPU flows (kept as correlation ids) */
+	ck_assert_int_eq(json_array_size(json_object_get(j, "traceEvents")), 216092 - 28010 - 64663);
+	json_decref(j);
+	tu_resp_free(&a);
+}
+END_TEST
+
+Suite *suite_analysis_api(void)
+{
+	Suite *s = suite_create("analysis_api");
+	TCase *tc = tcase_create("v100");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, start, stop);
+	tcase_add_test(tc, test_endpoints_answer);
+	tcase_add_test(tc, test_bad_queries);
+	tcase_add_test(tc, test_csv);
+	tcase_add_test(tc, test_trace_window_round_trip);
+	tcase_add_test(tc, test_whole_trace);
+	suite_add_tcase(s, tc);
+	return s;
+}

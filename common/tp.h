@@ -62,4 +62,12 @@ void tp_log_write(int level, const char *prefix, const char *fmt, ...)
 /* Nanoseconds since the Unix epoch, wall clock. */
 int64_t tp_now_ns(void);
 
+/* a + b, saturated at the int64 range: sums of durations from untrusted traces */
+static inline int64_t tp_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
 #endif

@@ -44,7 +44,7 @@ struct trace_stream {
 
 static void put(struct trace_stream *s, const char *p, size_t n)
 {
-	if (s->oom)
+	if (s->oom || !n)
 		return;
 	if (s->len + n > s->cap) {
 		size_t cap = s->cap ? s->cap : FILL * 2;
@@ -159,7 +159,7 @@ static void put_event(struct trace_stream *s, const struct tp_event *e)
 	}
 	if (e->have & TH_TS) {
 		puts_(s, ",\"ts\":");
-		put_us(s, s->base + e->ts_ns);
+		put_us(s, tp_sat_add(s->base, e->ts_ns));
 	}
 	if (e->have & TH_DUR) {
 		puts_(s, ",\"dur\":");
@@ -201,8 +201,8 @@ static int in_window(const struct trace_stream *s, const struct tp_event *e)
 {
 	if (!(e->have & TH_TS))
 		return 1;
-	int64_t a = s->base + e->ts_ns;
-	int64_t b = a + ((e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0);
+	int64_t a = tp_sat_add(s->base, e->ts_ns);
+	int64_t b = tp_sat_add(a, (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0);
 	return a < s->end && b >= s->start;
 }
 

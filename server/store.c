@@ -773,7 +773,10 @@ static void bind_step(sqlite3_stmt *st, const struct store_final *f, int64_t art
 
 	sqlite3_bind_int64(st, 1, artifact);
 	sqlite3_bind_int64(st, 2, s->step);
-	sqlite3_bind_int64(st, 3, s->start_ns + f->base_ns);
+	int64_t start;
+	if (__builtin_add_overflow(s->start_ns, f->base_ns, &start))
+		start = f->base_ns > 0 ? INT64_MAX : INT64_MIN;
+	sqlite3_bind_int64(st, 3, start);
 	sqlite3_bind_int64(st, 4, s->dur_ns);
 	for (c = 0; c < AN_NCOMP; c++)
 		sqlite3_bind_int64(st, 5 + c, s->comp_ns[c]);
@@ -2005,8 +2008,13 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 				return TP_ERR_DB;
 			sqlite3_bind_int64(t->blocks, 1, a << 32);
 			sqlite3_bind_int64(t->blocks, 2, a << 32 | 0xffffffffLL);
-			sqlite3_bind_int64(t->blocks, 3, t->start == INT64_MIN ? INT64_MIN : t->start - base);
-			sqlite3_bind_int64(t->blocks, 4, t->end == INT64_MAX ? INT64_MAX : t->end - base);
+			int64_t lo, hi;
+			if (t->start == INT64_MIN || __builtin_sub_overflow(t->start, base, &lo))
+				lo = INT64_MIN;
+			if (t->end == INT64_MAX || __builtin_sub_overflow(t->end, base, &hi))
+				hi = INT64_MAX;
+			sqlite3_bind_int64(t->blocks, 3, lo);
+			sqlite3_bind_int64(t->blocks, 4, hi);
 		}
 		int step = sqlite3_step(t->blocks);
 		if (step == SQLITE_DONE) {

@@ -286,21 +286,21 @@ static int add_kernel(struct analysis *an, const struct tp_event *e, int kind, i
 	}
 	k = &an->res.kernels[*slot];
 	k->calls++;
-	k->total_ns += dur;
+	k->total_ns = tp_sat_add(k->total_ns, dur);
 	if (dur < k->min_ns)
 		k->min_ns = dur;
 	if (dur > k->max_ns)
 		k->max_ns = dur;
 	if (dur < AN_TINY_KERNEL_NS) {
 		k->tiny_calls++;
-		k->tiny_ns += dur;
+		k->tiny_ns = tp_sat_add(k->tiny_ns, dur);
 	}
 	if ((e->have & TH_BPS) && e->blocks_per_sm == e->blocks_per_sm && e->blocks_per_sm < 1e12) {
-		k->bps_ns += dur;
+		k->bps_ns = tp_sat_add(k->bps_ns, dur);
 		k->bps_sum += e->blocks_per_sm * (double)dur;
 	}
 	if ((e->have & TH_OCC) && e->occupancy == e->occupancy && e->occupancy < 1e12) {
-		k->occ_ns += dur;
+		k->occ_ns = tp_sat_add(k->occ_ns, dur);
 		k->occ_sum += e->occupancy * (double)dur;
 	}
 	return 0;
@@ -318,7 +318,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	cc &= C_MASK;
 	s = e->ts_ns;
 	dur = (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0;
-	if (dur > INT64_MAX - s)
+	if (s > 0 && dur > INT64_MAX - s)
 		dur = INT64_MAX - s;
 
 	if (nc & N_STEP) {
@@ -449,13 +449,13 @@ static int gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_sel
 		if (op < 0 && g->ext >= 0 && (j = hmap_get(&ext, (uint64_t)g->ext)) != UINT32_MAX)
 			op = j;
 		if (op >= 0)
-			gpu_self[op] += g->e - g->s;
+			gpu_self[op] = tp_sat_add(gpu_self[op], g->e - g->s);
 	}
-	memcpy(gpu_total, gpu_self, an->nh * sizeof(*gpu_total));
+	memcpy(gpu_total, gpu_self, (an->nh + 1) * sizeof(*gpu_total));
 	/* a parent sorts before its children */
 	for (i = an->nh; i-- > 0;)
 		if (parent[i] >= 0)
-			gpu_total[parent[i]] += gpu_total[i];
+			gpu_total[parent[i]] = tp_sat_add(gpu_total[parent[i]], gpu_total[i]);
 	rc = 0;
 out:
 	hmap_free(&corr);
@@ -478,8 +478,8 @@ static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device
 	}
 	o = &an->res.ops[*slot];
 	o->calls++;
-	o->self_ns += self;
-	o->total_ns += total;
+	o->self_ns = tp_sat_add(o->self_ns, self);
+	o->total_ns = tp_sat_add(o->total_ns, total);
 	return 0;
 }
 
@@ -497,12 +497,13 @@ static int ops_table(struct analysis *an)
 	an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t));
 	if (!parent || !self || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
 		goto out;
-	qsort(an->h, an->nh, sizeof(*an->h), cmp_hrec);
+	if (an->nh > 1)
+		qsort(an->h, an->nh, sizeof(*an->h), cmp_hrec);
 	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)))
 		goto out;
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *r = &an->h[i];
-		an->res.thread_self_ns[r->thread] += self[i];
+		an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], self[i]);
 		if (add_op(an, &m, r->name, AN_DEV_CPU, self[i], r->e - r->s))
 			goto out;
 		if (gtotal && gtotal[i] > 0 && r->kind != H_RUNTIME &&
@@ -552,7 +553,8 @@ static void ivals_union(struct ivals *l)
 {
 	size_t i, o = 0;
 
-	qsort(l->v, l->n, sizeof(*l->v), cmp_ival);
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_ival);
 	for (i = 0; i < l->n; i++) {
 		if (o && l->v[i].s <= l->v[o - 1].e) {
 			if (l->v[i].e > l->v[o - 1].e)
@@ -705,7 +707,8 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	/* breakdown() reads the host spans in any order; ops_table() sorts them */
 	if (breakdown(an) || ops_table(an))
 		return nomem(err);
-	qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
+	if (an->res.nsteps > 1)
+		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
 	*out = &an->res;
 	return TP_OK;
 }

@@ -1,6 +1,7 @@
 /*
  * fuzz_trace.c: libFuzzer target for the upload path before the database:
- * bytes -> inflate (gzip by magic, with caps) -> streaming trace parser.
+ * bytes -> inflate (gzip by magic, with caps) -> streaming trace parser
+ * -> analysis (steps, breakdowns, operator and kernel tables).
  * The first byte picks the piece size, so token and gzip boundaries land
  * everywhere. Checks what must hold for any input: no crash, no leak, an
  * error code from the documented set, and events that make sense.
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "ingest/inflate.h"
 #include "ingest/trace.h"
 
 struct ctx {
 	struct trace_parser *p;
+	struct analysis *an;
 	struct tp_errbuf err;
 	unsigned long events;
 };
@@ -35,7 +38,37 @@ static int on_event(void *payload, const struct tp_event *e)
 	if (e->ph != 'M' && !(e->have & TH_TS))
 		abort();
 	c->events++;
-	return TP_OK;
+	return analysis_event(c->an, e, &c->err);
+}
+
+static const char *str_of(void *payload, uint32_t id)
+{
+	const char *s = trace_string(payload, id);
+	return s ? s : "";
+}
+
+/* What analysis promises for any input: components that sum to each step, self <= total. */
+static void check_analysis(struct ctx *c)
+{
+	const struct an_result *r;
+	struct tp_errbuf err = { 0 };
+	size_t i;
+
+	if (analysis_finish(c->an, &r, &err))
+		return;		/* out of memory only */
+	for (i = 0; i < r->nsteps; i++) {
+		int64_t sum = 0;
+		for (int k = 0; k < AN_NCOMP; k++) {
+			if (r->steps[i].comp_ns[k] < 0)
+				abort();
+			sum += r->steps[i].comp_ns[k];
+		}
+		if (sum != r->steps[i].dur_ns)
+			abort();
+	}
+	for (i = 0; i < r->nops; i++)
+		if (r->ops[i].self_ns < 0 || (r->ops[i].device == AN_DEV_CPU && r->ops[i].self_ns > r->ops[i].total_ns))
+			abort();
 }
 
 static int to_parser(void *payload, const uint8_t *data, size_t len)
@@ -71,8 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	lim.max_meta_bytes = 4096;
 	sink.payload = &c;
 	c.p = trace_parser_new(&lim, &sink);
-	if (!c.p)
+	c.an = c.p ? analysis_new(str_of, c.p) : NULL;
+	if (!c.an) {
+		trace_parser_free(c.p);
 		return 0;
+	}
 	inflate_init(&st, 1 << 22, 100, to_parser, &c);
 	for (i = 0; i < size && rc == TP_OK; i += piece)
 		rc = inflate_feed(&st, data + i, size - i < piece ? size - i : piece, &c.err);
@@ -84,6 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (rc == TP_OK && c.events > trace_event_count(c.p))
 		abort();
+	if (rc == TP_OK)
+		check_analysis(&c);
+	analysis_free(c.an);
 	inflate_release(&st);
 	trace_parser_free(c.p);
 	return 0;

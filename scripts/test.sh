@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds and runs the whole test suite (unit + end to end) in build/;
-# with SANITIZE=1, in build-asan/ with AddressSanitizer and UBSan.
+# Builds and runs the whole test suite (unit + end to end, then the API's
+# JSON Schemas against a live server) in build/; with SANITIZE=1, in
+# build-asan/ with AddressSanitizer and UBSan.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -9,3 +10,8 @@ if [ "${SANITIZE:-0}" = 1 ]; then dir=build-asan; opts="-DSANITIZE=ON -DCMAKE_BU
 cmake -S . -B "$dir" $opts >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 ctest --test-dir "$dir" --output-on-failure
+# npm ci only when node_modules lacks this very lock (missing, or the lock changed)
+lock=tests/schema/package-lock.json
+cmp -s "$lock" tests/schema/node_modules/.installed-lock.json ||
+	{ npm ci --prefix tests/schema --no-audit --no-fund && cp "$lock" tests/schema/node_modules/.installed-lock.json; }
+node tests/schema/validate.mjs "$dir"

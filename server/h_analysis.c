@@ -75,7 +75,7 @@ static void put_value(struct buf *b, json_t *v)
 	switch (json_typeof(v)) {
 	case JSON_STRING: put_field(b, json_string_value(v)); break;
 	case JSON_INTEGER: snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)); put_s(b, num); break;
-	case JSON_REAL: snprintf(num, sizeof(num), "%.17g", json_real_value(v)); put_s(b, num); break;
+	case JSON_REAL: snprintf(num, sizeof(num), "%.12g", json_real_value(v)); put_s(b, num); break;
 	case JSON_TRUE: put_s(b, "true"); break;
 	case JSON_FALSE: put_s(b, "false"); break;
 	default: break;		/* null: empty */
@@ -248,10 +248,15 @@ int h_run_diagnosis(struct request *req)
 	struct diag_input in;
 	int64_t *durs;
 	long long rank;
+	int csv;
 	json_t *body = NULL;
 
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || open_reader(req, &r))
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || open_reader(req, &r))
 		return 0;
+	if (csv) {
+		store_reader_close(r);
+		return http_reply_error(req, 400, "invalid_parameter", NULL, "diagnosis answers JSON only");
+	}
 	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);

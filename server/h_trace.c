@@ -9,9 +9,9 @@
  * Times are written as absolute microseconds with the exact nanosecond
  * fraction ("ts": 1669783687389324.125), which our own ingest reads back
  * exactly: the output re-uploads into the same events. Metadata events
- * (process and thread names) are always included. Flows from CPU calls to
- * GPU work are not stored (their "correlation" args are), so they are not
- * written.
+ * (process and thread names) are always included, [memory] events too.
+ * Flows from CPU calls to GPU work are not stored (their "correlation" args
+ * are), so they are not written.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -185,7 +185,19 @@ static void put_event(struct trace_stream *s, const struct tp_event *e)
 	if (e->have & TH_STREAM)
 		put_arg_i(s, &first, "stream", e->stream);
 	if (e->have & TH_BYTES)
-		put_arg_i(s, &first, "bytes", e->bytes);
+		put_arg_i(s, &first, e->ph == 'i' ? "Bytes" : "bytes", e->bytes);
+	if (e->have & TH_ADDR)
+		put_arg_i(s, &first, "Addr", e->addr);
+	if (e->have & TH_TOTAL_ALLOC)
+		put_arg_i(s, &first, "Total Allocated", e->total_alloc);
+	if (e->have & TH_TOTAL_RES)
+		put_arg_i(s, &first, "Total Reserved", e->total_reserved);
+	if (e->have & TH_DEV_TYPE)
+		put_arg_i(s, &first, "Device Type", e->dev_type);
+	if (e->have & TH_DEV_ID)
+		put_arg_i(s, &first, "Device Id", e->dev_id);
+	if (e->have & TH_EV_IDX)
+		put_arg_i(s, &first, "Ev Idx", e->ev_idx);
 	if (e->have & TH_SEQ)
 		put_arg_i(s, &first, "Sequence number", e->seq);
 	if (e->have & TH_FWD_TID)

@@ -173,7 +173,7 @@ int http_reply_json(struct request *req, unsigned status, json_t *body)
 
 	if (!body)
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	text = json_dumps(body, JSON_COMPACT);
+	text = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(12));
 	json_decref(body);
 	if (!text)
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");

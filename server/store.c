@@ -1627,7 +1627,7 @@ json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *e
 	json_array_foreach(ranks, i, o) {
 		double pct = median_mean > 0 && means[i] > 0 ? (means[i] / median_mean - 1) * 100 : 0;
 		int is = n > 1 && pct > STRAGGLER_PCT;
-		if (json_object_set_new(o, "vs_median_pct", json_real(pct)) ||
+		if (json_object_set_new(o, "vs_median_pct", means[i] > 0 ? json_real(pct) : json_null()) ||
 		    json_object_set_new(o, "straggler", json_boolean(is)) ||
 		    (is && json_array_append(strag, json_object_get(o, "rank"))))
 			goto oom;
@@ -1667,6 +1667,13 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	if ((rank = rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	in->rank = rank;
+	if (!(st = prepare_rank(r, "SELECT COUNT(*) FROM (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err)))
+		return TP_ERR_DB;
+	step = sqlite3_step(st);
+	in->traces = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	if (step != SQLITE_ROW)
+		return db_fail(err, r->db, "read artifacts");
 	if (rank_durations(r, run, rank, durs, &in->nsteps, err))
 		return err->rc;
 	in->step_dur_ns = *durs;
@@ -2002,8 +2009,8 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 				return rc;
 			/* blocks that may hold events in the window (written times), and those without times */
 			t->blocks = prepare(t->r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
-						  " AND kind=0 AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
-						  " ORDER BY key", err);
+						  " AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
+						  " ORDER BY kind, key", err);
 			if (!t->blocks)
 				return TP_ERR_DB;
 			sqlite3_bind_int64(t->blocks, 1, a << 32);

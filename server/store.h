@@ -156,8 +156,8 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 		      struct tp_errbuf *err);
 
 /*
- * The trace events of one rank (its ready trace artifacts in upload order)
- * that may overlap [start_ns, end_ns) (absolute; INT64_MIN / INT64_MAX for
+ * The trace events of one rank (its ready trace artifacts in upload order;
+ * in each, the events, then the [memory] events) that may overlap [start_ns, end_ns) (absolute; INT64_MIN / INT64_MAX for
  * no bound), block by block: the caller filters each event. r must outlive t.
  */
 struct store_trace;

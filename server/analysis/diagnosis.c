@@ -230,6 +230,13 @@ json_t *diagnosis_run(const struct diag_input *in)
 
 	if (!f)
 		return NULL;
+	if (!in->traces) {
+		if (add(f, "no_trace", "info", "This rank has no profiler trace to diagnose",
+			json_pack("{s:i}", "traces", 0),
+			"Upload a torch.profiler trace (*.pt.trace.json[.gz]) for this run and rank."))
+			goto oom;
+		goto done;
+	}
 	if (!in->nsteps &&
 	    add(f, "no_steps", "info", "The trace has no ProfilerStep spans",
 		json_pack("{s:i}", "steps", 0),
@@ -248,6 +255,7 @@ json_t *diagnosis_run(const struct diag_input *in)
 		goto oom;
 	if (rule_drift(in, f) || (in->kernel_calls && rule_tiny_kernels(in, f)))
 		goto oom;
+done:;
 	json_t *o = json_pack("{s:i, s:o}", "rank", in->rank, "findings", f);
 	return o;
 oom:

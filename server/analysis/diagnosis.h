@@ -17,6 +17,7 @@ extern const char *const diag_sync_names[DIAG_NSYNC];
 
 struct diag_input {
 	int rank;
+	int64_t traces;			/* ready trace artifacts of the rank */
 	/* steps in time order */
 	size_t nsteps;
 	const int64_t *step_dur_ns;

@@ -835,6 +835,11 @@ static int yajl_failed(struct trace_parser *p, yajl_status st, const uint8_t *da
 	(void)st;
 	at = p->fed + yajl_get_bytes_consumed(p->yajl);
 	msg = yajl_get_error(p->yajl, 0, data, len);
+	if (msg) {	/* yajl ends its message with a newline */
+		size_t n = strlen((char *)msg);
+		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+			msg[--n] = 0;
+	}
 	tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "invalid JSON at byte %llu: %s",
 		(unsigned long long)at, msg ? (const char *)msg : "parse error");
 	if (msg)

@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "http.h"
 #include "metrics.h"
 #include "routes.h"
@@ -37,6 +38,7 @@
 /* after an early answer, how much more body is read (and dropped) before the connection is closed */
 #define DISCARD_MAX (64u << 20)
 #define MAX_TOKENS 32
+#define CACHE_BYTES (64u << 20)	/* answers kept by the cache */
 
 struct server {
 	struct MHD_Daemon *daemon;
@@ -49,6 +51,7 @@ struct server {
 	pthread_cond_t idle;
 	int active;			/* requests in flight */
 	uint16_t port;
+	struct cache *cache;		/* answers of ROUTE_CACHE reads; NULL: none */
 };
 
 struct store *http_store(const struct request *req)
@@ -150,12 +153,16 @@ int http_reply_text(struct request *req, unsigned status, const char *content_ty
 
 	if (req->accepts_gzip && len >= GZIP_MIN_BYTES && (gz = gzip_buf(text, len, &gzlen))) {
 		tp_free(text);
+		if (req->cache_key && status == 200)
+			cache_put(req->srv->cache, req->cache_key, req->cache_gen, gz, gzlen, content_type, 1);
 		resp = MHD_create_response_from_buffer(gzlen, gz, MHD_RESPMEM_MUST_FREE);
 		if (resp)
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 		else
 			tp_free(gz);
 	} else {
+		if (req->cache_key && status == 200)
+			cache_put(req->srv->cache, req->cache_key, req->cache_gen, text, len, content_type, 0);
 		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 		if (!resp)
 			tp_free(text);
@@ -301,9 +308,64 @@ static void request_free(struct request *req)
 
 	for (i = 0; i < ROUTE_MAX_PARAMS; i++)
 		tp_free(req->params[i]);
+	tp_free(req->cache_key);
 	if (req->held)
 		MHD_destroy_response(req->held);
 	tp_free(req);
+}
+
+/* ---- the answer cache (cache.h) ---- */
+
+struct keybuf {
+	char s[1024];
+	size_t n;
+	int overflow;
+};
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct keybuf *k = cls;
+	int n;
+
+	(void)kind;
+	n = snprintf(k->s + k->n, sizeof(k->s) - k->n, "&%s=%s", key, value ? value : "");
+	if (n < 0 || (size_t)n >= sizeof(k->s) - k->n)
+		k->overflow = 1;
+	else
+		k->n += (size_t)n;
+	return k->overflow ? MHD_NO : MHD_YES;
+}
+
+/* Answer a cacheable read from the cache, else run its handler and keep its answer. */
+static int cached(struct request *req, const char *url)
+{
+	struct keybuf k = { .n = 0 };
+	struct cache_hit hit;
+	struct MHD_Response *resp;
+	uint64_t gen = store_generation(req->srv->store);
+
+	k.n = (size_t)snprintf(k.s, sizeof(k.s), "%s%s", req->accepts_gzip ? "gz " : "", url);
+	if (k.n >= sizeof(k.s))
+		return req->route->on_begin(req);
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_arg, &k);
+	if (k.overflow)
+		return req->route->on_begin(req);
+	if (cache_get(req->srv->cache, k.s, gen, &hit)) {
+		resp = MHD_create_response_from_buffer(hit.len, hit.data, MHD_RESPMEM_MUST_FREE);
+		if (!resp) {
+			tp_free(hit.data);
+			return -1;
+		}
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, hit.content_type);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+		if (hit.gzip)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+		return http_reply_response(req, 200, resp);
+	}
+	/* the generation read before the handler: a write during it makes this entry stale, never wrong */
+	req->cache_gen = gen;
+	req->cache_key = tp_strdup(k.s);
+	return req->route->on_begin(req);
 }
 
 static enum MHD_Result reply_result(struct request *req, int rc)
@@ -358,6 +420,8 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 		return reply_result(req, http_reply_error(req, 401, "unauthorized", NULL,
 							  "this server needs 'Authorization: Bearer TOKEN' with a %s token",
 							  req->route->flags & ROUTE_WRITE ? "write" : "read or write"));
+	if ((req->route->flags & ROUTE_CACHE) && !strcmp(method, "GET") && srv->cache)
+		return reply_result(req, cached(req, url));
 	return reply_result(req, req->route->on_begin(req));
 }
 
@@ -506,6 +570,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 		goto fail;
 	if ((rc = store_open(cfg->db_path, &srv->store, err)))
 		goto fail;
+	srv->cache = cache_new(CACHE_BYTES);
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
@@ -561,6 +626,7 @@ void server_stop(struct server *srv)
 			close(ls);
 	}
 	store_close(srv->store);
+	cache_free(srv->cache);
 	for (i = 0; i < srv->ntokens; i++)
 		tp_free(srv->tokens[i]);
 	pthread_mutex_destroy(&srv->mu);

@@ -52,6 +52,8 @@ struct request {
 	double t0;			/* monotonic seconds at the first callback */
 	char path[256];			/* for the access log, truncated */
 	void *state;			/* the handler's, freed by route->cleanup */
+	char *cache_key;		/* ROUTE_CACHE: where its answer is kept */
+	uint64_t cache_gen;		/* the store generation the answer is computed at */
 };
 
 int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err);

@@ -21,6 +21,7 @@ enum route_flags {
 	ROUTE_BODY = 1 << 1,	/* takes a request body, streamed to on_data */
 	ROUTE_UPLOAD = 1 << 2,	/* an upload: counted as such in metrics */
 	ROUTE_OPEN = 1 << 3,	/* never needs a token (health checks) */
+	ROUTE_CACHE = 1 << 4,	/* a read whose answer depends only on the store (http.c caches it) */
 };
 
 struct route {

@@ -31,13 +31,21 @@
 extern const char *const store_migrations[];
 extern const int store_nmigrations;
 
+/* Idle read connections kept for the next request (opening one costs more than most queries). */
+#define READER_POOL 32
+
 struct store {
 	char *path;
+	pthread_mutex_t mu;		/* guards idle */
+	sqlite3 *idle[READER_POOL];
+	int nidle;
+	_Atomic uint64_t gen;		/* bumped by every write that commits */
 };
 
 enum wstmt { W_BLOCK, W_STR, W_RAW, W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT };
 
 struct store_writer {
+	struct store *store;
 	sqlite3 *db;
 	sqlite3_stmt *st[W_NSTMT];
 	uint32_t next_block;	/* of the artifact being written */
@@ -46,6 +54,7 @@ struct store_writer {
 };
 
 struct store_reader {
+	struct store *store;
 	sqlite3 *db;
 	sqlite3_stmt *raw;	/* kept for chunk-by-chunk reads */
 };
@@ -492,7 +501,11 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 	    (rc = migrate(db, err)) || (rc = recover(db, err)))
 		goto out;
 	st = tp_calloc(1, sizeof(*st));
+	if (st)
+		pthread_mutex_init(&st->mu, NULL);
 	if (!st || !(st->path = tp_strdup(path))) {
+		if (st)
+			pthread_mutex_destroy(&st->mu);
 		tp_free(st);
 		st = NULL;
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -510,6 +523,9 @@ void store_close(struct store *st)
 
 	if (!st)
 		return;
+	while (st->nidle)
+		sqlite3_close(st->idle[--st->nidle]);
+	pthread_mutex_destroy(&st->mu);
 	/* fold the WAL back into the main file so the database is one file at rest */
 	if (db_connect(st->path, SQLITE_OPEN_READWRITE, &db, NULL) == TP_OK) {
 		sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
@@ -529,6 +545,7 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 
 	if (!w)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	w->store = st;
 	if ((rc = db_connect(st->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, &w->db, err)))
 		goto fail;
 	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data)"
@@ -589,7 +606,11 @@ static int begin(struct store_writer *w, struct tp_errbuf *err)
 
 static int commit(struct store_writer *w, struct tp_errbuf *err)
 {
-	return step_done(w, w->st[W_COMMIT], "commit", err);
+	int rc = step_done(w, w->st[W_COMMIT], "commit", err);
+
+	if (!rc)
+		atomic_fetch_add(&w->store->gen, 1);
+	return rc;
 }
 
 static void rollback(struct store_writer *w)
@@ -1037,7 +1058,12 @@ int store_reader_open(struct store *st, struct store_reader **out, struct tp_err
 
 	if (!r)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if ((rc = db_connect(st->path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &r->db, err))) {
+	r->store = st;
+	pthread_mutex_lock(&st->mu);
+	if (st->nidle)
+		r->db = st->idle[--st->nidle];
+	pthread_mutex_unlock(&st->mu);
+	if (!r->db && (rc = db_connect(st->path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &r->db, err))) {
 		tp_free(r);
 		return rc;
 	}
@@ -1045,11 +1071,23 @@ int store_reader_open(struct store *st, struct store_reader **out, struct tp_err
 	return TP_OK;
 }
 
+uint64_t store_generation(const struct store *st)
+{
+	return atomic_load(&st->gen);
+}
+
 void store_reader_close(struct store_reader *r)
 {
 	if (!r)
 		return;
 	sqlite3_finalize(r->raw);
+	/* back to the pool, unless it is full or the connection is inside a transaction */
+	pthread_mutex_lock(&r->store->mu);
+	if (r->store->nidle < READER_POOL && sqlite3_get_autocommit(r->db) && !sqlite3_next_stmt(r->db, NULL)) {
+		r->store->idle[r->store->nidle++] = r->db;
+		r->db = NULL;
+	}
+	pthread_mutex_unlock(&r->store->mu);
 	sqlite3_close(r->db);
 	tp_free(r);
 }

@@ -33,6 +33,11 @@ struct store_reader;
  * interrupted ingests. *out is freed with store_close().
  */
 int store_open(const char *path, struct store **out, struct tp_errbuf *err);
+/*
+ * A number that changes whenever a write commits: answers computed from
+ * reads at one generation stay true until it changes (the HTTP layer's cache).
+ */
+uint64_t store_generation(const struct store *st);
 /* Checkpoint the WAL and close. NULL is a no-op. */
 void store_close(struct store *st);
 

@@ -239,6 +239,44 @@ START_TEST(test_whole_trace)
 }
 END_TEST
 
+/* Answers are cached between writes: a new upload must show at once, in plain and gzip answers. */
+START_TEST(test_cached_answers_follow_writes)
+{
+	struct tu_resp r, g;
+	json_t *j;
+	char *path = tu_fixture("traces/hta_triton_tiny.json.gz");
+	size_t len, plen;
+	uint8_t *b = tu_read_file(path, &len), *plain;
+
+	j = get("/api/v1/runs/v100/kernels?limit=1", 200, NULL);
+	json_int_t before = json_integer_value(json_object_get(json_object_get(j, "total"), "calls"));
+	json_decref(j);
+	j = get("/api/v1/runs/v100/kernels?limit=1", 200, NULL);	/* from the cache */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "calls")), before);
+	json_decref(j);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/v100/kernels?limit=1", NULL, 0, "Accept-Encoding: gzip", &g), 0);
+	tu_resp_free(&g);
+	/* one more trace for rank 1, with one Triton kernel */
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/v100/artifacts?name=tiny.json.gz&rank=1", b, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	j = get("/api/v1/runs/v100/kernels?limit=1", 200, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "calls")), before + 1);
+	json_decref(j);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/v100/kernels?limit=1", NULL, 0, "Accept-Encoding: gzip", &g), 0);
+	ck_assert_int_eq(g.status, 200);
+	plain = strcmp(g.content_encoding, "gzip") ? NULL : tu_gunzip(g.body, g.len, &plen);
+	struct tu_resp fake = { .status = 200, .body = plain ? (char *)plain : g.body, .len = plain ? plen : g.len };
+	j = tu_json(&fake);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "calls")), before + 1);
+	json_decref(j);
+	free(plain);
+	tu_resp_free(&g);
+	free(b);
+	free(path);
+}
+END_TEST
+
 Suite *suite_analysis_api(void)
 {
 	Suite *s = suite_create("analysis_api");
@@ -251,6 +289,7 @@ Suite *suite_analysis_api(void)
 	tcase_add_test(tc, test_csv);
 	tcase_add_test(tc, test_trace_window_round_trip);
 	tcase_add_test(tc, test_whole_trace);
+	tcase_add_test(tc, test_cached_answers_follow_writes);
 	suite_add_tcase(s, tc);
 	return s;
 }

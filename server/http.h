@@ -44,6 +44,7 @@ struct request {
 	int accepts_gzip;
 	int replied;			/* a response is queued (or held, below) */
 	int in_body;			/* inside on_data: MHD takes no response until the body ends */
+	int deferred;			/* bodyless: the handler runs on MHD's last call */
 	struct MHD_Response *held;	/* an answer given mid-body, queued when the body ends */
 	unsigned held_status;
 	uint64_t discarded;		/* body bytes dropped after an early answer */

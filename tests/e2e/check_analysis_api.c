@@ -3,6 +3,7 @@
  * steps, ops, kernels, ranks, diagnosis, CSV, the trace window (and its
  * round trip through our own upload), and their errors.
  */
+#define _GNU_SOURCE	/* strcasestr */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,8 @@ START_TEST(test_csv)
 
 	get("/api/v1/runs/v100/kernels?format=csv&limit=5", 200, &r);
 	ck_assert(!strncmp(r.content_type, "text/csv", 8));
+	/* reads keep the connection open (answered after MHD's first call) */
+	ck_assert_ptr_null(strcasestr(r.headers, "Connection: close"));
 	line = strtok_r(r.body, "\r\n", &save);
 	ck_assert_str_eq(line, "name,calls,total_ns,mean_ns,max_ns,min_ns,blocks_per_sm,achieved_occupancy_pct");
 	line = strtok_r(NULL, "\r\n", &save);

@@ -9,8 +9,9 @@ copies follow one another in time. The fixture's other top-level keys are kept
 once; all copies go into a single traceEvents array. Also writes a gzip -1
 copy next to it.
 
-Usage: make_big_trace.py [--size-mb N] [--out DIR] [--fixture FILE]
-SIZE_MB in the environment sets the default size (1024).
+Usage: make_big_trace.py [--size-mb N | --copies N] [--out DIR] [--fixture FILE]
+SIZE_MB in the environment sets the default size (1024); --copies N asks for
+exactly N copies of the fixture instead of a size.
 Prints one line of JSON: paths, sizes, copies and total event count.
 Stdlib only. Speed: each fixture event is serialised once into a %-template
 with a %d slot for its ts; each copy is then one string-format operation.
@@ -34,6 +35,8 @@ def main():
     ap.add_argument("--size-mb", type=int,
                     default=int(os.environ.get("SIZE_MB", "1024")),
                     help="target uncompressed size in MiB (default: $SIZE_MB or 1024)")
+    ap.add_argument("--copies", type=int, default=0,
+                    help="exactly N copies of the fixture (overrides --size-mb)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="work folder")
     ap.add_argument("--fixture", default=FIXTURE)
     args = ap.parse_args()
@@ -61,6 +64,8 @@ def main():
 
     target = args.size_mb * 1024 * 1024
     copies = max(1, round(target / copy_bytes))  # nearest whole number of copies
+    if args.copies > 0:
+        copies = args.copies
 
     # Header keeps the fixture's other top-level keys, in order, then traceEvents.
     head = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)

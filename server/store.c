@@ -1470,8 +1470,10 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 		int c;
 		for (c = 0; bd && c < AN_NCOMP; c++) {
 			json_t *v = json_object_get(s, an_comp_names[c]);
-			if (json_object_set(bd, an_comp_names[c], v))
+			if (json_object_set(bd, an_comp_names[c], v)) {
+				json_decref(bd);
 				bd = NULL;
+			}
 			json_object_del(s, an_comp_names[c]);
 		}
 		json_int_t dur = json_integer_value(json_object_get(s, "dur_ns"));
@@ -1485,15 +1487,47 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 	return ranked(rank, "steps", steps, err);
 }
 
+/*
+ * A table of one rank and its total row: {"rank", key: label, member: rows, "total": {...}}.
+ * Both queries take ?1 run, ?2 rank, ?3 sel; the list also ?4 limit.
+ */
+static json_t *table(struct store_reader *r, const char *run, int rank, int sel, long limit,
+		     const char *list_sql, const char *const *cols, int ncols, const char *total_sql,
+		     const char *const *tcols, const char *key, const char *label, const char *member,
+		     struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	json_t *rows, *total, *o;
+
+	if ((rank = rank_of(r, run, rank, err)) < 0 || !(st = prepare_rank(r, list_sql, run, rank, err)))
+		return NULL;
+	sqlite3_bind_int(st, 3, sel);
+	sqlite3_bind_int64(st, 4, limit);
+	if (!(rows = rows_json(r, st, cols, ncols, err)))
+		return NULL;
+	if (!(st = prepare_rank(r, total_sql, run, rank, err))) {
+		json_decref(rows);
+		return NULL;
+	}
+	sqlite3_bind_int(st, 3, sel);
+	if (!(total = rows_json(r, st, tcols, 3, err))) {
+		json_decref(rows);
+		return NULL;
+	}
+	o = json_pack("{s:i, s:s, s:o, s:O}", "rank", rank, key, label, member, rows, "total",
+		      json_array_get(total, 0));
+	json_decref(total);
+	return o ? o : nomem(err);
+}
+
 static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" };
 
 json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
 		  long limit, struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "name", "calls", "self_ns", "total_ns" };
+	static const char *const tcols[] = { "names", "calls", "self_ns" };
 	char sql[1024];
-	sqlite3_stmt *st;
-	json_t *ops, *total, *o;
 	size_t i;
 
 	for (i = 0; i < sizeof(op_sorts) / sizeof(op_sorts[0]) && strcmp(sort, op_sorts[i]); i++)
@@ -1501,33 +1535,13 @@ json_t *store_ops(struct store_reader *r, const char *run, int rank, int device,
 	if (i == sizeof(op_sorts) / sizeof(op_sorts[0]))
 		return tp_fail(err, TP_ERR_INVALID, "invalid_parameter",
 			       "sort must be self_ns, total_ns, calls or name"), NULL;
-	if ((rank = rank_of(r, run, rank, err)) < 0)
-		return NULL;
 	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns"
 		 " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3"
 		 " GROUP BY name ORDER BY %s%s, name LIMIT ?4", op_sorts[i], i < 3 ? " DESC" : "");
-	if (!(st = prepare_rank(r, sql, run, rank, err)))
-		return NULL;
-	sqlite3_bind_int(st, 3, device);
-	sqlite3_bind_int64(st, 4, limit);
-	if (!(ops = rows_json(r, st, cols, 4, err)))
-		return NULL;
-	st = prepare_rank(r, "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
-			     " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3", run, rank, err);
-	if (!st) {
-		json_decref(ops);
-		return NULL;
-	}
-	sqlite3_bind_int(st, 3, device);
-	total = rows_json(r, st, (const char *const[]){ "names", "calls", "self_ns" }, 3, err);
-	if (!total) {
-		json_decref(ops);
-		return NULL;
-	}
-	o = json_pack("{s:i, s:s, s:o, s:O}", "rank", rank, "device", device == AN_DEV_GPU ? "gpu" : "cpu",
-		      "ops", ops, "total", json_array_get(total, 0));
-	json_decref(total);
-	return o ? o : nomem(err);
+	return table(r, run, rank, device, limit, sql, cols, 4,
+		     "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
+		     " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3",
+		     tcols, "device", device == AN_DEV_GPU ? "gpu" : "cpu", "ops", err);
 }
 
 static const char *const kernel_kinds[] = { "kernel", "memcpy", "memset" };
@@ -1537,37 +1551,16 @@ json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kin
 {
 	static const char *const cols[] = { "name", "calls", "total_ns", "mean_ns", "max_ns", "min_ns",
 					    "blocks_per_sm", "achieved_occupancy_pct" };
-	sqlite3_stmt *st;
-	json_t *ks, *total, *o;
+	static const char *const tcols[] = { "names", "calls", "total_ns" };
 
-	if ((rank = rank_of(r, run, rank, err)) < 0)
-		return NULL;
-	st = prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
-			     " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
-			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
-			     " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", run, rank, err);
-	if (!st)
-		return NULL;
-	sqlite3_bind_int(st, 3, kind);
-	sqlite3_bind_int64(st, 4, limit);
-	if (!(ks = rows_json(r, st, cols, 8, err)))
-		return NULL;
-	st = prepare_rank(r, "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
-			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3", run, rank, err);
-	if (!st) {
-		json_decref(ks);
-		return NULL;
-	}
-	sqlite3_bind_int(st, 3, kind);
-	total = rows_json(r, st, (const char *const[]){ "names", "calls", "total_ns" }, 3, err);
-	if (!total) {
-		json_decref(ks);
-		return NULL;
-	}
-	o = json_pack("{s:i, s:s, s:o, s:O}", "rank", rank, "kind", kernel_kinds[kind], "kernels", ks,
-		      "total", json_array_get(total, 0));
-	json_decref(total);
-	return o ? o : nomem(err);
+	return table(r, run, rank, kind, limit,
+		     "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
+		     " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
+		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
+		     " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", cols, 8,
+		     "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
+		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3",
+		     tcols, "kind", kernel_kinds[kind], "kernels", err);
 }
 
 /* A rank's step durations, in time order. */

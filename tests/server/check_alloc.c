@@ -14,6 +14,7 @@
 
 #include "alloc.h"
 #include "ingest/ingest.h"
+#include "analysis/diagnosis.h"
 #include "store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -167,26 +168,36 @@ START_TEST(test_reads)
 	ingest_buffer(st, NULL, &req, data, len, &res);
 	ck_assert_int_eq(res.rc, 0);
 	for (n = 0; n < MAX_N && refused; n++) {
-		json_t *a = NULL, *b = NULL, *c = NULL;
-		int opened;
+		/* every read a request can make, the analysis ones included */
+		json_t *j[7] = { NULL };
+		struct diag_input in;
+		int64_t *durs = NULL;
+		int opened, k, ok = 1;
 		memset(&err, 0, sizeof(err));
 		tp_alloc_fail_after(n);
 		opened = store_reader_open(st, &r, &err) == TP_OK;
 		if (opened) {
-			a = store_runs_list(r, &err);
-			b = store_run_get(r, "r", &err);
-			c = store_steps(r, "r", -1, &err);
+			j[0] = store_runs_list(r, &err);
+			j[1] = store_run_get(r, "r", &err);
+			j[2] = store_steps(r, "r", -1, &err);
+			j[3] = store_ops(r, "r", -1, AN_DEV_CPU, "self_ns", 50, &err);
+			j[4] = store_kernels(r, "r", -1, AN_GPU_KERNEL, 50, &err);
+			j[5] = store_ranks(r, "r", &err);
+			if (store_diag_input(r, "r", -1, &in, &durs, &err) == TP_OK)
+				j[6] = diagnosis_run(&in);
+			free(durs);
 			store_reader_close(r);
 		}
 		refused = tp_alloc_failures();
 		tp_alloc_fail_after(-1);
+		for (k = 0; k < 7; k++)
+			ok &= j[k] != NULL;
 		if (!refused)
-			ck_assert(a && b && c);
-		if (!a || !b || !c)
-			ck_assert(err.rc != 0);
-		json_decref(a);
-		json_decref(b);
-		json_decref(c);
+			ck_assert(ok);
+		if (!ok && err.rc == 0)
+			ck_assert_msg(!j[6] && j[5], "only diagnosis_run may fail without an errbuf");
+		for (k = 0; k < 7; k++)
+			json_decref(j[k]);
 	}
 	ck_assert_int_gt(n, 20);
 	store_close(st);

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_num fuzz_routes fuzz_evpack >/dev/null
-for t in trace num routes evpack; do
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_num fuzz_routes fuzz_evpack >/dev/null
+for t in trace timeline num routes evpack; do
 	corpus=$(mktemp -d)
 	cp tests/fuzz/seeds/$t/* "$corpus"/
 	echo "== fuzz_$t for ${secs}s"

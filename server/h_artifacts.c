@@ -35,6 +35,21 @@ static int valid_file_name(const char *s)
 	return 1;
 }
 
+/* "cpu" or "cuda:N" */
+static int valid_device(const char *d)
+{
+	size_t i;
+
+	if (!strcmp(d, "cpu"))
+		return 1;
+	if (strncmp(d, "cuda:", 5) || !d[5] || strlen(d) > 9 || (d[5] == '0' && d[6]))
+		return 0;
+	for (i = 5; d[i]; i++)
+		if (d[i] < '0' || d[i] > '9')
+			return 0;
+	return atoi(d + 5) < 1024;
+}
+
 int h_artifact_upload_begin(struct request *req)
 {
 	const struct ingest_limits *lim = http_limits(req);
@@ -64,6 +79,10 @@ int h_artifact_upload_begin(struct request *req)
 						"'kind' must be trace, memory_snapshot or memory_timeline");
 		ir.kind = kind;
 	}
+	ir.device = http_arg(req, "device");
+	if (ir.device && !valid_device(ir.device))
+		return http_reply_error(req, 400, "invalid_parameter", NULL,
+					"'device' must be cpu or cuda:N (N from 0 to 1023)");
 	cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > lim->max_body)
 		return http_reply_error(req, 413, "body_too_large", NULL,

@@ -29,6 +29,10 @@ int h_run_ranks(struct request *req);
 int h_run_diagnosis(struct request *req);
 int h_run_trace(struct request *req);
 
+/* h_memory.c */
+int h_run_memory(struct request *req);
+int h_run_memory_peak(struct request *req);
+
 /* h_artifacts.c */
 int h_artifact_upload_begin(struct request *req);
 int h_artifact_upload_data(struct request *req, const char *data, size_t len);

@@ -22,6 +22,8 @@ static const struct route routes[] = {
 	{ "GET", "/api/v1/runs/{run}/ranks", ROUTE_CACHE, h_run_ranks, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/diagnosis", ROUTE_CACHE, h_run_diagnosis, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/trace", 0, h_run_trace, NULL, NULL, NULL },
+	{ "GET", "/api/v1/runs/{run}/memory", ROUTE_CACHE, h_run_memory, NULL, NULL, NULL },
+	{ "GET", "/api/v1/runs/{run}/memory/peak", ROUTE_CACHE, h_run_memory_peak, NULL, NULL, NULL },
 	{ "POST", "/api/v1/runs/{run}/artifacts", ROUTE_WRITE | ROUTE_BODY | ROUTE_UPLOAD, h_artifact_upload_begin,
 	  h_artifact_upload_data, h_artifact_upload_end, h_artifact_upload_cleanup },
 	{ "GET", "/api/v1/runs/{run}/artifacts/{id}", ROUTE_CACHE, h_artifact_get, NULL, NULL, NULL },

@@ -419,7 +419,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 		if (r != SQLITE_DONE)
 			return db_fail(err, db, "delete rows");
 	}
-	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats" };
+	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -834,12 +834,68 @@ static void bind_kernel(sqlite3_stmt *st, const struct store_final *f, int64_t a
 	sqlite3_bind_double(st, 13, k->occ_sum);
 }
 
+static void bind_point(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct mem_point *p = &f->mem_points[i];
+	int64_t sum = 0;
+	int c;
+
+	sqlite3_bind_int64(st, 1, artifact);
+	sqlite3_bind_text(st, 2, f->mem_device, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)i);
+	sqlite3_bind_int64(st, 4, p->t_ns);
+	for (c = 0; c < MEM_NCAT; c++) {
+		sqlite3_bind_int64(st, 5 + c, p->cat[c]);
+		sum = tp_sat_add(sum, p->cat[c]);
+	}
+	sqlite3_bind_int64(st, 13, sum);
+	sqlite3_bind_null(st, 14);
+}
+
+static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			 struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int64_t best = INT64_MIN, peak = -1;
+	int rc;
+	size_t i;
+
+	if ((rc = insert_rows(w, "INSERT INTO memory_points(artifact_id, device, seq, t_ns, parameter, optimizer_state,"
+				 " input, temporary, activation, gradient, autograd_detail, unknown, allocated, reserved)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			      f->nmem_points, bind_point, f, artifact, err)))
+		return rc;
+	for (i = 0; i < f->nmem_points; i++) {
+		int64_t sum = 0;
+		for (int c = 0; c < MEM_NCAT; c++)
+			sum = tp_sat_add(sum, f->mem_points[i].cat[c]);
+		if (sum > best) {
+			best = sum;
+			peak = (int64_t)i;
+		}
+	}
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	sqlite3_bind_int64(st, 1, artifact);
+	bind_text(st, 2, f->mem_device);
+	bind_text(st, 3, f->mem_source);
+	sqlite3_bind_int64(st, 4, (int64_t)f->nmem_points);
+	if (peak >= 0)
+		sqlite3_bind_int64(st, 5, peak);
+	rc = sqlite3_step(st) == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "insert memory series");
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
 	int rc;
 
+	if (f->mem_points && (rc = insert_memory(w, artifact, f, err)))
+		return rc;
 	if (!a)
 		return TP_OK;
 	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, kernel_ns,"
@@ -1561,6 +1617,205 @@ json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kin
 		     "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
 		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3",
 		     tcols, "kind", kernel_kinds[kind], "kernels", err);
+}
+
+/* ---- memory timelines ---- */
+
+struct series {
+	int rank;
+	int64_t artifact, points, peak_seq;
+	char device[16], source[16];
+};
+
+/* The series a memory read answers from: device given, else the first GPU, else cpu; the
+ * best source (PyTorch's own export, then a snapshot, then trace inference); the newest. */
+static int pick_series(struct store_reader *r, const char *run, int rank, const char *device, struct series *out,
+		       struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return err->rc ? err->rc : TP_ERR_DB;
+	out->rank = rank;
+	st = prepare_rank(r, "SELECT artifact_id, device, source, points, peak_seq FROM memory_series"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
+			     " ORDER BY device LIKE 'cuda:%' DESC, length(device), device,"
+			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END, artifact_id DESC"
+			     " LIMIT 1", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	bind_text(st, 3, device);
+	step = sqlite3_step(st);
+	if (step == SQLITE_ROW) {
+		out->artifact = sqlite3_column_int64(st, 0);
+		snprintf(out->device, sizeof(out->device), "%s", sqlite3_column_text(st, 1));
+		snprintf(out->source, sizeof(out->source), "%s", sqlite3_column_text(st, 2));
+		out->points = sqlite3_column_int64(st, 3);
+		out->peak_seq = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
+	}
+	sqlite3_finalize(st);
+	if (step == SQLITE_ROW)
+		return TP_OK;
+	if (step == SQLITE_DONE)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory data for rank %d%s%s",
+			       run, rank, device ? " on " : "", device ? device : "");
+	return db_fail(err, r->db, "read memory");
+}
+
+#define POINT_COLS 11	/* t_ns, eight categories, allocated, reserved */
+
+static const char point_sql[] =
+	"SELECT t_ns, parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail,"
+	" unknown, allocated, reserved FROM memory_points WHERE artifact_id=?1 AND device=?2";
+
+/* The peak point: {"t_ns", "bytes", "by_category": {...}}; NULL with err on failure. */
+static json_t *peak_json(struct store_reader *r, const struct series *s, struct tp_errbuf *err)
+{
+	char sql[512];
+	sqlite3_stmt *st;
+	json_t *by, *o = NULL;
+	int c;
+
+	snprintf(sql, sizeof(sql), "%s AND seq=?3", point_sql);
+	if (!(st = prepare(r, sql, err)))
+		return NULL;
+	sqlite3_bind_int64(st, 1, s->artifact);
+	bind_text(st, 2, s->device);
+	sqlite3_bind_int64(st, 3, s->peak_seq);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
+	}
+	by = json_object();
+	for (c = 0; by && c < MEM_NCAT; c++)
+		if (json_object_set_new(by, mem_cat_names[c], json_integer(sqlite3_column_int64(st, 1 + c)))) {
+			json_decref(by);
+			by = NULL;
+		}
+	if (by)
+		o = json_pack("{s:I, s:I, s:o}", "t_ns", (json_int_t)sqlite3_column_int64(st, 0), "bytes",
+			      (json_int_t)sqlite3_column_int64(st, 9), "by_category", by);
+	sqlite3_finalize(st);
+	return o ? o : nomem(err);
+}
+
+json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
+		     struct tp_errbuf *err)
+{
+	struct series s;
+	char sql[512];
+	sqlite3_stmt *st;
+	json_t *arr[POINT_COLS] = { NULL }, *cats = NULL, *peak = NULL, *o = NULL;
+	int64_t (*rows)[POINT_COLS] = NULL;
+	uint8_t *nul = NULL;
+	size_t n = 0, cap = 0, i;
+	int step, c;
+
+	if (pick_series(r, run, rank, device, &s, err))
+		return NULL;
+	snprintf(sql, sizeof(sql), "%s ORDER BY seq", point_sql);
+	if (!(st = prepare(r, sql, err)))
+		return NULL;
+	sqlite3_bind_int64(st, 1, s.artifact);
+	bind_text(st, 2, s.device);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			void *nr = tp_realloc(rows, cap * sizeof(*rows));
+			if (nr)
+				rows = nr;
+			uint8_t *nn = nr ? tp_realloc(nul, cap) : NULL;
+			if (!nn)
+				break;
+			nul = nn;
+		}
+		for (c = 0; c < POINT_COLS; c++)
+			rows[n][c] = sqlite3_column_int64(st, c);
+		nul[n++] = sqlite3_column_type(st, POINT_COLS - 1) == SQLITE_NULL;
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		if (step == SQLITE_ROW)
+			nomem(err);
+		else
+			db_fail(err, r->db, "read memory");
+		goto out;
+	}
+	for (c = 0; c < POINT_COLS; c++)
+		if (!(arr[c] = json_array()))
+			goto oom;
+	/*
+	 * Downsampling: n points into `points` buckets of consecutive points, each
+	 * drawn by its point of highest allocated, with every category from that
+	 * same point: the peak always survives and the stack stays consistent.
+	 */
+	size_t buckets = points <= 0 || (size_t)points >= n ? n : (size_t)points;
+	for (size_t b = 0; b < buckets; b++) {
+		size_t lo = b * n / buckets, hi = (b + 1) * n / buckets, best = lo;
+		for (i = lo + 1; i < hi; i++)
+			if (rows[i][9] > rows[best][9])
+				best = i;
+		for (c = 0; c < POINT_COLS; c++)
+			if (json_array_append_new(arr[c], c == POINT_COLS - 1 && nul[best] ? json_null()
+											 : json_integer(rows[best][c])))
+				goto oom;
+	}
+	if (!(cats = json_object()))
+		goto oom;
+	for (c = 0; c < MEM_NCAT; c++) {
+		if (json_object_set_new(cats, mem_cat_names[c], arr[1 + c]))
+			goto oom;
+		arr[1 + c] = NULL;
+	}
+	if (!(peak = peak_json(r, &s, err)))
+		goto out;
+	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
+		      "device", s.device, "points_total", (json_int_t)n, "t_ns", arr[0], "categories", cats,
+		      "allocated", arr[9], "reserved", arr[10], "peak", peak);
+	arr[0] = arr[9] = arr[10] = NULL;
+	cats = peak = NULL;
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	nomem(err);
+out:
+	for (c = 0; c < POINT_COLS; c++)
+		json_decref(arr[c]);
+	json_decref(cats);
+	json_decref(peak);
+	tp_free(rows);
+	tp_free(nul);
+	return o;
+}
+
+json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
+			  struct tp_errbuf *err)
+{
+	struct series s;
+	json_t *peak, *groups, *o;
+	const char *key;
+	json_t *v;
+
+	if (pick_series(r, run, rank, device, &s, err) || !(peak = peak_json(r, &s, err)))
+		return NULL;
+	/* an export knows categories, not which operator made what: one group per category */
+	if (!(groups = json_array())) {
+		json_decref(peak);
+		return nomem(err);
+	}
+	json_object_foreach(json_object_get(peak, "by_category"), key, v) {
+		if (json_integer_value(v) > 0 &&
+		    append(groups, json_pack("{s:s, s:n, s:O, s:n}", "category", key, "op", "bytes", v, "count"))) {
+			json_decref(peak);
+			return nomem(err);
+		}
+	}
+	o = json_pack("{s:i, s:s, s:s, s:O, s:O, s:o}", "rank", s.rank, "source", s.source, "device", s.device, "t_ns",
+		      json_object_get(peak, "t_ns"), "bytes", json_object_get(peak, "bytes"), "groups", groups);
+	json_decref(peak);
+	return o ? o : nomem(err);
 }
 
 /* A rank's step durations, in time order. */

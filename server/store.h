@@ -22,6 +22,7 @@
 #include "analysis/analysis.h"
 #include "analysis/diagnosis.h"
 #include "event.h"
+#include "ingest/timeline.h"
 #include "tp.h"
 
 struct store;
@@ -85,6 +86,10 @@ struct store_final {
 	const struct an_result *analysis;	/* steps, ops, kernels (times as written); may be NULL */
 	an_string_fn str;		/* names of the analysis' string ids */
 	void *str_payload;
+	const struct mem_point *mem_points;	/* a memory timeline of one device; may be NULL */
+	size_t nmem_points;
+	const char *mem_source;		/* "pytorch", "trace" or "snapshot" */
+	const char *mem_device;		/* "cuda:N" or "cpu" */
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;
 };
@@ -145,6 +150,16 @@ json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kin
 		      struct tp_errbuf *err);
 /* {"ranks": [{"rank", "steps", "mean_ns", ...}], "slowest_rank", "stragglers": [...]} */
 json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err);
+/*
+ * {"source", "device", "t_ns", "categories": {eight}, "allocated", "reserved", "peak"} per
+ * shared/api.md: the rank's timeline for device (NULL: its first GPU with memory data, else
+ * cpu), at most points points keeping each bucket's highest (0: every point).
+ */
+json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
+		     struct tp_errbuf *err);
+/* {"t_ns", "bytes", "groups": [{"category", "op", "bytes", "count"}]}: what was alive at the peak. */
+json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
+			  struct tp_errbuf *err);
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err);

@@ -40,6 +40,7 @@
 #include "alloc.h"
 #include "analysis/analysis.h"
 #include "ingest/inflate.h"
+#include "ingest/timeline.h"
 #include "ingest/ingest.h"
 #include "sha256.h"
 
@@ -176,6 +177,11 @@ struct ingest {
 	struct batch *cur;
 	uint64_t nev, nmev;
 	struct analysis *an;	/* steps, ops, kernels: computed as the events pass */
+	struct timeline_parser *tl;	/* KIND_TIMELINE instead of tp */
+	const struct mem_point *mem_points;	/* its points, once parsed */
+	size_t nmem_points;
+	const char *tl_form;
+	char device[16];
 	int64_t peak_alloc;
 	int64_t first_ts;	/* of the first event with a ts; 0 before */
 
@@ -381,6 +387,10 @@ static int start_parser(struct ingest *ig)
 		return tp_fail(&ig->b_err, TP_ERR_INVALID, "kind_mismatch",
 			       "kind=%s was given but the upload looks like a %s", ig->kind_hint,
 			       kind_names[ig->kind]);
+	if (ig->kind == KIND_TIMELINE) {
+		ig->tl = timeline_parser_new(ig->lim.trace.max_events);
+		return ig->tl ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
 	if (ig->kind != KIND_TRACE)
 		return tp_fail(&ig->b_err, TP_ERR_UNSUPPORTED, "unsupported_kind",
 			       "%s uploads are kept but not analysed by this server version",
@@ -390,6 +400,13 @@ static int start_parser(struct ingest *ig)
 	if (!ig->an)
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	return TP_OK;
+}
+
+static int feed_parser(struct ingest *ig, const uint8_t *data, size_t len)
+{
+	if (ig->tl)
+		return timeline_parser_feed(ig->tl, data, len, &ig->b_err);
+	return trace_parser_feed(ig->tp, data, len, &ig->b_err);
 }
 
 static int parse_bytes(struct ingest *ig, const uint8_t *data, size_t len)
@@ -404,11 +421,10 @@ static int parse_bytes(struct ingest *ig, const uint8_t *data, size_t len)
 		len -= take;
 		if (!detect(ig, 0))
 			return TP_OK;
-		if ((rc = start_parser(ig)) ||
-		    (rc = trace_parser_feed(ig->tp, ig->sniff, ig->nsniff, &ig->b_err)))
+		if ((rc = start_parser(ig)) || (rc = feed_parser(ig, ig->sniff, ig->nsniff)))
 			return rc;
 	}
-	return len ? trace_parser_feed(ig->tp, data, len, &ig->b_err) : TP_OK;
+	return len ? feed_parser(ig, data, len) : TP_OK;
 }
 
 static int parse_end(struct ingest *ig)
@@ -417,10 +433,11 @@ static int parse_end(struct ingest *ig)
 
 	if (ig->kind == KIND_UNKNOWN) {
 		detect(ig, 1);
-		if ((rc = start_parser(ig)) ||
-		    (rc = trace_parser_feed(ig->tp, ig->sniff, ig->nsniff, &ig->b_err)))
+		if ((rc = start_parser(ig)) || (rc = feed_parser(ig, ig->sniff, ig->nsniff)))
 			return rc;
 	}
+	if (ig->tl)
+		return timeline_parser_finish(ig->tl, &ig->mem_points, &ig->nmem_points, &ig->tl_form, &ig->b_err);
 	return trace_parser_finish(ig->tp, &ig->b_err);
 }
 
@@ -533,6 +550,7 @@ static void ingest_free(struct ingest *ig)
 
 	inflate_release(&ig->inf_stage);
 	trace_parser_free(ig->tp);
+	timeline_parser_free(ig->tl);
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
 	tp_free(ig->zout);
@@ -594,6 +612,7 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 	ig->req_rank = req->rank;
 	ig->peak_alloc = -1;
 	snprintf(ig->kind_hint, sizeof(ig->kind_hint), "%s", req->kind ? req->kind : "");
+	snprintf(ig->device, sizeof(ig->device), "%s", req->device ? req->device : "");
 	sha256_init(&ig->sha);
 	inflate_init(&ig->inf_stage, ig->lim.max_inflated, ig->lim.max_ratio, on_inflated, ig);
 	chan_init(&ig->raw_free);
@@ -680,6 +699,21 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 			f.base_ns = 0;
 		meta = json_dumps(trace_meta(ig->tp), JSON_COMPACT);
 		f.meta_json = meta;
+	}
+	if (!rc && !parse_rc && ig->tl) {
+		f.events = ig->nmem_points;
+		f.mem_points = ig->mem_points;
+		f.nmem_points = ig->nmem_points;
+		f.mem_source = "pytorch";
+		f.mem_device = ig->device[0] ? ig->device : "cuda:0";
+		f.peak_allocated = 0;
+		for (size_t i = 0; i < ig->nmem_points; i++) {
+			int64_t sum = 0;
+			for (int c = 0; c < MEM_NCAT; c++)
+				sum = tp_sat_add(sum, ig->mem_points[i].cat[c]);
+			if (sum > f.peak_allocated)
+				f.peak_allocated = sum;
+		}
 	}
 	if (!rc && !parse_rc && ig->an) {
 		const struct an_result *ar;

@@ -33,6 +33,7 @@ struct ingest_request {
 	int rank;			/* -1: from the trace's distributedInfo, else 0 */
 	const char *name;
 	const char *kind;		/* NULL or "": detect */
+	const char *device;		/* memory timeline exports: "cuda:N" or "cpu" (NULL: cuda:0) */
 };
 
 /* What came of an upload. */

@@ -89,7 +89,7 @@ START_TEST(test_endpoints_answer)
 	struct tu_resp r;
 	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/memonly/artifacts?name=m.json", "[[1,0,64,0]]", 12,
 				 NULL, &r), 0);
-	ck_assert_int_eq(r.status, 422);
+	ck_assert_int_eq(r.status, 201);
 	tu_resp_free(&r);
 	j = get("/api/v1/runs/memonly/diagnosis", 200, NULL);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "findings")), 1);
@@ -280,6 +280,59 @@ START_TEST(test_cached_answers_follow_writes)
 }
 END_TEST
 
+START_TEST(test_memory_timeline_export)
+{
+	char *path = tu_fixture("memory/hta_memory_timeline.raw.json.gz");
+	size_t len, i;
+	uint8_t *b = tu_read_file(path, &len);
+	struct tu_resp r;
+	json_t *j, *v;
+	json_int_t peak = 0;
+	int seen_peak = 0;
+
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/memraw/artifacts?name=m.raw.json.gz&device=cuda:1", b, len,
+				 NULL, &r), 0);
+	ck_assert_msg(r.status == 201, "%s", r.body);
+	tu_resp_free(&r);
+	j = get("/api/v1/runs/memraw/memory?points=0", 200, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), "pytorch");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "cuda:1");
+	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), 7721);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "allocated")), 7721);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(j, "categories"), "activation"), 744)),
+			 2618160128LL);
+	peak = json_integer_value(json_object_get(json_object_get(j, "peak"), "bytes"));
+	ck_assert_int_eq(peak, 3082832104LL);
+	json_decref(j);
+
+	/* downsampled: 100 points, the peak among them */
+	j = get("/api/v1/runs/memraw/memory?points=100", 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), 100);
+	json_array_foreach(json_object_get(j, "allocated"), i, v)
+		seen_peak |= json_integer_value(v) == peak;
+	ck_assert(seen_peak);
+	json_decref(j);
+
+	j = get("/api/v1/runs/memraw/memory/peak", 200, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "bytes")), peak);
+	json_int_t sum = 0;
+	json_array_foreach(json_object_get(j, "groups"), i, v)
+		sum += json_integer_value(json_object_get(v, "bytes"));
+	ck_assert_int_eq(sum, peak);
+	json_decref(j);
+
+	j = get("/api/v1/runs/memraw/memory?device=cuda:0", 404, NULL);
+	ck_assert_str_eq(tu_error_code(j), "no_memory_data");
+	json_decref(j);
+	j = get("/api/v1/runs/memraw/memory?device=gpu0", 400, NULL);
+	json_decref(j);
+	j = get("/api/v1/runs/memraw/memory?points=-1", 400, NULL);
+	json_decref(j);
+	free(b);
+	free(path);
+}
+END_TEST
+
 Suite *suite_analysis_api(void)
 {
 	Suite *s = suite_create("analysis_api");
@@ -293,6 +346,7 @@ Suite *suite_analysis_api(void)
 	tcase_add_test(tc, test_trace_window_round_trip);
 	tcase_add_test(tc, test_whole_trace);
 	tcase_add_test(tc, test_cached_answers_follow_writes);
+	tcase_add_test(tc, test_memory_timeline_export);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,6 +14,7 @@ Suite *suite_evpack(void);
 Suite *suite_store(void);
 Suite *suite_alloc(void);
 Suite *suite_analysis(void);
+Suite *suite_timeline(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);

@@ -299,7 +299,7 @@ START_TEST(test_rank_given_wins)
 }
 END_TEST
 
-START_TEST(test_other_kinds_kept_not_analysed)
+START_TEST(test_other_kinds)
 {
 	static const uint8_t pickle[] = { 0x80, 0x04, 0x95, 0x05, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, '.' };
 	static const char timeline[] = "[[1696966047192849263, 1, 1024, 0]]";
@@ -309,9 +309,19 @@ START_TEST(test_other_kinds_kept_not_analysed)
 	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
 	ck_assert_int_eq(res.kept, 1);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_snapshot'"), 1);
+	/* memory timeline exports are analysed: one point, stored with its series */
 	ingest("k", 0, timeline, strlen(timeline), &res);
-	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_timeline'"), 1);
+	ck_assert_int_eq(res.rc, 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_timeline'"
+					  " AND status='ready' AND events=1"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT allocated FROM memory_points"), 1024);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_series WHERE source='pytorch'"
+					  " AND device='cuda:0' AND peak_seq=0"), 1);
+	/* and a broken one is kept as an error, with no points */
+	ingest("k", 0, "[[1, 1, 1024, 12]]", 18, &res);
+	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
+	ck_assert_int_eq(res.kept, 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_points"), 1);
 }
 END_TEST
 
@@ -428,7 +438,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_body_cap_keeps_nothing);
 	tcase_add_test(tc, test_interrupted_ingest_removed_on_open);
 	tcase_add_test(tc, test_rank_given_wins);
-	tcase_add_test(tc, test_other_kinds_kept_not_analysed);
+	tcase_add_test(tc, test_other_kinds);
 	tcase_add_test(tc, test_empty_body);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,67 @@
+/*
+ * h_memory.c: memory timelines of a rank:
+ *   GET /api/v1/runs/{run}/memory?rank=R&device=D&points=N
+ *   GET /api/v1/runs/{run}/memory/peak?rank=R&device=D
+ * Without device, the rank's first GPU with memory data (else cpu); without
+ * rank, the run's lowest rank with data. points: at most N points (default
+ * 2000), each the highest of its stretch so the peak survives; 0 for all.
+ */
+#include <string.h>
+
+#include "handlers.h"
+#include "http.h"
+
+#define POINTS_DEFAULT 2000
+#define POINTS_MAX 1000000
+
+/* ?device=: NULL when absent; "" when invalid (answered) */
+static const char *arg_device(struct request *req)
+{
+	const char *d = http_arg(req, "device");
+	size_t i;
+
+	if (!d || !strcmp(d, "cpu"))
+		return d;
+	if (!strncmp(d, "cuda:", 5) && d[5] && strlen(d) <= 9) {
+		for (i = 5; d[i] >= '0' && d[i] <= '9'; i++)
+			;
+		if (!d[i])
+			return d;
+	}
+	http_reply_error(req, 400, "invalid_parameter", NULL, "device must be cpu or cuda:N");
+	return "";
+}
+
+static int answer(struct request *req, int peak)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank, points = POINTS_DEFAULT;
+	const char *device;
+	json_t *body;
+	int rc;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) ||
+	    (!peak && h_arg_int(req, "points", 0, POINTS_MAX, POINTS_DEFAULT, &points)))
+		return 0;
+	if ((device = arg_device(req)) && !*device)
+		return 0;
+	if ((rc = store_reader_open(http_store(req), &r, &err)))
+		return http_reply_fail(req, rc, &err, NULL);
+	body = peak ? store_memory_peak(r, req->params[0], (int)rank, device, &err)
+		    : store_memory(r, req->params[0], (int)rank, device, (long)points, &err);
+	store_reader_close(r);
+	if (!body)
+		return http_reply_fail(req, err.rc ? err.rc : TP_ERR_NOMEM, &err, NULL);
+	return http_reply_json(req, 200, body);
+}
+
+int h_run_memory(struct request *req)
+{
+	return answer(req, 0);
+}
+
+int h_run_memory_peak(struct request *req)
+{
+	return answer(req, 1);
+}

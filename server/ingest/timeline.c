@@ -1,0 +1,362 @@
+/*
+ * timeline.c: PyTorch memory timeline exports, streaming (timeline.h).
+ *
+ * The document is arrays of numbers only, so the state is a depth and an
+ * element count. Which form it is shows at the outer array's second
+ * element: numbers (another [t, action, bytes, category] row) or arrays
+ * (the rows of [times, sizes]). The first element is kept until then.
+ * Anything but arrays and numbers is refused; numbers longer than
+ * MAX_NUMBER characters are refused before yajl buffers them.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+#include "alloc.h"
+#include "timeline.h"
+
+#define MAX_NUMBER 64
+
+const char *const mem_cat_names[MEM_NCAT] = {
+	"parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail",
+	"unknown",
+};
+
+enum form { F_UNKNOWN, F_RAW, F_SIZES };
+
+struct i64s {
+	int64_t *v;
+	size_t n, cap;
+};
+
+struct timeline_parser {
+	yajl_handle yajl;
+	struct tp_errbuf *err;
+	int rc;
+	uint64_t max_points;
+	int depth;			/* open arrays */
+	size_t outer;			/* elements of the outer array begun */
+	enum form form;
+	struct i64s first;		/* the outer array's first element, until the form is known */
+	int64_t row[9];			/* the row being read */
+	size_t nrow;
+	/* raw form */
+	int64_t cats[MEM_NCAT], cur_t;
+	int have_cur;
+	/* sizes form */
+	size_t nsizes;
+	/* out */
+	struct mem_point *pts;
+	size_t npts, cap;
+	size_t run;			/* length of the number-like run at the end of the last piece */
+	uint64_t fed;
+};
+
+static int fail(struct timeline_parser *p, int rc, const char *code, const char *what)
+{
+	if (!p->rc) {
+		p->rc = rc;
+		tp_fail(p->err, rc, code, "%s (memory timeline, near byte %llu)", what,
+			(unsigned long long)(p->fed + (p->yajl ? yajl_get_bytes_consumed(p->yajl) : 0)));
+	}
+	return 0;	/* stops yajl */
+}
+
+static int push(struct i64s *a, int64_t v)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 1024;
+		int64_t *nv = tp_realloc(a->v, cap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		a->v = nv;
+		a->cap = cap;
+	}
+	a->v[a->n++] = v;
+	return 0;
+}
+
+static struct mem_point *new_point(struct timeline_parser *p)
+{
+	if (p->npts >= p->max_points) {
+		fail(p, TP_ERR_TOOBIG, "too_many_points", "more time points than the cap");
+		return NULL;
+	}
+	if (p->npts == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 1024;
+		struct mem_point *np = tp_realloc(p->pts, cap * sizeof(*np));
+		if (!np) {
+			fail(p, TP_ERR_NOMEM, NULL, "out of memory");
+			return NULL;
+		}
+		p->pts = np;
+		p->cap = cap;
+	}
+	return &p->pts[p->npts++];
+}
+
+/* One raw row: a new point when t changes (HTA's MemoryAnalysis._process_raw_events). */
+static int raw_row(struct timeline_parser *p, const int64_t *r, size_t n)
+{
+	struct mem_point *pt;
+
+	if (n != 4)
+		return fail(p, TP_ERR_INVALID, "invalid_timeline", "a raw row must be [t_ns, action, bytes, category]");
+	if (r[3] < 0 || r[3] >= MEM_NCAT)
+		return fail(p, TP_ERR_INVALID, "invalid_timeline", "a category must be 0 to 7");
+	if (p->have_cur && r[0] != p->cur_t) {
+		if (!(pt = new_point(p)))
+			return 0;
+		pt->t_ns = p->cur_t;
+		memcpy(pt->cat, p->cats, sizeof(pt->cat));
+	}
+	p->cur_t = r[0];
+	p->have_cur = 1;
+	p->cats[r[3]] = tp_sat_add(p->cats[r[3]], r[2]);
+	return 1;
+}
+
+static int on_number(void *ctx, const char *s, size_t len)
+{
+	struct timeline_parser *p = ctx;
+	char buf[MAX_NUMBER + 1];
+	int64_t v;
+
+	if (len > MAX_NUMBER)
+		return fail(p, TP_ERR_INVALID, "invalid_timeline", "a number is too long");
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	if (strpbrk(buf, ".eE")) {
+		double d = strtod(buf, NULL);	/* PyTorch 2.1 wrote 0.0 */
+		if (!(d > -9.2e18 && d < 9.2e18))
+			return fail(p, TP_ERR_INVALID, "invalid_timeline", "a number is out of range");
+		v = llround(d);
+	} else {
+		char *end;
+		errno = 0;
+		v = strtoll(buf, &end, 10);
+		if (errno || *end)
+			return fail(p, TP_ERR_INVALID, "invalid_timeline", "a number is out of range");
+	}
+	if (p->depth == 2 && p->outer == 1 && p->form == F_UNKNOWN) {
+		if (push(&p->first, v))
+			return fail(p, TP_ERR_NOMEM, NULL, "out of memory");
+		return 1;
+	}
+	if (p->depth == 2 && p->outer == 2 && p->form == F_UNKNOWN) {
+		/* a second row of numbers: the raw form; the first element was a row too */
+		p->form = F_RAW;
+		if (!raw_row(p, p->first.v, p->first.n))
+			return 0;
+	}
+	if ((p->depth == 2 && p->form == F_RAW) || (p->depth == 3 && p->form == F_SIZES)) {
+		if (p->nrow == 9)
+			return fail(p, TP_ERR_INVALID, "invalid_timeline", "a row has too many numbers");
+		p->row[p->nrow++] = v;
+		return 1;
+	}
+	return fail(p, TP_ERR_INVALID, "invalid_timeline", "a number where a memory timeline has none");
+}
+
+static int on_start_array(void *ctx)
+{
+	struct timeline_parser *p = ctx;
+
+	if (++p->depth > 3)
+		return fail(p, TP_ERR_INVALID, "invalid_timeline", "arrays nested deeper than a memory timeline's");
+	if (p->depth == 2) {
+		p->outer++;
+		p->nrow = 0;
+	} else if (p->depth == 3) {
+		if (p->outer == 2 && p->form == F_UNKNOWN)
+			p->form = F_SIZES;
+		if (p->form != F_SIZES || p->outer != 2)
+			return fail(p, TP_ERR_INVALID, "invalid_timeline", "an array where a number belongs");
+		p->nrow = 0;
+	}
+	return 1;
+}
+
+static int on_end_array(void *ctx)
+{
+	struct timeline_parser *p = ctx;
+	struct mem_point *pt;
+
+	if (p->depth == 2 && p->form == F_RAW && !raw_row(p, p->row, p->nrow))
+		return 0;
+	if (p->depth == 3) {
+		/* [0, c0..c7] (the 0 pads PyTorch's cumsum); 8 numbers are taken as c0..c7 */
+		if (p->nrow != 9 && p->nrow != 8)
+			return fail(p, TP_ERR_INVALID, "invalid_timeline", "a sizes row must have 9 numbers");
+		if (!(pt = new_point(p)))
+			return 0;
+		pt->t_ns = 0;	/* from times, at the end */
+		memcpy(pt->cat, p->row + (p->nrow - 8), sizeof(pt->cat));
+	}
+	p->depth--;
+	return 1;
+}
+
+static int refuse(void *ctx)
+{
+	return fail(ctx, TP_ERR_INVALID, "invalid_timeline", "a memory timeline holds only arrays and numbers");
+}
+
+static int refuse_str(void *ctx, const unsigned char *s, size_t n)
+{
+	(void)s, (void)n;
+	return refuse(ctx);
+}
+
+static int refuse_bool(void *ctx, int b)
+{
+	(void)b;
+	return refuse(ctx);
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = refuse,
+	.yajl_boolean = refuse_bool,
+	.yajl_number = on_number,
+	.yajl_string = refuse_str,
+	.yajl_start_map = refuse,
+	.yajl_map_key = refuse_str,
+	.yajl_end_map = refuse,
+	.yajl_start_array = on_start_array,
+	.yajl_end_array = on_end_array,
+};
+
+struct timeline_parser *timeline_parser_new(uint64_t max_points)
+{
+	struct timeline_parser *p = tp_calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->max_points = max_points;
+	if (!(p->yajl = yajl_alloc(&callbacks, NULL, p))) {
+		tp_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void timeline_parser_free(struct timeline_parser *p)
+{
+	if (!p)
+		return;
+	if (p->yajl)
+		yajl_free(p->yajl);
+	tp_free(p->first.v);
+	tp_free(p->pts);
+	tp_free(p);
+}
+
+static int status(struct timeline_parser *p, yajl_status st, const uint8_t *data, size_t len)
+{
+	if (p->rc)
+		return p->rc;
+	if (st == yajl_status_ok)
+		return TP_OK;
+	unsigned char *msg = yajl_get_error(p->yajl, 0, data, len);
+	size_t n = msg ? strlen((char *)msg) : 0;
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		msg[--n] = 0;
+	tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "invalid JSON at byte %llu: %s",
+		(unsigned long long)(p->fed + yajl_get_bytes_consumed(p->yajl)), msg ? (char *)msg : "parse error");
+	if (msg)
+		yajl_free_error(p->yajl, msg);
+	return p->rc = TP_ERR_INVALID;
+}
+
+int timeline_parser_feed(struct timeline_parser *p, const uint8_t *data, size_t len, struct tp_errbuf *err)
+{
+	size_t i;
+
+	p->err = err;
+	if (p->rc)
+		return p->rc;
+	/* a number yajl would buffer across pieces, unbounded: count its characters first */
+	for (i = 0; i < len; i++) {
+		uint8_t c = data[i];
+		p->run = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ? p->run + 1 : 0;
+		if (p->run > MAX_NUMBER) {
+			p->fed += i;
+			fail(p, TP_ERR_INVALID, "invalid_timeline", "a number is too long");
+			return p->rc;
+		}
+	}
+	int rc = status(p, yajl_parse(p->yajl, data, len), data, len);
+	p->fed += len;
+	return rc;
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+	const struct mem_point *x = a, *y = b;
+
+	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
+}
+
+int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **points, size_t *n,
+			   const char **form, struct tp_errbuf *err)
+{
+	size_t i;
+	struct mem_point *pt;
+
+	p->err = err;
+	if (p->rc || status(p, yajl_complete_parse(p->yajl), NULL, 0))
+		return p->rc;
+	if (p->form == F_UNKNOWN && p->outer == 1) {
+		p->form = F_RAW;	/* one raw row */
+		if (!raw_row(p, p->first.v, p->first.n))
+			return p->rc;
+	}
+	if (p->form == F_RAW) {
+		int64_t tmin = -1;
+		if (p->have_cur) {
+			if (!(pt = new_point(p)))
+				return p->rc;
+			pt->t_ns = p->cur_t;
+			memcpy(pt->cat, p->cats, sizeof(pt->cat));
+		}
+		/* pre-existing rows (t = -1) are put at the first real time */
+		for (i = 0; i < p->npts; i++)
+			if (p->pts[i].t_ns > 0 && (tmin < 0 || p->pts[i].t_ns < tmin))
+				tmin = p->pts[i].t_ns;
+		for (i = 0; i < p->npts; i++)
+			if (p->pts[i].t_ns < 0)
+				p->pts[i].t_ns = tmin < 0 ? 0 : tmin;
+		*form = "raw";
+	} else if (p->form == F_SIZES) {
+		int64_t tmax = 0;
+		if (p->outer != 2 || p->first.n != p->npts) {
+			tp_fail(err, TP_ERR_INVALID, "invalid_timeline",
+				"[times, sizes]: %zu times but %zu rows of sizes", p->first.n, p->npts);
+			return p->rc = TP_ERR_INVALID;
+		}
+		for (i = 0; i < p->npts; i++)
+			if (p->first.v[i] > tmax)
+				tmax = p->first.v[i];
+		/* PyTorch >= 2.2 writes us (epoch us ~1.7e15), 2.1 wrote ns (~1.7e18) */
+		int64_t scale = tmax < 100000000000000000LL ? 1000 : 1;
+		for (i = 0; i < p->npts; i++) {
+			int64_t t = p->first.v[i];
+			if (__builtin_mul_overflow(t, scale, &p->pts[i].t_ns))
+				p->pts[i].t_ns = t < 0 ? INT64_MIN : INT64_MAX;
+		}
+		*form = "times_sizes";
+	} else {
+		tp_fail(err, TP_ERR_INVALID, "invalid_timeline", "not a memory timeline export: expected [[t, action, bytes, category], ...] or [times, sizes]");
+		return p->rc = TP_ERR_INVALID;
+	}
+	/* exports are in time order; one that is not is sorted (then equal times keep no order) */
+	for (i = 1; i < p->npts && p->pts[i - 1].t_ns <= p->pts[i].t_ns; i++)
+		;
+	if (i < p->npts)
+		qsort(p->pts, p->npts, sizeof(*p->pts), cmp_point);
+	*points = p->pts;
+	*n = p->npts;
+	return TP_OK;
+}

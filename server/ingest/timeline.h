@@ -1,0 +1,41 @@
+/*
+ * timeline.h: PyTorch's export_memory_timeline files, streaming
+ * (shared/reference/formats.md 2.4), into points of a memory timeline:
+ *   raw form        [[t_ns, action, bytes, category], ...]: rows of deltas,
+ *                   summed per category, one point per distinct t (as HTA's
+ *                   MemoryAnalysis does); t = -1 (pre-existing) is put at
+ *                   the first real time;
+ *   [times, sizes]  times (us since PyTorch 2.2, ns in 2.1: told apart by
+ *                   magnitude) and rows of 9 numbers, [0, bytes of each
+ *                   category]: cumulative state.
+ * Categories in PyTorch's export order: parameter, optimizer_state, input,
+ * temporary, activation, gradient, autograd_detail, unknown. Pure: no SQL.
+ */
+#ifndef TIMELINE_H
+#define TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp.h"
+
+#define MEM_NCAT 8
+extern const char *const mem_cat_names[MEM_NCAT];
+
+struct mem_point {
+	int64_t t_ns;
+	int64_t cat[MEM_NCAT];		/* bytes live per category */
+};
+
+struct timeline_parser;
+
+/* New parser; at most max_points points (more is TP_ERR_TOOBIG). NULL when out of memory. */
+struct timeline_parser *timeline_parser_new(uint64_t max_points);
+/* Next piece; TP_ERR_INVALID (not a memory timeline, with where), TP_ERR_TOOBIG, TP_ERR_NOMEM. */
+int timeline_parser_feed(struct timeline_parser *p, const uint8_t *data, size_t len, struct tp_errbuf *err);
+/* End of input: the points, in time order (borrowed until free). */
+int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **points, size_t *n,
+			   const char **form, struct tp_errbuf *err);
+void timeline_parser_free(struct timeline_parser *p);
+
+#endif

@@ -35,8 +35,7 @@ static int valid_file_name(const char *s)
 	return 1;
 }
 
-/* "cpu" or "cuda:N" */
-static int valid_device(const char *d)
+int h_valid_device(const char *d)
 {
 	size_t i;
 
@@ -80,7 +79,7 @@ int h_artifact_upload_begin(struct request *req)
 		ir.kind = kind;
 	}
 	ir.device = http_arg(req, "device");
-	if (ir.device && !valid_device(ir.device))
+	if (ir.device && !h_valid_device(ir.device))
 		return http_reply_error(req, 400, "invalid_parameter", NULL,
 					"'device' must be cpu or cuda:N (N from 0 to 1023)");
 	cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);

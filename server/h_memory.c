@@ -18,17 +18,10 @@
 static const char *arg_device(struct request *req)
 {
 	const char *d = http_arg(req, "device");
-	size_t i;
 
-	if (!d || !strcmp(d, "cpu"))
+	if (!d || h_valid_device(d))
 		return d;
-	if (!strncmp(d, "cuda:", 5) && d[5] && strlen(d) <= 9) {
-		for (i = 5; d[i] >= '0' && d[i] <= '9'; i++)
-			;
-		if (!d[i])
-			return d;
-	}
-	http_reply_error(req, 400, "invalid_parameter", NULL, "device must be cpu or cuda:N");
+	http_reply_error(req, 400, "invalid_parameter", NULL, "device must be cpu or cuda:N (N from 0 to 1023)");
 	return "";
 }
 

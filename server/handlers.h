@@ -41,6 +41,9 @@ void h_artifact_upload_cleanup(struct request *req, int completed);
 int h_artifact_get(struct request *req);
 int h_artifact_raw(struct request *req);
 
+/* "cpu" or "cuda:N", N from 0 to 1023 without leading zeros (h_artifacts.c). */
+int h_valid_device(const char *d);
+
 /* Shared argument parsing: an integer in [lo, hi], or def when absent. -1 on a bad value (answered). */
 int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
 	      long long *out);

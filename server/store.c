@@ -1750,12 +1750,21 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 	 * drawn by its point of highest allocated, with every category from that
 	 * same point: the peak always survives and the stack stays consistent.
 	 */
+	/* the first and last points are always kept too, so a chart spans the whole run */
 	size_t buckets = points <= 0 || (size_t)points >= n ? n : (size_t)points;
+	int ends = buckets < n && buckets >= 3;
+	size_t inner = ends ? buckets - 2 : buckets, from = ends ? 1 : 0, span = ends ? n - 2 : n;
 	for (size_t b = 0; b < buckets; b++) {
-		size_t lo = b * n / buckets, hi = (b + 1) * n / buckets, best = lo;
-		for (i = lo + 1; i < hi; i++)
-			if (rows[i][9] > rows[best][9])
-				best = i;
+		size_t best;
+		if (ends && (b == 0 || b == buckets - 1)) {
+			best = b == 0 ? 0 : n - 1;
+		} else {
+			size_t k = ends ? b - 1 : b, lo = from + k * span / inner, hi = from + (k + 1) * span / inner;
+			best = lo;
+			for (i = lo + 1; i < hi; i++)
+				if (rows[i][9] > rows[best][9])
+					best = i;
+		}
 		for (c = 0; c < POINT_COLS; c++)
 			if (json_array_append_new(arr[c], c == POINT_COLS - 1 && nul[best] ? json_null()
 											 : json_integer(rows[best][c])))

@@ -303,11 +303,16 @@ START_TEST(test_memory_timeline_export)
 			 2618160128LL);
 	peak = json_integer_value(json_object_get(json_object_get(j, "peak"), "bytes"));
 	ck_assert_int_eq(peak, 3082832104LL);
+	json_int_t t_first = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 0));
+	json_int_t t_last = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 7720));
 	json_decref(j);
 
 	/* downsampled: 100 points, the peak among them */
 	j = get("/api/v1/runs/memraw/memory?points=100", 200, NULL);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), 100);
+	/* and it spans the whole run */
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "t_ns"), 0)), t_first);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "t_ns"), 99)), t_last);
 	json_array_foreach(json_object_get(j, "allocated"), i, v)
 		seen_peak |= json_integer_value(v) == peak;
 	ck_assert(seen_peak);

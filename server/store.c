@@ -419,7 +419,8 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 		if (r != SQLITE_DONE)
 			return db_fail(err, db, "delete rows");
 	}
-	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points" };
+	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
+					     "memory_groups" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -834,57 +835,97 @@ static void bind_kernel(sqlite3_stmt *st, const struct store_final *f, int64_t a
 	sqlite3_bind_double(st, 13, k->occ_sum);
 }
 
-static void bind_point(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+/* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
+static int step_reset(struct store_writer *w, sqlite3_stmt *st, struct tp_errbuf *err)
 {
-	const struct mem_point *p = &f->mem_points[i];
-	int64_t sum = 0;
-	int c;
+	int r = sqlite3_step(st);
 
-	sqlite3_bind_int64(st, 1, artifact);
-	sqlite3_bind_text(st, 2, f->mem_device, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (int64_t)i);
-	sqlite3_bind_int64(st, 4, p->t_ns);
-	for (c = 0; c < MEM_NCAT; c++) {
-		sqlite3_bind_int64(st, 5 + c, p->cat[c]);
-		sum = tp_sat_add(sum, p->cat[c]);
-	}
-	sqlite3_bind_int64(st, 13, sum);
-	sqlite3_bind_null(st, 14);
+	sqlite3_reset(st);
+	return r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "insert memory");
 }
 
-static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
+static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			 const struct mem_series *ms, sqlite3_stmt *pt, sqlite3_stmt *se, sqlite3_stmt *gr,
 			 struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
 	int64_t best = INT64_MIN, peak = -1;
-	int rc;
+	int rc = TP_OK;
 	size_t i;
 
-	if ((rc = insert_rows(w, "INSERT INTO memory_points(artifact_id, device, seq, t_ns, parameter, optimizer_state,"
-				 " input, temporary, activation, gradient, autograd_detail, unknown, allocated, reserved)"
-				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-			      f->nmem_points, bind_point, f, artifact, err)))
-		return rc;
-	for (i = 0; i < f->nmem_points; i++) {
-		int64_t sum = 0;
-		for (int c = 0; c < MEM_NCAT; c++)
-			sum = tp_sat_add(sum, f->mem_points[i].cat[c]);
+	for (i = 0; i < ms->n && !rc; i++) {
+		const struct mem_point *p = &ms->pts[i];
+		int64_t sum = 0, t = p->t_ns;
+		int c;
+		if (strcmp(ms->source, "pytorch") && __builtin_add_overflow(p->t_ns, f->base_ns, &t))
+			t = INT64_MAX;
+		sqlite3_bind_int64(pt, 1, artifact);
+		sqlite3_bind_text(pt, 2, ms->device, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(pt, 3, (int64_t)i);
+		sqlite3_bind_int64(pt, 4, t);
+		for (c = 0; c < MEM_NCAT; c++) {
+			sqlite3_bind_int64(pt, 5 + c, p->cat[c]);
+			sum = tp_sat_add(sum, p->cat[c]);
+		}
+		sqlite3_bind_int64(pt, 13, sum);
+		if (p->reserved >= 0)
+			sqlite3_bind_int64(pt, 14, p->reserved);
+		else
+			sqlite3_bind_null(pt, 14);
+		rc = step_reset(w, pt, err);
 		if (sum > best) {
 			best = sum;
 			peak = (int64_t)i;
 		}
 	}
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq)"
-				      " VALUES(?1, ?2, ?3, ?4, ?5)", -1, &st, NULL) != SQLITE_OK)
-		return db_fail(err, w->db, "prepare");
-	sqlite3_bind_int64(st, 1, artifact);
-	bind_text(st, 2, f->mem_device);
-	bind_text(st, 3, f->mem_source);
-	sqlite3_bind_int64(st, 4, (int64_t)f->nmem_points);
+	for (i = 0; i < ms->ngroups && !rc; i++) {
+		const struct mem_group *g = &ms->groups[i];
+		sqlite3_bind_int64(gr, 1, artifact);
+		sqlite3_bind_text(gr, 2, ms->device, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(gr, 3, (int64_t)i);
+		sqlite3_bind_text(gr, 4, mem_cat_names[g->cat & 7], -1, SQLITE_STATIC);
+		bind_text(gr, 5, g->op);
+		sqlite3_bind_int64(gr, 6, g->bytes);
+		if (g->count >= 0)
+			sqlite3_bind_int64(gr, 7, g->count);
+		else
+			sqlite3_bind_null(gr, 7);
+		rc = step_reset(w, gr, err);
+	}
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(se, 1, artifact);
+	bind_text(se, 2, ms->device);
+	bind_text(se, 3, ms->source);
+	sqlite3_bind_int64(se, 4, (int64_t)ms->n);
 	if (peak >= 0)
-		sqlite3_bind_int64(st, 5, peak);
-	rc = sqlite3_step(st) == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "insert memory series");
-	sqlite3_finalize(st);
+		sqlite3_bind_int64(se, 5, peak);
+	else
+		sqlite3_bind_null(se, 5);
+	sqlite3_bind_int64(se, 6, ms->baseline);
+	return step_reset(w, se, err);
+}
+
+static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			 struct tp_errbuf *err)
+{
+	sqlite3_stmt *pt = NULL, *se = NULL, *gr = NULL;
+	int rc = TP_OK;
+	size_t i;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO memory_points(artifact_id, device, seq, t_ns, parameter,"
+				      " optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown,"
+				      " allocated, reserved) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			       -1, &pt, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO memory_series(artifact_id, device, source, points, peak_seq,"
+				      " baseline) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1, &se, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &gr, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (i = 0; i < f->nmem && !rc; i++)
+		rc = insert_series(w, artifact, f, &f->mem[i], pt, se, gr, err);
+	sqlite3_finalize(pt);
+	sqlite3_finalize(se);
+	sqlite3_finalize(gr);
 	return rc;
 }
 
@@ -894,7 +935,7 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 	const struct an_result *a = f->analysis;
 	int rc;
 
-	if (f->mem_points && (rc = insert_memory(w, artifact, f, err)))
+	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
 		return rc;
 	if (!a)
 		return TP_OK;
@@ -1669,79 +1710,127 @@ static const char point_sql[] =
 	"SELECT t_ns, parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail,"
 	" unknown, allocated, reserved FROM memory_points WHERE artifact_id=?1 AND device=?2";
 
-/* The peak point: {"t_ns", "bytes", "by_category": {...}}; NULL with err on failure. */
-static json_t *peak_json(struct store_reader *r, const struct series *s, struct tp_errbuf *err)
+struct points {
+	int64_t (*row)[POINT_COLS];
+	uint8_t *nul;		/* reserved unknown */
+	size_t n;
+	int64_t param_bytes;	/* the run's metadata param_bytes; 0: not given */
+};
+
+static void points_free(struct points *p)
+{
+	tp_free(p->row);
+	tp_free(p->nul);
+}
+
+/*
+ * A series' points, in order. For a trace, the pre-existing baseline (in
+ * parameter) is split into parameter and optimizer state when the run's
+ * metadata gives param_bytes: parameters first, the rest optimizer state.
+ */
+static int load_points(struct store_reader *r, const char *run, const struct series *s, struct points *p,
+		       struct tp_errbuf *err)
 {
 	char sql[512];
 	sqlite3_stmt *st;
-	json_t *by, *o = NULL;
-	int c;
+	size_t cap = 0;
+	int step, c;
 
-	snprintf(sql, sizeof(sql), "%s AND seq=?3", point_sql);
+	memset(p, 0, sizeof(*p));
+	snprintf(sql, sizeof(sql), "%s ORDER BY seq", point_sql);
 	if (!(st = prepare(r, sql, err)))
-		return NULL;
+		return TP_ERR_DB;
 	sqlite3_bind_int64(st, 1, s->artifact);
 	bind_text(st, 2, s->device);
-	sqlite3_bind_int64(st, 3, s->peak_seq);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		sqlite3_finalize(st);
-		return json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (p->n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			void *nr = tp_realloc(p->row, cap * sizeof(*p->row));
+			if (nr)
+				p->row = nr;
+			uint8_t *nn = nr ? tp_realloc(p->nul, cap) : NULL;
+			if (!nn)
+				break;
+			p->nul = nn;
+		}
+		for (c = 0; c < POINT_COLS; c++)
+			p->row[p->n][c] = sqlite3_column_int64(st, c);
+		p->nul[p->n++] = sqlite3_column_type(st, POINT_COLS - 1) == SQLITE_NULL;
 	}
-	by = json_object();
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		points_free(p);
+		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+					  : db_fail(err, r->db, "read memory");
+	}
+	if (strcmp(s->source, "trace"))
+		return TP_OK;
+	if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err))) {
+		points_free(p);
+		return TP_ERR_DB;
+	}
+	bind_text(st, 1, run);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+		p->param_bytes = sqlite3_column_int64(st, 0) > 0 ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	for (size_t i = 0; p->param_bytes && i < p->n; i++) {
+		int64_t pre = p->row[i][1], param = pre < p->param_bytes ? pre : p->param_bytes;
+		p->row[i][1] = param;
+		p->row[i][2] += pre - param;
+	}
+	return TP_OK;
+}
+
+/* Point i as {"t_ns", "bytes", "by_category": {...}}. */
+static json_t *point_json(const struct points *p, size_t i)
+{
+	json_t *by = json_object();
+	int c;
+
 	for (c = 0; by && c < MEM_NCAT; c++)
-		if (json_object_set_new(by, mem_cat_names[c], json_integer(sqlite3_column_int64(st, 1 + c)))) {
+		if (json_object_set_new(by, mem_cat_names[c], json_integer(p->row[i][1 + c]))) {
 			json_decref(by);
 			by = NULL;
 		}
-	if (by)
-		o = json_pack("{s:I, s:I, s:o}", "t_ns", (json_int_t)sqlite3_column_int64(st, 0), "bytes",
-			      (json_int_t)sqlite3_column_int64(st, 9), "by_category", by);
-	sqlite3_finalize(st);
-	return o ? o : nomem(err);
+	return by ? json_pack("{s:I, s:I, s:o}", "t_ns", (json_int_t)p->row[i][0], "bytes", (json_int_t)p->row[i][9],
+			      "by_category", by) : NULL;
+}
+
+/* {"bytes", "split", "note"}: how the memory from before the trace is reported */
+static json_t *baseline_json(struct store_reader *r, const struct series *s, const struct points *p)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT baseline FROM memory_series WHERE artifact_id=?1 AND device=?2", NULL);
+	int64_t base = 0;
+
+	if (st) {
+		sqlite3_bind_int64(st, 1, s->artifact);
+		bind_text(st, 2, s->device);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			base = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (strcmp(s->source, "trace"))
+		return json_null();
+	if (p->param_bytes)
+		return json_pack("{s:I, s:I, s:s}", "bytes", (json_int_t)base, "param_bytes", (json_int_t)p->param_bytes,
+				 "note", "memory allocated before the trace began: the run's param_bytes as parameter, the rest as optimizer_state");
+	return json_pack("{s:I, s:n, s:s}", "bytes", (json_int_t)base, "param_bytes", "note",
+			 "memory allocated before the trace began, reported as parameter; PATCH the run's metadata"
+			 " with param_bytes to split it into parameters and optimizer state");
 }
 
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
 		     struct tp_errbuf *err)
 {
 	struct series s;
-	char sql[512];
-	sqlite3_stmt *st;
+	struct points p;
 	json_t *arr[POINT_COLS] = { NULL }, *cats = NULL, *peak = NULL, *o = NULL;
-	int64_t (*rows)[POINT_COLS] = NULL;
-	uint8_t *nul = NULL;
-	size_t n = 0, cap = 0, i;
-	int step, c;
+	size_t n, i;
+	int c;
 
-	if (pick_series(r, run, rank, device, &s, err))
+	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, &p, err))
 		return NULL;
-	snprintf(sql, sizeof(sql), "%s ORDER BY seq", point_sql);
-	if (!(st = prepare(r, sql, err)))
-		return NULL;
-	sqlite3_bind_int64(st, 1, s.artifact);
-	bind_text(st, 2, s.device);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			void *nr = tp_realloc(rows, cap * sizeof(*rows));
-			if (nr)
-				rows = nr;
-			uint8_t *nn = nr ? tp_realloc(nul, cap) : NULL;
-			if (!nn)
-				break;
-			nul = nn;
-		}
-		for (c = 0; c < POINT_COLS; c++)
-			rows[n][c] = sqlite3_column_int64(st, c);
-		nul[n++] = sqlite3_column_type(st, POINT_COLS - 1) == SQLITE_NULL;
-	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
-		if (step == SQLITE_ROW)
-			nomem(err);
-		else
-			db_fail(err, r->db, "read memory");
-		goto out;
-	}
+	n = p.n;
 	for (c = 0; c < POINT_COLS; c++)
 		if (!(arr[c] = json_array()))
 			goto oom;
@@ -1749,8 +1838,8 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 	 * Downsampling: n points into `points` buckets of consecutive points, each
 	 * drawn by its point of highest allocated, with every category from that
 	 * same point: the peak always survives and the stack stays consistent.
+	 * The first and last points are always kept too, so a chart spans the run.
 	 */
-	/* the first and last points are always kept too, so a chart spans the whole run */
 	size_t buckets = points <= 0 || (size_t)points >= n ? n : (size_t)points;
 	int ends = buckets < n && buckets >= 3;
 	size_t inner = ends ? buckets - 2 : buckets, from = ends ? 1 : 0, span = ends ? n - 2 : n;
@@ -1762,12 +1851,12 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 			size_t k = ends ? b - 1 : b, lo = from + k * span / inner, hi = from + (k + 1) * span / inner;
 			best = lo;
 			for (i = lo + 1; i < hi; i++)
-				if (rows[i][9] > rows[best][9])
+				if (p.row[i][9] > p.row[best][9])
 					best = i;
 		}
 		for (c = 0; c < POINT_COLS; c++)
-			if (json_array_append_new(arr[c], c == POINT_COLS - 1 && nul[best] ? json_null()
-											 : json_integer(rows[best][c])))
+			if (json_array_append_new(arr[c], c == POINT_COLS - 1 && p.nul[best] ? json_null()
+											   : json_integer(p.row[best][c])))
 				goto oom;
 	}
 	if (!(cats = json_object()))
@@ -1777,11 +1866,15 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 			goto oom;
 		arr[1 + c] = NULL;
 	}
-	if (!(peak = peak_json(r, &s, err)))
-		goto out;
-	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
+	if (s.peak_seq >= 0 && (size_t)s.peak_seq < n)
+		peak = point_json(&p, (size_t)s.peak_seq);
+	else
+		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
+	if (!peak)
+		goto oom;
+	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
 		      "device", s.device, "points_total", (json_int_t)n, "t_ns", arr[0], "categories", cats,
-		      "allocated", arr[9], "reserved", arr[10], "peak", peak);
+		      "allocated", arr[9], "reserved", arr[10], "peak", peak, "baseline", baseline_json(r, &s, &p));
 	arr[0] = arr[9] = arr[10] = NULL;
 	cats = peak = NULL;
 	if (!o)
@@ -1794,8 +1887,7 @@ out:
 		json_decref(arr[c]);
 	json_decref(cats);
 	json_decref(peak);
-	tp_free(rows);
-	tp_free(nul);
+	points_free(&p);
 	return o;
 }
 
@@ -1803,28 +1895,61 @@ json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, con
 			  struct tp_errbuf *err)
 {
 	struct series s;
-	json_t *peak, *groups, *o;
+	struct points p;
+	sqlite3_stmt *st;
+	json_t *peak = NULL, *groups = NULL, *o = NULL, *v;
 	const char *key;
-	json_t *v;
 
-	if (pick_series(r, run, rank, device, &s, err) || !(peak = peak_json(r, &s, err)))
+	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, &p, err))
 		return NULL;
-	/* an export knows categories, not which operator made what: one group per category */
-	if (!(groups = json_array())) {
-		json_decref(peak);
-		return nomem(err);
-	}
-	json_object_foreach(json_object_get(peak, "by_category"), key, v) {
-		if (json_integer_value(v) > 0 &&
-		    append(groups, json_pack("{s:s, s:n, s:O, s:n}", "category", key, "op", "bytes", v, "count"))) {
-			json_decref(peak);
-			return nomem(err);
+	if (s.peak_seq < 0 || (size_t)s.peak_seq >= p.n || !(peak = point_json(&p, (size_t)s.peak_seq)) ||
+	    !(groups = json_array()))
+		goto oom;
+	/* a trace: what its allocations were and who made them; an export: categories only */
+	if (!(st = prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1 AND device=?2"
+			      " ORDER BY n", err)))
+		goto out;
+	sqlite3_bind_int64(st, 1, s.artifact);
+	bind_text(st, 2, s.device);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int pre = sqlite3_column_type(st, 1) == SQLITE_NULL;
+		int64_t bytes = sqlite3_column_int64(st, 2);
+		if (pre && p.param_bytes) {
+			/* the baseline split as in the timeline */
+			int64_t param = bytes < p.param_bytes ? bytes : p.param_bytes;
+			if (append(groups, json_pack("{s:s, s:n, s:I, s:n}", "category", "parameter", "bytes",
+						     (json_int_t)param, "count")) ||
+			    (bytes > param && append(groups, json_pack("{s:s, s:n, s:I, s:n}", "category", "optimizer_state",
+								       "bytes", (json_int_t)(bytes - param), "count")))) {
+				sqlite3_finalize(st);
+				goto oom;
+			}
+			continue;
+		}
+		if (append(groups, json_pack("{s:o, s:o, s:o, s:o}", "category", col_json(st, 0), "op", col_json(st, 1),
+					     "bytes", col_json(st, 2), "count", col_json(st, 3)))) {
+			sqlite3_finalize(st);
+			goto oom;
 		}
 	}
-	o = json_pack("{s:i, s:s, s:s, s:O, s:O, s:o}", "rank", s.rank, "source", s.source, "device", s.device, "t_ns",
+	sqlite3_finalize(st);
+	if (!json_array_size(groups))
+		json_object_foreach(json_object_get(peak, "by_category"), key, v)
+			if (json_integer_value(v) > 0 &&
+			    append(groups, json_pack("{s:s, s:n, s:O, s:n}", "category", key, "op", "bytes", v, "count")))
+				goto oom;
+	o = json_pack("{s:i, s:s, s:s, s:O, s:O, s:O}", "rank", s.rank, "source", s.source, "device", s.device, "t_ns",
 		      json_object_get(peak, "t_ns"), "bytes", json_object_get(peak, "bytes"), "groups", groups);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	nomem(err);
+out:
 	json_decref(peak);
-	return o ? o : nomem(err);
+	json_decref(groups);
+	points_free(&p);
+	return o;
 }
 
 /* A rank's step durations, in time order. */

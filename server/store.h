@@ -86,10 +86,8 @@ struct store_final {
 	const struct an_result *analysis;	/* steps, ops, kernels (times as written); may be NULL */
 	an_string_fn str;		/* names of the analysis' string ids */
 	void *str_payload;
-	const struct mem_point *mem_points;	/* a memory timeline of one device; may be NULL */
-	size_t nmem_points;
-	const char *mem_source;		/* "pytorch", "trace" or "snapshot" */
-	const char *mem_device;		/* "cuda:N" or "cpu" */
+	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
+	size_t nmem;
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;
 };

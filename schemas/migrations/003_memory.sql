@@ -7,7 +7,21 @@ CREATE TABLE memory_series (
 	source TEXT NOT NULL,			-- "pytorch", "trace" or "snapshot"
 	points INTEGER NOT NULL,
 	peak_seq INTEGER,			-- the first point with the highest allocated
+	baseline INTEGER NOT NULL DEFAULT 0,	-- trace: allocated before the first event
 	PRIMARY KEY (artifact_id, device)
+) WITHOUT ROWID;
+
+-- What was alive at a series' peak: by category and the operator that made
+-- it (op NULL: pre-existing memory; count NULL then).
+CREATE TABLE memory_groups (
+	artifact_id INTEGER NOT NULL,
+	device TEXT NOT NULL,
+	n INTEGER NOT NULL,			-- largest first
+	category TEXT NOT NULL,
+	op TEXT,
+	bytes INTEGER NOT NULL,
+	count INTEGER,
+	PRIMARY KEY (artifact_id, device, n)
 ) WITHOUT ROWID;
 
 -- The points in time order; the eight categories sum to allocated.

@@ -18,6 +18,7 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
+#include "analysis/memory.h"
 #include "ingest/trace.h"
 
 const char *const an_comp_names[AN_NCOMP] = {
@@ -130,7 +131,8 @@ enum {
 	C_OTHER = 1, C_OP, C_ANN, C_RUNTIME, C_KERNEL, C_MEMCPY, C_MEMSET, C_GPU_ANN,
 	C_MASK = 0x0f,
 	/* as a name */
-	N_STEP = 0x10, N_DATALOADER = 0x20,
+	N_STEP = 0x10, N_DATALOADER = 0x20, N_OPT_STEP = 0x40, N_ZERO_GRAD = 0x80, N_BACKWARD = 0x100,
+	N_ACCUM_GRAD = 0x200, N_COPY = 0x400,
 };
 
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
@@ -140,6 +142,7 @@ struct hrec {			/* a host span */
 	int64_t id;		/* runtime: correlation; op: External id; -1 when absent */
 	uint32_t thread, name;
 	uint8_t kind;		/* enum hkind */
+	uint8_t ann;		/* a user annotation */
 };
 
 struct grec {			/* a GPU span */
@@ -154,7 +157,7 @@ struct srec {			/* a step span */
 struct analysis {
 	an_string_fn str;
 	void *payload;
-	uint8_t *cls;		/* per string id, 0: not classified yet */
+	uint16_t *cls;		/* per string id, 0: not classified yet */
 	size_t ncls;
 	struct hmap threads;	/* (pid, tid) -> thread number */
 	struct hrec *h;
@@ -164,6 +167,10 @@ struct analysis {
 	struct srec *cpu_steps, *gpu_steps;
 	size_t ncs, cscap, ngs, gscap;
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
+	struct mem_event *mev;	/* [memory] events */
+	size_t nmev, mevcap;
+	int32_t *parent;	/* of each host span, once nested */
+	struct mem_result *mem;
 	struct an_result res;
 	size_t kcap, opcap;
 };
@@ -185,7 +192,7 @@ static int step_number(const char *s, int64_t *n)
 	return 1;
 }
 
-static uint8_t classify_string(const char *s)
+static uint16_t classify_string(const char *s)
 {
 	static const struct { const char *s; uint8_t c; } cats[] = {
 		{ "cpu_op", C_OP }, { "Operator", C_OP }, { "user_annotation", C_ANN },
@@ -194,7 +201,7 @@ static uint8_t classify_string(const char *s)
 		{ "Memcpy", C_MEMCPY }, { "gpu_memset", C_MEMSET }, { "Memset", C_MEMSET },
 		{ "gpu_user_annotation", C_GPU_ANN },
 	};
-	uint8_t c = C_OTHER;
+	uint16_t c = C_OTHER;
 	int64_t n;
 	size_t i;
 
@@ -206,19 +213,30 @@ static uint8_t classify_string(const char *s)
 	/* torch.utils.data: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" */
 	if (!strncmp(s, "enumerate(DataLoader)#", 22))
 		c |= N_DATALOADER;
+	/* what memory categories are inferred from (memory.c) */
+	if (!strncmp(s, "Optimizer.step#", 15))
+		c |= N_OPT_STEP;
+	if (!strncmp(s, "Optimizer.zero_grad#", 20))
+		c |= N_ZERO_GRAD;
+	if (!strncmp(s, "autograd::engine::evaluate_function: ", 37))
+		c |= N_BACKWARD;
+	if (strstr(s, "AccumulateGrad"))
+		c |= N_ACCUM_GRAD;
+	if (!strcmp(s, "aten::to") || !strcmp(s, "aten::_to_copy") || !strcmp(s, "aten::copy_"))
+		c |= N_COPY;
 	return c;
 }
 
-static int cls_of(struct analysis *an, uint32_t id, uint8_t *out)
+static int cls_of(struct analysis *an, uint32_t id, uint16_t *out)
 {
 	if (id >= an->ncls) {
 		size_t n = an->ncls ? an->ncls : 1024;
 		while (n <= id)
 			n *= 2;
-		uint8_t *nc = tp_realloc(an->cls, n);
+		uint16_t *nc = tp_realloc(an->cls, n * sizeof(*nc));
 		if (!nc)
 			return -1;
-		memset(nc + an->ncls, 0, n - an->ncls);
+		memset(nc + an->ncls, 0, (n - an->ncls) * sizeof(*nc));
 		an->cls = nc;
 		an->ncls = n;
 	}
@@ -254,6 +272,9 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.ops);
 	tp_free(an->res.kernels);
 	tp_free(an->res.thread_self_ns);
+	tp_free(an->mev);
+	tp_free(an->parent);
+	mem_result_free(an->mem);
 	tp_free(an);
 }
 
@@ -306,11 +327,40 @@ static int add_kernel(struct analysis *an, const struct tp_event *e, int kind, i
 	return 0;
 }
 
+/* The thread number of an event's (pid, tid); NULL when out of memory. */
+static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
+{
+	uint64_t tk = mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid);
+
+	return hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
+}
+
+static int memory_event(struct analysis *an, const struct tp_event *e)
+{
+	if (grow((void **)&an->mev, &an->mevcap, an->nmev + 1, sizeof(*an->mev)))
+		return -1;
+	an->mev[an->nmev++] = (struct mem_event){
+		.ts = e->ts_ns, .ev_idx = (e->have & TH_EV_IDX) ? e->ev_idx : 0, .addr = e->addr,
+		.bytes = (e->have & TH_BYTES) ? e->bytes : 0, .total_alloc = e->total_alloc,
+		.total_res = e->total_reserved,
+		/* resolved at the end: a thread's spans may come after its allocations */
+		.thread_key = mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid),
+		.dev_type = (e->have & TH_DEV_TYPE) ? (int32_t)e->dev_type : 0,
+		.dev_id = (e->have & TH_DEV_ID) ? (int32_t)e->dev_id : -1,
+		.has_addr = (e->have & TH_ADDR) != 0,
+		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES),
+		.has_idx = (e->have & TH_EV_IDX) != 0,
+	};
+	return 0;
+}
+
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
-	uint8_t cc, nc;
+	uint16_t cc, nc;
 	int64_t s, dur, n;
 
+	if (e->ph == 'i' && e->name == TRACE_S_MEMORY && (e->have & TH_TS))
+		return memory_event(an, e) ? nomem(err) : TP_OK;
 	if (e->ph != 'X' || !(e->have & TH_TS))
 		return TP_OK;
 	if (cls_of(an, e->cat, &cc) || cls_of(an, e->name, &nc))
@@ -333,13 +383,12 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	}
 	switch (cc) {
 	case C_OP: case C_ANN: case C_RUNTIME: {
-		uint64_t tk = mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid);
-		uint32_t *t = hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
+		uint32_t *t = thread_of(an, e);
 		if (!t || grow((void **)&an->h, &an->hcap, an->nh + 1, sizeof(*an->h)))
 			return nomem(err);
 		int rt = cc == C_RUNTIME;
 		an->h[an->nh++] = (struct hrec){
-			.s = s, .e = s + dur, .thread = *t, .name = e->name,
+			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN,
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
 		};
@@ -485,7 +534,7 @@ static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device
 
 static int ops_table(struct analysis *an)
 {
-	int32_t *parent = tp_malloc((an->nh + 1) * sizeof(*parent));
+	int32_t *parent = an->parent = tp_malloc((an->nh + 1) * sizeof(*parent));
 	int64_t *self = tp_malloc((an->nh + 1) * sizeof(*self));
 	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL;
 	int64_t *gtotal = an->ng ? tp_malloc((an->nh + 1) * sizeof(*gtotal)) : NULL;
@@ -513,7 +562,6 @@ static int ops_table(struct analysis *an)
 	rc = 0;
 out:
 	hmap_free(&m);
-	tp_free(parent);
 	tp_free(self);
 	tp_free(gself);
 	tp_free(gtotal);
@@ -693,6 +741,54 @@ out:
 	return rc;
 }
 
+/* Memory timelines by category, when the trace has [memory] events (memory.c). */
+static int memory(struct analysis *an, struct tp_errbuf *err)
+{
+	struct mem_span *sp = NULL;
+	size_t *first = NULL, i, t;
+	struct mem_input in;
+	int rc;
+
+	if (!an->nmev)
+		return TP_OK;
+	sp = tp_malloc((an->nh + 1) * sizeof(*sp));
+	first = tp_calloc(an->threads.n + 2, sizeof(*first));
+	if (!sp || !first) {
+		tp_free(sp);
+		tp_free(first);
+		return nomem(err);
+	}
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *h = &an->h[i];
+		uint16_t nc;
+		if (cls_of(an, h->name, &nc))
+			nc = 0;
+		sp[i] = (struct mem_span){
+			.s = h->s, .e = h->e, .thread = h->thread, .name = h->name, .parent = an->parent[i],
+			.flags = (uint16_t)((h->kind == H_RUNTIME ? MS_RUNTIME : 0) | (h->ann ? MS_ANNOTATION : 0) |
+					    (h->kind == H_DATALOADER ? MS_DATALOADER : 0) |
+					    (nc & N_OPT_STEP ? MS_OPT_STEP : 0) | (nc & N_ZERO_GRAD ? MS_ZERO_GRAD : 0) |
+					    (nc & N_BACKWARD ? MS_BACKWARD : 0) | (nc & N_ACCUM_GRAD ? MS_ACCUM_GRAD : 0) |
+					    (nc & N_COPY ? MS_COPY : 0)),
+		};
+	}
+	/* spans are sorted by thread: where each thread's begin */
+	for (t = 0, i = 0; t <= an->threads.n; t++) {
+		while (i < an->nh && an->h[i].thread < t)
+			i++;
+		first[t] = i;
+	}
+	first[an->threads.n + 1] = an->nh;
+	for (i = 0; i < an->nmev; i++)
+		an->mev[i].thread = hmap_get(&an->threads, an->mev[i].thread_key);	/* UINT32_MAX: no spans */
+	in = (struct mem_input){ .spans = sp, .nspans = an->nh, .thread_first = first, .nthreads = an->threads.n,
+				 .ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };
+	rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err);
+	tp_free(sp);
+	tp_free(first);
+	return rc;
+}
+
 static int cmp_step(const void *a, const void *b)
 {
 	const struct an_step *x = a, *y = b;
@@ -704,9 +800,9 @@ static int cmp_step(const void *a, const void *b)
 
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
-	/* breakdown() reads the host spans in any order; ops_table() sorts them */
-	if (breakdown(an) || ops_table(an))
-		return nomem(err);
+	/* breakdown() reads the host spans in any order; ops_table() sorts and nests them */
+	if (breakdown(an) || ops_table(an) || memory(an, err))
+		return err->rc ? err->rc : nomem(err);
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
 	*out = &an->res;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "ingest/timeline.h"
 #include "tp.h"
 
 /* The components of a step, in priority order (see analysis.c). */
@@ -64,6 +65,9 @@ struct an_result {
 	size_t nops;
 	struct an_kernel *kernels;
 	size_t nkernels;
+	/* memory timelines by category from [memory] events, one per device (memory.h) */
+	const struct mem_series *mem_series;
+	size_t nmem_series;
 	/* host self time per thread, threads numbered by their first host span */
 	int64_t *thread_self_ns;
 	size_t nthreads;

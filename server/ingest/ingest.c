@@ -322,6 +322,8 @@ static int sink_event(void *payload, const struct tp_event *e)
 	if (!ig->first_ts && (e->have & TH_TS))
 		ig->first_ts = e->ts_ns;
 	if (e->ph == 'i' && (e->name == TRACE_S_MEMORY || e->name == TRACE_S_OOM)) {
+		if ((rc = analysis_event(ig->an, e, &ig->b_err)))
+			return rc;
 		b->mev[b->nmev++] = *e;
 		ig->nmev++;
 		if ((e->have & TH_TOTAL_ALLOC) && e->dev_type != 0 && e->total_alloc > ig->peak_alloc)
@@ -663,6 +665,7 @@ static int rank_from_meta(struct ingest *ig)
 void ingest_end(struct ingest *ig, struct ingest_result *res)
 {
 	struct store_final f = { 0 };
+	struct mem_series export = { .device = "" };
 	char sha[65], *meta = NULL;
 	int rc, parse_rc;
 	const struct tp_errbuf *perr;
@@ -702,10 +705,12 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	}
 	if (!rc && !parse_rc && ig->tl) {
 		f.events = ig->nmem_points;
-		f.mem_points = ig->mem_points;
-		f.nmem_points = ig->nmem_points;
-		f.mem_source = "pytorch";
-		f.mem_device = ig->device[0] ? ig->device : "cuda:0";
+		snprintf(export.device, sizeof(export.device), "%s", ig->device[0] ? ig->device : "cuda:0");
+		export.source = "pytorch";
+		export.pts = ig->mem_points;
+		export.n = ig->nmem_points;
+		f.mem = &export;
+		f.nmem = 1;
 		f.peak_allocated = 0;
 		for (size_t i = 0; i < ig->nmem_points; i++) {
 			int64_t sum = 0;
@@ -721,6 +726,10 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 			perr = &ig->b_err;
 		else
 			f.analysis = ar;
+		if (!parse_rc) {
+			f.mem = ar->mem_series;
+			f.nmem = ar->nmem_series;
+		}
 		f.str = an_string;
 		f.str_payload = ig->tp;
 	}

@@ -110,6 +110,7 @@ static int raw_row(struct timeline_parser *p, const int64_t *r, size_t n)
 		if (!(pt = new_point(p)))
 			return 0;
 		pt->t_ns = p->cur_t;
+		pt->reserved = -1;
 		memcpy(pt->cat, p->cats, sizeof(pt->cat));
 	}
 	p->cur_t = r[0];
@@ -193,6 +194,7 @@ static int on_end_array(void *ctx)
 		if (!(pt = new_point(p)))
 			return 0;
 		pt->t_ns = 0;	/* from times, at the end */
+		pt->reserved = -1;
 		memcpy(pt->cat, p->row + (p->nrow - 8), sizeof(pt->cat));
 	}
 	p->depth--;
@@ -319,6 +321,7 @@ int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **p
 			if (!(pt = new_point(p)))
 				return p->rc;
 			pt->t_ns = p->cur_t;
+			pt->reserved = -1;
 			memcpy(pt->cat, p->cats, sizeof(pt->cat));
 		}
 		/* pre-existing rows (t = -1) are put at the first real time */

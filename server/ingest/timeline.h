@@ -24,7 +24,26 @@ extern const char *const mem_cat_names[MEM_NCAT];
 
 struct mem_point {
 	int64_t t_ns;
-	int64_t cat[MEM_NCAT];		/* bytes live per category */
+	int64_t cat[MEM_NCAT];		/* bytes live per category; they sum to allocated */
+	int64_t reserved;		/* -1: unknown */
+};
+
+/* What was alive at a series' peak, by category and the operator that made it. */
+struct mem_group {
+	int cat;
+	const char *op;			/* NULL: not known (pre-existing, or an export) */
+	int64_t bytes, count;
+};
+
+/* One device's timeline, as a source produced it. */
+struct mem_series {
+	char device[16];		/* "cuda:N" or "cpu" */
+	const char *source;		/* "pytorch", "trace" or "snapshot" */
+	const struct mem_point *pts;	/* in time order */
+	size_t n;
+	int64_t baseline;		/* trace: bytes allocated before the first event */
+	const struct mem_group *groups;
+	size_t ngroups;
 };
 
 struct timeline_parser;

@@ -12,6 +12,7 @@
 #include "analysis/analysis.h"
 #include "analysis/diagnosis.h"
 #include "ingest/ingest.h"
+#include "ingest/timeline.h"
 #include "ingest/trace.h"
 #include "store.h"
 #include "suites.h"
@@ -640,6 +641,9 @@ START_TEST(test_ranks_name_the_straggler)
 }
 END_TEST
 
+Suite *suite_analysis(void);
+static void add_memory_tests(TCase *tc);
+
 Suite *suite_analysis(void)
 {
 	Suite *s = suite_create("analysis");
@@ -665,6 +669,145 @@ Suite *suite_analysis(void)
 	tcase_add_test(tc, test_rule_drift);
 	tcase_add_test(tc, test_rule_tiny_kernels);
 	tcase_add_test(tc, test_ranks_name_the_straggler);
+	add_memory_tests(tc);
 	suite_add_tcase(s, tc);
 	return s;
+}
+
+/* ---- memory categories from [memory] events (server/analysis/memory.c) ---- */
+
+struct memcase {
+	int64_t ts, bytes, addr;
+	const char *want;		/* category of the allocation; NULL for a free */
+};
+
+static void mem_event(struct text *t, int tid, int64_t ts, int64_t addr, int64_t bytes, int64_t total, int idx)
+{
+	emit(t, ",\n{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":%d,"
+		"\"ts\":%lld,\"args\":{\"Ev Idx\":%d,\"Device Type\":1,\"Device Id\":0,\"Addr\":%lld,\"Bytes\":%lld,"
+		"\"Total Allocated\":%lld,\"Total Reserved\":1000000000}}", tid, (long long)ts, idx, (long long)addr,
+	     (long long)bytes, (long long)total);
+}
+
+/*
+ * One allocation per rule, each with its own size, in a small training step:
+ * thread 1 runs forward and the optimizer, thread 2 is the autograd thread.
+ */
+START_TEST(test_memory_rules)
+{
+	static const struct { int tid; int64_t s, dur; const char *cat, *name; } spans[] = {
+		{ 1, 0, 50, "user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" },
+		{ 1, 20, 10, "cpu_op", "aten::to" },
+		{ 1, 60, 20, "cpu_op", "aten::relu" },
+		{ 1, 100, 100, "cpu_op", "aten::linear" },
+		{ 1, 110, 10, "cpu_op", "aten::mm" },
+		{ 2, 400, 20, "cpu_op", "autograd::engine::evaluate_function: MmBackward0" },
+		{ 2, 440, 20, "cpu_op", "autograd::engine::evaluate_function: ReluBackward0" },
+		{ 2, 470, 10, "cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad" },
+		{ 2, 471, 5, "cpu_op", "torch::autograd::AccumulateGrad" },
+		{ 1, 500, 100, "user_annotation", "Optimizer.step#Adam.step" },
+		{ 1, 510, 10, "cpu_op", "aten::zeros_like" },
+		{ 1, 525, 15, "cpu_op", "aten::mul" },
+		{ 1, 560, 10, "cpu_op", "aten::add_" },
+		{ 1, 700, 30, "user_annotation", "Optimizer.zero_grad#Adam.zero_grad" },
+	};
+	/* time order; sizes distinct so each allocation is recognisable */
+	static const struct { int tid; int64_t ts, addr, bytes; const char *want; } ev[] = {
+		{ 1, 25, 0x1000, 1 << 10, "input" },		/* aten::to under the DataLoader */
+		{ 1, 65, 0x2000, 1 << 11, "activation" },	/* forward, freed by backward */
+		{ 1, 112, 0x3000, 1 << 12, "temporary" },	/* made and freed inside aten::linear */
+		{ 1, 118, 0x3000, -(1 << 12), NULL },
+		{ 1, 150, 0x4000, 1 << 13, "unknown" },	/* forward, never freed */
+		{ 2, 405, 0x5000, 1 << 14, "autograd_detail" },	/* backward, freed in backward */
+		{ 2, 410, 0x6000, 1 << 15, "gradient" },	/* backward, alive at the optimizer step */
+		{ 2, 445, 0x5000, -(1 << 14), NULL },
+		{ 2, 450, 0x2000, -(1 << 11), NULL },
+		{ 2, 473, 0x7000, 1 << 16, "gradient" },	/* AccumulateGrad */
+		{ 1, 515, 0x8000, 1 << 17, "optimizer_state" },	/* made in step, kept */
+		{ 1, 530, 0x9000, 1 << 18, "temporary" },	/* made in step, freed in it */
+		{ 1, 565, 0x9000, -(1 << 18), NULL },
+		{ 1, 580, 0xa000, 1 << 19, "gradient" },	/* freed by zero_grad */
+		{ 1, 710, 0xa000, -(1 << 19), NULL },
+	};
+	struct text t = { .p = malloc(1024), .cap = 1024 };
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	int64_t total = 1000000;	/* allocated before the trace */
+	json_t *j, *cats;
+	size_t i, k;
+
+	emit(&t, "{\"traceEvents\":[");
+	for (i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
+		span(&t, spans[i].cat, spans[i].name, 1, spans[i].tid, 1000000 + spans[i].s, spans[i].dur, "");
+	for (i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		total += ev[i].bytes;
+		mem_event(&t, ev[i].tid, 1000000 + ev[i].ts, ev[i].addr, ev[i].bytes, total, (int)i);
+	}
+	emit(&t, "]}");
+	ingest("mem", t.p, t.n);
+	free(t.p);
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	j = store_memory(r, "mem", -1, NULL, 0, &err);
+	store_reader_close(r);
+	ck_assert_msg(j != NULL, "%s", err.msg);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), "trace");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "cuda:0");
+	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), sizeof(ev) / sizeof(ev[0]));
+	cats = json_object_get(j, "categories");
+	/* each allocation shows as a rise of its size in the expected category, and nowhere else */
+	for (i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		if (!ev[i].want)
+			continue;
+		for (k = 0; k < MEM_NCAT; k++) {
+			json_t *a = json_object_get(cats, mem_cat_names[k]);
+			json_int_t now = json_integer_value(json_array_get(a, i));
+			json_int_t before = i ? json_integer_value(json_array_get(a, i - 1)) : (k == 0 ? 1000000 : 0);
+			json_int_t want = !strcmp(mem_cat_names[k], ev[i].want) ? ev[i].bytes : 0;
+			ck_assert_msg(now - before == want, "event %zu (%s): %s rose by %lld", i, ev[i].want,
+				      mem_cat_names[k], (long long)(now - before));
+		}
+	}
+	/* the memory from before the trace is pre-existing, under parameter */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "baseline"), "bytes")), 1000000);
+	json_decref(j);
+}
+END_TEST
+
+/* The V100 trace on cuda:1: allocated is the trace's own Total Allocated at every event. */
+START_TEST(test_memory_v100)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	json_t *j, *alloc, *cats;
+	size_t i, n;
+
+	ingest_fixture("v100", "traces/hta_v100_train_memory.json.gz");
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	j = store_memory(r, "v100", -1, NULL, 0, &err);
+	store_reader_close(r);
+	ck_assert_msg(j != NULL, "%s", err.msg);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "cuda:1");
+	alloc = json_object_get(j, "allocated");
+	cats = json_object_get(j, "categories");
+	n = json_array_size(alloc);
+	ck_assert_uint_eq(n, 26770);	/* shared/fixtures/README.md: 26,770 events on CUDA device 1 */
+	for (i = 0; i < n; i++) {
+		json_int_t sum = 0;
+		for (int c = 0; c < MEM_NCAT; c++)
+			sum += json_integer_value(json_array_get(json_object_get(cats, mem_cat_names[c]), i));
+		ck_assert_int_eq(sum, json_integer_value(json_array_get(alloc, i)));
+	}
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "peak"), "bytes")), 6629508096LL);
+	/* the first event's Total Allocated less its own bytes, and the last as given */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "baseline"), "bytes")), 4121780224LL - 25165824);
+	ck_assert_int_eq(json_integer_value(json_array_get(alloc, n - 1)), 4096614400LL);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "reserved"), 0)), 12782141440LL);
+	json_decref(j);
+}
+END_TEST
+
+static void add_memory_tests(TCase *tc)
+{
+	tcase_add_test(tc, test_memory_rules);
+	tcase_add_test(tc, test_memory_v100);
 }

@@ -1,0 +1,400 @@
+/*
+ * memory.c: per-category memory timelines from [memory] events (memory.h).
+ *
+ * Per device, events are put in order by (ts, Ev Idx) and an allocation is
+ * paired with the free of the same address. Memory allocated before the
+ * trace's window shows only in the first event's "Total Allocated": that
+ * baseline is reported as pre-existing, under parameter (the reader may split
+ * it with the run's param_bytes). A free of an address never allocated in the
+ * window comes out of the baseline.
+ *
+ * Each allocation then gets a category from the context at its allocation
+ * and at its free, found in the host spans of the thread that made the call:
+ * the first rule below that matches wins.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "analysis/memory.h"
+
+enum { CAT_PARAMETER, CAT_OPTIMIZER_STATE, CAT_INPUT, CAT_TEMPORARY, CAT_ACTIVATION, CAT_GRADIENT,
+       CAT_AUTOGRAD_DETAIL, CAT_UNKNOWN };
+
+/* What was around one moment on one thread. */
+struct ctx {
+	uint16_t flags;		/* MS_* of every span enclosing it, or-ed */
+	int backward;		/* in backward: an evaluate_function span, or the autograd thread */
+	int32_t top;		/* the outermost operator (not an annotation) enclosing it; -1: none */
+	int32_t op;		/* the innermost operator or annotation: who allocated; -1: none */
+	int32_t opt;		/* the Optimizer.step#... span enclosing it; -1: none */
+};
+
+struct alloc {
+	int64_t size, ta, tf;		/* tf: -1 while alive */
+	struct ctx a, f;
+	int cat;
+};
+
+/*
+ * The rules, in order. Each says why; "tf" is the free, absent when the
+ * allocation outlives the trace.
+ */
+static int categorize(const struct alloc *x, const struct mem_span *sp, int64_t next_opt)
+{
+	int freed = x->tf >= 0;
+
+	/* 1. made and released inside one top-level operator: a workspace or an intermediate
+	 *    of that operator (PyTorch: TEMPORARY, "allocated and freed inside one node") */
+	if (freed && x->a.top >= 0 && x->a.top == x->f.top)
+		return CAT_TEMPORARY;
+	/* 2. made by AccumulateGrad: the .grad it accumulates into */
+	if (x->a.flags & MS_ACCUM_GRAD)
+		return CAT_GRADIENT;
+	/* 3. released by zero_grad(set_to_none=True): only gradients are */
+	if (freed && (x->f.flags & MS_ZERO_GRAD))
+		return CAT_GRADIENT;
+	/* 4. made in optimizer.step and kept after it: exp_avg, exp_avg_sq, momentum buffers;
+	 *    made and released inside it: the update's temporaries */
+	if (x->a.opt >= 0)
+		return !freed || x->tf >= sp[x->a.opt].e ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
+	/* 5. made in backward and alive when the next optimizer step starts (or to the end):
+	 *    a gradient, which lives until the optimizer consumes it; released sooner: the
+	 *    backward's own intermediates */
+	if (x->a.backward) {
+		if (!freed || (next_opt >= 0 && x->tf >= next_opt))
+			return CAT_GRADIENT;
+		return CAT_AUTOGRAD_DETAIL;
+	}
+	/* 6. made while loading data or copying to the device outside backward: the batch */
+	if (x->a.flags & (MS_DATALOADER | MS_COPY))
+		return CAT_INPUT;
+	/* 7. made in forward and released by backward: saved for backward, an activation;
+	 *    released in forward by a later operator: an intermediate activation */
+	if (freed)
+		return CAT_ACTIVATION;
+	/* 8. made in forward and still alive at the end: nothing tells what it is */
+	return CAT_UNKNOWN;
+}
+
+struct mem_result {
+	struct mem_series *series;
+	size_t nseries;
+	struct mem_point **pts;
+	struct mem_group **groups;
+	char **names;			/* group op names, copied */
+	size_t nnames;
+};
+
+void mem_result_free(struct mem_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nseries; i++) {
+		tp_free(r->pts[i]);
+		tp_free(r->groups[i]);
+	}
+	tp_free(r->series);
+	tp_free(r->pts);
+	tp_free(r->groups);
+	tp_free(r);
+}
+
+/* The context of moment t on thread th. */
+static struct ctx context(const struct mem_input *in, const uint8_t *bwd_thread, uint32_t th, int64_t t)
+{
+	struct ctx c = { .top = -1, .op = -1, .opt = -1 };
+	size_t lo, hi;
+	int64_t j;
+
+	if (th >= in->nthreads)
+		return c;
+	c.backward = bwd_thread[th];
+	lo = in->thread_first[th];
+	hi = in->thread_first[th + 1];
+	while (lo < hi) {	/* the last span that starts at or before t */
+		size_t mid = lo + (hi - lo) / 2;
+		if (in->spans[mid].s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (j = (int64_t)lo - 1; j >= (int64_t)in->thread_first[th]; j = in->spans[j].parent) {
+		const struct mem_span *s = &in->spans[j];
+		if (s->e <= t && !(s->e == s->s && s->s == t)) {
+			if (s->parent < 0)
+				break;
+			continue;
+		}
+		c.flags |= s->flags;
+		if (!(s->flags & MS_RUNTIME)) {
+			if (c.op < 0)
+				c.op = (int32_t)j;
+			if (!(s->flags & MS_ANNOTATION))
+				c.top = (int32_t)j;	/* the last one met is the outermost */
+		}
+		if (s->flags & MS_OPT_STEP)
+			c.opt = (int32_t)j;
+		if (s->parent < 0)
+			break;
+	}
+	if (c.flags & MS_BACKWARD)
+		c.backward = 1;
+	return c;
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct mem_event *x = a, *y = b;
+
+	if (x->dev_type != y->dev_type)
+		return x->dev_type < y->dev_type ? -1 : 1;
+	if (x->dev_id != y->dev_id)
+		return x->dev_id < y->dev_id ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->ev_idx < y->ev_idx ? -1 : x->ev_idx > y->ev_idx;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* addr -> allocation, open addressing */
+struct amap {
+	int64_t *key;
+	int32_t *val;		/* -1: empty */
+	size_t cap;
+};
+
+static int32_t *amap_slot(struct amap *m, int64_t key)
+{
+	size_t j = ((uint64_t)key * 0x9e3779b97f4a7c15ULL >> 17) & (m->cap - 1);
+
+	/* -1: empty; -2: an address whose block was freed, kept so probe chains stay whole */
+	while (m->val[j] != -1 && m->key[j] != key)
+		j = (j + 1) & (m->cap - 1);
+	m->key[j] = key;
+	return &m->val[j];
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct mem_group *x = a, *y = b;
+
+	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+#define MAX_GROUPS 200
+
+/* One device's events [ev, ev + n): its series into *s. */
+static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, const int64_t *opt_starts,
+		      size_t nopt, struct mem_event *ev, size_t n, struct mem_series *s, struct mem_point **pts_out,
+		      struct mem_group **groups_out)
+{
+	struct alloc *al = tp_calloc(n + 1, sizeof(*al));
+	int32_t *aidx = tp_malloc((n + 1) * sizeof(*aidx));
+	struct mem_point *pts = tp_calloc(n + 1, sizeof(*pts));
+	struct amap m = { 0 };
+	size_t nal = 0, i, peak = 0;
+	int64_t live[MEM_NCAT] = { 0 }, base, best = INT64_MIN;
+	int rc = -1;
+
+	for (m.cap = 64; m.cap < 2 * n + 2; m.cap *= 2)
+		;
+	m.key = tp_malloc(m.cap * sizeof(*m.key));
+	m.val = tp_malloc(m.cap * sizeof(*m.val));
+	if (!al || !aidx || !pts || !m.key || !m.val)
+		goto out;
+	memset(m.val, 0xff, m.cap * sizeof(*m.val));
+
+	/* pair allocations and frees by address */
+	for (i = 0; i < n; i++) {
+		const struct mem_event *e = &ev[i];
+		aidx[i] = -1;
+		if (!e->has_addr || !e->bytes)
+			continue;
+		int32_t *slot = amap_slot(&m, e->addr);
+		if (e->bytes > 0) {
+			struct alloc *x = &al[nal];
+			x->size = e->bytes;
+			x->ta = e->ts;
+			x->tf = -1;
+			x->a = context(in, bwd_thread, e->thread, e->ts);
+			*slot = (int32_t)nal;	/* a new block at an address reused without a free: the old one is lost */
+			aidx[i] = (int32_t)nal++;
+		} else if (*slot >= 0) {
+			struct alloc *x = &al[*slot];
+			x->tf = e->ts;
+			x->f = context(in, bwd_thread, e->thread, e->ts);
+			aidx[i] = *slot;
+			*slot = -2;
+		}
+	}
+	for (i = 0; i < nal; i++) {
+		/* the first optimizer step that starts after the allocation */
+		size_t lo = 0, hi = nopt;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (opt_starts[mid] <= al[i].ta)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		al[i].cat = categorize(&al[i], in->spans, lo < nopt ? opt_starts[lo] : -1);
+	}
+
+	/* the timeline: one point per event */
+	base = ev[0].has_totals ? ev[0].total_alloc - ev[0].bytes : 0;
+	s->baseline = base;
+	for (i = 0; i < n; i++) {
+		const struct mem_event *e = &ev[i];
+		struct mem_point *p = &pts[i];
+		int64_t sum = 0, allocated;
+		if (aidx[i] >= 0)
+			live[al[aidx[i]].cat] += e->bytes > 0 ? al[aidx[i]].size : -al[aidx[i]].size;
+		else if (e->bytes < 0)
+			base += e->bytes;	/* a block from before the window */
+		else
+			live[CAT_UNKNOWN] += e->bytes;	/* no address to pair by (PyTorch 1.9 traces) */
+		memcpy(p->cat, live, sizeof(live));
+		p->cat[CAT_PARAMETER] += base;
+		for (int c = 0; c < MEM_NCAT; c++)
+			sum = tp_sat_add(sum, p->cat[c]);
+		/* the allocator's own total is the truth; what pairing missed is unknown */
+		allocated = e->has_totals ? e->total_alloc : sum;
+		p->cat[CAT_UNKNOWN] += allocated - sum;
+		p->t_ns = e->ts;
+		p->reserved = e->has_totals ? e->total_res : -1;
+		if (allocated > best) {
+			best = allocated;
+			peak = i;
+		}
+	}
+
+	/* what was alive at the peak, by category and allocating operator */
+	{
+		struct mem_group *g = tp_calloc(MAX_GROUPS + 2, sizeof(*g));
+		uint8_t *alive = tp_calloc(nal + 1, 1);
+		size_t ng = 0;
+		int64_t base_at_peak = ev[0].has_totals ? ev[0].total_alloc - ev[0].bytes : 0;
+		if (!g || !alive) {
+			tp_free(g);
+			tp_free(alive);
+			goto out;
+		}
+		for (i = 0; i <= peak; i++) {
+			if (aidx[i] >= 0)
+				alive[aidx[i]] = ev[i].bytes > 0;
+			else if (ev[i].bytes < 0)
+				base_at_peak += ev[i].bytes;
+		}
+		for (i = 0; i < nal; i++) {
+			if (!alive[i])
+				continue;
+			const char *op = al[i].a.op >= 0 ? in->str(in->payload, in->spans[al[i].a.op].name) : NULL;
+			size_t k;
+			for (k = 0; k < ng && !(g[k].cat == al[i].cat && (g[k].op == op || (g[k].op && op && !strcmp(g[k].op, op)))); k++)
+				;
+			if (k == ng) {
+				if (ng == MAX_GROUPS) {	/* the rest, by category */
+					op = "(other)";
+					for (k = 0; k < ng && !(g[k].cat == al[i].cat && g[k].op && !strcmp(g[k].op, op)); k++)
+						;
+				}
+				if (k == ng) {
+					if (ng == MAX_GROUPS + 1)
+						continue;
+					g[ng++] = (struct mem_group){ .cat = al[i].cat, .op = op };
+				}
+			}
+			g[k].bytes += al[i].size;
+			g[k].count++;
+		}
+		if (base_at_peak > 0 && ng < MAX_GROUPS + 2)
+			g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = base_at_peak, .count = -1 };
+		if (ng > 1)
+			qsort(g, ng, sizeof(*g), group_cmp);
+		tp_free(alive);
+		*groups_out = g;
+		s->groups = g;
+		s->ngroups = ng;
+	}
+	if (ev[0].dev_type == 0)
+		snprintf(s->device, sizeof(s->device), "cpu");
+	else
+		snprintf(s->device, sizeof(s->device), "cuda:%d", ev[0].dev_id < 0 ? 0 : ev[0].dev_id);
+	s->source = "trace";
+	s->pts = pts;
+	s->n = n;
+	*pts_out = pts;
+	pts = NULL;
+	rc = 0;
+out:
+	tp_free(al);
+	tp_free(aidx);
+	tp_free(pts);
+	tp_free(m.key);
+	tp_free(m.val);
+	return rc;
+}
+
+int mem_infer(const struct mem_input *in, struct mem_result **out, const struct mem_series **series,
+	      size_t *nseries, struct tp_errbuf *err)
+{
+	struct mem_result *r = tp_calloc(1, sizeof(*r));
+	uint8_t *bwd = tp_calloc(in->nthreads + 1, 1);
+	int64_t *opt = NULL;
+	size_t nopt = 0, i, start, ndev = 0;
+
+	if (!r || !bwd)
+		goto oom;
+	/* the autograd thread: any thread that runs evaluate_function spans */
+	for (i = 0; i < in->nspans; i++) {
+		if (in->spans[i].flags & MS_BACKWARD)
+			bwd[in->spans[i].thread] = 1;
+		if (in->spans[i].flags & MS_OPT_STEP)
+			nopt++;
+	}
+	if (!(opt = tp_malloc((nopt + 1) * sizeof(*opt))))
+		goto oom;
+	for (i = 0, nopt = 0; i < in->nspans; i++)
+		if (in->spans[i].flags & MS_OPT_STEP)
+			opt[nopt++] = in->spans[i].s;
+	if (nopt > 1)
+		qsort(opt, nopt, sizeof(*opt), cmp_i64);
+	if (in->nev > 1)
+		qsort(in->ev, in->nev, sizeof(*in->ev), cmp_event);
+	for (i = 0; i < in->nev; i++)
+		if (!i || in->ev[i].dev_type != in->ev[i - 1].dev_type || in->ev[i].dev_id != in->ev[i - 1].dev_id)
+			ndev++;
+	r->series = tp_calloc(ndev + 1, sizeof(*r->series));
+	r->pts = tp_calloc(ndev + 1, sizeof(*r->pts));
+	r->groups = tp_calloc(ndev + 1, sizeof(*r->groups));
+	if (!r->series || !r->pts || !r->groups)
+		goto oom;
+	for (start = 0, i = 1; i <= in->nev; i++) {
+		if (i < in->nev && in->ev[i].dev_type == in->ev[start].dev_type && in->ev[i].dev_id == in->ev[start].dev_id)
+			continue;
+		if (one_device(in, bwd, opt, nopt, in->ev + start, i - start, &r->series[r->nseries],
+			       &r->pts[r->nseries], &r->groups[r->nseries]))
+			goto oom;
+		r->nseries++;
+		start = i;
+	}
+	tp_free(bwd);
+	tp_free(opt);
+	*out = r;
+	*series = r->series;
+	*nseries = r->nseries;
+	return TP_OK;
+oom:
+	tp_free(bwd);
+	tp_free(opt);
+	mem_result_free(r);
+	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+}

@@ -166,7 +166,7 @@ static int arg_choice(struct request *req, const char *name, const char *const *
 	return -1;
 }
 
-static int open_reader(struct request *req, struct store_reader **r)
+int h_reader_open(struct request *req, struct store_reader **r)
 {
 	struct tp_errbuf err = { 0 };
 	int rc = store_reader_open(http_store(req), r, &err);
@@ -176,8 +176,8 @@ static int open_reader(struct request *req, struct store_reader **r)
 	return rc;
 }
 
-static int answer(struct request *req, json_t *body, struct store_reader *r, const struct tp_errbuf *err,
-		  const char *member, int csv)
+int h_answer(struct request *req, json_t *body, struct store_reader *r, const struct tp_errbuf *err,
+	     const char *member, int csv)
 {
 	store_reader_close(r);
 	if (!body)
@@ -192,9 +192,9 @@ int h_run_steps(struct request *req)
 	long long rank;
 	int csv;
 
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || open_reader(req, &r))
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || h_reader_open(req, &r))
 		return 0;
-	return answer(req, store_steps(r, req->params[0], (int)rank, &err), r, &err, "steps", csv);
+	return h_answer(req, store_steps(r, req->params[0], (int)rank, &err), r, &err, "steps", csv);
 }
 
 int h_run_ops(struct request *req)
@@ -208,9 +208,9 @@ int h_run_ops(struct request *req)
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "limit", 1, LIMIT_MAX, LIMIT_DEFAULT, &limit) ||
 	    (csv = want_csv(req)) < 0 || (dev = arg_choice(req, "device", devices, 2, AN_DEV_CPU)) < 0 ||
-	    (sort = arg_choice(req, "sort", sorts, 4, 0)) < 0 || open_reader(req, &r))
+	    (sort = arg_choice(req, "sort", sorts, 4, 0)) < 0 || h_reader_open(req, &r))
 		return 0;
-	return answer(req, store_ops(r, req->params[0], (int)rank, dev, sorts[sort], (long)limit, &err), r, &err,
+	return h_answer(req, store_ops(r, req->params[0], (int)rank, dev, sorts[sort], (long)limit, &err), r, &err,
 		      "ops", csv);
 }
 
@@ -224,9 +224,9 @@ int h_run_kernels(struct request *req)
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "limit", 1, LIMIT_MAX, LIMIT_DEFAULT, &limit) ||
 	    (csv = want_csv(req)) < 0 || (kind = arg_choice(req, "kind", kinds, 3, AN_GPU_KERNEL)) < 0 ||
-	    open_reader(req, &r))
+	    h_reader_open(req, &r))
 		return 0;
-	return answer(req, store_kernels(r, req->params[0], (int)rank, kind, (long)limit, &err), r, &err,
+	return h_answer(req, store_kernels(r, req->params[0], (int)rank, kind, (long)limit, &err), r, &err,
 		      "kernels", csv);
 }
 
@@ -236,9 +236,9 @@ int h_run_ranks(struct request *req)
 	struct store_reader *r;
 	int csv;
 
-	if ((csv = want_csv(req)) < 0 || open_reader(req, &r))
+	if ((csv = want_csv(req)) < 0 || h_reader_open(req, &r))
 		return 0;
-	return answer(req, store_ranks(r, req->params[0], &err), r, &err, "ranks", csv);
+	return h_answer(req, store_ranks(r, req->params[0], &err), r, &err, "ranks", csv);
 }
 
 int h_run_diagnosis(struct request *req)
@@ -251,7 +251,7 @@ int h_run_diagnosis(struct request *req)
 	int csv;
 	json_t *body = NULL;
 
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || open_reader(req, &r))
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || h_reader_open(req, &r))
 		return 0;
 	if (csv) {
 		store_reader_close(r);
@@ -260,5 +260,5 @@ int h_run_diagnosis(struct request *req)
 	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);
-	return answer(req, body, r, &err, "findings", 0);
+	return h_answer(req, body, r, &err, "findings", 0);
 }

@@ -31,22 +31,15 @@ static int answer(struct request *req, int peak)
 	struct store_reader *r;
 	long long rank, points = POINTS_DEFAULT;
 	const char *device;
-	json_t *body;
-	int rc;
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) ||
 	    (!peak && h_arg_int(req, "points", 0, POINTS_MAX, POINTS_DEFAULT, &points)))
 		return 0;
-	if ((device = arg_device(req)) && !*device)
+	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
 		return 0;
-	if ((rc = store_reader_open(http_store(req), &r, &err)))
-		return http_reply_fail(req, rc, &err, NULL);
-	body = peak ? store_memory_peak(r, req->params[0], (int)rank, device, &err)
-		    : store_memory(r, req->params[0], (int)rank, device, (long)points, &err);
-	store_reader_close(r);
-	if (!body)
-		return http_reply_fail(req, err.rc ? err.rc : TP_ERR_NOMEM, &err, NULL);
-	return http_reply_json(req, 200, body);
+	return h_answer(req, peak ? store_memory_peak(r, req->params[0], (int)rank, device, &err)
+				  : store_memory(r, req->params[0], (int)rank, device, (long)points, &err),
+			r, &err, NULL, 0);
 }
 
 int h_run_memory(struct request *req)

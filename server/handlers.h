@@ -5,9 +5,12 @@
 #ifndef HANDLERS_H
 #define HANDLERS_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 struct request;
+struct store_reader;
+struct tp_errbuf;
 
 /* h_health.c */
 int h_health_get(struct request *req);
@@ -40,6 +43,12 @@ int h_artifact_upload_end(struct request *req);
 void h_artifact_upload_cleanup(struct request *req, int completed);
 int h_artifact_get(struct request *req);
 int h_artifact_raw(struct request *req);
+
+/* h_analysis.c, for the other read handlers: open a reader (answering the failure), and
+ * answer with body, closing r (NULL body: the error in err; csv: body's member as CSV). */
+int h_reader_open(struct request *req, struct store_reader **r);
+int h_answer(struct request *req, json_t *body, struct store_reader *r, const struct tp_errbuf *err,
+	     const char *member, int csv);
 
 /* "cpu" or "cuda:N", N from 0 to 1023 without leading zeros (h_artifacts.c). */
 int h_valid_device(const char *d);

@@ -795,10 +795,7 @@ static void bind_step(sqlite3_stmt *st, const struct store_final *f, int64_t art
 
 	sqlite3_bind_int64(st, 1, artifact);
 	sqlite3_bind_int64(st, 2, s->step);
-	int64_t start;
-	if (__builtin_add_overflow(s->start_ns, f->base_ns, &start))
-		start = f->base_ns > 0 ? INT64_MAX : INT64_MIN;
-	sqlite3_bind_int64(st, 3, start);
+	sqlite3_bind_int64(st, 3, tp_sat_add(s->start_ns, f->base_ns));
 	sqlite3_bind_int64(st, 4, s->dur_ns);
 	for (c = 0; c < AN_NCOMP; c++)
 		sqlite3_bind_int64(st, 5 + c, s->comp_ns[c]);
@@ -854,18 +851,14 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 
 	for (i = 0; i < ms->n && !rc; i++) {
 		const struct mem_point *p = &ms->pts[i];
-		int64_t sum = 0, t = p->t_ns;
+		int64_t sum = mem_point_total(p), t = strcmp(ms->source, "pytorch") ? tp_sat_add(p->t_ns, f->base_ns) : p->t_ns;
 		int c;
-		if (strcmp(ms->source, "pytorch") && __builtin_add_overflow(p->t_ns, f->base_ns, &t))
-			t = INT64_MAX;
 		sqlite3_bind_int64(pt, 1, artifact);
 		sqlite3_bind_text(pt, 2, ms->device, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(pt, 3, (int64_t)i);
 		sqlite3_bind_int64(pt, 4, t);
-		for (c = 0; c < MEM_NCAT; c++) {
+		for (c = 0; c < MEM_NCAT; c++)
 			sqlite3_bind_int64(pt, 5 + c, p->cat[c]);
-			sum = tp_sat_add(sum, p->cat[c]);
-		}
 		sqlite3_bind_int64(pt, 13, sum);
 		if (p->reserved >= 0)
 			sqlite3_bind_int64(pt, 14, p->reserved);
@@ -1664,7 +1657,7 @@ json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kin
 
 struct series {
 	int rank;
-	int64_t artifact, points, peak_seq;
+	int64_t artifact, peak_seq;
 	char device[16], source[16];
 };
 
@@ -1679,7 +1672,7 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 	if ((rank = rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = rank;
-	st = prepare_rank(r, "SELECT artifact_id, device, source, points, peak_seq FROM memory_series"
+	st = prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
 			     " ORDER BY device LIKE 'cuda:%' DESC, length(device), device,"
 			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END, artifact_id DESC"
@@ -1692,8 +1685,7 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 		out->artifact = sqlite3_column_int64(st, 0);
 		snprintf(out->device, sizeof(out->device), "%s", sqlite3_column_text(st, 1));
 		snprintf(out->source, sizeof(out->source), "%s", sqlite3_column_text(st, 2));
-		out->points = sqlite3_column_int64(st, 3);
-		out->peak_seq = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
+		out->peak_seq = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
 	}
 	sqlite3_finalize(st);
 	if (step == SQLITE_ROW)

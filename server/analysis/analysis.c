@@ -349,7 +349,6 @@ static int memory_event(struct analysis *an, const struct tp_event *e)
 		.dev_id = (e->have & TH_DEV_ID) ? (int32_t)e->dev_id : -1,
 		.has_addr = (e->have & TH_ADDR) != 0,
 		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES),
-		.has_idx = (e->have & TH_EV_IDX) != 0,
 	};
 	return 0;
 }

@@ -201,7 +201,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 	struct mem_point *pts = tp_calloc(n + 1, sizeof(*pts));
 	struct amap m = { 0 };
 	size_t nal = 0, i, peak = 0;
-	int64_t live[MEM_NCAT] = { 0 }, base, best = INT64_MIN;
+	int64_t live[MEM_NCAT] = { 0 }, base, base_at_peak = 0, best = INT64_MIN;
 	int rc = -1;
 
 	for (m.cap = 64; m.cap < 2 * n + 2; m.cap *= 2)
@@ -254,7 +254,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 	for (i = 0; i < n; i++) {
 		const struct mem_event *e = &ev[i];
 		struct mem_point *p = &pts[i];
-		int64_t sum = 0, allocated;
+		int64_t sum, allocated;
 		if (aidx[i] >= 0)
 			live[al[aidx[i]].cat] += e->bytes > 0 ? al[aidx[i]].size : -al[aidx[i]].size;
 		else if (e->bytes < 0)
@@ -263,8 +263,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			live[CAT_UNKNOWN] += e->bytes;	/* no address to pair by (PyTorch 1.9 traces) */
 		memcpy(p->cat, live, sizeof(live));
 		p->cat[CAT_PARAMETER] += base;
-		for (int c = 0; c < MEM_NCAT; c++)
-			sum = tp_sat_add(sum, p->cat[c]);
+		sum = mem_point_total(p);
 		/* the allocator's own total is the truth; what pairing missed is unknown */
 		allocated = e->has_totals ? e->total_alloc : sum;
 		p->cat[CAT_UNKNOWN] += allocated - sum;
@@ -273,6 +272,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		if (allocated > best) {
 			best = allocated;
 			peak = i;
+			base_at_peak = base;
 		}
 	}
 
@@ -281,18 +281,14 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		struct mem_group *g = tp_calloc(MAX_GROUPS + 2, sizeof(*g));
 		uint8_t *alive = tp_calloc(nal + 1, 1);
 		size_t ng = 0;
-		int64_t base_at_peak = ev[0].has_totals ? ev[0].total_alloc - ev[0].bytes : 0;
 		if (!g || !alive) {
 			tp_free(g);
 			tp_free(alive);
 			goto out;
 		}
-		for (i = 0; i <= peak; i++) {
+		for (i = 0; i <= peak; i++)
 			if (aidx[i] >= 0)
 				alive[aidx[i]] = ev[i].bytes > 0;
-			else if (ev[i].bytes < 0)
-				base_at_peak += ev[i].bytes;
-		}
 		for (i = 0; i < nal; i++) {
 			if (!alive[i])
 				continue;

@@ -39,7 +39,7 @@ struct mem_event {
 	uint64_t thread_key;	/* the caller's, to find thread */
 	uint32_t thread;	/* number of the thread's spans; >= nthreads: none */
 	int32_t dev_type, dev_id;
-	uint8_t has_addr, has_totals, has_idx;
+	uint8_t has_addr, has_totals;
 };
 
 struct mem_input {

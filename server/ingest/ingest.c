@@ -712,13 +712,9 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		f.mem = &export;
 		f.nmem = 1;
 		f.peak_allocated = 0;
-		for (size_t i = 0; i < ig->nmem_points; i++) {
-			int64_t sum = 0;
-			for (int c = 0; c < MEM_NCAT; c++)
-				sum = tp_sat_add(sum, ig->mem_points[i].cat[c]);
-			if (sum > f.peak_allocated)
-				f.peak_allocated = sum;
-		}
+		for (size_t i = 0; i < ig->nmem_points; i++)
+			if (mem_point_total(&ig->mem_points[i]) > f.peak_allocated)
+				f.peak_allocated = mem_point_total(&ig->mem_points[i]);
 	}
 	if (!rc && !parse_rc && ig->an) {
 		const struct an_result *ar;

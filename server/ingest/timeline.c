@@ -24,6 +24,15 @@ const char *const mem_cat_names[MEM_NCAT] = {
 	"unknown",
 };
 
+int64_t mem_point_total(const struct mem_point *p)
+{
+	int64_t sum = 0;
+
+	for (int c = 0; c < MEM_NCAT; c++)
+		sum = tp_sat_add(sum, p->cat[c]);
+	return sum;
+}
+
 enum form { F_UNKNOWN, F_RAW, F_SIZES };
 
 struct i64s {

@@ -46,6 +46,9 @@ struct mem_series {
 	size_t ngroups;
 };
 
+/* The point's categories summed (saturating): its allocated bytes. */
+int64_t mem_point_total(const struct mem_point *p);
+
 struct timeline_parser;
 
 /* New parser; at most max_points points (more is TP_ERR_TOOBIG). NULL when out of memory. */

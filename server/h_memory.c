@@ -6,7 +6,6 @@
  * rank, the run's lowest rank with data. points: at most N points (default
  * 2000), each the highest of its stretch so the peak survives; 0 for all.
  */
-#include <string.h>
 
 #include "handlers.h"
 #include "http.h"

@@ -1716,12 +1716,12 @@ static void points_free(struct points *p)
 }
 
 /*
- * A series' points, in order. For a trace, the pre-existing baseline (in
+ * A series' points, in order (only_seq >= 0: that one point alone). For a trace, the pre-existing baseline (in
  * parameter) is split into parameter and optimizer state when the run's
  * metadata gives param_bytes: parameters first, the rest optimizer state.
  */
-static int load_points(struct store_reader *r, const char *run, const struct series *s, struct points *p,
-		       struct tp_errbuf *err)
+static int load_points(struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
+		       struct points *p, struct tp_errbuf *err)
 {
 	char sql[512];
 	sqlite3_stmt *st;
@@ -1729,11 +1729,13 @@ static int load_points(struct store_reader *r, const char *run, const struct ser
 	int step, c;
 
 	memset(p, 0, sizeof(*p));
-	snprintf(sql, sizeof(sql), "%s ORDER BY seq", point_sql);
+	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
 	if (!(st = prepare(r, sql, err)))
 		return TP_ERR_DB;
 	sqlite3_bind_int64(st, 1, s->artifact);
 	bind_text(st, 2, s->device);
+	if (only_seq >= 0)
+		sqlite3_bind_int64(st, 3, only_seq);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (p->n == cap) {
 			cap = cap ? cap * 2 : 1024;
@@ -1820,7 +1822,7 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 	size_t n, i;
 	int c;
 
-	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, &p, err))
+	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, -1, &p, err))
 		return NULL;
 	n = p.n;
 	for (c = 0; c < POINT_COLS; c++)
@@ -1892,9 +1894,9 @@ json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, con
 	json_t *peak = NULL, *groups = NULL, *o = NULL, *v;
 	const char *key;
 
-	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, &p, err))
+	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, s.peak_seq < 0 ? INT64_MAX : s.peak_seq, &p, err))
 		return NULL;
-	if (s.peak_seq < 0 || (size_t)s.peak_seq >= p.n || !(peak = point_json(&p, (size_t)s.peak_seq)) ||
+	if (p.n != 1 || !(peak = point_json(&p, 0)) ||
 	    !(groups = json_array()))
 		goto oom;
 	/* a trace: what its allocations were and who made them; an export: categories only */

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_num fuzz_routes fuzz_evpack >/dev/null
-for t in trace timeline num routes evpack; do
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack >/dev/null
+for t in trace timeline pickle num routes evpack; do
 	corpus=$(mktemp -d)
 	cp tests/fuzz/seeds/$t/* "$corpus"/
 	echo "== fuzz_$t for ${secs}s"
@@ -17,8 +17,10 @@ for t in trace timeline num routes evpack; do
 		-max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |
 		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY|crash-' || true)
 	rm -rf "$corpus"
-	if ls build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* >/dev/null 2>&1; then
-		echo "fuzz_$t found a failing input:" build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* 2>/dev/null
-		exit 1
-	fi
+	for f in build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* build-fuzz/oom-*; do
+		if [ -e "$f" ]; then
+			echo "fuzz_$t found a failing input: $f"
+			exit 1
+		fi
+	done
 done

@@ -1757,8 +1757,8 @@ static int load_points(struct store_reader *r, const char *run, const struct ser
 		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read memory");
 	}
-	if (strcmp(s->source, "trace"))
-		return TP_OK;
+	if (!strcmp(s->source, "pytorch"))
+		return TP_OK;	/* PyTorch's export has its own categories */
 	if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err))) {
 		points_free(p);
 		return TP_ERR_DB;
@@ -1803,14 +1803,16 @@ static json_t *baseline_json(struct store_reader *r, const struct series *s, con
 			base = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
-	if (strcmp(s->source, "trace"))
+	const char *when = !strcmp(s->source, "trace") ? "before the trace began" : "before recording began";
+	if (!strcmp(s->source, "pytorch"))
 		return json_null();
 	if (p->param_bytes)
-		return json_pack("{s:I, s:I, s:s}", "bytes", (json_int_t)base, "param_bytes", (json_int_t)p->param_bytes,
-				 "note", "memory allocated before the trace began: the run's param_bytes as parameter, the rest as optimizer_state");
-	return json_pack("{s:I, s:n, s:s}", "bytes", (json_int_t)base, "param_bytes", "note",
-			 "memory allocated before the trace began, reported as parameter; PATCH the run's metadata"
-			 " with param_bytes to split it into parameters and optimizer state");
+		return json_pack("{s:I, s:I, s:s++}", "bytes", (json_int_t)base, "param_bytes", (json_int_t)p->param_bytes,
+				 "note", "memory allocated ", when,
+				 ": parameter holds the run's param_bytes, the rest is optimizer_state");
+	return json_pack("{s:I, s:n, s:s++}", "bytes", (json_int_t)base, "param_bytes", "note", "memory allocated ", when,
+			 ", reported as parameter; PATCH the run's metadata with param_bytes to split it into"
+			 " parameters and optimizer state");
 }
 
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
@@ -2069,6 +2071,64 @@ fail:
 	return NULL;
 }
 
+/*
+ * The memory figures of diagnosis: the peak of the series /memory answers,
+ * the device's capacity from any trace's deviceProperties, and allocated
+ * memory at the end of each step (the last point at or before it).
+ */
+static int diag_memory(struct store_reader *r, const char *run, int rank, struct diag_input *in,
+		       struct tp_errbuf *err)
+{
+	struct tp_errbuf none = { 0 };
+	struct series s;
+	struct points p;
+	sqlite3_stmt *st;
+	int step, c;
+
+	if (pick_series(r, run, rank, NULL, &s, &none))
+		return none.rc == TP_ERR_NOTFOUND ? TP_OK : (*err = none, none.rc);
+	if (s.peak_seq < 0)
+		return TP_OK;
+	if (load_points(r, run, &s, s.peak_seq, &p, err))
+		return err->rc;
+	if (p.n) {
+		snprintf(in->mem_source, sizeof(in->mem_source), "%s", s.source);
+		snprintf(in->mem_device, sizeof(in->mem_device), "%s", s.device);
+		in->mem_peak = p.row[0][9];
+		for (c = 0; c < MEM_NCAT; c++)
+			in->mem_peak_cat[c] = p.row[0][1 + c];
+	}
+	points_free(&p);
+	if (!in->mem_source[0])
+		return TP_OK;
+	if (!strncmp(s.device, "cuda:", 5)) {
+		st = prepare_rank(r, "SELECT MAX(json_extract(d.value, '$.totalGlobalMem')) FROM artifacts a,"
+				     " json_each(a.meta, '$.deviceProperties') d WHERE a.id IN (" RANK_ARTIFACTS ")"
+				     " AND json_valid(a.meta) AND json_extract(d.value, '$.id') = ?3", run, rank, err);
+		if (!st)
+			return TP_ERR_DB;
+		sqlite3_bind_int(st, 3, atoi(s.device + 5));
+		if ((step = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+			in->mem_capacity = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		if (step != SQLITE_ROW)
+			return db_fail(err, r->db, "read device properties");
+	}
+	st = prepare_rank(r, "SELECT (SELECT allocated FROM memory_points WHERE artifact_id=?3 AND device=?4"
+			     " AND t_ns <= k.start_ns + k.dur_ns ORDER BY seq DESC LIMIT 1)"
+			     " FROM (SELECT DISTINCT step, start_ns, dur_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS "))"
+			     " k ORDER BY k.start_ns, k.step", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 3, s.artifact);
+	bind_text(st, 4, s.device);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW && in->nstep_alloc < DIAG_MAX_STEPS)
+		if (sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+			in->step_alloc[in->nstep_alloc++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
+}
+
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err)
 {
@@ -2146,7 +2206,9 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 		in->sync_ns[i] = sqlite3_column_int64(st, 1);
 	}
 	sqlite3_finalize(st);
-	return i == DIAG_NSYNC ? TP_OK : db_fail(err, r->db, "read ops");
+	if (i != DIAG_NSYNC)
+		return db_fail(err, r->db, "read ops");
+	return diag_memory(r, run, rank, in, err);
 }
 
 int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err)

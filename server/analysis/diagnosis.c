@@ -35,6 +35,16 @@
  * less than 70% of the step: launch overhead, not the GPU, sets the pace */
 #define TINY_SHARE_WARN 0.50
 #define TINY_UTIL_MAX 0.70
+/* peak allocated within 10% of the device's memory: the caching allocator
+ * needs room for fragmentation (reserved runs above allocated) and for the
+ * next block, so small changes from here end in out-of-memory errors */
+#define MEM_NEAR_CAPACITY 0.90
+/* allocated memory at the end of each step higher than at the end of the
+ * one before, over 3+ steps, and by 1% of the peak or more in all: something
+ * made in every step outlives it. Strictly rising, so that a first step that
+ * creates optimizer state and then stays flat is no leak */
+#define GROWTH_MIN_STEPS 3
+#define GROWTH_MIN_SHARE 0.01
 
 const char *const diag_sync_names[DIAG_NSYNC] = {
 	"aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize", "cudaDeviceSynchronize",
@@ -203,6 +213,86 @@ static int rule_drift(const struct diag_input *in, json_t *out)
 		   " timeline), or thermal throttling; compare the first and last steps' operators.");
 }
 
+/* what to do when a category dominates the peak, in mem_cat_names order */
+static const char *const mem_advice[MEM_NCAT] = {
+	"Parameters fill the device: shard them (FSDP / ZeRO-3), keep weights in bf16, or use a smaller model"
+	" per device (tensor or pipeline parallelism).",
+	"Optimizer state fills the device: a lighter optimizer (SGD with momentum, Adafactor, 8-bit Adam) or"
+	" shard the state across ranks (ZeRO-1 / FSDP).",
+	"Input batches fill the device: smaller batches per step, or keep preprocessing on the host.",
+	"Temporaries fill the device: look for operators with large workspaces (attention without a memory-"
+	"efficient kernel, large matmul workspaces); chunk them or use F.scaled_dot_product_attention.",
+	"Activations fill the device: activation checkpointing (torch.utils.checkpoint) on the largest blocks,"
+	" smaller micro-batches with gradient accumulation, or autocast to bf16/fp16.",
+	"Gradients fill the device: shard them (ZeRO-2 / FSDP), accumulate in bf16, and zero_grad(set_to_none="
+	"True) so they are freed between steps.",
+	"Autograd's own buffers fill the device: fewer saved intermediates (checkpointing) or smaller"
+	" micro-batches.",
+	"Most of the peak has no known category: upload a memory snapshot (torch.cuda.memory._dump_snapshot)"
+	" or PyTorch's export_memory_timeline of the run to see what it is.",
+};
+
+static json_t *by_category(const int64_t *cat)
+{
+	json_t *o = json_object();
+
+	for (int c = 0; o && c < MEM_NCAT; c++)
+		if (json_object_set_new(o, mem_cat_names[c], json_integer(cat[c]))) {
+			json_decref(o);
+			return NULL;
+		}
+	return o;
+}
+
+static int rule_mem_capacity(const struct diag_input *in, json_t *out)
+{
+	double s = share(in->mem_peak, in->mem_capacity);
+	int dom = 0;
+	char title[200];
+
+	if (in->mem_capacity <= 0 || s < MEM_NEAR_CAPACITY)
+		return 0;
+	for (int c = 1; c < MEM_NCAT; c++)
+		if (in->mem_peak_cat[c] > in->mem_peak_cat[dom])
+			dom = c;
+	snprintf(title, sizeof(title), "Peak memory is %.0f%% of %s's %.1f GiB; %s holds %.0f%% of it", s * 100,
+		 in->mem_device, (double)in->mem_capacity / (1 << 30), mem_cat_names[dom],
+		 share(in->mem_peak_cat[dom], in->mem_peak) * 100);
+	return add(out, "memory_near_capacity", "warning", title,
+		   json_pack("{s:s, s:s, s:I, s:I, s:f, s:s, s:I, s:o*, s:f}", "device", in->mem_device, "source",
+			     in->mem_source, "peak_bytes", (json_int_t)in->mem_peak, "capacity_bytes",
+			     (json_int_t)in->mem_capacity, "share", s, "dominant_category", mem_cat_names[dom],
+			     "dominant_bytes", (json_int_t)in->mem_peak_cat[dom], "by_category",
+			     by_category(in->mem_peak_cat), "threshold", MEM_NEAR_CAPACITY),
+		   mem_advice[dom]);
+}
+
+static int rule_mem_growth(const struct diag_input *in, json_t *out)
+{
+	size_t n = in->nstep_alloc, i;
+	int64_t rise;
+	char title[160];
+
+	if (n < GROWTH_MIN_STEPS)
+		return 0;
+	for (i = 1; i < n; i++)
+		if (in->step_alloc[i] <= in->step_alloc[i - 1])
+			return 0;
+	rise = in->step_alloc[n - 1] - in->step_alloc[0];
+	if ((double)rise < GROWTH_MIN_SHARE * (double)in->mem_peak)
+		return 0;
+	snprintf(title, sizeof(title), "Allocated memory grows by %.1f MiB every step",
+		 (double)rise / (double)(n - 1) / (1 << 20));
+	return add(out, "memory_growth", "warning", title,
+		   json_pack("{s:s, s:I, s:I, s:I, s:I}", "device", in->mem_device, "steps", (json_int_t)n,
+			     "first_step_bytes", (json_int_t)in->step_alloc[0], "last_step_bytes",
+			     (json_int_t)in->step_alloc[n - 1], "per_step_bytes", (json_int_t)(rise / (int64_t)(n - 1))),
+		   "Tensors made in each step outlive it: a running loss summed without .item() or .detach()"
+		   " (it keeps every step's graph), outputs or activations appended to a list, hooks that store"
+		   " tensors. A memory snapshot (torch.cuda.memory._record_memory_history) shows which"
+		   " allocations are never freed, and where they were made.");
+}
+
 static int rule_tiny_kernels(const struct diag_input *in, json_t *out)
 {
 	double s = share(in->tiny_calls, in->kernel_calls);
@@ -255,7 +345,9 @@ json_t *diagnosis_run(const struct diag_input *in)
 		goto oom;
 	if (rule_drift(in, f) || (in->kernel_calls && rule_tiny_kernels(in, f)))
 		goto oom;
-done:;
+done:
+	if (in->mem_source[0] && (rule_mem_capacity(in, f) || rule_mem_growth(in, f)))
+		goto oom;
 	json_t *o = json_pack("{s:i, s:o}", "rank", in->rank, "findings", f);
 	return o;
 oom:

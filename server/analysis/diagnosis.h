@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "ingest/timeline.h"
 
 /* GPU->CPU synchronisation points, counted from the operator table */
 #define DIAG_NSYNC 6
+#define DIAG_MAX_STEPS 256
 extern const char *const diag_sync_names[DIAG_NSYNC];
 
 struct diag_input {
@@ -29,6 +31,12 @@ struct diag_input {
 	int64_t dtoh_calls, dtoh_ns;		/* device-to-host copies ("Memcpy DtoH ...") */
 	/* host side: calls and time of each diag_sync_names[i] */
 	int64_t sync_calls[DIAG_NSYNC], sync_ns[DIAG_NSYNC];
+	/* memory: the rank's timeline, as /memory answers it (mem_source "": none) */
+	char mem_source[16], mem_device[16];
+	int64_t mem_peak, mem_peak_cat[MEM_NCAT];
+	int64_t mem_capacity;			/* the device's totalGlobalMem (deviceProperties); 0: unknown */
+	size_t nstep_alloc;
+	int64_t step_alloc[DIAG_MAX_STEPS];	/* allocated at the end of each of the first steps */
 };
 
 /* {"findings": [...]} for shared/api.md; NULL when out of memory. */

@@ -19,9 +19,6 @@
 #include "alloc.h"
 #include "analysis/memory.h"
 
-enum { CAT_PARAMETER, CAT_OPTIMIZER_STATE, CAT_INPUT, CAT_TEMPORARY, CAT_ACTIVATION, CAT_GRADIENT,
-       CAT_AUTOGRAD_DETAIL, CAT_UNKNOWN };
-
 /* What was around one moment on one thread. */
 struct ctx {
 	uint16_t flags;		/* MS_* of every span enclosing it, or-ed */
@@ -164,18 +161,32 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* addr -> allocation, open addressing */
-struct amap {
-	int64_t *key;
-	int32_t *val;		/* -1: empty */
-	size_t cap;
-};
+int mem_amap_init(struct mem_amap *m, size_t n)
+{
+	for (m->cap = 64; m->cap < 2 * n + 2; m->cap *= 2)
+		;
+	m->key = tp_malloc(m->cap * sizeof(*m->key));
+	m->val = tp_malloc(m->cap * sizeof(*m->val));
+	if (!m->key || !m->val) {
+		mem_amap_free(m);
+		return -1;
+	}
+	memset(m->val, 0xff, m->cap * sizeof(*m->val));
+	return 0;
+}
 
-static int32_t *amap_slot(struct amap *m, int64_t key)
+void mem_amap_free(struct mem_amap *m)
+{
+	tp_free(m->key);
+	tp_free(m->val);
+	m->key = NULL;
+	m->val = NULL;
+}
+
+int32_t *mem_amap_slot(struct mem_amap *m, int64_t key)
 {
 	size_t j = ((uint64_t)key * 0x9e3779b97f4a7c15ULL >> 17) & (m->cap - 1);
 
-	/* -1: empty; -2: an address whose block was freed, kept so probe chains stay whole */
 	while (m->val[j] != -1 && m->key[j] != key)
 		j = (j + 1) & (m->cap - 1);
 	m->key[j] = key;
@@ -189,7 +200,42 @@ static int group_cmp(const void *a, const void *b)
 	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
 }
 
-#define MAX_GROUPS 200
+void mem_groups_sort(struct mem_group *g, size_t n)
+{
+	if (n > 1)
+		qsort(g, n, sizeof(*g), group_cmp);
+}
+
+static int same_op(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+struct mem_group *mem_group_add(struct mem_group *g, size_t *ng, int cat, const char *op, int *is_new)
+{
+	static const char other[] = "(other)";
+	size_t k;
+
+	if (is_new)
+		*is_new = 0;
+	for (k = 0; k < *ng && !(g[k].cat == cat && same_op(g[k].op, op)); k++)
+		;
+	if (k < *ng)
+		return &g[k];
+	if (*ng >= MEM_MAX_GROUPS) {	/* the rest, by category */
+		for (k = 0; k < *ng && !(g[k].cat == cat && same_op(g[k].op, other)); k++)
+			;
+		if (k < *ng)
+			return &g[k];
+		if (*ng >= MEM_MAX_GROUPS + 1)
+			return NULL;
+		op = other;
+	} else if (is_new) {
+		*is_new = 1;
+	}
+	g[*ng] = (struct mem_group){ .cat = cat, .op = op };
+	return &g[(*ng)++];
+}
 
 /* One device's events [ev, ev + n): its series into *s. */
 static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, const int64_t *opt_starts,
@@ -199,18 +245,13 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 	struct alloc *al = tp_calloc(n + 1, sizeof(*al));
 	int32_t *aidx = tp_malloc((n + 1) * sizeof(*aidx));
 	struct mem_point *pts = tp_calloc(n + 1, sizeof(*pts));
-	struct amap m = { 0 };
+	struct mem_amap m = { 0 };
 	size_t nal = 0, i, peak = 0;
 	int64_t live[MEM_NCAT] = { 0 }, base, base_at_peak = 0, best = INT64_MIN;
 	int rc = -1;
 
-	for (m.cap = 64; m.cap < 2 * n + 2; m.cap *= 2)
-		;
-	m.key = tp_malloc(m.cap * sizeof(*m.key));
-	m.val = tp_malloc(m.cap * sizeof(*m.val));
-	if (!al || !aidx || !pts || !m.key || !m.val)
+	if (!al || !aidx || !pts || mem_amap_init(&m, n))
 		goto out;
-	memset(m.val, 0xff, m.cap * sizeof(*m.val));
 
 	/* pair allocations and frees by address */
 	for (i = 0; i < n; i++) {
@@ -218,7 +259,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		aidx[i] = -1;
 		if (!e->has_addr || !e->bytes)
 			continue;
-		int32_t *slot = amap_slot(&m, e->addr);
+		int32_t *slot = mem_amap_slot(&m, e->addr);
 		if (e->bytes > 0) {
 			struct alloc *x = &al[nal];
 			x->size = e->bytes;
@@ -278,7 +319,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 
 	/* what was alive at the peak, by category and allocating operator */
 	{
-		struct mem_group *g = tp_calloc(MAX_GROUPS + 2, sizeof(*g));
+		struct mem_group *g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
 		uint8_t *alive = tp_calloc(nal + 1, 1);
 		size_t ng = 0;
 		if (!g || !alive) {
@@ -293,28 +334,15 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			if (!alive[i])
 				continue;
 			const char *op = al[i].a.op >= 0 ? in->str(in->payload, in->spans[al[i].a.op].name) : NULL;
-			size_t k;
-			for (k = 0; k < ng && !(g[k].cat == al[i].cat && (g[k].op == op || (g[k].op && op && !strcmp(g[k].op, op)))); k++)
-				;
-			if (k == ng) {
-				if (ng == MAX_GROUPS) {	/* the rest, by category */
-					op = "(other)";
-					for (k = 0; k < ng && !(g[k].cat == al[i].cat && g[k].op && !strcmp(g[k].op, op)); k++)
-						;
-				}
-				if (k == ng) {
-					if (ng == MAX_GROUPS + 1)
-						continue;
-					g[ng++] = (struct mem_group){ .cat = al[i].cat, .op = op };
-				}
+			struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op, NULL);
+			if (x) {
+				x->bytes += al[i].size;
+				x->count++;
 			}
-			g[k].bytes += al[i].size;
-			g[k].count++;
 		}
-		if (base_at_peak > 0 && ng < MAX_GROUPS + 2)
+		if (base_at_peak > 0 && ng < MEM_MAX_GROUPS + 2)
 			g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = base_at_peak, .count = -1 };
-		if (ng > 1)
-			qsort(g, ng, sizeof(*g), group_cmp);
+		mem_groups_sort(g, ng);
 		tp_free(alive);
 		*groups_out = g;
 		s->groups = g;
@@ -334,8 +362,7 @@ out:
 	tp_free(al);
 	tp_free(aidx);
 	tp_free(pts);
-	tp_free(m.key);
-	tp_free(m.val);
+	mem_amap_free(&m);
 	return rc;
 }
 

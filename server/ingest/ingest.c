@@ -39,7 +39,9 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
+#include "analysis/snapshot.h"
 #include "ingest/inflate.h"
+#include "ingest/pickle.h"
 #include "ingest/timeline.h"
 #include "ingest/ingest.h"
 #include "sha256.h"
@@ -58,6 +60,7 @@ const struct ingest_limits ingest_default_limits = {
 	.max_body = 16ull << 30,
 	.max_inflated = 64ull << 30,
 	.max_ratio = 250,
+	.max_pickle_values = 1ull << 25,
 	.trace = {
 		.max_depth = 64,
 		.max_token = 8u << 20,
@@ -181,6 +184,11 @@ struct ingest {
 	const struct mem_point *mem_points;	/* its points, once parsed */
 	size_t nmem_points;
 	const char *tl_form;
+	struct pickle_parser *pk;	/* KIND_SNAPSHOT instead of tp */
+	struct snap_result *snap;	/* its timelines, once read */
+	const struct mem_series *snap_series;
+	size_t nsnap_series;
+	struct snap_stats snap_stats;
 	char device[16];
 	int64_t peak_alloc;
 	int64_t first_ts;	/* of the first event with a ts; 0 before */
@@ -393,10 +401,12 @@ static int start_parser(struct ingest *ig)
 		ig->tl = timeline_parser_new(ig->lim.trace.max_events);
 		return ig->tl ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
-	if (ig->kind != KIND_TRACE)
-		return tp_fail(&ig->b_err, TP_ERR_UNSUPPORTED, "unsupported_kind",
-			       "%s uploads are kept but not analysed by this server version",
-			       kind_names[ig->kind]);
+	if (ig->kind == KIND_SNAPSHOT) {
+		struct pk_limits pl = { .max_objects = ig->lim.max_pickle_values, .max_string = ig->lim.trace.max_token,
+					.max_marks = ig->lim.trace.max_depth };
+		ig->pk = pickle_parser_new(&pl);
+		return ig->pk ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
 	ig->tp = trace_parser_new(&ig->lim.trace, &sink);
 	ig->an = ig->tp ? analysis_new(an_string, ig->tp) : NULL;
 	if (!ig->an)
@@ -408,6 +418,8 @@ static int feed_parser(struct ingest *ig, const uint8_t *data, size_t len)
 {
 	if (ig->tl)
 		return timeline_parser_feed(ig->tl, data, len, &ig->b_err);
+	if (ig->pk)
+		return pickle_parser_feed(ig->pk, data, len, &ig->b_err);
 	return trace_parser_feed(ig->tp, data, len, &ig->b_err);
 }
 
@@ -440,6 +452,13 @@ static int parse_end(struct ingest *ig)
 	}
 	if (ig->tl)
 		return timeline_parser_finish(ig->tl, &ig->mem_points, &ig->nmem_points, &ig->tl_form, &ig->b_err);
+	if (ig->pk) {
+		const struct pk_obj *root;
+		if ((rc = pickle_parser_finish(ig->pk, &root, &ig->b_err)))
+			return rc;
+		return snap_timeline(root, &ig->snap, &ig->snap_series, &ig->nsnap_series, &ig->snap_stats,
+				     &ig->b_err);
+	}
 	return trace_parser_finish(ig->tp, &ig->b_err);
 }
 
@@ -553,6 +572,8 @@ static void ingest_free(struct ingest *ig)
 	inflate_release(&ig->inf_stage);
 	trace_parser_free(ig->tp);
 	timeline_parser_free(ig->tl);
+	pickle_parser_free(ig->pk);
+	snap_result_free(ig->snap);
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
 	tp_free(ig->zout);
@@ -711,10 +732,18 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		export.n = ig->nmem_points;
 		f.mem = &export;
 		f.nmem = 1;
+	}
+	if (!rc && !parse_rc && ig->snap) {
+		f.events = ig->snap_stats.entries;
+		f.mem = ig->snap_series;
+		f.nmem = ig->nsnap_series;
+	}
+	if (f.nmem) {	/* a trace's analysis knows its peak; the other sources are told here */
 		f.peak_allocated = 0;
-		for (size_t i = 0; i < ig->nmem_points; i++)
-			if (mem_point_total(&ig->mem_points[i]) > f.peak_allocated)
-				f.peak_allocated = mem_point_total(&ig->mem_points[i]);
+		for (size_t k = 0; k < f.nmem; k++)
+			for (size_t i = 0; i < f.mem[k].n; i++)
+				if (mem_point_total(&f.mem[k].pts[i]) > f.peak_allocated)
+					f.peak_allocated = mem_point_total(&f.mem[k].pts[i]);
 	}
 	if (!rc && !parse_rc && ig->an) {
 		const struct an_result *ar;

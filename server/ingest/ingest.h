@@ -24,6 +24,7 @@ struct ingest_limits {
 	uint64_t max_body;		/* bytes as sent */
 	uint64_t max_inflated;		/* bytes after gunzip */
 	uint32_t max_ratio;		/* inflated/sent, checked past 16 MiB */
+	uint64_t max_pickle_values;	/* values in a snapshot pickle (each costs ~24-100 bytes) */
 	struct trace_limits trace;
 };
 extern const struct ingest_limits ingest_default_limits;

@@ -20,6 +20,8 @@
 #include "tp.h"
 
 #define MEM_NCAT 8
+enum { CAT_PARAMETER, CAT_OPTIMIZER_STATE, CAT_INPUT, CAT_TEMPORARY, CAT_ACTIVATION, CAT_GRADIENT,
+       CAT_AUTOGRAD_DETAIL, CAT_UNKNOWN };
 extern const char *const mem_cat_names[MEM_NCAT];
 
 struct mem_point {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ingest/timeline.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -338,6 +339,71 @@ START_TEST(test_memory_timeline_export)
 }
 END_TEST
 
+/* upload a fixture to run; 201 */
+static void upload_fixture(const char *rel, const char *run)
+{
+	char *path = tu_fixture(rel), url[256];
+	size_t len;
+	uint8_t *b = tu_read_file(path, &len);
+	struct tu_resp r;
+
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?name=fixture", run);
+	ck_assert_int_eq(tu_http(&srv, "POST", url, b, len, NULL, &r), 0);
+	ck_assert_msg(r.status == 201, "%s", r.body);
+	tu_resp_free(&r);
+	free(b);
+	free(path);
+}
+
+START_TEST(test_memory_snapshot)
+{
+	json_t *j, *v, *cats;
+	size_t i, n;
+	json_int_t peak = 0;
+
+	/* figures from Python's pickle over the same file */
+	upload_fixture("memory/cs336_memory_snapshot.pickle", "snap");
+	j = get("/api/v1/runs/snap/memory?points=0", 200, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), "snapshot");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "cuda:0");
+	n = json_array_size(json_object_get(j, "allocated"));
+	ck_assert_uint_eq(n, 3442);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "reserved"), n - 1)), 14180941824LL);
+	cats = json_object_get(j, "categories");
+	json_array_foreach(json_object_get(j, "allocated"), i, v) {
+		json_int_t sum = 0;
+		for (int c = 0; c < MEM_NCAT; c++)
+			sum += json_integer_value(json_array_get(json_object_get(cats, mem_cat_names[c]), i));
+		ck_assert_msg(sum == json_integer_value(v), "point %zu: categories %lld, allocated %lld", i,
+			      (long long)sum, (long long)json_integer_value(v));
+		if (json_integer_value(v) > peak)
+			peak = json_integer_value(v);
+	}
+	ck_assert_int_eq(peak, 13927831556LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "peak"), "bytes")), peak);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "baseline"), "bytes")), 1377753092LL);
+	json_decref(j);
+
+	j = get("/api/v1/runs/snap/memory/peak", 200, NULL);
+	v = json_array_get(json_object_get(j, "groups"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "category")), "activation");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(v, "op")), ".py:"));
+	json_int_t sum = 0;
+	json_array_foreach(json_object_get(j, "groups"), i, v)
+		sum += json_integer_value(json_object_get(v, "bytes"));
+	ck_assert_int_eq(sum, peak);
+	json_decref(j);
+
+	/* a state-only snapshot: one point, the live blocks */
+	upload_fixture("memory/docubox_state_only_snapshot.pickle", "snapstate");
+	j = get("/api/v1/runs/snapstate/memory?points=0", 200, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "points_total")), 1);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "allocated"), 0)), 90861056);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "reserved"), 0)), 109051904);
+	json_decref(j);
+}
+END_TEST
+
 Suite *suite_analysis_api(void)
 {
 	Suite *s = suite_create("analysis_api");
@@ -352,6 +418,7 @@ Suite *suite_analysis_api(void)
 	tcase_add_test(tc, test_whole_trace);
 	tcase_add_test(tc, test_cached_answers_follow_writes);
 	tcase_add_test(tc, test_memory_timeline_export);
+	tcase_add_test(tc, test_memory_snapshot);
 	suite_add_tcase(s, tc);
 	return s;
 }

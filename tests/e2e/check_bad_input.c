@@ -336,16 +336,27 @@ START_TEST(test_kind_mismatch_and_unsupported)
 {
 	const char trace[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}]";
 	static const uint8_t pickle[] = { 0x80, 0x04, 0x95, 0x05, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, '.' };
+	static const char evil[] = "\x80\x02" "cos\nsystem\n(S'true'\ntR.";
+	static const char huge[] = "\x80\x04\x8d\x00\x00\x00\x00\x00\x00\x00\x10";
 	json_t *j;
 
 	j = expect("POST", "/api/v1/runs/kinds/artifacts?kind=memory_snapshot", trace, strlen(trace), NULL,
 		   400, "kind_mismatch");
 	kept(j, "kinds", trace, strlen(trace));
 	json_decref(j);
-	j = expect("POST", "/api/v1/runs/kinds/artifacts?name=s.pickle", pickle, sizeof(pickle), NULL, 422,
-		   "unsupported_kind");
+	/* a pickle, but no snapshot; and one that would build a Python object: refused, kept */
+	j = expect("POST", "/api/v1/runs/kinds/artifacts?name=s.pickle", pickle, sizeof(pickle), NULL, 400,
+		   "bad_snapshot");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "artifact"), "kind")),
 			 "memory_snapshot");
+	kept(j, "kinds", pickle, sizeof(pickle));
+	json_decref(j);
+	j = expect("POST", "/api/v1/runs/kinds/artifacts?name=evil.pickle", evil, sizeof(evil) - 1, NULL, 400,
+		   "bad_pickle");
+	kept(j, "kinds", evil, sizeof(evil) - 1);
+	json_decref(j);
+	j = expect("POST", "/api/v1/runs/kinds/artifacts?name=big.pickle", huge, sizeof(huge) - 1, NULL, 413,
+		   "pickle_too_big");
 	json_decref(j);
 }
 END_TEST

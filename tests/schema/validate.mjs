@@ -462,23 +462,26 @@ async function main() {
 		check('upload memcpu with device=cpu: memory_timeline, ready', mtCpu.artifact.kind === 'memory_timeline' &&
 			mtCpu.artifact.status === 'ready', JSON.stringify(mtCpu.artifact));
 	await expect('POST', '/api/v1/runs/memdev/artifacts?name=timeline.json.gz&device=gpu0', 400, 'error', timeline);
-	// a memory snapshot pickle (protocol 4 starts with 0x80) is kept but not analysed yet: 422
-	// unsupported_kind; once snapshots are analysed, a 201 memory_snapshot passes too
-	{
-		const file = 'memory/docubox_state_only_snapshot.pickle';
-		const url = `/api/v1/runs/snapshot/artifacts?name=${path.basename(file)}`;
-		const r = await request('POST', url, fs.readFileSync(path.join(fixturesDir, file)));
-		if (r.status === 422) {
-			validate(`POST ${url} 422`, 'error', r.json);
-			check(`POST ${url}: 422 unsupported_kind, kept as a memory_snapshot artifact`,
-				r.json?.error?.code === 'unsupported_kind' && r.json?.artifact?.kind === 'memory_snapshot', r.text.slice(0, 300));
-		} else if (r.status === 201) {
-			validate(`POST ${url} 201`, 'artifact', r.json);
-			check(`POST ${url}: memory_snapshot, ready`, r.json?.artifact?.kind === 'memory_snapshot' &&
-				r.json?.artifact?.status === 'ready', r.text.slice(0, 300));
-		} else {
-			fail(`POST ${url}`, `status ${r.status}, expected 422 (or 201): ${r.text.slice(0, 300)}`);
-		}
+	// memory snapshot pickles (protocol 4 starts with 0x80): the cs336 trace and a state-only dump
+	for (const [run, file, points] of [['snapshot', 'memory/docubox_state_only_snapshot.pickle', 1],
+		['snapcs336', 'memory/cs336_memory_snapshot.pickle', 3442]]) {
+		const up = await expect('POST', `/api/v1/runs/${run}/artifacts?name=${path.basename(file)}`, 201, 'artifact',
+			fs.readFileSync(path.join(fixturesDir, file)));
+		if (up?.artifact)
+			check(`upload ${run}: memory_snapshot, ready`, up.artifact.kind === 'memory_snapshot' &&
+				up.artifact.status === 'ready', JSON.stringify(up.artifact));
+		const p = `/api/v1/runs/${run}/memory`;
+		const all = exactBody(await expect('GET', `${p}?points=0`, 200, 'memory'));
+		checkMemory(`GET ${p}?points=0`, all);
+		if (all?.t_ns)
+			check(`GET ${p}?points=0: source snapshot, ${points} points, reserved known`,
+				all.source === 'snapshot' && all.points_total === points && all.reserved.every((x) => x > 0),
+				`${all.source}, ${all.points_total} points`);
+		const some = exactBody(await expect('GET', `${p}?points=100`, 200, 'memory'));
+		checkMemory(`GET ${p}?points=100`, some);
+		checkSampled(`GET ${p}?points=100`, some, all);
+		await expect('GET', `${p}/peak`, 200, 'memory_peak');
+		await expect('GET', `/api/v1/runs/${run}/diagnosis`, 200, 'diagnosis');
 	}
 
 	// runs

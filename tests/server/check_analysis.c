@@ -329,6 +329,9 @@ struct synth {
 	int64_t kernel_us;
 	int64_t dataloader_us, cpu_us, sync_us, memcpy_us;
 	int64_t start_us;		/* added to the first step's start */
+	int64_t act_bytes;		/* per step: allocated at its start, freed at its end */
+	int64_t leak_bytes;		/* per step: allocated and never freed */
+	int64_t capacity;		/* deviceProperties totalGlobalMem of device 0; 0: none */
 };
 
 /* A healthy loop: 10 ms steps, the GPU busy 90% of it with 1 ms kernels. */
@@ -364,12 +367,15 @@ static void span(struct text *t, const char *cat, const char *name, int pid, int
 		"\"args\":{%s}}", t->n > 20 ? ",\n" : "", cat, name, pid, tid, (long long)ts, (long long)dur, args);
 }
 
+static void mem_event(struct text *t, int tid, int64_t ts, int64_t addr, int64_t bytes, int64_t total, int idx);
+
 /* The trace of s: host ops on pid 1 tid 1, GPU work on pid 0 stream 7; times in us from 1e9. */
 static char *synth_trace(const struct synth *s, size_t *len)
 {
 	struct text t = { .p = malloc(1024), .cap = 1024 };
-	int64_t t0 = 1000000000 + s->start_us, corr = 1;
+	int64_t t0 = 1000000000 + s->start_us, corr = 1, total = 0;
 	char args[96];
+	int idx = 0;
 
 	emit(&t, "{\"traceEvents\":[");
 	for (int i = 0; i < s->steps; i++) {
@@ -384,6 +390,12 @@ static char *synth_trace(const struct synth *s, size_t *len)
 		if (s->cpu_us)
 			span(&t, "cpu_op", "aten::cat", 1, 1, x, s->cpu_us, "");
 		x += s->cpu_us;
+		if (s->act_bytes) {
+			mem_event(&t, 1, t0 + 1, 0x10000000 + i * 0x1000, s->act_bytes, total += s->act_bytes, idx++);
+			mem_event(&t, 1, t0 + dur - 1, 0x10000000 + i * 0x1000, -s->act_bytes, total -= s->act_bytes, idx++);
+		}
+		if (s->leak_bytes)
+			mem_event(&t, 1, t0 + 2, 0x20000000 + i * 0x1000, s->leak_bytes, total += s->leak_bytes, idx++);
 		/* one operator launches every kernel, 1 us per launch */
 		span(&t, "cpu_op", "aten::mm", 1, 1, x, s->kernels + 1, "");
 		g = x + 1;
@@ -411,7 +423,11 @@ static char *synth_trace(const struct synth *s, size_t *len)
 		}
 		t0 += dur;
 	}
-	emit(&t, "]}");
+	emit(&t, "]");
+	if (s->capacity)
+		emit(&t, ",\"deviceProperties\":[{\"id\":0,\"name\":\"Synthetic GPU\",\"totalGlobalMem\":%lld}]",
+		     (long long)s->capacity);
+	emit(&t, "}");
 	*len = t.n;
 	return t.p;
 }
@@ -674,6 +690,49 @@ Suite *suite_analysis(void)
 	return s;
 }
 
+START_TEST(test_memory_near_capacity)
+{
+	struct synth s = healthy;
+	json_t *d, *f;
+
+	/* 1e9 bytes of activations at the peak of a 1 GiB device: 93% */
+	s.act_bytes = 1000000000;
+	s.capacity = 1 << 30;
+	d = diagnose("memfull", &s);
+	f = finding(d, "memory_near_capacity");
+	ck_assert_msg(f != NULL, "%s", json_dumps(d, JSON_COMPACT));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(f, "evidence"), "dominant_category")),
+			 "activation");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(f, "evidence"), "peak_bytes")), 1000000000);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(f, "advice")), "checkpoint"));
+	ck_assert_ptr_null(finding(d, "memory_growth"));	/* freed every step: flat */
+	json_decref(d);
+	/* the same run on a 2 GiB device: no finding */
+	s.capacity = 2LL << 30;
+	d = diagnose("memroom", &s);
+	ck_assert_ptr_null(finding(d, "memory_near_capacity"));
+	json_decref(d);
+}
+END_TEST
+
+START_TEST(test_memory_growth)
+{
+	struct synth s = healthy;
+	json_t *d, *f;
+
+	/* 64 MiB kept from every one of 10 steps */
+	s.act_bytes = 1 << 20;
+	s.leak_bytes = 64 << 20;
+	d = diagnose("leak", &s);
+	f = finding(d, "memory_growth");
+	ck_assert_msg(f != NULL, "%s", json_dumps(d, JSON_COMPACT));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(f, "evidence"), "per_step_bytes")), 64 << 20);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(f, "evidence"), "steps")), 10);
+	ck_assert_ptr_null(finding(d, "memory_near_capacity"));	/* no deviceProperties: capacity unknown */
+	json_decref(d);
+}
+END_TEST
+
 /* ---- memory categories from [memory] events (server/analysis/memory.c) ---- */
 
 struct memcase {
@@ -809,5 +868,7 @@ END_TEST
 static void add_memory_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_memory_rules);
+	tcase_add_test(tc, test_memory_near_capacity);
+	tcase_add_test(tc, test_memory_growth);
 	tcase_add_test(tc, test_memory_v100);
 }

@@ -305,8 +305,10 @@ START_TEST(test_other_kinds)
 	static const char timeline[] = "[[1696966047192849263, 1, 1024, 0]]";
 	struct ingest_result res;
 
+	/* a pickle that is no snapshot (an empty dict) is refused and kept */
 	ingest("k", 0, pickle, sizeof(pickle), &res);
-	ck_assert_int_eq(res.rc, TP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
+	ck_assert_str_eq(res.err.code, "bad_snapshot");
 	ck_assert_int_eq(res.kept, 1);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_snapshot'"), 1);
 	/* memory timeline exports are analysed: one point, stored with its series */

@@ -1,0 +1,584 @@
+/*
+ * pickle.c: the pickle subset reader (pickle.h).
+ *
+ * A pickle is a program for a stack machine: each opcode pushes a value,
+ * or builds a container from the values above the last MARK, or stores and
+ * fetches values in the memo. This runs that program over bytes as they
+ * come: an opcode whose arguments are not all here yet waits in buf for the
+ * next piece. Every count that the input chooses (string lengths, memo
+ * indexes, marks, objects) is checked against a cap before anything is
+ * allocated for it.
+ */
+#include <string.h>
+
+#include "alloc.h"
+#include "ingest/pickle.h"
+
+#define NODE_CHUNK 4096
+#define BYTE_CHUNK 65536
+
+struct nodes {
+	struct nodes *next;
+	size_t n;
+	struct pk_obj o[NODE_CHUNK];
+};
+
+struct bytes {
+	struct bytes *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct pickle_parser {
+	struct pk_limits lim;
+	uint8_t *buf;			/* an opcode still waiting for its arguments */
+	size_t nbuf, capbuf;
+	uint64_t off;			/* input offset of buf[0] */
+	int started, stopped;
+	struct pk_obj **stack;
+	size_t nstack, capstack;
+	size_t *marks;			/* stack heights at each open MARK */
+	size_t nmarks;
+	struct pk_obj **memo;
+	size_t nmemo, capmemo;
+	uint64_t count;			/* objects made plus items stored */
+	struct nodes *nodes;
+	struct bytes *bytes;
+	struct pk_obj none, yes, no;
+	const struct pk_obj *root;
+};
+
+struct pickle_parser *pickle_parser_new(const struct pk_limits *lim)
+{
+	struct pickle_parser *p = tp_calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->lim = *lim;
+	p->none.type = PK_NONE;
+	p->yes = (struct pk_obj){ .type = PK_BOOL, .u.i = 1 };
+	p->no = (struct pk_obj){ .type = PK_BOOL, .u.i = 0 };
+	if (!(p->marks = tp_malloc((lim->max_marks + 1) * sizeof(*p->marks)))) {
+		tp_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void pickle_parser_free(struct pickle_parser *p)
+{
+	if (!p)
+		return;
+	while (p->nodes) {
+		struct nodes *c = p->nodes;
+		for (size_t i = 0; i < c->n; i++)
+			if (c->o[i].type >= PK_LIST)
+				tp_free(c->o[i].u.items);
+		p->nodes = c->next;
+		tp_free(c);
+	}
+	while (p->bytes) {
+		struct bytes *b = p->bytes;
+		p->bytes = b->next;
+		tp_free(b);
+	}
+	tp_free(p->buf);
+	tp_free(p->stack);
+	tp_free(p->marks);
+	tp_free(p->memo);
+	tp_free(p);
+}
+
+/* ---- values ---- */
+
+static int count(struct pickle_parser *p, struct tp_errbuf *err)
+{
+	if (++p->count > p->lim.max_objects)
+		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "the pickle holds more than %llu values",
+			       (unsigned long long)p->lim.max_objects);
+	return TP_OK;
+}
+
+static struct pk_obj *node(struct pickle_parser *p, int type)
+{
+	struct nodes *c = p->nodes;
+
+	if (!c || c->n == NODE_CHUNK) {
+		if (!(c = tp_malloc(sizeof(*c))))
+			return NULL;
+		c->n = 0;
+		c->next = p->nodes;
+		p->nodes = c;
+	}
+	struct pk_obj *o = &c->o[c->n++];
+	memset(o, 0, sizeof(*o));
+	o->type = (uint8_t)type;
+	return o;
+}
+
+static char *bytes_copy(struct pickle_parser *p, const uint8_t *s, size_t len)
+{
+	struct bytes *b = p->bytes;
+
+	if (!b || b->cap - b->used < len + 1) {
+		size_t cap = len + 1 > BYTE_CHUNK ? len + 1 : BYTE_CHUNK;
+		if (!(b = tp_malloc(sizeof(*b) + cap)))
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		if (!p->bytes || len + 1 > BYTE_CHUNK / 4) {
+			/* a big string gets a chunk of its own, behind the current one */
+			b->next = p->bytes ? p->bytes->next : NULL;
+			if (p->bytes)
+				p->bytes->next = b;
+			else
+				p->bytes = b;
+		} else {
+			b->next = p->bytes;
+			p->bytes = b;
+		}
+	}
+	char *d = b->data + b->used;
+	memcpy(d, s, len);
+	d[len] = 0;
+	b->used += len + 1;
+	return d;
+}
+
+static int push(struct pickle_parser *p, struct pk_obj *o, struct tp_errbuf *err)
+{
+	if (!o)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (p->nstack == p->capstack) {
+		size_t cap = p->capstack ? p->capstack * 2 : 64;
+		struct pk_obj **ns = tp_realloc(p->stack, cap * sizeof(*ns));
+		if (!ns)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		p->stack = ns;
+		p->capstack = cap;
+	}
+	p->stack[p->nstack++] = o;
+	return TP_OK;
+}
+
+/* A new value (counted) pushed. */
+static int push_new(struct pickle_parser *p, struct pk_obj *o, struct tp_errbuf *err)
+{
+	int rc = count(p, err);
+
+	return rc ? rc : push(p, o, err);
+}
+
+static int add_item(struct pickle_parser *p, struct pk_obj *c, struct pk_obj *v, struct tp_errbuf *err)
+{
+	int rc;
+
+	if ((rc = count(p, err)))
+		return rc;
+	if (c->cap == c->n) {
+		uint32_t cap = c->cap ? c->cap * 2 : 8;
+		if (c->cap > UINT32_MAX / 4)
+			return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "a container is too large");
+		struct pk_obj **ni = tp_realloc(c->u.items, (size_t)cap * sizeof(*ni));
+		if (!ni)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		c->u.items = ni;
+		c->cap = cap;
+	}
+	c->u.items[c->n++] = v;
+	return TP_OK;
+}
+
+/* ---- the machine ---- */
+
+static uint64_t le(const uint8_t *b, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+/* A little-endian two's complement integer of n bytes (LONG1/LONG4). */
+static void set_long(struct pk_obj *o, const uint8_t *b, uint64_t n)
+{
+	int neg = n && (b[n - 1] & 0x80);
+	uint64_t v = 0;
+
+	o->type = PK_INT;
+	for (uint64_t i = n > 8 ? 8 : n; i-- > 0;)
+		v = v << 8 | b[i];
+	if (n && n < 8 && neg)
+		v |= ~0ULL << (8 * n);
+	/* wider than 8 bytes: it fits only if the high bytes are sign extension */
+	for (uint64_t i = 8; i < n && !o->big; i++)
+		if (b[i] != (neg ? 0xff : 0x00))
+			o->big = 1;
+	if (n > 8 && ((v >> 63) != (uint64_t)neg))
+		o->big = 1;
+	if (o->big)
+		v = neg ? (uint64_t)INT64_MIN : (uint64_t)INT64_MAX;
+	o->u.i = (int64_t)v;
+}
+
+static int fail_at(struct pickle_parser *p, size_t at, struct tp_errbuf *err, const char *what, int op)
+{
+	return tp_fail(err, TP_ERR_INVALID, "bad_pickle", "%s (opcode 0x%02x at byte %llu)", what, op,
+		       (unsigned long long)(p->off + at));
+}
+
+/* The top of the stack above the last mark: how many values, and where they start. */
+static int since_mark(struct pickle_parser *p, size_t *from)
+{
+	if (!p->nmarks)
+		return -1;
+	*from = p->marks[--p->nmarks];
+	return 0;
+}
+
+/*
+ * Argument bytes opcode op needs after itself, read from b[1..avail): the
+ * width of its fixed argument, plus a length it announces. Returns 0 and sets
+ * *need, or 1 when the length itself is not here yet, or an error.
+ */
+static int arg_len(struct pickle_parser *p, const uint8_t *b, size_t avail, size_t at, uint64_t *need,
+		   struct tp_errbuf *err)
+{
+	int op = b[0], w = 0;
+	uint64_t n;
+
+	switch (op) {
+	case 'K': case 'h': case 'q': case 0x80: *need = 1; return 0;	/* BININT1 BINGET BINPUT PROTO */
+	case 'M': *need = 2; return 0;					/* BININT2 */
+	case 'J': case 'j': case 'r': *need = 4; return 0;		/* BININT LONG_BINGET LONG_BINPUT */
+	case 'G': case 0x95: *need = 8; return 0;			/* BINFLOAT FRAME */
+	case 0x8a: case 'C': case 'U': case 0x8c: w = 1; break;	/* LONG1 SHORT_BINBYTES SHORT_BINSTRING SHORT_BINUNICODE */
+	case 0x8b: case 'B': case 'T': case 'X': w = 4; break;		/* LONG4 BINBYTES BINSTRING BINUNICODE */
+	case 0x8d: case 0x8e: w = 8; break;				/* BINUNICODE8 BINBYTES8 */
+	default: *need = 0; return 0;
+	}
+	if (avail < 1 + (size_t)w)
+		return 1;
+	n = le(b + 1, w);
+	if ((op == 0x8b || op == 'T') && (n & 0x80000000u))
+		return fail_at(p, at, err, "a negative length", op);
+	if (n > p->lim.max_string)
+		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
+			       "a value of %llu bytes at byte %llu passes the cap of %llu",
+			       (unsigned long long)n, (unsigned long long)(p->off + at),
+			       (unsigned long long)p->lim.max_string);
+	*need = (uint64_t)w + n;
+	return 0;
+}
+
+/* Build a container of type t from the values above the last mark. */
+static int from_mark(struct pickle_parser *p, int t, size_t at, int op, struct tp_errbuf *err)
+{
+	size_t from, i;
+	struct pk_obj *c;
+	int rc;
+
+	if (since_mark(p, &from))
+		return fail_at(p, at, err, "no MARK to build from", op);
+	if (t == PK_DICT && (p->nstack - from) % 2)
+		return fail_at(p, at, err, "a dict from an odd number of values", op);
+	if (!(c = node(p, t)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if ((rc = count(p, err)))
+		return rc;
+	for (i = from; i < p->nstack; i++)
+		if ((rc = add_item(p, c, p->stack[i], err)))
+			return rc;
+	p->nstack = from;
+	return push(p, c, err);
+}
+
+/* APPENDS, ADDITEMS, SETITEMS: the values above the mark into the container below it. */
+static int into_below_mark(struct pickle_parser *p, int t, size_t at, int op, struct tp_errbuf *err)
+{
+	size_t from, i;
+	struct pk_obj *c;
+	int rc;
+
+	if (since_mark(p, &from) || from == 0)
+		return fail_at(p, at, err, "no MARK with a container below it", op);
+	c = p->stack[from - 1];
+	if (c->type != t)
+		return fail_at(p, at, err, t == PK_DICT ? "SETITEMS on what is not a dict" : "APPENDS on what is not a list", op);
+	if (t == PK_DICT && (p->nstack - from) % 2)
+		return fail_at(p, at, err, "SETITEMS with an odd number of values", op);
+	for (i = from; i < p->nstack; i++)
+		if ((rc = add_item(p, c, p->stack[i], err)))
+			return rc;
+	p->nstack = from;
+	return TP_OK;
+}
+
+static int memo_put(struct pickle_parser *p, uint64_t i, size_t at, int op, struct tp_errbuf *err)
+{
+	if (!p->nstack)
+		return fail_at(p, at, err, "nothing to memoize", op);
+	/* a writer numbers memo entries as it makes objects: more entries than objects is hostile */
+	if (i > p->count)
+		return fail_at(p, at, err, "a memo index out of range", op);
+	if (i >= p->capmemo) {
+		size_t cap = p->capmemo ? p->capmemo : 256;
+		while (cap <= i)
+			cap *= 2;
+		struct pk_obj **nm = tp_realloc(p->memo, cap * sizeof(*nm));
+		if (!nm)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		memset(nm + p->capmemo, 0, (cap - p->capmemo) * sizeof(*nm));
+		p->memo = nm;
+		p->capmemo = cap;
+	}
+	p->memo[i] = p->stack[p->nstack - 1];
+	if (i >= p->nmemo)
+		p->nmemo = i + 1;
+	return TP_OK;
+}
+
+/* Run the opcode at b (all its bytes are there: 1 + need). */
+static int exec(struct pickle_parser *p, const uint8_t *b, uint64_t need, size_t at, struct tp_errbuf *err)
+{
+	int op = b[0], rc;
+	const uint8_t *a = b + 1;
+	struct pk_obj *o, *v, *k;
+
+	if (!p->started && op != 0x80)
+		return fail_at(p, at, err, "a pickle of protocol 2 to 5 starts with PROTO", op);
+	switch (op) {
+	case 0x80:	/* PROTO */
+		if (p->started || a[0] < 2 || a[0] > 5)
+			return fail_at(p, at, err, p->started ? "a second PROTO" : "only protocols 2 to 5 are read", op);
+		p->started = 1;
+		return TP_OK;
+	case 0x95:	/* FRAME: a hint for buffered readers */
+		return TP_OK;
+	case '.':	/* STOP */
+		if (p->nstack != 1 || p->nmarks)
+			return fail_at(p, at, err, "STOP with other than one value on the stack", op);
+		p->root = p->stack[0];
+		p->stopped = 1;
+		return TP_OK;
+	case '(':	/* MARK */
+		if (p->nmarks == p->lim.max_marks)
+			return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_deep", "more than %u nested MARKs at byte %llu",
+				       p->lim.max_marks, (unsigned long long)(p->off + at));
+		p->marks[p->nmarks++] = p->nstack;
+		return TP_OK;
+	case '0':	/* POP: the top value, or the mark when the top is one */
+		if (p->nmarks && p->marks[p->nmarks - 1] == p->nstack)
+			p->nmarks--;
+		else if (p->nstack)
+			p->nstack--;
+		else
+			return fail_at(p, at, err, "POP on an empty stack", op);
+		return TP_OK;
+	case '1': {	/* POP_MARK */
+		size_t from;
+		if (since_mark(p, &from))
+			return fail_at(p, at, err, "POP_MARK without a MARK", op);
+		p->nstack = from;
+		return TP_OK;
+	}
+	case '2':	/* DUP */
+		if (!p->nstack)
+			return fail_at(p, at, err, "DUP on an empty stack", op);
+		return push(p, p->stack[p->nstack - 1], err);
+	case 'N':
+		return push(p, &p->none, err);
+	case 0x88:
+		return push(p, &p->yes, err);
+	case 0x89:
+		return push(p, &p->no, err);
+	case 'J': case 'K': case 'M':	/* BININT BININT1 BININT2 */
+		if (!(o = node(p, PK_INT)))
+			return push(p, NULL, err);
+		o->u.i = op == 'J' ? (int64_t)(int32_t)(uint32_t)le(a, 4) : (int64_t)le(a, op == 'K' ? 1 : 2);
+		return push_new(p, o, err);
+	case 0x8a: case 0x8b:	/* LONG1 LONG4 */
+		if (!(o = node(p, PK_INT)))
+			return push(p, NULL, err);
+		set_long(o, a + (op == 0x8a ? 1 : 4), need - (op == 0x8a ? 1 : 4));
+		return push_new(p, o, err);
+	case 'G': {	/* BINFLOAT: big-endian double */
+		uint64_t bits = 0;
+		for (int i = 0; i < 8; i++)
+			bits = bits << 8 | a[i];
+		if (!(o = node(p, PK_FLOAT)))
+			return push(p, NULL, err);
+		memcpy(&o->u.f, &bits, sizeof(bits));
+		return push_new(p, o, err);
+	}
+	case 'X': case 0x8c: case 0x8d: case 'T': case 'U':	/* str (BINSTRING: a Python 2 str) */
+	case 'B': case 'C': case 0x8e: {			/* bytes */
+		int w = op == 0x8c || op == 'U' || op == 'C' ? 1 : op == 0x8d || op == 0x8e ? 8 : 4;
+		int t = op == 'B' || op == 'C' || op == 0x8e ? PK_BYTES : PK_STR;
+		if (!(o = node(p, t)) || !(o->u.s = bytes_copy(p, a + w, need - (uint64_t)w)))
+			return push(p, NULL, err);
+		o->n = (uint32_t)(need - (uint64_t)w);
+		return push_new(p, o, err);
+	}
+	case ']': case '}': case ')': case 0x8f:	/* EMPTY_LIST EMPTY_DICT EMPTY_TUPLE EMPTY_SET */
+		return push_new(p, node(p, op == '}' ? PK_DICT : op == ')' ? PK_TUPLE : PK_LIST), err);
+	case 'l': case 0x91:	/* LIST FROZENSET */
+		return from_mark(p, PK_LIST, at, op, err);
+	case 't':
+		return from_mark(p, PK_TUPLE, at, op, err);
+	case 'd':
+		return from_mark(p, PK_DICT, at, op, err);
+	case 0x85: case 0x86: case 0x87: {	/* TUPLE1 TUPLE2 TUPLE3 */
+		size_t n = (size_t)(op - 0x84);
+		if (p->nstack < n || (p->nmarks && p->marks[p->nmarks - 1] > p->nstack - n))
+			return fail_at(p, at, err, "a tuple from values that are not there", op);
+		if (!(o = node(p, PK_TUPLE)))
+			return push(p, NULL, err);
+		if ((rc = count(p, err)))
+			return rc;
+		for (size_t i = p->nstack - n; i < p->nstack; i++)
+			if ((rc = add_item(p, o, p->stack[i], err)))
+				return rc;
+		p->nstack -= n;
+		return push(p, o, err);
+	}
+	case 'a':	/* APPEND */
+		if (p->nstack < 2 || (p->nmarks && p->marks[p->nmarks - 1] > p->nstack - 2))
+			return fail_at(p, at, err, "APPEND without a list and a value", op);
+		v = p->stack[--p->nstack];
+		if (p->stack[p->nstack - 1]->type != PK_LIST)
+			return fail_at(p, at, err, "APPEND to what is not a list", op);
+		return add_item(p, p->stack[p->nstack - 1], v, err);
+	case 'e': case 0x90:	/* APPENDS ADDITEMS */
+		return into_below_mark(p, PK_LIST, at, op, err);
+	case 's':	/* SETITEM */
+		if (p->nstack < 3 || (p->nmarks && p->marks[p->nmarks - 1] > p->nstack - 3))
+			return fail_at(p, at, err, "SETITEM without a dict, a key and a value", op);
+		v = p->stack[--p->nstack];
+		k = p->stack[--p->nstack];
+		o = p->stack[p->nstack - 1];
+		if (o->type != PK_DICT)
+			return fail_at(p, at, err, "SETITEM on what is not a dict", op);
+		if ((rc = add_item(p, o, k, err)))
+			return rc;
+		return add_item(p, o, v, err);
+	case 'u':	/* SETITEMS */
+		return into_below_mark(p, PK_DICT, at, op, err);
+	case 'q': case 'r':	/* BINPUT LONG_BINPUT */
+		return memo_put(p, le(a, op == 'q' ? 1 : 4), at, op, err);
+	case 0x94:	/* MEMOIZE */
+		return memo_put(p, p->nmemo, at, op, err);
+	case 'h': case 'j': {	/* BINGET LONG_BINGET */
+		uint64_t i = le(a, op == 'h' ? 1 : 4);
+		if (i >= p->nmemo || !p->memo[i])
+			return fail_at(p, at, err, "a memo index out of range", op);
+		return push(p, p->memo[i], err);
+	}
+	case 'c': case 0x93: case 'R': case 'b': case 0x81: case 0x92: case 'i': case 'o':
+	case 'P': case 'Q': case 0x82: case 0x83: case 0x84: case 0x97: case 0x98:
+		return fail_at(p, at, err, "an opcode that makes Python objects (a snapshot has none)", op);
+	default:
+		return fail_at(p, at, err, "an opcode this reader does not know", op);
+	}
+}
+
+/* Run every whole opcode in b[0..n); *used: bytes consumed. */
+static int run(struct pickle_parser *p, const uint8_t *b, size_t n, size_t *used, struct tp_errbuf *err)
+{
+	size_t i = 0;
+	int rc;
+
+	while (i < n) {
+		uint64_t need = 0;
+		if (p->stopped)
+			return tp_fail(err, TP_ERR_INVALID, "bad_pickle", "data after the end of the pickle at byte %llu",
+				       (unsigned long long)(p->off + i));
+		if ((rc = arg_len(p, b + i, n - i, i, &need, err)) < 0)
+			return rc;
+		if (rc == 1 || n - i - 1 < need)
+			break;
+		if ((rc = exec(p, b + i, need, i, err)))
+			return rc;
+		i += 1 + (size_t)need;
+	}
+	*used = i;
+	return TP_OK;
+}
+
+int pickle_parser_feed(struct pickle_parser *p, const uint8_t *data, size_t len, struct tp_errbuf *err)
+{
+	size_t used;
+	int rc;
+
+	if (!p->nbuf) {
+		/* the common case: whole opcodes straight from the piece, the tail kept */
+		if ((rc = run(p, data, len, &used, err)))
+			return rc;
+		data += used;
+		len -= used;
+		p->off += used;
+		if (!len)
+			return TP_OK;
+	}
+	if (p->nbuf + len > p->capbuf) {
+		size_t cap = p->capbuf ? p->capbuf : 4096;
+		while (cap < p->nbuf + len)
+			cap *= 2;
+		uint8_t *nb = tp_realloc(p->buf, cap);
+		if (!nb)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		p->buf = nb;
+		p->capbuf = cap;
+	}
+	memcpy(p->buf + p->nbuf, data, len);
+	p->nbuf += len;
+	if ((rc = run(p, p->buf, p->nbuf, &used, err)))
+		return rc;
+	memmove(p->buf, p->buf + used, p->nbuf - used);
+	p->nbuf -= used;
+	p->off += used;
+	/* what waits is one opcode's arguments, so buf stays within max_string */
+	if (p->capbuf > 65536 && p->nbuf < p->capbuf / 4) {
+		uint8_t *nb = tp_realloc(p->buf, p->capbuf / 2);
+		if (nb) {
+			p->buf = nb;
+			p->capbuf /= 2;
+		}
+	}
+	return TP_OK;
+}
+
+int pickle_parser_finish(struct pickle_parser *p, const struct pk_obj **root, struct tp_errbuf *err)
+{
+	if (!p->stopped)
+		return tp_fail(err, TP_ERR_INVALID, "truncated_pickle", "the pickle ends at byte %llu before its STOP",
+			       (unsigned long long)(p->off + p->nbuf));
+	*root = p->root;
+	return TP_OK;
+}
+
+const struct pk_obj *pk_get(const struct pk_obj *d, const char *key)
+{
+	if (!d || d->type != PK_DICT)
+		return NULL;
+	for (uint32_t i = 0; i + 1 < d->n; i += 2) {
+		const struct pk_obj *k = d->u.items[i];
+		if (k->type == PK_STR && !strcmp(k->u.s, key))
+			return d->u.items[i + 1];
+	}
+	return NULL;
+}
+
+int pk_int(const struct pk_obj *o, int64_t *out)
+{
+	if (!o || (o->type != PK_INT && o->type != PK_BOOL))
+		return 0;
+	*out = o->u.i;
+	return 1;
+}
+
+const char *pk_str(const struct pk_obj *o)
+{
+	return o && o->type == PK_STR ? o->u.s : NULL;
+}

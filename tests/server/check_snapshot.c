@@ -1,0 +1,505 @@
+/*
+ * check_snapshot.c: the pickle reader (server/ingest/pickle.c) and memory
+ * timelines from snapshots (server/analysis/snapshot.c): the real snapshot
+ * fixtures against figures computed from them with Python's pickle, a
+ * protocol 2 pickle as torch's C++ pickler writes, one synthetic snapshot per
+ * category rule, and hostile pickles.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/snapshot.h"
+#include "ingest/pickle.h"
+#include "suites.h"
+#include "testutil.h"
+
+static const struct pk_limits lim = { .max_objects = 1u << 24, .max_string = 1u << 20, .max_marks = 64 };
+
+/* Feed in pieces of `piece` bytes; the parser is left in *out for the root. */
+static int feed(const void *data, size_t len, size_t piece, const struct pk_limits *l, struct pickle_parser **out,
+		const struct pk_obj **root, struct tp_errbuf *err)
+{
+	struct pickle_parser *p = pickle_parser_new(l);
+	const uint8_t *b = data;
+	int rc = TP_OK;
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < len && !rc; i += piece)
+		rc = pickle_parser_feed(p, b + i, len - i < piece ? len - i : piece, err);
+	if (!rc)
+		rc = pickle_parser_finish(p, root, err);
+	*out = p;
+	return rc;
+}
+
+static int64_t total(const struct mem_point *p)
+{
+	return mem_point_total(p);
+}
+
+/* Every point's categories sum to its allocated bytes by construction; check none is negative. */
+static void check_points(const struct mem_series *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		for (int c = 0; c < MEM_NCAT; c++)
+			ck_assert_msg(s->pts[i].cat[c] >= 0, "point %zu category %s: %lld", i, mem_cat_names[c],
+				      (long long)s->pts[i].cat[c]);
+}
+
+/* A snapshot read and turned into timelines, both expected to succeed. */
+struct snap {
+	struct pickle_parser *p;
+	struct snap_result *r;
+	const struct mem_series *s;
+	size_t n;
+	struct snap_stats st;
+};
+
+static void snap_read(const void *data, size_t len, size_t piece, struct snap *x)
+{
+	const struct pk_obj *root;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_msg(feed(data, len, piece, &lim, &x->p, &root, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_timeline(root, &x->r, &x->s, &x->n, &x->st, &err) == 0, "%s", err.msg);
+}
+
+static void snap_done(struct snap *x)
+{
+	snap_result_free(x->r);
+	pickle_parser_free(x->p);
+}
+
+/* ---- the real snapshots ---- */
+
+START_TEST(test_cs336_fixture)
+{
+	/* figures from Python's pickle over the same file (shared/fixtures/README.md, formats.md 3.2) */
+	static const size_t pieces[] = { 1, 13, 65536, 1 << 22 };
+	size_t len;
+	uint8_t *data = tu_read_file(tu_fixture("memory/cs336_memory_snapshot.pickle"), &len);
+	struct snap x;
+	const struct mem_series *s;
+	int64_t peak = 0;
+
+	ck_assert_ptr_nonnull(data);
+	snap_read(data, len, pieces[_i], &x);
+	s = x.s;
+	ck_assert_uint_eq(x.n, 1);
+	ck_assert_str_eq(s->device, "cuda:0");
+	ck_assert_str_eq(s->source, "snapshot");
+	ck_assert_uint_eq(x.st.entries, 5163);
+	ck_assert_uint_eq(x.st.allocs, 1721);
+	ck_assert_uint_eq(x.st.frees_completed, 1721);
+	ck_assert_int_eq(x.st.reserved_end, 14180941824LL);
+	/* one point per alloc and free_requested */
+	ck_assert_uint_eq(s->n, 3442);
+	ck_assert_int_eq(s->pts[s->n - 1].reserved, 14180941824LL);
+	/* before recording: 327,680,004 bytes freed without an alloc plus the blocks alive at dump time
+	 * that no alloc made; allocated goes back to it at the end */
+	ck_assert_int_eq(s->baseline, 1377753092LL);
+	ck_assert_int_eq(total(&s->pts[s->n - 1]), 1377753092LL);
+	for (size_t i = 0; i < s->n; i++)
+		if (total(&s->pts[i]) > peak)
+			peak = total(&s->pts[i]);
+	ck_assert_int_eq(peak, 13927831556LL);
+	check_points(s);
+	/* at the peak (the end of forward) activations dominate, and a user frame names them */
+	ck_assert_int_gt(s->ngroups, 1);
+	ck_assert_int_eq(s->groups[0].cat, CAT_ACTIVATION);
+	ck_assert_ptr_nonnull(s->groups[0].op);
+	ck_assert_ptr_nonnull(strstr(s->groups[0].op, "model.py:"));
+	snap_done(&x);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_state_only_fixture)
+{
+	size_t len;
+	uint8_t *data = tu_read_file(tu_fixture("memory/docubox_state_only_snapshot.pickle"), &len);
+	struct snap x;
+
+	snap_read(data, len, len, &x);
+	ck_assert_uint_eq(x.n, 1);
+	ck_assert_uint_eq(x.st.entries, 0);
+	/* one point: the 105 live blocks, 12 segments reserved */
+	ck_assert_uint_eq(x.s->n, 1);
+	ck_assert_int_eq(total(&x.s->pts[0]), 90861056);
+	ck_assert_int_eq(x.s->pts[0].reserved, 109051904);
+	ck_assert_int_eq(x.s->pts[0].cat[CAT_PARAMETER], 90861056);	/* no frames: pre-existing */
+	ck_assert_uint_eq(x.s->ngroups, 1);
+	ck_assert_int_eq(x.s->groups[0].bytes, 90861056);
+	snap_done(&x);
+	free(data);
+}
+END_TEST
+
+/* ---- protocol 2, as torch::jit::Pickler writes: BINPUT, BINUNICODE, TUPLE2, LONG1 ---- */
+
+/* pickle.dumps(obj, protocol=2) of a one-device snapshot; see the test for obj */
+static const char p2[] =
+	"\x80\x02\x7d\x71\x00\x28\x58\x08\x00\x00\x00\x73\x65\x67\x6d\x65\x6e\x74\x73\x71\x01\x5d\x71\x02"
+	"\x7d\x71\x03\x28\x58\x06\x00\x00\x00\x64\x65\x76\x69\x63\x65\x71\x04\x4b\x00\x58\x07\x00\x00\x00"
+	"\x61\x64\x64\x72\x65\x73\x73\x71\x05\x8a\x06\x00\x00\x00\x00\x00\x01\x58\x0a\x00\x00\x00\x74\x6f"
+	"\x74\x61\x6c\x5f\x73\x69\x7a\x65\x71\x06\x4a\x00\x00\x40\x00\x58\x0f\x00\x00\x00\x73\x65\x67\x6d"
+	"\x65\x6e\x74\x5f\x70\x6f\x6f\x6c\x5f\x69\x64\x71\x07\x4b\x00\x4b\x00\x86\x71\x08\x58\x0d\x00\x00"
+	"\x00\x69\x73\x5f\x65\x78\x70\x61\x6e\x64\x61\x62\x6c\x65\x71\x09\x89\x58\x06\x00\x00\x00\x62\x6c"
+	"\x6f\x63\x6b\x73\x71\x0a\x5d\x71\x0b\x28\x7d\x71\x0c\x28\x68\x05\x8a\x06\x00\x00\x00\x00\x00\x01"
+	"\x58\x04\x00\x00\x00\x73\x69\x7a\x65\x71\x0d\x4a\x00\x00\x10\x00\x58\x05\x00\x00\x00\x73\x74\x61"
+	"\x74\x65\x71\x0e\x58\x10\x00\x00\x00\x61\x63\x74\x69\x76\x65\x5f\x61\x6c\x6c\x6f\x63\x61\x74\x65"
+	"\x64\x71\x0f\x58\x06\x00\x00\x00\x66\x72\x61\x6d\x65\x73\x71\x10\x5d\x71\x11\x75\x7d\x71\x12\x28"
+	"\x68\x05\x8a\x06\x00\x00\x10\x00\x00\x01\x68\x0d\x4a\x00\x00\x30\x00\x68\x0e\x58\x08\x00\x00\x00"
+	"\x69\x6e\x61\x63\x74\x69\x76\x65\x71\x13\x68\x10\x5d\x71\x14\x75\x65\x75\x61\x58\x0d\x00\x00\x00"
+	"\x64\x65\x76\x69\x63\x65\x5f\x74\x72\x61\x63\x65\x73\x71\x15\x5d\x71\x16\x5d\x71\x17\x28\x7d\x71"
+	"\x18\x28\x58\x06\x00\x00\x00\x61\x63\x74\x69\x6f\x6e\x71\x19\x58\x05\x00\x00\x00\x61\x6c\x6c\x6f"
+	"\x63\x71\x1a\x58\x04\x00\x00\x00\x61\x64\x64\x72\x71\x1b\x8a\x06\x00\x00\x10\x00\x00\x01\x68\x0d"
+	"\x4d\x00\x02\x58\x06\x00\x00\x00\x73\x74\x72\x65\x61\x6d\x71\x1c\x4b\x00\x58\x07\x00\x00\x00\x74"
+	"\x69\x6d\x65\x5f\x75\x73\x71\x1d\x8a\x07\x00\x40\x1e\x18\x24\x0a\x06\x68\x10\x5d\x71\x1e\x7d\x71"
+	"\x1f\x28\x58\x04\x00\x00\x00\x6e\x61\x6d\x65\x71\x20\x58\x07\x00\x00\x00\x66\x6f\x72\x77\x61\x72"
+	"\x64\x71\x21\x58\x08\x00\x00\x00\x66\x69\x6c\x65\x6e\x61\x6d\x65\x71\x22\x58\x04\x00\x00\x00\x6d"
+	"\x2e\x70\x79\x71\x23\x58\x04\x00\x00\x00\x6c\x69\x6e\x65\x71\x24\x4b\x03\x75\x61\x75\x7d\x71\x25"
+	"\x28\x68\x19\x58\x0e\x00\x00\x00\x66\x72\x65\x65\x5f\x72\x65\x71\x75\x65\x73\x74\x65\x64\x71\x26"
+	"\x68\x1b\x8a\x06\x00\x00\x10\x00\x00\x01\x68\x0d\x4d\x00\x02\x68\x1c\x4b\x00\x68\x1d\x8a\x07\x0a"
+	"\x40\x1e\x18\x24\x0a\x06\x68\x10\x5d\x71\x27\x75\x7d\x71\x28\x28\x68\x19\x58\x0e\x00\x00\x00\x66"
+	"\x72\x65\x65\x5f\x63\x6f\x6d\x70\x6c\x65\x74\x65\x64\x71\x29\x68\x1b\x8a\x06\x00\x00\x10\x00\x00"
+	"\x01\x68\x0d\x4d\x00\x02\x68\x1c\x4b\x00\x68\x1d\x8a\x07\x0b\x40\x1e\x18\x24\x0a\x06\x68\x10\x5d"
+	"\x71\x2a\x75\x65\x61\x58\x12\x00\x00\x00\x61\x6c\x6c\x6f\x63\x61\x74\x6f\x72\x5f\x73\x65\x74\x74"
+	"\x69\x6e\x67\x73\x71\x2b\x7d\x71\x2c\x28\x58\x02\x00\x00\x00\x67\x63\x71\x2d\x47\x3f\xe0\x00\x00"
+	"\x00\x00\x00\x00\x58\x03\x00\x00\x00\x6e\x65\x67\x71\x2e\x4a\xfb\xff\xff\xff\x58\x03\x00\x00\x00"
+	"\x62\x69\x67\x71\x2f\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x40\x75\x75\x2e";
+
+START_TEST(test_protocol2)
+{
+	struct snap x;
+	const struct pk_obj *root, *set, *pool;
+	const struct mem_series *s;
+	struct tp_errbuf err = { 0 };
+	int64_t v;
+
+	snap_read(p2, sizeof(p2) - 1, 5, &x);
+	ck_assert_int_eq(pickle_parser_finish(x.p, &root, &err), 0);
+	/* the values themselves */
+	set = pk_get(root, "allocator_settings");
+	ck_assert_ptr_nonnull(set);
+	ck_assert_int_eq(pk_get(set, "gc")->type, PK_FLOAT);
+	ck_assert(pk_get(set, "gc")->u.f == 0.5);
+	ck_assert(pk_int(pk_get(set, "neg"), &v) && v == -5);
+	ck_assert_int_eq(pk_get(set, "big")->big, 1);	/* 2**70 */
+	pool = pk_get(pk_get(root, "segments")->u.items[0], "segment_pool_id");
+	ck_assert_int_eq(pool->type, PK_TUPLE);
+	ck_assert_uint_eq(pool->n, 2);
+	ck_assert(pk_int(pk_get(pk_get(root, "segments")->u.items[0], "address"), &v) && v == 1LL << 40);
+	ck_assert_ptr_null(pk_get(root, "nothing"));
+	/* the timeline: 1 MiB alive before recording, 512 bytes allocated in forward and freed */
+	s = x.s;
+	ck_assert_uint_eq(s->n, 2);
+	ck_assert_int_eq(s->baseline, 1048576);
+	ck_assert_int_eq(total(&s->pts[0]), 1048576 + 512);
+	ck_assert_int_eq(s->pts[0].cat[CAT_ACTIVATION], 512);
+	ck_assert_int_eq(s->pts[0].t_ns, 1700000000000000000LL);
+	ck_assert_int_eq(total(&s->pts[1]), 1048576);
+	ck_assert_int_eq(s->pts[1].reserved, 4194304);
+	snap_done(&x);
+}
+END_TEST
+
+START_TEST(test_truncated)
+{
+	/* every proper prefix fails cleanly */
+	for (size_t len = 0; len < sizeof(p2) - 1; len++) {
+		struct pickle_parser *p;
+		const struct pk_obj *root;
+		struct tp_errbuf err = { 0 };
+		ck_assert_int_eq(feed(p2, len, 3, &lim, &p, &root, &err), TP_ERR_INVALID);
+		pickle_parser_free(p);
+	}
+}
+END_TEST
+
+START_TEST(test_object_cap)
+{
+	struct pk_limits small = lim;
+	struct pickle_parser *p;
+	const struct pk_obj *root;
+	struct tp_errbuf err = { 0 };
+
+	small.max_objects = 20;
+	ck_assert_int_eq(feed(p2, sizeof(p2) - 1, 64, &small, &p, &root, &err), TP_ERR_TOOBIG);
+	ck_assert_str_eq(err.code, "pickle_too_big");
+	pickle_parser_free(p);
+}
+END_TEST
+
+/* ---- a small pickle writer (protocol 4 opcodes) for synthetic snapshots ---- */
+
+struct pw {
+	uint8_t b[16384];
+	size_t n;
+};
+
+static void pw_put(struct pw *w, const void *s, size_t n)
+{
+	ck_assert_uint_le(w->n + n, sizeof(w->b));
+	memcpy(w->b + w->n, s, n);
+	w->n += n;
+}
+
+static void pw_op(struct pw *w, uint8_t op)
+{
+	pw_put(w, &op, 1);
+}
+
+static void pw_str(struct pw *w, const char *s, size_t n)
+{
+	uint8_t h[2] = { 0x8c, (uint8_t)n };	/* SHORT_BINUNICODE */
+	pw_put(w, h, 2);
+	pw_put(w, s, n);
+}
+
+static void pw_int(struct pw *w, int64_t v)
+{
+	uint8_t h[10] = { 0x8a, 8 };	/* LONG1, 8 bytes */
+	for (int i = 0; i < 8; i++)
+		h[2 + i] = (uint8_t)((uint64_t)v >> (8 * i));
+	pw_put(w, h, 10);
+}
+
+/* frames "name@file@line|name@file@line" innermost first; "" none */
+static void pw_frames(struct pw *w, const char *spec)
+{
+	pw_op(w, ']');
+	while (*spec) {
+		const char *at1 = strchr(spec, '@'), *at2 = strchr(at1 + 1, '@'), *end = strchr(spec, '|');
+		if (!end)
+			end = spec + strlen(spec);
+		pw_op(w, '}');
+		pw_op(w, '(');
+		pw_str(w, "name", 4);
+		pw_str(w, spec, (size_t)(at1 - spec));
+		pw_str(w, "filename", 8);
+		pw_str(w, at1 + 1, (size_t)(at2 - at1 - 1));
+		pw_str(w, "line", 4);
+		pw_int(w, atoi(at2 + 1));
+		pw_op(w, 'u');
+		pw_op(w, 'a');
+		spec = *end ? end + 1 : end;
+	}
+}
+
+struct entry {
+	const char *action;
+	int64_t addr, size;
+	const char *frames;
+};
+
+/* {"segments": [], "device_traces": [[entries]]} */
+static size_t pw_snapshot(struct pw *w, const struct entry *e, size_t n)
+{
+	static const uint8_t head[] = { 0x80, 4 };
+	w->n = 0;
+	pw_put(w, head, 2);
+	pw_op(w, '}');
+	pw_op(w, '(');
+	pw_str(w, "segments", 8);
+	pw_op(w, ']');
+	pw_str(w, "device_traces", 13);
+	pw_op(w, ']');
+	pw_op(w, ']');
+	for (size_t i = 0; i < n; i++) {
+		pw_op(w, '}');
+		pw_op(w, '(');
+		pw_str(w, "action", 6);
+		pw_str(w, e[i].action, strlen(e[i].action));
+		pw_str(w, "addr", 4);
+		pw_int(w, e[i].addr);
+		pw_str(w, "size", 4);
+		pw_int(w, e[i].size);
+		pw_str(w, "time_us", 7);
+		pw_int(w, 1000 + (int64_t)i);
+		pw_str(w, "frames", 6);
+		pw_frames(w, e[i].frames);
+		pw_op(w, 'u');
+		pw_op(w, 'a');
+	}
+	pw_op(w, 'a');
+	pw_op(w, 'u');
+	pw_op(w, '.');
+	return w->n;
+}
+
+#define FWD "forward@/home/u/model.py@10|_call_impl@/venv/lib/python3.11/site-packages/torch/nn/modules/module.py@1790|train@/home/u/train.py@40"
+#define FWD2 "forward@/home/u/model.py@12|_call_impl@/venv/lib/python3.11/site-packages/torch/nn/modules/module.py@1790|train@/home/u/train.py@40"
+#define OPT "_single_tensor_adamw@/venv/site-packages/torch/optim/adamw.py@300|step@/venv/site-packages/torch/optim/adamw.py@200|train@/home/u/train.py@44"
+#define OPT2 "_single_tensor_adamw@/venv/site-packages/torch/optim/adamw.py@310|step@/venv/site-packages/torch/optim/adamw.py@200|train@/home/u/train.py@44"
+#define ZERO "zero_grad@C:\\venv\\Lib\\site-packages\\torch\\optim\\optimizer.py@900|train@C:\\u\\train.py@38"
+#define INIT "reset_parameters@/venv/site-packages/torch/nn/modules/linear.py@110|__init__@/venv/site-packages/torch/nn/modules/linear.py@100|__init__@/home/u/model.py@5"
+#define DATA "pin_memory@/venv/site-packages/torch/utils/data/_utils/pin_memory.py@60|train@/home/u/train.py@30"
+#define BWD "backward@/venv/site-packages/torch/_tensor.py@600|train@/home/u/train.py@42"
+
+/* One rule each: the first entry's allocation X (0x1000, 4096 bytes), what follows, and its category. */
+static const struct {
+	const char *rule;
+	struct entry e[3];
+	int cat;
+} rules[] = {
+	{ "same line: temporary", { { "alloc", 0x1000, 4096, FWD }, { "free_requested", 0x1000, 4096, FWD } }, CAT_TEMPORARY },
+	{ "module init: parameter", { { "alloc", 0x1000, 4096, INIT } }, CAT_PARAMETER },
+	{ "zero_grad frees: gradient", { { "alloc", 0x1000, 4096, "" }, { "alloc", 0x2000, 8, FWD },
+					  { "free_requested", 0x1000, 4096, ZERO } }, CAT_GRADIENT },
+	{ "optimizer, kept: state", { { "alloc", 0x1000, 4096, OPT } }, CAT_OPTIMIZER_STATE },
+	{ "optimizer, freed in it: temporary", { { "alloc", 0x1000, 4096, OPT }, { "free_requested", 0x1000, 4096, OPT2 } },
+	  CAT_TEMPORARY },
+	{ "backward thread, kept: gradient", { { "alloc", 0x1000, 4096, "" }, { "alloc", 0x2000, 8, BWD } }, CAT_GRADIENT },
+	{ "backward, freed in it: autograd detail", { { "alloc", 0x1000, 4096, "" }, { "alloc", 0x2000, 8, FWD },
+						       { "free_requested", 0x1000, 4096, "" } }, CAT_AUTOGRAD_DETAIL },
+	{ "data loading: input", { { "alloc", 0x1000, 4096, DATA } }, CAT_INPUT },
+	{ "forward, freed in backward: activation", { { "alloc", 0x1000, 4096, FWD }, { "free_requested", 0x1000, 4096, "" } },
+	  CAT_ACTIVATION },
+	{ "forward, freed by a later line: activation", { { "alloc", 0x1000, 4096, FWD }, { "free_requested", 0x1000, 4096, FWD2 } },
+	  CAT_ACTIVATION },
+	{ "forward, alive at the end: unknown", { { "alloc", 0x1000, 4096, FWD } }, CAT_UNKNOWN },
+};
+
+START_TEST(test_rule)
+{
+	struct pw w;
+	struct snap x;
+	size_t ne = 0;
+
+	while (ne < 3 && rules[_i].e[ne].action)
+		ne++;
+	pw_snapshot(&w, rules[_i].e, ne);
+	snap_read(w.b, w.n, w.n, &x);
+	ck_assert_msg(x.s->pts[0].cat[rules[_i].cat] == 4096, "%s: the allocation is not %s", rules[_i].rule,
+		      mem_cat_names[rules[_i].cat]);
+	ck_assert_int_eq(total(&x.s->pts[0]), 4096);
+	snap_done(&x);
+}
+END_TEST
+
+START_TEST(test_pre_existing_free)
+{
+	static const struct entry e[] = { { "free_requested", 0x5000, 100, FWD }, { "free_completed", 0x5000, 100, "" },
+					  { "alloc", 0x6000, 50, FWD } };
+	struct pw w;
+	struct snap x;
+
+	pw_snapshot(&w, e, 3);
+	snap_read(w.b, w.n, 7, &x);
+	ck_assert_int_eq(x.s->baseline, 100);
+	ck_assert_uint_eq(x.s->n, 2);	/* the free_completed changes nothing */
+	ck_assert_int_eq(total(&x.s->pts[0]), 0);
+	ck_assert_int_eq(total(&x.s->pts[1]), 50);
+	snap_done(&x);
+}
+END_TEST
+
+START_TEST(test_free_size_differs)
+{
+	/* found by fuzz_pickle: a free that names another size than its alloc drove a category negative */
+	static const struct entry e[] = { { "alloc", 0x1000, 4096, FWD }, { "free_requested", 0x1000, 999999, "" } };
+	struct pw w;
+	struct snap x;
+
+	pw_snapshot(&w, e, 2);
+	snap_read(w.b, w.n, w.n, &x);
+	check_points(x.s);
+	ck_assert_int_eq(total(&x.s->pts[1]), 0);
+	snap_done(&x);
+}
+END_TEST
+
+/* ---- hostile pickles ---- */
+
+static const struct {
+	const char *what;
+	const char *bytes;
+	size_t len;
+	int rc;		/* from the reader; TP_OK: it reads, and snap_timeline refuses */
+} hostile[] = {
+#define H(w, b, rc) { w, b, sizeof(b) - 1, rc }
+	H("GLOBAL: a class by name", "\x80\x02" "c__builtin__\neval\n(S'1'\ntR.", TP_ERR_INVALID),
+	H("REDUCE", "\x80\x04N)R.", TP_ERR_INVALID),
+	H("an unknown opcode", "\x80\x04\xff.", TP_ERR_INVALID),
+	H("a 2**60-byte string", "\x80\x04\x8d\x00\x00\x00\x00\x00\x00\x00\x10", TP_ERR_TOOBIG),
+	H("a 4 GiB string", "\x80\x04X\xff\xff\xff\xff", TP_ERR_TOOBIG),
+	H("a negative LONG4", "\x80\x04\x8b\xff\xff\xff\xff", TP_ERR_INVALID),
+	H("deep nesting", "\x80\x04((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((", TP_ERR_TOOBIG),
+	H("BINGET of an empty memo", "\x80\x04h\x05.", TP_ERR_INVALID),
+	H("LONG_BINGET far out", "\x80\x04]\x94j\xff\xff\xff\x7f.", TP_ERR_INVALID),
+	H("BINPUT far out", "\x80\x04]q\x05.", TP_ERR_INVALID),
+	H("LONG_BINPUT with nothing", "\x80\x04r\xff\xff\xff\xff", TP_ERR_INVALID),
+	H("protocol 6", "\x80\x06}.", TP_ERR_INVALID),
+	H("protocol 0", "(dp0\n.", TP_ERR_INVALID),
+	H("no PROTO", "}.", TP_ERR_INVALID),
+	H("two PROTOs", "\x80\x04\x80\x04}.", TP_ERR_INVALID),
+	H("STOP with two values", "\x80\x04}}.", TP_ERR_INVALID),
+	H("STOP on an empty stack", "\x80\x04.", TP_ERR_INVALID),
+	H("data after STOP", "\x80\x04}.x", TP_ERR_INVALID),
+	H("APPEND to a dict", "\x80\x04}K\x01" "a.", TP_ERR_INVALID),
+	H("SETITEMS with an odd count", "\x80\x04}(K\x01u.", TP_ERR_INVALID),
+	H("SETITEMS on a list", "\x80\x04](K\x01K\x02u.", TP_ERR_INVALID),
+	H("APPENDS without a mark", "\x80\x04]K\x01" "e.", TP_ERR_INVALID),
+	H("TUPLE2 across a mark", "\x80\x04K\x01(K\x02\x86.", TP_ERR_INVALID),
+	H("POP on an empty stack", "\x80\x04" "0.", TP_ERR_INVALID),
+	H("DUP on an empty stack", "\x80\x04" "2.", TP_ERR_INVALID),
+	H("only PROTO", "\x80\x04", TP_ERR_INVALID),
+	H("not a snapshot: None", "\x80\x04N.", TP_OK),
+	H("not a snapshot: a dict without segments", "\x80\x04}\x8c\x01" "aK\x01s.", TP_OK),
+	H("a list that holds itself", "\x80\x04]\x94h\x00" "a.", TP_OK),
+	H("segments that are not dicts", "\x80\x04}\x8c\x08segments](K\x01" "es.", TP_OK),
+	H("a trace entry that is not a dict", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]K\x01" "aau.", TP_OK),
+	H("an alloc without a size", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]}(\x8c\x06" "action\x8c\x05" "allocuaau.",
+	  TP_OK),
+	H("a segment with a huge device", "\x80\x04}\x8c\x08segments]}(\x8c\x06" "device\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40"
+	  "\x8c\x0atotal_sizeK\x01u" "as.", TP_OK),
+#undef H
+};
+
+START_TEST(test_hostile)
+{
+	struct pickle_parser *p;
+	const struct pk_obj *root;
+	const struct mem_series *s;
+	struct snap_result *r = NULL;
+	struct snap_stats st;
+	struct tp_errbuf err = { 0 };
+	size_t n;
+	int rc;
+
+	for (size_t piece = 1; piece <= 64; piece *= 64) {
+		memset(&err, 0, sizeof(err));
+		rc = feed(hostile[_i].bytes, hostile[_i].len, piece, &lim, &p, &root, &err);
+		ck_assert_msg(rc == hostile[_i].rc, "%s: rc %d (%s), want %d", hostile[_i].what, rc, err.msg,
+			      hostile[_i].rc);
+		if (!rc) {
+			rc = snap_timeline(root, &r, &s, &n, &st, &err);
+			ck_assert_msg(rc == TP_ERR_INVALID, "%s: the timeline took it (%d)", hostile[_i].what, rc);
+			ck_assert_str_eq(err.code, "bad_snapshot");
+		}
+		ck_assert_msg(err.msg[0], "%s: no message", hostile[_i].what);
+		pickle_parser_free(p);
+	}
+}
+END_TEST
+
+Suite *suite_snapshot(void)
+{
+	Suite *s = suite_create("snapshot");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_cs336_fixture, 0, 4);
+	tcase_add_test(tc, test_state_only_fixture);
+	tcase_add_test(tc, test_protocol2);
+	tcase_add_test(tc, test_truncated);
+	tcase_add_test(tc, test_object_cap);
+	tcase_add_loop_test(tc, test_rule, 0, (int)(sizeof(rules) / sizeof(rules[0])));
+	tcase_add_test(tc, test_pre_existing_free);
+	tcase_add_test(tc, test_free_size_differs);
+	tcase_add_loop_test(tc, test_hostile, 0, (int)(sizeof(hostile) / sizeof(hostile[0])));
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -36,6 +36,7 @@ static void usage(FILE *f)
 		"  --max-depth N          deepest JSON nesting (default 64)\n"
 		"  --max-string BYTES     longest JSON string or token (default 8M)\n"
 		"  --max-events N         most events in one upload (default 2147483648)\n"
+		"  --max-pickle-values N  most values in one memory snapshot pickle (default 32M)\n"
 		"  --threads N            HTTP worker threads (default 16; an upload holds one while it ingests)\n"
 		"  --timeout SECONDS      idle connection timeout (default 120)\n"
 		"  --grace SECONDS        how long a stop waits for requests in flight (default 30)\n"
@@ -83,7 +84,7 @@ static void make_parent(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
-	       O_MAX_STRING, O_MAX_EVENTS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP };
+	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
 		{ "max-depth", required_argument, NULL, O_MAX_DEPTH },
 		{ "max-string", required_argument, NULL, O_MAX_STRING },
 		{ "max-events", required_argument, NULL, O_MAX_EVENTS },
+		{ "max-pickle-values", required_argument, NULL, O_MAX_PICKLE },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "grace", required_argument, NULL, O_GRACE },
@@ -136,6 +138,7 @@ int main(int argc, char **argv)
 			bad = parse_size(optarg, &cfg.limits.trace.max_events) ||
 			      cfg.limits.trace.max_events > (1ull << 32) - 1;
 			break;
+		case O_MAX_PICKLE: bad = parse_size(optarg, &cfg.limits.max_pickle_values); break;
 		case O_THREADS:
 			bad = parse_size(optarg, &v) || v > 256;
 			cfg.threads = (unsigned)v;

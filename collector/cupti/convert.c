@@ -285,7 +285,7 @@ struct cupti_conv {
 	struct map totals;		/* (device type << 32 | device id) -> Total Allocated */
 	struct map ctx_dev;		/* context id -> device id */
 	struct map names;		/* kernel name pointer -> struct kname * */
-	struct { uint32_t corr, tid; } corr_tid[CORR_RING];
+	struct { uint32_t corr, pid, tid; } corr_tid[CORR_RING];
 	int64_t mem_idx;		/* "Ev Idx" of [memory] events */
 	struct device dev[MAX_DEVICES];
 	struct cupti_conv_stats stats;
@@ -386,16 +386,23 @@ static void learn_ctx(struct cupti_conv *c, uint32_t ctx, uint32_t dev)
 		map_put(&c->ctx_dev, ctx, dev);
 }
 
-static void remember_thread(struct cupti_conv *c, uint32_t corr, uint32_t tid)
+static void remember_thread(struct cupti_conv *c, const CUpti_ActivityAPI *a)
 {
-	c->corr_tid[corr % CORR_RING].corr = corr;
-	c->corr_tid[corr % CORR_RING].tid = tid;
+	c->corr_tid[a->correlationId % CORR_RING].corr = a->correlationId;
+	c->corr_tid[a->correlationId % CORR_RING].pid = a->processId;
+	c->corr_tid[a->correlationId % CORR_RING].tid = a->threadId;
 }
 
 /* The thread that made the API call with this correlation id, or 0 when not seen. */
 static uint32_t thread_of(const struct cupti_conv *c, uint32_t corr)
 {
 	return corr && c->corr_tid[corr % CORR_RING].corr == corr ? c->corr_tid[corr % CORR_RING].tid : 0;
+}
+
+/* And its process. */
+static uint32_t process_of(const struct cupti_conv *c, uint32_t corr)
+{
+	return corr && c->corr_tid[corr % CORR_RING].corr == corr ? c->corr_tid[corr % CORR_RING].pid : 0;
 }
 
 static const char *kernel_name(struct cupti_conv *c, const char *mangled)
@@ -582,7 +589,8 @@ static void sync_rec(struct cupti_conv *c, const CUpti_ActivitySynchronization2 
 	if (dev)
 		ev_open(c, o, 'X', "cuda_sync", name, (int64_t)*dev, has_stream ? s->streamId : 0, s->start, s->end);
 	else
-		ev_open(c, o, 'X', "cuda_sync", name, 0, thread_of(c, s->correlationId), s->start, s->end);
+		ev_open(c, o, 'X', "cuda_sync", name, process_of(c, s->correlationId), thread_of(c, s->correlationId),
+			s->start, s->end);
 	putf(o, ",\"args\":{\"cuda_sync_kind\":\"%s\",\"correlation\":%u,\"context\":%u", name,
 	     s->correlationId, s->contextId);
 	if (dev)
@@ -754,10 +762,8 @@ int cupti_convert(struct cupti_conv *c, const uint8_t *buf, size_t valid, struct
 	 * record is written when the call returns) still gets the right thread.
 	 */
 	while (cuptiActivityGetNextRecord((uint8_t *)buf, valid, &rec) == CUPTI_SUCCESS)
-		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
-			const CUpti_ActivityAPI *a = (const void *)rec;
-			remember_thread(c, a->correlationId, a->threadId);
-		}
+		if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+			remember_thread(c, (const void *)rec);
 	rec = NULL;
 	while (!out->oom && cuptiActivityGetNextRecord((uint8_t *)buf, valid, &rec) == CUPTI_SUCCESS) {
 		c->stats.records++;

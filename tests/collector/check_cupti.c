@@ -463,9 +463,19 @@ START_TEST(test_convert_across_buffers)
 	mem(&d, 1, 0x1000, 0, T0 + 200, 2);
 	marker(&d, 1, 3, "iteration", T0 + 300);
 	marker(&d, 0, 3, NULL, T0 + 400);
+	/* a context sync of a context no GPU record named: on the calling thread */
+	api(&d, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, T0 + 500, T0 + 900, 20, TID);
+	CUpti_ActivitySynchronization2 *y = pack(&d, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(*y));
+	y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+	y->start = T0 + 600;
+	y->end = T0 + 800;
+	y->correlationId = 20, y->contextId = 5;
+	y->streamId = y->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
 	chunk = convert(c, second, &len);
 	parse(&r, chunk, len);
-	ck_assert_int_eq(r.n, 4);
+	ck_assert_int_eq(r.n, 6);
+	assert_span(&r, &r.ev[5], 'X', "Context Sync", PID, TID, T0 + 600, 200);
+	ck_assert_int_eq(r.ev[5].have & (TH_STREAM | TH_DEVICE), 0);
 	assert_span(&r, &r.ev[0], 'X', "step 3", PID, TID, T0 + 10, 40);
 	assert_span(&r, &r.ev[1], 'X', "ProfilerStep#0", PID, TID, T0, 100);
 	assert_memory(&r.ev[2], T0 + 200, 0x1000, -512, 0, 0, 1);

@@ -143,6 +143,13 @@ char *tu_fixture(const char *rel)
 	return asprintf(&p, "%s/%s", FIXTURES_DIR, rel) < 0 ? NULL : p;
 }
 
+char *tu_source_path(const char *rel)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", SOURCE_DIR, rel) < 0 ? NULL : p;
+}
+
 int tu_server_start(struct tu_server *s, const char *const extra[])
 {
 	memset(s, 0, sizeof(*s));

@@ -22,6 +22,8 @@ uint8_t *tu_gzip(const void *data, size_t len, size_t *out_len);
 uint8_t *tu_gunzip(const void *data, size_t len, size_t *out_len);
 /* A fixture under FIXTURES_DIR, e.g. "traces/hta_alexnet.json.gz" (path is malloc'd). */
 char *tu_fixture(const char *rel);
+/* A file of the project, e.g. "tests/fuzz/seeds/..." (path is malloc'd). */
+char *tu_source_path(const char *rel);
 
 /* A trainscope-server process on 127.0.0.1 with a fresh database. */
 struct tu_server {

@@ -115,6 +115,20 @@ START_TEST(test_ingest_plain_with_memory_events)
 }
 END_TEST
 
+START_TEST(test_ingest_snapshot)
+{
+	/* a small snapshot of every trace action on two devices (the fuzzer's seed, less its first byte) */
+	char *path = tu_source_path("tests/fuzz/seeds/pickle/snapshot_p4.pickle");
+	size_t len;
+	uint8_t *data = tu_read_file(path, &len);
+
+	ck_assert_ptr_nonnull(data);
+	every_n(data + 1, len - 1, 1);
+	free(data);
+	free(path);
+}
+END_TEST
+
 /* A parse failure while allocations fail: still a clean error, still the raw bytes or nothing. */
 START_TEST(test_failed_parse)
 {
@@ -262,6 +276,7 @@ Suite *suite_alloc(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_ingest_gzip);
 	tcase_add_test(tc, test_ingest_plain_with_memory_events);
+	tcase_add_test(tc, test_ingest_snapshot);
 	tcase_add_test(tc, test_failed_parse);
 	tcase_add_test(tc, test_reads);
 	tcase_add_test(tc, test_ingest_disk_full);

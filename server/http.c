@@ -39,6 +39,7 @@
 #define DISCARD_MAX (64u << 20)
 #define MAX_TOKENS 32
 #define CACHE_BYTES (64u << 20)	/* answers kept by the cache */
+#define MAX_CLIENTS 256		/* addresses with uploads in flight at once */
 
 struct server {
 	struct MHD_Daemon *daemon;
@@ -52,6 +53,9 @@ struct server {
 	int active;			/* requests in flight */
 	uint16_t port;
 	struct cache *cache;		/* answers of ROUTE_CACHE reads; NULL: none */
+	/* uploads in flight, by client address (under mu) */
+	struct { uint8_t addr[16]; unsigned n; } clients[MAX_CLIENTS];
+	unsigned uploads;
 };
 
 struct store *http_store(const struct request *req)
@@ -103,6 +107,8 @@ int http_reply_response(struct request *req, unsigned status, struct MHD_Respons
 	enum MHD_Result r;
 
 	common_headers(resp);
+	if (status == 429 || status == 503)
+		MHD_add_response_header(resp, "Retry-After", "1");
 	req->status = status;
 	if (req->in_body) {
 		/* MHD queues responses only before or after the body: hold it */
@@ -368,6 +374,74 @@ static int cached(struct request *req, const char *url)
 	return req->route->on_begin(req);
 }
 
+/* ---- upload slots ---- */
+
+/* The client's address as 16 bytes (IPv4 mapped into IPv6); 0 when unknown. */
+static int client_addr(struct MHD_Connection *conn, uint8_t out[16])
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	memset(out, 0, 16);
+	if (sa && sa->sa_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+		return 1;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Take an upload slot: at most max_uploads at once, so that reads keep
+ * threads (an upload holds its pool thread while it ingests), and at most
+ * max_client_uploads from one address, so that one node cannot take them all.
+ * Returns 0, or the limit that was reached.
+ */
+static unsigned upload_take(struct server *srv, struct request *req)
+{
+	uint8_t addr[16];
+	unsigned limit = 0;
+	int i, slot = -1;
+
+	client_addr(req->conn, addr);
+	pthread_mutex_lock(&srv->mu);
+	for (i = 0; i < MAX_CLIENTS; i++) {
+		if (srv->clients[i].n && !memcmp(srv->clients[i].addr, addr, 16)) {
+			slot = i;
+			break;
+		}
+		if (!srv->clients[i].n && slot < 0)
+			slot = i;
+	}
+	if (srv->uploads >= srv->cfg.max_uploads)
+		limit = srv->cfg.max_uploads;
+	else if (slot < 0 || srv->clients[slot].n >= srv->cfg.max_client_uploads)
+		limit = srv->cfg.max_client_uploads;
+	if (!limit) {
+		memcpy(srv->clients[slot].addr, addr, 16);
+		srv->clients[slot].n++;
+		srv->uploads++;
+		req->upload_slot = slot + 1;
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return limit;
+}
+
+static void upload_give(struct server *srv, struct request *req)
+{
+	if (!req->upload_slot)
+		return;
+	pthread_mutex_lock(&srv->mu);
+	srv->clients[req->upload_slot - 1].n--;
+	srv->uploads--;
+	pthread_mutex_unlock(&srv->mu);
+	req->upload_slot = 0;
+}
+
 static enum MHD_Result reply_result(struct request *req, int rc)
 {
 	/* a handler that failed without answering: the connection is closed */
@@ -430,6 +504,15 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	if (!(req->route->flags & ROUTE_BODY)) {
 		req->deferred = 1;
 		return MHD_YES;
+	}
+	if (req->route->flags & ROUTE_UPLOAD) {
+		unsigned limit = upload_take(srv, req);
+		if (limit) {
+			int rc = http_reply_error(req, 429, "too_many_uploads", NULL,
+						  "%u uploads are in flight %s; retry when one ends", limit,
+						  limit == srv->cfg.max_uploads ? "on this server" : "from this address");
+			return reply_result(req, rc);
+		}
 	}
 	return reply_result(req, req->route->on_begin(req));
 }
@@ -502,6 +585,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (req->route && req->route->cleanup)
 		req->route->cleanup(req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+	upload_give(srv, req);
 	{
 		double secs = mono_now() - req->t0;
 		metrics_request(route_index(req->route), req->status);
@@ -583,6 +667,10 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	if (!srv)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	srv->cfg = *cfg;
+	if (!srv->cfg.max_uploads)
+		srv->cfg.max_uploads = cfg->threads > 1 ? cfg->threads / 2 : 1;
+	if (!srv->cfg.max_client_uploads)
+		srv->cfg.max_client_uploads = 4;
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->idle, NULL);
 	if ((rc = resolve(cfg->listen, &ss, &v6, err)))

@@ -30,6 +30,8 @@ struct server_config {
 	unsigned threads;		/* MHD thread pool size */
 	unsigned conn_timeout_s;
 	unsigned grace_s;		/* how long shutdown waits for requests in flight */
+	unsigned max_uploads;		/* uploads at once, all clients; 0: half the threads */
+	unsigned max_client_uploads;	/* uploads at once from one address; 0: 4 */
 	struct ingest_limits limits;
 };
 
@@ -55,6 +57,7 @@ struct request {
 	void *state;			/* the handler's, freed by route->cleanup */
 	char *cache_key;		/* ROUTE_CACHE: where its answer is kept */
 	uint64_t cache_gen;		/* the store generation the answer is computed at */
+	int upload_slot;		/* the client's entry in the upload table + 1; 0: none held */
 };
 
 int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err);

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		"  --max-events N         most events in one upload (default 2147483648)\n"
 		"  --max-pickle-values N  most values in one memory snapshot pickle (default 32M)\n"
 		"  --threads N            HTTP worker threads (default 16; an upload holds one while it ingests)\n"
+		"  --max-uploads N        uploads at once (default half the threads, so reads keep the rest)\n"
+		"  --max-client-uploads N uploads at once from one address (default 4); more get 429\n"
 		"  --timeout SECONDS      idle connection timeout (default 120)\n"
 		"  --grace SECONDS        how long a stop waits for requests in flight (default 30)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
@@ -84,7 +86,7 @@ static void make_parent(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
-	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP };
+	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -96,6 +98,8 @@ int main(int argc, char **argv)
 		{ "max-string", required_argument, NULL, O_MAX_STRING },
 		{ "max-events", required_argument, NULL, O_MAX_EVENTS },
 		{ "max-pickle-values", required_argument, NULL, O_MAX_PICKLE },
+		{ "max-uploads", required_argument, NULL, O_MAX_UPLOADS },
+		{ "max-client-uploads", required_argument, NULL, O_MAX_CLIENT_UPLOADS },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "grace", required_argument, NULL, O_GRACE },
@@ -139,6 +143,11 @@ int main(int argc, char **argv)
 			      cfg.limits.trace.max_events > (1ull << 32) - 1;
 			break;
 		case O_MAX_PICKLE: bad = parse_size(optarg, &cfg.limits.max_pickle_values); break;
+		case O_MAX_UPLOADS:
+		case O_MAX_CLIENT_UPLOADS:
+			bad = parse_size(optarg, &v) || v < 1 || v > 4096;
+			*(c == O_MAX_UPLOADS ? &cfg.max_uploads : &cfg.max_client_uploads) = (unsigned)v;
+			break;
 		case O_THREADS:
 			bad = parse_size(optarg, &v) || v > 256;
 			cfg.threads = (unsigned)v;

@@ -536,12 +536,12 @@ static int partial_upload(const struct tu_server *s, const char *run, size_t tot
 }
 
 /* Wait (up to 60 s) until the server has exactly n artifacts ingesting. */
-static int wait_ingesting(double n)
+static int wait_ingesting_on(const struct tu_server *s, double n)
 {
 	for (int i = 0; i < 240; i++) {
 		struct tu_resp r;
 		double v;
-		ck_assert_int_eq(tu_http(&srv, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+		ck_assert_int_eq(tu_http(s, "GET", "/metrics", NULL, 0, NULL, &r), 0);
 		v = metric(r.body, "trainscope_artifacts{status=\"ingesting\"}");
 		tu_resp_free(&r);
 		if (v == n)
@@ -549,6 +549,11 @@ static int wait_ingesting(double n)
 		usleep(250 * 1000);
 	}
 	return 0;
+}
+
+static int wait_ingesting(double n)
+{
+	return wait_ingesting_on(&srv, n);
 }
 
 static void run_absent(const struct tu_server *s, const char *run)
@@ -574,6 +579,44 @@ START_TEST(test_client_gone_mid_body_keeps_nothing)
 	/* and once the server has noticed (it finishes the bytes it has first), removed */
 	ck_assert_msg(wait_ingesting(0), "the interrupted upload is still there after 60 s");
 	run_absent(&srv, "cut");
+	free(data);
+}
+END_TEST
+
+/* One address holds at most --max-client-uploads uploads at once; the next gets 429 until one ends. */
+START_TEST(test_uploads_per_client_bounded)
+{
+	static const char *const extra[] = { "--max-client-uploads", "1", NULL };
+	static const char small[] = "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2}]}";
+	struct tu_server s;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	struct tu_resp r;
+	json_t *j;
+	int fd;
+
+	ck_assert_int_eq(tu_server_start(&s, extra), 0);
+	fd = partial_upload(&s, "slow", len, data, 4096);
+	ck_assert_msg(wait_ingesting_on(&s, 1), "the slow upload never started");
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/second/artifacts?name=a.json", small, strlen(small), NULL,
+				 &r), 0);
+	ck_assert_msg(r.status == 429, "%ld %s", r.status, r.body);
+	j = tu_json(&r);
+	ck_assert_str_eq(tu_error_code(j), "too_many_uploads");
+	json_decref(j);
+	tu_resp_free(&r);
+	/* reads go on meanwhile */
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	close(fd);
+	ck_assert_msg(wait_ingesting_on(&s, 0), "the cut upload is still there");
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/second/artifacts?name=a.json", small, strlen(small), NULL,
+				 &r), 0);
+	ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_server_stop(&s), 0);
+	tu_server_cleanup(&s);
 	free(data);
 }
 END_TEST
@@ -692,6 +735,7 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_clean_stop_and_restart);
 	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);
 	tcase_add_test(tc, test_kill_9_mid_upload_then_restart);
+	tcase_add_test(tc, test_uploads_per_client_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

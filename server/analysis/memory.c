@@ -291,6 +291,15 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 
 	/* the timeline: one point per event */
 	base = ev[0].has_totals ? ev[0].total_alloc - ev[0].bytes : 0;
+	if (!ev[0].has_totals) {
+		/* no allocator totals (PyTorch 1.9): what was there before is at least what the
+		 * frees ahead of their allocations need, the deepest the sum of Bytes goes below 0 */
+		int64_t sum = 0, low = 0;
+		for (i = 0; i < n; i++)
+			if ((sum = tp_sat_add(sum, ev[i].bytes)) < low)
+				low = sum;
+		base = -low;
+	}
 	s->baseline = base;
 	for (i = 0; i < n; i++) {
 		const struct mem_event *e = &ev[i];
@@ -298,10 +307,16 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		int64_t sum, allocated;
 		if (aidx[i] >= 0)
 			live[al[aidx[i]].cat] += e->bytes > 0 ? al[aidx[i]].size : -al[aidx[i]].size;
-		else if (e->bytes < 0)
+		else if (e->bytes < 0 && e->has_addr)
 			base += e->bytes;	/* a block from before the window */
-		else
+		else if (e->bytes > 0)
 			live[CAT_UNKNOWN] += e->bytes;	/* no address to pair by (PyTorch 1.9 traces) */
+		else {
+			/* a free with no address: of something unpaired, else of the baseline */
+			int64_t take = -e->bytes < live[CAT_UNKNOWN] ? -e->bytes : live[CAT_UNKNOWN];
+			live[CAT_UNKNOWN] -= take;
+			base += e->bytes + take;
+		}
 		memcpy(p->cat, live, sizeof(live));
 		p->cat[CAT_PARAMETER] += base;
 		sum = mem_point_total(p);

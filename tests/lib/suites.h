@@ -15,6 +15,7 @@ Suite *suite_store(void);
 Suite *suite_alloc(void);
 Suite *suite_analysis(void);
 Suite *suite_timeline(void);
+Suite *suite_stats(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);

@@ -19,5 +19,6 @@ Suite *suite_stats(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);
+Suite *suite_compare(void);
 
 #endif

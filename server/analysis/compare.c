@@ -203,8 +203,10 @@ static struct row *join(struct compare_item *a, size_t na, struct compare_item *
 
 	if (!rows)
 		return NULL;
-	qsort(a, na, sizeof(*a), cmp_item_q);
-	qsort(b, nb, sizeof(*b), cmp_item_q);
+	if (na)		/* a run without operators has a NULL list */
+		qsort(a, na, sizeof(*a), cmp_item_q);
+	if (nb)
+		qsort(b, nb, sizeof(*b), cmp_item_q);
 	while (i < na || j < nb) {
 		int c = i == na ? 1 : j == nb ? -1 : cmp_item(&a[i], &b[j]);
 		struct row *r = &rows[n++];

@@ -1,7 +1,10 @@
 /*
- * h_runs.c: runs: GET /api/v1/runs, /api/v1/runs/{run}, and PATCH /api/v1/runs/{run} (project,
- * tags, metadata, baseline; a small JSON body read whole, up to 64 KiB).
+ * h_runs.c: runs: GET /api/v1/runs, /api/v1/runs/{run}, PATCH /api/v1/runs/{run} (project,
+ * tags, metadata, baseline; a small JSON body read whole, up to 64 KiB), and a run's per-step
+ * metrics: POST /api/v1/runs/{run}/metrics (JSON lines, up to 8 MiB, all or none) and
+ * GET /api/v1/runs/{run}/metrics[?name=].
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,22 +74,30 @@ int h_run_get(struct request *req)
 	return answer(req, q_run, req->params[0], 0);
 }
 
-/* ---- PATCH /api/v1/runs/{run} ---- */
+/* ---- request bodies read whole (PATCH, metrics) ---- */
 
 #define PATCH_MAX_BODY (64 * 1024)
+#define METRICS_MAX_BODY (8 * 1024 * 1024)
 
 struct body {
 	char *data;
-	size_t len;
+	size_t len, cap;	/* cap: the most this route takes */
 	int too_big;
 };
 
+static int body_begin(struct request *req, size_t cap)
+{
+	struct body *b = tp_calloc(1, sizeof(struct body));
+
+	if (!(req->state = b))
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	b->cap = cap;
+	return 0;
+}
+
 int h_run_patch_begin(struct request *req)
 {
-	req->state = tp_calloc(1, sizeof(struct body));
-	if (!req->state)
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	return 0;
+	return body_begin(req, PATCH_MAX_BODY);
 }
 
 int h_run_patch_data(struct request *req, const char *data, size_t len)
@@ -94,7 +105,7 @@ int h_run_patch_data(struct request *req, const char *data, size_t len)
 	struct body *b = req->state;
 	char *nd;
 
-	if (b->too_big || b->len + len > PATCH_MAX_BODY) {
+	if (b->too_big || b->len + len > b->cap) {
 		b->too_big = 1;
 		return 0;
 	}
@@ -180,4 +191,120 @@ void h_run_patch_cleanup(struct request *req, int completed)
 		tp_free(b->data);
 	tp_free(b);
 	req->state = NULL;
+}
+
+/* ---- per-step metrics ---- */
+
+int h_run_metrics_begin(struct request *req)
+{
+	return body_begin(req, METRICS_MAX_BODY);
+}
+
+#define METRIC_NAME_MAX 128
+
+/* NULL when line is a valid metric {"step", "name", "value"}, else what is wrong with it. */
+static const char *metric_problem(json_t *line)
+{
+	const char *key, *name;
+	json_t *v;
+
+	if (!json_is_object(line))
+		return "a line must be a JSON object {\"step\": N, \"name\": \"...\", \"value\": X}";
+	json_object_foreach(line, key, v)
+		if (strcmp(key, "step") && strcmp(key, "name") && strcmp(key, "value"))
+			return "unknown key (a line has only step, name and value)";
+	v = json_object_get(line, "step");
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return "'step' must be an integer of at least 0";
+	v = json_object_get(line, "name");
+	if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) > METRIC_NAME_MAX)
+		return "'name' must be a string of 1 to 128 bytes";
+	for (name = json_string_value(v); *name; name++)
+		if (iscntrl((unsigned char)*name))
+			return "'name' must not hold control characters";
+	if (!json_is_number(json_object_get(line, "value")))
+		return "'value' must be a number";
+	return NULL;
+}
+
+int h_run_metrics_end(struct request *req)
+{
+	struct body *b = req->state;
+	struct tp_errbuf err = { 0 };
+	struct store_writer *w;
+	struct store_metric *m = NULL;
+	json_t *lines = json_array();
+	size_t at = 0, lineno = 0, n = 0, i;
+	int rc;
+
+	if (b->too_big) {
+		json_decref(lines);
+		return http_reply_error(req, 413, "body_too_large", NULL, "a metrics body is at most %d bytes (post"
+					" long runs in parts)", METRICS_MAX_BODY);
+	}
+	if (!lines)
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	/* every line is checked before anything is written: a bad line rejects the whole body */
+	while (at < b->len) {
+		const char *s = b->data + at, *nl = memchr(s, '\n', b->len - at);
+		size_t len = nl ? (size_t)(nl - s) : b->len - at, k;
+		json_error_t je;
+		json_t *line;
+		const char *problem;
+
+		at += len + (nl != NULL);
+		lineno++;
+		for (k = 0; k < len && isspace((unsigned char)s[k]); k++)
+			;
+		if (k == len)
+			continue;	/* blank */
+		if (!(line = json_loadb(s, len, JSON_REJECT_DUPLICATES, &je))) {
+			json_decref(lines);
+			return http_reply_error(req, 400, "invalid_metrics", json_pack("{s:I}", "line", (json_int_t)lineno),
+						"line %zu: invalid JSON at column %d: %s", lineno, je.column, je.text);
+		}
+		if ((problem = metric_problem(line)) || json_array_append_new(lines, line)) {
+			if (problem)
+				json_decref(line);
+			json_decref(lines);
+			if (!problem)
+				return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+			return http_reply_error(req, 400, "invalid_metrics", json_pack("{s:I}", "line", (json_int_t)lineno),
+						"line %zu: %s", lineno, problem);
+		}
+	}
+	if (!(n = json_array_size(lines))) {
+		json_decref(lines);
+		return http_reply_error(req, 400, "invalid_metrics", NULL, "the body holds no metric lines");
+	}
+	if (!(m = tp_calloc(n, sizeof(*m)))) {
+		json_decref(lines);
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		json_t *l = json_array_get(lines, i);
+		m[i].step = json_integer_value(json_object_get(l, "step"));
+		m[i].name = json_string_value(json_object_get(l, "name"));
+		m[i].value = json_number_value(json_object_get(l, "value"));
+	}
+	rc = store_writer_open(http_store(req), &w, &err);
+	if (!rc) {
+		rc = store_metrics_put(w, req->params[0], m, n, &err);
+		store_writer_close(w);
+	}
+	tp_free(m);
+	json_decref(lines);
+	if (rc)
+		return http_reply_fail(req, rc, &err, NULL);
+	return http_reply_json(req, 200, json_pack("{s:s, s:I}", "run", req->params[0], "written", (json_int_t)n));
+}
+
+int h_run_metrics(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+
+	if (h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_metrics(r, req->params[0], http_arg(req, "name"), &err), r, &err, "metrics", 0);
 }

@@ -23,6 +23,13 @@ int h_run_patch_begin(struct request *req);
 int h_run_patch_data(struct request *req, const char *data, size_t len);
 int h_run_patch_end(struct request *req);
 void h_run_patch_cleanup(struct request *req, int completed);
+/* POST /api/v1/runs/{run}/metrics: begin, then h_run_patch_data / h_run_patch_cleanup */
+int h_run_metrics_begin(struct request *req);
+int h_run_metrics_end(struct request *req);
+int h_run_metrics(struct request *req);
+
+/* h_compare.c */
+int h_compare(struct request *req);
 
 /* h_analysis.c */
 int h_run_steps(struct request *req);

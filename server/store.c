@@ -451,7 +451,8 @@ static int drop_artifact(sqlite3 *db, int64_t artifact, struct tp_errbuf *err)
 
 static const char empty_runs_sql[] =
 	"DELETE FROM runs WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE run_id=runs.id)"
-	" AND metadata='{}' AND tags='[]' AND project IS NULL";
+	" AND metadata='{}' AND tags='[]' AND project IS NULL"
+	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id)";
 
 /* Interrupted ingests: see the top of store.h. */
 static int recover(sqlite3 *db, struct tp_errbuf *err)
@@ -1134,6 +1135,52 @@ out:
 	sqlite3_finalize(st);
 	json_decref(meta);
 	tp_free(text);
+	if (rc)
+		rollback(w);
+	return rc;
+}
+
+int store_metrics_put(struct store_writer *w, const char *run, const struct store_metric *m, size_t n,
+		      struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t run_id;
+	size_t i;
+	int rc;
+
+	if ((rc = begin(w, err)))
+		return rc;
+	if (sqlite3_prepare_v2(w->db, "SELECT id FROM runs WHERE name=?1", -1, &st, NULL) != SQLITE_OK) {
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	bind_text(st, 1, run);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+		goto out;
+	}
+	run_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO metrics(run_id, name, step, value) VALUES(?1, ?2, ?3, ?4)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		st = NULL;
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, run_id);
+		bind_text(st, 2, m[i].name);
+		sqlite3_bind_int64(st, 3, m[i].step);
+		sqlite3_bind_double(st, 4, m[i].value);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			rc = db_fail(err, w->db, "write metrics");
+			goto out;
+		}
+	}
+	rc = commit(w, err);
+out:
+	sqlite3_finalize(st);
 	if (rc)
 		rollback(w);
 	return rc;
@@ -2209,6 +2256,163 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	if (i != DIAG_NSYNC)
 		return db_fail(err, r->db, "read ops");
 	return diag_memory(r, run, rank, in, err);
+}
+
+json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err)
+{
+	static const char *const cols[] = { "step", "name", "value" };
+	sqlite3_stmt *st;
+	json_t *rows, *o;
+
+	if (run_exists(r, run, err))
+		return NULL;
+	if (!(st = prepare(r, "SELECT m.step, m.name, m.value FROM metrics m JOIN runs r ON r.id=m.run_id"
+			      " WHERE r.name=?1 AND (?2 IS NULL OR m.name=?2) ORDER BY m.name, m.step", err)))
+		return NULL;
+	bind_text(st, 1, run);
+	bind_text(st, 2, name);
+	if (!(rows = rows_json(r, st, cols, 3, err)))
+		return NULL;
+	o = json_pack("{s:s, s:o}", "run", run, "metrics", rows);
+	return o ? o : nomem(err);
+}
+
+int store_baseline_of(struct store_reader *r, const char *run, char out[129], struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	if (run_exists(r, run, err))
+		return err->rc;
+	/* the newest, should two ever be marked (PATCH keeps one per project) */
+	if (!(st = prepare(r, "SELECT b.name FROM runs b, runs t WHERE t.name=?1 AND b.baseline"
+			      " AND b.project IS t.project ORDER BY b.id DESC LIMIT 1", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	step = sqlite3_step(st);
+	if (step == SQLITE_ROW)
+		snprintf(out, 129, "%s", sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	if (step == SQLITE_ROW)
+		return TP_OK;
+	if (step == SQLITE_DONE)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_baseline", "the project of run '%s' has no baseline run:"
+			       " PATCH one with {\"baseline\": true}, or give base", run);
+	return db_fail(err, r->db, "read baseline");
+}
+
+/* Rows (name, calls, ns[, kind]) of st (bound) into items; finalizes st. */
+static int load_items(struct store_reader *r, sqlite3_stmt *st, struct compare_item **items, size_t *n,
+		      struct tp_errbuf *err)
+{
+	size_t cap = 0;
+	int step;
+
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			struct compare_item *ni = tp_realloc(*items, (cap = cap ? cap * 2 : 64) * sizeof(**items));
+			if (!ni)
+				break;
+			*items = ni;
+		}
+		struct compare_item *it = &(*items)[*n];
+		if (!(it->name = tp_strdup((const char *)sqlite3_column_text(st, 0))))
+			break;
+		it->calls = sqlite3_column_int64(st, 1);
+		it->ns = sqlite3_column_int64(st, 2);
+		it->kind = sqlite3_column_int(st, 3);
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	if (step == SQLITE_DONE)
+		return TP_OK;
+	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
+}
+
+/* The peak of the series memory reads answer from, when there is one. */
+static int compare_memory(struct store_reader *r, const char *run, struct compare_run *out, struct tp_errbuf *err)
+{
+	struct tp_errbuf none = { 0 };
+	struct series s;
+	struct points p;
+	sqlite3_stmt *st;
+	int rc = pick_series(r, run, out->rank, NULL, &s, &none), step;
+
+	if (rc == TP_ERR_NOTFOUND)
+		return TP_OK;
+	if (rc)
+		return tp_fail(err, rc, none.code, "%s", none.msg);
+	if (s.peak_seq < 0)
+		return TP_OK;
+	if ((rc = load_points(r, run, &s, s.peak_seq, &p, err)))
+		return rc;
+	if (p.n == 1) {
+		out->has_memory = 1;
+		snprintf(out->mem_device, sizeof(out->mem_device), "%s", s.device);
+		snprintf(out->mem_source, sizeof(out->mem_source), "%s", s.source);
+		memcpy(out->peak_cat, &p.row[0][1], sizeof(out->peak_cat));
+		out->peak_bytes = p.row[0][9];
+	}
+	points_free(&p);
+	if (!(st = prepare(r, "SELECT MAX(reserved) FROM memory_points WHERE artifact_id=?1 AND device=?2", err)))
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 1, s.artifact);
+	bind_text(st, 2, s.device);
+	step = sqlite3_step(st);
+	out->reserved_bytes = step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW ? TP_OK : db_fail(err, r->db, "read memory");
+}
+
+int store_compare_input(struct store_reader *r, const char *run, int rank, struct compare_run *out,
+			struct tp_errbuf *err)
+{
+	struct diag_input in;
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc, step;
+
+	memset(out, 0, sizeof(*out));
+	if (!(out->run = tp_strdup(run)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	/* the steps and their breakdown, as diagnosis reads them */
+	if ((rc = store_diag_input(r, run, rank, &in, &out->dur_ns, err)))
+		return rc;
+	out->rank = in.rank;
+	out->nsteps = in.nsteps;
+	memcpy(out->comp_ns, in.comp_ns, sizeof(out->comp_ns));
+	if (!(st = prepare_rank(r, "SELECT name, SUM(calls), SUM(self_ns), 0 FROM op_stats WHERE artifact_id IN ("
+			       RANK_ARTIFACTS ") AND device=0 GROUP BY name", run, out->rank, err)) ||
+	    (rc = load_items(r, st, &out->ops, &out->nops, err)))
+		return rc ? rc : TP_ERR_DB;
+	if (!(st = prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE artifact_id IN ("
+			       RANK_ARTIFACTS ") GROUP BY kind, name", run, out->rank, err)) ||
+	    (rc = load_items(r, st, &out->kernels, &out->nkernels, err)))
+		return rc ? rc : TP_ERR_DB;
+	if ((rc = compare_memory(r, run, out, err)))
+		return rc;
+	if (!(st = prepare(r, "SELECT m.name, AVG(m.value), COUNT(*) FROM metrics m JOIN runs r ON r.id=m.run_id"
+			      " WHERE r.name=?1 GROUP BY m.name", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (out->nmetrics == cap) {
+			struct compare_metric *nm = tp_realloc(out->metrics, (cap = cap ? cap * 2 : 8) * sizeof(*nm));
+			if (!nm)
+				break;
+			out->metrics = nm;
+		}
+		struct compare_metric *m = &out->metrics[out->nmetrics];
+		if (!(m->name = tp_strdup((const char *)sqlite3_column_text(st, 0))))
+			break;
+		m->mean = sqlite3_column_double(st, 1);
+		m->count = sqlite3_column_int64(st, 2);
+		out->nmetrics++;
+	}
+	sqlite3_finalize(st);
+	if (step == SQLITE_DONE)
+		return TP_OK;
+	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read metrics");
 }
 
 int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err)

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "event.h"
 #include "ingest/timeline.h"
@@ -122,6 +123,19 @@ int store_artifact_drop(struct store_writer *w, int64_t artifact);
  */
 int store_run_patch(struct store_writer *w, const char *run, json_t *patch, struct tp_errbuf *err);
 
+/* One per-step metric (POST /api/v1/runs/{run}/metrics); name borrowed. */
+struct store_metric {
+	int64_t step;
+	const char *name;
+	double value;
+};
+/*
+ * Write n metrics of an existing run, all or none (one transaction); a
+ * (name, step) the run already has is replaced. TP_ERR_NOTFOUND when there is no such run.
+ */
+int store_metrics_put(struct store_writer *w, const char *run, const struct store_metric *m, size_t n,
+		      struct tp_errbuf *err);
+
 /* ---- reading ---- */
 
 int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err);
@@ -161,6 +175,23 @@ json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, con
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err);
+
+/* {"run", "metrics": [{"step", "name", "value"}]} by name then step; name NULL: every name. */
+json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err);
+/*
+ * The baseline of run's project (runs without a project share one): its name
+ * into out (129 bytes); TP_ERR_NOTFOUND ("no_baseline") when the project has none.
+ */
+int store_baseline_of(struct store_reader *r, const char *run, char out[129], struct tp_errbuf *err);
+/*
+ * One run's figures for compare_runs() at rank (-1: its lowest rank with
+ * data): step durations and breakdown, host operators, GPU kernels, the
+ * memory peak of its first GPU with memory data (else cpu), the means of its
+ * metrics. *out is released with compare_run_release, also on failure.
+ * TP_ERR_NOTFOUND when there is no such run.
+ */
+int store_compare_input(struct store_reader *r, const char *run, int rank, struct compare_run *out,
+			struct tp_errbuf *err);
 
 /*
  * An artifact's events of one kind, STORE_EVENTS or STORE_MEMORY_EVENTS, in

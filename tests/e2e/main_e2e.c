@@ -16,6 +16,7 @@ int main(void)
 	sr = srunner_create(suite_upload());
 	srunner_add_suite(sr, suite_bad_input());
 	srunner_add_suite(sr, suite_analysis_api());
+	srunner_add_suite(sr, suite_compare());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -41,6 +41,8 @@ const FIXTURES = [
 	['nccl', 'traces/hta_nccl_rel_ts.json.gz'],
 	['cpuonly', 'traces/hta_cpu_only.json.gz'],
 	['nosteps', 'traces/hta_alexnet.json.gz'],
+	['cmp_base', 'traces/hta_compare_base.json.gz'],
+	['cmp_test', 'traces/hta_compare_test.json.gz'],
 ];
 
 let failures = 0;
@@ -95,8 +97,10 @@ function loadSchemas() {
 	}
 }
 
+// name: a schema file's name, or name#/$defs/... for one of its definitions
 function validate(what, name, body) {
-	const v = schemaIds[name] && ajv.getSchema(schemaIds[name]);
+	const [file, frag] = name.split('#');
+	const v = schemaIds[file] && ajv.getSchema(schemaIds[file] + (frag ? `#${frag}` : ''));
 	if (!v)
 		return fail(what, `no schema ${name}`);
 	if (v(body))
@@ -667,6 +671,76 @@ async function main() {
 		}
 	}
 
+	// metrics, baselines and comparisons
+	{
+		const lines = '{"step": 1009, "name": "tokens_per_step", "value": 4096}\n{"step": 1010, "name": "tokens_per_step", "value": 4096}\n';
+		for (const run of ['cmp_base', 'cmp_test'])
+			await expect('POST', `/api/v1/runs/${run}/metrics`, 200, 'metrics#/$defs/written', lines);
+		const m = await expect('GET', '/api/v1/runs/cmp_base/metrics', 200, 'metrics');
+		if (m)
+			check('GET /api/v1/runs/cmp_base/metrics: the two lines posted, by step', m.metrics.length === 2 &&
+				m.metrics[0].step === 1009 && m.metrics[1].value === 4096, JSON.stringify(m));
+		await expect('GET', '/api/v1/runs/v100/metrics?name=loss', 200, 'metrics');
+		const bad = await expect('POST', '/api/v1/runs/cmp_base/metrics', 400, 'error', `${lines}{"step": 1}\n`);
+		if (bad)
+			check('POST metrics with a bad third line: invalid_metrics, line 3', bad.error.code === 'invalid_metrics' &&
+				bad.line === 3, JSON.stringify(bad));
+
+		const pair = await expect('GET', '/api/v1/compare?base=cmp_base&target=cmp_test', 200, 'compare');
+		if (pair)
+			check('compare cmp_base -> cmp_test: no_change, p 1, three operators added, throughput, no memory',
+				pair.verdict === 'no_change' && pair.step_time.p_value === 1 && pair.ops_counts.added === 3 &&
+				pair.throughput.length === 1 && pair.memory === null, JSON.stringify(pair).slice(0, 300));
+		for (const [a, b] of [['v100', 'resnet'], ['resnet', 'v100'], ['v100', 'v100'], ['memraw', 'memcpu'],
+			['nosteps', 'cpuonly'], ['v100', 'memraw'], ['nccl', 'broken']]) {
+			const url = `/api/v1/compare?base=${a}&target=${b}&limit=100000`;
+			const c = await expect('GET', url, 200, 'compare');
+			if (!c)
+				continue;
+			const bad = [];
+			for (const e of c.breakdown)
+				if (e.delta_ns !== e.target_ns - e.base_ns)
+					bad.push(`breakdown ${e.component}: ${e.delta_ns} is not ${e.target_ns} - ${e.base_ns}`);
+			for (const key of ['ops', 'kernels']) {
+				const list = c[key], n = c[`${key}_counts`];
+				if (n.changed + n.unchanged + n.added + n.removed !== n.total || list.length !== n.total)
+					bad.push(`${key}: counts ${JSON.stringify(n)} for ${list.length} listed`);
+				for (let i = 0; i < list.length; i++) {
+					const e = list[i];
+					if (i && Math.abs(e.delta_ns_per_step) > Math.abs(list[i - 1].delta_ns_per_step))
+						bad.push(`${key}[${i}] moved more than ${key}[${i - 1}]`);
+					if (e.delta_ns_per_step !== (e.target_ns_per_step ?? 0) - (e.base_ns_per_step ?? 0))
+						bad.push(`${key} ${e.name}: delta ${e.delta_ns_per_step}`);
+					if ((e.status === 'added') !== (e.base_ns_per_step === null) || (e.status === 'removed') !== (e.target_ns_per_step === null))
+						bad.push(`${key} ${e.name}: status ${e.status}`);
+				}
+			}
+			if (c.memory)
+				for (const k of CATEGORIES)
+					if (c.memory.by_category[k] !== c.memory.target_by_category[k] - c.memory.base_by_category[k])
+						bad.push(`memory ${k}`);
+			if (a === b && (c.verdict !== 'no_change' || (c.step_time.p_value !== null && c.step_time.p_value !== 1)))
+				bad.push(`against itself: ${c.verdict}, p ${c.step_time.p_value}`);
+			check(`${url}: deltas are target - base, counts add up, sorted by absolute change${a === b ? ', no_change' : ''}`,
+				!bad.length, bad.slice(0, 3).join('; '));
+		}
+		await expect('PATCH', '/api/v1/runs/cmp_base', 200, 'run', '{"baseline": true}');
+		const auto = await expect('GET', '/api/v1/compare?target=cmp_test', 200, 'compare');
+		if (auto)
+			check('compare with no base: the project baseline cmp_base', auto.base === 'cmp_base' && auto.baseline === true,
+				`base ${auto.base}, baseline ${auto.baseline}`);
+		await expect('PATCH', '/api/v1/runs/cmp_base', 200, 'run', '{"baseline": false}');
+		const none = await expect('GET', '/api/v1/compare?target=cmp_test', 404, 'error');
+		if (none)
+			check('compare with no base and no baseline: 404 no_baseline', none.error.code === 'no_baseline', JSON.stringify(none));
+		await expect('GET', '/api/v1/compare?base=v100&target=nope', 404, 'error');
+		await expect('GET', '/api/v1/compare?base=v100', 400, 'error');
+		await expect('GET', '/api/v1/compare?base=v100&target=resnet&alpha=0', 400, 'error');
+		await expect('GET', '/api/v1/compare?base=v100&target=resnet&threshold_pct=-1', 400, 'error');
+		await expect('POST', '/api/v1/runs/nope/metrics', 404, 'error', lines);
+		await expect('GET', '/api/v1/runs/nope/metrics', 404, 'error');
+	}
+
 	// errors
 	await expect('GET', '/api/v1/runs/nope', 404, 'error');
 	for (const ep of ['steps', 'ops', 'kernels', 'ranks', 'diagnosis', 'trace', 'memory', 'memory/peak'])
@@ -695,7 +769,8 @@ async function main() {
 		const want = ['/healthz', '/api/v1/runs', '/api/v1/runs/{run}', '/api/v1/runs/{run}/artifacts',
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
-			'/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak'];
+			'/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
+			'/api/v1/runs/{run}/metrics', '/api/v1/compare'];
 		const missing = want.filter((p) => !doc.paths[p]);
 		check('openapi.yaml describes every endpoint tested here', !missing.length, `missing ${missing.join(', ')}`);
 	}

@@ -81,7 +81,7 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	int64_t id = filled_artifact("keep"), dup;
 
 	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA page_size"), 16384);
 	store_reader_close(r);
 	store_writer_close(w);
@@ -89,7 +89,7 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	ck_assert_int_eq(store_open(db, &st, &err), 0);	/* no migration runs twice */
 	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
 }
 END_TEST

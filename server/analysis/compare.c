@@ -1,0 +1,534 @@
+/*
+ * compare.c: two runs side by side (see compare.h).
+ *
+ * The significance test is Welch's t-test over the per-step durations, not
+ * Mann-Whitney U. A profiled run holds few steps (the fixtures: 2 to 6;
+ * torch.profiler schedules usually record 3 to 5), and the exact U test's
+ * smallest two-sided p-value is 2 / C(n1 + n2, n1): 0.33 with two steps a
+ * run, 0.1 with three, so below four steps a run it can never report a real
+ * change, however large. Welch's test works from two steps a run, and does
+ * not assume the two runs are equally noisy (a change often changes the
+ * noise too). Its cost is assuming roughly normal step times; a warm-up
+ * step is the usual outlier, and the profiler's schedule already skips it.
+ * When both runs have the same step times the difference is 0, t = 0 and
+ * p = 1 exactly; with fewer than 2 steps in a run p is null and the answer
+ * says why.
+ *
+ * Verdict: "regression" when step time rose by more than threshold_pct with
+ * p < alpha, or peak allocated memory rose by more than threshold_pct (a
+ * peak is one deterministic figure per run: there is no noise to test);
+ * "improvement" when either fell that way and neither rose; else
+ * "no_change". Throughput is reported with a reason but does not decide:
+ * with the same work per step it is step time again, and with different
+ * work per step the runs are different experiments, which the reason says.
+ *
+ * Operators (host self time) and kernels (GPU time, with memcpy and memset)
+ * are compared per step, so runs with different step counts compare
+ * fairly; when either run has no steps, per trace.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "analysis/compare.h"
+#include "analysis/stats.h"
+
+static const char *const kind_names[] = { "kernel", "memcpy", "memset" };
+
+void compare_run_release(struct compare_run *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nops; i++)
+		tp_free(r->ops[i].name);
+	for (i = 0; i < r->nkernels; i++)
+		tp_free(r->kernels[i].name);
+	for (i = 0; i < r->nmetrics; i++)
+		tp_free(r->metrics[i].name);
+	tp_free(r->ops);
+	tp_free(r->kernels);
+	tp_free(r->metrics);
+	tp_free(r->dur_ns);
+	tp_free(r->run);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- numbers ---- */
+
+static json_t *real_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *int_or_null(int have, double v)
+{
+	return have ? json_integer((json_int_t)llround(v)) : json_null();
+}
+
+/* (b - a) / a in percent; NaN when a is 0 */
+static double pct(double a, double b)
+{
+	return a != 0 ? (b - a) / fabs(a) * 100 : NAN;
+}
+
+/* A duration in words: "347.5 ms", "+12.0 us" (sign: with a + when positive). */
+static void fmt_ns(char *out, size_t size, double ns, int sign)
+{
+	double a = fabs(ns);
+	const char *s = sign && ns > 0 ? "+" : "";
+
+	if (a >= 1e9)
+		snprintf(out, size, "%s%.3f s", s, ns / 1e9);
+	else if (a >= 1e6)
+		snprintf(out, size, "%s%.1f ms", s, ns / 1e6);
+	else if (a >= 1e3)
+		snprintf(out, size, "%s%.1f us", s, ns / 1e3);
+	else
+		snprintf(out, size, "%s%.0f ns", s, ns);
+}
+
+static void fmt_bytes(char *out, size_t size, double b, int sign)
+{
+	double a = fabs(b);
+	const char *s = sign && b > 0 ? "+" : "";
+
+	if (a >= 1024.0 * 1024 * 1024)
+		snprintf(out, size, "%s%.2f GiB", s, b / (1024.0 * 1024 * 1024));
+	else if (a >= 1024.0 * 1024)
+		snprintf(out, size, "%s%.1f MiB", s, b / (1024.0 * 1024));
+	else if (a >= 1024)
+		snprintf(out, size, "%s%.1f KiB", s, b / 1024);
+	else
+		snprintf(out, size, "%s%.0f B", s, b);
+}
+
+/* Long kernel names shortened for a sentence: the first 60 characters and "...". */
+static void fmt_name(char *out, size_t size, const char *name)
+{
+	if (strlen(name) > 60)
+		snprintf(out, size, "%.60s...", name);
+	else
+		snprintf(out, size, "%s", name);
+}
+
+static int add_reason(json_t *reasons, const char *text)
+{
+	return json_array_append_new(reasons, json_string(text));
+}
+
+/* ---- step time ---- */
+
+struct time_cmp {
+	struct stats_sample a, b;
+	struct stats_welch w;
+	int have, tested;		/* both runs have steps; the test could run */
+	double delta_pct;
+	int dir;			/* +1 slower beyond the threshold and significant, -1 faster, 0 */
+};
+
+static json_t *step_time_json(const struct time_cmp *tc, const struct compare_run *base,
+			      const struct compare_run *target, double alpha)
+{
+	const char *note = NULL;
+
+	if (!base->nsteps || !target->nsteps)
+		note = "a run without ProfilerStep spans: step time not compared";
+	else if (!tc->tested)
+		note = "a run with a single step: no step-to-step noise to test against, p-value undefined";
+	else if (isnan(tc->w.t))
+		note = "every step of both runs lasts the same: no noise, p is 1 when the means are equal, else 0";
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:s, s:o, s:o, s:b, s:o}",
+			 "base_ns", int_or_null(tc->a.n > 0, tc->a.mean),
+			 "target_ns", int_or_null(tc->b.n > 0, tc->b.mean),
+			 "delta_ns", int_or_null(tc->have, tc->b.mean - tc->a.mean),
+			 "delta_pct", real_or_null(tc->have ? tc->delta_pct : NAN),
+			 "p_value", real_or_null(tc->tested ? tc->w.p : NAN),
+			 "base_median_ns", int_or_null(tc->a.n > 0, (double)tc->a.median),
+			 "target_median_ns", int_or_null(tc->b.n > 0, (double)tc->b.median),
+			 "base_steps", (json_int_t)tc->a.n, "target_steps", (json_int_t)tc->b.n,
+			 "base_stddev_ns", real_or_null(tc->a.n > 1 ? sqrt(tc->a.var) : NAN),
+			 "target_stddev_ns", real_or_null(tc->b.n > 1 ? sqrt(tc->b.var) : NAN),
+			 "test", "welch_t", "t", real_or_null(tc->tested ? tc->w.t : NAN),
+			 "df", real_or_null(tc->tested ? tc->w.df : NAN),
+			 "significant", tc->tested && tc->w.p < alpha, "note", note ? json_string(note) : json_null());
+}
+
+/* ---- operators and kernels ---- */
+
+struct row {
+	const struct compare_item *a, *b;	/* NULL: not in that run */
+	double a_ns, b_ns, a_calls, b_calls;	/* per step (or per trace) */
+	long long delta_ns;
+};
+
+static int cmp_item(const struct compare_item *x, const struct compare_item *y)
+{
+	return x->kind != y->kind ? (x->kind < y->kind ? -1 : 1) : strcmp(x->name, y->name);
+}
+
+static int cmp_item_q(const void *x, const void *y)
+{
+	return cmp_item(x, y);
+}
+
+static const char *row_name(const struct row *r)
+{
+	return (r->a ? r->a : r->b)->name;
+}
+
+/* Largest absolute change first, then the larger change in calls, then by name. */
+static int cmp_row(const void *x, const void *y)
+{
+	const struct row *p = x, *q = y;
+	long long dp = llabs(p->delta_ns), dq = llabs(q->delta_ns);
+	double cp = fabs(p->b_calls - p->a_calls), cq = fabs(q->b_calls - q->a_calls);
+
+	if (dp != dq)
+		return dp > dq ? -1 : 1;
+	if (cp != cq)
+		return cp > cq ? -1 : 1;
+	return strcmp(row_name(p), row_name(q));
+}
+
+/* Join two name-sorted lists into rows (malloc'd), per-run figures divided by da and db. */
+static struct row *join(struct compare_item *a, size_t na, struct compare_item *b, size_t nb, double da, double db,
+			size_t *n_out)
+{
+	struct row *rows = tp_calloc(na + nb + 1, sizeof(*rows));
+	size_t i = 0, j = 0, n = 0;
+
+	if (!rows)
+		return NULL;
+	if (na)		/* a run without operators has a NULL list */
+		qsort(a, na, sizeof(*a), cmp_item_q);
+	if (nb)
+		qsort(b, nb, sizeof(*b), cmp_item_q);
+	while (i < na || j < nb) {
+		int c = i == na ? 1 : j == nb ? -1 : cmp_item(&a[i], &b[j]);
+		struct row *r = &rows[n++];
+		if (c <= 0)
+			r->a = &a[i++];
+		if (c >= 0)
+			r->b = &b[j++];
+		if (r->a) {
+			r->a_ns = (double)llround((double)r->a->ns / da);
+			r->a_calls = (double)r->a->calls / da;
+		}
+		if (r->b) {
+			r->b_ns = (double)llround((double)r->b->ns / db);
+			r->b_calls = (double)r->b->calls / db;
+		}
+		r->delta_ns = (long long)(r->b_ns - r->a_ns);
+	}
+	qsort(rows, n, sizeof(*rows), cmp_row);
+	*n_out = n;
+	return rows;
+}
+
+static const char *row_status(const struct row *r)
+{
+	if (!r->a)
+		return "added";
+	if (!r->b)
+		return "removed";
+	return r->a->calls == r->b->calls && r->a_ns == r->b_ns ? "unchanged" : "changed";
+}
+
+static json_t *row_json(const struct row *r, int kernels)
+{
+	return json_pack("{s:s, s:s*, s:s, s:o, s:o, s:o, s:o, s:I, s:f, s:o}", "name", row_name(r), "kind",
+			 kernels ? kind_names[(r->a ? r->a : r->b)->kind] : NULL, "status", row_status(r),
+			 "base_ns_per_step", int_or_null(r->a != NULL, r->a_ns),
+			 "target_ns_per_step", int_or_null(r->b != NULL, r->b_ns),
+			 "base_calls_per_step", r->a ? json_real(r->a_calls) : json_null(),
+			 "target_calls_per_step", r->b ? json_real(r->b_calls) : json_null(),
+			 "delta_ns_per_step", (json_int_t)r->delta_ns, "delta_calls_per_step", r->b_calls - r->a_calls,
+			 "delta_pct", real_or_null(r->a ? pct(r->a_ns, r->b_ns) : NAN));
+}
+
+struct table {
+	struct row *rows;
+	size_t n;
+	size_t added, removed, changed;
+};
+
+/* "3 operators only in target: a, b, c" (at most 5 names) */
+static int only_reason(json_t *reasons, const struct table *t, const char *what, int added)
+{
+	char text[1024], name[80];
+	size_t n = added ? t->added : t->removed, shown = 0, i;
+	int len;
+
+	if (!n)
+		return 0;
+	len = snprintf(text, sizeof(text), "%zu %s only in %s:", n, what, added ? "target" : "base");
+	for (i = 0; i < t->n && shown < 5; i++) {
+		if (added ? t->rows[i].a != NULL : t->rows[i].b != NULL)
+			continue;
+		fmt_name(name, sizeof(name), row_name(&t->rows[i]));
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "%s %s", shown ? "," : "", name);
+		shown++;
+	}
+	if (n > shown)
+		snprintf(text + len, sizeof(text) - (size_t)len, " and %zu more", n - shown);
+	return add_reason(reasons, text);
+}
+
+/* The list (at most limit rows) and its counts; the table is kept for the reasons. */
+static json_t *table_json(struct table *t, struct compare_item *a, size_t na, struct compare_item *b, size_t nb,
+			  double da, double db, long limit, int kernels, json_t **counts)
+{
+	json_t *list = json_array();
+	size_t i;
+
+	*counts = NULL;
+	if (!list || !(t->rows = join(a, na, b, nb, da, db, &t->n)))
+		return json_decref(list), NULL;
+	for (i = 0; i < t->n; i++) {
+		const char *s = row_status(&t->rows[i]);
+		t->added += !strcmp(s, "added");
+		t->removed += !strcmp(s, "removed");
+		t->changed += !strcmp(s, "changed");
+		if ((long)i < limit && json_array_append_new(list, row_json(&t->rows[i], kernels)))
+			return json_decref(list), NULL;
+	}
+	*counts = json_pack("{s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)t->n, "changed", (json_int_t)t->changed,
+			    "unchanged", (json_int_t)(t->n - t->changed - t->added - t->removed),
+			    "added", (json_int_t)t->added, "removed", (json_int_t)t->removed);
+	if (!*counts)
+		return json_decref(list), NULL;
+	return list;
+}
+
+/* The row of t that moved most in direction dir (+1 up, -1 down), among kind (-1: any); NULL when none. */
+static const struct row *top_row(const struct table *t, int dir, int kind)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)	/* sorted by absolute change */
+		if ((kind < 0 || (t->rows[i].a ? t->rows[i].a : t->rows[i].b)->kind == kind) &&
+		    (dir > 0 ? t->rows[i].delta_ns > 0 : t->rows[i].delta_ns < 0))
+			return &t->rows[i];
+	return NULL;
+}
+
+/* ---- the answer ---- */
+
+static json_t *breakdown_json(const struct compare_run *a, const struct compare_run *b, double da, double db)
+{
+	json_t *list = json_array();
+	int c;
+
+	for (c = 0; list && c < AN_NCOMP; c++) {
+		double x = (double)llround((double)a->comp_ns[c] / da), y = (double)llround((double)b->comp_ns[c] / db);
+		if (json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I, s:o}", "component", an_comp_names[c],
+							  "base_ns", (json_int_t)x, "target_ns", (json_int_t)y,
+							  "delta_ns", (json_int_t)(y - x), "delta_pct",
+							  real_or_null(pct(x, y)))))
+			return json_decref(list), NULL;
+	}
+	return list;
+}
+
+static const struct compare_metric *find_metric(const struct compare_run *r, const char *name)
+{
+	for (size_t i = 0; i < r->nmetrics; i++)
+		if (!strcmp(r->metrics[i].name, name))
+			return &r->metrics[i];
+	return NULL;
+}
+
+/* Samples or tokens per second from each *_per_step metric both runs have, over the mean step time. */
+static json_t *throughput_json(const struct compare_run *a, const struct compare_run *b, const struct time_cmp *tc,
+			       json_t *reasons)
+{
+	static const char *const metrics[][2] = { { "tokens_per_step", "tokens/s" }, { "samples_per_step", "samples/s" } };
+	json_t *list = json_array();
+	char text[256];
+
+	for (size_t i = 0; list && i < 2; i++) {
+		const struct compare_metric *ma = find_metric(a, metrics[i][0]), *mb = find_metric(b, metrics[i][0]);
+		if (!ma || !mb || !tc->have || tc->a.mean <= 0 || tc->b.mean <= 0)
+			continue;
+		double ra = ma->mean / (tc->a.mean / 1e9), rb = mb->mean / (tc->b.mean / 1e9), d = pct(ra, rb);
+		if (json_array_append_new(list, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:o}", "metric", metrics[i][0],
+							  "unit", metrics[i][1], "base_per_step", ma->mean,
+							  "target_per_step", mb->mean, "base_per_s", ra, "target_per_s", rb,
+							  "delta_pct", real_or_null(d))))
+			return json_decref(list), NULL;
+		int len = snprintf(text, sizeof(text), "throughput %+.1f%% (%.4g -> %.4g %s)", isfinite(d) ? d : 0, ra, rb,
+				   metrics[i][1]);
+		if (ma->mean != mb->mean)
+			snprintf(text + len, sizeof(text) - (size_t)len, "; %s differs (%.4g -> %.4g): the runs do"
+				 " different work per step", metrics[i][0], ma->mean, mb->mean);
+		if (add_reason(reasons, text))
+			return json_decref(list), NULL;
+	}
+	return list;
+}
+
+static json_t *categories_json(const int64_t *a, const int64_t *b)
+{
+	json_t *o = json_object();
+
+	for (int c = 0; o && c < MEM_NCAT; c++)
+		if (json_object_set_new(o, mem_cat_names[c], json_integer(b ? b[c] - a[c] : a[c])))
+			return json_decref(o), NULL;
+	return o;
+}
+
+/* The memory part, its direction in *dir and its reason; NULL (JSON null) when a run has no memory data. */
+static json_t *memory_json(const struct compare_run *a, const struct compare_run *b, double thr, int *dir,
+			   json_t *reasons, int *fail)
+{
+	char text[512], x[32], y[32], d[32];
+	double p;
+	int c, top = -1;
+
+	*dir = 0;
+	if (!a->has_memory || !b->has_memory) {
+		snprintf(text, sizeof(text), "memory not compared: no memory data in %s",
+			 !a->has_memory && !b->has_memory ? "either run" : !a->has_memory ? "base" : "target");
+		*fail = add_reason(reasons, text);
+		return json_null();
+	}
+	p = pct((double)a->peak_bytes, (double)b->peak_bytes);
+	if (isfinite(p) && fabs(p) > thr)
+		*dir = p > 0 ? 1 : -1;
+	fmt_bytes(x, sizeof(x), (double)a->peak_bytes, 0);
+	fmt_bytes(y, sizeof(y), (double)b->peak_bytes, 0);
+	int len = snprintf(text, sizeof(text), "peak allocated memory %+.1f%% (%s -> %s)", isfinite(p) ? p : 0, x, y);
+	for (c = 0; c < MEM_NCAT; c++) {
+		int64_t dc = b->peak_cat[c] - a->peak_cat[c];
+		if (dc && (*dir ? (dc > 0) == (*dir > 0) : 1) &&
+		    (top < 0 || llabs(dc) > llabs(b->peak_cat[top] - a->peak_cat[top])))
+			top = c;
+	}
+	if (*dir && top >= 0) {
+		fmt_bytes(d, sizeof(d), (double)(b->peak_cat[top] - a->peak_cat[top]), 1);
+		snprintf(text + len, sizeof(text) - (size_t)len, "; the largest contributor: %s %s", mem_cat_names[top], d);
+	} else {
+		snprintf(text + len, sizeof(text) - (size_t)len, ": within the %g%% threshold", thr);
+	}
+	*fail = add_reason(reasons, text);
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+			 "base_device", a->mem_device, "target_device", b->mem_device, "base_source", a->mem_source,
+			 "target_source", b->mem_source, "base_peak_bytes", (json_int_t)a->peak_bytes,
+			 "target_peak_bytes", (json_int_t)b->peak_bytes,
+			 "delta_bytes", (json_int_t)(b->peak_bytes - a->peak_bytes), "delta_pct", real_or_null(p),
+			 "base_reserved_bytes", a->reserved_bytes < 0 ? json_null() : json_integer(a->reserved_bytes),
+			 "target_reserved_bytes", b->reserved_bytes < 0 ? json_null() : json_integer(b->reserved_bytes),
+			 "reserved_delta_bytes", a->reserved_bytes < 0 || b->reserved_bytes < 0 ? json_null()
+				 : json_integer(b->reserved_bytes - a->reserved_bytes),
+			 "by_category", categories_json(a->peak_cat, b->peak_cat),
+			 "base_by_category", categories_json(a->peak_cat, NULL),
+			 "target_by_category", categories_json(b->peak_cat, NULL));
+}
+
+/* The step time sentence, naming the largest contributor when it changed. */
+static int time_reason(json_t *reasons, const struct time_cmp *tc, const struct compare_run *a,
+		       const struct compare_run *b, const struct table *ops, const struct table *kernels,
+		       double da, double db, const struct compare_opts *o)
+{
+	char text[1024], x[32], y[32], d[32], name[80], p[32];
+	int len, c, top = -1;
+
+	if (!tc->have) {
+		snprintf(text, sizeof(text), "step time not compared: no ProfilerStep spans in %s",
+			 !a->nsteps && !b->nsteps ? "either run" : !a->nsteps ? "base" : "target");
+		return add_reason(reasons, text);
+	}
+	fmt_ns(x, sizeof(x), tc->a.mean, 0);
+	fmt_ns(y, sizeof(y), tc->b.mean, 0);
+	if (tc->tested)
+		snprintf(p, sizeof(p), "p=%.2g", tc->w.p);
+	else
+		snprintf(p, sizeof(p), "p undefined");
+	len = snprintf(text, sizeof(text), "step time %+.1f%% (%s -> %s, %s, Welch's t-test over %zu and %zu steps)",
+		       tc->delta_pct, x, y, p, tc->a.n, tc->b.n);
+	if (!tc->dir) {
+		if (fabs(tc->delta_pct) <= o->threshold_pct)
+			snprintf(text + len, sizeof(text) - (size_t)len, ": within the %g%% threshold", o->threshold_pct);
+		else if (!tc->tested)
+			snprintf(text + len, sizeof(text) - (size_t)len, ": a run has a single step, so the change"
+				 " cannot be told from noise");
+		else
+			snprintf(text + len, sizeof(text) - (size_t)len, ": not significant at alpha %g", o->alpha);
+		return add_reason(reasons, text);
+	}
+	for (c = 0; c < AN_NCOMP; c++) {
+		double dc = (double)b->comp_ns[c] / db - (double)a->comp_ns[c] / da;
+		if ((tc->dir > 0 ? dc > 0 : dc < 0) &&
+		    (top < 0 || fabs(dc) > fabs((double)b->comp_ns[top] / db - (double)a->comp_ns[top] / da)))
+			top = c;
+	}
+	if (top >= 0) {
+		fmt_ns(d, sizeof(d), (double)b->comp_ns[top] / db - (double)a->comp_ns[top] / da, 1);
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "; the largest contributor: %s time %s per step",
+				an_comp_names[top], d);
+		/* led by the kernel (GPU parts) or operator (host parts) that moved most that way */
+		const struct row *r = top <= AN_MEMSET ? top_row(kernels, tc->dir, top)
+			: top == AN_IDLE ? NULL : top_row(ops, tc->dir, -1);
+		if (r) {
+			fmt_name(name, sizeof(name), row_name(r));
+			fmt_ns(d, sizeof(d), (double)r->delta_ns, 1);
+			snprintf(text + len, sizeof(text) - (size_t)len, ", led by %s %s per step", name, d);
+		}
+	}
+	return add_reason(reasons, text);
+}
+
+json_t *compare_runs(struct compare_run *base, struct compare_run *target, const struct compare_opts *o)
+{
+	struct time_cmp tc = { 0 };
+	struct table ops = { 0 }, kernels = { 0 };
+	json_t *reasons = json_array(), *out = NULL, *ops_j = NULL, *kern_j = NULL, *ops_c = NULL, *kern_c = NULL;
+	json_t *mem = NULL, *thr = NULL;
+	int per_step = base->nsteps > 0 && target->nsteps > 0, mem_dir = 0, fail = 0;
+	double da = per_step ? (double)base->nsteps : 1, db = per_step ? (double)target->nsteps : 1;
+	const char *verdict;
+
+	if (!reasons)
+		return NULL;
+	stats_summarise(base->dur_ns, base->nsteps, &tc.a);
+	stats_summarise(target->dur_ns, target->nsteps, &tc.b);
+	tc.have = per_step;
+	tc.tested = per_step && !stats_welch(&tc.a, &tc.b, &tc.w);
+	tc.delta_pct = per_step ? pct(tc.a.mean, tc.b.mean) : NAN;
+	if (tc.tested && tc.w.p < o->alpha && isfinite(tc.delta_pct) && fabs(tc.delta_pct) > o->threshold_pct)
+		tc.dir = tc.delta_pct > 0 ? 1 : -1;
+
+	if (!(ops_j = table_json(&ops, base->ops, base->nops, target->ops, target->nops, da, db, o->limit, 0, &ops_c)) ||
+	    !(kern_j = table_json(&kernels, base->kernels, base->nkernels, target->kernels, target->nkernels, da, db,
+				  o->limit, 1, &kern_c)) ||
+	    time_reason(reasons, &tc, base, target, &ops, &kernels, da, db, o))
+		goto out;
+	mem = memory_json(base, target, o->threshold_pct, &mem_dir, reasons, &fail);
+	if (!mem || fail || !(thr = throughput_json(base, target, &tc, reasons)) ||
+	    only_reason(reasons, &ops, "operators", 1) || only_reason(reasons, &ops, "operators", 0) ||
+	    only_reason(reasons, &kernels, "kernels", 1) || only_reason(reasons, &kernels, "kernels", 0))
+		goto out;
+	verdict = tc.dir > 0 || mem_dir > 0 ? "regression" : tc.dir < 0 || mem_dir < 0 ? "improvement" : "no_change";
+	out = json_pack("{s:s, s:s, s:i, s:i, s:b, s:{s:f, s:f}, s:s, s:s, s:O, s:o, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
+			"base", base->run, "target", target->run, "base_rank", base->rank, "target_rank", target->rank,
+			"baseline", o->from_baseline, "thresholds", "threshold_pct", o->threshold_pct, "alpha", o->alpha,
+			"per", per_step ? "step" : "trace", "verdict", verdict, "reasons", reasons,
+			"step_time", step_time_json(&tc, base, target, o->alpha), "breakdown", breakdown_json(base, target, da, db),
+			"throughput", thr, "memory", mem, "ops", ops_j, "ops_counts", ops_c, "kernels", kern_j,
+			"kernels_counts", kern_c);
+out:
+	tp_free(ops.rows);
+	tp_free(kernels.rows);
+	json_decref(reasons);
+	json_decref(ops_j);
+	json_decref(kern_j);
+	json_decref(ops_c);
+	json_decref(kern_c);
+	json_decref(mem);
+	json_decref(thr);
+	return out;
+}

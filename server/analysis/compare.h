@@ -1,0 +1,65 @@
+/*
+ * compare.h: what changed between two runs (GET /api/v1/compare): step time
+ * with a significance test over steps, the step breakdown, throughput from
+ * posted metrics, peak memory by category, operators and kernels per step
+ * joined by name, and a verdict with its reasons in words. The store
+ * gathers each run's figures into a struct compare_run; this module only
+ * computes. Pure: no SQL, no HTTP.
+ */
+#ifndef COMPARE_H
+#define COMPARE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+#include "ingest/timeline.h"
+
+struct compare_item {
+	char *name;
+	int kind;			/* kernels: enum an_gpu_kind; ops: 0 */
+	int64_t calls, ns;		/* ops: host self time; kernels: GPU time; whole rank */
+};
+
+struct compare_metric {
+	char *name;
+	double mean;			/* over the steps posted */
+	int64_t count;
+};
+
+/* One run's figures at one rank; every pointer owned (compare_run_release frees them). */
+struct compare_run {
+	char *run;
+	int rank;
+	int64_t *dur_ns;		/* step durations (reordered by compare_runs) */
+	size_t nsteps;
+	int64_t comp_ns[AN_NCOMP];	/* the step breakdown summed over steps */
+	struct compare_item *ops;	/* host operators, by name */
+	size_t nops;
+	struct compare_item *kernels;	/* GPU kernels, memcpys and memsets, by (kind, name) */
+	size_t nkernels;
+	int has_memory;			/* the fields below are set */
+	char mem_device[16], mem_source[16];
+	int64_t peak_bytes, peak_cat[MEM_NCAT];	/* the highest allocated point */
+	int64_t reserved_bytes;		/* highest reserved; -1: the source does not know */
+	struct compare_metric *metrics;
+	size_t nmetrics;
+};
+
+void compare_run_release(struct compare_run *r);
+
+#define COMPARE_THRESHOLD_PCT 5.0
+#define COMPARE_ALPHA 0.05
+
+struct compare_opts {
+	double threshold_pct;		/* a change smaller than this (either way) is no change */
+	double alpha;			/* step time changes count only when p < alpha */
+	long limit;			/* at most this many ops and kernels each */
+	int from_baseline;		/* base is the target's project baseline */
+};
+
+/* The answer of GET /api/v1/compare (new reference); NULL when out of memory. Sorts the durations. */
+json_t *compare_runs(struct compare_run *base, struct compare_run *target, const struct compare_opts *o);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * check_stats.c: the statistics behind run comparison (server/analysis/stats.c)
+ * against values known independently of it: closed forms of the incomplete
+ * beta function and of Student's t for 1, 2 and 4 degrees of freedom, the
+ * t tables' 5% critical values, factorials for ln Gamma, and Welch's test on
+ * a sample small enough to work by hand.
+ */
+#include <math.h>
+
+#include "analysis/stats.h"
+#include "suites.h"
+
+#define near(x, want, tol) \
+	ck_assert_msg(fabs((x) - (want)) <= (tol), "%s = %.17g, want %.17g (+- %g)", #x, (double)(x), \
+		      (double)(want), (double)(tol))
+
+START_TEST(test_lgamma)
+{
+	/* Gamma(n) = (n - 1)!, Gamma(1/2) = sqrt(pi) */
+	near(stats_lgamma(1), 0, 1e-14);
+	near(stats_lgamma(2), 0, 1e-14);
+	near(stats_lgamma(10), log(362880.0), 1e-12);
+	near(stats_lgamma(21), log(2432902008176640000.0), 1e-11);
+	near(stats_lgamma(0.5), 0.5 * log(M_PI), 1e-14);
+	/* Gamma(x + 1) = x Gamma(x), across the reflection at 0.5 */
+	near(stats_lgamma(1.3) - stats_lgamma(0.3), log(0.3), 1e-13);
+	ck_assert(isnan(stats_lgamma(0)));
+	ck_assert(isnan(stats_lgamma(-2)));
+}
+END_TEST
+
+START_TEST(test_betai_closed_forms)
+{
+	static const double xs[] = { 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999 };
+
+	for (size_t i = 0; i < sizeof(xs) / sizeof(xs[0]); i++) {
+		double x = xs[i];
+		near(stats_betai(1, 1, x), x, 1e-14);
+		near(stats_betai(3.5, 1, x), pow(x, 3.5), 1e-13);
+		near(stats_betai(1, 2.5, x), 1 - pow(1 - x, 2.5), 1e-13);
+		/* I_x(2, 2) = 3x^2 - 2x^3 */
+		near(stats_betai(2, 2, x), 3 * x * x - 2 * x * x * x, 1e-13);
+		/* symmetry, on both sides of the switch point */
+		near(stats_betai(7.3, 0.5, x) + stats_betai(0.5, 7.3, 1 - x), 1, 1e-13);
+	}
+	near(stats_betai(3.7, 3.7, 0.5), 0.5, 1e-14);
+	near(stats_betai(500, 500, 0.5), 0.5, 1e-12);
+	ck_assert(stats_betai(2, 3, 0) == 0);
+	ck_assert(stats_betai(2, 3, 1) == 1);
+	ck_assert(isnan(stats_betai(0, 1, 0.5)));
+	ck_assert(isnan(stats_betai(1, 1, 1.5)));
+	ck_assert(isnan(stats_betai(1, 1, NAN)));
+}
+END_TEST
+
+/* Student's t, two-sided tail, where the CDF has a closed form (df 1: Cauchy; 2; 4). */
+static double tail_df1(double t) { return 1 - 2 * atan(fabs(t)) / M_PI; }
+static double tail_df2(double t) { return 1 - fabs(t) / sqrt(2 + t * t); }
+static double tail_df4(double t)
+{
+	double u = 1 + t * t / 4, a = fabs(t);
+	return 2 * (0.5 - 3.0 / 8 * a / sqrt(u) * (1 - t * t / (12 * u)));
+}
+
+START_TEST(test_t_closed_forms)
+{
+	static const double ts[] = { 0.1, 0.5, 1, 2, 3.674234614174767, 10, 100 };
+
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		double t = ts[i];
+		near(stats_t_two_sided(t, 1), tail_df1(t), 1e-13);
+		near(stats_t_two_sided(-t, 1), tail_df1(t), 1e-13);
+		near(stats_t_two_sided(t, 2), tail_df2(t), 1e-13);
+		near(stats_t_two_sided(t, 4), tail_df4(t), 1e-13);
+	}
+	ck_assert(stats_t_two_sided(0, 3.3) == 1);
+	ck_assert(stats_t_two_sided(INFINITY, 3) == 0);
+	ck_assert(isnan(stats_t_two_sided(1, 0)));
+	ck_assert(isnan(stats_t_two_sided(NAN, 3)));
+}
+END_TEST
+
+START_TEST(test_t_tables)
+{
+	/* two-sided 5% and 1% critical values, as printed in t tables (6-7 digits) */
+	near(stats_t_two_sided(12.706205, 1), 0.05, 1e-7);
+	near(stats_t_two_sided(2.570582, 5), 0.05, 1e-6);
+	near(stats_t_two_sided(2.228139, 10), 0.05, 1e-6);
+	near(stats_t_two_sided(2.042272, 30), 0.05, 1e-6);
+	near(stats_t_two_sided(3.169273, 10), 0.01, 1e-7);
+	/* many degrees of freedom: the normal's 1.959964 */
+	near(stats_t_two_sided(1.959964, 1e6), 0.05, 1e-5);
+}
+END_TEST
+
+START_TEST(test_summarise)
+{
+	int64_t x[] = { 5, 1, 4, 2 }, one[] = { 7 };
+	struct stats_sample s;
+
+	stats_summarise(x, 4, &s);
+	ck_assert_uint_eq(s.n, 4);
+	near(s.mean, 3, 0);
+	near(s.var, 10.0 / 3, 1e-15);	/* deviations 2, -2, 1, -1 */
+	ck_assert_int_eq(s.median, 3);
+	stats_summarise(one, 1, &s);
+	ck_assert_int_eq(s.median, 7);
+	near(s.var, 0, 0);
+	stats_summarise(NULL, 0, &s);
+	ck_assert_uint_eq(s.n, 0);
+}
+END_TEST
+
+START_TEST(test_welch)
+{
+	int64_t a[] = { 1, 2, 3 }, b[] = { 4, 5, 6 }, c[] = { 3, 1, 2 }, k1[] = { 9, 9 }, k2[] = { 9, 9 }, k3[] = { 8, 8 };
+	struct stats_sample sa, sb, sc, s1, s2, s3;
+	struct stats_welch w;
+
+	stats_summarise(a, 3, &sa);
+	stats_summarise(b, 3, &sb);
+	stats_summarise(c, 3, &sc);
+	/* by hand: means 2 and 5, variances 1, se = sqrt(2/3), t = 3 / se, df = (2/3)^2 / (2 (1/3)^2 / 2) = 4 */
+	ck_assert_int_eq(stats_welch(&sa, &sb, &w), 0);
+	near(w.t, 3 / sqrt(2.0 / 3), 1e-12);
+	near(w.df, 4, 1e-12);
+	near(w.p, tail_df4(3 / sqrt(2.0 / 3)), 1e-13);
+	ck_assert_int_eq(stats_welch(&sb, &sa, &w), 0);
+	near(w.t, -3 / sqrt(2.0 / 3), 1e-12);
+	/* the same values: no difference at all */
+	ck_assert_int_eq(stats_welch(&sa, &sc, &w), 0);
+	ck_assert(w.t == 0 && w.p == 1);
+	/* no noise: equal means p = 1, different means p = 0 */
+	stats_summarise(k1, 2, &s1);
+	stats_summarise(k2, 2, &s2);
+	stats_summarise(k3, 2, &s3);
+	ck_assert_int_eq(stats_welch(&s1, &s2, &w), 0);
+	ck_assert(w.p == 1 && isnan(w.t) && isnan(w.df));
+	ck_assert_int_eq(stats_welch(&s1, &s3, &w), 0);
+	ck_assert(w.p == 0);
+	/* fewer than two values: untestable */
+	stats_summarise(k1, 1, &s1);
+	ck_assert_int_eq(stats_welch(&s1, &sa, &w), -1);
+	ck_assert_int_eq(stats_welch(&sa, &s1, &w), -1);
+}
+END_TEST
+
+Suite *suite_stats(void)
+{
+	Suite *s = suite_create("stats");
+	TCase *tc = tcase_create("distributions");
+
+	tcase_add_test(tc, test_lgamma);
+	tcase_add_test(tc, test_betai_closed_forms);
+	tcase_add_test(tc, test_t_closed_forms);
+	tcase_add_test(tc, test_t_tables);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("samples");
+	tcase_add_test(tc, test_summarise);
+	tcase_add_test(tc, test_welch);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -2,7 +2,7 @@
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev zlib1g-dev \
-      libjansson-dev libyajl-dev && rm -rf /var/lib/apt/lists/*
+      libjansson-dev libyajl-dev nodejs npm ca-certificates && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake cmake
@@ -10,6 +10,9 @@ COPY common common
 COPY server server
 COPY collector collector
 COPY schemas schemas
+COPY scripts/web-build.sh scripts/web-build.sh
+COPY web/package.json web/package-lock.json web/build.mjs web/
+COPY web/src web/src
 RUN cmake -S . -B build -DBUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
  && cmake --build build -j"$(nproc)" && strip build/trainscope-server
 

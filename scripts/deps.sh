@@ -3,12 +3,13 @@
 # skipping those already there. Needs root (or sudo) only when something is missing.
 set -eu
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev zlib1g-dev \
-libjansson-dev libyajl-dev libcurl4-openssl-dev check"
+libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-# node and npm run tests/schema; one installed some other way (NodeSource, nvm) will do
+# chromium runs tests/browser; node and npm build the dashboards (web/) and run
+# tests/schema: one installed some other way (NodeSource, nvm) will do
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0

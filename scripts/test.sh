@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds and runs the whole test suite (unit + end to end, then the API's
-# JSON Schemas against a live server) in build/; with SANITIZE=1, in
+# JSON Schemas against a live server, then the dashboards in headless
+# chromium, screenshots in $dir/browser/) in build/; with SANITIZE=1, in
 # build-asan/ with AddressSanitizer and UBSan.
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,3 +16,5 @@ lock=tests/schema/package-lock.json
 cmp -s "$lock" tests/schema/node_modules/.installed-lock.json ||
 	{ npm ci --prefix tests/schema --no-audit --no-fund && cp "$lock" tests/schema/node_modules/.installed-lock.json; }
 node tests/schema/validate.mjs "$dir"
+# web/node_modules (playwright-core) was installed by the build (scripts/web-build.sh)
+BUILD_DIR="$dir" node --test --test-concurrency=1 tests/browser/pages.test.mjs tests/browser/compare.test.mjs

@@ -43,6 +43,10 @@ int h_run_trace(struct request *req);
 int h_run_memory(struct request *req);
 int h_run_memory_peak(struct request *req);
 
+/* h_web.c: the dashboards' HTML shell and bundled assets */
+int h_web_page(struct request *req);
+int h_web_asset(struct request *req);
+
 /* h_artifacts.c */
 int h_artifact_upload_begin(struct request *req);
 int h_artifact_upload_data(struct request *req, const char *data, size_t len);

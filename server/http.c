@@ -95,11 +95,14 @@ unsigned http_status_of(int rc)
 
 static void common_headers(struct MHD_Response *resp)
 {
-	/* API answers are data, never pages: nothing may run or frame them (CORS stays off) */
-	MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+	/* API answers are data, never pages: nothing may run or frame them (CORS stays off);
+	 * the pages (h_web.c) set their own policy and caching */
+	if (!MHD_get_response_header(resp, "Content-Security-Policy"))
+		MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
 }
 
 int http_reply_response(struct request *req, unsigned status, struct MHD_Response *resp)

@@ -32,6 +32,11 @@ static const struct route routes[] = {
 	  h_artifact_upload_data, h_artifact_upload_end, h_artifact_upload_cleanup },
 	{ "GET", "/api/v1/runs/{run}/artifacts/{id}", ROUTE_CACHE, h_artifact_get, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/artifacts/{id}/raw", 0, h_artifact_raw, NULL, NULL, NULL },
+	/* the dashboards: code and styles, no data (the pages read the API, with its token) */
+	{ "GET", "/", ROUTE_OPEN, h_web_page, NULL, NULL, NULL },
+	{ "GET", "/runs/{run}", ROUTE_OPEN, h_web_page, NULL, NULL, NULL },
+	{ "GET", "/compare", ROUTE_OPEN, h_web_page, NULL, NULL, NULL },
+	{ "GET", "/assets/{name}", ROUTE_OPEN, h_web_asset, NULL, NULL, NULL },
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

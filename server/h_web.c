@@ -1,0 +1,84 @@
+/*
+ * h_web.c: the dashboards. GET /, /runs/{run} and /compare answer the one
+ * HTML shell (its script reads the path and draws the page from the JSON
+ * API); GET /assets/{name} answers the bundled scripts and styles. Files come
+ * only from the compiled-in table (web_assets.h), looked up by exact name:
+ * no path from the request ever reaches the file system.
+ *
+ * Asset names carry a hash of their content, so they are cached for a year
+ * (immutable); the shell is revalidated every time (no-cache + ETag, 304 on
+ * If-None-Match). Pages get a CSP that allows only this origin's files: no
+ * inline script or style, no CDN.
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "http.h"
+#include "web_assets.h"
+
+#define PAGE_CSP "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
+		 "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+static const struct web_asset *find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < web_nassets; i++)
+		if (!strcmp(web_assets[i].name, name))
+			return &web_assets[i];
+	return NULL;
+}
+
+/* If-None-Match holds a's ETag (or "*") */
+static int not_modified(struct request *req, const struct web_asset *a)
+{
+	const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
+
+	return inm && (strstr(inm, a->etag) || !strcmp(inm, "*"));
+}
+
+static int serve(struct request *req, const struct web_asset *a, const char *cache_control)
+{
+	int gz = req->accepts_gzip && a->gzlen < a->len, fresh = not_modified(req, a);
+	struct MHD_Response *resp;
+
+	/* the table is static: MHD sends from it without copying */
+	if (fresh)
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	else
+		resp = MHD_create_response_from_buffer(gz ? a->gzlen : a->len, (void *)(gz ? a->gz : a->data),
+						       MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return -1;
+	if (gz && !fresh)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, cache_control);
+	MHD_add_response_header(resp, "Content-Security-Policy", PAGE_CSP);
+	return http_reply_response(req, fresh ? 304 : 200, resp);
+}
+
+int h_web_page(struct request *req)
+{
+	const struct web_asset *a = find("index.html");
+
+	if (!a)
+		return http_reply_error(req, 404, "not_found", NULL, "this server was built without its pages");
+	return serve(req, a, "no-cache");
+}
+
+int h_web_asset(struct request *req)
+{
+	char name[160];
+	const struct web_asset *a = NULL;
+
+	if ((size_t)snprintf(name, sizeof(name), "assets/%s", req->params[0]) < sizeof(name))
+		a = find(name);
+	if (!a)
+		return http_reply_error(req, 404, "not_found", NULL, "no such asset: %s", req->params[0]);
+	return serve(req, a, "public, max-age=31536000, immutable");
+}

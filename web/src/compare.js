@@ -1,0 +1,127 @@
+// The comparison page (/compare?base=A&target=B): the verdict and its reasons
+// (GET /api/v1/compare), step time and its breakdown side by side, the two
+// memory timelines on the same axes, and the operator and kernel deltas.
+import { ApiError, api, errorBox, runUrl } from './api.js';
+import { memoryChart, stepChart } from './charts.js';
+import { table } from './table.js';
+import { COMPONENTS, card, fmtBytes, fmtInt, fmtNs, fmtSignedPct, h, label, ready, setCrumbs } from './util.js';
+
+const runName = (x) => (typeof x === 'string' ? x : x?.name ?? x?.run);
+const reasonText = (r) => (typeof r === 'string' ? r : r.message ?? r.text ?? JSON.stringify(r));
+
+export async function comparePage(app) {
+	const params = new URLSearchParams(location.search);
+	const base = params.get('base'), target = params.get('target');
+	setCrumbs(h('a', { href: '/', text: 'Runs' }), 'Compare');
+	if (!base || !target) {
+		app.replaceChildren(errorBox(new ApiError(400, 'invalid_parameter', 'Pick two runs on the runs page: /compare?base=A&target=B')));
+		return;
+	}
+	document.title = `${base} → ${target} · Trainscope`;
+	let cmp, infos, steps;
+	try {
+		const q = new URLSearchParams({ base, target });
+		if (params.get('rank'))
+			q.set('rank', params.get('rank'));
+		[cmp, infos, steps] = await Promise.all([
+			api('/api/v1/compare?' + q),
+			Promise.all([base, target].map((r) => api(runUrl(r)))),
+			Promise.all([base, target].map((r) => api(runUrl(r, '/steps')).then((a) => a.steps))),
+		]);
+	} catch (err) {
+		app.replaceChildren(errorBox(err));
+		return;
+	}
+	const names = [runName(cmp.base) || base, runName(cmp.target) || target];
+	const st = cmp.step_time || {};
+
+	const verdict = h('section', { class: 'verdict ' + cmp.verdict, id: 'verdict' },
+		h('div', { class: 'verdict-head' },
+			h('span', { class: 'verdict-word', text: label(cmp.verdict) }),
+			h('span', { class: 'verdict-runs' }, h('a', { href: runUrl(names[0]).replace('/api/v1', ''), text: names[0] }), ' → ',
+				h('a', { href: runUrl(names[1]).replace('/api/v1', ''), text: names[1] }))),
+		h('div', { class: 'headline' },
+			stat('Mean step, base', fmtNs(st.base_ns)),
+			stat('Mean step, target', fmtNs(st.target_ns)),
+			stat('Change', fmtSignedPct(st.delta_pct), st.p_value != null ? `p = ${st.p_value.toPrecision(2)}` : null),
+			stat('Peak memory', `${fmtBytes(cmp.memory?.base_peak_bytes)} → ${fmtBytes(cmp.memory?.target_peak_bytes)}`)),
+		h('ul', { class: 'reasons' }, (cmp.reasons || []).map((r) => h('li', { text: reasonText(r) }))));
+
+	const stepBoxes = names.map(() => h('div', { class: 'chart-box' }));
+	const memBoxes = names.map(() => h('div', { class: 'chart-box' }));
+	const hasMemory = infos.map((i) => i.run.peak_allocated_bytes != null);
+	app.replaceChildren(...[verdict,
+		card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
+			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' })))), breakdownTable(steps, names)),
+		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
+			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
+		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
+		card('Operators', deltaTable(cmp.ops || [], 'Operator')),
+		card('Kernels', deltaTable(cmp.kernels || [], 'Kernel'))].filter(Boolean));
+
+	const yMax = Math.max(...steps.flat().map((s) => s.dur_ns)) * 1.05;
+	steps.forEach((s, i) => s.length && stepChart(stepBoxes[i], s, { yMax }));
+	const mems = await Promise.all(names.map((n, i) => hasMemory[i] &&
+		api(runUrl(n, '/memory', { points: Math.round(memBoxes[i].clientWidth) })).catch((err) => {
+			memBoxes[i].replaceChildren(errorBox(err));
+			return null;
+		})));
+	const drawn = mems.filter(Boolean);
+	const xMax = Math.max(...drawn.map((m) => (m.t_ns[m.t_ns.length - 1] - m.t_ns[0]) / 1e9));
+	const memMax = Math.max(...drawn.map((m) => Math.max(...m.allocated, ...m.reserved.filter((v) => v != null)))) * 1.08;
+	mems.forEach((m, i) => m && memoryChart(memBoxes[i], m, { xMax, yMax: memMax }));
+	ready(app);
+}
+
+function stat(title, value, sub) {
+	return h('div', { class: 'stat' }, h('div', { class: 'stat-title', text: title }), h('div', { class: 'stat-value', text: value }),
+		sub ? h('div', { class: 'stat-sub', text: sub }) : null);
+}
+
+// Mean time per step of each component, base against target.
+function breakdownTable(steps, names) {
+	const mean = (s, c) => (s.length ? s.reduce((a, x) => a + x.breakdown_ns[c], 0) / s.length : null);
+	const rows = COMPONENTS.map((c) => {
+		const b = mean(steps[0], c), t = mean(steps[1], c);
+		return { component: c, base: b, target: t, delta: b != null && t != null ? t - b : null };
+	});
+	return table({
+		rows, columns: [
+			{ key: 'component', label: 'Component', fmt: (v) => h('span', { class: 'cat' }, h('i', { class: 'swatch', 'data-comp': v }), v) },
+			{ key: 'base', label: names[0], num: true, fmt: fmtNs },
+			{ key: 'target', label: names[1], num: true, fmt: fmtNs },
+			{ key: 'delta', label: 'Change per step', num: true, fmt: (v) => h('span', { class: v > 0 ? 'worse' : v < 0 ? 'better' : null, text: v == null ? '–' : (v > 0 ? '+' : '') + fmtNs(v) }) },
+		],
+	}).el;
+}
+
+function categoryDeltas(byCat) {
+	return h('p', { class: 'small' }, 'Peak change by category: ',
+		Object.entries(byCat).filter(([, v]) => v).map(([k, v]) =>
+			h('span', { class: 'chip ' + (v > 0 ? 'bad' : 'ok'), text: `${label(k)} ${v > 0 ? '+' : ''}${fmtBytes(v)}` })));
+}
+
+function numFmt(key) {
+	if (key.endsWith('_pct'))
+		return fmtSignedPct;
+	if (/_ns(_|$)/.test(key))
+		return key.startsWith('delta') ? (v) => (v == null ? '–' : (v > 0 ? '+' : '') + fmtNs(v)) : fmtNs;
+	return (v) => (typeof v === 'number' ? (Number.isInteger(v) ? fmtInt(v) : v.toPrecision(3)) : v ?? '–');
+}
+
+// Entries of the compare answer's ops or kernels: name, status and whatever figures the server gives.
+function deltaTable(rows, what) {
+	const keys = [...new Set(rows.flatMap((r) => Object.keys(r)))].filter((k) => k !== 'name' && k !== 'status' &&
+		rows.some((r) => typeof r[k] === 'number'));
+	const sortKey = keys.find((k) => k.startsWith('delta') && /_ns(_|$)/.test(k)) || keys.find((k) => k.startsWith('delta'));
+	return table({
+		rows, sort: sortKey, empty: 'No differences.',
+		rowClass: (r) => r.status,
+		columns: [
+			{ key: 'name', label: what, fmt: (v) => h('span', { class: 'name', title: v, text: v }) },
+			{ key: 'status', label: 'Status', fmt: (v) => h('span', { class: 'chip ' + v, text: v }) },
+			...keys.map((k) => ({ key: k, label: label(k.replace(/_ns(_|$)/, '$1')), num: true, fmt: numFmt(k),
+				sortBy: k === sortKey ? (r) => (r[k] == null ? null : Math.abs(r[k])) : undefined })),
+		],
+	}).el;
+}

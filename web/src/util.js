@@ -1,0 +1,100 @@
+// Small DOM and formatting helpers shared by the pages.
+
+// h('div', {class: 'x', onclick: f}, child, 'text', ...): an element. Attributes
+// starting with "on" become listeners; null/false children are skipped.
+export function h(tag, attrs, ...kids) {
+	const el = document.createElement(tag);
+	for (const [k, v] of Object.entries(attrs || {})) {
+		if (v == null || v === false)
+			continue;
+		if (k.startsWith('on'))
+			el.addEventListener(k.slice(2), v);
+		else if (k === 'text')
+			el.textContent = v;
+		else
+			el.setAttribute(k, v === true ? '' : v);
+	}
+	for (const kid of kids.flat(Infinity))
+		if (kid != null && kid !== false)
+			el.append(kid instanceof Node ? kid : String(kid));
+	return el;
+}
+
+export const DASH = '–';
+
+export function fmtNs(ns) {
+	if (ns == null || Number.isNaN(ns))
+		return DASH;
+	const a = Math.abs(ns);
+	if (a >= 1e9)
+		return (ns / 1e9).toFixed(a >= 1e10 ? 1 : 2) + ' s';
+	if (a >= 1e6)
+		return (ns / 1e6).toFixed(a >= 1e8 ? 0 : 1) + ' ms';
+	if (a >= 1e3)
+		return (ns / 1e3).toFixed(a >= 1e5 ? 0 : 1) + ' µs';
+	return Math.round(ns) + ' ns';
+}
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+export function fmtBytes(b) {
+	if (b == null || Number.isNaN(b))
+		return DASH;
+	let i = 0, v = Math.abs(b);
+	while (v >= 1024 && i < UNITS.length - 1) {
+		v /= 1024;
+		i++;
+	}
+	return (b < 0 ? '-' : '') + (i ? v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2) : v) + ' ' + UNITS[i];
+}
+
+export function fmtPct(x, digits = 1) {
+	return x == null || Number.isNaN(x) ? DASH : (x * 100).toFixed(digits) + '%';
+}
+
+export function fmtSignedPct(p) {
+	return p == null ? DASH : (p > 0 ? '+' : '') + p.toFixed(1) + '%';
+}
+
+export function fmtInt(n) {
+	return n == null ? DASH : n.toLocaleString('en-US');
+}
+
+export function fmtDate(ns) {
+	if (ns == null)
+		return DASH;
+	const d = new Date(ns / 1e6);
+	const pad = (x) => String(x).padStart(2, '0');
+	return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+export function card(title, ...body) {
+	return h('section', { class: 'card' }, h('h2', { text: title }), ...body);
+}
+
+export function setCrumbs(...items) {
+	const nav = document.getElementById('crumbs');
+	nav.replaceChildren(...items.map((it) => (typeof it === 'string' ? h('span', { text: it }) : it)));
+}
+
+// Colours: the memory categories (PyTorch's order) and the step components.
+export const CATEGORIES = ['parameter', 'optimizer_state', 'input', 'temporary', 'activation', 'gradient',
+	'autograd_detail', 'unknown'];
+export const CATEGORY_COLORS = {
+	parameter: '#4e79a7', optimizer_state: '#f28e2b', input: '#76b7b2', temporary: '#e15759',
+	activation: '#59a14f', gradient: '#edc948', autograd_detail: '#b07aa1', unknown: '#bab0ac',
+};
+export const COMPONENTS = ['kernel', 'memcpy', 'memset', 'runtime', 'dataloader', 'cpu', 'idle'];
+export const COMPONENT_COLORS = {
+	kernel: '#4e79a7', memcpy: '#f28e2b', memset: '#edc948', runtime: '#e15759', dataloader: '#b07aa1',
+	cpu: '#76b7b2', idle: '#d4d4d8',
+};
+export const label = (key) => key.replace(/_/g, ' ');
+
+// The page is drawn: marked once the next frame is painted, for tests
+// (#app[data-ready]) and bench/page_load.mjs (the 'trainscope:ready' mark).
+export function ready(app) {
+	requestAnimationFrame(() => setTimeout(() => {
+		performance.mark('trainscope:ready');
+		app.dataset.ready = '1';
+	}));
+}

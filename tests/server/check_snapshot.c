@@ -78,7 +78,8 @@ START_TEST(test_cs336_fixture)
 	/* figures from Python's pickle over the same file (shared/fixtures/README.md, formats.md 3.2) */
 	static const size_t pieces[] = { 1, 13, 65536, 1 << 22 };
 	size_t len;
-	uint8_t *data = tu_read_file(tu_fixture("memory/cs336_memory_snapshot.pickle"), &len);
+	char *path = tu_fixture("memory/cs336_memory_snapshot.pickle");
+	uint8_t *data = tu_read_file(path, &len);
 	struct snap x;
 	const struct mem_series *s;
 	int64_t peak = 0;
@@ -112,13 +113,15 @@ START_TEST(test_cs336_fixture)
 	ck_assert_ptr_nonnull(strstr(s->groups[0].op, "model.py:"));
 	snap_done(&x);
 	free(data);
+	free(path);
 }
 END_TEST
 
 START_TEST(test_state_only_fixture)
 {
 	size_t len;
-	uint8_t *data = tu_read_file(tu_fixture("memory/docubox_state_only_snapshot.pickle"), &len);
+	char *path = tu_fixture("memory/docubox_state_only_snapshot.pickle");
+	uint8_t *data = tu_read_file(path, &len);
 	struct snap x;
 
 	snap_read(data, len, len, &x);
@@ -133,6 +136,7 @@ START_TEST(test_state_only_fixture)
 	ck_assert_int_eq(x.s->groups[0].bytes, 90861056);
 	snap_done(&x);
 	free(data);
+	free(path);
 }
 END_TEST
 

@@ -18,5 +18,6 @@ Suite *suite_timeline(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);
+Suite *suite_collect(void);
 
 #endif

@@ -94,12 +94,15 @@ int client_init(struct client *c)
 		v = getenv(rank_var = "RANK");
 	if (v && *v && client_parse_rank(v, &c->rank)) {
 		fprintf(stderr, "trainscope-collect: %s=%s: expected a rank from 0 to 65535\n", rank_var, v);
+		client_release(c);
 		return -1;
 	}
 	if (!c->server || env_long("TRAINSCOPE_RETRY_BASE_MS", 1, 3600000, &c->retry_base_ms) ||
 	    env_long("TRAINSCOPE_RETRY_MAX_MS", 1, 3600000, &c->retry_max_ms) ||
-	    env_long("TRAINSCOPE_RETRY_ATTEMPTS", 0, INT_MAX, &attempts))
+	    env_long("TRAINSCOPE_RETRY_ATTEMPTS", 0, INT_MAX, &attempts)) {
+		client_release(c);
 		return -1;
+	}
 	c->max_attempts = (int)attempts;
 	return 0;
 }

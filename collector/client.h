@@ -46,8 +46,9 @@ struct client {
 /*
  * Defaults: TRAINSCOPE_SERVER, TRAINSCOPE_TOKEN, TRAINSCOPE_RUN, rank from
  * TRAINSCOPE_RANK else RANK else 0, backoff from TRAINSCOPE_RETRY_BASE_MS
- * (500) and TRAINSCOPE_RETRY_MAX_MS (30000), 8 attempts. 0, or -1 with a
- * message on stderr when an environment value is malformed.
+ * (500) and TRAINSCOPE_RETRY_MAX_MS (30000), TRAINSCOPE_RETRY_ATTEMPTS (8).
+ * 0, or -1 with a message on stderr when an environment value is malformed
+ * (then nothing is left to release).
  */
 int client_init(struct client *c);
 void client_release(struct client *c);

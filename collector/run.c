@@ -153,7 +153,7 @@ int run_main(int argc, char **argv)
 	struct watch w = { .ifd = -1 };
 	sigset_t sigs, old;
 	long long spool_max = DEFAULT_SPOOL_MAX, drain_s = DEFAULT_DRAIN_S, deadline = 0, bytes;
-	int opt, made_spool = 0, sfd = -1, status = 0, alive = 0, full = 0, stopped = 0, left;
+	int opt, made_spool = 0, sfd = -1, status = 0, alive = 0, full = 0, stopped = 0, broken = 0, left;
 	int rc = CLIENT_EXIT_USAGE;
 	pid_t child;
 
@@ -207,9 +207,15 @@ int run_main(int argc, char **argv)
 			goto out;
 		}
 		made_spool = 1;
-	} else if (mkdir(spool, 0700) && errno != EEXIST) {
-		fprintf(stderr, "trainscope-collect: %s: %s\n", spool, strerror(errno));
-		goto out;
+	} else {
+		char *real;
+		/* absolute: CMD may change its working folder */
+		if ((mkdir(spool, 0700) && errno != EEXIST) || !(real = realpath(spool, NULL))) {
+			fprintf(stderr, "trainscope-collect: %s: %s\n", spool, strerror(errno));
+			goto out;
+		}
+		free(spool);
+		spool = real;
 	}
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGCHLD);
@@ -249,12 +255,13 @@ int run_main(int argc, char **argv)
 		else if (full && bytes < spool_max)
 			fprintf(stderr, "trainscope-collect: the spool %s has room again\n", spool);
 		full = bytes >= spool_max;
-		if (w.fatal == CLIENT_EXIT_REJECTED && !stopped) {
-			fprintf(stderr, "trainscope-collect: shipping stopped, the server refuses this client (%s); "
-				"chunks stay in %s\n", w.last_error, spool);
+		if ((w.fatal || broken) && !stopped) {
+			/* CMD goes on: tracing is not worth a training job */
+			fprintf(stderr, "trainscope-collect: shipping stopped (%s); chunks stay in %s\n",
+				w.fatal == CLIENT_EXIT_REJECTED ? w.last_error : "see above", spool);
 			stopped = 1;
 		}
-		if (!alive && (!w.nqueue || stopped || w.fatal || watch_now_ms() >= deadline))
+		if (!alive && (!w.nqueue || stopped || watch_now_ms() >= deadline))
 			break;
 		timeout = stopped ? -1 : watch_timeout_ms(&w);
 		if (!alive && (timeout < 0 || timeout > deadline - watch_now_ms()))
@@ -263,15 +270,16 @@ int run_main(int argc, char **argv)
 			fprintf(stderr, "trainscope-collect: poll: %s\n", strerror(errno));
 			break;
 		}
-		if (p[0].revents && watch_read_events(&w) && !stopped) {
-			fprintf(stderr, "trainscope-collect: shipping stopped; chunks stay in %s\n", spool);
-			stopped = 1;
-		}
+		if (p[0].revents && watch_read_events(&w))
+			broken = 1;
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD) {
 				if (alive && waitpid(child, &status, WNOHANG) == child) {
 					alive = 0;
 					deadline = watch_now_ms() + drain_s * 1000;
+					/* its last renames are in inotify's queue by now: take them before deciding we are done */
+					if (watch_read_events(&w))
+						broken = 1;
 				}
 			} else if (alive) {
 				/* from a process (a scheduler's kill): pass it on; from the terminal CMD has it */

@@ -783,7 +783,9 @@ START_TEST(test_usage)
 {
 	static const char *const subs[] = { "upload", "watch", "run" };
 	const char *help[] = { NULL, "--help", NULL }, *norun[] = { "upload", "x.json", NULL };
-	const char *unknown[] = { "frobnicate", NULL };
+	const char *unknown[] = { "frobnicate", NULL }, *badenv[] = { "TRAINSCOPE_RANK=x", NULL };
+	const char *badrank[] = { "upload", "--run", "r", "--rank", "65536", "x.json", NULL };
+	const char *badrun[] = { "upload", "--run", "a/b", "x.json", NULL };
 	char *out, *err;
 	int i;
 
@@ -796,6 +798,12 @@ START_TEST(test_usage)
 		free(out);
 	}
 	ck_assert_int_eq(collect("unknown", unknown, NULL), 2);
+	ck_assert_int_eq(collect("badrank", badrank, NULL), 2);
+	ck_assert_int_eq(collect("badenv", norun, badenv), 2);
+	err = output("badenv", "err");
+	ck_assert_msg(strstr(err, "TRAINSCOPE_RANK=x"), "%s", err);
+	free(err);
+	ck_assert_int_eq(collect("badrun", badrun, NULL), 2);
 	ck_assert_int_eq(collect("norun", norun, NULL), 2);
 	err = output("norun", "err");
 	ck_assert_msg(strstr(err, "TRAINSCOPE_RUN"), "%s", err);

@@ -29,7 +29,6 @@
 
 #include "client.h"
 
-struct watch_done;
 struct watch_dir;
 struct watch_item;
 

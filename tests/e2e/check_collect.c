@@ -225,6 +225,21 @@ static long uploads_answered(int status)
 	return n;
 }
 
+/*
+ * uploads_answered, once it has reached n (2 s at most): the server counts a
+ * request when its connection is done with, which may be just after the
+ * client has its answer.
+ */
+static long answered(int status, long n)
+{
+	long have = 0;
+	int i;
+
+	for (i = 0; i < 200 && (have = uploads_answered(status)) < n; i++)
+		sleep_ms(10);
+	return have;
+}
+
 /* A small Kineto-form trace whose bytes are unique to (tag, i). */
 static char *trace_text(const char *tag, int i)
 {
@@ -318,7 +333,7 @@ START_TEST(test_upload_fixtures)
 	ck_assert_msg(strstr(out, "(already there)"), "%s", out);
 	free(out);
 	ck_assert_int_eq(count_artifacts("up"), 3);
-	ck_assert_int_eq(uploads_answered(200), 3);
+	ck_assert_int_eq(answered(200, 3), 3);
 	free(z);
 	free(text);
 	free(gz);
@@ -385,7 +400,7 @@ START_TEST(test_upload_bad_token)
 	ck_assert_msg(!strstr(err, "retrying"), "%s", err);
 	free(err);
 	ck_assert_int_eq(collect("none", args, NULL), 1);
-	ck_assert_int_eq(uploads_answered(401), 2);
+	ck_assert_int_eq(answered(401, 2), 2);
 	/* watch stops too, rather than knock for ever */
 	ck_assert_int_eq(collect("watch", watch, wrong), 1);
 	err = output("watch", "err");
@@ -507,19 +522,19 @@ START_TEST(test_watch_once)
 	}
 	ck_assert_int_eq(collect("first", args, NULL), 0);
 	ck_assert_int_eq(count_artifacts("once"), 3);
-	ck_assert_int_eq(uploads_answered(201), 3);
+	ck_assert_int_eq(answered(201, 3), 3);
 	state = path_in(".trainscope-collect.state");
 	ck_assert_int_eq(stat(state, &st), 0);
 	/* again: the state says all is there, nothing is sent */
 	ck_assert_int_eq(collect("second", args, NULL), 0);
-	ck_assert_int_eq(uploads_answered(201) + uploads_answered(200), 3);
+	ck_assert_int_eq(answered(201, 3) + uploads_answered(200), 3);
 	/* a new file: only it goes */
 	t = trace_text("once", 3);
 	put_file("t3.json", t, 10);
 	free(t);
 	ck_assert_int_eq(collect("third", args, NULL), 0);
 	ck_assert_int_eq(count_artifacts("once"), 4);
-	ck_assert_int_eq(uploads_answered(201) + uploads_answered(200), 4);
+	ck_assert_int_eq(answered(201, 4) + uploads_answered(200), 4);
 	/* another run is another destination: everything goes there */
 	ck_assert_int_eq(collect("other", other_run, NULL), 0);
 	ck_assert_int_eq(count_artifacts("once2"), 4);
@@ -528,7 +543,7 @@ START_TEST(test_watch_once)
 	moved = path_in("moved.state");
 	ck_assert_int_eq(rename(state, moved), 0);
 	ck_assert_int_eq(collect("elsewhere", elsewhere, NULL), 0);
-	ck_assert_int_eq(uploads_answered(200), 4);
+	ck_assert_int_eq(answered(200, 4), 4);
 	ck_assert_int_eq(stat(state, &st), -1);
 	ck_assert_int_eq(count_artifacts("once"), 4);
 	free(moved);
@@ -537,22 +552,16 @@ START_TEST(test_watch_once)
 }
 END_TEST
 
-START_TEST(test_watch_sigkill)
+/* n distinct traces big%d.json of about 1.6 MB each, 10 s old: large enough that a signal lands while some are still to go */
+static void put_big_files(int n)
 {
-	const char *args[] = { "watch", "--run", "kill", dir, NULL };
-	const char *once[] = { "watch", "--once", "--run", "kill", dir, NULL };
-	enum { N = 8, LATE = 2, EVENTS = 20000 };
-	char name[32];
-	json_t *arts;
-	size_t before;
+	enum { EVENTS = 20000 };
+	size_t cap = (size_t)EVENTS * 96 + 64;
+	char name[32], *t = malloc(cap);
 	int i, k;
-	pid_t pid;
 
-	/* files large enough (about 1.6 MB each) that the kill lands while some are still to go */
-	for (i = 0; i < N; i++) {
-		size_t cap = (size_t)EVENTS * 96 + 64, off = 0;
-		char *t = malloc(cap);
-		off += (size_t)snprintf(t + off, cap - off, "{\"traceEvents\":[");
+	for (i = 0; i < n; i++) {
+		size_t off = (size_t)snprintf(t, cap, "{\"traceEvents\":[");
 		for (k = 0; k < EVENTS; k++)
 			off += (size_t)snprintf(t + off, cap - off,
 						"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
@@ -561,8 +570,22 @@ START_TEST(test_watch_sigkill)
 		snprintf(t + off, cap - off, "]}");
 		snprintf(name, sizeof(name), "big%d.json", i);
 		put_file(name, t, 10);
-		free(t);
 	}
+	free(t);
+}
+
+START_TEST(test_watch_sigkill)
+{
+	const char *args[] = { "watch", "--run", "kill", dir, NULL };
+	const char *once[] = { "watch", "--once", "--run", "kill", dir, NULL };
+	enum { N = 8, LATE = 2 };
+	char name[32];
+	json_t *arts;
+	size_t before;
+	int i;
+	pid_t pid;
+
+	put_big_files(N);
 	pid = spawn("watch", args, NULL);
 	wait_artifacts("kill", 1);
 	kill(pid, SIGKILL);
@@ -588,9 +611,32 @@ START_TEST(test_watch_sigkill)
 	}
 	json_decref(arts);
 	/* at most the file in flight at the kill was sent again */
+	ck_assert_int_eq(answered(201, N + LATE), N + LATE);
 	ck_assert_int_le(uploads_answered(200), 1);
-	ck_assert_int_eq(uploads_answered(201), N + LATE);
 	fprintf(stderr, "watch SIGKILL: %zu of %d files were shipped before the kill\n", before, N);
+}
+END_TEST
+
+START_TEST(test_watch_sigterm)
+{
+	const char *args[] = { "watch", "--run", "term", dir, NULL };
+	const char *once[] = { "watch", "--once", "--run", "term", dir, NULL };
+	enum { N = 6 };
+	size_t before;
+	pid_t pid;
+
+	put_big_files(N);
+	pid = spawn("watch", args, NULL);
+	wait_artifacts("term", 1);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	/* the file in flight was finished and recorded: a restart sends none of them again */
+	before = count_artifacts("term");
+	ck_assert_int_eq(answered(201, (long)before), (long)before);
+	ck_assert_int_eq(collect("restart", once, NULL), 0);
+	ck_assert_int_eq(count_artifacts("term"), N);
+	ck_assert_int_eq(uploads_answered(200), 0);
+	ck_assert_int_eq(answered(201, N), N);
 }
 END_TEST
 
@@ -717,6 +763,26 @@ START_TEST(test_run_chunks)
 }
 END_TEST
 
+START_TEST(test_run_passes_sigterm)
+{
+	char *started = path_in("started"), line[600];
+	const char *args[] = { "run", "--run", "sig", "--", "sh", "-c", line, NULL };
+	struct stat st;
+	pid_t pid;
+	int i;
+
+	/* a scheduler's SIGTERM to the collector reaches the command, whose status comes back */
+	snprintf(line, sizeof(line), "touch %s; while :; do sleep 0.02; done", started);
+	pid = spawn("sig", args, NULL);
+	for (i = 0; i < 500 && stat(started, &st); i++)
+		sleep_ms(10);
+	ck_assert_int_eq(stat(started, &st), 0);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 128 + SIGTERM);
+	free(started);
+}
+END_TEST
+
 START_TEST(test_run_server_restart)
 {
 	char *cmd = script(), *spool = path_in("spool"), *flag = path_in("go"), *envout = path_in("env.out"), *err;
@@ -764,7 +830,7 @@ START_TEST(test_run_server_restart)
 	}
 	json_decref(arts);
 	/* the restarted server saw each of the five once */
-	ck_assert_int_eq(uploads_answered(201), 5);
+	ck_assert_int_eq(answered(201, 5), 5);
 	ck_assert_int_eq(uploads_answered(200), 0);
 	err = output("run", "err");
 	ck_assert_msg(strstr(err, "is full") && strstr(err, "has room again"), "%s", err);
@@ -825,7 +891,9 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_watch_renamed);
 	tcase_add_test(tc, test_watch_once);
 	tcase_add_test(tc, test_watch_sigkill);
+	tcase_add_test(tc, test_watch_sigterm);
 	tcase_add_test(tc, test_run_chunks);
+	tcase_add_test(tc, test_run_passes_sigterm);
 	tcase_add_test(tc, test_run_server_restart);
 	tcase_add_test(tc, test_usage);
 	suite_add_tcase(s, tc);

@@ -192,9 +192,13 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
-	/* a stalled transfer (no byte either way for a minute) is a transient failure */
+	/*
+	 * A stalled transfer (no byte either way for five minutes) is a transient
+	 * failure. Not less: the server answers an upload once it is ingested,
+	 * which for a trace of many GB takes a while after its last byte.
+	 */
 	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 300L);
 	curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainscope-collect");
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);

@@ -316,10 +316,17 @@ int watch_add(struct watch *w, const char *dir, const char *state_dir)
 			d->state = NULL;
 			return -1;
 		}
+		if (state_dir && mkdir(state_dir, 0700) && errno != EEXIST) {
+			fprintf(stderr, "trainscope-collect: %s: %s\n", state_dir, strerror(errno));
+			return -1;
+		}
 		if (state_load(d)) {
 			fprintf(stderr, "trainscope-collect: cannot read %s: %s\n", d->state, strerror(errno));
 			return -1;
 		}
+		/* written back at once: pruned, and a folder we cannot write to is found now, not after a file */
+		if (state_save(d))
+			return -1;
 	}
 	d->wd = inotify_add_watch(w->ifd, real, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR);
 	if (d->wd < 0) {

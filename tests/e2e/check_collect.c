@@ -510,6 +510,8 @@ START_TEST(test_watch_once)
 	char *t, *state, *sdir = path_in("state"), *moved;
 	const char *elsewhere[] = { "watch", "--once", "--run", "once", "--state", sdir, dir, NULL };
 	const char *other_run[] = { "watch", "--once", "--run", "once2", dir, NULL };
+	char *badstate = path_in("t0.json/state"), *err;
+	const char *nostate[] = { "watch", "--once", "--run", "once3", "--state", badstate, dir, NULL };
 	struct stat st;
 	int i;
 
@@ -539,16 +541,23 @@ START_TEST(test_watch_once)
 	ck_assert_int_eq(collect("other", other_run, NULL), 0);
 	ck_assert_int_eq(count_artifacts("once2"), 4);
 	/* --state elsewhere: that state is empty, so all four go again (answered 200), and it is kept there */
-	ck_assert_int_eq(mkdir(sdir, 0700), 0);
 	moved = path_in("moved.state");
 	ck_assert_int_eq(rename(state, moved), 0);
 	ck_assert_int_eq(collect("elsewhere", elsewhere, NULL), 0);
 	ck_assert_int_eq(answered(200, 4), 4);
 	ck_assert_int_eq(stat(state, &st), -1);
 	ck_assert_int_eq(count_artifacts("once"), 4);
+	ck_assert_int_eq(stat(sdir, &st), 0);	/* made for us */
+	/* a state that cannot be kept is said at start, before anything is sent: exit 4 */
+	ck_assert_int_eq(collect("nostate", nostate, NULL), 4);
+	err = output("nostate", "err");
+	ck_assert_msg(strstr(err, "t0.json/state"), "%s", err);
+	free(err);
+	ck_assert_int_eq(uploads_answered(200) + uploads_answered(201), 12);	/* as before */
 	free(moved);
 	free(state);
 	free(sdir);
+	free(badstate);
 }
 END_TEST
 

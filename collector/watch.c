@@ -386,7 +386,7 @@ static int cancelled(const struct watch *w)
  * server has the bytes). A spool file the server did not keep stays, and is
  * remembered so as not to be sent again.
  */
-static void settle_item(struct watch *w, struct watch_dir *d, const char *name, const char *path,
+static void record_item(struct watch *w, struct watch_dir *d, const char *name, const char *path,
 			const struct stat *st, int kept)
 {
 	if (w->spool && kept) {
@@ -427,9 +427,8 @@ static int ship_one(struct watch *w, size_t i)
 	switch (upload_file(w->c, path, it->name, 0, 0, &st, &r)) {
 	case CLIENT_OK:
 		upload_report(path, &r);
-		w->shipped++;
 		w->failures = 0;
-		settle_item(w, d, it->name, path, &st, 1);
+		record_item(w, d, it->name, path, &st, 1);
 		break;
 	case CLIENT_REJECTED:
 		kept = upload_report(path, &r);
@@ -441,7 +440,7 @@ static int ship_one(struct watch *w, size_t i)
 			break;
 		}
 		w->rejected++;
-		settle_item(w, d, it->name, path, &st, kept);
+		record_item(w, d, it->name, path, &st, kept);
 		break;
 	case CLIENT_TRANSIENT:
 		w->failures++;

@@ -44,7 +44,7 @@ struct watch {
 	int failures;		/* transient failures in a row; 0 after a success */
 	long long retry_at;	/* monotonic ms of the next attempt after a failure */
 	int fatal;		/* 0, or why shipping stopped as an exit code: 1 after 401/403, 4 local */
-	unsigned shipped, rejected;
+	unsigned rejected;	/* files the server answered with a 4xx (not 401/403) */
 	char last_error[512];	/* the last transient failure, for messages */
 };
 

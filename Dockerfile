@@ -2,7 +2,7 @@
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev zlib1g-dev \
-      libjansson-dev libyajl-dev nodejs npm ca-certificates && rm -rf /var/lib/apt/lists/*
+      libjansson-dev libyajl-dev libcurl4-openssl-dev nodejs npm ca-certificates && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake cmake

@@ -1,6 +1,6 @@
 /*
  * main_e2e.c: the end-to-end runner: the real trainscope-server on loopback,
- * driven with libcurl.
+ * driven with libcurl, and trainscope-collect against it.
  */
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@ int main(void)
 	srunner_add_suite(sr, suite_bad_input());
 	srunner_add_suite(sr, suite_analysis_api());
 	srunner_add_suite(sr, suite_compare());
+	srunner_add_suite(sr, suite_collect());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

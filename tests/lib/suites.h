@@ -21,6 +21,7 @@ Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);
 Suite *suite_compare(void);
+Suite *suite_collect(void);
 Suite *suite_cupti(void);
 
 #endif

@@ -150,6 +150,8 @@ char *tu_source_path(const char *rel)
 	return asprintf(&p, "%s/%s", SOURCE_DIR, rel) < 0 ? NULL : p;
 }
 
+static int start_on(struct tu_server *s, const char *listen, const char *const extra[]);
+
 int tu_server_start(struct tu_server *s, const char *const extra[])
 {
 	memset(s, 0, sizeof(*s));
@@ -161,10 +163,22 @@ int tu_server_start(struct tu_server *s, const char *const extra[])
 
 int tu_server_restart(struct tu_server *s, const char *const extra[])
 {
+	return start_on(s, "127.0.0.1:0", extra);
+}
+
+int tu_server_restart_same_port(struct tu_server *s, const char *const extra[])
+{
+	char listen[32];
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
+	return start_on(s, listen, extra);
+}
+
+static int start_on(struct tu_server *s, const char *listen, const char *const extra[])
+{
 	int pipefd[2], i, n = 0;
 	char line[256];
 	const char *argv[32];
-	char listen[] = "127.0.0.1:0";
 	FILE *f;
 
 	if (pipe(pipefd))

@@ -37,6 +37,8 @@ struct tu_server {
 int tu_server_start(struct tu_server *s, const char *const extra[]);
 /* Start again on the same database (after a stop or a kill). */
 int tu_server_restart(struct tu_server *s, const char *const extra[]);
+/* Start again on the same database and the same port (clients that keep the URL). */
+int tu_server_restart_same_port(struct tu_server *s, const char *const extra[]);
 /* SIGTERM and wait; returns the exit status (or -1). */
 int tu_server_stop(struct tu_server *s);
 /* Stop if running, and remove the folder. */

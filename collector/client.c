@@ -1,0 +1,316 @@
+/*
+ * client.c: see client.h. One curl easy handle per request: the collector
+ * sends a handful of requests a minute, so connection reuse buys nothing and
+ * a fresh handle after a failure is one less state to reason about.
+ *
+ * Outcomes: 2xx OK; 4xx REJECTED (the request itself is wrong: a retry gets
+ * the same answer); 5xx, 429 (the server's upload slots are taken) and
+ * transport errors TRANSIENT (a server restarting or busy, a network blip:
+ * try again later); FAILED when nothing was sent.
+ */
+#define _GNU_SOURCE	/* asprintf */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+
+/* an answer is a small JSON document; more than this is not one of ours */
+#define MAX_ANSWER (1u << 20)
+
+static int env_long(const char *name, long min, long max, long *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || n < min || n > max) {
+		fprintf(stderr, "trainscope-collect: %s=%s: expected an integer from %ld to %ld\n", name, v,
+			min, max);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+int client_parse_rank(const char *s, int *out)
+{
+	char *end;
+	long n;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (errno || *end || n < 0 || n > 65535)
+		return -1;
+	*out = (int)n;
+	return 0;
+}
+
+int client_valid_run(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 1 && n <= 128 && strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					       "0123456789._-") == n;
+}
+
+void client_set_server(struct client *c, const char *url)
+{
+	size_t n = strlen(url);
+
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	free(c->server);
+	c->server = strndup(url, n);
+}
+
+int client_init(struct client *c)
+{
+	const char *v, *rank_var = "TRAINSCOPE_RANK";
+	long attempts = 8;
+
+	memset(c, 0, sizeof(*c));
+	c->cancel_fd = -1;
+	c->retry_base_ms = 500;
+	c->retry_max_ms = 30000;
+	v = getenv("TRAINSCOPE_SERVER");
+	client_set_server(c, v && *v ? v : CLIENT_DEFAULT_SERVER);
+	v = getenv("TRAINSCOPE_TOKEN");
+	c->token = v && *v ? v : NULL;
+	v = getenv("TRAINSCOPE_RUN");
+	c->run = v && *v ? v : NULL;
+	v = getenv(rank_var);
+	if (!v || !*v)
+		v = getenv(rank_var = "RANK");
+	if (v && *v && client_parse_rank(v, &c->rank)) {
+		fprintf(stderr, "trainscope-collect: %s=%s: expected a rank from 0 to 65535\n", rank_var, v);
+		client_release(c);
+		return -1;
+	}
+	if (!c->server || env_long("TRAINSCOPE_RETRY_BASE_MS", 1, 3600000, &c->retry_base_ms) ||
+	    env_long("TRAINSCOPE_RETRY_MAX_MS", 1, 3600000, &c->retry_max_ms) ||
+	    env_long("TRAINSCOPE_RETRY_ATTEMPTS", 0, INT_MAX, &attempts)) {
+		client_release(c);
+		return -1;
+	}
+	c->max_attempts = (int)attempts;
+	return 0;
+}
+
+void client_release(struct client *c)
+{
+	free(c->server);
+	c->server = NULL;
+}
+
+void client_resp_release(struct client_resp *r)
+{
+	json_decref(r->json);
+	free(r->body);
+	r->json = NULL;
+	r->body = NULL;
+}
+
+static size_t on_answer(char *data, size_t size, size_t nmemb, void *payload)
+{
+	struct client_resp *r = payload;
+	size_t n = size * nmemb;
+	char *b;
+
+	if (r->len + n > MAX_ANSWER || !(b = realloc(r->body, r->len + n + 1)))
+		return 0;
+	memcpy(b + r->len, data, n);
+	r->body = b;
+	r->len += n;
+	b[r->len] = 0;
+	return n;
+}
+
+static int on_xfer(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct client_body *b = payload;
+
+	(void)dltotal, (void)dlnow, (void)ultotal;
+	return b->progress(ulnow, b->payload);
+}
+
+static int on_seek(void *payload, curl_off_t offset, int origin)
+{
+	const struct client_body *b = payload;
+
+	/* curl rewinds to send the body again (a reused connection that closed); only 0 is needed */
+	if (origin != SEEK_SET || offset != 0 || !b->rewind || b->rewind(b->payload))
+		return CURL_SEEKFUNC_CANTSEEK;
+	return CURL_SEEKFUNC_OK;
+}
+
+/* The server's {"error":{"code","message"}} as "code: message", else the body's start. */
+static void answer_error(struct client_resp *r)
+{
+	json_t *e = json_object_get(r->json, "error");
+	const char *code = json_string_value(json_object_get(e, "code"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+
+	if (code && msg)
+		snprintf(r->error, sizeof(r->error), "%ld %s: %s", r->status, code, msg);
+	else
+		snprintf(r->error, sizeof(r->error), "%ld: %.200s", r->status, r->body ? r->body : "");
+}
+
+enum client_outcome client_try(const struct client *c, const char *method, const char *path,
+			       const struct client_body *body, struct client_resp *out)
+{
+	struct curl_slist *hdrs = NULL, *h;
+	char *url = NULL, *auth = NULL, curl_err[CURL_ERROR_SIZE] = "";
+	CURL *curl;
+	CURLcode cc;
+
+	memset(out, 0, sizeof(*out));
+	out->outcome = CLIENT_FAILED;
+	if (!(curl = curl_easy_init()) || asprintf(&url, "%s%s", c->server, path) < 0) {
+		url = NULL;
+		snprintf(out->error, sizeof(out->error), "out of memory");
+		goto out;
+	}
+	if (c->token && (asprintf(&auth, "Authorization: Bearer %s", c->token) < 0 ||
+			 !(hdrs = curl_slist_append(hdrs, auth)))) {
+		snprintf(out->error, sizeof(out->error), "out of memory");
+		goto out;
+	}
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
+	/*
+	 * A stalled transfer (no byte either way for five minutes) is a transient
+	 * failure. Not less: the server answers an upload once it is ingested,
+	 * which for a trace of many GB takes a while after its last byte.
+	 */
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 300L);
+	curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainscope-collect");
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
+	if (body) {
+		curl_easy_setopt(curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(curl, CURLOPT_READFUNCTION, body->read);
+		curl_easy_setopt(curl, CURLOPT_READDATA, body->payload);
+		curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(curl, CURLOPT_SEEKDATA, (void *)body);
+		if (body->size >= 0)
+			curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, body->size);
+		else if ((h = curl_slist_append(hdrs, "Transfer-Encoding: chunked")))
+			hdrs = h;
+		if (body->progress) {
+			curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+			curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
+			curl_easy_setopt(curl, CURLOPT_XFERINFODATA, (void *)body);
+		}
+	}
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	cc = curl_easy_perform(curl);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+	if (out->body)
+		out->json = json_loadb(out->body, out->len, 0, NULL);
+	if (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_READ_ERROR) {
+		/* our own callbacks stopped it: nothing the server said matters */
+		snprintf(out->error, sizeof(out->error), "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
+	} else if (out->status == 0) {
+		out->outcome = CLIENT_TRANSIENT;
+		snprintf(out->error, sizeof(out->error), "%s: %s", c->server,
+			 curl_err[0] ? curl_err : curl_easy_strerror(cc));
+	} else if (out->status >= 500 || out->status == 429 || (out->status < 300 && cc != CURLE_OK)) {
+		out->outcome = CLIENT_TRANSIENT;
+		answer_error(out);
+	} else if (out->status < 300) {
+		out->outcome = CLIENT_OK;
+	} else {
+		/* 4xx (and 3xx, which we do not follow): the same request gets the same answer.
+		 * An early answer (401 before the body) may end in a send error: the answer counts. */
+		out->outcome = CLIENT_REJECTED;
+		answer_error(out);
+	}
+out:
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(curl);
+	free(auth);
+	free(url);
+	return out->outcome;
+}
+
+long client_backoff_ms(const struct client *c, int n)
+{
+	long d = c->retry_base_ms;
+
+	while (--n > 0 && d < c->retry_max_ms)
+		d *= 2;
+	if (d > c->retry_max_ms)
+		d = c->retry_max_ms;
+	/* jitter: ranks that lost the server together do not come back together */
+	return d / 2 + (long)(random() % (d / 2 + 1));
+}
+
+int client_sleep(const struct client *c, long ms)
+{
+	struct timespec now, end;
+	struct pollfd p = { .fd = c->cancel_fd, .events = POLLIN };
+	long left;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000;
+	if (end.tv_nsec >= 1000000000) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
+		if (left <= 0)
+			return 0;
+		if (poll(&p, c->cancel_fd >= 0 ? 1 : 0, (int)(left > INT_MAX ? INT_MAX : left)) > 0)
+			return 1;
+	}
+}
+
+enum client_outcome client_request(const struct client *c, const char *method, const char *path,
+				   const struct client_body *body, struct client_resp *out)
+{
+	int attempt;
+
+	for (attempt = 1;; attempt++) {
+		if (client_try(c, method, path, body, out) != CLIENT_TRANSIENT ||
+		    (c->max_attempts && attempt >= c->max_attempts))
+			return out->outcome;
+		long ms = client_backoff_ms(c, attempt);
+		if (c->verbose)
+			fprintf(stderr, "trainscope-collect: %s %s: %s; retrying in %ld ms\n", method, path,
+				out->error, ms);
+		client_resp_release(out);
+		if (client_sleep(c, ms)) {
+			snprintf(out->error, sizeof(out->error), "interrupted");
+			return out->outcome = CLIENT_FAILED;
+		}
+		if (body && body->rewind && body->rewind(body->payload)) {
+			snprintf(out->error, sizeof(out->error), "cannot read the body again");
+			return out->outcome = CLIENT_FAILED;
+		}
+	}
+}
+
+void client_print_error(const char *what, const struct client_resp *r)
+{
+	fprintf(stderr, "trainscope-collect: %s: %s\n", what, r->error[0] ? r->error : "failed");
+}

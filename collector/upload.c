@@ -1,0 +1,276 @@
+/*
+ * upload.c: see upload.h. The body is produced by curl's read callback from
+ * a 64 KiB window of the file: a gzip file (magic 1f 8b) goes as it is, with
+ * its length; anything else goes through zlib deflate in the same callback,
+ * chunked. Memory stays constant whatever the file's size, and a retry
+ * starts again from the first byte (rewind: seek to 0, deflateReset). The
+ * gzip header has no time or name in it, so the same file always gives the
+ * same bytes, and the server's idempotence (same bytes, same artifact) holds
+ * for retries.
+ */
+#define _GNU_SOURCE	/* asprintf */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "collect.h"
+#include "upload.h"
+
+struct source {
+	int fd;
+	int plain;		/* not gzip: deflate on the way */
+	int eof, zdone;
+	z_stream zs;
+	off_t size, consumed;	/* file bytes read so far */
+	const char *label;	/* progress bar: file name; NULL: no bar */
+	double drawn_at;
+	char error[256];
+	unsigned char in[65536];
+};
+
+static size_t read_plain(struct source *s, char *buf, size_t n)
+{
+	ssize_t r = read(s->fd, buf, n);
+
+	if (r < 0) {
+		snprintf(s->error, sizeof(s->error), "read: %s", strerror(errno));
+		return CURL_READFUNC_ABORT;
+	}
+	s->consumed += r;
+	return (size_t)r;
+}
+
+static size_t on_read(char *buf, size_t size, size_t nitems, void *payload)
+{
+	struct source *s = payload;
+	size_t n = size * nitems;
+
+	if (!s->plain)
+		return read_plain(s, buf, n);
+	s->zs.next_out = (Bytef *)buf;
+	s->zs.avail_out = (uInt)n;
+	while (s->zs.avail_out > 0 && !s->zdone) {
+		if (s->zs.avail_in == 0 && !s->eof) {
+			ssize_t r = read(s->fd, s->in, sizeof(s->in));
+			if (r < 0) {
+				snprintf(s->error, sizeof(s->error), "read: %s", strerror(errno));
+				return CURL_READFUNC_ABORT;
+			}
+			s->eof = r == 0;
+			s->consumed += r;
+			s->zs.next_in = s->in;
+			s->zs.avail_in = (uInt)r;
+		}
+		int zr = deflate(&s->zs, s->eof ? Z_FINISH : Z_NO_FLUSH);
+		if (zr == Z_STREAM_END)
+			s->zdone = 1;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+			snprintf(s->error, sizeof(s->error), "deflate: %s", s->zs.msg ? s->zs.msg : "failed");
+			return CURL_READFUNC_ABORT;
+		}
+	}
+	return n - s->zs.avail_out;
+}
+
+static int on_rewind(void *payload)
+{
+	struct source *s = payload;
+
+	if (lseek(s->fd, 0, SEEK_SET) != 0)
+		return -1;
+	s->consumed = 0;
+	s->eof = s->zdone = 0;
+	return s->plain && deflateReset(&s->zs) != Z_OK ? -1 : 0;
+}
+
+static void human(char *out, size_t n, double bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (bytes >= 1024 && u < 4) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(out, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+static int on_progress(curl_off_t sent, void *payload)
+{
+	struct source *s = payload;
+	struct timespec ts;
+	char a[32], b[32];
+	double now;
+
+	(void)sent;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (now - s->drawn_at < 0.1)
+		return 0;
+	s->drawn_at = now;
+	human(a, sizeof(a), (double)s->consumed);
+	human(b, sizeof(b), (double)s->size);
+	/* after the last byte the server is still parsing: say so rather than sit at 100% */
+	fprintf(stderr, "\r\033[K%.40s  %s / %s  %3d%%%s", s->label, a, b,
+		s->size ? (int)(100 * s->consumed / s->size) : 100,
+		s->consumed >= s->size ? "  (server ingesting)" : "");
+	return 0;
+}
+
+enum client_outcome upload_file(const struct client *c, const char *path, const char *name, int retry,
+				int bar, struct stat *st_out, struct client_resp *out)
+{
+	struct source *s = calloc(1, sizeof(*s));
+	struct client_body body = { on_read, on_rewind, -1, s, NULL };
+	unsigned char magic[2];
+	char *esc = NULL, *url = NULL;
+	struct stat st;
+
+	memset(out, 0, sizeof(*out));
+	out->outcome = CLIENT_FAILED;
+	if (!s) {
+		snprintf(out->error, sizeof(out->error), "out of memory");
+		return out->outcome;
+	}
+	if ((s->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(s->fd, &st)) {
+		snprintf(out->error, sizeof(out->error), "%s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(out->error, sizeof(out->error), "not a regular file");
+		goto out;
+	}
+	s->size = st.st_size;
+	s->plain = !(pread(s->fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
+	if (s->plain) {
+		/* fastest level: on a training node the CPU is the job's; JSON still shrinks 5-10x */
+		if (deflateInit2(&s->zs, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+			s->plain = 0;	/* nothing to end */
+			snprintf(out->error, sizeof(out->error), "out of memory");
+			goto out;
+		}
+	} else {
+		body.size = st.st_size;
+	}
+	if (bar) {
+		s->label = name;
+		body.progress = on_progress;
+	}
+	if (!(esc = curl_easy_escape(NULL, name, 0)) ||
+	    asprintf(&url, "/api/v1/runs/%s/artifacts?rank=%d&name=%s", c->run, c->rank, esc) < 0) {
+		url = NULL;
+		snprintf(out->error, sizeof(out->error), "out of memory");
+		goto out;
+	}
+	if (retry)
+		client_request(c, "POST", url, &body, out);
+	else
+		client_try(c, "POST", url, &body, out);
+	if (bar)
+		fprintf(stderr, "\r\033[K");
+	if (s->error[0])
+		snprintf(out->error, sizeof(out->error), "%s", s->error);
+	if (st_out)
+		*st_out = st;
+out:
+	if (s->plain)
+		deflateEnd(&s->zs);
+	if (s->fd >= 0)
+		close(s->fd);
+	curl_free(esc);
+	free(url);
+	free(s);
+	return out->outcome;
+}
+
+int upload_fatal(const struct client_resp *r)
+{
+	return r->outcome == CLIENT_REJECTED && (r->status == 401 || r->status == 403);
+}
+
+int upload_report(const char *file, const struct client_resp *r)
+{
+	json_t *a = json_object_get(r->json, "artifact");
+	const char *status = json_string_value(json_object_get(a, "status"));
+
+	if (r->outcome != CLIENT_OK)
+		fprintf(stderr, "trainscope-collect: %s: %s\n", file, r->error[0] ? r->error : "failed");
+	if (!a || !status)
+		return 0;
+	printf("%s: artifact %" JSON_INTEGER_FORMAT " %s (%s)\n", file,
+	       json_integer_value(json_object_get(a, "id")), status,
+	       r->outcome != CLIENT_OK ? "kept by the server" : r->status == 201 ? "new" : "already there");
+	fflush(stdout);
+	return 1;
+}
+
+static const char upload_help[] =
+	"usage: trainscope-collect upload [--server URL] [--run NAME] [--rank R] FILE...\n"
+	"\n"
+	"Uploads each FILE (a trace, a memory timeline export, a memory snapshot) as an\n"
+	"artifact of the run and rank named after its file name, streamed from disk and\n"
+	"gzip'd on the way unless it is gzip already, and prints each artifact's id and\n"
+	"status. A progress bar is drawn when stderr is a terminal. After a rejected file\n"
+	"(4xx) the next ones are still tried, except after 401 or 403.\n";
+
+int upload_main(int argc, char **argv)
+{
+	static const struct option opts[] = { COLLECT_COMMON_OPTIONS, { NULL, 0, NULL, 0 } };
+	struct client c;
+	struct client_resp r;
+	int opt, i, rc = CLIENT_EXIT_OK, bar = isatty(2);
+
+	if (client_init(&c))
+		return CLIENT_EXIT_USAGE;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (opt == 'h') {
+			printf("%s%s", upload_help, collect_common_help);
+			client_release(&c);
+			return CLIENT_EXIT_OK;
+		}
+		if (collect_common_option(&c, opt, optarg)) {
+			client_release(&c);
+			return CLIENT_EXIT_USAGE;
+		}
+	}
+	if (optind == argc || collect_need_run(&c)) {
+		if (optind == argc)
+			fprintf(stderr, "%s", upload_help);
+		client_release(&c);
+		return CLIENT_EXIT_USAGE;
+	}
+	c.verbose = 1;
+	for (i = optind; i < argc; i++) {
+		const char *base = strrchr(argv[i], '/');
+
+		base = base ? base + 1 : argv[i];
+		switch (upload_file(&c, argv[i], base, 1, bar, NULL, &r)) {
+		case CLIENT_OK:
+		case CLIENT_REJECTED:
+			upload_report(argv[i], &r);
+			if (r.outcome == CLIENT_REJECTED)
+				rc = CLIENT_EXIT_REJECTED;
+			break;
+		case CLIENT_TRANSIENT:
+			client_print_error(argv[i], &r);
+			rc = rc ? rc : CLIENT_EXIT_UNREACHABLE;
+			break;
+		case CLIENT_FAILED:
+			client_print_error(argv[i], &r);
+			rc = rc ? rc : CLIENT_EXIT_LOCAL;
+			break;
+		}
+		/* 401/403 answer every file alike; a server that stays away after the retries too */
+		int stop = upload_fatal(&r) || r.outcome == CLIENT_TRANSIENT;
+		client_resp_release(&r);
+		if (stop)
+			break;
+	}
+	client_release(&c);
+	return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * upload.h: one file to POST /api/v1/runs/{run}/artifacts, streamed from
+ * disk and gzip'd on the fly unless it already is gzip (used by upload,
+ * watch and run).
+ */
+#ifndef UPLOAD_H
+#define UPLOAD_H
+
+#include <sys/stat.h>
+
+#include "client.h"
+
+/*
+ * Upload path as artifact `name` of c->run / c->rank. retry: 1 retries
+ * transient failures (client_request), 0 tries once (client_try). bar: 1
+ * draws a progress bar on stderr. st_out (may be NULL) gets the file's
+ * fstat at open, i.e. the version that was sent. out is always filled:
+ * release it with client_resp_release. A file that cannot be read is
+ * CLIENT_FAILED with out->error saying why.
+ */
+enum client_outcome upload_file(const struct client *c, const char *path, const char *name, int retry,
+				int bar, struct stat *st_out, struct client_resp *out);
+
+/*
+ * Print the answer of an upload: "FILE: artifact ID STATUS (new)" on stdout,
+ * and the server's error on stderr when it rejected the file. Returns 1
+ * when the answer carries an artifact (the server kept the bytes).
+ */
+int upload_report(const char *file, const struct client_resp *r);
+
+/* 1 for a 4xx that every later upload would get too (401, 403): stop trying. */
+int upload_fatal(const struct client_resp *r);
+
+#endif

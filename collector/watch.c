@@ -1,0 +1,610 @@
+/*
+ * watch.c: see watch.h. The order of watch_add matters: the inotify watch
+ * is set before the folder is listed, so a file finished in between is seen
+ * twice (queued once: the queue has no duplicates), never missed.
+ *
+ * An item's life: queued (event or scan) -> at its turn in watch_ship:
+ * gone / already shipped (same size and mtime in the state) -> dropped;
+ * found by a scan and modified within settle_ms -> waits (a writer that
+ * does not rename may still be at it); else uploaded once: OK or a 4xx
+ * -> recorded (keep mode) or deleted (spool mode) and dropped; transient
+ * -> stays first in the queue until w->retry_at.
+ */
+#define _GNU_SOURCE	/* asprintf */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "upload.h"
+#include "watch.h"
+
+#define STATE_NAME ".trainscope-collect.state"
+#define STATE_HEADER "# trainscope-collect state 1: size mtime_ns rank run name\n"
+
+/* a file shipped (or rejected) as this version, to this run and rank */
+struct watch_done {
+	long long size, mtime_ns;
+	int rank;
+	char *run, *name;
+};
+
+struct watch_dir {
+	char *path;
+	int wd;
+	char *state;		/* NULL in spool mode */
+	struct watch_done *done;
+	size_t ndone, cap;
+};
+
+struct watch_item {
+	size_t dir;
+	char *name;
+	int from_scan;
+	long long not_before;	/* monotonic ms */
+};
+
+long long watch_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long mtime_ns(const struct stat *st)
+{
+	return (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* the names watch ships: see watch.h */
+static int eligible(const char *name)
+{
+	size_t i;
+
+	if (name[0] == '.' || ends_with(name, ".tmp") || ends_with(name, ".part"))
+		return 0;
+	for (i = 0; name[i]; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f || name[i] == '"' || name[i] == '\\')
+			return 0;	/* the server refuses such names */
+	return i <= 255 && (ends_with(name, ".json") || ends_with(name, ".json.gz") ||
+			    ends_with(name, ".pickle") || ends_with(name, ".pkl"));
+}
+
+static void done_free(struct watch_dir *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->ndone; i++) {
+		free(d->done[i].run);
+		free(d->done[i].name);
+	}
+	free(d->done);
+	d->done = NULL;
+	d->ndone = d->cap = 0;
+}
+
+static int done_add(struct watch_dir *d, long long size, long long mtime, int rank, const char *run,
+		    const char *name)
+{
+	struct watch_done *e;
+
+	if (d->ndone == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		if (!(e = realloc(d->done, cap * sizeof(*e))))
+			return -1;
+		d->done = e;
+		d->cap = cap;
+	}
+	e = &d->done[d->ndone];
+	e->size = size;
+	e->mtime_ns = mtime;
+	e->rank = rank;
+	e->run = strdup(run);
+	e->name = strdup(name);
+	if (!e->run || !e->name) {
+		free(e->run);
+		free(e->name);
+		return -1;
+	}
+	d->ndone++;
+	return 0;
+}
+
+static int is_done(const struct watch *w, const struct watch_dir *d, const char *name, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < d->ndone; i++) {
+		const struct watch_done *e = &d->done[i];
+		if (e->size == st->st_size && e->mtime_ns == mtime_ns(st) && e->rank == w->c->rank &&
+		    !strcmp(e->run, w->c->run) && !strcmp(e->name, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* Rewrite the state file: a temporary beside it, fsync'd, renamed over it. */
+static int state_save(const struct watch_dir *d)
+{
+	char *tmp = NULL;
+	FILE *f = NULL;
+	size_t i;
+	int ok = 0;
+
+	if (asprintf(&tmp, "%s.tmp", d->state) < 0)
+		return -1;
+	if ((f = fopen(tmp, "w"))) {
+		fputs(STATE_HEADER, f);
+		for (i = 0; i < d->ndone; i++)
+			fprintf(f, "%lld %lld %d %s %s\n", d->done[i].size, d->done[i].mtime_ns, d->done[i].rank,
+				d->done[i].run, d->done[i].name);
+		ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+		ok = (fclose(f) == 0) && ok && rename(tmp, d->state) == 0;
+	}
+	if (!ok) {
+		fprintf(stderr, "trainscope-collect: cannot write %s: %s\n", d->state, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	return ok ? 0 : -1;
+}
+
+/*
+ * Read the state file; keep only entries whose file is still there as that
+ * version (the others can never match again), so the file stays as small as
+ * the folder.
+ */
+static int state_load(struct watch_dir *d)
+{
+	FILE *f = fopen(d->state, "r");
+	char line[1024], run[129], *path;
+	long long size, mtime;
+	int rank, n, rc = 0;
+	struct stat st;
+
+	if (!f)
+		return errno == ENOENT ? 0 : -1;
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+		if (line[0] == '#' || len == 0 || line[len - 1] != '\n')
+			continue;	/* a comment, or a line cut short: ignore it */
+		line[len - 1] = 0;
+		n = 0;
+		if (sscanf(line, "%lld %lld %d %128s %n", &size, &mtime, &rank, run, &n) != 4 || n == 0 ||
+		    !eligible(line + n) || asprintf(&path, "%s/%s", d->path, line + n) < 0)
+			continue;
+		if (stat(path, &st) == 0 && st.st_size == size && mtime_ns(&st) == mtime)
+			rc = done_add(d, size, mtime, rank, run, line + n);
+		free(path);
+	}
+	fclose(f);
+	return rc;
+}
+
+static int enqueue(struct watch *w, size_t dir, const char *name, int from_scan)
+{
+	struct watch_item *q;
+	size_t i;
+
+	for (i = 0; i < w->nqueue; i++)
+		if (w->queue[i].dir == dir && !strcmp(w->queue[i].name, name)) {
+			/* an event says it is finished: no need to wait for it to settle */
+			if (!from_scan)
+				w->queue[i].from_scan = 0;
+			return 0;
+		}
+	if (!(q = realloc(w->queue, (w->nqueue + 1) * sizeof(*q))))
+		return -1;
+	w->queue = q;
+	q[w->nqueue] = (struct watch_item){ dir, strdup(name), from_scan, 0 };
+	if (!q[w->nqueue].name)
+		return -1;
+	w->nqueue++;
+	return 0;
+}
+
+static void dequeue(struct watch *w, size_t i)
+{
+	free(w->queue[i].name);
+	memmove(&w->queue[i], &w->queue[i + 1], (w->nqueue - i - 1) * sizeof(*w->queue));
+	w->nqueue--;
+}
+
+/* Queue every eligible file of the folder, in name order. */
+static int scan(struct watch *w, size_t dir)
+{
+	struct dirent **names;
+	int n, i, rc = 0;
+
+	if ((n = scandir(w->dirs[dir].path, &names, NULL, alphasort)) < 0) {
+		fprintf(stderr, "trainscope-collect: %s: %s\n", w->dirs[dir].path, strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (rc == 0 && eligible(names[i]->d_name))
+			rc = enqueue(w, dir, names[i]->d_name, 1);
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+int watch_init(struct watch *w, const struct client *c, int spool)
+{
+	memset(w, 0, sizeof(*w));
+	w->c = c;
+	w->spool = spool;
+	w->settle_ms = spool ? 0 : 1000;
+	if ((w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
+		fprintf(stderr, "trainscope-collect: inotify: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void watch_release(struct watch *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->ndirs; i++) {
+		free(w->dirs[i].path);
+		free(w->dirs[i].state);
+		done_free(&w->dirs[i]);
+	}
+	free(w->dirs);
+	while (w->nqueue)
+		dequeue(w, w->nqueue - 1);
+	free(w->queue);
+	if (w->ifd >= 0)
+		close(w->ifd);
+	w->ifd = -1;
+}
+
+/* FNV-1a of a folder's real path: its state file's name under --state */
+static uint64_t path_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+int watch_add(struct watch *w, const char *dir, const char *state_dir)
+{
+	struct watch_dir *d;
+	char real[PATH_MAX];
+	int rc;
+
+	if (!realpath(dir, real)) {
+		fprintf(stderr, "trainscope-collect: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	if (!(d = realloc(w->dirs, (w->ndirs + 1) * sizeof(*d))))
+		return -1;
+	w->dirs = d;
+	d = &w->dirs[w->ndirs];
+	memset(d, 0, sizeof(*d));
+	if (!(d->path = strdup(real)))
+		return -1;
+	w->ndirs++;
+	if (!w->spool) {
+		rc = state_dir ? asprintf(&d->state, "%s/watch-%016llx.state", state_dir,
+					  (unsigned long long)path_hash(real))
+			       : asprintf(&d->state, "%s/" STATE_NAME, real);
+		if (rc < 0) {
+			d->state = NULL;
+			return -1;
+		}
+		if (state_dir && mkdir(state_dir, 0700) && errno != EEXIST) {
+			fprintf(stderr, "trainscope-collect: %s: %s\n", state_dir, strerror(errno));
+			return -1;
+		}
+		if (state_load(d)) {
+			fprintf(stderr, "trainscope-collect: cannot read %s: %s\n", d->state, strerror(errno));
+			return -1;
+		}
+		/* written back at once: pruned, and a folder we cannot write to is found now, not after a file */
+		if (state_save(d))
+			return -1;
+	}
+	d->wd = inotify_add_watch(w->ifd, real, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR);
+	if (d->wd < 0) {
+		fprintf(stderr, "trainscope-collect: watch %s: %s\n", real, strerror(errno));
+		return -1;
+	}
+	return scan(w, w->ndirs - 1);
+}
+
+int watch_read_events(struct watch *w)
+{
+	char buf[65536] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev;
+	ssize_t n;
+	size_t i;
+	char *p;
+
+	while ((n = read(w->ifd, buf, sizeof(buf))) > 0) {
+		for (p = buf; p < buf + n; p += sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)p;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				/* events were lost: the folders say what is there */
+				for (i = 0; i < w->ndirs; i++)
+					if (scan(w, i))
+						return -1;
+				continue;
+			}
+			for (i = 0; i < w->ndirs && w->dirs[i].wd != ev->wd; i++)
+				;
+			if (i == w->ndirs)
+				continue;
+			if (ev->mask & IN_IGNORED) {
+				fprintf(stderr, "trainscope-collect: %s is gone\n", w->dirs[i].path);
+				w->fatal = CLIENT_EXIT_LOCAL;
+				return -1;
+			}
+			if (ev->len && eligible(ev->name) && enqueue(w, i, ev->name, 0))
+				return -1;
+		}
+	}
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		fprintf(stderr, "trainscope-collect: inotify: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int cancelled(const struct watch *w)
+{
+	struct pollfd p = { .fd = w->c->cancel_fd, .events = POLLIN };
+
+	return w->c->cancel_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+/*
+ * Record a file as shipped (keep mode), or delete it (spool mode; kept: the
+ * server has the bytes). A spool file the server did not keep stays, and is
+ * remembered so as not to be sent again.
+ */
+static void record_item(struct watch *w, struct watch_dir *d, const char *name, const char *path,
+			const struct stat *st, int kept)
+{
+	if (w->spool && kept) {
+		if (unlink(path) == 0)
+			return;
+		fprintf(stderr, "trainscope-collect: cannot delete %s: %s\n", path, strerror(errno));
+	}
+	if (done_add(d, st->st_size, mtime_ns(st), w->c->rank, w->c->run, name) ||
+	    (!w->spool && state_save(d)))
+		w->fatal = CLIENT_EXIT_LOCAL;
+}
+
+/* Ship queue item i: 1 when it is done with (dequeue it), 0 when it waits, -1 to stop shipping. */
+static int ship_one(struct watch *w, size_t i)
+{
+	struct watch_item *it = &w->queue[i];
+	struct watch_dir *d = &w->dirs[it->dir];
+	struct client_resp r;
+	struct stat st;
+	struct timespec now;
+	char *path;
+	long long age_ms;
+	int kept, rc = 1;
+
+	if (asprintf(&path, "%s/%s", d->path, it->name) < 0) {
+		w->fatal = CLIENT_EXIT_LOCAL;
+		return -1;
+	}
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || is_done(w, d, it->name, &st))
+		goto out;	/* gone, renamed away, or shipped as this very version */
+	clock_gettime(CLOCK_REALTIME, &now);
+	age_ms = ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(&st)) / 1000000;
+	if (it->from_scan && age_ms < w->settle_ms) {
+		it->not_before = watch_now_ms() + (w->settle_ms - age_ms);
+		rc = 0;
+		goto out;
+	}
+	switch (upload_file(w->c, path, it->name, 0, 0, &st, &r)) {
+	case CLIENT_OK:
+		upload_report(path, &r);
+		w->failures = 0;
+		record_item(w, d, it->name, path, &st, 1);
+		break;
+	case CLIENT_REJECTED:
+		kept = upload_report(path, &r);
+		w->failures = 0;
+		if (upload_fatal(&r)) {
+			w->fatal = CLIENT_EXIT_REJECTED;
+			snprintf(w->last_error, sizeof(w->last_error), "%s", r.error);
+			rc = -1;
+			break;
+		}
+		w->rejected++;
+		record_item(w, d, it->name, path, &st, kept);
+		break;
+	case CLIENT_TRANSIENT:
+		w->failures++;
+		w->retry_at = watch_now_ms() + client_backoff_ms(w->c, w->failures);
+		snprintf(w->last_error, sizeof(w->last_error), "%s", r.error);
+		fprintf(stderr, "trainscope-collect: %s: %s; trying again in %lld ms\n", it->name, r.error,
+			w->retry_at - watch_now_ms());
+		rc = -1;
+		break;
+	case CLIENT_FAILED:
+		/* unreadable, or gone between stat and open: nothing a retry would change */
+		if (access(path, F_OK) == 0)
+			client_print_error(path, &r);
+		break;
+	}
+	client_resp_release(&r);
+out:
+	free(path);
+	return rc;
+}
+
+size_t watch_ship(struct watch *w)
+{
+	size_t i = 0;
+	long long now = watch_now_ms();
+
+	if (w->failures && now < w->retry_at)
+		return w->nqueue;
+	while (i < w->nqueue && !w->fatal) {
+		if (w->queue[i].not_before > now) {
+			i++;
+			continue;
+		}
+		if (cancelled(w))
+			break;
+		int rc = ship_one(w, i);
+		if (rc < 0)
+			break;	/* the server is away: the rest waits too, in order */
+		if (rc > 0)
+			dequeue(w, i);
+		else
+			i++;
+		now = watch_now_ms();
+	}
+	return w->nqueue;
+}
+
+long watch_timeout_ms(const struct watch *w)
+{
+	long long now = watch_now_ms(), t = -1;
+	size_t i;
+
+	if (w->fatal || !w->nqueue)
+		return -1;
+	if (w->failures)
+		t = w->retry_at;
+	else
+		for (i = 0; i < w->nqueue; i++)
+			if (t < 0 || w->queue[i].not_before < t)
+				t = w->queue[i].not_before;
+	return t <= now ? 0 : (long)(t - now);
+}
+
+static const char watch_help[] =
+	"usage: trainscope-collect watch [--server URL] [--run NAME] [--rank R] [--once]\n"
+	"                                [--state DIR] DIR...\n"
+	"\n"
+	"Ships every finished file in each DIR as an artifact of the run and rank, once:\n"
+	"those there at start that were not shipped before, then each one written and\n"
+	"closed, or renamed into DIR (as tensorboard_trace_handler does), found with\n"
+	"inotify. Names ending in .json, .json.gz, .pickle or .pkl are shipped; hidden\n"
+	"names and .tmp/.part ones are not. What was shipped is kept in DIR/" STATE_NAME "\n"
+	"(or in --state DIR), so a restart ships only what is new. While the server is\n"
+	"away, files wait and go, in order, when it is back. SIGINT or SIGTERM stops it\n"
+	"after the file in flight, with exit 0; a 401 or 403 stops it with exit 1.\n"
+	"\n"
+	"  --once         ship what is there now and exit (retried as `upload` is)\n"
+	"  --state DIR    keep the state files in DIR instead of in each watched folder\n";
+
+int watch_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		COLLECT_COMMON_OPTIONS,
+		{ "once", no_argument, NULL, 'o' },
+		{ "state", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *state_dir = NULL;
+	struct client c;
+	struct watch w = { .ifd = -1 };
+	sigset_t sigs;
+	int opt, i, once = 0, sfd = -1, rc = CLIENT_EXIT_LOCAL;
+
+	if (client_init(&c))
+		return CLIENT_EXIT_USAGE;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (opt == 'h') {
+			printf("%s%s", watch_help, collect_common_help);
+			rc = CLIENT_EXIT_OK;
+			goto out;
+		} else if (opt == 'o') {
+			once = 1;
+		} else if (opt == 't') {
+			state_dir = optarg;
+		} else if (collect_common_option(&c, opt, optarg)) {
+			rc = CLIENT_EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (optind == argc || collect_need_run(&c)) {
+		if (optind == argc)
+			fprintf(stderr, "%s", watch_help);
+		rc = CLIENT_EXIT_USAGE;
+		goto out;
+	}
+	/* signals become readable events: the file in flight finishes first */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL) || (sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		fprintf(stderr, "trainscope-collect: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+	c.cancel_fd = sfd;
+	if (watch_init(&w, &c, 0))
+		goto out;
+	for (i = optind; i < argc; i++)
+		if (watch_add(&w, argv[i], state_dir))
+			goto out;
+	fprintf(stderr, "trainscope-collect: %s %d folder(s) for run %s rank %d on %s\n",
+		once ? "shipping" : "watching", argc - optind, c.run, c.rank, c.server);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = w.ifd, .events = POLLIN } };
+
+		watch_ship(&w);
+		if (w.fatal || (once && !w.nqueue))
+			break;
+		if (once && c.max_attempts && w.failures >= c.max_attempts) {
+			fprintf(stderr, "trainscope-collect: giving up after %d attempts: %s\n", w.failures,
+				w.last_error);
+			rc = CLIENT_EXIT_UNREACHABLE;
+			goto out;
+		}
+		if (poll(p, once ? 1 : 2, (int)watch_timeout_ms(&w)) < 0 && errno != EINTR) {
+			fprintf(stderr, "trainscope-collect: poll: %s\n", strerror(errno));
+			goto out;
+		}
+		if (p[0].revents) {
+			/* SIGINT or SIGTERM: stop between files; rejections were said as they came */
+			rc = w.fatal ? w.fatal : CLIENT_EXIT_OK;
+			goto out;
+		}
+		if (!once && p[1].revents && watch_read_events(&w)) {
+			rc = w.fatal ? w.fatal : CLIENT_EXIT_LOCAL;
+			goto out;
+		}
+	}
+	rc = w.fatal ? w.fatal : w.rejected ? CLIENT_EXIT_REJECTED : CLIENT_EXIT_OK;
+	if (w.fatal == CLIENT_EXIT_REJECTED)
+		fprintf(stderr, "trainscope-collect: stopped: the server refuses this client (%s)\n", w.last_error);
+out:
+	watch_release(&w);
+	if (sfd >= 0)
+		close(sfd);
+	client_release(&c);
+	return rc;
+}

@@ -1,0 +1,73 @@
+/*
+ * watch.h: folders watched with inotify, and their finished files shipped
+ * once each (used by `watch` and by `run` for its spool).
+ *
+ *   watch_init(&w, &client, spool)
+ *   watch_add(&w, dir, state_dir)     inotify first, then the files already there
+ *   loop: poll(w.ifd, ..., watch_timeout_ms(&w))
+ *         watch_read_events(&w)        when w.ifd is readable
+ *         watch_ship(&w)               ships what is due
+ *   watch_release(&w)
+ *
+ * A file is due when it is closed after writing (IN_CLOSE_WRITE) or renamed
+ * into the folder (IN_MOVED_TO), or was there when watching began. Only
+ * names ending in .json, .json.gz, .pickle or .pkl are shipped; hidden names
+ * ('.' first) and .tmp/.part ones never are.
+ *
+ * Keep mode (watch): what was shipped is recorded as (size, mtime, rank, run,
+ * name) in a state file rewritten atomically (write, fsync, rename) after
+ * each file, so a restart, even after SIGKILL, ships exactly what is not
+ * there yet. A SIGKILL between the server's answer and the rename can send
+ * one file twice; the server answers that with 200 and the same artifact.
+ * Spool mode (run): a shipped file is deleted; what is left is not shipped.
+ */
+#ifndef WATCH_H
+#define WATCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "client.h"
+
+struct watch_dir;
+struct watch_item;
+
+struct watch {
+	const struct client *c;	/* borrowed; c->cancel_fd readable stops watch_ship between files */
+	int spool;		/* 1: delete each file once shipped, no state file */
+	long settle_ms;		/* a file found by a scan, modified less than this ago, waits */
+	int ifd;		/* the inotify descriptor, to poll */
+	struct watch_dir *dirs;
+	size_t ndirs;
+	struct watch_item *queue;
+	size_t nqueue;
+	int failures;		/* transient failures in a row; 0 after a success */
+	long long retry_at;	/* monotonic ms of the next attempt after a failure */
+	int fatal;		/* 0, or why shipping stopped as an exit code: 1 after 401/403, 4 local */
+	unsigned rejected;	/* files the server answered with a 4xx (not 401/403) */
+	char last_error[512];	/* the last transient failure, for messages */
+};
+
+/* 0, or -1 after a message on stderr (no inotify). */
+int watch_init(struct watch *w, const struct client *c, int spool);
+void watch_release(struct watch *w);
+/*
+ * Watch dir and queue the files in it not shipped yet. state_dir: where the
+ * state file goes (NULL: dir/.trainscope-collect.state); unused in spool
+ * mode. 0, or -1 after a message on stderr.
+ */
+int watch_add(struct watch *w, const char *dir, const char *state_dir);
+/* Read what inotify has; 0, or -1 after a message (a watched folder is gone). */
+int watch_read_events(struct watch *w);
+/*
+ * Ship every due file, in order, until the queue is done, a transient
+ * failure (the next try is after watch_timeout_ms), w->fatal, or
+ * c->cancel_fd is readable. Returns the files still queued.
+ */
+size_t watch_ship(struct watch *w);
+/* How long poll may sleep before watch_ship has something to do: -1 for ever. */
+long watch_timeout_ms(const struct watch *w);
+/* Monotonic milliseconds (the clock of retry_at). */
+long long watch_now_ms(void);
+
+#endif

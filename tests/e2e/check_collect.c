@@ -1,0 +1,910 @@
+/*
+ * check_collect.c: trainscope-collect against the real server on loopback:
+ * upload of every fixture kind the server takes, watch (renamed, in-place,
+ * hidden and temporary files; --once; a SIGKILL and a restart), run with a
+ * command that writes chunks into its spool as the CUPTI library does, and
+ * the faults: the server stopped and restarted mid-run, a bad token. What
+ * arrived is checked through the API, and /metrics says how many uploads
+ * the server answered with 200 (a file sent twice).
+ */
+#define _GNU_SOURCE	/* asprintf, strcasestr */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+static char *dir;	/* a fresh temporary folder per test */
+
+static void start(void)
+{
+	if (tu_server_start(&srv, NULL)) {
+		fprintf(stderr, "cannot start %s\n", SERVER_BIN);
+		abort();
+	}
+	dir = tu_tmpdir();
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+	tu_rmtree(dir);
+	free(dir);
+	dir = NULL;
+}
+
+static char *path_in(const char *name)
+{
+	char *p;
+
+	ck_assert_int_ge(asprintf(&p, "%s/%s", dir, name), 0);
+	return p;
+}
+
+/*
+ * Start trainscope-collect with args (NULL-terminated) and extra environment
+ * entries "K=V" (NULL-terminated, may be NULL), stdout and stderr to
+ * dir/<tag>.out and dir/<tag>.err. The environment is made hermetic: this
+ * server, short backoffs, no token/run/rank from the caller's shell.
+ */
+static pid_t spawn(const char *tag, const char *const args[], const char *const env[])
+{
+	char *out = NULL, *err = NULL;
+	const char *argv[32];
+	int n = 0, i;
+	pid_t pid;
+
+	ck_assert_int_ge(asprintf(&out, "%s/%s.out", dir, tag), 0);
+	ck_assert_int_ge(asprintf(&err, "%s/%s.err", dir, tag), 0);
+	argv[n++] = COLLECT_BIN;
+	for (i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), 1);
+		dup2(open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600), 2);
+		unsetenv("TRAINSCOPE_TOKEN");
+		unsetenv("TRAINSCOPE_RUN");
+		unsetenv("TRAINSCOPE_RANK");
+		unsetenv("RANK");
+		unsetenv("TRAINSCOPE_SPOOL_MAX");
+		unsetenv("TRAINSCOPE_CUPTI_LIB");
+		setenv("TRAINSCOPE_SERVER", srv.base, 1);
+		setenv("TRAINSCOPE_RETRY_BASE_MS", "20", 1);
+		setenv("TRAINSCOPE_RETRY_MAX_MS", "200", 1);
+		for (i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execv(COLLECT_BIN, (char *const *)argv);
+		_exit(126);
+	}
+	free(out);
+	free(err);
+	return pid;
+}
+
+/* Exit status as a shell gives it: the code, or 128 + the signal. */
+static int reap(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+static int collect(const char *tag, const char *const args[], const char *const env[])
+{
+	return reap(spawn(tag, args, env));
+}
+
+/* What the collector wrote: dir/<tag>.out or .err (malloc'd, NUL-terminated). */
+static char *output(const char *tag, const char *ext)
+{
+	char *p, *name;
+	size_t len;
+	uint8_t *b;
+
+	ck_assert_int_ge(asprintf(&name, "%s.%s", tag, ext), 0);
+	p = path_in(name);
+	b = tu_read_file(p, &len);
+	ck_assert_msg(b != NULL, "no %s", p);
+	free(p);
+	free(name);
+	return (char *)b;
+}
+
+static json_t *get(const char *path)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+/* The run's artifacts (new reference); an empty array when the run does not exist yet. */
+static json_t *artifacts(const char *run)
+{
+	struct tu_resp r;
+	char path[256];
+	json_t *j, *a;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	if (r.status == 404) {
+		tu_resp_free(&r);
+		return json_array();
+	}
+	ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	a = json_incref(json_object_get(j, "artifacts"));
+	json_decref(j);
+	ck_assert(json_is_array(a));
+	return a;
+}
+
+static size_t count_artifacts(const char *run)
+{
+	json_t *a = artifacts(run);
+	size_t n = json_array_size(a);
+
+	json_decref(a);
+	return n;
+}
+
+/* How many artifacts of the run have this name. */
+static int named(json_t *arts, const char *name)
+{
+	size_t i;
+	json_t *a;
+	int n = 0;
+
+	json_array_foreach(arts, i, a)
+		n += !strcmp(json_string_value(json_object_get(a, "name")), name);
+	return n;
+}
+
+static json_t *by_name(json_t *arts, const char *name)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(arts, i, a)
+		if (!strcmp(json_string_value(json_object_get(a, "name")), name))
+			return a;
+	ck_abort_msg("no artifact named %s", name);
+	return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Poll until the run has at least n artifacts (10 s at most); returns how many it has. */
+static size_t wait_artifacts(const char *run, size_t n)
+{
+	size_t have = 0;
+	int i;
+
+	for (i = 0; i < 1000 && (have = count_artifacts(run)) < n; i++)
+		sleep_ms(10);
+	return have;
+}
+
+/* Uploads the server answered with this status, from /metrics. */
+static long uploads_answered(int status)
+{
+	struct tu_resp r;
+	char key[128], *p;
+	long n = 0;
+
+	snprintf(key, sizeof(key), "route=\"POST /api/v1/runs/{run}/artifacts\",status=\"%d\"} ", status);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	if ((p = strstr(r.body, key)))
+		n = atol(p + strlen(key));
+	tu_resp_free(&r);
+	return n;
+}
+
+/*
+ * uploads_answered, once it has reached n (2 s at most): the server counts a
+ * request when its connection is done with, which may be just after the
+ * client has its answer.
+ */
+static long answered(int status, long n)
+{
+	long have = 0;
+	int i;
+
+	for (i = 0; i < 200 && (have = uploads_answered(status)) < n; i++)
+		sleep_ms(10);
+	return have;
+}
+
+/* A small Kineto-form trace whose bytes are unique to (tag, i). */
+static char *trace_text(const char *tag, int i)
+{
+	char *t;
+
+	ck_assert_int_ge(asprintf(&t,
+				  "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s_%d\","
+				  "\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":10}]}",
+				  tag, i, 1000 * (i + 1)),
+			 0);
+	return t;
+}
+
+/* Write name in dir, with its mtime age_s seconds in the past (0: now). */
+static void put_file(const char *name, const char *text, int age_s)
+{
+	char *p = path_in(name);
+
+	ck_assert_int_eq(tu_write_file(p, text, strlen(text)), 0);
+	if (age_s) {
+		struct timespec t[2];
+		clock_gettime(CLOCK_REALTIME, &t[0]);
+		t[0].tv_sec -= age_s;
+		t[1] = t[0];
+		ck_assert_int_eq(utimensat(AT_FDCWD, p, t, 0), 0);
+	}
+	free(p);
+}
+
+/* Write under a temporary name, then rename, as tensorboard_trace_handler and the CUPTI library do. */
+static void put_renamed(const char *tmp, const char *name, const char *text)
+{
+	char *a = path_in(tmp), *b = path_in(name);
+
+	ck_assert_int_eq(tu_write_file(a, text, strlen(text)), 0);
+	ck_assert_int_eq(rename(a, b), 0);
+	free(a);
+	free(b);
+}
+
+/* ---- upload ---- */
+
+START_TEST(test_upload_fixtures)
+{
+	char *gz = tu_fixture("traces/hta_cpu_only.json.gz"), *mem = tu_fixture("memory/hta_memory_timeline.raw.json.gz");
+	char *alex = tu_fixture("traces/hta_alexnet.json.gz"), *plain = path_in("alexnet.pt.trace.json");
+	const char *args[] = { "upload", "--run", "up", plain, gz, mem, NULL };
+	size_t zlen, len, rawlen;
+	uint8_t *z = tu_read_file(alex, &zlen), *text = tu_gunzip(z, zlen, &len), *raw;
+	struct tu_resp r;
+	json_t *arts, *a, *j;
+	char *out, path[128];
+
+	/* the plain trace is gzip'd on the way, the two gzip files go as they are */
+	ck_assert_int_eq(tu_write_file(plain, text, len), 0);
+	ck_assert_int_eq(collect("up", args, NULL), 0);
+	out = output("up", "out");
+	ck_assert_msg(strstr(out, "alexnet.pt.trace.json: artifact ") && strstr(out, " ready (new)"), "%s", out);
+	free(out);
+	arts = artifacts("up");
+	ck_assert_int_eq(json_array_size(arts), 3);
+	a = by_name(arts, "alexnet.pt.trace.json");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "trace");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 1408);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "rank")), 0);
+	/* what was stored inflates to the file, byte for byte */
+	snprintf(path, sizeof(path), "/api/v1/runs/up/artifacts/%" JSON_INTEGER_FORMAT "/raw",
+		 json_integer_value(json_object_get(a, "id")));
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	raw = tu_gunzip(r.body, r.len, &rawlen);
+	ck_assert_msg(raw && rawlen == len && !memcmp(raw, text, len), "stored bytes do not inflate to the file");
+	free(raw);
+	tu_resp_free(&r);
+	a = by_name(arts, "hta_cpu_only.json.gz");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 30);
+	a = by_name(arts, "hta_memory_timeline.raw.json.gz");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "memory_timeline");
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	json_decref(arts);
+	/* the timeline is queryable: 7,721 distinct time points (fixtures/README.md) */
+	j = get("/api/v1/runs/up/memory?points=0");
+	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), 7721);
+	json_decref(j);
+
+	/* again: the server has these bytes, nothing new */
+	ck_assert_int_eq(collect("again", args, NULL), 0);
+	out = output("again", "out");
+	ck_assert_msg(strstr(out, "(already there)"), "%s", out);
+	free(out);
+	ck_assert_int_eq(count_artifacts("up"), 3);
+	ck_assert_int_eq(answered(200, 3), 3);
+	free(z);
+	free(text);
+	free(gz);
+	free(mem);
+	free(alex);
+	free(plain);
+}
+END_TEST
+
+START_TEST(test_upload_rank_from_env)
+{
+	const char *args[] = { "upload", "--run", "ranks", NULL, NULL };
+	const char *both[] = { "TRAINSCOPE_RANK=5", "RANK=3", NULL }, *torchrun[] = { "RANK=3", NULL };
+	const char *run_env[] = { "TRAINSCOPE_RUN=ranks", "RANK=3", NULL };
+	const char *flag[] = { "upload", "--rank", "9", NULL, NULL };
+	char *t;
+	json_t *arts;
+
+	t = trace_text("r", 1);
+	put_file("a.json", t, 0);
+	free(t);
+	t = trace_text("r", 2);
+	put_file("b.json", t, 0);
+	free(t);
+	t = trace_text("r", 3);
+	put_file("c.json", t, 0);
+	free(t);
+	args[3] = path_in("a.json");
+	ck_assert_int_eq(collect("a", args, both), 0);
+	free((char *)args[3]);
+	args[3] = path_in("b.json");
+	ck_assert_int_eq(collect("b", args, torchrun), 0);
+	free((char *)args[3]);
+	flag[3] = path_in("c.json");
+	ck_assert_int_eq(collect("c", flag, run_env), 0);
+	free((char *)flag[3]);
+	arts = artifacts("ranks");
+	ck_assert_int_eq(json_integer_value(json_object_get(by_name(arts, "a.json"), "rank")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(by_name(arts, "b.json"), "rank")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(by_name(arts, "c.json"), "rank")), 9);
+	json_decref(arts);
+}
+END_TEST
+
+START_TEST(test_upload_bad_token)
+{
+	char *tokfile = path_in("tokens"), *f, *err;
+	const char *extra[] = { "--token-file", tokfile, NULL };
+	const char *args[] = { "upload", "--run", "tok", NULL, NULL };
+	const char *wrong[] = { "TRAINSCOPE_TOKEN=not-the-token-0123456789", NULL };
+	const char *right[] = { "TRAINSCOPE_TOKEN=secret-token-0123456789", NULL };
+	const char *watch[] = { "watch", "--run", "tok", dir, NULL };
+	char *t = trace_text("tok", 0);
+
+	ck_assert_int_eq(tu_write_file(tokfile, "secret-token-0123456789\n", 24), 0);
+	tu_server_stop(&srv);
+	ck_assert_int_eq(tu_server_restart(&srv, extra), 0);
+	put_file("t.json", t, 0);
+	args[3] = f = path_in("t.json");
+	/* a 401 is not retried: the server's message, exit 1, at once */
+	ck_assert_int_eq(collect("wrong", args, wrong), 1);
+	err = output("wrong", "err");
+	ck_assert_msg(strstr(err, "401 unauthorized"), "%s", err);
+	ck_assert_msg(!strstr(err, "retrying"), "%s", err);
+	free(err);
+	ck_assert_int_eq(collect("none", args, NULL), 1);
+	ck_assert_int_eq(answered(401, 2), 2);
+	/* watch stops too, rather than knock for ever */
+	ck_assert_int_eq(collect("watch", watch, wrong), 1);
+	err = output("watch", "err");
+	ck_assert_msg(strstr(err, "401 unauthorized"), "%s", err);
+	free(err);
+	ck_assert_int_eq(count_artifacts("tok"), 0);
+	/* the token is sent */
+	ck_assert_int_eq(collect("right", args, right), 0);
+	ck_assert_int_eq(count_artifacts("tok"), 1);
+	free(f);
+	free(t);
+	free(tokfile);
+}
+END_TEST
+
+START_TEST(test_upload_server_away)
+{
+	const char *args[] = { "upload", "--run", "away", NULL, NULL };
+	const char *three[] = { "TRAINSCOPE_RETRY_ATTEMPTS=3", NULL }, *forever[] = { "TRAINSCOPE_RETRY_ATTEMPTS=0", NULL };
+	char *t = trace_text("away", 0), *err;
+	pid_t pid;
+
+	put_file("t.json", t, 0);
+	args[3] = path_in("t.json");
+	tu_server_stop(&srv);
+	/* three attempts, then exit 3 with curl's reason */
+	ck_assert_int_eq(collect("three", args, three), 3);
+	err = output("three", "err");
+	ck_assert_msg(strstr(err, "retrying") && strstr(err, "onnect"), "%s", err);
+	free(err);
+	/* retried until the server is back */
+	pid = spawn("forever", args, forever);
+	sleep_ms(300);
+	ck_assert_int_eq(tu_server_restart_same_port(&srv, NULL), 0);
+	ck_assert_int_eq(reap(pid), 0);
+	ck_assert_int_eq(count_artifacts("away"), 1);
+	free((char *)args[3]);
+	free(t);
+}
+END_TEST
+
+/* ---- watch ---- */
+
+START_TEST(test_watch_renamed)
+{
+	const char *args[] = { "watch", "--run", "w", dir, NULL };
+	static const char *const shipped[] = { "worker0.1.pt.trace.json", "worker0.2.pt.trace.json.gz",
+					       "inplace.json", "snap.pickle", "early.json" };
+	char *t, *tmp, *fin, *err;
+	json_t *arts;
+	size_t len, i;
+	uint8_t *gz;
+	pid_t pid;
+
+	t = trace_text("early", 0);
+	put_file("early.json", t, 5);	/* there before the watch: shipped at start */
+	free(t);
+	pid = spawn("watch", args, NULL);
+	ck_assert_uint_eq(wait_artifacts("w", 1), 1);
+	/* tensorboard_trace_handler: a temporary name, then a rename */
+	t = trace_text("w", 1);
+	put_renamed(".worker0.1.pt.trace.json.tmp", "worker0.1.pt.trace.json", t);
+	free(t);
+	t = trace_text("w", 2);
+	gz = tu_gzip(t, strlen(t), &len);
+	tmp = path_in("worker0.2.pt.trace.json.gz.part");
+	fin = path_in("worker0.2.pt.trace.json.gz");
+	ck_assert_int_eq(tu_write_file(tmp, gz, len), 0);
+	ck_assert_int_eq(rename(tmp, fin), 0);
+	free(tmp);
+	free(fin);
+	free(gz);
+	free(t);
+	/* written in place and closed; a pickle that is no snapshot (kept by the server as an error: 400) */
+	t = trace_text("w", 3);
+	put_file("inplace.json", t, 0);
+	free(t);
+	put_file("snap.pickle", "\x80\x04K\x01.", 0);
+	/* never: hidden, temporary, or not a profiler file */
+	t = trace_text("w", 4);
+	put_file(".hidden.json", t, 0);
+	put_file("half.json.tmp", t, 0);
+	put_file("notes.txt", t, 0);
+	free(t);
+	ck_assert_uint_eq(wait_artifacts("w", 5), 5);
+	sleep_ms(300);	/* anything more would show now */
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	arts = artifacts("w");
+	ck_assert_int_eq(json_array_size(arts), 5);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(named(arts, shipped[i]), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(by_name(arts, "worker0.2.pt.trace.json.gz"), "status")),
+			 "ready");
+	ck_assert_str_eq(json_string_value(json_object_get(by_name(arts, "snap.pickle"), "status")), "error");
+	json_decref(arts);
+	ck_assert_int_eq(uploads_answered(200), 0);	/* nothing was sent twice */
+	err = output("watch", "err");
+	ck_assert_msg(strstr(err, "snap.pickle: 4"), "%s", err);	/* its 4xx, said */
+	free(err);
+}
+END_TEST
+
+START_TEST(test_watch_once)
+{
+	const char *args[] = { "watch", "--once", "--run", "once", dir, NULL };
+	char *t, *state, *sdir = path_in("state"), *moved;
+	const char *elsewhere[] = { "watch", "--once", "--run", "once", "--state", sdir, dir, NULL };
+	const char *other_run[] = { "watch", "--once", "--run", "once2", dir, NULL };
+	char *badstate = path_in("t0.json/state"), *err;
+	const char *nostate[] = { "watch", "--once", "--run", "once3", "--state", badstate, dir, NULL };
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "t%d.json", i);
+		t = trace_text("once", i);
+		put_file(name, t, 10);
+		free(t);
+	}
+	ck_assert_int_eq(collect("first", args, NULL), 0);
+	ck_assert_int_eq(count_artifacts("once"), 3);
+	ck_assert_int_eq(answered(201, 3), 3);
+	state = path_in(".trainscope-collect.state");
+	ck_assert_int_eq(stat(state, &st), 0);
+	/* again: the state says all is there, nothing is sent */
+	ck_assert_int_eq(collect("second", args, NULL), 0);
+	ck_assert_int_eq(answered(201, 3) + uploads_answered(200), 3);
+	/* a new file: only it goes */
+	t = trace_text("once", 3);
+	put_file("t3.json", t, 10);
+	free(t);
+	ck_assert_int_eq(collect("third", args, NULL), 0);
+	ck_assert_int_eq(count_artifacts("once"), 4);
+	ck_assert_int_eq(answered(201, 4) + uploads_answered(200), 4);
+	/* another run is another destination: everything goes there */
+	ck_assert_int_eq(collect("other", other_run, NULL), 0);
+	ck_assert_int_eq(count_artifacts("once2"), 4);
+	/* --state elsewhere: that state is empty, so all four go again (answered 200), and it is kept there */
+	moved = path_in("moved.state");
+	ck_assert_int_eq(rename(state, moved), 0);
+	ck_assert_int_eq(collect("elsewhere", elsewhere, NULL), 0);
+	ck_assert_int_eq(answered(200, 4), 4);
+	ck_assert_int_eq(stat(state, &st), -1);
+	ck_assert_int_eq(count_artifacts("once"), 4);
+	ck_assert_int_eq(stat(sdir, &st), 0);	/* made for us */
+	/* a state that cannot be kept is said at start, before anything is sent: exit 4 */
+	ck_assert_int_eq(collect("nostate", nostate, NULL), 4);
+	err = output("nostate", "err");
+	ck_assert_msg(strstr(err, "t0.json/state"), "%s", err);
+	free(err);
+	ck_assert_int_eq(uploads_answered(200) + uploads_answered(201), 12);	/* as before */
+	free(moved);
+	free(state);
+	free(sdir);
+	free(badstate);
+}
+END_TEST
+
+/* n distinct traces big%d.json of about 1.6 MB each, 10 s old: large enough that a signal lands while some are still to go */
+static void put_big_files(int n)
+{
+	enum { EVENTS = 20000 };
+	size_t cap = (size_t)EVENTS * 96 + 64;
+	char name[32], *t = malloc(cap);
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		size_t off = (size_t)snprintf(t, cap, "{\"traceEvents\":[");
+		for (k = 0; k < EVENTS; k++)
+			off += (size_t)snprintf(t + off, cap - off,
+						"%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,"
+						"\"tid\":%d,\"ts\":%d,\"dur\":1}",
+						k ? "," : "", k % 50, i, 1000 + k);
+		snprintf(t + off, cap - off, "]}");
+		snprintf(name, sizeof(name), "big%d.json", i);
+		put_file(name, t, 10);
+	}
+	free(t);
+}
+
+START_TEST(test_watch_sigkill)
+{
+	const char *args[] = { "watch", "--run", "kill", dir, NULL };
+	const char *once[] = { "watch", "--once", "--run", "kill", dir, NULL };
+	enum { N = 8, LATE = 2 };
+	char name[32];
+	json_t *arts;
+	size_t before;
+	int i;
+	pid_t pid;
+
+	put_big_files(N);
+	pid = spawn("watch", args, NULL);
+	wait_artifacts("kill", 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+	before = count_artifacts("kill");
+	/* files that appear while it is down go at the next start */
+	for (i = 0; i < LATE; i++) {
+		char *t = trace_text("late", i);
+		snprintf(name, sizeof(name), "late%d.json", i);
+		put_file(name, t, 10);
+		free(t);
+	}
+	ck_assert_int_eq(collect("restart", once, NULL), 0);
+	arts = artifacts("kill");
+	ck_assert_int_eq(json_array_size(arts), N + LATE);
+	for (i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "big%d.json", i);
+		ck_assert_int_eq(named(arts, name), 1);
+	}
+	for (i = 0; i < LATE; i++) {
+		snprintf(name, sizeof(name), "late%d.json", i);
+		ck_assert_int_eq(named(arts, name), 1);
+	}
+	json_decref(arts);
+	/* at most the file in flight at the kill was sent again */
+	ck_assert_int_eq(answered(201, N + LATE), N + LATE);
+	ck_assert_int_le(uploads_answered(200), 1);
+	fprintf(stderr, "watch SIGKILL: %zu of %d files were shipped before the kill\n", before, N);
+}
+END_TEST
+
+START_TEST(test_watch_sigterm)
+{
+	const char *args[] = { "watch", "--run", "term", dir, NULL };
+	const char *once[] = { "watch", "--once", "--run", "term", dir, NULL };
+	enum { N = 6 };
+	size_t before;
+	pid_t pid;
+
+	put_big_files(N);
+	pid = spawn("watch", args, NULL);
+	wait_artifacts("term", 1);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	/* the file in flight was finished and recorded: a restart sends none of them again */
+	before = count_artifacts("term");
+	ck_assert_int_eq(answered(201, (long)before), (long)before);
+	ck_assert_int_eq(collect("restart", once, NULL), 0);
+	ck_assert_int_eq(count_artifacts("term"), N);
+	ck_assert_int_eq(uploads_answered(200), 0);
+	ck_assert_int_eq(answered(201, N), N);
+}
+END_TEST
+
+/* ---- run ---- */
+
+/*
+ * A command that writes chunks as libtrainscope-cupti.so does: a hidden
+ * temporary, renamed to trace-<pid>-<seq>.pt.trace.json; FIRST chunks, then
+ * (when WAIT is set) waits for that file to exist, then the rest up to ALL,
+ * then dumps its environment and exits with CODE.
+ */
+static const char chunk_script[] =
+	"#!/bin/sh\n"
+	"chunk() {\n"
+	"  printf '{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":%d,\"tid\":7,"
+	"\"ts\":%d,\"dur\":10}]}' $1 $$ $(($1*1000)) > \"$TRAINSCOPE_SPOOL/.chunk-$1\"\n"
+	"  mv \"$TRAINSCOPE_SPOOL/.chunk-$1\" \"$TRAINSCOPE_SPOOL/trace-$$-$1.pt.trace.json\"\n"
+	"}\n"
+	"i=1; while [ $i -le $FIRST ]; do chunk $i; i=$((i+1)); done\n"
+	"if [ -n \"$WAIT\" ]; then while [ ! -e \"$WAIT\" ]; do sleep 0.02; done; fi\n"
+	"while [ $i -le $ALL ]; do chunk $i; i=$((i+1)); done\n"
+	"env > \"$ENVOUT\"\n"
+	"exit $CODE\n";
+
+static char *script(void)
+{
+	char *p = path_in("cmd.sh");
+
+	ck_assert_int_eq(tu_write_file(p, chunk_script, strlen(chunk_script)), 0);
+	ck_assert_int_eq(chmod(p, 0700), 0);
+	return p;
+}
+
+/* The value of name in the environment the command saw, or NULL (malloc'd). */
+static char *env_of(const char *name)
+{
+	char *p = path_in("env.out"), *text, *all, *line, *v = NULL, key[64];
+	size_t len;
+
+	text = (char *)tu_read_file(p, &len);
+	ck_assert_msg(text != NULL, "the command did not run");
+	ck_assert_int_ge(asprintf(&all, "\n%s", text), 0);	/* every line, the first too, after a newline */
+	snprintf(key, sizeof(key), "\n%s=", name);
+	if ((line = strstr(all, key)))
+		v = strndup(line + strlen(key), strcspn(line + strlen(key), "\n"));
+	free(all);
+	free(text);
+	free(p);
+	return v;
+}
+
+START_TEST(test_run_chunks)
+{
+	char *cmd = script(), *spool = path_in("spool"), *envout = path_in("env.out"), *e, *err, *real;
+	char envline[600];
+	const char *env[] = { "FIRST=5", "ALL=5", "CODE=3", envline, NULL };
+	const char *args[] = { "run", "--run", "chunks", "--rank", "2", "--spool", spool, "--cupti", cmd, "--", cmd, NULL };
+	const char *missing[] = { "run", "--run", "chunks", "--cupti", "/nonexistent/lib.so", "--", cmd, NULL };
+	const char *killed[] = { "run", "--run", "chunks", "--", "sh", "-c", "kill -TERM $$", NULL };
+	const char *absent[] = { "run", "--run", "chunks", "--", "/nonexistent/cmd", NULL };
+	json_t *arts, *a;
+	size_t i;
+	struct stat st;
+
+	snprintf(envline, sizeof(envline), "ENVOUT=%s", envout);
+	ck_assert_int_eq(collect("run", args, env), 3);	/* the command's status */
+	arts = artifacts("chunks");
+	ck_assert_int_eq(json_array_size(arts), 5);
+	json_array_foreach(arts, i, a) {
+		const char *name = json_string_value(json_object_get(a, "name"));
+		ck_assert_msg(!strncmp(name, "trace-", 6) && strstr(name, ".pt.trace.json"), "%s", name);
+		ck_assert_int_eq(json_integer_value(json_object_get(a, "rank")), 2);
+		ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+		ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 1);
+	}
+	for (i = 1; i <= 5; i++) {
+		char suffix[32];
+		size_t n = 0, k;
+		snprintf(suffix, sizeof(suffix), "-%zu.pt.trace.json", i);
+		json_array_foreach(arts, k, a) {
+			const char *name = json_string_value(json_object_get(a, "name"));
+			n += strlen(name) > strlen(suffix) && !strcmp(name + strlen(name) - strlen(suffix), suffix);
+		}
+		ck_assert_uint_eq(n, 1);
+	}
+	json_decref(arts);
+	/* shipped chunks are gone from the spool; the spool given is kept */
+	ck_assert_int_eq(rmdir(spool), 0);
+	/* what the command saw */
+	ck_assert_ptr_nonnull(real = realpath(cmd, NULL));
+	ck_assert_str_eq(e = env_of("CUDA_INJECTION64_PATH"), real);
+	free(e);
+	ck_assert_str_eq(e = env_of("NVTX_INJECTION64_PATH"), real);
+	free(e);
+	ck_assert_str_eq(e = env_of("TRAINSCOPE_SPOOL"), spool);
+	free(e);
+	ck_assert_str_eq(e = env_of("TRAINSCOPE_RANK"), "2");
+	free(e);
+	ck_assert_str_eq(e = env_of("TRAINSCOPE_SPOOL_MAX"), "1073741824");
+	free(e);
+	free(real);
+
+	/* no library: said once, and the command runs untraced in a spool of its own, removed after */
+	env[0] = "FIRST=0";
+	env[1] = "ALL=1";
+	env[2] = "CODE=0";
+	ck_assert_int_eq(collect("missing", missing, env), 0);
+	err = output("missing", "err");
+	ck_assert_msg(strstr(err, "no CUPTI library at /nonexistent/lib.so") &&
+			      !strstr(strstr(err, "no CUPTI") + 1, "no CUPTI"), "%s", err);
+	free(err);
+	ck_assert_ptr_null(env_of("CUDA_INJECTION64_PATH"));
+	e = env_of("TRAINSCOPE_SPOOL");
+	ck_assert_int_eq(stat(e, &st), -1);
+	free(e);
+	ck_assert_int_eq(count_artifacts("chunks"), 6);
+
+	/* killed by a signal: 128 + N; not startable: 127 */
+	ck_assert_int_eq(collect("killed", killed, NULL), 128 + SIGTERM);
+	ck_assert_int_eq(collect("absent", absent, NULL), 127);
+	free(cmd);
+	free(spool);
+	free(envout);
+}
+END_TEST
+
+START_TEST(test_run_passes_sigterm)
+{
+	char *started = path_in("started"), line[600];
+	const char *args[] = { "run", "--run", "sig", "--", "sh", "-c", line, NULL };
+	struct stat st;
+	pid_t pid;
+	int i;
+
+	/* a scheduler's SIGTERM to the collector reaches the command, whose status comes back */
+	snprintf(line, sizeof(line), "touch %s; while :; do sleep 0.02; done", started);
+	pid = spawn("sig", args, NULL);
+	for (i = 0; i < 500 && stat(started, &st); i++)
+		sleep_ms(10);
+	ck_assert_int_eq(stat(started, &st), 0);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 128 + SIGTERM);
+	free(started);
+}
+END_TEST
+
+START_TEST(test_run_server_restart)
+{
+	char *cmd = script(), *spool = path_in("spool"), *flag = path_in("go"), *envout = path_in("env.out"), *err;
+	char waitline[600], envline[600];
+	const char *env[] = { "FIRST=3", "ALL=8", "CODE=7", waitline, envline, NULL };
+	/* about three chunks' worth: the spool fills while the server is away */
+	const char *args[] = { "run", "--run", "restart", "--spool", spool, "--spool-max", "300", "--", cmd, NULL };
+	json_t *arts;
+	int i, chunks;
+	pid_t pid;
+
+	snprintf(waitline, sizeof(waitline), "WAIT=%s", flag);
+	snprintf(envline, sizeof(envline), "ENVOUT=%s", envout);
+	pid = spawn("run", args, env);
+	ck_assert_uint_eq(wait_artifacts("restart", 3), 3);
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	put_file("go", "", 0);
+	/* the command writes the other five into the spool, where they wait */
+	for (i = 0, chunks = 0; i < 500 && chunks < 5; i++) {
+		char ls[700];
+		FILE *p;
+		sleep_ms(10);
+		snprintf(ls, sizeof(ls), "ls %s | grep -c '^trace-'", spool);
+		p = popen(ls, "r");
+		if (fscanf(p, "%d", &chunks) != 1)
+			chunks = 0;
+		pclose(p);
+	}
+	ck_assert_int_eq(chunks, 5);
+	sleep_ms(200);
+	ck_assert_int_eq(tu_server_restart_same_port(&srv, NULL), 0);
+	ck_assert_int_eq(reap(pid), 7);
+	arts = artifacts("restart");
+	ck_assert_int_eq(json_array_size(arts), 8);
+	for (i = 1; i <= 8; i++) {
+		char suffix[32];
+		size_t n = 0, k;
+		json_t *a;
+		snprintf(suffix, sizeof(suffix), "-%d.pt.trace.json", i);
+		json_array_foreach(arts, k, a) {
+			const char *name = json_string_value(json_object_get(a, "name"));
+			n += strlen(name) > strlen(suffix) && !strcmp(name + strlen(name) - strlen(suffix), suffix);
+		}
+		ck_assert_uint_eq(n, 1);
+	}
+	json_decref(arts);
+	/* the restarted server saw each of the five once */
+	ck_assert_int_eq(answered(201, 5), 5);
+	ck_assert_int_eq(uploads_answered(200), 0);
+	err = output("run", "err");
+	ck_assert_msg(strstr(err, "is full") && strstr(err, "has room again"), "%s", err);
+	free(err);
+	ck_assert_int_eq(rmdir(spool), 0);	/* empty */
+	free(cmd);
+	free(spool);
+	free(flag);
+	free(envout);
+}
+END_TEST
+
+/* ---- usage ---- */
+
+START_TEST(test_usage)
+{
+	static const char *const subs[] = { "upload", "watch", "run" };
+	const char *help[] = { NULL, "--help", NULL }, *norun[] = { "upload", "x.json", NULL };
+	const char *unknown[] = { "frobnicate", NULL }, *badenv[] = { "TRAINSCOPE_RANK=x", NULL };
+	const char *badrank[] = { "upload", "--run", "r", "--rank", "65536", "x.json", NULL };
+	const char *badrun[] = { "upload", "--run", "a/b", "x.json", NULL };
+	char *out, *err;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		help[0] = subs[i];
+		ck_assert_int_eq(collect("help", help, NULL), 0);
+		out = output("help", "out");
+		ck_assert_msg(strstr(out, "usage: trainscope-collect ") && strstr(out, "Exit codes") &&
+				      strstr(out, "TRAINSCOPE_TOKEN"), "%s", out);
+		free(out);
+	}
+	ck_assert_int_eq(collect("unknown", unknown, NULL), 2);
+	ck_assert_int_eq(collect("badrank", badrank, NULL), 2);
+	ck_assert_int_eq(collect("badenv", norun, badenv), 2);
+	err = output("badenv", "err");
+	ck_assert_msg(strstr(err, "TRAINSCOPE_RANK=x"), "%s", err);
+	free(err);
+	ck_assert_int_eq(collect("badrun", badrun, NULL), 2);
+	ck_assert_int_eq(collect("norun", norun, NULL), 2);
+	err = output("norun", "err");
+	ck_assert_msg(strstr(err, "TRAINSCOPE_RUN"), "%s", err);
+	free(err);
+}
+END_TEST
+
+Suite *suite_collect(void)
+{
+	Suite *s = suite_create("collect");
+	TCase *tc = tcase_create("collect");
+
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_upload_fixtures);
+	tcase_add_test(tc, test_upload_rank_from_env);
+	tcase_add_test(tc, test_upload_bad_token);
+	tcase_add_test(tc, test_upload_server_away);
+	tcase_add_test(tc, test_watch_renamed);
+	tcase_add_test(tc, test_watch_once);
+	tcase_add_test(tc, test_watch_sigkill);
+	tcase_add_test(tc, test_watch_sigterm);
+	tcase_add_test(tc, test_run_chunks);
+	tcase_add_test(tc, test_run_passes_sigterm);
+	tcase_add_test(tc, test_run_server_restart);
+	tcase_add_test(tc, test_usage);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -32,5 +32,6 @@ int collect_need_run(const struct client *c);
 int upload_main(int argc, char **argv);
 int watch_main(int argc, char **argv);
 int run_main(int argc, char **argv);
+int compare_main(int argc, char **argv);
 
 #endif

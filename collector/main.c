@@ -20,6 +20,7 @@ static const struct subcommand {
 	{ "upload", upload_main, "upload files as artifacts of a run, then exit" },
 	{ "watch", watch_main, "ship every finished file that appears in folders, each once" },
 	{ "run", run_main, "run a command with the CUPTI library and ship its trace chunks" },
+	{ "compare", compare_main, "compare two runs (or one with its baseline); exit 5 on a regression" },
 };
 
 const char collect_common_help[] =
@@ -39,6 +40,7 @@ const char collect_common_help[] =
 	"SIGINT or SIGTERM); 1 the server rejected something (4xx, its message printed);\n"
 	"2 bad usage; 3 the server could not be reached or kept failing (5xx) after the\n"
 	"retries; 4 a local error (file, folder, state file).\n"
+	"compare: 0 no regression, 5 a regression, 1 to 4 as above.\n"
 	"run exits with the command's status (128+N when a signal N ended it, 127 when it\n"
 	"could not be started, 2 for bad usage).\n";
 

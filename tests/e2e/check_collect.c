@@ -886,6 +886,73 @@ START_TEST(test_usage)
 }
 END_TEST
 
+/* ---- compare ---- */
+
+/* Upload a trace of 6 steps of about step_us each (+-1%) as run. */
+static void upload_steps(const char *run, int64_t step_us)
+{
+	char text[2048], path[128];
+	size_t n = 0;
+	int64_t t = 1700000000000000;
+	struct tu_resp r;
+
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "{\"traceEvents\":[");
+	for (int i = 0; i < 6; i++) {
+		int64_t d = step_us + (i % 3 - 1) * step_us / 100;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\","
+				      "\"name\":\"ProfilerStep#%d\",\"pid\":1,\"tid\":1,\"ts\":%lld,\"dur\":%lld}",
+				      i ? "," : "", i, (long long)t, (long long)d);
+		t += d;
+	}
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "]}");
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=t.json", run);
+	ck_assert_int_eq(tu_http(&srv, "POST", path, text, n, NULL, &r), 0);
+	ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+	tu_resp_free(&r);
+}
+
+START_TEST(test_compare_gates)
+{
+	const char *slower[] = { "compare", "cbase", "cslow", NULL };
+	const char *same[] = { "compare", "cbase", "cbase", NULL };
+	const char *lenient[] = { "compare", "--threshold-pct", "150", "cbase", "cslow", NULL };
+	const char *baseline[] = { "compare", "cslow", NULL };
+	const char *unknown[] = { "compare", "cbase", "nosuchrun", NULL };
+	const char *bad[] = { "compare", "--alpha", "x", "cbase", "cslow", NULL };
+	const char patch[] = "{\"baseline\": true}";
+	struct tu_resp r;
+	char *out;
+
+	upload_steps("cbase", 10000);
+	upload_steps("cslow", 20000);
+	/* twice as slow: a regression, exit 5, the verdict and step time printed */
+	ck_assert_int_eq(collect("slow", slower, NULL), 5);
+	out = output("slow", "out");
+	ck_assert_msg(strstr(out, "cbase -> cslow: regression") && strstr(out, "step time") && strstr(out, "+100.0%"),
+		      "%s", out);
+	free(out);
+	/* a run against itself: no change, exit 0 */
+	ck_assert_int_eq(collect("same", same, NULL), 0);
+	out = output("same", "out");
+	ck_assert_msg(strstr(out, "cbase -> cbase: no_change"), "%s", out);
+	free(out);
+	/* the threshold is the caller's */
+	ck_assert_int_eq(collect("lenient", lenient, NULL), 0);
+	/* no base: the project's baseline, once there is one */
+	ck_assert_int_eq(collect("nobase", baseline, NULL), 1);
+	ck_assert_int_eq(tu_http(&srv, "PATCH", "/api/v1/runs/cbase", patch, strlen(patch), NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	ck_assert_int_eq(collect("baseline", baseline, NULL), 5);
+	/* the server's 404, and a bad flag */
+	ck_assert_int_eq(collect("unknown", unknown, NULL), 1);
+	out = output("unknown", "err");
+	ck_assert_msg(strstr(out, "404"), "%s", out);
+	free(out);
+	ck_assert_int_eq(collect("bad", bad, NULL), 2);
+}
+END_TEST
+
 Suite *suite_collect(void)
 {
 	Suite *s = suite_create("collect");
@@ -905,6 +972,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_run_passes_sigterm);
 	tcase_add_test(tc, test_run_server_restart);
 	tcase_add_test(tc, test_usage);
+	tcase_add_test(tc, test_compare_gates);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -31,8 +31,12 @@ const serverBin = path.join(buildDir, 'trainscope-server');
 const fixturesDir = path.resolve(process.env.FIXTURES_DIR || path.resolve(repoRoot, '../shared/fixtures'));
 const schemaDir = path.join(repoRoot, 'schemas/api');
 const openapiFile = path.join(repoRoot, 'schemas/openapi.yaml');
-const startTimeoutMs = 30000;	// ASan builds start slowly
-const requestTimeoutMs = 120000;
+// SERVER_WRAPPER runs the server under a tool, e.g. "valgrind --error-exitcode=99 --leak-check=full"
+// (scripts/valgrind.sh): then its exit status says what the tool found
+const wrapper = (process.env.SERVER_WRAPPER || '').split(' ').filter(Boolean);
+const slow = wrapper.length ? 10 : 1;
+const startTimeoutMs = 30000 * slow;	// ASan builds start slowly, valgrind more so
+const requestTimeoutMs = 120000 * slow;
 
 // run name -> fixture; nosteps has no ProfilerStep spans (the null cases)
 const FIXTURES = [
@@ -195,7 +199,8 @@ async function startServer() {
 	tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trainscope-schema-'));
 	const port = await freePort();
 	const base = `http://127.0.0.1:${port}`;
-	server = spawn(serverBin, ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmpDir, 't.db')], {
+	const args = ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmpDir, 't.db')];
+	server = spawn(wrapper.length ? wrapper[0] : serverBin, [...wrapper.slice(1), ...(wrapper.length ? [serverBin] : []), ...args], {
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});
 	const keep = (d) => {
@@ -227,7 +232,7 @@ async function stopServer() {
 	if (!server || serverExit !== null)
 		return;
 	server.kill('SIGTERM');
-	const until = Date.now() + 20000;
+	const until = Date.now() + 20000 * slow;
 	while (serverExit === null && Date.now() < until)
 		await new Promise((r) => setTimeout(r, 50));
 	if (serverExit === null) {

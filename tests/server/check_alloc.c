@@ -273,6 +273,9 @@ Suite *suite_alloc(void)
 	Suite *s = suite_create("alloc");
 	TCase *tc = tcase_create("fail_n");
 
+	/* thousands of databases: scripts/valgrind.sh leaves it out (CK_EXCLUDE_TAGS=slow) */
+	tcase_set_tags(tc, "slow");
+
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_ingest_gzip);
 	tcase_add_test(tc, test_ingest_plain_with_memory_events);

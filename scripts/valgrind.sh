@@ -1,0 +1,17 @@
+#!/bin/sh
+# The test suite under valgrind's memcheck, in build/: every Check unit suite
+# but the allocation-failure one (tagged slow: thousands of databases; LSan
+# checks it in the ASan pass), then the server itself under memcheck for the
+# API validator's whole walk (every upload kind, every endpoint, the error
+# answers, compare, a clean SIGTERM stop). Any memory error or definite leak
+# fails it.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+command -v valgrind >/dev/null || apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+cmake -S . -B build >/dev/null
+cmake --build build -j"$(nproc)"
+vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite"
+# Check forks a child per test: memcheck follows it
+CK_EXCLUDE_TAGS=slow $vg --trace-children=yes build/tests/check_unit
+SERVER_WRAPPER="$vg" node tests/schema/validate.mjs build

@@ -1051,6 +1051,26 @@ static json_t *merge_patch(json_t *target, json_t *patch)
 	return out;
 }
 
+/* In a write transaction: the run's id, and its metadata (new reference; NULL when none) when meta is given. */
+static int writer_run(struct store_writer *w, const char *run, int64_t *id, json_t **meta, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "SELECT id, metadata FROM runs WHERE name=?1", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	bind_text(st, 1, run);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+	} else {
+		*id = sqlite3_column_int64(st, 0);
+		if (meta)
+			*meta = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_run_patch(struct store_writer *w, const char *run, json_t *patch, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -1061,19 +1081,8 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 
 	if ((rc = begin(w, err)))
 		return rc;
-	if (sqlite3_prepare_v2(w->db, "SELECT id, metadata FROM runs WHERE name=?1", -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(err, w->db, "prepare");
+	if ((rc = writer_run(w, run, &run_id, &meta, err)))
 		goto out;
-	}
-	bind_text(st, 1, run);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
-		goto out;
-	}
-	run_id = sqlite3_column_int64(st, 0);
-	meta = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
-	sqlite3_finalize(st);
-	st = NULL;
 
 	if ((v = json_object_get(patch, "metadata"))) {
 		json_t *m = merge_patch(meta, v);
@@ -1150,17 +1159,8 @@ int store_metrics_put(struct store_writer *w, const char *run, const struct stor
 
 	if ((rc = begin(w, err)))
 		return rc;
-	if (sqlite3_prepare_v2(w->db, "SELECT id FROM runs WHERE name=?1", -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(err, w->db, "prepare");
+	if ((rc = writer_run(w, run, &run_id, NULL, err)))
 		goto out;
-	}
-	bind_text(st, 1, run);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
-		goto out;
-	}
-	run_id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
 	if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO metrics(run_id, name, step, value) VALUES(?1, ?2, ?3, ?4)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		st = NULL;

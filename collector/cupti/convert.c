@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "utf8.h"
 
 #if CUPTI_API_VERSION < 130000
 #error "convert.c reads the CUDA 13 record layouts (Kernel10, Memcpy6, Memory4, ...)"
@@ -96,34 +97,6 @@ static void putf(struct cupti_out *o, const char *fmt, ...)
 	o->len += (size_t)n;
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629), 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s, const unsigned char *end)
-{
-	unsigned c = s[0], cp, min;
-	size_t n, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 1, min = 0x80, cp = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 2, min = 0x800, cp = c & 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 3, min = 0x10000, cp = c & 0x07;
-	else
-		return 0;
-	if ((size_t)(end - s) < n + 1)
-		return 0;
-	for (i = 1; i <= n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3F);
-	}
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return n + 1;
-}
-
 /* A JSON string; bytes that are not UTF-8 become '?'. */
 static void put_str(struct cupti_out *o, const char *str)
 {
@@ -131,7 +104,7 @@ static void put_str(struct cupti_out *o, const char *str)
 
 	PUTS(o, "\"");
 	while (s < end) {
-		size_t n = utf8_len(s, end);
+		size_t n = tp_utf8_len(s, end);
 		if (n == 0) {
 			PUTS(o, "?");
 			s++;

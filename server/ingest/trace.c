@@ -26,6 +26,7 @@
 #include "alloc.h"
 #include "num.h"
 #include "trace.h"
+#include "utf8.h"
 
 #define LOG_PREFIX "trace"
 
@@ -216,35 +217,15 @@ static int token_too_long(struct trace_parser *p, int string, uint64_t at);
 /* Every callback starts with this: where its token ended (see the top of the file). */
 #define SEEN(p) ((p)->last_cb = yajl_get_bytes_consumed((p)->yajl), (p)->cb_seen = 1)
 
-/* RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF. */
+/* RFC 3629 throughout */
 static int utf8_valid(const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str, *end = s + len;
+	size_t n;
 
-	while (s < end) {
-		unsigned c = *s++;
-		int n;
-		unsigned min, cp;
-		if (c < 0x80)
-			continue;
-		if (c >= 0xC2 && c <= 0xDF)
-			n = 1, min = 0x80, cp = c & 0x1F;
-		else if (c >= 0xE0 && c <= 0xEF)
-			n = 2, min = 0x800, cp = c & 0x0F;
-		else if (c >= 0xF0 && c <= 0xF4)
-			n = 3, min = 0x10000, cp = c & 0x07;
-		else
+	for (; s < end; s += n)
+		if (!(n = tp_utf8_len(s, end)))
 			return 0;
-		if (end - s < n)
-			return 0;
-		while (n--) {
-			if ((*s & 0xC0) != 0x80)
-				return 0;
-			cp = cp << 6 | (*s++ & 0x3F);
-		}
-		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-	}
 	return 1;
 }
 

@@ -31,18 +31,23 @@ static const struct web_asset *find(const char *name)
 	return NULL;
 }
 
-/* If-None-Match holds a's ETag (or "*") */
-static int not_modified(struct request *req, const struct web_asset *a)
+/* If-None-Match holds this ETag (or "*") */
+static int not_modified(struct request *req, const char *etag)
 {
 	const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
 
-	return inm && (strstr(inm, a->etag) || !strcmp(inm, "*"));
+	return inm && (strstr(inm, etag) || !strcmp(inm, "*"));
 }
 
 static int serve(struct request *req, const struct web_asset *a, const char *cache_control)
 {
-	int gz = req->accepts_gzip && a->gzlen < a->len, fresh = not_modified(req, a);
+	int gz = req->accepts_gzip && a->gzlen < a->len, fresh;
 	struct MHD_Response *resp;
+	char etag[80];
+
+	/* the gzip'd bytes are another representation: another ETag ("hash-gz") */
+	snprintf(etag, sizeof(etag), "%.*s%s", (int)strlen(a->etag) - 1, a->etag, gz ? "-gz\"" : "\"");
+	fresh = not_modified(req, etag);
 
 	/* the table is static: MHD sends from it without copying */
 	if (fresh)
@@ -56,7 +61,7 @@ static int serve(struct request *req, const struct web_asset *a, const char *cac
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, cache_control);
 	MHD_add_response_header(resp, "Content-Security-Policy", PAGE_CSP);
 	return http_reply_response(req, fresh ? 304 : 200, resp);

@@ -156,6 +156,13 @@ test('pages: headers, caching and unknown runs', async () => {
 	const js = html.match(/src="(\/assets\/app-[A-Z0-9]+\.js)"/)[1];
 	const etag = r.headers.get('etag');
 	assert.equal((await fetch(srv.base + '/', { headers: { 'If-None-Match': etag } })).status, 304);
+	// the gzip'd and the plain bytes are two representations, with two ETags
+	const plain = { 'Accept-Encoding': 'identity' };
+	assert.match(etag, /-gz"$/);
+	assert.equal((await fetch(srv.base + '/', { headers: { ...plain, 'If-None-Match': etag } })).status, 200);
+	const petag = (await fetch(srv.base + '/', { headers: plain })).headers.get('etag');
+	assert.notEqual(petag, etag);
+	assert.equal((await fetch(srv.base + '/', { headers: { ...plain, 'If-None-Match': petag } })).status, 304);
 	const a = await fetch(srv.base + js, { headers: { 'Accept-Encoding': 'gzip' } });
 	assert.equal(a.headers.get('content-type'), 'text/javascript; charset=utf-8');
 	assert.equal(a.headers.get('content-encoding'), 'gzip');

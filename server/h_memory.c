@@ -1,10 +1,11 @@
 /*
  * h_memory.c: memory timelines of a rank:
- *   GET /api/v1/runs/{run}/memory?rank=R&device=D&points=N
+ *   GET /api/v1/runs/{run}/memory?rank=R&device=D&points=N&start_ns=A&end_ns=B
  *   GET /api/v1/runs/{run}/memory/peak?rank=R&device=D
  * Without device, the rank's first GPU with memory data (else cpu); without
  * rank, the run's lowest rank with data. points: at most N points (default
  * 2000), each the highest of its stretch so the peak survives; 0 for all.
+ * start_ns/end_ns: only that window (a chart zoomed in asks for its detail).
  */
 
 #include "handlers.h"
@@ -28,16 +29,20 @@ static int answer(struct request *req, int peak)
 {
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
-	long long rank, points = POINTS_DEFAULT;
+	long long rank, points = POINTS_DEFAULT, start = INT64_MIN, end = INT64_MAX;
 	const char *device;
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) ||
-	    (!peak && h_arg_int(req, "points", 0, POINTS_MAX, POINTS_DEFAULT, &points)))
+	    (!peak && (h_arg_int(req, "points", 0, POINTS_MAX, POINTS_DEFAULT, &points) ||
+		       h_arg_int(req, "start_ns", 0, INT64_MAX, INT64_MIN, &start) ||
+		       h_arg_int(req, "end_ns", 0, INT64_MAX, INT64_MAX, &end))))
 		return 0;
+	if (start >= end)
+		return http_reply_error(req, 400, "invalid_parameter", NULL, "start_ns must be below end_ns");
 	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
 		return 0;
 	return h_answer(req, peak ? store_memory_peak(r, req->params[0], (int)rank, device, &err)
-				  : store_memory(r, req->params[0], (int)rank, device, (long)points, &err),
+				  : store_memory(r, req->params[0], (int)rank, device, (long)points, start, end, &err),
 			r, &err, NULL, 0);
 }
 

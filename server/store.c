@@ -1863,17 +1863,25 @@ static json_t *baseline_json(struct store_reader *r, const struct series *s, con
 }
 
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
-		     struct tp_errbuf *err)
+		     int64_t start_ns, int64_t end_ns, struct tp_errbuf *err)
 {
 	struct series s;
 	struct points p;
 	json_t *arr[POINT_COLS] = { NULL }, *cats = NULL, *peak = NULL, *o = NULL;
-	size_t n, i;
-	int c;
+	size_t n, i, w0 = 0, w1;
+	int c, windowed = start_ns != INT64_MIN || end_ns != INT64_MAX;
 
 	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, -1, &p, err))
 		return NULL;
-	n = p.n;
+	/*
+	 * A window: its points, from the last one at or before start_ns (the state
+	 * the window opens with) to the last one at or before end_ns.
+	 */
+	for (w1 = p.n; w1 > 1 && p.row[w1 - 1][0] > end_ns; w1--)
+		;
+	while (w0 + 1 < w1 && p.row[w0 + 1][0] <= start_ns)
+		w0++;
+	n = w1 - w0;
 	for (c = 0; c < POINT_COLS; c++)
 		if (!(arr[c] = json_array()))
 			goto oom;
@@ -1885,11 +1893,11 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 	 */
 	size_t buckets = points <= 0 || (size_t)points >= n ? n : (size_t)points;
 	int ends = buckets < n && buckets >= 3;
-	size_t inner = ends ? buckets - 2 : buckets, from = ends ? 1 : 0, span = ends ? n - 2 : n;
+	size_t inner = ends ? buckets - 2 : buckets, from = w0 + (ends ? 1 : 0), span = ends ? n - 2 : n;
 	for (size_t b = 0; b < buckets; b++) {
 		size_t best;
 		if (ends && (b == 0 || b == buckets - 1)) {
-			best = b == 0 ? 0 : n - 1;
+			best = b == 0 ? w0 : w1 - 1;
 		} else {
 			size_t k = ends ? b - 1 : b, lo = from + k * span / inner, hi = from + (k + 1) * span / inner;
 			best = lo;
@@ -1909,18 +1917,18 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 			goto oom;
 		arr[1 + c] = NULL;
 	}
-	if (s.peak_seq >= 0 && (size_t)s.peak_seq < n)
+	if (s.peak_seq >= 0 && (size_t)s.peak_seq < p.n)
 		peak = point_json(&p, (size_t)s.peak_seq);
 	else
 		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
 	if (!peak)
 		goto oom;
 	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
-		      "device", s.device, "points_total", (json_int_t)n, "t_ns", arr[0], "categories", cats,
+		      "device", s.device, "points_total", (json_int_t)p.n, "t_ns", arr[0], "categories", cats,
 		      "allocated", arr[9], "reserved", arr[10], "peak", peak, "baseline", baseline_json(r, &s, &p));
 	arr[0] = arr[9] = arr[10] = NULL;
 	cats = peak = NULL;
-	if (!o)
+	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)n))))
 		goto oom;
 	goto out;
 oom:

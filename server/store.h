@@ -165,10 +165,12 @@ json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *e
 /*
  * {"source", "device", "t_ns", "categories": {eight}, "allocated", "reserved", "peak"} per
  * shared/api.md: the rank's timeline for device (NULL: its first GPU with memory data, else
- * cpu), at most points points keeping each bucket's highest (0: every point).
+ * cpu), at most points points keeping each bucket's highest (0: every point). With a window
+ * (start_ns > INT64_MIN or end_ns < INT64_MAX), the points from the last at or before start_ns
+ * to the last at or before end_ns, and "window_points"; the peak stays the series'.
  */
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
-		     struct tp_errbuf *err);
+		     int64_t start_ns, int64_t end_ns, struct tp_errbuf *err);
 /* {"t_ns", "bytes", "groups": [{"category", "op", "bytes", "count"}]}: what was alive at the peak. */
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
 			  struct tp_errbuf *err);

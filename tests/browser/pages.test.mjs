@@ -142,6 +142,20 @@ test('run page of a memory timeline export', async () => {
 	await page.waitForSelector('#peak-detail tbody tr');
 	assert.match((await rowTexts(page, '#peak-detail'))[0], /activation/);
 	assert.equal(await page.locator('h2:text-is("Step time by component")').count(), 0);
+	// drag-zoom into a tenth of the timeline: the chart asks the server for that window's own points
+	const over = page.locator('section:has(h2:text-is("Memory timeline")) .u-over');
+	const box = await over.boundingBox();
+	const windowed = page.waitForResponse((r) => /\/memory\?.*start_ns=\d+.*end_ns=\d+/.test(r.url()) && r.status() === 200);
+	await page.mouse.move(box.x + box.width * 0.40, box.y + box.height / 2);
+	await page.mouse.down();
+	await page.mouse.move(box.x + box.width * 0.50, box.y + box.height / 2, { steps: 5 });
+	await page.mouse.up();
+	const w = await (await windowed).json();
+	assert.ok(w.window_points > 10 && w.window_points < w.points_total, `window_points ${w.window_points}`);
+	await page.waitForFunction(() => document.querySelector('section:has(h2) .chart-box[data-window-points]'));
+	assert.ok(await colorPixels(page, 'section:has(h2:text-is("Memory timeline")) canvas', KERNEL_BLUE) > 500);
+	// double-click: the whole timeline again
+	await over.dblclick();
 	await page.screenshot({ path: path.join(shots, 'run-memory.png'), fullPage: true });
 	assert.deepEqual(page.problems, []);
 });

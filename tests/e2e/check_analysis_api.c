@@ -306,7 +306,32 @@ START_TEST(test_memory_timeline_export)
 	ck_assert_int_eq(peak, 3082832104LL);
 	json_int_t t_first = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 0));
 	json_int_t t_last = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 7720));
+	json_int_t t1000 = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 1000));
+	json_int_t t2000 = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 2000));
 	json_decref(j);
+
+	/* a window (a zoomed chart): its points, from the state it opens with; the peak stays the run's */
+	char url[256];
+	snprintf(url, sizeof(url), "/api/v1/runs/memraw/memory?points=0&start_ns=%lld&end_ns=%lld", (long long)t1000,
+		 (long long)t2000);
+	j = get(url, 200, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "window_points")), 1001);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "points_total")), 7721);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), 1001);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "t_ns"), 0)), t1000);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "t_ns"), 1000)), t2000);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "peak"), "bytes")), peak);
+	json_decref(j);
+	snprintf(url, sizeof(url), "/api/v1/runs/memraw/memory?points=50&start_ns=%lld&end_ns=%lld", (long long)t1000 + 1,
+		 (long long)t2000);
+	j = get(url, 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "t_ns")), 50);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "t_ns"), 0)), t1000);	/* the state at start */
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(j, "t_ns"), 49)), t2000);
+	json_decref(j);
+	snprintf(url, sizeof(url), "/api/v1/runs/memraw/memory?start_ns=%lld&end_ns=%lld", (long long)t2000,
+		 (long long)t1000);
+	json_decref(get(url, 400, NULL));
 
 	/* downsampled: 100 points, the peak among them */
 	j = get("/api/v1/runs/memraw/memory?points=100", 200, NULL);

@@ -489,6 +489,15 @@ async function main() {
 		const some = exactBody(await expect('GET', `${p}?points=100`, 200, 'memory'));
 		checkMemory(`GET ${p}?points=100`, some);
 		checkSampled(`GET ${p}?points=100`, some, all);
+		if (all?.t_ns?.length > 10) {
+			// a window: real points of the series, from the state it opens with
+			const [a0, a1] = [all.t_ns[Math.floor(all.t_ns.length / 3)], all.t_ns[Math.floor(all.t_ns.length / 2)]];
+			const w = exactBody(await expect('GET', `${p}?points=50&start_ns=${a0}&end_ns=${a1}`, 200, 'memory'));
+			checkSampled(`GET ${p}?points=50&start_ns=..&end_ns=..`, w, all);
+			if (w?.t_ns)
+				check(`GET ${p} window: ${w.t_ns.length} points from ${a0} to ${a1}`, w.t_ns[0] === a0 &&
+					w.t_ns[w.t_ns.length - 1] === a1 && w.window_points >= w.t_ns.length, show(w.t_ns.slice(0, 3)));
+		}
 		await expect('GET', `${p}/peak`, 200, 'memory_peak');
 		await expect('GET', `/api/v1/runs/${run}/diagnosis`, 200, 'diagnosis');
 	}

@@ -69,29 +69,35 @@ export function stepChart(el, steps, { yMax } = {}) {
 // The memory timeline: stacked area by category, allocated and reserved lines,
 // the peak marked (click it: onPeak()). Drag to zoom, double-click to reset.
 // x is seconds since t0 (ns); xMax and yMax fix the axes (for side by side).
-export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak } = {}) {
-	const n = mem.t_ns.length;
-	const x = mem.t_ns.map((t) => (t - t0) / 1e9);
-	const layers = stack(CATEGORIES, mem.categories, n);
+// fetchWindow(startNs, endNs, points): the timeline of a window, so that a
+// zoomed chart shows that window's own detail rather than magnified points.
+export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fetchWindow } = {}) {
 	const hasReserved = mem.reserved.some((v) => v != null);
+	const columns = (m) => {
+		const layers = stack(CATEGORIES, m.categories, m.t_ns.length);
+		const d = [m.t_ns.map((t) => (t - t0) / 1e9), ...layers.map((l) => l.cum), m.allocated];
+		return hasReserved ? [...d, m.reserved] : d;
+	};
+	const data = columns(mem);
+	const x = data[0];
+	const keys = [...CATEGORIES].reverse();	// stack()'s order: top first
+	let shown = mem;	// the timeline drawn now: the whole one, or a window's
+	let seq = 0, timer = null, win = null;
 	const peakX = mem.peak ? (mem.peak.t_ns - t0) / 1e9 : null;
 	const marker = h('button', { class: 'peak-marker', type: 'button', title: 'What was alive at the peak',
 		onmousedown: (e) => e.stopPropagation(), onclick: () => onPeak && onPeak() }, 'peak ' + fmtBytes(mem.peak?.bytes));
 
 	const series = [
 		{ label: 'time', value: (u, v) => (v == null ? '' : v.toFixed(4) + ' s') },
-		...layers.map(({ key }) => ({
+		...keys.map((key) => ({
 			label: label(key), stroke: CATEGORY_COLORS[key], fill: CATEGORY_COLORS[key] + 'dd', width: 0,
-			points: { show: false }, value: (u, v, si, i) => (i == null ? '' : fmtBytes(mem.categories[key][i])),
+			points: { show: false }, value: (u, v, si, i) => (i == null ? '' : fmtBytes(shown.categories[key][i])),
 		})),
 		{ label: 'allocated', stroke: '#18181b', width: 1.5, points: { show: false }, value: (u, v) => fmtBytes(v) },
 	];
-	const data = [x, ...layers.map((l) => l.cum), mem.allocated];
-	if (hasReserved) {
+	if (hasReserved)
 		series.push({ label: 'reserved', stroke: '#71717a', width: 1.5, dash: [6, 4], points: { show: false },
 			value: (u, v) => fmtBytes(v) });
-		data.push(mem.reserved);
-	}
 	const u = mount(el, {
 		class: 'chart',
 		cursor: { drag: { x: true, y: false }, points: { show: false } },
@@ -110,6 +116,35 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak } = 
 					if (peakX != null && onPeak && Math.abs(u.cursor.left - u.valToPos(peakX, 'x')) < 8)
 						onPeak();
 				});
+				// double-click: back to the whole timeline
+				u.over.addEventListener('dblclick', () => {
+					seq++;
+					if (win) {
+						win = null;
+						shown = mem;
+						u.setData(data);
+					}
+				});
+			}],
+			setScale: [(u, key) => {
+				if (key !== 'x' || !fetchWindow)
+					return;
+				const { min, max } = u.scales.x;
+				const whole = min <= x[0] && max >= x[x.length - 1];
+				if (whole || (win && win[0] === min && win[1] === max))
+					return;
+				const my = ++seq;
+				clearTimeout(timer);
+				timer = setTimeout(async () => {
+					const m = await fetchWindow(Math.max(0, Math.floor(t0 + min * 1e9)), Math.ceil(t0 + max * 1e9),
+						Math.round(u.bbox.width / devicePixelRatio));
+					if (my !== seq || !m)
+						return;
+					win = [min, max];
+					shown = m;
+					u.setData(columns(m), false);
+					el.dataset.windowPoints = m.t_ns.length;
+				}, 150);
 			}],
 			draw: [(u) => {
 				// the axes' extent, for tests that check two charts share them

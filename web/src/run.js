@@ -74,7 +74,11 @@ export async function runPage(app, run) {
 		hasMemory && load(memBox, async () => {
 			mem = await api(runUrl(run, '/memory', { rank, points: Math.round(memBox.clientWidth) }));
 			memBox.dataset.device = mem.device;
-			memoryChart(memBox, mem, { onPeak: () => load(peakBox, () => showPeak(peakBox, run, rank, mem.device)) });
+			memoryChart(memBox, mem, {
+				onPeak: () => load(peakBox, () => showPeak(peakBox, run, rank, mem.device)),
+				fetchWindow: (start_ns, end_ns, points) =>
+					api(runUrl(run, '/memory', { rank, device: mem.device, points, start_ns, end_ns })),
+			});
 		}),
 		hasTrace && load(opsBox, () => opsTable(opsBox, run, rank)),
 		hasTrace && load(kernelsBox, () => kernelsTable(kernelsBox, run, rank)),

@@ -4,27 +4,15 @@
 // Used by tests/browser/*.test.mjs and bench/page_load.mjs.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../lib/free_port.mjs';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const fixturesDir = path.resolve(process.env.FIXTURES_DIR || path.resolve(repoRoot, '../shared/fixtures'));
 const { chromium } = createRequire(path.join(repoRoot, 'web/package.json'))('playwright-core');
-
-function freePort() {
-	return new Promise((resolve, reject) => {
-		const s = net.createServer();
-		s.unref();
-		s.on('error', reject);
-		s.listen(0, '127.0.0.1', () => {
-			const { port } = s.address();
-			s.close(() => resolve(port));
-		});
-	});
-}
 
 // Start build/trainscope-server (BUILD_DIR, else "build"); resolves to {base, stop()}.
 export async function startServer(buildDir = process.env.BUILD_DIR || 'build') {

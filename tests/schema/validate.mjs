@@ -14,11 +14,11 @@
 // per check and exits 1 when any fails; the server is stopped in every case.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { freePort } from '../lib/free_port.mjs';
 
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -158,18 +158,6 @@ function checkOpenapi() {
 }
 
 // ---- the server ----
-
-function freePort() {
-	return new Promise((resolve, reject) => {
-		const s = net.createServer();
-		s.unref();
-		s.on('error', reject);
-		s.listen(0, '127.0.0.1', () => {
-			const { port } = s.address();
-			s.close(() => resolve(port));
-		});
-	});
-}
 
 let server = null;
 let serverLog = '';

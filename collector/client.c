@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "port.h"
 
 /* an answer is a small JSON document; more than this is not one of ours */
 #define MAX_ANSWER (1u << 20)
@@ -85,6 +86,11 @@ int client_init(struct client *c)
 	c->retry_base_ms = 500;
 	c->retry_max_ms = 30000;
 	v = getenv("TRAINSCOPE_SERVER");
+	if (v && *v && tp_url_port(v) < 0) {
+		fprintf(stderr, "trainscope-collect: TRAINSCOPE_SERVER=%s: expected http(s)://HOST[:PORT] with a port"
+			" from 1 to 65535\n", v);
+		return -1;
+	}
 	client_set_server(c, v && *v ? v : CLIENT_DEFAULT_SERVER);
 	v = getenv("TRAINSCOPE_TOKEN");
 	c->token = v && *v ? v : NULL;
@@ -172,7 +178,7 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 			       const struct client_body *body, struct client_resp *out)
 {
 	struct curl_slist *hdrs = NULL, *h;
-	char *url = NULL, *auth = NULL, curl_err[CURL_ERROR_SIZE] = "";
+	char *url = NULL, *auth = NULL, curl_err[CURL_ERROR_SIZE] = "", ce[64];
 	CURL *curl;
 	CURLcode cc;
 
@@ -212,6 +218,9 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 		if (body->size >= 0)
 			curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, body->size);
 		else if ((h = curl_slist_append(hdrs, "Transfer-Encoding: chunked")))
+			hdrs = h;
+		if (body->encoding && snprintf(ce, sizeof(ce), "Content-Encoding: %s", body->encoding) < (int)sizeof(ce) &&
+		    (h = curl_slist_append(hdrs, ce)))
 			hdrs = h;
 		if (body->progress) {
 			curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);

@@ -68,6 +68,8 @@ struct client_body {
 	void *payload;
 	/* optional progress: sent bytes so far (0 to size) */
 	int (*progress)(curl_off_t sent, void *payload);
+	/* the Content-Encoding header, NULL for none: "gzip" when the bytes are gzip'd on the way */
+	const char *encoding;
 };
 
 enum client_outcome {

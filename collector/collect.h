@@ -18,7 +18,7 @@
 	{ "rank", required_argument, NULL, 'K' },                      \
 	{ "help", no_argument, NULL, 'h' }
 
-/* The shared part of every --help: flags, environment, exit codes. */
+/* The shared part of every subcommand's --help: the shared flags, and where the rest is. */
 extern const char collect_common_help[];
 
 /*

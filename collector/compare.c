@@ -2,7 +2,9 @@
  * compare.c: trainscope-collect compare [BASE] TARGET, for CI pipelines: asks
  * the server's GET /api/v1/compare, prints the verdict, its reasons and the
  * largest changes as a table, and exits COMPARE_EXIT_REGRESSION on a
- * regression so that a training job can gate on it.
+ * regression so that a training job can gate on it, and
+ * COMPARE_EXIT_NOT_COMPARABLE when the runs cannot be compared (a gate must
+ * not pass on a comparison that never happened).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +13,15 @@
 #include "collect.h"
 
 #define COMPARE_EXIT_REGRESSION 5
+#define COMPARE_EXIT_NOT_COMPARABLE 6
 
 static const char compare_help[] =
 	"usage: trainscope-collect compare [flags] [BASE] TARGET\n"
 	"Compares run TARGET with run BASE (without BASE: with TARGET's project baseline,\n"
 	"set by PATCH /api/v1/runs/{run} {\"baseline\": true}) on the server, prints the\n"
 	"verdict with its reasons, step time, peak memory and the largest operator and\n"
-	"kernel changes, and exits 5 on a regression.\n"
+	"kernel changes. Exits 5 on a regression, 6 when the runs cannot be compared\n"
+	"(no steps in one, nothing shared, different models), 0 otherwise.\n"
 	"\n"
 	"  --threshold-pct P  a change counts past P percent (server default 5)\n"
 	"  --alpha A          and when its p-value is under A (server default 0.05)\n"
@@ -53,15 +57,30 @@ static const char *cell(const json_t *row, const char *key, int sign, char *buf,
 	return json_is_number(v) ? dur(json_number_value(v), sign, buf, size) : "-";
 }
 
-static void table(const json_t *rows, const char *title, long top)
+/*
+ * name in at most NAME_COLS columns: shortened in the middle ("void at::native::vec...Array<char*, 3>)"),
+ * so that the start and the end, where kernels differ, both stay
+ */
+#define NAME_COLS 60
+static const char *short_name(const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name), head = (NAME_COLS - 3) / 2, tail = NAME_COLS - 3 - head;
+
+	if (n <= NAME_COLS || size < NAME_COLS + 1)
+		return name;
+	snprintf(buf, size, "%.*s...%s", (int)head, name, name + n - tail);
+	return buf;
+}
+
+static void table(const json_t *rows, const char *title, const char *per, long top)
 {
 	size_t i, n = json_array_size(rows);
 	const json_t *r;
-	char b[32], t[32], d[32];
+	char b[32], t[32], d[32], nb[NAME_COLS + 1];
 
 	if (!n)
 		return;
-	printf("\n%s, per step (largest changes first):\n", title);
+	printf("\n%s, per %s (largest changes first):\n", title, per);
 	printf("  %-60s %-9s %12s %12s %12s\n", "name", "status", "base", "target", "change");
 	json_array_foreach(rows, i, r) {
 		if ((long)i == top)
@@ -70,7 +89,7 @@ static void table(const json_t *rows, const char *title, long top)
 		const char *status = json_string_value(json_object_get(r, "status"));
 		if (status && !strcmp(status, "unchanged"))
 			break;	/* sorted by the size of the change: the rest are the same */
-		printf("  %-60.60s %-9s %12s %12s %12s\n", name ? name : "?", status ? status : "",
+		printf("  %-60s %-9s %12s %12s %12s\n", name ? short_name(name, nb, sizeof(nb)) : "?", status ? status : "",
 		       cell(r, "base_ns_per_step", 0, b, sizeof(b)), cell(r, "target_ns_per_step", 0, t, sizeof(t)),
 		       cell(r, "delta_ns_per_step", 1, d, sizeof(d)));
 	}
@@ -79,7 +98,7 @@ static void table(const json_t *rows, const char *title, long top)
 static void print(const json_t *j, long top)
 {
 	const json_t *st = json_object_get(j, "step_time"), *mem = json_object_get(j, "memory"), *v;
-	const char *verdict = json_string_value(json_object_get(j, "verdict"));
+	const char *verdict = json_string_value(json_object_get(j, "verdict")), *per;
 	char a[32], b[32];
 	size_t i;
 
@@ -87,7 +106,7 @@ static void print(const json_t *j, long top)
 	       json_string_value(json_object_get(j, "target")), verdict ? verdict : "?");
 	json_array_foreach(json_object_get(j, "reasons"), i, v)
 		printf("  - %s\n", json_string_value(v));
-	if (json_is_object(st)) {
+	if (json_is_number(json_object_get(st, "base_ns")) && json_is_number(json_object_get(st, "target_ns"))) {
 		const json_t *p = json_object_get(st, "p_value");
 		printf("\nstep time    %s -> %s", dur(num(st, "base_ns"), 0, a, sizeof(a)),
 		       dur(num(st, "target_ns"), 0, b, sizeof(b)));
@@ -104,8 +123,10 @@ static void print(const json_t *j, long top)
 			printf("  %+.1f%%", num(mem, "delta_pct"));
 		printf("\n");
 	}
-	table(json_object_get(j, "kernels"), "kernels", top);
-	table(json_object_get(j, "ops"), "operators", top);
+	per = json_string_value(json_object_get(j, "per"));
+	per = per && !strcmp(per, "trace") ? "trace" : "step";
+	table(json_object_get(j, "kernels"), "kernels", per, top);
+	table(json_object_get(j, "ops"), "operators", per, top);
 }
 
 /* a number flag: its text as given, checked */
@@ -193,7 +214,8 @@ int compare_main(int argc, char **argv)
 			printf("%s\n", r.body);
 		else
 			print(r.json, top);
-		rc = !strcmp(verdict, "regression") ? COMPARE_EXIT_REGRESSION : CLIENT_EXIT_OK;
+		rc = !strcmp(verdict, "regression") ? COMPARE_EXIT_REGRESSION
+		     : !strcmp(verdict, "not_comparable") ? COMPARE_EXIT_NOT_COMPARABLE : CLIENT_EXIT_OK;
 		break;
 	}
 	case CLIENT_REJECTED:

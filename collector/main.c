@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "port.h"
 
 static const struct subcommand {
 	const char *name;
@@ -20,15 +21,22 @@ static const struct subcommand {
 	{ "upload", upload_main, "upload files as artifacts of a run, then exit" },
 	{ "watch", watch_main, "ship every finished file that appears in folders, each once" },
 	{ "run", run_main, "run a command with the CUPTI library and ship its trace chunks" },
-	{ "compare", compare_main, "compare two runs (or one with its baseline); exit 5 on a regression" },
+	{ "compare", compare_main, "compare two runs (or one with its baseline); exit 5 on a regression,"
+				   " 6 when not comparable" },
 };
 
-const char collect_common_help[] =
-	"\n"
-	"  --server URL   the server (env TRAINSCOPE_SERVER, default " CLIENT_DEFAULT_SERVER ")\n"
-	"  --run NAME     the run, [A-Za-z0-9._-]{1,128} (env TRAINSCOPE_RUN)\n"
-	"  --rank R       the rank, 0 to 65535 (env TRAINSCOPE_RANK, else RANK, else 0)\n"
+/* the flags every subcommand takes */
+#define FLAGS_HELP                                                                                      \
+	"\n"                                                                                             \
+	"  --server URL   the server (env TRAINSCOPE_SERVER, default " CLIENT_DEFAULT_SERVER ")\n"       \
+	"  --run NAME     the run, [A-Za-z0-9._-]{1,128} (env TRAINSCOPE_RUN)\n"                        \
+	"  --rank R       the rank, 0 to 65535 (env TRAINSCOPE_RANK, else RANK, else 0)\n"              \
 	"  --help         this text\n"
+
+const char collect_common_help[] = FLAGS_HELP "\nToken, retries and exit codes: trainscope-collect --help\n";
+
+/* What all subcommands share, once, in the top-level help (not repeated in each subcommand's). */
+static const char shared_help[] =
 	"\n"
 	"Environment: TRAINSCOPE_TOKEN is sent as 'Authorization: Bearer TOKEN'. Connection\n"
 	"errors, 5xx and 429 (server busy) answers are retried with exponential backoff and jitter, from\n"
@@ -40,7 +48,7 @@ const char collect_common_help[] =
 	"SIGINT or SIGTERM); 1 the server rejected something (4xx, its message printed);\n"
 	"2 bad usage; 3 the server could not be reached or kept failing (5xx) after the\n"
 	"retries; 4 a local error (file, folder, state file).\n"
-	"compare: 0 no regression, 5 a regression, 1 to 4 as above.\n"
+	"compare: 0 no regression, 5 a regression, 6 the runs cannot be compared, 1 to 4 as above.\n"
 	"run exits with the command's status (128+N when a signal N ended it, 127 when it\n"
 	"could not be started, 2 for bad usage).\n";
 
@@ -48,6 +56,11 @@ int collect_common_option(struct client *c, int opt, const char *arg)
 {
 	switch (opt) {
 	case 'S':
+		if (tp_url_port(arg) < 0) {
+			fprintf(stderr, "trainscope-collect: --server %s: expected http(s)://HOST[:PORT] with a port from"
+				" 1 to 65535\n", arg);
+			return -1;
+		}
 		client_set_server(c, arg);
 		return 0;
 	case 'R':
@@ -84,7 +97,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: trainscope-collect SUBCOMMAND [flags] ...\n\n");
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
-	fprintf(f, "\n'trainscope-collect SUBCOMMAND --help' for its flags.\n%s", collect_common_help);
+	fprintf(f, "\n'trainscope-collect SUBCOMMAND --help' for its flags. Every subcommand takes:\n%s%s",
+		FLAGS_HELP, shared_help);
 }
 
 int main(int argc, char **argv)

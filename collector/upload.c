@@ -28,7 +28,7 @@ struct source {
 	z_stream zs;
 	off_t size, consumed;	/* file bytes read so far */
 	const char *label;	/* progress bar: file name; NULL: no bar */
-	double drawn_at;
+	double started_at, drawn_at;	/* monotonic seconds: first progress call, last bar drawn */
 	char error[256];
 	unsigned char in[65536];
 };
@@ -84,6 +84,7 @@ static int on_rewind(void *payload)
 	if (lseek(s->fd, 0, SEEK_SET) != 0)
 		return -1;
 	s->consumed = 0;
+	s->started_at = 0;
 	s->eof = s->zdone = 0;
 	return s->plain && deflateReset(&s->zs) != Z_OK ? -1 : 0;
 }
@@ -100,25 +101,52 @@ static void human(char *out, size_t n, double bytes)
 	snprintf(out, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
 }
 
+/* seconds as "42s", "3m05s" or "1h02m" */
+static void eta(char *out, size_t n, double secs)
+{
+	long s = secs > 359999 ? 359999 : (long)(secs + 0.5);
+
+	if (s < 60)
+		snprintf(out, n, "%lds", s);
+	else if (s < 3600)
+		snprintf(out, n, "%ldm%02lds", s / 60, s % 60);
+	else
+		snprintf(out, n, "%ldh%02ldm", s / 3600, s % 3600 / 60);
+}
+
 static int on_progress(curl_off_t sent, void *payload)
 {
 	struct source *s = payload;
 	struct timespec ts;
-	char a[32], b[32];
-	double now;
+	char a[32], b[32], rate[48] = "", left[48] = "";
+	double now, secs;
 
 	(void)sent;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (!s->started_at)
+		s->started_at = now;
 	if (now - s->drawn_at < 0.1)
 		return 0;
 	s->drawn_at = now;
 	human(a, sizeof(a), (double)s->consumed);
 	human(b, sizeof(b), (double)s->size);
+	/* the rate of the file's bytes (read from disk, before gzip), once there is a second to go by */
+	secs = now - s->started_at;
+	if (secs >= 1 && s->consumed > 0) {
+		double bps = (double)s->consumed / secs;
+		human(rate, sizeof(rate) - 2, bps);
+		strcat(rate, "/s");
+		if (s->consumed < s->size) {
+			char e[24];
+			eta(e, sizeof(e), (double)(s->size - s->consumed) / bps);
+			snprintf(left, sizeof(left), "  ETA %s", e);
+		}
+	}
 	/* after the last byte the server is still parsing: say so rather than sit at 100% */
-	fprintf(stderr, "\r\033[K%.40s  %s / %s  %3d%%%s", s->label, a, b,
-		s->size ? (int)(100 * s->consumed / s->size) : 100,
-		s->consumed >= s->size ? "  (server ingesting)" : "");
+	fprintf(stderr, "\r\033[K%.40s  %s / %s  %3d%%%s%s%s", s->label, a, b,
+		s->size ? (int)(100 * s->consumed / s->size) : 100, *rate ? "  " : "", rate,
+		s->consumed >= s->size ? "  (server ingesting)" : left);
 	return 0;
 }
 
@@ -126,7 +154,7 @@ enum client_outcome upload_file(const struct client *c, const char *path, const 
 				int bar, struct stat *st_out, struct client_resp *out)
 {
 	struct source *s = calloc(1, sizeof(*s));
-	struct client_body body = { on_read, on_rewind, -1, s, NULL };
+	struct client_body body = { on_read, on_rewind, -1, s, NULL, NULL };
 	unsigned char magic[2];
 	char *esc = NULL, *url = NULL;
 	struct stat st;
@@ -148,7 +176,12 @@ enum client_outcome upload_file(const struct client *c, const char *path, const 
 	s->size = st.st_size;
 	s->plain = !(pread(s->fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
 	if (s->plain) {
-		/* fastest level: on a training node the CPU is the job's; JSON still shrinks 5-10x */
+		/*
+		 * gzip'd in transit only (Content-Encoding): the server keeps and
+		 * hashes the file as it is, so its download and sha256 are the file's.
+		 * Fastest level: on a training node the CPU is the job's; JSON still shrinks 5-10x.
+		 */
+		body.encoding = "gzip";
 		if (deflateInit2(&s->zs, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 			s->plain = 0;	/* nothing to end */
 			snprintf(out->error, sizeof(out->error), "out of memory");

@@ -5,8 +5,13 @@
  *
  * An item's life: queued (event or scan) -> at its turn in watch_ship:
  * gone / already shipped (same size and mtime in the state) -> dropped;
- * found by a scan and modified within settle_ms -> waits (a writer that
- * does not rename may still be at it); else uploaded once: OK or a 4xx
+ * a symbolic link -> dropped with a message (never followed: a link to a
+ * file outside the folder would ship it); found by a scan or closed after
+ * writing, and modified within settle_ms or not whole yet (no closing ']' or
+ * '}', no pickle STOP, a gzip stream cut short) -> waits (a writer that does
+ * not rename may still be at it; one quiet for INCOMPLETE_MS goes as it is,
+ * for the server to keep as an error); renamed into the folder -> due at
+ * once; else uploaded once: OK or a 4xx
  * -> recorded (keep mode) or deleted (spool mode) and dropped; transient
  * -> stays first in the queue until w->retry_at.
  */
@@ -26,12 +31,15 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "../common/utf8.h"
 #include "collect.h"
 #include "upload.h"
 #include "watch.h"
 
 #define STATE_NAME ".trainscope-collect.state"
+#define INCOMPLETE_MS 60000	/* a file not whole after this long quiet is shipped as it is */
 #define STATE_HEADER "# trainscope-collect state 1: size mtime_ns rank run name\n"
 
 /* a file shipped (or rejected) as this version, to this run and rank */
@@ -79,15 +87,65 @@ static int ends_with(const char *s, const char *suffix)
 /* the names watch ships: see watch.h */
 static int eligible(const char *name)
 {
-	size_t i;
+	const unsigned char *u = (const unsigned char *)name, *end = u + strlen(name);
+	size_t i, k;
 
 	if (name[0] == '.' || ends_with(name, ".tmp") || ends_with(name, ".part"))
 		return 0;
-	for (i = 0; name[i]; i++)
-		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f || name[i] == '"' || name[i] == '\\')
+	if (!(ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".pickle") ||
+	      ends_with(name, ".pkl")))
+		return 0;
+	for (i = 0; name[i]; i += k) {
+		if (!(k = tp_utf8_len(u + i, end))) {
+			/* the server refuses it (400): said once, never retried, the files after it go on */
+			fprintf(stderr, "trainscope-collect: skipping a file whose name is not UTF-8: ");
+			for (k = 0; name[k]; k++)
+				fprintf(stderr, (u[k] < 0x80 && u[k] >= 0x20) ? "%c" : "\\x%02x", u[k]);
+			fputc('\n', stderr);
+			return 0;
+		}
+		if (u[i] < 0x20 || u[i] == 0x7f || u[i] == '"' || u[i] == '\\')
 			return 0;	/* the server refuses such names */
-	return i <= 255 && (ends_with(name, ".json") || ends_with(name, ".json.gz") ||
-			    ends_with(name, ".pickle") || ends_with(name, ".pkl"));
+	}
+	return i <= 255;
+}
+
+/*
+ * Whether a file looks whole: JSON ends with ']' or '}', a pickle with its
+ * STOP opcode, a gzip stream inflates to its end. A writer between two
+ * appends leaves none of these.
+ */
+static int looks_whole(int fd, const char *name, off_t size)
+{
+	char tail[64];
+	ssize_t n;
+
+	if (ends_with(name, ".json.gz")) {
+		int dup_fd = dup(fd), whole;
+		gzFile g = dup_fd >= 0 ? gzdopen(dup_fd, "rb") : NULL;
+		static char buf[65536];
+		if (!g) {
+			if (dup_fd >= 0)
+				close(dup_fd);
+			return 1;	/* cannot tell: the server will */
+		}
+		while (gzread(g, buf, sizeof(buf)) > 0)
+			;
+		gzerror(g, &whole);
+		whole = whole == Z_OK;
+		gzclose(g);
+		return whole;
+	}
+	if (size <= 0)
+		return 0;
+	n = pread(fd, tail, sizeof(tail), size > (off_t)sizeof(tail) ? size - (off_t)sizeof(tail) : 0);
+	while (n > 0 && (tail[n - 1] == ' ' || tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == '\t'))
+		n--;
+	if (n <= 0)
+		return 0;
+	if (ends_with(name, ".json"))
+		return tail[n - 1] == ']' || tail[n - 1] == '}';
+	return tail[n - 1] == '.';	/* pickle STOP */
 }
 
 static void done_free(struct watch_dir *d)
@@ -208,7 +266,7 @@ static int enqueue(struct watch *w, size_t dir, const char *name, int from_scan)
 
 	for (i = 0; i < w->nqueue; i++)
 		if (w->queue[i].dir == dir && !strcmp(w->queue[i].name, name)) {
-			/* an event says it is finished: no need to wait for it to settle */
+			/* renamed into the folder: finished, no need to wait for it to settle */
 			if (!from_scan)
 				w->queue[i].from_scan = 0;
 			return 0;
@@ -363,7 +421,8 @@ int watch_read_events(struct watch *w)
 				w->fatal = CLIENT_EXIT_LOCAL;
 				return -1;
 			}
-			if (ev->len && eligible(ev->name) && enqueue(w, i, ev->name, 0))
+			/* closed after writing may be one append of several: it settles like a scanned one */
+			if (ev->len && eligible(ev->name) && enqueue(w, i, ev->name, !(ev->mask & IN_MOVED_TO)))
 				return -1;
 		}
 	}
@@ -405,29 +464,47 @@ static int ship_one(struct watch *w, size_t i)
 	struct watch_item *it = &w->queue[i];
 	struct watch_dir *d = &w->dirs[it->dir];
 	struct client_resp r;
-	struct stat st;
+	struct stat st, fst;
 	struct timespec now;
-	char *path;
+	char *path, fdpath[64];
 	long long age_ms;
-	int kept, rc = 1;
+	int kept, rc = 1, fd = -1;
 
 	if (asprintf(&path, "%s/%s", d->path, it->name) < 0) {
 		w->fatal = CLIENT_EXIT_LOCAL;
 		return -1;
 	}
-	if (stat(path, &st) || !S_ISREG(st.st_mode) || is_done(w, d, it->name, &st))
-		goto out;	/* gone, renamed away, or shipped as this very version */
+	if (lstat(path, &st))
+		goto out;	/* gone, or renamed away */
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n", path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || is_done(w, d, it->name, &st))
+		goto out;	/* not a file, or shipped as this very version */
+	/* opened without following a link, and the very file lstat saw (no swap in between) */
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &fst) ||
+	    fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+		if (fd < 0 && errno == ELOOP)
+			fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n", path);
+		goto out;
+	}
+	st = fst;
 	clock_gettime(CLOCK_REALTIME, &now);
 	age_ms = ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(&st)) / 1000000;
-	if (it->from_scan && age_ms < w->settle_ms) {
-		it->not_before = watch_now_ms() + (w->settle_ms - age_ms);
+	if (it->from_scan && (age_ms < w->settle_ms ||
+			      (age_ms < INCOMPLETE_MS && !looks_whole(fd, it->name, st.st_size)))) {
+		it->not_before = watch_now_ms() + (age_ms < w->settle_ms ? w->settle_ms - age_ms : w->settle_ms);
 		rc = 0;
 		goto out;
 	}
-	switch (upload_file(w->c, path, it->name, 0, 0, &st, &r)) {
+	/* uploaded from the descriptor opened here, not the name again */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	switch (upload_file(w->c, fdpath, it->name, 0, 0, &st, &r)) {
 	case CLIENT_OK:
 		upload_report(path, &r);
 		w->failures = 0;
+		w->shipped++;
 		record_item(w, d, it->name, path, &st, 1);
 		break;
 	case CLIENT_REJECTED:
@@ -458,8 +535,22 @@ static int ship_one(struct watch *w, size_t i)
 	}
 	client_resp_release(&r);
 out:
+	if (fd >= 0)
+		close(fd);
 	free(path);
 	return rc;
+}
+
+/* One line on stderr when watch ends: what it shipped, rejected and left, or that it found nothing. */
+static void watch_summary(const struct watch *w, const char *how)
+{
+	if (!w->shipped && !w->rejected && !w->nqueue) {
+		fprintf(stderr, "trainscope-collect: %s: shipped nothing (no .json, .json.gz, .pickle or .pkl file"
+			" that was not shipped before)\n", how);
+		return;
+	}
+	fprintf(stderr, "trainscope-collect: %s: %u file(s) shipped, %u rejected, %zu left waiting%s\n", how,
+		w->shipped, w->rejected, w->nqueue, w->nqueue ? " (the next start ships them)" : "");
 }
 
 size_t watch_ship(struct watch *w)
@@ -591,6 +682,7 @@ int watch_main(int argc, char **argv)
 		if (p[0].revents) {
 			/* SIGINT or SIGTERM: stop between files; rejections were said as they came */
 			rc = w.fatal ? w.fatal : CLIENT_EXIT_OK;
+			watch_summary(&w, "stopped by a signal");
 			goto out;
 		}
 		if (!once && p[1].revents && watch_read_events(&w)) {
@@ -601,6 +693,8 @@ int watch_main(int argc, char **argv)
 	rc = w.fatal ? w.fatal : w.rejected ? CLIENT_EXIT_REJECTED : CLIENT_EXIT_OK;
 	if (w.fatal == CLIENT_EXIT_REJECTED)
 		fprintf(stderr, "trainscope-collect: stopped: the server refuses this client (%s)\n", w.last_error);
+	else
+		watch_summary(&w, once ? "done" : "stopped");
 out:
 	watch_release(&w);
 	if (sfd >= 0)

@@ -45,6 +45,7 @@ struct watch {
 	long long retry_at;	/* monotonic ms of the next attempt after a failure */
 	int fatal;		/* 0, or why shipping stopped as an exit code: 1 after 401/403, 4 local */
 	unsigned rejected;	/* files the server answered with a 4xx (not 401/403) */
+	unsigned shipped;	/* files the server took */
 	char last_error[512];	/* the last transient failure, for messages */
 };
 

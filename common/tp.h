@@ -70,4 +70,30 @@ static inline int64_t tp_sat_add(int64_t a, int64_t b)
 	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
+/* a - b, saturated likewise */
+static inline int64_t tp_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+/* The midpoint of a and b (rounded down), which a + b may not hold: medians */
+static inline int64_t tp_mid(int64_t a, int64_t b)
+{
+	return (a >> 1) + (b >> 1) + (a & b & 1);
+}
+
+/* A double rounded to int64, saturated (NaN gives 0): means of int64 values */
+static inline int64_t tp_round_i64(double x)
+{
+	if (x != x)
+		return 0;
+	if (x >= 9223372036854775807.0)	/* 2^63 as a double */
+		return INT64_MAX;
+	if (x <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
+}
+
 #endif

@@ -8,10 +8,16 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack >/dev/null
-for t in trace timeline pickle num routes evpack; do
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack fuzz_port >/dev/null
+for t in trace timeline pickle num routes evpack port; do
 	corpus=$(mktemp -d)
 	cp tests/fuzz/seeds/$t/* "$corpus"/
+	# the hostile corpus (tests/hostile), behind the harness's first byte (the piece size)
+	if [ -d "tests/hostile/$t" ]; then
+		for f in tests/hostile/"$t"/*; do
+			{ printf '\100'; cat "$f"; } >"$corpus/hostile-$(basename "$f")"
+		done
+	fi
 	echo "== fuzz_$t for ${secs}s"
 	(cd build-fuzz && ./tests/fuzz/fuzz_$t -max_total_time="$secs" -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |

@@ -15,13 +15,13 @@ enum tp_have {
 	TH_BYTES = 1 << 8, TH_SEQ = 1 << 9, TH_FWD_TID = 1 << 10, TH_FLOW = 1 << 11,
 	TH_BPS = 1 << 12, TH_OCC = 1 << 13, TH_EV_IDX = 1 << 14, TH_DEV_TYPE = 1 << 15,
 	TH_DEV_ID = 1 << 16, TH_ADDR = 1 << 17, TH_TOTAL_ALLOC = 1 << 18,
-	TH_TOTAL_RES = 1 << 19,
+	TH_TOTAL_RES = 1 << 19, TH_SORT = 1 << 20,
 };
 
 struct tp_event {
 	char ph;			/* 'X', 'i', 'M', 's', 'f', ...; never 0 */
 	uint32_t name, cat;		/* interned string ids; 0 when absent */
-	uint32_t arg;			/* M events: args.name (process or thread name) */
+	uint32_t arg;			/* M events: args.name (process or thread name), or args.labels */
 	uint32_t have;			/* enum tp_have */
 	int64_t ts_ns, dur_ns;		/* as written, before baseTimeNanoseconds */
 	int64_t pid, tid;		/* numeric pid/tid */
@@ -31,6 +31,7 @@ struct tp_event {
 	double blocks_per_sm, occupancy;	/* the string "inf" becomes INFINITY */
 	/* [memory] events (bytes above is their signed "Bytes") */
 	int64_t ev_idx, dev_type, dev_id, addr, total_alloc, total_reserved;
+	int64_t sort_index;		/* M events process_sort_index, thread_sort_index: args.sort_index */
 };
 
 #endif

@@ -5,8 +5,8 @@
 
 #include "evpack.h"
 
-/* ph, have, name, cat, flags, ts, 18 more integers, 2 doubles, arg */
-#define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 18 * 10 + 2 * 8 + 5)
+/* ph, have, name, cat, flags, ts, 19 more integers, 2 doubles, arg */
+#define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 19 * 10 + 2 * 8 + 5)
 
 /* the integer fields after ts, in enum tp_have order (bit, offset) */
 static const struct {
@@ -28,6 +28,7 @@ static const struct {
 	{ TH_ADDR, offsetof(struct tp_event, addr) },
 	{ TH_TOTAL_ALLOC, offsetof(struct tp_event, total_alloc) },
 	{ TH_TOTAL_RES, offsetof(struct tp_event, total_reserved) },
+	{ TH_SORT, offsetof(struct tp_event, sort_index) },
 };
 #define NINT (sizeof(int_fields) / sizeof(int_fields[0]))
 

@@ -52,14 +52,26 @@ static void put_s(struct buf *b, const char *s)
 	put(b, s, strlen(s));
 }
 
-/* RFC 4180: quote when needed, doubling quotes */
+/*
+ * A text field a spreadsheet would run as a formula (OWASP's CSV injection
+ * rule: it starts with = + - @, a tab or a carriage return): an operator named
+ * "=HYPERLINK(...)" is written as the text '=HYPERLINK(...), quoted.
+ */
+static int csv_formula(const char *s)
+{
+	return s[0] && strchr("=+-@\t\r", s[0]) != NULL;
+}
+
+/* RFC 4180: quote when needed, doubling quotes; formulas neutralised */
 static void put_field(struct buf *b, const char *s)
 {
-	if (!strpbrk(s, ",\"\r\n")) {
+	int formula = csv_formula(s);
+
+	if (!formula && !strpbrk(s, ",\"\r\n")) {
 		put_s(b, s);
 		return;
 	}
-	put_s(b, "\"");
+	put_s(b, formula ? "\"'" : "\"");
 	for (const char *q; (q = strchr(s, '"')); s = q + 1) {
 		put(b, s, (size_t)(q - s));
 		put_s(b, "\"\"");
@@ -82,55 +94,78 @@ static void put_value(struct buf *b, json_t *v)
 	}
 }
 
-/* The header (names) or one row (values) of object o. */
-static void put_row(struct buf *b, json_t *o, int names)
-{
-	const char *key, *sub;
-	json_t *v, *w;
-	int first = 1;
+/*
+ * The columns of each CSV table, in order: the header is written from these,
+ * so an empty table is still a header, and each row is read by them, so the
+ * two always agree ("a.b" is member b of object a). A test checks them
+ * against the JSON rows.
+ */
+static const char *const steps_cols[] = { "step", "start_ns", "dur_ns", "cpu_dur_ns", "comm_overlap_ns",
+	"incomplete", "whole_trace", "breakdown_ns.kernel", "breakdown_ns.memcpy", "breakdown_ns.memset",
+	"breakdown_ns.communication", "breakdown_ns.runtime", "breakdown_ns.dataloader", "breakdown_ns.cpu",
+	"breakdown_ns.idle", "gpu_utilization_pct", "note", NULL };
+static const char *const ops_cols[] = { "name", "calls", "self_ns", "total_ns", "group", NULL };
+static const char *const kernels_cols[] = { "name", "calls", "total_ns", "mean_ns", "max_ns", "min_ns",
+	"blocks_per_sm", "achieved_occupancy_pct", "class", NULL };
+static const char *const ranks_cols[] = { "rank", "steps", "mean_ns", "median_ns", "min_ns", "max_ns",
+	"vs_median_pct", "straggler", NULL };
 
-	json_object_foreach(o, key, v) {
-		if (json_is_object(v)) {
-			json_object_foreach(v, sub, w) {
-				put_s(b, first ? "" : ",");
-				first = 0;
-				if (names) {
-					char name[256];
-					snprintf(name, sizeof(name), "%s.%s", key, sub);
-					put_field(b, name);
-				} else {
-					put_value(b, w);
-				}
-			}
-			continue;
-		}
-		put_s(b, first ? "" : ",");
-		first = 0;
-		if (names)
-			put_field(b, key);
-		else
-			put_value(b, v);
-	}
-	put_s(b, "\r\n");
+struct csv_table {
+	const char *member;		/* the array of rows in the JSON body */
+	const char *const *cols;
+	int ranked;			/* a first column "rank", from the body's "rank" */
+};
+
+static const struct csv_table csv_tables[] = {
+	{ "steps", steps_cols, 1 },
+	{ "ops", ops_cols, 1 },
+	{ "kernels", kernels_cols, 1 },
+	{ "ranks", ranks_cols, 0 },
+};
+
+/* column col ("a" or "a.b") of row o; NULL when absent */
+static json_t *column(json_t *o, const char *col)
+{
+	const char *dot = strchr(col, '.');
+	char head[64];
+
+	if (!dot)
+		return json_object_get(o, col);
+	snprintf(head, sizeof(head), "%.*s", (int)(dot - col), col);
+	return json_object_get(json_object_get(o, head), dot + 1);
 }
 
-/* Answer body (stolen) as JSON, or its array member as CSV when ?format=csv. */
+/* Answer body (stolen) as JSON, or its table member as CSV when csv (?format=csv). */
 static int reply(struct request *req, json_t *body, const char *member, int csv)
 {
+	const struct csv_table *t = NULL;
 	struct buf b = { 0 };
-	json_t *rows, *row;
-	size_t i;
+	json_t *rows, *row, *rank;
+	size_t i, k;
 
-	if (!csv || !body)
+	for (k = 0; csv && k < sizeof(csv_tables) / sizeof(csv_tables[0]); k++)
+		if (!strcmp(csv_tables[k].member, member))
+			t = &csv_tables[k];
+	if (!t || !body)
 		return http_reply_json(req, 200, body);
+	put_s(&b, t->ranked ? "rank" : "");
+	for (k = 0; t->cols[k]; k++) {
+		put_s(&b, k || t->ranked ? "," : "");
+		put_field(&b, t->cols[k]);
+	}
+	put_s(&b, "\r\n");
 	rows = json_object_get(body, member);
+	rank = json_object_get(body, "rank");
 	json_array_foreach(rows, i, row) {
-		if (!i)
-			put_row(&b, row, 1);
-		put_row(&b, row, 0);
+		if (t->ranked)
+			put_value(&b, rank);
+		for (k = 0; t->cols[k]; k++) {
+			put_s(&b, k || t->ranked ? "," : "");
+			put_value(&b, column(row, t->cols[k]));
+		}
+		put_s(&b, "\r\n");
 	}
 	json_decref(body);
-	put(&b, "", 0);		/* an empty table is an empty body */
 	if (b.oom) {
 		tp_free(b.p);
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
@@ -138,17 +173,12 @@ static int reply(struct request *req, json_t *body, const char *member, int csv)
 	return http_reply_text(req, 200, "text/csv; charset=utf-8", b.p, b.n);
 }
 
-/* ?format=json|csv: 1 for csv, 0 for json, -1 when answered with an error */
+/* ?format=csv (the dispatcher refuses other values, and csv where the route has no ROUTE_CSV) */
 static int want_csv(struct request *req)
 {
 	const char *f = http_arg(req, "format");
 
-	if (!f || !strcmp(f, "json"))
-		return 0;
-	if (!strcmp(f, "csv"))
-		return 1;
-	http_reply_error(req, 400, "invalid_parameter", NULL, "format must be json or csv");
-	return -1;
+	return f && !strcmp(f, "csv");
 }
 
 /* ?name= one of choices (def when absent): its index, or -1 when answered with an error */
@@ -190,9 +220,9 @@ int h_run_steps(struct request *req)
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
 	long long rank;
-	int csv;
+	int csv = want_csv(req);
 
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || h_reader_open(req, &r))
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
 		return 0;
 	return h_answer(req, store_steps(r, req->params[0], (int)rank, &err), r, &err, "steps", csv);
 }
@@ -204,10 +234,10 @@ int h_run_ops(struct request *req)
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
 	long long rank, limit;
-	int csv, dev, sort;
+	int csv = want_csv(req), dev, sort;
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "limit", 1, LIMIT_MAX, LIMIT_DEFAULT, &limit) ||
-	    (csv = want_csv(req)) < 0 || (dev = arg_choice(req, "device", devices, 2, AN_DEV_CPU)) < 0 ||
+	    (dev = arg_choice(req, "device", devices, 2, AN_DEV_CPU)) < 0 ||
 	    (sort = arg_choice(req, "sort", sorts, 4, 0)) < 0 || h_reader_open(req, &r))
 		return 0;
 	return h_answer(req, store_ops(r, req->params[0], (int)rank, dev, sorts[sort], (long)limit, &err), r, &err,
@@ -220,10 +250,10 @@ int h_run_kernels(struct request *req)
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
 	long long rank, limit;
-	int csv, kind;
+	int csv = want_csv(req), kind;
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "limit", 1, LIMIT_MAX, LIMIT_DEFAULT, &limit) ||
-	    (csv = want_csv(req)) < 0 || (kind = arg_choice(req, "kind", kinds, 3, AN_GPU_KERNEL)) < 0 ||
+	    (kind = arg_choice(req, "kind", kinds, 3, AN_GPU_KERNEL)) < 0 ||
 	    h_reader_open(req, &r))
 		return 0;
 	return h_answer(req, store_kernels(r, req->params[0], (int)rank, kind, (long)limit, &err), r, &err,
@@ -234,9 +264,9 @@ int h_run_ranks(struct request *req)
 {
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
-	int csv;
+	int csv = want_csv(req);
 
-	if ((csv = want_csv(req)) < 0 || h_reader_open(req, &r))
+	if (h_reader_open(req, &r))
 		return 0;
 	return h_answer(req, store_ranks(r, req->params[0], &err), r, &err, "ranks", csv);
 }
@@ -248,15 +278,10 @@ int h_run_diagnosis(struct request *req)
 	struct diag_input in;
 	int64_t *durs;
 	long long rank;
-	int csv;
 	json_t *body = NULL;
 
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || (csv = want_csv(req)) < 0 || h_reader_open(req, &r))
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
 		return 0;
-	if (csv) {
-		store_reader_close(r);
-		return http_reply_error(req, 400, "invalid_parameter", NULL, "diagnosis answers JSON only");
-	}
 	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);

@@ -13,11 +13,13 @@
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <zlib.h>
 
 #include "alloc.h"
 #include "handlers.h"
 #include "http.h"
+#include "utf8.h"
 
 #define LOG_PREFIX "artifacts"
 
@@ -29,9 +31,14 @@ static int valid_file_name(const char *s)
 
 	if (n == 0 || n > 255)
 		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/' || s[i] == '\\' || s[i] == '"')
+	for (i = 0; i < n; i++) {
+		const unsigned char *u = (const unsigned char *)s + i;
+		size_t len = tp_utf8_len(u, (const unsigned char *)s + n);
+		/* not UTF-8: a JSON answer could not name it (answered 503 once, yet committed) */
+		if (!len || *u < 0x20 || *u == 0x7f || *u == '/' || *u == '\\' || *u == '"')
 			return 0;
+		i += len - 1;
+	}
 	return 1;
 }
 
@@ -53,7 +60,7 @@ int h_artifact_upload_begin(struct request *req)
 {
 	const struct ingest_limits *lim = http_limits(req);
 	struct ingest_request ir = { .run = req->params[0], .rank = -1 };
-	const char *cl, *kind = http_arg(req, "kind");
+	const char *cl, *enc, *kind = http_arg(req, "kind");
 	struct tp_errbuf err = { 0 };
 	struct ingest *ig;
 	long long rank;
@@ -69,7 +76,7 @@ int h_artifact_upload_begin(struct request *req)
 		ir.name = "upload";
 	if (!valid_file_name(ir.name))
 		return http_reply_error(req, 400, "invalid_parameter", NULL,
-					"'name' must be 1 to 255 bytes without control characters, quotes or slashes");
+					"'name' must be 1 to 255 bytes of UTF-8 without control characters, quotes or slashes");
 	if (kind && *kind) {
 		for (i = 0; i < 3; i++)
 			known |= !strcmp(kind, kinds[i]);
@@ -77,6 +84,12 @@ int h_artifact_upload_begin(struct request *req)
 			return http_reply_error(req, 400, "invalid_parameter", NULL,
 						"'kind' must be trace, memory_snapshot or memory_timeline");
 		ir.kind = kind;
+	}
+	if ((enc = http_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING)) && strcasecmp(enc, "identity")) {
+		if (strcasecmp(enc, "gzip") && strcasecmp(enc, "x-gzip"))
+			return http_reply_error(req, 415, "unsupported_encoding", NULL,
+						"Content-Encoding must be gzip or identity, not '%s'", enc);
+		ir.content_gzip = 1;
 	}
 	ir.device = http_arg(req, "device");
 	if (ir.device && !h_valid_device(ir.device))

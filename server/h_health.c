@@ -1,7 +1,9 @@
 /*
  * h_health.c: GET /healthz, for load balancers and the tests: answers once
  * the server serves, without touching the database; and GET /metrics, for
- * Prometheus.
+ * Prometheus; and GET /api/v1/openapi.yaml with the JSON schemas it refers
+ * to (GET /api/v1/api/NAME.schema.json, where its relative $refs lead): the
+ * API's description, compiled in from schemas/, so it matches the binary.
  */
 #include <microhttpd.h>
 #include <string.h>
@@ -10,6 +12,12 @@
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
+
+struct embedded_file {
+	const char *name, *data;
+	size_t len;
+};
+extern const struct embedded_file api_description[];	/* openapi.yaml, then schemas/api/ (EmbedFile.cmake) */
 
 int h_health_get(struct request *req)
 {
@@ -30,4 +38,34 @@ int h_metrics_get(struct request *req)
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
 	return http_reply_response(req, 200, resp);
+}
+
+static int reply_file(struct request *req, const char *name, const char *content_type)
+{
+	const struct embedded_file *f;
+	char *text;
+
+	for (f = api_description; f->name && strcmp(f->name, name); f++)
+		;
+	if (!f->name)
+		return http_reply_error(req, 404, "not_found", NULL, "no such schema: %s", name);
+	if (!(text = tp_malloc(f->len + 1)))
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	memcpy(text, f->data, f->len + 1);
+	return http_reply_text(req, 200, content_type, text, f->len);
+}
+
+int h_openapi_get(struct request *req)
+{
+	return reply_file(req, "openapi.yaml", "application/yaml; charset=utf-8");
+}
+
+int h_schema_get(struct request *req)
+{
+	const char *name = req->params[0];
+	size_t n = strlen(name);
+
+	if (n < 12 || strcmp(name + n - 12, ".schema.json"))
+		return http_reply_error(req, 404, "not_found", NULL, "no such schema: %s", name);
+	return reply_file(req, name, "application/schema+json");
 }

@@ -8,8 +8,12 @@
  * start_ns/end_ns: only that window (a chart zoomed in asks for its detail).
  */
 
+#include <microhttpd.h>
+#include <sys/types.h>
+
 #include "handlers.h"
 #include "http.h"
+#include "store.h"
 
 #define POINTS_DEFAULT 2000
 #define POINTS_MAX 1000000
@@ -23,6 +27,39 @@ static const char *arg_device(struct request *req)
 		return d;
 	http_reply_error(req, 400, "invalid_parameter", NULL, "device must be cpu or cuda:N (N from 0 to 1023)");
 	return "";
+}
+
+static ssize_t text_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	size_t n = store_mem_text_read(cls, buf, max);
+
+	(void)pos;
+	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void text_free(void *cls)
+{
+	store_mem_text_free(cls);
+}
+
+/* points=0: every point, as text made while it is sent (a JSON tree of a million points was 486 MB) */
+static int all_points(struct request *req, struct store_reader *r, int rank, const char *device, int64_t start,
+		      int64_t end)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_mem_text *m = NULL;
+	struct MHD_Response *resp;
+	int rc = store_memory_text(r, req->params[0], rank, device, start, end, &m, &err);
+
+	store_reader_close(r);
+	if (rc)
+		return http_reply_fail(req, rc, &err, NULL);
+	if (!(resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, text_read, m, text_free))) {
+		store_mem_text_free(m);
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	return http_reply_response(req, 200, resp);
 }
 
 static int answer(struct request *req, int peak)
@@ -41,6 +78,8 @@ static int answer(struct request *req, int peak)
 		return http_reply_error(req, 400, "invalid_parameter", NULL, "start_ns must be below end_ns");
 	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
 		return 0;
+	if (!peak && points == 0)
+		return all_points(req, r, (int)rank, device, start, end);
 	return h_answer(req, peak ? store_memory_peak(r, req->params[0], (int)rank, device, &err)
 				  : store_memory(r, req->params[0], (int)rank, device, (long)points, start, end, &err),
 			r, &err, NULL, 0);

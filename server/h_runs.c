@@ -2,7 +2,8 @@
  * h_runs.c: runs: GET /api/v1/runs, /api/v1/runs/{run}, PATCH /api/v1/runs/{run} (project,
  * tags, metadata, baseline; a small JSON body read whole, up to 64 KiB), and a run's per-step
  * metrics: POST /api/v1/runs/{run}/metrics (JSON lines, up to 8 MiB, all or none) and
- * GET /api/v1/runs/{run}/metrics[?name=].
+ * GET /api/v1/runs/{run}/metrics[?name=]; DELETE /api/v1/runs/{run} and
+ * DELETE /api/v1/runs/{run}/artifacts/{id} (one transaction each).
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "alloc.h"
 #include "handlers.h"
 #include "http.h"
+#include "ingest/runrank.h"
 
 int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
 	      long long *out)
@@ -72,6 +74,41 @@ int h_runs_list(struct request *req)
 int h_run_get(struct request *req)
 {
 	return answer(req, q_run, req->params[0], 0);
+}
+
+/* DELETE: {"run", "deleted_artifacts": N, "run_deleted": bool} */
+static int delete(struct request *req, int64_t artifact)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_writer *w;
+	int64_t n = 0;
+	int rc, gone = 0, rank = -1;
+
+	rc = store_writer_open(http_store(req), &w, &err);
+	if (!rc) {
+		/* a trace's rank is derived again from the traces left, in the same transaction */
+		if (!(rc = store_tx_begin(w, &err)) &&
+		    !(rc = store_run_delete(w, req->params[0], artifact, &n, &gone, &rank, &err)) &&
+		    !(rc = rank >= 0 && !gone ? runrank_derive(w, req->params[0], rank, 1, &err) : TP_OK))
+			rc = store_tx_commit(w, &err);
+		if (rc)
+			store_tx_rollback(w);
+		store_writer_close(w);
+	}
+	if (rc)
+		return http_reply_fail(req, rc, &err, NULL);
+	return http_reply_json(req, 200, json_pack("{s:s, s:I, s:b}", "run", req->params[0], "deleted_artifacts",
+						   (json_int_t)n, "run_deleted", gone));
+}
+
+int h_run_delete(struct request *req)
+{
+	return delete(req, 0);
+}
+
+int h_artifact_delete(struct request *req)
+{
+	return delete(req, strtoll(req->params[1], NULL, 10));
 }
 
 /* ---- request bodies read whole (PATCH, metrics) ---- */

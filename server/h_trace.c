@@ -6,12 +6,23 @@
  * window. Streamed block by block from the store, gzipped on the fly when
  * the client accepts it, so memory stays flat whatever the window.
  *
- * Times are written as absolute microseconds with the exact nanosecond
- * fraction ("ts": 1669783687389324.125), which our own ingest reads back
- * exactly: the output re-uploads into the same events. Metadata events
- * (process and thread names) are always included, [memory] events too.
+ * As PyTorch writes a trace: the top-level members of the rank's first
+ * trace as uploaded (deviceProperties, distributedInfo, schemaVersion, ...),
+ * the events, and baseTimeNanoseconds at the end when its times were
+ * relative to one (times are then written relative to it). Times are
+ * microseconds with the exact nanosecond fraction ("ts": 1669783687389324.125),
+ * which our own ingest reads back exactly: the output re-uploads into the
+ * same events, and the same window of it answers the same bytes.
+ * Metadata events (process and thread names, labels, sort indexes) are in
+ * every window, [memory] events too.
+ *
  * Flows from CPU calls to GPU work are not stored (their "correlation" args
- * are), so they are not written.
+ * are): they are written again as PyTorch 2 writes them (cat and name ac2g):
+ * an "f" (bp e) after each kernel, memcpy and memset with a correlation, and
+ * after each runtime call (cuda_runtime, cuda_driver) an "s" when GPU work in
+ * the window has its correlation, else an "f" (Kineto ends a flow on a call
+ * that launched nothing). Which correlations have GPU work is read first, in
+ * a pass over the window that keeps them sorted: 8 bytes per GPU event.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,6 +43,10 @@ struct trace_stream {
 	const struct tp_event *ev;	/* current block */
 	size_t n, i;
 	int64_t base;
+	int64_t file_base;		/* baseTimeNanoseconds written (0: absolute times) */
+	char *meta;			/* the first trace's top-level members (JSON), NULL when none */
+	int64_t *gpu_corr;		/* correlations of GPU work in the window, sorted */
+	size_t ngpu;
 	int phase;			/* 0 header, 1 events, 2 footer written, 3 end */
 	int count;			/* events written */
 	char *text;			/* pending text */
@@ -134,21 +149,43 @@ static void put_arg_f(struct trace_stream *s, int *first, const char *key, doubl
 	puts_(s, b);
 }
 
-static void put_event(struct trace_stream *s, const struct tp_event *e)
+/* Which side of a CPU -> GPU flow an event is: 1 a runtime call, 2 GPU work, 0 neither. */
+static int flow_side(const struct trace_stream *s, const struct tp_event *e)
 {
-	char ph[2] = { e->ph, 0 };
-	int first = 1;
+	const char *cat;
 
-	puts_(s, s->count++ ? ",\n{\"ph\":" : "\n{\"ph\":");
-	put_str(s, ph);
-	if (e->cat) {
-		puts_(s, ",\"cat\":");
-		put_str(s, store_trace_string(s->t, e->cat));
-	}
-	if (e->name) {
-		puts_(s, ",\"name\":");
-		put_str(s, store_trace_string(s->t, e->name));
-	}
+	if (e->ph != 'X' || !(e->have & TH_CORR) || !e->cat)
+		return 0;
+	cat = store_trace_string(s->t, e->cat);
+	if (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver") || !strcmp(cat, "Runtime"))
+		return 1;
+	if (!strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset") ||
+	    !strcmp(cat, "Kernel") || !strcmp(cat, "Memcpy") || !strcmp(cat, "Memset"))
+		return 2;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int gpu_has(const struct trace_stream *s, int64_t corr)
+{
+	return bsearch(&corr, s->gpu_corr, s->ngpu, sizeof(corr), cmp_i64) != NULL;
+}
+
+/* ts as written: the event's absolute time less the file's base */
+static void put_ts(struct trace_stream *s, const struct tp_event *e)
+{
+	put_us(s, tp_sat_sub(tp_sat_add(s->base, e->ts_ns), s->file_base));
+}
+
+/* ,"pid":P,"tid":T,"ts":TS of e, those it has */
+static void put_where(struct trace_stream *s, const struct tp_event *e)
+{
 	if (e->have & TH_PID) {
 		puts_(s, ",\"pid\":");
 		put_id(s, e->pid, e->pid_sid ? e->pid_s : NULL);
@@ -159,8 +196,39 @@ static void put_event(struct trace_stream *s, const struct tp_event *e)
 	}
 	if (e->have & TH_TS) {
 		puts_(s, ",\"ts\":");
-		put_us(s, tp_sat_add(s->base, e->ts_ns));
+		put_ts(s, e);
 	}
+}
+
+/* The flow event PyTorch writes after e (flow_side(e) != 0). */
+static void put_flow(struct trace_stream *s, const struct tp_event *e, int side)
+{
+	int start = side == 1 && gpu_has(s, e->corr);
+
+	s->count++;
+	puts_(s, start ? ",\n{\"ph\":\"s\",\"id\":" : ",\n{\"ph\":\"f\",\"id\":");
+	put_id(s, e->corr, NULL);
+	put_where(s, e);
+	puts_(s, start ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
+}
+
+static void put_event(struct trace_stream *s, const struct tp_event *e)
+{
+	char ph[2] = { e->ph, 0 };
+	int first = 1, side;
+	const char *name = e->name ? store_trace_string(s->t, e->name) : NULL;
+
+	puts_(s, s->count++ ? ",\n{\"ph\":" : "\n{\"ph\":");
+	put_str(s, ph);
+	if (e->cat) {
+		puts_(s, ",\"cat\":");
+		put_str(s, store_trace_string(s->t, e->cat));
+	}
+	if (name) {
+		puts_(s, ",\"name\":");
+		put_str(s, name);
+	}
+	put_where(s, e);
 	if (e->have & TH_DUR) {
 		puts_(s, ",\"dur\":");
 		put_us(s, e->dur_ns);
@@ -172,10 +240,12 @@ static void put_event(struct trace_stream *s, const struct tp_event *e)
 	}
 	puts_(s, ",\"args\":{");
 	if (e->ph == 'M' && e->arg) {
-		puts_(s, "\"name\":");
+		puts_(s, name && !strcmp(name, "process_labels") ? "\"labels\":" : "\"name\":");
 		put_str(s, store_trace_string(s->t, e->arg));
 		first = 0;
 	}
+	if (e->have & TH_SORT)
+		put_arg_i(s, &first, "sort_index", e->sort_index);
 	if (e->have & TH_EXT)
 		put_arg_i(s, &first, "External id", e->ext_id);
 	if (e->have & TH_CORR)
@@ -207,15 +277,42 @@ static void put_event(struct trace_stream *s, const struct tp_event *e)
 	if (e->have & TH_OCC)
 		put_arg_f(s, &first, "est. achieved occupancy %", e->occupancy);
 	puts_(s, "}}");
+	if ((side = flow_side(s, e)))
+		put_flow(s, e, side);
 }
 
-static int in_window(const struct trace_stream *s, const struct tp_event *e)
+/* Metadata events (names, labels, sort indexes) belong to every window; the rest when they overlap it. */
+static int in_window(int64_t start, int64_t end, int64_t base, const struct tp_event *e)
 {
-	if (!(e->have & TH_TS))
+	if (!(e->have & TH_TS) || e->ph == 'M')
 		return 1;
-	int64_t a = tp_sat_add(s->base, e->ts_ns);
+	int64_t a = tp_sat_add(base, e->ts_ns);
 	int64_t b = tp_sat_add(a, (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0);
-	return a < s->end && b >= s->start;
+	return a < end && b >= start;
+}
+
+/* The top level before traceEvents: the first trace's members, less those written here. */
+static void put_header(struct trace_stream *s)
+{
+	json_t *meta = s->meta ? json_loads(s->meta, 0, NULL) : NULL, *v;
+	const char *key;
+
+	puts_(s, "{");
+	json_object_foreach(meta, key, v) {
+		char *text;
+		if (!strcmp(key, "traceEvents") || !strcmp(key, "baseTimeNanoseconds") ||
+		    !(text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))))
+			continue;
+		put_str(s, key);
+		puts_(s, ":");
+		puts_(s, text);
+		puts_(s, ",");
+		free(text);
+	}
+	if (!json_object_get(meta, "displayTimeUnit"))
+		puts_(s, "\"displayTimeUnit\":\"ns\",");
+	puts_(s, "\"traceEvents\":[");
+	json_decref(meta);
 }
 
 /* Format the next piece of text into s->text; 0 at the end, -1 on failure. */
@@ -223,7 +320,7 @@ static int refill(struct trace_stream *s)
 {
 	s->len = s->off = 0;
 	if (s->phase == 0) {
-		puts_(s, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+		put_header(s);
 		s->phase = 1;
 	}
 	while (s->phase == 1 && s->len < FILL && !s->oom) {
@@ -233,14 +330,19 @@ static int refill(struct trace_stream *s)
 				return -1;
 			s->i = 0;
 			if (rc == 0) {
+				char b[64];
 				s->n = 0;
-				puts_(s, "\n]}\n");
+				if (s->file_base)
+					snprintf(b, sizeof(b), "\n],\"baseTimeNanoseconds\":%" PRId64 "}\n", s->file_base);
+				else
+					snprintf(b, sizeof(b), "\n]}\n");
+				puts_(s, b);
 				s->phase = 2;
 			}
 			continue;
 		}
 		const struct tp_event *e = &s->ev[s->i++];
-		if (in_window(s, e))
+		if (in_window(s->start, s->end, s->base, e))
 			put_event(s, e);
 	}
 	if (s->oom)
@@ -299,7 +401,43 @@ static void trace_free(void *cls)
 	store_trace_close(s->t);
 	store_reader_close(s->r);
 	tp_free(s->text);
+	tp_free(s->meta);
+	tp_free(s->gpu_corr);
 	tp_free(s);
+}
+
+/* The first pass: the correlations of GPU work in the window, sorted, into s->gpu_corr. */
+static int read_gpu_corr(struct trace_stream *s, const char *run, int rank, struct tp_errbuf *err)
+{
+	const struct tp_event *ev;
+	struct store_trace *t;
+	size_t n, i, cap = 0;
+	int64_t base;
+	int rc, rank_out;
+
+	if ((rc = store_trace_open(s->r, run, rank, s->start, s->end, &t, &rank_out, err)))
+		return rc;
+	s->t = t;	/* flow_side reads its strings */
+	while ((rc = store_trace_next(t, &ev, &n, &base, err)) > 0)
+		for (i = 0; i < n; i++) {
+			if (flow_side(s, &ev[i]) != 2 || !in_window(s->start, s->end, base, &ev[i]))
+				continue;
+			if (s->ngpu == cap) {
+				int64_t *nc = tp_realloc(s->gpu_corr, (cap = cap ? cap * 2 : 4096) * sizeof(*nc));
+				if (!nc) {
+					rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+					goto out;
+				}
+				s->gpu_corr = nc;
+			}
+			s->gpu_corr[s->ngpu++] = ev[i].corr;
+		}
+	if (s->ngpu)
+		qsort(s->gpu_corr, s->ngpu, sizeof(*s->gpu_corr), cmp_i64);
+out:
+	s->t = NULL;
+	store_trace_close(t);
+	return rc < 0 ? rc : TP_OK;
 }
 
 int h_run_trace(struct request *req)
@@ -321,7 +459,9 @@ int h_run_trace(struct request *req)
 	s->start = http_arg(req, "start_ns") ? a : INT64_MIN;
 	s->end = b;
 	if ((rc = store_reader_open(http_store(req), &s->r, &err)) ||
-	    (rc = store_trace_open(s->r, req->params[0], (int)rank, s->start, s->end, &s->t, &rank_out, &err))) {
+	    (rc = read_gpu_corr(s, req->params[0], (int)rank, &err)) ||
+	    (rc = store_trace_open(s->r, req->params[0], (int)rank, s->start, s->end, &s->t, &rank_out, &err)) ||
+	    (rc = store_trace_header(s->t, &s->meta, &s->file_base, &err))) {
 		trace_free(s);
 		return http_reply_fail(req, rc, &err, NULL);
 	}

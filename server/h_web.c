@@ -8,7 +8,9 @@
  * Asset names carry a hash of their content, so they are cached for a year
  * (immutable); the shell is revalidated every time (no-cache + ETag, 304 on
  * If-None-Match). Pages get a CSP that allows only this origin's files: no
- * inline script or style, no CDN.
+ * inline script or style, no CDN. GET /api/docs answers the API reference
+ * page and /viewer/{name} the offline trace viewer (speedscope), whose CSPs
+ * also allow inline styles (both libraries set them).
  */
 #include <microhttpd.h>
 #include <stdio.h>
@@ -18,6 +20,13 @@
 #include "http.h"
 #include "web_assets.h"
 
+/* the trace viewer (speedscope) and the API reference (Swagger UI) set styles inline;
+ * the viewer reads the trace the run page hands it as a blob: URL and compiles its
+ * WebAssembly (JFR import; 'wasm-unsafe-eval' allows that, not JS eval) */
+#define VIEWER_CSP "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " \
+		   "connect-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+#define DOCS_CSP "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " \
+		 "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 #define PAGE_CSP "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
 		 "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
@@ -39,7 +48,7 @@ static int not_modified(struct request *req, const char *etag)
 	return inm && (strstr(inm, etag) || !strcmp(inm, "*"));
 }
 
-static int serve(struct request *req, const struct web_asset *a, const char *cache_control)
+static int serve(struct request *req, const struct web_asset *a, const char *cache_control, const char *csp)
 {
 	int gz = req->accepts_gzip && a->gzlen < a->len, fresh;
 	struct MHD_Response *resp;
@@ -63,27 +72,56 @@ static int serve(struct request *req, const struct web_asset *a, const char *cac
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, cache_control);
-	MHD_add_response_header(resp, "Content-Security-Policy", PAGE_CSP);
+	MHD_add_response_header(resp, "Content-Security-Policy", csp);
 	return http_reply_response(req, fresh ? 304 : 200, resp);
 }
 
-int h_web_page(struct request *req)
+#define IMMUTABLE "public, max-age=31536000, immutable"
+
+/* a page (an HTML file at the table's top level), revalidated every time */
+static int serve_page(struct request *req, const char *name, const char *csp)
 {
-	const struct web_asset *a = find("index.html");
+	const struct web_asset *a = find(name);
 
 	if (!a)
 		return http_reply_error(req, 404, "not_found", NULL, "this server was built without its pages");
-	return serve(req, a, "no-cache");
+	return serve(req, a, "no-cache", csp);
 }
 
-int h_web_asset(struct request *req)
+/* the file named by the path's last part in folder dir; cache: NULL for IMMUTABLE */
+static int serve_in(struct request *req, const char *dir, const char *cache, const char *csp)
 {
 	char name[160];
 	const struct web_asset *a = NULL;
 
-	if ((size_t)snprintf(name, sizeof(name), "assets/%s", req->params[0]) < sizeof(name))
+	if ((size_t)snprintf(name, sizeof(name), "%s/%s", dir, req->params[0]) < sizeof(name))
 		a = find(name);
 	if (!a)
-		return http_reply_error(req, 404, "not_found", NULL, "no such asset: %s", req->params[0]);
-	return serve(req, a, "public, max-age=31536000, immutable");
+		return http_reply_error(req, 404, "not_found", NULL, "no such file: %s/%s", dir, req->params[0]);
+	return serve(req, a, cache ? cache : IMMUTABLE, csp);
+}
+
+int h_web_page(struct request *req)
+{
+	return serve_page(req, "index.html", PAGE_CSP);
+}
+
+int h_web_asset(struct request *req)
+{
+	return serve_in(req, "assets", NULL, PAGE_CSP);
+}
+
+/* GET /api/docs: the API reference page (web/src/docs.js) */
+int h_web_docs(struct request *req)
+{
+	return serve_page(req, "docs.html", DOCS_CSP);
+}
+
+/*
+ * GET /viewer/{name}: speedscope's files as its package ships them; names
+ * carry a hash but index.html does not, so only it is revalidated.
+ */
+int h_web_viewer(struct request *req)
+{
+	return serve_in(req, "viewer", strcmp(req->params[0], "index.html") ? NULL : "no-cache", VIEWER_CSP);
 }

@@ -15,6 +15,9 @@ struct tp_errbuf;
 /* h_health.c */
 int h_health_get(struct request *req);
 int h_metrics_get(struct request *req);
+/* GET /api/v1/openapi.yaml and /api/v1/api/{name} (its schemas): schemas/, compiled in */
+int h_openapi_get(struct request *req);
+int h_schema_get(struct request *req);
 
 /* h_runs.c */
 int h_runs_list(struct request *req);
@@ -27,6 +30,8 @@ void h_run_patch_cleanup(struct request *req, int completed);
 int h_run_metrics_begin(struct request *req);
 int h_run_metrics_end(struct request *req);
 int h_run_metrics(struct request *req);
+int h_run_delete(struct request *req);
+int h_artifact_delete(struct request *req);
 
 /* h_compare.c */
 int h_compare(struct request *req);
@@ -39,6 +44,9 @@ int h_run_ranks(struct request *req);
 int h_run_diagnosis(struct request *req);
 int h_run_trace(struct request *req);
 
+/* h_timeline.c */
+int h_run_timeline(struct request *req);
+
 /* h_memory.c */
 int h_run_memory(struct request *req);
 int h_run_memory_peak(struct request *req);
@@ -46,6 +54,8 @@ int h_run_memory_peak(struct request *req);
 /* h_web.c: the dashboards' HTML shell and bundled assets */
 int h_web_page(struct request *req);
 int h_web_asset(struct request *req);
+int h_web_docs(struct request *req);
+int h_web_viewer(struct request *req);
 
 /* h_artifacts.c */
 int h_artifact_upload_begin(struct request *req);

@@ -13,6 +13,7 @@
  * Status codes come from enum tp_err in one place, http_status_of().
  */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -38,8 +39,10 @@
 /* after an early answer, how much more body is read (and dropped) before the connection is closed */
 #define DISCARD_MAX (64u << 20)
 #define MAX_TOKENS 32
+#define TOKEN_LINE_MAX 512	/* characters on a token file line, without its newline */
 #define CACHE_BYTES (64u << 20)	/* answers kept by the cache */
 #define MAX_CLIENTS 256		/* addresses with uploads in flight at once */
+#define MIN_BODY_RATE 1024	/* bytes a second a body must average, past --timeout seconds */
 
 struct server {
 	struct MHD_Daemon *daemon;
@@ -56,6 +59,29 @@ struct server {
 	/* uploads in flight, by client address (under mu) */
 	struct { uint8_t addr[16]; unsigned n; } clients[MAX_CLIENTS];
 	unsigned uploads;
+	/* open connections, for the slow-client watchdog (under cw_mu) */
+	pthread_mutex_t cw_mu;
+	pthread_cond_t cw_stop;
+	struct conn_watch *conns;
+	pthread_t watchdog;
+	int watchdog_on, stopping;
+};
+
+/*
+ * One open connection as the watchdog sees it. libmicrohttpd's timeout is an
+ * idle one: a client that sends a byte a second is never idle. So a request's
+ * headers must be whole within --timeout seconds of the connection opening or
+ * the last answer, and a body, once it has been arriving for --timeout seconds
+ * (not counting the time our handlers take), must average MIN_BODY_RATE.
+ */
+enum { CW_HEADERS, CW_BODY, CW_ANSWER };
+struct conn_watch {
+	struct conn_watch *next;
+	int fd, phase, shut;
+	double since;			/* CW_HEADERS: waiting since; CW_BODY: body began */
+	double busy;			/* seconds of the body spent in our handlers */
+	double in_handler;		/* > 0: in a handler since then */
+	uint64_t bytes;
 };
 
 struct store *http_store(const struct request *req)
@@ -249,35 +275,76 @@ static int token_equal(const char *a, const char *b)
  * Writes need a write token when the token file has one; reads need a read
  * or write token when it has a read token; ROUTE_OPEN routes need none.
  * Every token is compared, so the time taken does not say which matched.
+ * Returns 0 when allowed, else the status to answer: 401 without a known
+ * token, 403 for a read token on a write.
  */
-static int authorized(struct server *srv, struct request *req)
+static unsigned authorized(struct server *srv, struct request *req)
 {
-	int write = req->route->flags & ROUTE_WRITE, i, ok = 0;
+	int write = req->route->flags & ROUTE_WRITE, i, known = 0, ok = 0;
 	const char *h;
 
 	if (req->route->flags & ROUTE_OPEN)
-		return 1;
+		return 0;
 	if (write ? srv->ntokens == srv->nread : srv->nread == 0)
-		return 1;
+		return 0;
 	h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7))
-		return 0;
-	for (i = 0; i < srv->ntokens; i++)
-		ok |= token_equal(h + 7, srv->tokens[i]) & (!write | !srv->readonly[i]);
-	return ok;
+		return 401;
+	for (i = 0; i < srv->ntokens; i++) {
+		int eq = token_equal(h + 7, srv->tokens[i]);
+		known |= eq;
+		ok |= eq & (!write | !srv->readonly[i]);
+	}
+	return ok ? 0 : known ? 403 : 401;
 }
 
-/* One token per line, "#" comments; "read TOKEN" is a read-only token. */
+/* ?format=: json everywhere, csv where the route has ROUTE_CSV; else answered 400 (-1). */
+static int check_format(struct request *req)
+{
+	const char *f = http_arg(req, "format");
+
+	if (!f || !strcmp(f, "json") || (!strcmp(f, "csv") && (req->route->flags & ROUTE_CSV)))
+		return 0;
+	if (!strcmp(f, "csv"))
+		http_reply_error(req, 400, "format_not_supported", NULL,
+				 "this endpoint answers JSON only; CSV: /steps, /ops, /kernels and /ranks of a run");
+	else
+		http_reply_error(req, 400, "invalid_parameter", NULL, "format must be json or csv");
+	return -1;
+}
+
+/*
+ * One token per line, "#" comments; "read TOKEN" is a read-only token. A line
+ * longer than TOKEN_LINE_MAX is refused, naming it: read in pieces, its tail
+ * would be a token of its own (a read line's tail, a write token).
+ */
 static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *err)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned lineno = 0;
+	int rc = TP_OK;
 
 	if (!f)
 		return tp_fail(err, TP_ERR_IO, "config", "cannot read token file %s", path);
-	while (fgets(line, sizeof(line), f)) {
+	while ((len = getline(&line, &cap, f)) > 0) {
 		char *s = line, *e;
 		int ro = 0;
+
+		lineno++;
+		if (memchr(line, 0, (size_t)len)) {
+			rc = tp_fail(err, TP_ERR_INVALID, "config", "token file %s: line %u holds a NUL byte",
+				     path, lineno);
+			goto out;
+		}
+		if (len - (line[len - 1] == '\n') > TOKEN_LINE_MAX) {
+			rc = tp_fail(err, TP_ERR_INVALID, "config",
+				     "token file %s: line %u is longer than %d characters", path, lineno,
+				     TOKEN_LINE_MAX);
+			goto out;
+		}
 		while (*s == ' ' || *s == '\t')
 			s++;
 		e = s + strlen(s);
@@ -285,28 +352,132 @@ static int load_tokens(struct server *srv, const char *path, struct tp_errbuf *e
 			*--e = 0;
 		if (!*s || *s == '#')
 			continue;
-		if (!strncmp(s, "read ", 5)) {
+		if (!strncmp(s, "read ", 5) || !strncmp(s, "read\t", 5)) {
 			ro = 1;
 			for (s += 5; *s == ' ' || *s == '\t'; s++)
 				;
 		}
 		if (srv->ntokens == MAX_TOKENS || strlen(s) < 16 || strpbrk(s, " \t")) {
-			fclose(f);
-			return tp_fail(err, TP_ERR_INVALID, "config",
-				       "token file %s: at most %d tokens of at least 16 characters, no spaces",
-				       path, MAX_TOKENS);
+			rc = tp_fail(err, TP_ERR_INVALID, "config",
+				     "token file %s: line %u: at most %d tokens of at least 16 characters, no spaces",
+				     path, lineno, MAX_TOKENS);
+			goto out;
 		}
 		if (!(srv->tokens[srv->ntokens] = tp_strdup(s))) {
-			fclose(f);
-			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			goto out;
 		}
 		srv->readonly[srv->ntokens++] = ro;
 		srv->nread += ro;
 	}
+	if (ferror(f))
+		rc = tp_fail(err, TP_ERR_IO, "config", "cannot read token file %s", path);
+	else if (srv->ntokens == srv->nread)
+		rc = tp_fail(err, TP_ERR_INVALID, "config", "token file %s holds no write token", path);
+out:
+	free(line);
 	fclose(f);
-	if (srv->ntokens == srv->nread)
-		return tp_fail(err, TP_ERR_INVALID, "config", "token file %s holds no write token", path);
-	return TP_OK;
+	return rc;
+}
+
+/* ---- slow clients (struct conn_watch) ---- */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct server *srv = cls;
+	struct conn_watch *cw = *socket_context, **pp;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!ci || !(cw = tp_calloc(1, sizeof(*cw))))
+			return;
+		cw->fd = ci->connect_fd;
+		cw->since = mono_now();
+		pthread_mutex_lock(&srv->cw_mu);
+		cw->next = srv->conns;
+		srv->conns = cw;
+		pthread_mutex_unlock(&srv->cw_mu);
+		*socket_context = cw;
+		return;
+	}
+	if (!cw)
+		return;
+	/* called before libmicrohttpd closes the socket: the watchdog never shuts a reused fd */
+	pthread_mutex_lock(&srv->cw_mu);
+	for (pp = &srv->conns; *pp && *pp != cw; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = cw->next;
+	pthread_mutex_unlock(&srv->cw_mu);
+	tp_free(cw);
+	*socket_context = NULL;
+}
+
+static struct conn_watch *conn_watch_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A request's connection moves to phase (CW_HEADERS when its answer is done). */
+static void conn_phase(struct server *srv, struct conn_watch *cw, int phase)
+{
+	if (!cw)
+		return;
+	pthread_mutex_lock(&srv->cw_mu);
+	cw->phase = phase;
+	cw->since = mono_now();
+	cw->busy = cw->in_handler = 0;
+	cw->bytes = 0;
+	pthread_mutex_unlock(&srv->cw_mu);
+}
+
+/* Around our handling of n body bytes: entering (n counted) and leaving (the time is ours). */
+static void conn_body(struct server *srv, struct conn_watch *cw, size_t n, int entering)
+{
+	if (!cw)
+		return;
+	pthread_mutex_lock(&srv->cw_mu);
+	if (entering) {
+		cw->bytes += n;
+		cw->in_handler = mono_now();
+	} else if (cw->in_handler > 0) {
+		cw->busy += mono_now() - cw->in_handler;
+		cw->in_handler = 0;
+	}
+	pthread_mutex_unlock(&srv->cw_mu);
+}
+
+static void *watchdog_main(void *arg)
+{
+	struct server *srv = arg;
+	double limit = srv->cfg.conn_timeout_s;
+
+	pthread_mutex_lock(&srv->cw_mu);
+	while (!srv->stopping) {
+		struct timespec ts;
+		double now = mono_now();
+		for (struct conn_watch *cw = srv->conns; cw; cw = cw->next) {
+			double wait = now - cw->since - cw->busy;
+			int slow = cw->phase == CW_HEADERS ? wait > limit
+				 : cw->phase == CW_BODY && cw->in_handler == 0 && wait > limit &&
+				   (double)cw->bytes < MIN_BODY_RATE * wait;
+			if (slow && !cw->shut) {
+				/* libmicrohttpd owns the socket: shut it, and it closes the connection */
+				tp_warn("closing a connection %s too slowly (%.0f s)",
+					cw->phase == CW_HEADERS ? "sending its request headers" : "sending its body", wait);
+				shutdown(cw->fd, SHUT_RDWR);
+				cw->shut = 1;
+			}
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&srv->cw_stop, &srv->cw_mu, &ts);
+	}
+	pthread_mutex_unlock(&srv->cw_mu);
+	return NULL;
 }
 
 /* ---- MHD callbacks ---- */
@@ -337,7 +508,12 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	int n;
 
 	(void)kind;
-	n = snprintf(k->s + k->n, sizeof(k->s) - k->n, "&%s=%s", key, value ? value : "");
+	/* each decoded key and value behind its length: "?device=gpu%26limit%3D3" and
+	 * "?device=gpu&limit=3" were one key when joined with '&' and '=' */
+	if (value)
+		n = snprintf(k->s + k->n, sizeof(k->s) - k->n, " %zu:%s%zu:%s", strlen(key), key, strlen(value), value);
+	else
+		n = snprintf(k->s + k->n, sizeof(k->s) - k->n, " %zu:%s-", strlen(key), key);
 	if (n < 0 || (size_t)n >= sizeof(k->s) - k->n)
 		k->overflow = 1;
 	else
@@ -353,7 +529,7 @@ static int cached(struct request *req, const char *url)
 	struct MHD_Response *resp;
 	uint64_t gen = store_generation(req->srv->store);
 
-	k.n = (size_t)snprintf(k.s, sizeof(k.s), "%s%s", req->accepts_gzip ? "gz " : "", url);
+	k.n = (size_t)snprintf(k.s, sizeof(k.s), "%s %zu:%s", req->accepts_gzip ? "gz" : "id", strlen(url), url);
 	if (k.n >= sizeof(k.s))
 		return req->route->on_begin(req);
 	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_arg, &k);
@@ -451,6 +627,40 @@ static enum MHD_Result reply_result(struct request *req, int rc)
 	return rc == 0 || req->replied ? MHD_YES : MHD_NO;
 }
 
+/* Content-Length headers seen, and whether they disagree, or come with Transfer-Encoding */
+struct framing {
+	const char *length;
+	int bad, chunked;
+};
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		f->chunked = 1;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		return MHD_YES;
+	if (f->length && strcmp(f->length, value ? value : ""))
+		f->bad = 1;
+	f->length = value ? value : "";
+	return MHD_YES;
+}
+
+/*
+ * RFC 9112 6.3: Content-Length headers that disagree (libmicrohttpd takes the
+ * first), or one beside Transfer-Encoding, frame the body in two ways; a proxy
+ * in front may take the other one (request smuggling). Answered 400, closed.
+ */
+static int framing_ambiguous(struct MHD_Connection *conn)
+{
+	struct framing f = { 0 };
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_header, &f);
+	return f.bad || (f.length && f.chunked);
+}
+
 static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *conn, const char *url,
 				  const char *method, void **con_cls)
 {
@@ -467,6 +677,8 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	req->t0 = mono_now();
 	snprintf(req->path, sizeof(req->path), "%s", url);
 	*con_cls = req;
+	req->cw = conn_watch_of(conn);
+	conn_phase(srv, req->cw, CW_ANSWER);
 	pthread_mutex_lock(&srv->mu);
 	srv->active++;
 	pthread_mutex_unlock(&srv->mu);
@@ -474,6 +686,10 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	ae = http_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	req->accepts_gzip = ae && strstr(ae, "gzip") != NULL;
 
+	if (framing_ambiguous(conn))
+		return reply_result(req, http_reply_error(req, 400, "invalid_request", NULL,
+							  "conflicting Content-Length headers, or Content-Length with "
+							  "Transfer-Encoding"));
 	m = route_match(method, url, &req->route, req->params, allow, sizeof(allow), &bad);
 	switch (m) {
 	case ROUTE_NO_PATH:
@@ -493,10 +709,20 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	case ROUTE_FOUND:
 		break;
 	}
-	if (!authorized(srv, req))
+	switch (authorized(srv, req)) {
+	case 0:
+		break;
+	case 403:
+		return reply_result(req, http_reply_error(req, 403, "forbidden", NULL,
+							  "this token may read only; %s %s needs a write token",
+							  method, req->route->pattern));
+	default:
 		return reply_result(req, http_reply_error(req, 401, "unauthorized", NULL,
 							  "this server needs 'Authorization: Bearer TOKEN' with a %s token",
 							  req->route->flags & ROUTE_WRITE ? "write" : "read or write"));
+	}
+	if (check_format(req))
+		return reply_result(req, -1);
 	/*
 	 * A request without a body is answered on MHD's next call, not this
 	 * first one: libmicrohttpd 0.9.75 closes the connection after an answer
@@ -508,6 +734,7 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 		req->deferred = 1;
 		return MHD_YES;
 	}
+	conn_phase(srv, req->cw, CW_BODY);
 	if (req->route->flags & ROUTE_UPLOAD) {
 		unsigned limit = upload_take(srv, req);
 		if (limit) {
@@ -549,14 +776,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return req->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
 		}
 		req->in_body = 1;
+		conn_body(srv, req->cw, n, 1);
 		if (!(req->route->flags & ROUTE_BODY))
 			rc = http_reply_error(req, 413, "body_not_allowed", NULL,
 					      "this endpoint takes no request body");
 		else
 			rc = req->route->on_data(req, upload_data, n);
+		conn_body(srv, req->cw, 0, 0);
 		req->in_body = 0;
 		return reply_result(req, rc);
 	}
+	if (req->cw && req->cw->phase == CW_BODY)	/* the body is whole (phase is ours to read) */
+		conn_phase(srv, req->cw, CW_ANSWER);
 	if (req->held) {
 		struct MHD_Response *resp = req->held;
 		enum MHD_Result r = MHD_queue_response(conn, req->held_status, resp);
@@ -592,13 +823,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	{
 		double secs = mono_now() - req->t0;
 		metrics_request(route_index(req->route), req->status);
-		if (req->route && (req->route->flags & ROUTE_UPLOAD))
+		if (req->route && (req->route->flags & ROUTE_UPLOAD)) {
 			metrics_upload(req->body_bytes, secs);
+			/* an ingest frees hundreds of MB in pieces glibc keeps: give them back (main.c) */
+			malloc_trim(0);
+		}
 		/* one access line per request; the query string is left out (it may name files) */
 		tp_info("%s %s %u %llu %.1fms%s", req->method, req->path, req->status,
 			(unsigned long long)req->body_bytes, secs * 1e3,
 			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (incomplete)");
 	}
+	conn_phase(srv, req->cw, CW_HEADERS);	/* a kept-alive connection waits for its next request */
 	request_free(req);
 	*con_cls = NULL;
 	pthread_mutex_lock(&srv->mu);
@@ -676,6 +911,10 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 		srv->cfg.max_client_uploads = 4;
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->idle, NULL);
+	pthread_mutex_init(&srv->cw_mu, NULL);
+	pthread_cond_init(&srv->cw_stop, NULL);
+	if (!srv->cfg.max_client_connections)
+		srv->cfg.max_client_connections = 64;
 	if ((rc = resolve(cfg->listen, &ss, &v6, err)))
 		goto fail;
 	if (cfg->token_file && (rc = load_tokens(srv, cfg->token_file, err)))
@@ -692,13 +931,17 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 				       MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
 				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
 				       MHD_OPTION_CONNECTION_LIMIT, 512u,
+				       MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_client_connections,
 				       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 				       MHD_OPTION_END);
 	if (!srv->daemon) {
 		rc = tp_fail(err, TP_ERR_IO, "config", "cannot listen on %s (in use, or no permission?)",
 			     cfg->listen);
 		goto fail;
 	}
+	if (cfg->conn_timeout_s && pthread_create(&srv->watchdog, NULL, watchdog_main, srv) == 0)
+		srv->watchdog_on = 1;
 	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = info ? info->port : 0;
 	*out = srv;
@@ -733,6 +976,13 @@ void server_stop(struct server *srv)
 			tp_warn("stopping with %d request(s) still in flight", srv->active);
 		pthread_mutex_unlock(&srv->mu);
 		MHD_stop_daemon(srv->daemon);
+		if (srv->watchdog_on) {
+			pthread_mutex_lock(&srv->cw_mu);
+			srv->stopping = 1;
+			pthread_cond_signal(&srv->cw_stop);
+			pthread_mutex_unlock(&srv->cw_mu);
+			pthread_join(srv->watchdog, NULL);
+		}
 		/* ours to close once quiesced, but only after MHD's threads are gone */
 		if (ls != MHD_INVALID_SOCKET)
 			close(ls);
@@ -743,5 +993,7 @@ void server_stop(struct server *srv)
 		tp_free(srv->tokens[i]);
 	pthread_mutex_destroy(&srv->mu);
 	pthread_cond_destroy(&srv->idle);
+	pthread_mutex_destroy(&srv->cw_mu);
+	pthread_cond_destroy(&srv->cw_stop);
 	tp_free(srv);
 }

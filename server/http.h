@@ -32,6 +32,7 @@ struct server_config {
 	unsigned grace_s;		/* how long shutdown waits for requests in flight */
 	unsigned max_uploads;		/* uploads at once, all clients; 0: half the threads */
 	unsigned max_client_uploads;	/* uploads at once from one address; 0: 4 */
+	unsigned max_client_connections;	/* open connections from one address; 0: 64 */
 	struct ingest_limits limits;
 };
 
@@ -49,6 +50,7 @@ struct request {
 	int deferred;			/* bodyless: the handler runs on MHD's last call */
 	struct MHD_Response *held;	/* an answer given mid-body, queued when the body ends */
 	unsigned held_status;
+	struct conn_watch *cw;		/* its connection, for the slow-client watchdog; may be NULL */
 	uint64_t discarded;		/* body bytes dropped after an early answer */
 	uint64_t body_bytes;		/* received so far */
 	unsigned status;		/* of the answer given, 0 before */

@@ -5,7 +5,8 @@
  * before any handler runs: the path (404), the method (405), the {run} name
  * ([A-Za-z0-9._-]{1,128}, else 400) and {id} (digits), the token (401: a
  * write token for ROUTE_WRITE routes, a read token for the rest when the
- * server has one), and that only ROUTE_BODY routes get a body (413).
+ * server has one; 403: a read token on a write), ?format= (csv only where
+ * ROUTE_CSV, else 400), and that only ROUTE_BODY routes get a body (413).
  */
 #ifndef ROUTES_H
 #define ROUTES_H
@@ -22,6 +23,7 @@ enum route_flags {
 	ROUTE_UPLOAD = 1 << 2,	/* an upload: counted as such in metrics */
 	ROUTE_OPEN = 1 << 3,	/* never needs a token (health checks) */
 	ROUTE_CACHE = 1 << 4,	/* a read whose answer depends only on the store (http.c caches it) */
+	ROUTE_CSV = 1 << 5,	/* answers ?format=csv; elsewhere anything but json is refused (400) */
 };
 
 struct route {

@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "evpack.h"
 #include "store.h"
+#include "analysis/runline.h"
 
 #define LOG_PREFIX "store"
 
@@ -40,6 +41,9 @@ struct store {
 	sqlite3 *idle[READER_POOL];
 	int nidle;
 	_Atomic uint64_t gen;		/* bumped by every write that commits */
+	/* uploads whose drop failed (a full disk): dropped by the next writer (under mu) */
+	int64_t undropped[16];
+	int nundropped;
 };
 
 enum wstmt { W_BLOCK, W_STR, W_RAW, W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT };
@@ -51,6 +55,8 @@ struct store_writer {
 	uint32_t next_block;	/* of the artifact being written */
 	uint8_t *pack;		/* evpack buffer */
 	size_t pack_cap;
+	int depth;		/* of begin() calls inside the open transaction (store_tx_begin nests them) */
+	struct store_reader *as_reader;	/* reads on this connection (store_writer_reader) */
 };
 
 struct store_reader {
@@ -349,6 +355,54 @@ static int exec(sqlite3 *db, const char *sql, struct tp_errbuf *err)
 	return TP_OK;
 }
 
+/*
+ * SUM() over integers, saturated at the int64 range instead of failing with
+ * "integer overflow": a run's durations and sizes come from its uploads, and
+ * no accepted upload may make a later read fail. It replaces SQLite's own
+ * sum() on every connection; over reals (or a mix) it is their double sum,
+ * as sum() is. Aggregate only: a window SUM() OVER (...) would need xInverse.
+ */
+struct sat_sum {
+	int64_t i;
+	double d;
+	int any, real;
+};
+
+static void sat_sum_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct sat_sum *a = sqlite3_aggregate_context(ctx, (int)sizeof(*a));
+
+	(void)argc;
+	if (!a) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	switch (sqlite3_value_numeric_type(argv[0])) {
+	case SQLITE_NULL:
+		return;
+	case SQLITE_INTEGER:
+		a->i = tp_sat_add(a->i, sqlite3_value_int64(argv[0]));
+		break;
+	default:
+		a->real = 1;
+		break;
+	}
+	a->d += sqlite3_value_double(argv[0]);
+	a->any = 1;
+}
+
+static void sat_sum_final(sqlite3_context *ctx)
+{
+	struct sat_sum *a = sqlite3_aggregate_context(ctx, 0);
+
+	if (!a || !a->any)
+		sqlite3_result_null(ctx);
+	else if (a->real)
+		sqlite3_result_double(ctx, a->d);
+	else
+		sqlite3_result_int64(ctx, a->i);
+}
+
 static int db_connect(const char *path, int flags, sqlite3 **out, struct tp_errbuf *err)
 {
 	sqlite3 *db = NULL;
@@ -362,6 +416,12 @@ static int db_connect(const char *path, int flags, sqlite3 **out, struct tp_errb
 	}
 	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
 	sqlite3_extended_result_codes(db, 0);
+	if (sqlite3_create_function(db, "sum", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL, sat_sum_step,
+				    sat_sum_final) != SQLITE_OK) {
+		int rc = db_fail(err, db, "register sum()");
+		sqlite3_close(db);
+		return rc;
+	}
 	if (exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;", err)) {
 		sqlite3_close(db);
 		return TP_ERR_DB;
@@ -539,6 +599,35 @@ void store_close(struct store *st)
 
 /* ---- writer ---- */
 
+static int drop_now(struct store_writer *w, int64_t artifact);
+
+/*
+ * Uploads whose drop failed, the disk full, are dropped by the next writer
+ * (the next upload, PATCH or delete), not left 'ingesting', their space held,
+ * until a restart.
+ */
+static void retry_drops(struct store_writer *w)
+{
+	struct store *st = w->store;
+	int64_t ids[16];
+	int n, i, k;
+
+	pthread_mutex_lock(&st->mu);
+	n = st->nundropped;
+	memcpy(ids, st->undropped, (size_t)n * sizeof(*ids));
+	st->nundropped = 0;
+	pthread_mutex_unlock(&st->mu);
+	for (i = 0, k = 0; i < n; i++)
+		if (drop_now(w, ids[i]))
+			ids[k++] = ids[i];
+	if (k) {
+		pthread_mutex_lock(&st->mu);
+		for (i = 0; i < k && st->nundropped < (int)(sizeof(st->undropped) / sizeof(*ids)); i++)
+			st->undropped[st->nundropped++] = ids[i];
+		pthread_mutex_unlock(&st->mu);
+	}
+}
+
 int store_writer_open(struct store *st, struct store_writer **out, struct tp_errbuf *err)
 {
 	struct store_writer *w = tp_calloc(1, sizeof(*w));
@@ -570,6 +659,7 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	}
 	for (i = 0; i < W_NSTMT; i++)
 		tp_free(sql[i]);
+	retry_drops(w);
 	*out = w;
 	return TP_OK;
 fail:
@@ -585,6 +675,9 @@ void store_writer_close(struct store_writer *w)
 
 	if (!w)
 		return;
+	if (w->as_reader)
+		sqlite3_finalize(w->as_reader->raw);
+	tp_free(w->as_reader);
 	for (i = 0; i < W_NSTMT; i++)
 		sqlite3_finalize(w->st[i]);
 	sqlite3_close(w->db);
@@ -601,24 +694,73 @@ static int step_done(struct store_writer *w, sqlite3_stmt *st, const char *what,
 	return r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, what);
 }
 
+/* Transactions nest: only the outermost begin and commit reach SQLite (store_tx_begin). */
 static int begin(struct store_writer *w, struct tp_errbuf *err)
 {
-	return step_done(w, w->st[W_BEGIN], "begin", err);
+	int rc;
+
+	if (w->depth) {
+		w->depth++;
+		return TP_OK;
+	}
+	if (!(rc = step_done(w, w->st[W_BEGIN], "begin", err)))
+		w->depth = 1;
+	return rc;
 }
 
 static int commit(struct store_writer *w, struct tp_errbuf *err)
 {
-	int rc = step_done(w, w->st[W_COMMIT], "commit", err);
+	int rc;
 
-	if (!rc)
+	if (w->depth > 1) {
+		w->depth--;
+		return TP_OK;
+	}
+	if (!(rc = step_done(w, w->st[W_COMMIT], "commit", err))) {
+		w->depth = 0;
 		atomic_fetch_add(&w->store->gen, 1);
+	}
 	return rc;
 }
 
+/* An inner failure leaves the rollback to the outermost level, which sees the error too. */
 static void rollback(struct store_writer *w)
 {
+	if (w->depth > 1) {
+		w->depth--;
+		return;
+	}
+	w->depth = 0;
 	if (!sqlite3_get_autocommit(w->db))
 		step_done(w, w->st[W_ROLLBACK], "rollback", NULL);
+}
+
+int store_tx_begin(struct store_writer *w, struct tp_errbuf *err)
+{
+	return begin(w, err);
+}
+
+int store_tx_commit(struct store_writer *w, struct tp_errbuf *err)
+{
+	int rc = commit(w, err);
+
+	if (rc)
+		rollback(w);
+	return rc;
+}
+
+void store_tx_rollback(struct store_writer *w)
+{
+	rollback(w);
+}
+
+struct store_reader *store_writer_reader(struct store_writer *w)
+{
+	if (!w->as_reader && (w->as_reader = tp_calloc(1, sizeof(*w->as_reader)))) {
+		w->as_reader->store = w->store;
+		w->as_reader->db = w->db;
+	}
+	return w->as_reader;
 }
 
 /* One block of events of one kind: see evpack.h. */
@@ -789,6 +931,9 @@ static int insert_rows(struct store_writer *w, const char *sql, size_t n,
 	return rc;
 }
 
+/* The columns of the step components, in enum an_comp order. */
+#define STEP_COMPS "kernel_ns, memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
+
 static void bind_step(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
 	const struct an_step *s = &f->analysis->steps[i];
@@ -800,6 +945,15 @@ static void bind_step(sqlite3_stmt *st, const struct store_final *f, int64_t art
 	sqlite3_bind_int64(st, 4, s->dur_ns);
 	for (c = 0; c < AN_NCOMP; c++)
 		sqlite3_bind_int64(st, 5 + c, s->comp_ns[c]);
+	sqlite3_bind_int64(st, 5 + AN_NCOMP, s->cpu_dur_ns);
+	sqlite3_bind_int64(st, 6 + AN_NCOMP, s->comm_overlap_ns);
+	sqlite3_bind_int(st, 7 + AN_NCOMP, s->incomplete);
+	sqlite3_bind_int(st, 8 + AN_NCOMP, s->whole_trace);
+	sqlite3_bind_int64(st, 9 + AN_NCOMP, s->gpu_busy_ns);
+	if (f->step_src && f->step_src[i])
+		sqlite3_bind_int64(st, 10 + AN_NCOMP, f->step_src[i]);
+	else
+		sqlite3_bind_null(st, 10 + AN_NCOMP);
 }
 
 static void bind_op(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
@@ -933,9 +1087,9 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 		return rc;
 	if (!a)
 		return TP_OK;
-	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, kernel_ns,"
-				 " memcpy_ns, memset_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns)"
-				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, " STEP_COMPS ","
+				 " cpu_dur_ns, comm_overlap_ns, incomplete, whole_trace, gpu_busy_ns, source_artifact)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 			      a->nsteps, bind_step, f, artifact, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
@@ -1014,7 +1168,7 @@ int store_artifact_fail(struct store_writer *w, int64_t artifact, const struct s
 	return finish(w, artifact, f, 1, existing_out, err);
 }
 
-int store_artifact_drop(struct store_writer *w, int64_t artifact)
+static int drop_now(struct store_writer *w, int64_t artifact)
 {
 	int rc;
 
@@ -1023,6 +1177,20 @@ int store_artifact_drop(struct store_writer *w, int64_t artifact)
 	if ((rc = drop_artifact(w->db, artifact, NULL)) || (rc = exec(w->db, empty_runs_sql, NULL)) ||
 	    (rc = commit(w, NULL)))
 		rollback(w);
+	return rc;
+}
+
+int store_artifact_drop(struct store_writer *w, int64_t artifact)
+{
+	int rc = drop_now(w, artifact);
+
+	if (rc) {
+		/* a full disk refuses the delete too: the next writer drops it */
+		pthread_mutex_lock(&w->store->mu);
+		if (w->store->nundropped < (int)(sizeof(w->store->undropped) / sizeof(w->store->undropped[0])))
+			w->store->undropped[w->store->nundropped++] = artifact;
+		pthread_mutex_unlock(&w->store->mu);
+	}
 	return rc;
 }
 
@@ -1092,6 +1260,13 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			goto out;
 		}
+		/* each PATCH is capped, their merge too: it is read back with the run */
+		if (strlen(text) > STORE_METADATA_MAX) {
+			rc = tp_fail(err, TP_ERR_TOOBIG, "metadata_too_large",
+				     "the run's merged metadata would be %zu bytes, past the cap of %d", strlen(text),
+				     STORE_METADATA_MAX);
+			goto out;
+		}
 	}
 	if (sqlite3_prepare_v2(w->db, "UPDATE runs SET"
 				      " project = CASE WHEN ?2 THEN ?3 ELSE project END,"
@@ -1144,6 +1319,137 @@ out:
 	sqlite3_finalize(st);
 	json_decref(meta);
 	tp_free(text);
+	if (rc)
+		rollback(w);
+	return rc;
+}
+
+int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, int64_t *deleted,
+		     int *run_gone, int *trace_rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t run_id, *ids = NULL;
+	size_t n = 0, cap = 0, i;
+	int rc, step, busy = 0;
+
+	*deleted = 0;
+	*run_gone = 0;
+	*trace_rank = -1;
+	if ((rc = begin(w, err)))
+		return rc;
+	if ((rc = writer_run(w, run, &run_id, NULL, err)))
+		goto out;
+	if (sqlite3_prepare_v2(w->db, "SELECT id, status, kind, rank FROM artifacts WHERE run_id=?1 AND (?2=0 OR id=?2)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		st = NULL;
+		rc = db_fail(err, w->db, "prepare");
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, artifact);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!strcmp((const char *)sqlite3_column_text(st, 1), "ingesting")) {
+			busy = 1;
+			continue;
+		}
+		if (n == cap) {
+			int64_t *nids = tp_realloc(ids, (cap = cap ? cap * 2 : 16) * sizeof(*ids));
+			if (!nids) {
+				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				goto out;
+			}
+			ids = nids;
+		}
+		ids[n++] = sqlite3_column_int64(st, 0);
+		if (artifact && !strcmp((const char *)sqlite3_column_text(st, 1), "ready") &&
+		    !strcmp((const char *)sqlite3_column_text(st, 2), "trace"))
+			*trace_rank = sqlite3_column_int(st, 3);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (step != SQLITE_DONE) {
+		rc = db_fail(err, w->db, "read artifacts");
+		goto out;
+	}
+	/* an upload still going on would write into what is removed: the client comes back after it */
+	if (busy) {
+		rc = artifact ? tp_fail(err, TP_ERR_CONFLICT, "ingest_in_progress", "artifact %lld of run '%s' is"
+					" still being ingested; delete it once its upload has answered",
+					(long long)artifact, run)
+			      : tp_fail(err, TP_ERR_CONFLICT, "ingest_in_progress", "run '%s' has an upload still"
+					" being ingested; delete it once the upload has answered", run);
+		goto out;
+	}
+	if (artifact && !n) {
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run,
+			     (long long)artifact);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if ((rc = drop_artifact(w->db, ids[i], err)))
+			goto out;
+	/* the whole run goes with its metrics; one artifact takes its run along only when that was all */
+	if (sqlite3_prepare_v2(w->db, artifact ? "DELETE FROM runs WHERE id=?1 AND NOT EXISTS"
+						 " (SELECT 1 FROM artifacts WHERE run_id=?1)"
+						 " AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=?1)"
+					       : "DELETE FROM metrics WHERE run_id=?1", -1, &st, NULL) != SQLITE_OK ||
+	    (sqlite3_bind_int64(st, 1, run_id), sqlite3_step(st)) != SQLITE_DONE) {
+		rc = db_fail(err, w->db, "delete run");
+		goto out;
+	}
+	*run_gone = artifact ? sqlite3_changes(w->db) > 0 : 1;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!artifact && (sqlite3_prepare_v2(w->db, "DELETE FROM runs WHERE id=?1", -1, &st, NULL) != SQLITE_OK ||
+			  (sqlite3_bind_int64(st, 1, run_id), sqlite3_step(st)) != SQLITE_DONE)) {
+		rc = db_fail(err, w->db, "delete run");
+		goto out;
+	}
+	*deleted = (int64_t)n;
+	rc = commit(w, err);
+out:
+	sqlite3_finalize(st);
+	tp_free(ids);
+	if (rc) {
+		rollback(w);
+		*deleted = 0;
+		*run_gone = 0;
+		*trace_rank = -1;
+	}
+	return rc;
+}
+
+/* The derived tables of a rank (steps, operators, kernels, the trace's memory timelines). */
+static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
+					   "memory_groups" };
+
+int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
+		       const struct store_final *f, struct tp_errbuf *err)
+{
+	char sql[512];
+	size_t i;
+	int rc;
+
+	if ((rc = begin(w, err)))
+		return rc;
+	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
+		sqlite3_stmt *st;
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
+			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')", rank_tables[i]);
+		if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+			rc = db_fail(err, w->db, "prepare");
+		else {
+			bind_text(st, 1, run);
+			sqlite3_bind_int(st, 2, rank);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				rc = db_fail(err, w->db, "replace rank analysis");
+			sqlite3_finalize(st);
+		}
+	}
+	if (!rc && owner)
+		rc = insert_analysis(w, owner, f, err);
+	if (!rc)
+		rc = commit(w, err);
 	if (rc)
 		rollback(w);
 	return rc;
@@ -1296,9 +1602,9 @@ static int run_step_summary(struct store_reader *r, int64_t run_id, json_t *obj,
 {
 	sqlite3_stmt *st = prepare(r,
 		"SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s JOIN artifacts a"
-		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND a.rank="
-		" (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2 ON s2.artifact_id=a2.id"
-		"  WHERE a2.run_id=?1 AND a2.status='ready')", err);
+		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND s.incomplete=0 AND"
+		" s.whole_trace=0 AND a.rank= (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2"
+		" ON s2.artifact_id=a2.id WHERE a2.run_id=?1 AND a2.status='ready' AND s2.whole_trace=0)", err);
 	int64_t *d = NULL;
 	size_t n = 0, cap = 0;
 	double sum = 0;
@@ -1325,8 +1631,8 @@ static int run_step_summary(struct store_reader *r, int64_t run_id, json_t *obj,
 	}
 	if (n) {
 		qsort(d, n, sizeof(*d), cmp_i64);
-		json_int_t median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-		times = json_pack("{s:I, s:I}", "mean", (json_int_t)(sum / (double)n + 0.5), "median", median);
+		json_int_t median = n % 2 ? d[n / 2] : tp_mid(d[n / 2 - 1], d[n / 2]);
+		times = json_pack("{s:I, s:I}", "mean", (json_int_t)tp_round_i64(sum / (double)n), "median", median);
 	} else {
 		times = json_pack("{s:n, s:n}", "mean", "median");
 	}
@@ -1551,12 +1857,37 @@ static json_t *rows_json(struct store_reader *r, sqlite3_stmt *st, const char *c
 	return arr;
 }
 
-/* Check the run and resolve rank -1 to its lowest rank; -1 with err set on failure. */
+/* 0 when the run has an artifact of rank (any status), else -1 with err set (rank_not_found: 404). */
+static int rank_exists(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT 1 FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				      " WHERE r.name=?1 AND a.rank=?2 LIMIT 1", err);
+	int step;
+
+	if (!st)
+		return -1;
+	bind_text(st, 1, run);
+	sqlite3_bind_int(st, 2, rank);
+	step = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (step == SQLITE_ROW)
+		return 0;
+	if (step == SQLITE_DONE)
+		tp_fail(err, TP_ERR_NOTFOUND, "rank_not_found", "run '%s' has no rank %d (GET /api/v1/runs/%s/ranks"
+			" lists its ranks)", run, rank, run);
+	else
+		db_fail(err, r->db, "read ranks");
+	return -1;
+}
+
+/* Check the run (and rank, when given) and resolve rank -1 to its lowest rank; -1 with err set on failure. */
 static int rank_of(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
 	if (run_exists(r, run, err))
 		return -1;
-	return rank < 0 ? lowest_rank(r, run, err) : rank;
+	if (rank >= 0)
+		return rank_exists(r, run, rank, err) ? -1 : rank;
+	return lowest_rank(r, run, err);
 }
 
 /* The ready artifacts of one rank of a run, for joins (?1 run name, ?2 rank). */
@@ -1575,53 +1906,78 @@ static sqlite3_stmt *prepare_rank(struct store_reader *r, const char *sql, const
 	return st;
 }
 
-/* {"rank": R, key: value}, consuming value */
-static json_t *ranked(int rank, const char *key, json_t *value, struct tp_errbuf *err)
+/* Reshape one /steps row: components into breakdown_ns, utilization, flags as booleans, a note. */
+static int step_json(json_t *s, int *incomplete)
 {
-	json_t *o;
+	json_t *bd = json_object();
+	json_int_t dur = json_integer_value(json_object_get(s, "dur_ns"));
+	int inc = (int)json_integer_value(json_object_get(s, "incomplete")), c;
+	int whole = json_integer_value(json_object_get(s, "whole_trace")) != 0;
 
-	if (!value)
-		return NULL;
-	o = json_pack("{s:i, s:o}", "rank", rank, key, value);
-	return o ? o : nomem(err);
+	for (c = 0; bd && c < AN_NCOMP; c++) {
+		if (json_object_set(bd, an_comp_names[c], json_object_get(s, an_comp_names[c]))) {
+			json_decref(bd);
+			bd = NULL;
+		}
+		json_object_del(s, an_comp_names[c]);
+	}
+	*incomplete = inc > 0;
+	if (!bd)
+		return -1;
+	/* torch-tb-profiler's: the share with any kernel running, computation or communication
+	 * (rows analysed before gpu_busy_ns: kernel was all kernels then) */
+	json_t *busy = json_object_get(s, "gpu_busy_ns");
+	json_int_t k = json_is_integer(busy) ? json_integer_value(busy) : json_integer_value(json_object_get(bd, "kernel"));
+	json_object_del(s, "gpu_busy_ns");
+	/* rows analysed before cpu_dur_ns existed: dur_ns was the CPU span */
+	if (json_is_null(json_object_get(s, "cpu_dur_ns")) && json_object_set(s, "cpu_dur_ns", json_object_get(s, "dur_ns"))) {
+		json_decref(bd);
+		return -1;
+	}
+	return json_object_set_new(s, "breakdown_ns", bd) ||
+	       json_object_set_new(s, "gpu_utilization_pct", json_real(dur > 0 ? 100.0 * (double)k / (double)dur : 0)) ||
+	       (whole && json_object_set_new(s, "step", json_null())) ||
+	       json_object_set_new(s, "whole_trace", json_boolean(whole)) ||
+	       json_object_set_new(s, "incomplete", json_boolean(inc > 0)) ||
+	       json_object_set_new(s, "note", inc > 0 && inc < 3 ? json_string(an_incomplete_notes[inc]) : json_null());
 }
 
 json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
-	static const char *const cols[] = { "step", "start_ns", "dur_ns", "kernel", "memcpy", "memset",
-					    "runtime", "dataloader", "cpu", "idle" };
+	static const char *const cols[] = { "step", "start_ns", "dur_ns", "cpu_dur_ns", "kernel", "memcpy", "memset",
+					    "communication", "runtime", "dataloader", "cpu", "idle", "comm_overlap_ns",
+					    "incomplete", "whole_trace", "gpu_busy_ns" };
 	sqlite3_stmt *st;
-	json_t *steps, *s;
+	json_t *steps, *s, *notes, *o;
 	size_t i;
+	int n = 0, inc;
+	char text[160];
 
 	if ((rank = rank_of(r, run, rank, err)) < 0)
 		return NULL;
-	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, kernel_ns, memcpy_ns, memset_ns,"
-			     " runtime_ns, dataloader_ns, cpu_ns, idle_ns FROM steps"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, step", run, rank, err);
-	if (!st || !(steps = rows_json(r, st, cols, 10, err)))
+	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, cpu_dur_ns, " STEP_COMPS ", comm_overlap_ns,"
+			     " incomplete, whole_trace, gpu_busy_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+			     " ORDER BY start_ns, step", run, rank, err);
+	if (!st || !(steps = rows_json(r, st, cols, 16, err)))
 		return NULL;
-	/* the components go into breakdown_ns, and GPU utilization is kernel / duration */
 	json_array_foreach(steps, i, s) {
-		json_t *bd = json_object();
-		int c;
-		for (c = 0; bd && c < AN_NCOMP; c++) {
-			json_t *v = json_object_get(s, an_comp_names[c]);
-			if (json_object_set(bd, an_comp_names[c], v)) {
-				json_decref(bd);
-				bd = NULL;
-			}
-			json_object_del(s, an_comp_names[c]);
-		}
-		json_int_t dur = json_integer_value(json_object_get(s, "dur_ns"));
-		json_int_t k = json_integer_value(json_object_get(bd, "kernel"));
-		if (!bd || json_object_set_new(s, "breakdown_ns", bd) ||
-		    json_object_set_new(s, "gpu_utilization", json_real(dur > 0 ? (double)k / (double)dur : 0))) {
+		if (step_json(s, &inc)) {
 			json_decref(steps);
 			return nomem(err);
 		}
+		n += inc;
 	}
-	return ranked(rank, "steps", steps, err);
+	notes = json_array();
+	if (n) {
+		snprintf(text, sizeof(text), "%d incomplete step%s left out of means, medians, compare and drift", n,
+			 n > 1 ? "s are" : " is");
+		if (json_array_append_new(notes, json_string(text)))
+			json_decref(notes), notes = NULL;
+	}
+	o = notes ? json_pack("{s:i, s:o, s:o}", "rank", rank, "steps", steps, "notes", notes) : NULL;
+	if (!notes)
+		json_decref(steps);
+	return o ? o : nomem(err);
 }
 
 /*
@@ -1675,10 +2031,42 @@ json_t *store_ops(struct store_reader *r, const char *run, int rank, int device,
 	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns"
 		 " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3"
 		 " GROUP BY name ORDER BY %s%s, name LIMIT ?4", op_sorts[i], i < 3 ? " DESC" : "");
-	return table(r, run, rank, device, limit, sql, cols, 4,
-		     "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
-		     " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3",
-		     tcols, "device", device == AN_DEV_GPU ? "gpu" : "cpu", "ops", err);
+	json_t *o = table(r, run, rank, device, limit, sql, cols, 4,
+			  "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
+			  " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3",
+			  tcols, "device", device == AN_DEV_GPU ? "gpu" : "cpu", "ops", err), *row, *comm;
+	sqlite3_stmt *st;
+
+	if (!o)
+		return NULL;
+	/* host-side collectives as a group: each row says whether it is one, and their total
+	 * (the GLOBs are an_op_is_comm's prefixes) */
+	json_array_foreach(json_object_get(o, "ops"), i, row)
+		if (json_object_set_new(row, "group", an_op_is_comm(json_string_value(json_object_get(row, "name")))
+							? json_string("communication") : json_null()))
+			goto oom;
+	if (!(st = prepare_rank(r, "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
+				   " COALESCE(SUM(total_ns), 0) FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+				   " AND device=?3 AND (name GLOB 'nccl:*' OR name GLOB 'gloo:*' OR name GLOB 'c10d::*'"
+				   " OR name = 'record_param_comms')", run, json_integer_value(json_object_get(o, "rank")),
+				err))) {
+		json_decref(o);
+		return NULL;
+	}
+	sqlite3_bind_int(st, 3, device);
+	if (!(comm = rows_json(r, st, (const char *const[]){ "names", "calls", "self_ns", "total_ns" }, 4, err))) {
+		json_decref(o);
+		return NULL;
+	}
+	if (json_object_set(o, "communication", json_array_get(comm, 0))) {
+		json_decref(comm);
+		goto oom;
+	}
+	json_decref(comm);
+	return o;
+oom:
+	json_decref(o);
+	return nomem(err);
 }
 
 static const char *const kernel_kinds[] = { "kernel", "memcpy", "memset" };
@@ -1690,14 +2078,23 @@ json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kin
 					    "blocks_per_sm", "achieved_occupancy_pct" };
 	static const char *const tcols[] = { "names", "calls", "total_ns" };
 
-	return table(r, run, rank, kind, limit,
+	json_t *o = table(r, run, rank, kind, limit,
 		     "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
 		     " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
 		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
 		     " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", cols, 8,
 		     "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
 		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3",
-		     tcols, "kind", kernel_kinds[kind], "kernels", err);
+		     tcols, "kind", kernel_kinds[kind], "kernels", err), *row;
+	size_t i;
+
+	json_array_foreach(json_object_get(o, "kernels"), i, row)
+		if (json_object_set_new(row, "class", json_string(an_kclass_names[an_kernel_class(
+				json_string_value(json_object_get(row, "name")), kind)]))) {
+			json_decref(o);
+			return nomem(err);
+		}
+	return o;
 }
 
 /* ---- memory timelines ---- */
@@ -1942,6 +2339,135 @@ out:
 	return o;
 }
 
+/* ---- every point of a series, as JSON text made while it is sent ---- */
+
+struct store_mem_text {
+	struct points p;
+	char *head;		/* the object's other members, '{' and no '}' */
+	size_t from, to;	/* the points [from, to) */
+	int col;		/* -1: the head; 0..POINT_COLS-1: that column's array; POINT_COLS: done */
+	size_t row;
+	char pend[96];		/* text made but not yet taken */
+	size_t pend_len, pend_off;
+};
+
+/* The next piece of text into m->pend; 0 at the end. */
+static int mem_text_next(struct store_mem_text *m)
+{
+	static const char *const open_col[POINT_COLS] = {
+		"\"t_ns\":[", "\"categories\":{\"parameter\":[", "\"optimizer_state\":[", "\"input\":[",
+		"\"temporary\":[", "\"activation\":[", "\"gradient\":[", "\"autograd_detail\":[", "\"unknown\":[",
+		"\"allocated\":[", "\"reserved\":[",
+	};
+	int n;
+
+	if (m->col >= POINT_COLS)
+		return 0;
+	m->pend_off = 0;
+	if (m->col < 0) {
+		m->col = 0;
+		m->row = m->from;
+		n = snprintf(m->pend, sizeof(m->pend), "%s", open_col[0]);
+	} else if (m->row < m->to) {
+		int col = m->col;
+		size_t i = m->row++;
+		if (col == POINT_COLS - 1 && m->p.nul[i])
+			n = snprintf(m->pend, sizeof(m->pend), "%snull", i > m->from ? "," : "");
+		else
+			n = snprintf(m->pend, sizeof(m->pend), "%s%lld", i > m->from ? "," : "",
+				     (long long)m->p.row[i][col]);
+	} else {
+		int col = ++m->col;
+		m->row = m->from;
+		if (col == POINT_COLS)
+			n = snprintf(m->pend, sizeof(m->pend), "]}");
+		else
+			n = snprintf(m->pend, sizeof(m->pend), "]%s,%s", col == 9 ? "}" : "", open_col[col]);
+	}
+	m->pend_len = n > 0 ? (size_t)n : 0;
+	return 1;
+}
+
+size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max)
+{
+	size_t out = 0;
+
+	if (m->col < 0 && m->head) {
+		size_t hl = strlen(m->head + m->pend_off);
+		size_t k = hl < max ? hl : max;
+		memcpy(buf, m->head + m->pend_off, k);
+		m->pend_off += k;
+		if (k < hl)
+			return k;
+		out = k;
+		m->pend_off = m->pend_len = 0;
+		tp_free(m->head);
+		m->head = NULL;
+	}
+	while (out < max) {
+		if (m->pend_off == m->pend_len && !mem_text_next(m))
+			break;
+		size_t k = m->pend_len - m->pend_off < max - out ? m->pend_len - m->pend_off : max - out;
+		memcpy(buf + out, m->pend + m->pend_off, k);
+		m->pend_off += k;
+		out += k;
+	}
+	return out;
+}
+
+void store_mem_text_free(struct store_mem_text *m)
+{
+	if (!m)
+		return;
+	points_free(&m->p);
+	tp_free(m->head);
+	tp_free(m);
+}
+
+int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
+		      int64_t end_ns, struct store_mem_text **out, struct tp_errbuf *err)
+{
+	struct store_mem_text *m = tp_calloc(1, sizeof(*m));
+	struct series s;
+	json_t *o = NULL, *peak;
+	char *text;
+	size_t w0 = 0, w1;
+	int windowed = start_ns != INT64_MIN || end_ns != INT64_MAX;
+
+	if (!m)
+		return nomem(err), TP_ERR_NOMEM;
+	m->col = -1;
+	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, -1, &m->p, err)) {
+		tp_free(m);
+		return err->rc ? err->rc : TP_ERR_DB;
+	}
+	/* the window as in store_memory */
+	for (w1 = m->p.n; w1 > 1 && m->p.row[w1 - 1][0] > end_ns; w1--)
+		;
+	while (w0 + 1 < w1 && m->p.row[w0 + 1][0] <= start_ns)
+		w0++;
+	m->from = w0;
+	m->to = w1;
+	if (s.peak_seq >= 0 && (size_t)s.peak_seq < m->p.n)
+		peak = point_json(&m->p, (size_t)s.peak_seq);
+	else
+		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
+	if (peak)
+		o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o}", "rank", s.rank, "source", s.source, "device", s.device,
+			      "points_total", (json_int_t)m->p.n, "peak", peak, "baseline", baseline_json(r, &s, &m->p));
+	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)(w1 - w0)))) ||
+	    !(text = json_dumps(o, JSON_COMPACT))) {
+		json_decref(o);
+		store_mem_text_free(m);
+		return nomem(err), TP_ERR_NOMEM;
+	}
+	json_decref(o);
+	text[strlen(text) - 1] = ',';	/* the '}' gives way to the arrays */
+	m->head = text;
+	*out = m;
+	return TP_OK;
+}
+
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
 			  struct tp_errbuf *err)
 {
@@ -2004,12 +2530,107 @@ out:
 }
 
 /* A rank's step durations, in time order. */
+static int cmp_end(const void *a, const void *b)
+{
+	const struct rl_step *x = *(struct rl_step *const *)a, *y = *(struct rl_step *const *)b;
+	int64_t ex = x->start_ns + x->dur_ns, ey = y->start_ns + y->dur_ns;
+
+	return ex < ey ? -1 : ex > ey;
+}
+
+/* Each step's allocated memory at its end: the last point of series s at or before it. */
+static int step_allocs(struct store_reader *r, const struct series *s, struct rl_step *v, size_t n,
+		       struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT t_ns, allocated FROM memory_points WHERE artifact_id=?1 AND device=?2"
+				      " ORDER BY seq", err);
+	struct rl_step **by_end = tp_malloc((n + 1) * sizeof(*by_end));
+	size_t k = 0, i;
+	int64_t last = -1;
+	int step;
+
+	if (!st || !by_end) {
+		sqlite3_finalize(st);
+		tp_free(by_end);
+		return st ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_ERR_DB;
+	}
+	for (i = 0; i < n; i++)
+		by_end[i] = &v[i];
+	qsort(by_end, n, sizeof(*by_end), cmp_end);
+	sqlite3_bind_int64(st, 1, s->artifact);
+	bind_text(st, 2, s->device);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(st, 0);
+		for (; k < n && by_end[k]->start_ns + by_end[k]->dur_ns < t; k++)
+			by_end[k]->alloc = last;
+		last = sqlite3_column_int64(st, 1);
+	}
+	for (; k < n; k++)
+		by_end[k]->alloc = last;
+	sqlite3_finalize(st);
+	tp_free(by_end);
+	return step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
+}
+
+int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_step **out, size_t *n,
+		   int *rank_out, char device[16], struct tp_errbuf *err)
+{
+	struct tp_errbuf none = { 0 };
+	struct series ser;
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int step, c;
+
+	*out = NULL;
+	*n = 0;
+	device[0] = 0;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return err->rc ? err->rc : TP_ERR_DB;
+	*rank_out = rank;
+	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, " STEP_COMPS ","
+			     " COALESCE(source_artifact, artifact_id) FROM steps"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, step", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			struct rl_step *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 256) * sizeof(*nv));
+			if (!nv)
+				break;
+			*out = nv;
+		}
+		struct rl_step *s = &(*out)[(*n)++];
+		s->step = sqlite3_column_int64(st, 0);
+		s->start_ns = sqlite3_column_int64(st, 1);
+		s->dur_ns = sqlite3_column_int64(st, 2);
+		for (c = 0; c < AN_NCOMP; c++)
+			s->comp_ns[c] = sqlite3_column_int64(st, 3 + c);
+		s->artifact = sqlite3_column_int64(st, 3 + AN_NCOMP);
+		s->alloc = -1;
+		s->cycle = 0;
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		tp_free(*out);
+		*out = NULL;
+		*n = 0;
+		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+					  : db_fail(err, r->db, "read steps");
+	}
+	/* memory as /memory answers it by default */
+	if (pick_series(r, run, rank, NULL, &ser, &none))
+		return none.rc == TP_ERR_NOTFOUND ? TP_OK : (*err = none, none.rc);
+	snprintf(device, 16, "%s", ser.device);
+	return *n ? step_allocs(r, &ser, *out, *n, err) : TP_OK;
+}
+
+/* A rank's step durations, in time order: complete steps only. */
 static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, size_t *n,
 			  struct tp_errbuf *err)
 {
 	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
-				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, step",
-				    run, rank, err);
+				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0 AND whole_trace=0"
+				       " ORDER BY start_ns, step", run, rank, err);
 	size_t cap = 0;
 	int step;
 
@@ -2033,6 +2654,22 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 	*out = NULL;
 	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 				  : db_fail(err, r->db, "read steps");
+}
+
+/* o's "memory_devices": the devices with a memory timeline on that rank, GPUs first, as /memory picks */
+static int rank_devices(struct store_reader *r, const char *run, int rank, json_t *o, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT device FROM memory_series"
+				       " WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+				       " ORDER BY device LIKE 'cuda:%' DESC, length(device), device", run, rank, err);
+	json_t *devs, *d;
+	size_t i;
+
+	if (!st || !(devs = rows_json(r, st, (const char *const[]){ "device" }, 1, err)))
+		return -1;
+	json_array_foreach(devs, i, d)
+		json_array_set(devs, i, json_object_get(d, "device"));
+	return json_object_set_new(o, "memory_devices", devs) ? (nomem(err), -1) : 0;
 }
 
 /* A rank is a straggler when its mean step time is this much above the median rank's. */
@@ -2070,13 +2707,15 @@ json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *e
 		if (nd)
 			qsort(d, nd, sizeof(*d), cmp_i64);
 		int bad = json_object_set_new(o, "steps", json_integer((json_int_t)nd)) ||
-			  json_object_set_new(o, "mean_ns", nd ? json_integer((json_int_t)(means[i] + 0.5)) : json_null()) ||
-			  json_object_set_new(o, "median_ns", nd ? json_integer(nd % 2 ? d[nd / 2] : (d[nd / 2 - 1] + d[nd / 2]) / 2) : json_null()) ||
+			  json_object_set_new(o, "mean_ns", nd ? json_integer(tp_round_i64(means[i])) : json_null()) ||
+			  json_object_set_new(o, "median_ns", nd ? json_integer(nd % 2 ? d[nd / 2] : tp_mid(d[nd / 2 - 1], d[nd / 2])) : json_null()) ||
 			  json_object_set_new(o, "min_ns", nd ? json_integer(d[0]) : json_null()) ||
 			  json_object_set_new(o, "max_ns", nd ? json_integer(d[nd - 1]) : json_null());
 		tp_free(d);
 		if (bad)
 			goto oom;
+		if (rank_devices(r, run, rank, o, err))
+			goto fail;
 	}
 	{
 		double *sorted = tp_malloc((n + 1) * sizeof(*sorted));
@@ -2206,17 +2845,23 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	if (rank_durations(r, run, rank, durs, &in->nsteps, err))
 		return err->rc;
 	in->step_dur_ns = *durs;
+	/* complete steps, or the whole trace when it has none */
 	st = prepare_rank(r, "SELECT COALESCE(SUM(dur_ns), 0), COALESCE(SUM(kernel_ns), 0), COALESCE(SUM(memcpy_ns), 0),"
-			     " COALESCE(SUM(memset_ns), 0), COALESCE(SUM(runtime_ns), 0), COALESCE(SUM(dataloader_ns), 0),"
-			     " COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0) FROM (SELECT DISTINCT step, start_ns,"
-			     " dur_ns, kernel_ns, memcpy_ns, memset_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
-			     " FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS "))", run, rank, err);
+			     " COALESCE(SUM(memset_ns), 0), COALESCE(SUM(communication_ns), 0), COALESCE(SUM(runtime_ns), 0),"
+			     " COALESCE(SUM(dataloader_ns), 0), COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0),"
+			     " COALESCE(SUM(comm_overlap_ns), 0), COALESCE(SUM(whole_trace), 0),"
+			     " COALESCE(SUM(COALESCE(gpu_busy_ns, kernel_ns)), 0) FROM (SELECT DISTINCT step,"
+			     " start_ns, dur_ns, " STEP_COMPS ", comm_overlap_ns, whole_trace, gpu_busy_ns"
+			     " FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0)", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		in->steps_ns = sqlite3_column_int64(st, 0);
 		for (c = 0; c < AN_NCOMP; c++)
 			in->comp_ns[c] = sqlite3_column_int64(st, 1 + c);
+		in->comm_overlap_ns = sqlite3_column_int64(st, 1 + AN_NCOMP);
+		in->whole_trace = sqlite3_column_int64(st, 2 + AN_NCOMP) > 0;
+		in->gpu_busy_ns = sqlite3_column_int64(st, 3 + AN_NCOMP);
 	}
 	sqlite3_finalize(st);
 	if (step != SQLITE_ROW)
@@ -2224,7 +2869,10 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	st = prepare_rank(r, "SELECT kind, COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0),"
 			     " COALESCE(SUM(tiny_calls), 0), COALESCE(SUM(tiny_ns), 0),"
 			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN calls END), 0),"
-			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN total_ns END), 0)"
+			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN total_ns END), 0),"
+			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoD%' THEN total_ns END), 0),"
+			     " COALESCE(SUM(CASE WHEN name LIKE '%Pageable%' THEN total_ns END), 0),"
+			     " COALESCE(SUM(CASE WHEN name LIKE '%Pinned%' THEN total_ns END), 0)"
 			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY kind", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
@@ -2241,6 +2889,9 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 			in->memcpy_ns = ns;
 			in->dtoh_calls = sqlite3_column_int64(st, 5);
 			in->dtoh_ns = sqlite3_column_int64(st, 6);
+			in->dtod_ns = sqlite3_column_int64(st, 7);
+			in->pageable_ns = sqlite3_column_int64(st, 8);
+			in->pinned_ns = sqlite3_column_int64(st, 9);
 		} else if (kind == AN_GPU_MEMSET) {
 			in->memset_ns = ns;
 		}
@@ -2681,6 +3332,28 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 	return TP_OK;
 }
 
+int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	*meta = NULL;
+	*base_ns = t->nart ? t->bases[0] : 0;
+	if (!t->nart)
+		return TP_OK;
+	if (!(st = prepare(t->r, "SELECT meta FROM artifacts WHERE id=?1", err)))
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 1, t->ids[0]);
+	step = sqlite3_step(st);
+	if (step == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
+	    !(*meta = tp_strdup((const char *)sqlite3_column_text(st, 0)))) {
+		sqlite3_finalize(st);
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, t->r->db, "read artifact");
+}
+
 int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
 		     struct tp_errbuf *err)
 {
@@ -2744,6 +3417,18 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 		*base_ns = t->bases[t->cur - 1];
 		return 1;
 	}
+}
+
+int64_t store_trace_artifact(const struct store_trace *t)
+{
+	return t->cur ? t->ids[t->cur - 1] : 0;
+}
+
+size_t store_trace_artifacts(const struct store_trace *t, const int64_t **ids, const int64_t **bases)
+{
+	*ids = t->ids;
+	*bases = t->bases;
+	return t->nart;
 }
 
 const char *store_trace_string(const struct store_trace *t, uint32_t id)

@@ -85,6 +85,7 @@ struct store_final {
 	const char *meta_json;		/* may be NULL */
 	int64_t peak_allocated;		/* -1: no memory data */
 	const struct an_result *analysis;	/* steps, ops, kernels (times as written); may be NULL */
+	const int64_t *step_src;	/* per analysis step, the artifact its span came from (0, or NULL: this one) */
 	an_string_fn str;		/* names of the analysis' string ids */
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
@@ -95,6 +96,22 @@ struct store_final {
 
 int store_writer_open(struct store *st, struct store_writer **out, struct tp_errbuf *err);
 void store_writer_close(struct store_writer *w);
+/*
+ * One transaction around several writes (each store_* write below then joins it rather than
+ * committing alone): readers see all of them or none. After a failed write, roll back.
+ */
+int store_tx_begin(struct store_writer *w, struct tp_errbuf *err);
+int store_tx_commit(struct store_writer *w, struct tp_errbuf *err);
+void store_tx_rollback(struct store_writer *w);
+/* Reads on the writer's own connection (they see its open transaction); owned by w, not closed. */
+struct store_reader *store_writer_reader(struct store_writer *w);
+/*
+ * The derived tables of (run, rank) from all of its trace artifacts: remove every trace
+ * artifact's steps, operators, kernels and trace memory timelines there, and store f's
+ * (analysis, mem, str, base_ns) under owner (0: none). One transaction, or part of one.
+ */
+int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
+		       const struct store_final *f, struct tp_errbuf *err);
 
 /* Create the run if needed and an artifact in status 'ingesting'. */
 int store_artifact_begin(struct store_writer *w, const char *run, int rank, const char *kind,
@@ -119,9 +136,22 @@ int store_artifact_drop(struct store_writer *w, int64_t artifact);
  * (string, or null to clear), "tags" (array of strings, replaced),
  * "metadata" (an RFC 7386 merge patch: null deletes a key, objects merge),
  * "baseline" (true makes this run its project's only baseline). Borrowed.
- * TP_ERR_NOTFOUND when there is no such run.
+ * TP_ERR_NOTFOUND when there is no such run; TP_ERR_TOOBIG (metadata_too_large)
+ * when the merged metadata would pass STORE_METADATA_MAX bytes of JSON.
  */
+#define STORE_METADATA_MAX (64 * 1024)
 int store_run_patch(struct store_writer *w, const char *run, json_t *patch, struct tp_errbuf *err);
+
+/*
+ * Remove artifact (0: every artifact, the metrics and the run itself) of run, in one
+ * transaction: readers see the run as it was or without them, never between. *deleted: how
+ * many artifacts went; *run_gone: whether the run went too (a single artifact takes its run
+ * along when the run has nothing else); *trace_rank: the rank of the artifact when it was a
+ * ready trace (its rank's analysis must be derived again: runrank.h), else -1. TP_ERR_NOTFOUND when there is no such run or
+ * artifact, TP_ERR_CONFLICT ("ingest_in_progress") while one of them is still being ingested.
+ */
+int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, int64_t *deleted,
+		     int *run_gone, int *trace_rank, struct tp_errbuf *err);
 
 /* One per-step metric (POST /api/v1/runs/{run}/metrics); name borrowed. */
 struct store_metric {
@@ -151,8 +181,16 @@ json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, 
  * Per-rank analysis, summed over the rank's ready artifacts; rank -1: the
  * run's lowest rank with data. TP_ERR_NOTFOUND in err when no such run.
  */
-/* {"rank", "steps": [{"step", "start_ns", "dur_ns", "breakdown_ns": {...}, "gpu_utilization"}]} */
+/* {"rank", "steps": [{"step", "start_ns", "dur_ns", "breakdown_ns": {...}, "gpu_utilization_pct"}]} */
 json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+/*
+ * The rank's steps across the whole run (runline.h), in time order, with allocated memory at
+ * each step's end from the series /memory answers by default (its device in device, "" when
+ * none). *out (tp_free) may be NULL when there are no steps.
+ */
+struct rl_step;
+int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_step **out, size_t *n,
+		   int *rank_out, char device[16], struct tp_errbuf *err);
 /* {"rank", "device", "ops": [{"name", "calls", "self_ns", "total_ns"}], "total": {...}};
  * device enum an_device; sort "self_ns", "total_ns", "calls" or "name"; at most limit rows. */
 json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
@@ -172,6 +210,16 @@ json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *e
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
 		     int64_t start_ns, int64_t end_ns, struct tp_errbuf *err);
 /* {"t_ns", "bytes", "groups": [{"category", "op", "bytes", "count"}]}: what was alive at the peak. */
+/*
+ * Every point of the series that store_memory picks (points=0), as JSON text
+ * made while it is sent: the same members, no JSON tree of a million points
+ * (486 MB for one read). store_mem_text_read fills buf, 0 at the end.
+ */
+struct store_mem_text;
+int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
+		      int64_t end_ns, struct store_mem_text **out, struct tp_errbuf *err);
+size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max);
+void store_mem_text_free(struct store_mem_text *m);
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
 			  struct tp_errbuf *err);
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
@@ -217,6 +265,17 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 /* The next block: 1 with *ev (borrowed until the next call), *n and the artifact's base; 0 at the end. */
 int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
 		     struct tp_errbuf *err);
+/*
+ * What the export's top level repeats: the first trace artifact's top-level
+ * members as uploaded (deviceProperties, distributedInfo, ...: JSON text in
+ * *meta, tp_malloc'd, NULL when none) and its baseTimeNanoseconds (*base_ns,
+ * 0 when its times are absolute).
+ */
+int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, struct tp_errbuf *err);
+/* The artifact of the block store_trace_next gave last. */
+int64_t store_trace_artifact(const struct store_trace *t);
+/* The artifacts t reads, in order, and their base_ns. */
+size_t store_trace_artifacts(const struct store_trace *t, const int64_t **ids, const int64_t **bases);
 /* Names (cat, name, M args) of the current block's events. */
 const char *store_trace_string(const struct store_trace *t, uint32_t id);
 void store_trace_close(struct store_trace *t);

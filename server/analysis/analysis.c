@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc.h"
 #include "analysis/analysis.h"
@@ -22,8 +23,51 @@
 #include "ingest/trace.h"
 
 const char *const an_comp_names[AN_NCOMP] = {
-	"kernel", "memcpy", "memset", "runtime", "dataloader", "cpu", "idle",
+	"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu", "idle",
 };
+
+const char *const an_incomplete_notes[3] = {
+	NULL,
+	"launched no GPU work while the trace's other steps did",
+	"launched GPU work the trace has no record of: the profiler stopped before it was recorded",
+};
+
+const char *const an_kclass_names[3] = { "computation", "communication", "memory" };
+
+/* Does s contain w, ignoring ASCII case? */
+static int has_word(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (; *s; s++)
+		if (!strncasecmp(s, w, n))
+			return 1;
+	return 0;
+}
+
+/*
+ * HTA's classes (hta/common/trace_symbol_table.py and the kernel breakdown):
+ * copies and memsets are memory; kernels of the collective libraries (NCCL,
+ * RCCL, gloo) and the point-to-point and all-to-all kernels they launch are
+ * communication; every other kernel is computation.
+ */
+int an_kernel_class(const char *name, int kind)
+{
+	static const char *const comm[] = { "nccl", "rccl", "gloo", "sendrecv", "alltoall", "all_to_all" };
+
+	if (kind != AN_GPU_KERNEL)
+		return AN_KC_MEMORY;
+	for (size_t i = 0; i < sizeof(comm) / sizeof(comm[0]); i++)
+		if (has_word(name, comm[i]))
+			return AN_KC_COMMUNICATION;
+	return AN_KC_COMPUTATION;
+}
+
+int an_op_is_comm(const char *name)
+{
+	return !strncmp(name, "nccl:", 5) || !strncmp(name, "gloo:", 5) || !strncmp(name, "c10d::", 6) ||
+	       !strcmp(name, "record_param_comms");
+}
 
 /* ---- a small open-addressing map, u64 -> u32 ---- */
 
@@ -132,7 +176,7 @@ enum {
 	C_MASK = 0x0f,
 	/* as a name */
 	N_STEP = 0x10, N_DATALOADER = 0x20, N_OPT_STEP = 0x40, N_ZERO_GRAD = 0x80, N_BACKWARD = 0x100,
-	N_ACCUM_GRAD = 0x200, N_COPY = 0x400,
+	N_ACCUM_GRAD = 0x200, N_COPY = 0x400, N_COMM = 0x800, N_LAUNCH = 0x1000,
 };
 
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
@@ -143,11 +187,13 @@ struct hrec {			/* a host span */
 	uint32_t thread, name;
 	uint8_t kind;		/* enum hkind */
 	uint8_t ann;		/* a user annotation */
+	uint8_t launch;		/* a runtime call that launches kernels */
 };
 
 struct grec {			/* a GPU span */
 	int64_t s, e, corr, ext;	/* -1 when absent */
 	uint8_t kind;		/* enum an_gpu_kind */
+	uint8_t comm;		/* a communication kernel */
 };
 
 struct srec {			/* a step span */
@@ -164,8 +210,8 @@ struct analysis {
 	size_t nh, hcap;
 	struct grec *g;
 	size_t ng, gcap;
-	struct srec *cpu_steps, *gpu_steps;
-	size_t ncs, cscap, ngs, gscap;
+	struct srec *cpu_steps;
+	size_t ncs, cscap;
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
 	struct mem_event *mev;	/* [memory] events */
 	size_t nmev, mevcap;
@@ -181,6 +227,7 @@ static int step_number(const char *s, int64_t *n)
 	size_t i = sizeof(prefix) - 1;
 	int64_t v = 0;
 
+	*n = 0;
 	if (strncmp(s, prefix, i) || !s[i])
 		return 0;
 	for (; s[i]; i++) {
@@ -224,6 +271,12 @@ static uint16_t classify_string(const char *s)
 		c |= N_ACCUM_GRAD;
 	if (!strcmp(s, "aten::to") || !strcmp(s, "aten::_to_copy") || !strcmp(s, "aten::copy_"))
 		c |= N_COPY;
+	if (an_kernel_class(s, AN_GPU_KERNEL) == AN_KC_COMMUNICATION)
+		c |= N_COMM;
+	/* runtime calls that launch kernels: cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel,
+	 * cudaGraphLaunch, ... (not copies and memsets: CUPTI does not record every cudaMemsetAsync) */
+	if (strstr(s, "Launch"))
+		c |= N_LAUNCH;
 	return c;
 }
 
@@ -267,7 +320,6 @@ void analysis_free(struct analysis *an)
 	tp_free(an->h);
 	tp_free(an->g);
 	tp_free(an->cpu_steps);
-	tp_free(an->gpu_steps);
 	tp_free(an->res.steps);
 	tp_free(an->res.ops);
 	tp_free(an->res.kernels);
@@ -371,13 +423,14 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		dur = INT64_MAX - s;
 
 	if (nc & N_STEP) {
-		int gpu = cc == C_GPU_ANN;
-		struct srec **arr = gpu ? &an->gpu_steps : &an->cpu_steps;
-		size_t *cnt = gpu ? &an->ngs : &an->ncs, *cap = gpu ? &an->gscap : &an->cscap;
+		/* the GPU mirror (gpu_user_annotation) is not a step: GPU work belongs
+		 * to the step that launched it, wherever the mirror says it ran */
+		if (cc == C_GPU_ANN)
+			return TP_OK;
 		step_number(an->str(an->payload, e->name), &n);
-		if (grow((void **)arr, cap, *cnt + 1, sizeof(**arr)))
+		if (grow((void **)&an->cpu_steps, &an->cscap, an->ncs + 1, sizeof(*an->cpu_steps)))
 			return nomem(err);
-		(*arr)[(*cnt)++] = (struct srec){ .step = n, .s = s, .e = s + dur };
+		an->cpu_steps[an->ncs++] = (struct srec){ .step = n, .s = s, .e = s + dur };
 		return TP_OK;
 	}
 	switch (cc) {
@@ -388,6 +441,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		int rt = cc == C_RUNTIME;
 		an->h[an->nh++] = (struct hrec){
 			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN,
+			.launch = rt && (nc & N_LAUNCH),
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
 		};
@@ -398,7 +452,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		if (grow((void **)&an->g, &an->gcap, an->ng + 1, sizeof(*an->g)) || add_kernel(an, e, kind, dur))
 			return nomem(err);
 		an->g[an->ng++] = (struct grec){
-			.s = s, .e = s + dur, .kind = (uint8_t)kind,
+			.s = s, .e = s + dur, .kind = (uint8_t)kind, .comm = kind == AN_GPU_KERNEL && (nc & N_COMM),
 			.corr = (e->have & TH_CORR) ? e->corr : -1, .ext = (e->have & TH_EXT) ? e->ext_id : -1,
 		};
 		return TP_OK;
@@ -472,19 +526,25 @@ static int nest(struct analysis *an, int32_t *parent, int64_t *self)
  * sets to the launching operator's. gpu_self: spans launched by the operator
  * itself; gpu_total: by it and everything it called.
  */
+/* Host spans by id, in their current order: runtime calls by correlation, operators by External id. */
+static int link_maps(const struct analysis *an, struct hmap *corr, struct hmap *ext)
+{
+	for (size_t i = 0; i < an->nh; i++) {
+		const struct hrec *r = &an->h[i];
+		if (r->id >= 0 && !hmap_put(r->kind == H_RUNTIME ? corr : ext, (uint64_t)r->id, (uint32_t)i))
+			return -1;
+	}
+	return 0;
+}
+
 static int gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_self, int64_t *gpu_total)
 {
 	struct hmap corr = { 0 }, ext = { 0 };
 	size_t i;
 	int rc = -1;
 
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *r = &an->h[i];
-		if (r->id < 0)
-			continue;
-		if (!hmap_put(r->kind == H_RUNTIME ? &corr : &ext, (uint64_t)r->id, (uint32_t)i))
-			goto out;
-	}
+	if (link_maps(an, &corr, &ext))
+		goto out;
 	for (i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
 		int64_t op = -1;
@@ -531,26 +591,67 @@ static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device
 	return 0;
 }
 
+/* An operator proper: not a runtime call, not a user annotation. */
+static int is_op(const struct hrec *r)
+{
+	return r->kind != H_RUNTIME && !r->ann;
+}
+
+/*
+ * PyTorch's EventList._remove_dup_nodes (key_averages()), which
+ * torch-tb-profiler's op tree repeats: an operator whose only child (runtime
+ * calls aside) is an operator of the same name is one call, not two. The
+ * child's self time and the GPU time it launched go to the parent, and the
+ * child is no row of its own. Deepest first, so that a chain of three
+ * becomes one. Marks merged spans in gone[].
+ */
+static int merge_dups(struct analysis *an, const int32_t *parent, int64_t *self, int64_t *gself, uint8_t *gone)
+{
+	uint32_t *kids = tp_calloc(an->nh + 1, sizeof(*kids));
+	size_t i;
+
+	if (!kids)
+		return -1;
+	for (i = 0; i < an->nh; i++)
+		if (parent[i] >= 0 && an->h[i].kind != H_RUNTIME)
+			kids[parent[i]]++;
+	for (i = an->nh; i-- > 0;) {
+		int32_t p = parent[i];
+		if (p < 0 || kids[p] != 1 || !is_op(&an->h[i]) || !is_op(&an->h[p]) || an->h[i].name != an->h[p].name)
+			continue;
+		self[p] += self[i];
+		if (gself)
+			gself[p] = tp_sat_add(gself[p], gself[i]);
+		gone[i] = 1;
+	}
+	tp_free(kids);
+	return 0;
+}
+
 static int ops_table(struct analysis *an)
 {
 	int32_t *parent = an->parent = tp_malloc((an->nh + 1) * sizeof(*parent));
 	int64_t *self = tp_malloc((an->nh + 1) * sizeof(*self));
 	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL;
 	int64_t *gtotal = an->ng ? tp_malloc((an->nh + 1) * sizeof(*gtotal)) : NULL;
+	uint8_t *gone = tp_calloc(an->nh + 1, 1);
 	struct hmap m = { 0 };
 	int rc = -1;
 	size_t i;
 
 	an->res.nthreads = an->threads.n;
 	an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t));
-	if (!parent || !self || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
+	if (!parent || !self || !gone || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
 		goto out;
 	if (an->nh > 1)
 		qsort(an->h, an->nh, sizeof(*an->h), cmp_hrec);
-	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)))
+	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)) ||
+	    merge_dups(an, parent, self, gself, gone))
 		goto out;
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *r = &an->h[i];
+		if (gone[i])	/* its self time is its parent's now */
+			continue;
 		an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], self[i]);
 		if (add_op(an, &m, r->name, AN_DEV_CPU, self[i], r->e - r->s))
 			goto out;
@@ -564,6 +665,7 @@ out:
 	tp_free(self);
 	tp_free(gself);
 	tp_free(gtotal);
+	tp_free(gone);
 	return rc;
 }
 
@@ -655,79 +757,262 @@ static int merge_measure(const struct ivals *x, const struct ivals *y, struct iv
 	return 0;
 }
 
+/* b, or less, so that b - a fits in int64 (traces' times are untrusted) */
+static int64_t fit_end(int64_t a, int64_t b)
+{
+	int64_t d;
+
+	return __builtin_sub_overflow(b, a, &d) ? a + INT64_MAX : b;
+}
+
+static int cmp_srec(const void *a, const void *b)
+{
+	const struct srec *x = a, *y = b;
+
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* The step whose CPU span holds instant t (steps sorted by start); -1: none. */
+static int32_t step_at(const struct analysis *an, int64_t t)
+{
+	size_t lo = 0, hi = an->ncs;
+
+	while (lo < hi) {	/* the first step that starts after t */
+		size_t mid = lo + (hi - lo) / 2;
+		if (an->cpu_steps[mid].s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && t < an->cpu_steps[lo - 1].e ? (int32_t)(lo - 1) : -1;
+}
+
 /*
- * Each step (the CPU span [start, end)) is split so that every instant is
- * counted once, in the first of these that is active then (the priority
- * torch-tb-profiler's overview uses): kernel, memcpy, memset (on any GPU
- * stream), runtime (CUDA runtime/driver calls), dataloader
+ * How many of each step's kernel launches have no GPU span in the trace and
+ * come after the last launch that has one (after: the GPU records stop
+ * while the launches go on; a record missing in the middle is not a cut).
+ */
+static int unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
+{
+	struct hmap corr = { 0 };
+	size_t i;
+	int32_t k;
+
+	for (i = 0; i < an->ng; i++)
+		if (an->g[i].corr >= 0 && !hmap_put(&corr, (uint64_t)an->g[i].corr, 0)) {
+			hmap_free(&corr);
+			return -1;
+		}
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *h = &an->h[i];
+		if (h->launch && h->id >= 0 && h->s > last && hmap_get(&corr, (uint64_t)h->id) == UINT32_MAX &&
+		    (k = step_at(an, h->s)) >= 0)
+			missing[k]++;
+	}
+	hmap_free(&corr);
+	return 0;
+}
+
+/*
+ * The step that launched each GPU span: the one whose CPU span holds the
+ * runtime call its correlation id names, else the operator its External id
+ * names (traces that kept no runtime event), else the span's own start;
+ * -1 when that instant is in no step. Steps are sorted by start. *last:
+ * the latest launch instant.
+ */
+static int owners(struct analysis *an, int32_t *own, int64_t *last)
+{
+	struct hmap corr = { 0 }, ext = { 0 };
+	size_t i;
+	uint32_t j;
+	int rc = -1;
+
+	if (link_maps(an, &corr, &ext))
+		goto out;
+	for (i = 0; i < an->ng; i++) {
+		const struct grec *g = &an->g[i];
+		int64_t t = g->s;
+		if (g->corr >= 0 && (j = hmap_get(&corr, (uint64_t)g->corr)) != UINT32_MAX)
+			t = an->h[j].s;
+		else if (g->ext >= 0 && (j = hmap_get(&ext, (uint64_t)g->ext)) != UINT32_MAX)
+			t = an->h[j].s;
+		own[i] = step_at(an, t);
+		if (t > *last)
+			*last = t;
+	}
+	rc = 0;
+out:
+	hmap_free(&corr);
+	hmap_free(&ext);
+	return rc;
+}
+
+/* Order GPU span indices by owner (counting sort); first[k]..first[k + 1] are step k's. */
+static void group_by_owner(const struct analysis *an, const int32_t *own, size_t nsteps, uint32_t *idx, size_t *first)
+{
+	size_t i;
+
+	memset(first, 0, (nsteps + 2) * sizeof(*first));
+	for (i = 0; i < an->ng; i++)
+		if (own[i] >= 0)
+			first[own[i] + 2]++;
+	for (i = 2; i < nsteps + 2; i++)
+		first[i] += first[i - 1];
+	for (i = 0; i < an->ng; i++)
+		if (own[i] >= 0)
+			idx[first[own[i] + 1]++] = (uint32_t)i;
+}
+
+/*
+ * Steps and their breakdown.
+ *
+ * A step owns the GPU work it launched (owners(), above): the CPU runs
+ * ahead of the GPU, so the kernels running while ProfilerStep#N's CPU span
+ * is open are often step N-1's, and counting GPU work by where it runs
+ * would move it between steps at random. A step's span is then the one
+ * torch-tb-profiler gives it (event_parser.py, _update_steps_duration):
+ * from its CPU start to the later of its CPU end and the end of the last
+ * GPU span it launched, starting no earlier than the step before it ends,
+ * so that steps never overlap and each instant is in one step at most.
+ * cpu_dur_ns is the ProfilerStep#N span as written. The gpu_user_annotation
+ * mirror of a step is not used: it may be shorter or longer than the work
+ * the step launched, and clipping to it lost that work.
+ *
+ * The span is split so that every instant is counted once, in the first of
+ * these that is active then (torch-tb-profiler's overview priority, with
+ * communication after the other GPU work as it has it): kernel (computation
+ * kernels the step launched, on any stream), memcpy, memset, communication
+ * (NCCL/RCCL/gloo kernels it launched, where no computation kernel or copy
+ * runs: exposed communication), runtime (CUDA runtime/driver calls), dataloader
  * (enumerate(DataLoader)#... spans), cpu (any other operator or annotation,
- * on any thread), else idle. So the components sum to the step's duration
- * exactly. GPU activity counts only inside the step's GPU mirror span
- * (gpu_user_annotation ProfilerStep#N) when the trace has one: work queued by
- * the previous step that is still running is not this step's.
+ * on any thread), else idle; the host parts count whatever runs on the host
+ * in the step's span. So the components sum to the duration exactly.
+ * comm_overlap_ns is the step's communication under its computation kernels,
+ * gpu_busy_ns the time any kernel it launched runs (torch-tb-profiler's GPU
+ * busy time, over which it reports GPU utilization).
+ * Kernels that overlap on one stream are all kept: each counts in the
+ * kernel table, and their union in the breakdown.
+ *
+ * A trace without steps is one step over its whole span, owning all of
+ * its GPU work. A step is incomplete (left out of means, medians, compare
+ * and drift) when it launched no GPU work while another step did, or when
+ * it launched kernels after the last one the trace recorded (launches whose
+ * correlation id no GPU span has): the profiler stopped before their
+ * records came. (torch-tb-profiler drops a tail step that launched under 80% of
+ * the GPU work of the one before; that also drops a complete last step
+ * that copies less than the first, as on hta_compare_base.)
  */
 static int breakdown(struct analysis *an)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
-	struct hmap mirror = { 0 };
-	size_t i;
-	int c, rc = -1;
+	int32_t *own = tp_malloc((an->ng + 1) * sizeof(*own));
+	uint32_t *idx = tp_malloc((an->ng + 1) * sizeof(*idx));
+	size_t *first = NULL, i, k;
+	int64_t prev_end = INT64_MIN, last = INT64_MIN;
+	int c, whole = 0, rc = -1;
 
-	for (i = 0; i < an->ng; i++) {
-		const struct grec *g = &an->g[i];
-		int k = g->kind == AN_GPU_KERNEL ? AN_KERNEL : g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET;
-		if (ivals_add(&cat[k], g->s, g->e))
-			goto out;
-	}
+	if (!own || !idx)
+		goto out;
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *h = &an->h[i];
-		int k = h->kind == H_RUNTIME ? AN_RUNTIME : h->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
-		if (ivals_add(&cat[k], h->s, h->e))
+		c = h->kind == H_RUNTIME ? AN_RUNTIME : h->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
+		if (ivals_add(&cat[c], h->s, h->e))
 			goto out;
 	}
-	for (c = 0; c < AN_IDLE; c++)
+	for (c = AN_RUNTIME; c < AN_IDLE; c++)
 		ivals_union(&cat[c]);
-	/* the GPU mirror of step N: the hull of its spans */
-	for (i = 0; i < an->ngs; i++) {
-		uint32_t *slot = hmap_put(&mirror, (uint64_t)an->gpu_steps[i].step, (uint32_t)i);
-		if (!slot)
+	if (!an->ncs && (an->nh || an->ng)) {	/* the whole trace, as one step */
+		int64_t a = INT64_MAX, b = INT64_MIN;
+		for (i = 0; i < an->nh; i++) {
+			a = an->h[i].s < a ? an->h[i].s : a;
+			b = an->h[i].e > b ? an->h[i].e : b;
+		}
+		for (i = 0; i < an->ng; i++) {
+			a = an->g[i].s < a ? an->g[i].s : a;
+			b = an->g[i].e > b ? an->g[i].e : b;
+		}
+		if (grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
 			goto out;
-		struct srec *m = &an->gpu_steps[*slot], *g = &an->gpu_steps[i];
-		if (g->s < m->s)
-			m->s = g->s;
-		if (g->e > m->e)
-			m->e = g->e;
+		an->cpu_steps[an->ncs++] = (struct srec){ .step = 0, .s = a, .e = fit_end(a, b) };
+		whole = 1;
 	}
+	if (an->ncs > 1)
+		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
+	if (!(first = tp_malloc((an->ncs + 2) * sizeof(*first))))
+		goto out;
+	if (whole)
+		memset(own, 0, (an->ng + 1) * sizeof(*own));
+	else if (owners(an, own, &last))
+		goto out;
+	group_by_owner(an, own, an->ncs, idx, first);
 	an->res.steps = tp_calloc(an->ncs + 1, sizeof(*an->res.steps));
 	if (!an->res.steps)
 		goto out;
 	for (i = 0; i < an->ncs; i++) {
 		const struct srec *s = &an->cpu_steps[i];
 		struct an_step *st = &an->res.steps[an->res.nsteps++];
-		int64_t ga = s->s, gb = s->e, covered = 0, len;
-		uint32_t m = hmap_get(&mirror, (uint64_t)s->step);
-		if (m != UINT32_MAX) {
-			if (an->gpu_steps[m].s > ga)
-				ga = an->gpu_steps[m].s;
-			if (an->gpu_steps[m].e < gb)
-				gb = an->gpu_steps[m].e;
+		int64_t a = s->s > prev_end ? s->s : prev_end, b = s->e, covered = 0, len, klen = 0, clen = 0;
+		for (k = first[i]; k < first[i + 1]; k++)
+			if (an->g[idx[k]].e > b)
+				b = an->g[idx[k]].e;
+		if (b < a)
+			b = a;
+		prev_end = b = fit_end(a, b);
+		*st = (struct an_step){ .step = s->step, .start_ns = a, .dur_ns = b - a, .cpu_dur_ns = s->e - s->s,
+					.gpu_calls = (int64_t)(first[i + 1] - first[i]), .whole_trace = whole };
+		for (c = AN_KERNEL; c <= AN_COMM; c++)
+			cat[c].n = 0;
+		for (k = first[i]; k < first[i + 1]; k++) {
+			const struct grec *g = &an->g[idx[k]];
+			c = g->comm ? AN_COMM : g->kind == AN_GPU_KERNEL ? AN_KERNEL : g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET;
+			if (ivals_add(&cat[c], g->s > a ? g->s : a, g->e < b ? g->e : b))
+				goto out;
 		}
-		st->step = s->step;
-		st->start_ns = s->s;
-		st->dur_ns = s->e - s->s;
 		cum.n = 0;
 		for (c = 0; c < AN_IDLE; c++) {
-			int gpu = c <= AN_MEMSET;
-			if (ivals_window(&cat[c], gpu ? ga : s->s, gpu ? gb : s->e, &win) ||
-			    merge_measure(&cum, &win, &tmp, &len))
+			/* the step's own GPU work, or the host's in its span */
+			if (c <= AN_COMM)
+				ivals_union(&cat[c]);
+			else if (ivals_window(&cat[c], a, b, &win))
+				goto out;
+			if (merge_measure(&cum, c <= AN_COMM ? &cat[c] : &win, &tmp, &len))
 				goto out;
 			struct ivals t = cum;
 			cum = tmp;
 			tmp = t;
 			st->comp_ns[c] = len - covered;
 			covered = len;
+			if (c == AN_KERNEL)
+				klen = len;
 		}
 		st->comp_ns[AN_IDLE] = st->dur_ns - covered;
+		/* communication under computation: |kernel| + |comm| - |kernel u comm| */
+		for (k = 0; k < cat[AN_COMM].n; k++)
+			clen += cat[AN_COMM].v[k].e - cat[AN_COMM].v[k].s;
+		if (clen && merge_measure(&cat[AN_KERNEL], &cat[AN_COMM], &tmp, &len))
+			goto out;
+		st->comm_overlap_ns = clen ? klen + clen - len : 0;
+		st->gpu_busy_ns = clen ? len : klen;
+	}
+	/* incomplete steps, once every step's GPU work is known */
+	for (i = 0, k = 0; i < an->res.nsteps; i++)
+		k += an->res.steps[i].gpu_calls > 0;
+	if (k && !whole) {
+		int64_t *missing = tp_calloc(an->ncs + 1, sizeof(*missing));
+		if (!missing || unrecorded(an, last, missing)) {
+			tp_free(missing);
+			goto out;
+		}
+		for (i = 0; i < an->res.nsteps; i++) {
+			struct an_step *st = &an->res.steps[i];
+			if (!st->gpu_calls)
+				st->incomplete = AN_INC_NO_GPU;
+			else if (missing[i])
+				st->incomplete = AN_INC_CUT;
+		}
+		tp_free(missing);
 	}
 	rc = 0;
 out:
@@ -736,7 +1021,9 @@ out:
 	tp_free(win.v);
 	tp_free(cum.v);
 	tp_free(tmp.v);
-	hmap_free(&mirror);
+	tp_free(own);
+	tp_free(idx);
+	tp_free(first);
 	return rc;
 }
 

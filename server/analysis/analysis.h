@@ -23,9 +23,10 @@
 #include "ingest/timeline.h"
 #include "tp.h"
 
-/* The components of a step, in priority order (see analysis.c). */
+/* The components of a step, in priority order (see analysis.c). AN_KERNEL is
+ * computation kernels; AN_COMM communication kernels not under one. */
 enum an_comp {
-	AN_KERNEL, AN_MEMCPY, AN_MEMSET, AN_RUNTIME, AN_DATALOADER, AN_CPU, AN_IDLE, AN_NCOMP
+	AN_KERNEL, AN_MEMCPY, AN_MEMSET, AN_COMM, AN_RUNTIME, AN_DATALOADER, AN_CPU, AN_IDLE, AN_NCOMP
 };
 extern const char *const an_comp_names[AN_NCOMP];
 
@@ -33,10 +34,33 @@ extern const char *const an_comp_names[AN_NCOMP];
  * call 5-20 us the usual CPU launch cost of one kernel. */
 #define AN_TINY_KERNEL_NS 10000
 
+/*
+ * A step: ProfilerStep#N's CPU span extended to the end of the GPU work it
+ * launched (analysis.c says exactly how), or the whole trace when it has no
+ * steps (whole_trace, step 0).
+ */
 struct an_step {
 	int64_t step, start_ns, dur_ns;
+	int64_t cpu_dur_ns;		/* the ProfilerStep#N span as written */
 	int64_t comp_ns[AN_NCOMP];	/* sums to dur_ns */
+	int64_t comm_overlap_ns;	/* communication under computation kernels */
+	int64_t gpu_busy_ns;		/* any kernel it launched running, computation or communication */
+	int64_t gpu_calls;		/* GPU spans the step launched */
+	int incomplete;			/* enum an_incomplete; 0: complete */
+	int whole_trace;
 };
+
+/* Why a step is left out of means, medians, compare and drift. */
+enum an_incomplete { AN_COMPLETE = 0, AN_INC_NO_GPU = 1, AN_INC_CUT = 2 };
+extern const char *const an_incomplete_notes[3];
+
+/* Kernel classes, as HTA classes them. */
+enum an_kclass { AN_KC_COMPUTATION = 0, AN_KC_COMMUNICATION = 1, AN_KC_MEMORY = 2 };
+extern const char *const an_kclass_names[3];
+/* The class of a GPU span by its name and kind (enum an_gpu_kind). */
+int an_kernel_class(const char *name, int kind);
+/* 1 when a host operator is a collective (nccl:*, gloo:*, c10d::*, record_param_comms). */
+int an_op_is_comm(const char *name);
 
 enum an_device { AN_DEV_CPU = 0, AN_DEV_GPU = 1 };
 

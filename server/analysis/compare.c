@@ -22,6 +22,14 @@
  * with the same work per step it is step time again, and with different
  * work per step the runs are different experiments, which the reason says.
  *
+ * "not_comparable", before all of these, when the two runs cannot answer the
+ * question (comparability(), with its reasons first): one run has steps and
+ * the other none; neither has steps and they do not both have memory (no
+ * figure could decide); they share no operator or kernel name; or their
+ * operator sets say different models (under COMPARE_MIN_SHARED_OPS of the
+ * names are shared: the fixtures' same-model pairs share 73 to 100 %, the
+ * different models at most 30 %).
+ *
  * Operators (host self time) and kernels (GPU time, with memcpy and memset)
  * are compared per step, so runs with different step counts compare
  * fairly; when either run has no steps, per trace.
@@ -34,6 +42,7 @@
 #include "alloc.h"
 #include "analysis/compare.h"
 #include "analysis/stats.h"
+#include "tp.h"
 
 static const char *const kind_names[] = { "kernel", "memcpy", "memset" };
 
@@ -66,7 +75,7 @@ static json_t *real_or_null(double v)
 
 static json_t *int_or_null(int have, double v)
 {
-	return have ? json_integer((json_int_t)llround(v)) : json_null();
+	return have ? json_integer(tp_round_i64(v)) : json_null();
 }
 
 /* (b - a) / a in percent; NaN when a is 0 */
@@ -222,7 +231,9 @@ static struct row *join(struct compare_item *a, size_t na, struct compare_item *
 			r->b_ns = (double)llround((double)r->b->ns / db);
 			r->b_calls = (double)r->b->calls / db;
 		}
-		r->delta_ns = (long long)(r->b_ns - r->a_ns);
+		r->delta_ns = tp_round_i64(r->b_ns - r->a_ns);
+		if (r->delta_ns == INT64_MIN)	/* llabs (cmp_row) cannot take it */
+			r->delta_ns = -INT64_MAX;
 	}
 	qsort(rows, n, sizeof(*rows), cmp_row);
 	*n_out = n;
@@ -235,7 +246,8 @@ static const char *row_status(const struct row *r)
 		return "added";
 	if (!r->b)
 		return "removed";
-	return r->a->calls == r->b->calls && r->a_ns == r->b_ns ? "unchanged" : "changed";
+	/* per step, as the rows show them: runs of different step counts compare fairly */
+	return llround(r->a_calls * 1000) == llround(r->b_calls * 1000) && r->a_ns == r->b_ns ? "unchanged" : "changed";
 }
 
 static json_t *row_json(const struct row *r, int kernels)
@@ -316,6 +328,63 @@ static const struct row *top_row(const struct table *t, int dir, int kind)
 	return NULL;
 }
 
+/* ---- comparability ---- */
+
+/* Operator sets sharing fewer of their names (|A and B| / |A or B|) are different models. */
+#define COMPARE_MIN_SHARED_OPS 0.5
+
+static size_t shared_rows(const struct table *t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->n; i++)
+		n += t->rows[i].a && t->rows[i].b;
+	return n;
+}
+
+/*
+ * Whether the runs can be compared at all: 0 when they can; 1 when not, with
+ * the reasons in out (new strings); -1 out of memory. Separate from the
+ * figures so that none of them is read as a verdict on runs that cannot have one.
+ */
+static int comparability(const struct compare_run *a, const struct compare_run *b, const struct table *ops,
+			 const struct table *kernels, json_t *out)
+{
+	char text[512];
+	size_t shared_ops = shared_rows(ops), shared = shared_ops + shared_rows(kernels);
+	int n = 0;
+
+	if (!a->nsteps != !b->nsteps) {
+		snprintf(text, sizeof(text), "not comparable: %s '%s' has no ProfilerStep spans and %s '%s' has %zu,"
+			 " so step time and per-step figures cannot be set side by side", a->nsteps ? "target" : "base",
+			 a->nsteps ? b->run : a->run, a->nsteps ? "base" : "target", a->nsteps ? a->run : b->run,
+			 a->nsteps ? a->nsteps : b->nsteps);
+		if (add_reason(out, text))
+			return -1;
+		n++;
+	} else if (!a->nsteps && !(a->has_memory && b->has_memory)) {
+		snprintf(text, sizeof(text), "not comparable: neither run has ProfilerStep spans and %s, so no figure"
+			 " can decide", !a->has_memory && !b->has_memory ? "neither has memory data"
+			 : "only one has memory data");
+		if (add_reason(out, text))
+			return -1;
+		n++;
+	}
+	if ((a->nops || a->nkernels) && (b->nops || b->nkernels) && !shared) {
+		if (add_reason(out, "not comparable: the runs share no operator or kernel name"))
+			return -1;
+		n++;
+	} else if (a->nops && b->nops && shared_ops < COMPARE_MIN_SHARED_OPS * (double)ops->n) {
+		snprintf(text, sizeof(text), "not comparable: different models by their operators: %zu of %zu operator"
+			 " names are shared (%.0f%%, under %.0f%%)", shared_ops, ops->n,
+			 100.0 * (double)shared_ops / (double)ops->n, 100 * COMPARE_MIN_SHARED_OPS);
+		if (add_reason(out, text))
+			return -1;
+		n++;
+	}
+	return n > 0;
+}
+
 /* ---- the answer ---- */
 
 static json_t *breakdown_json(const struct compare_run *a, const struct compare_run *b, double da, double db)
@@ -327,7 +396,7 @@ static json_t *breakdown_json(const struct compare_run *a, const struct compare_
 		double x = (double)llround((double)a->comp_ns[c] / da), y = (double)llround((double)b->comp_ns[c] / db);
 		if (json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I, s:o}", "component", an_comp_names[c],
 							  "base_ns", (json_int_t)x, "target_ns", (json_int_t)y,
-							  "delta_ns", (json_int_t)(y - x), "delta_pct",
+							  "delta_ns", (json_int_t)tp_round_i64(y - x), "delta_pct",
 							  real_or_null(pct(x, y)))))
 			return json_decref(list), NULL;
 	}
@@ -371,12 +440,20 @@ static json_t *throughput_json(const struct compare_run *a, const struct compare
 	return list;
 }
 
+/* b - a of uploaded byte counts, saturated (and never INT64_MIN, which llabs cannot take) */
+static int64_t delta(int64_t b, int64_t a)
+{
+	int64_t d = tp_sat_sub(b, a);
+
+	return d == INT64_MIN ? -INT64_MAX : d;
+}
+
 static json_t *categories_json(const int64_t *a, const int64_t *b)
 {
 	json_t *o = json_object();
 
 	for (int c = 0; o && c < MEM_NCAT; c++)
-		if (json_object_set_new(o, mem_cat_names[c], json_integer(b ? b[c] - a[c] : a[c])))
+		if (json_object_set_new(o, mem_cat_names[c], json_integer(b ? delta(b[c], a[c]) : a[c])))
 			return json_decref(o), NULL;
 	return o;
 }
@@ -403,13 +480,13 @@ static json_t *memory_json(const struct compare_run *a, const struct compare_run
 	fmt_bytes(y, sizeof(y), (double)b->peak_bytes, 0);
 	int len = snprintf(text, sizeof(text), "peak allocated memory %+.1f%% (%s -> %s)", isfinite(p) ? p : 0, x, y);
 	for (c = 0; c < MEM_NCAT; c++) {
-		int64_t dc = b->peak_cat[c] - a->peak_cat[c];
+		int64_t dc = delta(b->peak_cat[c], a->peak_cat[c]);
 		if (dc && (*dir ? (dc > 0) == (*dir > 0) : 1) &&
-		    (top < 0 || llabs(dc) > llabs(b->peak_cat[top] - a->peak_cat[top])))
+		    (top < 0 || llabs(dc) > llabs(delta(b->peak_cat[top], a->peak_cat[top]))))
 			top = c;
 	}
 	if (*dir && top >= 0) {
-		fmt_bytes(d, sizeof(d), (double)(b->peak_cat[top] - a->peak_cat[top]), 1);
+		fmt_bytes(d, sizeof(d), (double)delta(b->peak_cat[top], a->peak_cat[top]), 1);
 		snprintf(text + len, sizeof(text) - (size_t)len, "; the largest contributor: %s %s", mem_cat_names[top], d);
 	} else {
 		snprintf(text + len, sizeof(text) - (size_t)len, ": within the %g%% threshold", thr);
@@ -419,11 +496,11 @@ static json_t *memory_json(const struct compare_run *a, const struct compare_run
 			 "base_device", a->mem_device, "target_device", b->mem_device, "base_source", a->mem_source,
 			 "target_source", b->mem_source, "base_peak_bytes", (json_int_t)a->peak_bytes,
 			 "target_peak_bytes", (json_int_t)b->peak_bytes,
-			 "delta_bytes", (json_int_t)(b->peak_bytes - a->peak_bytes), "delta_pct", real_or_null(p),
+			 "delta_bytes", (json_int_t)delta(b->peak_bytes, a->peak_bytes), "delta_pct", real_or_null(p),
 			 "base_reserved_bytes", a->reserved_bytes < 0 ? json_null() : json_integer(a->reserved_bytes),
 			 "target_reserved_bytes", b->reserved_bytes < 0 ? json_null() : json_integer(b->reserved_bytes),
 			 "reserved_delta_bytes", a->reserved_bytes < 0 || b->reserved_bytes < 0 ? json_null()
-				 : json_integer(b->reserved_bytes - a->reserved_bytes),
+				 : json_integer(delta(b->reserved_bytes, a->reserved_bytes)),
 			 "by_category", categories_json(a->peak_cat, b->peak_cat),
 			 "base_by_category", categories_json(a->peak_cat, NULL),
 			 "target_by_category", categories_json(b->peak_cat, NULL));
@@ -471,7 +548,7 @@ static int time_reason(json_t *reasons, const struct time_cmp *tc, const struct 
 		len += snprintf(text + len, sizeof(text) - (size_t)len, "; the largest contributor: %s time %s per step",
 				an_comp_names[top], d);
 		/* led by the kernel (GPU parts) or operator (host parts) that moved most that way */
-		const struct row *r = top <= AN_MEMSET ? top_row(kernels, tc->dir, top)
+		const struct row *r = top <= AN_COMM ? top_row(kernels, tc->dir, top == AN_COMM ? AN_GPU_KERNEL : top)
 			: top == AN_IDLE ? NULL : top_row(ops, tc->dir, -1);
 		if (r) {
 			fmt_name(name, sizeof(name), row_name(r));
@@ -487,8 +564,8 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 	struct time_cmp tc = { 0 };
 	struct table ops = { 0 }, kernels = { 0 };
 	json_t *reasons = json_array(), *out = NULL, *ops_j = NULL, *kern_j = NULL, *ops_c = NULL, *kern_c = NULL;
-	json_t *mem = NULL, *thr = NULL;
-	int per_step = base->nsteps > 0 && target->nsteps > 0, mem_dir = 0, fail = 0;
+	json_t *mem = NULL, *thr = NULL, *why = NULL;
+	int per_step = base->nsteps > 0 && target->nsteps > 0, mem_dir = 0, fail = 0, nc;
 	double da = per_step ? (double)base->nsteps : 1, db = per_step ? (double)target->nsteps : 1;
 	const char *verdict;
 
@@ -512,7 +589,14 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 	    only_reason(reasons, &ops, "operators", 1) || only_reason(reasons, &ops, "operators", 0) ||
 	    only_reason(reasons, &kernels, "kernels", 1) || only_reason(reasons, &kernels, "kernels", 0))
 		goto out;
-	verdict = tc.dir > 0 || mem_dir > 0 ? "regression" : tc.dir < 0 || mem_dir < 0 ? "improvement" : "no_change";
+	if (!(why = json_array()) || (nc = comparability(base, target, &ops, &kernels, why)) < 0 ||
+	    json_array_extend(why, reasons))
+		goto out;
+	json_decref(reasons);
+	reasons = why;
+	why = NULL;
+	verdict = nc ? "not_comparable" : tc.dir > 0 || mem_dir > 0 ? "regression"
+		: tc.dir < 0 || mem_dir < 0 ? "improvement" : "no_change";
 	out = json_pack("{s:s, s:s, s:i, s:i, s:b, s:{s:f, s:f}, s:s, s:s, s:O, s:o, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
 			"base", base->run, "target", target->run, "base_rank", base->rank, "target_rank", target->rank,
 			"baseline", o->from_baseline, "thresholds", "threshold_pct", o->threshold_pct, "alpha", o->alpha,
@@ -524,6 +608,7 @@ out:
 	tp_free(ops.rows);
 	tp_free(kernels.rows);
 	json_decref(reasons);
+	json_decref(why);
 	json_decref(ops_j);
 	json_decref(kern_j);
 	json_decref(ops_c);

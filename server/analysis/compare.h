@@ -2,7 +2,8 @@
  * compare.h: what changed between two runs (GET /api/v1/compare): step time
  * with a significance test over steps, the step breakdown, throughput from
  * posted metrics, peak memory by category, operators and kernels per step
- * joined by name, and a verdict with its reasons in words. The store
+ * joined by name, and a verdict with its reasons in words: regression,
+ * improvement, no_change, or not_comparable when the runs cannot have one. The store
  * gathers each run's figures into a struct compare_run; this module only
  * computes. Pure: no SQL, no HTTP.
  */

@@ -24,6 +24,9 @@
 /* copies above 10% of GPU busy time (tb-profiler's threshold for
  * communication, the other non-compute GPU time, is also 10%) */
 #define MEMCPY_SHARE_WARN 0.10
+/* tb-profiler: communication above 10% of step time that no computation
+ * hides ("exposed") -> suggest overlapping it */
+#define COMM_SHARE_WARN 0.10
 /* host blocked in GPU->CPU syncs for 5% of step time or more */
 #define SYNC_SHARE_WARN 0.05
 /* step time rising by 10% or more from first to last step along a
@@ -77,17 +80,24 @@ static int rule_dataloader(const struct diag_input *in, json_t *out)
 		return 0;
 	snprintf(title, sizeof(title), "Data loading takes %.1f%% of step time", s * 100);
 	return add(out, "dataloader", "warning", title,
-		   json_pack("{s:f, s:I, s:I, s:f}", "dataloader_share", s, "dataloader_ns",
+		   json_pack("{s:f, s:I, s:I, s:f}", "dataloader_pct", s * 100, "dataloader_ns",
 			     (json_int_t)in->comp_ns[AN_DATALOADER], "steps_ns", (json_int_t)in->steps_ns,
-			     "threshold", DATALOADER_SHARE_WARN),
+			     "threshold_pct", DATALOADER_SHARE_WARN * 100),
 		   "Load batches in background workers: DataLoader(num_workers=N) with N about the CPU cores"
 		   " per GPU, persistent_workers=True so workers survive epochs, pin_memory=True with"
 		   " .to(device, non_blocking=True), and prefetch_factor >= 2.");
 }
 
+/* tb-profiler's GPU utilization: the share of step time with any kernel running
+ * (computation or communication) */
+static double gpu_util(const struct diag_input *in)
+{
+	return share(in->gpu_busy_ns, in->steps_ns);
+}
+
 static int rule_gpu_util(const struct diag_input *in, json_t *out)
 {
-	double u = share(in->comp_ns[AN_KERNEL], in->steps_ns);
+	double u = gpu_util(in);
 	double idle = share(in->comp_ns[AN_IDLE], in->steps_ns);
 	char title[160];
 
@@ -95,17 +105,18 @@ static int rule_gpu_util(const struct diag_input *in, json_t *out)
 		return 0;
 	snprintf(title, sizeof(title), "The GPU runs kernels only %.1f%% of the step time", u * 100);
 	return add(out, "low_gpu_utilization", "warning", title,
-		   json_pack("{s:f, s:f, s:I, s:I, s:f}", "gpu_utilization", u, "idle_share", idle, "kernel_ns",
-			     (json_int_t)in->comp_ns[AN_KERNEL], "steps_ns", (json_int_t)in->steps_ns,
-			     "threshold", GPU_UTIL_WARN),
+		   json_pack("{s:f, s:f, s:I, s:I, s:I, s:f}", "gpu_utilization_pct", u * 100, "idle_pct", idle * 100,
+			     "gpu_busy_ns", (json_int_t)in->gpu_busy_ns, "kernel_ns", (json_int_t)in->comp_ns[AN_KERNEL],
+			     "steps_ns", (json_int_t)in->steps_ns, "threshold_pct", GPU_UTIL_WARN * 100),
 		   "Give the GPU more work per launch: a larger batch size, mixed precision (torch.autocast),"
 		   " and fewer host-side pauses (see the other findings for where the step waits).");
 }
 
 static int rule_cpu_bound(const struct diag_input *in, json_t *out)
 {
-	int64_t host = in->comp_ns[AN_RUNTIME] + in->comp_ns[AN_DATALOADER] + in->comp_ns[AN_CPU];
-	int64_t gpu = in->comp_ns[AN_KERNEL] + in->comp_ns[AN_MEMCPY] + in->comp_ns[AN_MEMSET];
+	int64_t host = tp_sat_add(tp_sat_add(in->comp_ns[AN_RUNTIME], in->comp_ns[AN_DATALOADER]), in->comp_ns[AN_CPU]);
+	int64_t gpu = tp_sat_add(tp_sat_add(tp_sat_add(in->comp_ns[AN_KERNEL], in->comp_ns[AN_MEMCPY]), in->comp_ns[AN_MEMSET]),
+				 in->comp_ns[AN_COMM]);
 	double ratio = gpu > 0 ? (double)host / (double)gpu : INFINITY;
 	char title[160];
 
@@ -114,28 +125,64 @@ static int rule_cpu_bound(const struct diag_input *in, json_t *out)
 	snprintf(title, sizeof(title), "CPU-only time is %.1fx the GPU's busy time", isinf(ratio) ? 0 : ratio);
 	return add(out, "cpu_bound", "warning", title,
 		   json_pack("{s:I, s:I, s:o, s:f}", "host_only_ns", (json_int_t)host, "gpu_busy_ns", (json_int_t)gpu,
-			     "ratio", isinf(ratio) ? json_null() : json_real(ratio), "threshold", CPU_GPU_RATIO_WARN),
+			     "ratio", isinf(ratio) ? json_null() : json_real(ratio), "threshold_ratio", CPU_GPU_RATIO_WARN),
 		   "The host, not the GPU, sets the pace: torch.compile or CUDA graphs cut Python and dispatch"
 		   " overhead; move per-step host work (logging, metrics, data preparation) out of the loop"
 		   " or into DataLoader workers.");
 }
 
+/* the advice follows where the copy time goes: device to device, pageable or pinned host memory */
 static int rule_memcpy(const struct diag_input *in, json_t *out)
 {
-	int64_t busy = in->kernel_ns + in->memcpy_ns + in->memset_ns;
+	int64_t busy = tp_sat_add(tp_sat_add(in->kernel_ns, in->memcpy_ns), in->memset_ns);
 	double s = share(in->memcpy_ns, busy);
+	const char *advice;
 	char title[160];
 
 	if (s <= MEMCPY_SHARE_WARN)
 		return 0;
 	snprintf(title, sizeof(title), "Memory copies take %.1f%% of GPU time", s * 100);
+	if (2 * in->dtod_ns >= in->memcpy_ns)
+		advice = "Most of the copy time is device to device: copies between tensors on the GPU (.clone(),"
+			 " .contiguous(), torch.cat, .to() between devices or dtypes), which pinned host memory does not"
+			 " help. Copy less: in-place ops, views instead of .contiguous(), preallocated buffers.";
+	else if (in->pinned_ns > in->pageable_ns)
+		advice = "The host copies already use pinned memory: overlap them with compute (non_blocking=True,"
+			 " the next batch copied while this one runs) or copy less, and avoid .cpu()/.numpy() on"
+			 " intermediate results.";
+	else
+		advice = "Copy less and overlap the rest: keep tensors on the GPU between steps, use pinned host"
+			 " memory (pin_memory=True) with non_blocking=True copies, and avoid .cpu()/.numpy() on"
+			 " intermediate results.";
 	return add(out, "memcpy_share", "warning", title,
-		   json_pack("{s:f, s:I, s:I, s:I, s:I, s:f}", "memcpy_share", s, "memcpy_ns",
+		   json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "memcpy_pct", s * 100, "memcpy_ns",
 			     (json_int_t)in->memcpy_ns, "memcpy_calls", (json_int_t)in->memcpy_calls, "gpu_busy_ns",
-			     (json_int_t)busy, "dtoh_calls", (json_int_t)in->dtoh_calls, "threshold", MEMCPY_SHARE_WARN),
-		   "Copy less and overlap the rest: keep tensors on the GPU between steps, use pinned host"
-		   " memory (pin_memory=True) with non_blocking=True copies, and avoid .cpu()/.numpy() on"
-		   " intermediate results.");
+			     (json_int_t)busy, "dtoh_calls", (json_int_t)in->dtoh_calls, "dtod_ns", (json_int_t)in->dtod_ns,
+			     "pageable_ns", (json_int_t)in->pageable_ns, "pinned_ns", (json_int_t)in->pinned_ns,
+			     "threshold_pct", MEMCPY_SHARE_WARN * 100),
+		   advice);
+}
+
+static int rule_comm(const struct diag_input *in, json_t *out)
+{
+	int64_t exposed = in->comp_ns[AN_COMM], all = tp_sat_add(exposed, in->comm_overlap_ns);
+	double s = share(exposed, in->steps_ns);
+	char title[160];
+
+	if (s <= COMM_SHARE_WARN)
+		return 0;
+	snprintf(title, sizeof(title), "Communication no computation hides takes %.1f%% of step time", s * 100);
+	return add(out, "exposed_communication", "warning", title,
+		   json_pack("{s:f, s:I, s:I, s:f, s:I, s:f}", "exposed_pct", s * 100, "communication_ns", (json_int_t)exposed,
+			     "comm_overlap_ns", (json_int_t)in->comm_overlap_ns, "overlapped_pct",
+			     share(in->comm_overlap_ns, all) * 100, "steps_ns", (json_int_t)in->steps_ns,
+			     "threshold_pct", COMM_SHARE_WARN * 100),
+		   "Overlap gradient communication with the backward pass: DistributedDataParallel and FSDP"
+		   " start each bucket's all-reduce as soon as its gradients are ready, so tune bucket_cap_mb"
+		   " (smaller buckets start sooner, larger ones cost fewer launches) and keep the first"
+		   " buckets small; with gradient accumulation, wrap the steps that do not update in"
+		   " model.no_sync() so only the last one communicates; check the interconnect (NCCL_DEBUG=INFO)"
+		   " when even overlapped collectives are slow.");
 }
 
 static int rule_sync(const struct diag_input *in, json_t *out)
@@ -149,8 +196,8 @@ static int rule_sync(const struct diag_input *in, json_t *out)
 		return -1;
 	for (i = 0; i < DIAG_NSYNC; i++) {
 		if (sync_is_runtime[i]) {
-			rt_calls += in->sync_calls[i];
-			rt_ns += in->sync_ns[i];
+			rt_calls = tp_sat_add(rt_calls, in->sync_calls[i]);
+			rt_ns = tp_sat_add(rt_ns, in->sync_ns[i]);
 		}
 		if (in->sync_calls[i] && json_object_set_new(calls, diag_sync_names[i],
 							     json_integer((json_int_t)in->sync_calls[i]))) {
@@ -175,8 +222,8 @@ static int rule_sync(const struct diag_input *in, json_t *out)
 		 per_step, s * 100);
 	return add(out, "gpu_sync", sev, title,
 		   json_pack("{s:I, s:f, s:I, s:f, s:o, s:I, s:f}", "sync_calls", (json_int_t)n, "per_step", per_step,
-			     "sync_ns", (json_int_t)ns, "sync_share", s, "calls_by_name", calls, "dtoh_copies",
-			     (json_int_t)in->dtoh_calls, "threshold", SYNC_SHARE_WARN),
+			     "sync_ns", (json_int_t)ns, "sync_pct", s * 100, "calls_by_name", calls, "dtoh_copies",
+			     (json_int_t)in->dtoh_calls, "threshold_pct", SYNC_SHARE_WARN * 100),
 		   "Each .item(), .cpu(), print(tensor) or torch.cuda.synchronize() in the loop stalls the"
 		   " CPU until the GPU catches up: accumulate metrics on the GPU and read them every N steps,"
 		   " and drop explicit synchronize() calls outside of timing code.");
@@ -206,7 +253,7 @@ static int rule_drift(const struct diag_input *in, json_t *out)
 	snprintf(title, sizeof(title), "Step time grows %.1f%% from the first step to the last", rise * 100);
 	return add(out, "step_drift", "warning", title,
 		   json_pack("{s:I, s:f, s:f, s:f, s:I, s:I}", "steps", (json_int_t)n, "slope_ns_per_step", slope,
-			     "rise", rise, "r", r, "first_ns", (json_int_t)in->step_dur_ns[0], "last_ns",
+			     "rise_pct", rise * 100, "r", r, "first_ns", (json_int_t)in->step_dur_ns[0], "last_ns",
 			     (json_int_t)in->step_dur_ns[n - 1]),
 		   "Something accumulates across steps: tensors kept alive in Python lists (losses without"
 		   " .item()/detach()), a growing autograd graph, allocator fragmentation (see the memory"
@@ -261,9 +308,9 @@ static int rule_mem_capacity(const struct diag_input *in, json_t *out)
 	return add(out, "memory_near_capacity", "warning", title,
 		   json_pack("{s:s, s:s, s:I, s:I, s:f, s:s, s:I, s:o*, s:f}", "device", in->mem_device, "source",
 			     in->mem_source, "peak_bytes", (json_int_t)in->mem_peak, "capacity_bytes",
-			     (json_int_t)in->mem_capacity, "share", s, "dominant_category", mem_cat_names[dom],
+			     (json_int_t)in->mem_capacity, "peak_pct", s * 100, "dominant_category", mem_cat_names[dom],
 			     "dominant_bytes", (json_int_t)in->mem_peak_cat[dom], "by_category",
-			     by_category(in->mem_peak_cat), "threshold", MEM_NEAR_CAPACITY),
+			     by_category(in->mem_peak_cat), "threshold_pct", MEM_NEAR_CAPACITY * 100),
 		   mem_advice[dom]);
 }
 
@@ -278,7 +325,7 @@ static int rule_mem_growth(const struct diag_input *in, json_t *out)
 	for (i = 1; i < n; i++)
 		if (in->step_alloc[i] <= in->step_alloc[i - 1])
 			return 0;
-	rise = in->step_alloc[n - 1] - in->step_alloc[0];
+	rise = tp_sat_sub(in->step_alloc[n - 1], in->step_alloc[0]);
 	if ((double)rise < GROWTH_MIN_SHARE * (double)in->mem_peak)
 		return 0;
 	snprintf(title, sizeof(title), "Allocated memory grows by %.1f MiB every step",
@@ -296,7 +343,7 @@ static int rule_mem_growth(const struct diag_input *in, json_t *out)
 static int rule_tiny_kernels(const struct diag_input *in, json_t *out)
 {
 	double s = share(in->tiny_calls, in->kernel_calls);
-	double u = share(in->comp_ns[AN_KERNEL], in->steps_ns);
+	double u = gpu_util(in);
 	char title[160];
 
 	if (s < TINY_SHARE_WARN || (in->nsteps && u >= TINY_UTIL_MAX))
@@ -305,9 +352,9 @@ static int rule_tiny_kernels(const struct diag_input *in, json_t *out)
 		 s * 100, AN_TINY_KERNEL_NS / 1000);
 	return add(out, "tiny_kernels", in->nsteps ? "warning" : "info", title,
 		   json_pack("{s:I, s:I, s:f, s:I, s:I, s:f}", "kernel_calls", (json_int_t)in->kernel_calls,
-			     "tiny_calls", (json_int_t)in->tiny_calls, "tiny_share", s, "tiny_ns",
+			     "tiny_calls", (json_int_t)in->tiny_calls, "tiny_pct", s * 100, "tiny_ns",
 			     (json_int_t)in->tiny_ns, "tiny_threshold_ns", (json_int_t)AN_TINY_KERNEL_NS,
-			     "gpu_utilization", u),
+			     "gpu_utilization_pct", u * 100),
 		   "Fuse small kernels and launch fewer of them: torch.compile (mode=\"reduce-overhead\" adds"
 		   " CUDA graphs), CUDA graphs for static shapes, fused optimizers (foreach=True or"
 		   " fused=True), or a larger batch so each kernel does more.");
@@ -328,18 +375,20 @@ json_t *diagnosis_run(const struct diag_input *in)
 		goto done;
 	}
 	if (!in->nsteps &&
-	    add(f, "no_steps", "info", "The trace has no ProfilerStep spans",
-		json_pack("{s:i}", "steps", 0),
-		"Step-based findings need torch.profiler.profile(schedule=...) with prof.step() called"
-		" once per iteration."))
+	    add(f, "no_steps", "info", "The trace has no ProfilerStep spans: the whole trace is analysed as one span",
+		json_pack("{s:i, s:b}", "steps", 0, "whole_trace", in->whole_trace),
+		"Per-step findings (step time, drift) need torch.profiler.profile(schedule=...) with"
+		" prof.step() called once per iteration."))
 		goto oom;
 	if (!has_gpu && add(f, "no_gpu_activity", "info", "The trace has no GPU kernels or copies",
 			    json_pack("{s:i}", "kernels", 0),
 			    "Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] to see GPU time."))
 		goto oom;
-	if (in->nsteps && rule_dataloader(in, f))
+	/* step rules: over the complete steps, or the whole trace when it has none */
+	int spans = in->nsteps || in->whole_trace;
+	if (spans && rule_dataloader(in, f))
 		goto oom;
-	if (in->nsteps && has_gpu && (rule_gpu_util(in, f) || rule_cpu_bound(in, f)))
+	if (spans && has_gpu && (rule_gpu_util(in, f) || rule_cpu_bound(in, f) || rule_comm(in, f)))
 		goto oom;
 	if (has_gpu && (rule_memcpy(in, f) || rule_sync(in, f)))
 		goto oom;

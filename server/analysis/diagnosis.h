@@ -20,15 +20,19 @@ extern const char *const diag_sync_names[DIAG_NSYNC];
 struct diag_input {
 	int rank;
 	int64_t traces;			/* ready trace artifacts of the rank */
-	/* steps in time order */
+	/* complete steps in time order */
 	size_t nsteps;
 	const int64_t *step_dur_ns;
 	int64_t steps_ns;			/* their sum */
-	int64_t comp_ns[AN_NCOMP];		/* step components summed over steps */
+	int64_t comp_ns[AN_NCOMP];		/* step components summed over complete steps (or the whole trace) */
+	int64_t comm_overlap_ns;		/* communication under computation, summed likewise */
+	int64_t gpu_busy_ns;			/* any kernel running (computation or communication), likewise */
+	int whole_trace;			/* no steps: comp_ns and steps_ns are the whole trace's */
 	/* GPU activity of the whole trace */
 	int64_t kernel_calls, kernel_ns, tiny_calls, tiny_ns;
 	int64_t memcpy_calls, memcpy_ns, memset_ns;
 	int64_t dtoh_calls, dtoh_ns;		/* device-to-host copies ("Memcpy DtoH ...") */
+	int64_t dtod_ns, pageable_ns, pinned_ns;	/* copy time by "DtoD", "Pageable", "Pinned" in its name */
 	/* host side: calls and time of each diag_sync_names[i] */
 	int64_t sync_calls[DIAG_NSYNC], sync_ns[DIAG_NSYNC];
 	/* memory: the rank's timeline, as /memory answers it (mem_source "": none) */

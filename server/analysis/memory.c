@@ -185,7 +185,17 @@ void mem_amap_free(struct mem_amap *m)
 
 int32_t *mem_amap_slot(struct mem_amap *m, int64_t key)
 {
-	size_t j = ((uint64_t)key * 0x9e3779b97f4a7c15ULL >> 17) & (m->cap - 1);
+	/* every bit of the address into the low bits (murmur3's finalizer): addresses i << 40
+	 * all fell in one slot with a multiply alone, and 400,000 of them took 93 s */
+	uint64_t h = (uint64_t)key;
+	size_t j;
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	j = (size_t)h & (m->cap - 1);
 
 	while (m->val[j] != -1 && m->key[j] != key)
 		j = (j + 1) & (m->cap - 1);
@@ -290,7 +300,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 	}
 
 	/* the timeline: one point per event */
-	base = ev[0].has_totals ? ev[0].total_alloc - ev[0].bytes : 0;
+	base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;
 	if (!ev[0].has_totals) {
 		/* no allocator totals (PyTorch 1.9): what was there before is at least what the
 		 * frees ahead of their allocations need, the deepest the sum of Bytes goes below 0 */
@@ -298,7 +308,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		for (i = 0; i < n; i++)
 			if ((sum = tp_sat_add(sum, ev[i].bytes)) < low)
 				low = sum;
-		base = -low;
+		base = tp_sat_sub(0, low);
 	}
 	s->baseline = base;
 	for (i = 0; i < n; i++) {
@@ -306,23 +316,25 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		struct mem_point *p = &pts[i];
 		int64_t sum, allocated;
 		if (aidx[i] >= 0)
-			live[al[aidx[i]].cat] += e->bytes > 0 ? al[aidx[i]].size : -al[aidx[i]].size;
+			live[al[aidx[i]].cat] = e->bytes > 0 ? tp_sat_add(live[al[aidx[i]].cat], al[aidx[i]].size)
+							    : tp_sat_sub(live[al[aidx[i]].cat], al[aidx[i]].size);
 		else if (e->bytes < 0 && e->has_addr)
-			base += e->bytes;	/* a block from before the window */
+			base = tp_sat_add(base, e->bytes);	/* a block from before the window */
 		else if (e->bytes > 0)
-			live[CAT_UNKNOWN] += e->bytes;	/* no address to pair by (PyTorch 1.9 traces) */
+			live[CAT_UNKNOWN] = tp_sat_add(live[CAT_UNKNOWN], e->bytes);	/* no address to pair by (PyTorch 1.9 traces) */
 		else {
 			/* a free with no address: of something unpaired, else of the baseline */
-			int64_t take = -e->bytes < live[CAT_UNKNOWN] ? -e->bytes : live[CAT_UNKNOWN];
-			live[CAT_UNKNOWN] -= take;
-			base += e->bytes + take;
+			int64_t freed = tp_sat_sub(0, e->bytes);
+			int64_t take = freed < live[CAT_UNKNOWN] ? freed : live[CAT_UNKNOWN];
+			live[CAT_UNKNOWN] = tp_sat_sub(live[CAT_UNKNOWN], take);
+			base = tp_sat_add(base, tp_sat_add(e->bytes, take));
 		}
 		memcpy(p->cat, live, sizeof(live));
-		p->cat[CAT_PARAMETER] += base;
+		p->cat[CAT_PARAMETER] = tp_sat_add(p->cat[CAT_PARAMETER], base);
 		sum = mem_point_total(p);
 		/* the allocator's own total is the truth; what pairing missed is unknown */
 		allocated = e->has_totals ? e->total_alloc : sum;
-		p->cat[CAT_UNKNOWN] += allocated - sum;
+		p->cat[CAT_UNKNOWN] = tp_sat_add(p->cat[CAT_UNKNOWN], tp_sat_sub(allocated, sum));
 		p->t_ns = e->ts;
 		p->reserved = e->has_totals ? e->total_res : -1;
 		if (allocated > best) {
@@ -351,7 +363,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			const char *op = al[i].a.op >= 0 ? in->str(in->payload, in->spans[al[i].a.op].name) : NULL;
 			struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op, NULL);
 			if (x) {
-				x->bytes += al[i].size;
+				x->bytes = tp_sat_add(x->bytes, al[i].size);
 				x->count++;
 			}
 		}

@@ -336,7 +336,8 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 		int32_t *slot;
 		aidx[i] = -1;
 		if (e->action == A_SEG_ALLOC || e->action == A_SEG_FREE) {
-			reserved += e->action == A_SEG_ALLOC ? -e->size : e->size;	/* counted back to the start */
+			reserved = e->action == A_SEG_ALLOC ? tp_sat_sub(reserved, e->size)
+							     : tp_sat_add(reserved, e->size);	/* counted back to the start */
 			continue;
 		}
 		slot = mem_amap_slot(&m, e->addr);
@@ -350,7 +351,7 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 			aidx[i] = *slot;
 			*slot = -2;
 		} else if (e->action == A_FREE || *slot == -1) {
-			base += e->size;	/* allocated before recording began */
+			base = tp_sat_add(base, e->size);	/* allocated before recording began */
 			*slot = -2;
 			e->action = A_FREE;	/* aidx -1: out of the baseline */
 		} else {
@@ -391,11 +392,14 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 			if (e->action == A_OTHER)
 				continue;
 			if (e->action == A_SEG_ALLOC || e->action == A_SEG_FREE)
-				reserved += e->action == A_SEG_ALLOC ? e->size : -e->size;
+				reserved = e->action == A_SEG_ALLOC ? tp_sat_add(reserved, e->size)
+								     : tp_sat_sub(reserved, e->size);
 			else if (aidx[i] >= 0)	/* a free as large as its allocation, whatever it says */
-				live[al[aidx[i]].cat] += e->action == A_ALLOC ? al[aidx[i]].size : -al[aidx[i]].size;
+				live[al[aidx[i]].cat] = e->action == A_ALLOC
+								? tp_sat_add(live[al[aidx[i]].cat], al[aidx[i]].size)
+								: tp_sat_sub(live[al[aidx[i]].cat], al[aidx[i]].size);
 			else
-				base -= e->size;
+				base = tp_sat_sub(base, e->size);
 		} else if (npts) {
 			break;
 		}
@@ -453,12 +457,13 @@ out:
 
 #define MAX_DEVICES 64
 
-int snap_timeline(const struct pk_obj *root, struct snap_result **out, const struct mem_series **series,
-		  size_t *nseries, struct snap_stats *st, struct tp_errbuf *err)
+int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_result **out,
+		  const struct mem_series **series, size_t *nseries, struct snap_stats *st, struct tp_errbuf *err)
 {
 	const struct pk_obj *segments, *traces = NULL;
 	struct dev devs[MAX_DEVICES];
 	size_t ndev = 0, i, k;
+	uint64_t entries = 0;	/* trace entries and blocks, each use of a list counted */
 	int any_frames = 0, rc;
 	struct snap_result *r;
 
@@ -485,6 +490,10 @@ int snap_timeline(const struct pk_obj *root, struct snap_result **out, const str
 		if (ndev == MAX_DEVICES)
 			return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "more than %d devices", MAX_DEVICES);
 		devs[ndev++] = (struct dev){ .id = (int)i, .trace = t };
+		if ((entries += t->n) > max_entries)
+			return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
+				       "the devices' trace entries pass the cap of %llu values (a list counts each time "
+				       "it is used)", (unsigned long long)max_entries);
 		for (k = 0; k < t->n && !any_frames; k++)
 			any_frames = has_frames(pk_get(t->u.items[k], "frames"));
 	}
@@ -507,6 +516,10 @@ int snap_timeline(const struct pk_obj *root, struct snap_result **out, const str
 		}
 		devs[k].reserved_end = tp_sat_add(devs[k].reserved_end, total);
 		st->reserved_end = tp_sat_add(st->reserved_end, total);
+		if (blocks && blocks->type == PK_LIST && (entries += blocks->n) > max_entries)
+			return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
+				       "the segments' blocks pass the cap of %llu values (a list counts each time "
+				       "it is used)", (unsigned long long)max_entries);
 		for (uint32_t b = 0; blocks && blocks->type == PK_LIST && b < blocks->n; b++)
 			devs[k].nblocks += is_live_block(blocks->u.items[b]);
 	}

@@ -25,10 +25,12 @@ struct snap_result;
 /*
  * The snapshot dict (or a bare list of segments, as memory_viz takes it)
  * into series owned by *out until snap_result_free. TP_ERR_INVALID when root
- * is not a snapshot.
+ * is not a snapshot; TP_ERR_TOOBIG when its devices' trace entries, a list
+ * counted each time it is used (a memoised list can be every device's), pass
+ * max_entries.
  */
-int snap_timeline(const struct pk_obj *root, struct snap_result **out, const struct mem_series **series,
-		  size_t *nseries, struct snap_stats *stats, struct tp_errbuf *err);
+int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_result **out,
+		  const struct mem_series **series, size_t *nseries, struct snap_stats *stats, struct tp_errbuf *err);
 void snap_result_free(struct snap_result *r);
 
 #endif

@@ -28,7 +28,12 @@
  * trace's rows. ProfilerStep#N spans are collected on the way.
  *
  * Raw bytes: a gzip upload is kept as sent; anything else is gzipped (level
- * 1) by the writer.
+ * 1) by the writer. The file is the body, unless the body came with
+ * Content-Encoding: gzip (the collector gzips plain files in transit): then
+ * the file is what the gzip holds, kept gzipped as sent (raw_encoding
+ * "gzip", as for a plain body the writer gzipped), and its sha256 and size
+ * are the inflated bytes'. So the same file sent either way is one artifact,
+ * and /raw gives it back as it was.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +47,7 @@
 #include "analysis/snapshot.h"
 #include "ingest/inflate.h"
 #include "ingest/pickle.h"
+#include "ingest/runrank.h"
 #include "ingest/timeline.h"
 #include "ingest/ingest.h"
 #include "sha256.h"
@@ -147,6 +153,7 @@ struct ingest {
 	struct ingest_limits lim;
 	struct store_writer *w;
 	int64_t artifact;
+	char run[129];
 	int req_rank;
 	char kind_hint[32];
 	atomic_int stop;	/* the writer failed, or the upload is abandoned */
@@ -165,6 +172,9 @@ struct ingest {
 	int too_big;
 	int started;		/* the first bytes were seen */
 	int deflating;		/* raw is plain: the writer gzips it (set by A before the first raw block) */
+	int content_gzip;	/* the request said Content-Encoding: gzip */
+	int encoded;		/* and the body is gzip: the file is its inflated bytes (hashed in on_inflated) */
+	uint64_t inflated;	/* inflated bytes so far (the file's size when encoded) */
 	struct inflate_stage inf_stage;
 	int a_rc;		/* inflate failure */
 	struct tp_errbuf a_err;
@@ -456,7 +466,7 @@ static int parse_end(struct ingest *ig)
 		const struct pk_obj *root;
 		if ((rc = pickle_parser_finish(ig->pk, &root, &ig->b_err)))
 			return rc;
-		return snap_timeline(root, &ig->snap, &ig->snap_series, &ig->nsnap_series, &ig->snap_stats,
+		return snap_timeline(root, ig->lim.max_pickle_values, &ig->snap, &ig->snap_series, &ig->nsnap_series, &ig->snap_stats,
 				     &ig->b_err);
 	}
 	return trace_parser_finish(ig->tp, &ig->b_err);
@@ -514,6 +524,9 @@ static int on_inflated(void *payload, const uint8_t *data, size_t len)
 {
 	struct ingest *ig = payload;
 
+	ig->inflated += len;
+	if (ig->encoded)
+		sha256_update(&ig->sha, data, len);
 	block_append(&ig->inf_cur, &ig->inf_free, &ig->parse_in, IT_INFLATED, INF_BLOCK, data, len);
 	return atomic_load(&ig->stop) ? TP_ERR_DB : TP_OK;
 }
@@ -536,11 +549,14 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len)
 		ig->started = 1;
 		ig->deflating = !(len >= 2 && ((const uint8_t *)data)[0] == 0x1f &&
 				  ((const uint8_t *)data)[1] == 0x8b);
+		ig->encoded = ig->content_gzip && !ig->deflating;
 	}
-	sha256_update(&ig->sha, data, len);
+	if (!ig->encoded)
+		sha256_update(&ig->sha, data, len);
 	block_append(&ig->raw_cur, &ig->raw_free, &ig->write_in, IT_RAW, RAW_BLOCK, data, len);
-	/* after an inflate failure, or once the parser has failed, only the raw copy goes on */
-	if (!ig->a_rc && !atomic_load(&ig->parse_failed))
+	/* after an inflate failure, or once the parser has failed, only the raw copy goes on
+	 * (an encoded body inflates to the end all the same: its sha256 is of the inflated bytes) */
+	if (!ig->a_rc && (ig->encoded || !atomic_load(&ig->parse_failed)))
 		ig->a_rc = inflate_feed(&ig->inf_stage, data, len, &ig->a_err);
 	return atomic_load(&ig->stop) ? TP_ERR_DB : TP_OK;
 }
@@ -633,6 +649,8 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	ig->lim = lim ? *lim : ingest_default_limits;
 	ig->req_rank = req->rank;
+	ig->content_gzip = req->content_gzip;
+	snprintf(ig->run, sizeof(ig->run), "%s", req->run);
 	ig->peak_alloc = -1;
 	snprintf(ig->kind_hint, sizeof(ig->kind_hint), "%s", req->kind ? req->kind : "");
 	snprintf(ig->device, sizeof(ig->device), "%s", req->device ? req->device : "");
@@ -708,11 +726,18 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	 */
 	parse_rc = ig->b_rc ? ig->b_rc : ig->a_rc;
 	perr = ig->b_rc ? &ig->b_err : &ig->a_err;
+	if (ig->encoded && ig->a_rc) {
+		/* without the whole file there is no sha256 of it to keep it by */
+		res->rc = ig->a_rc;
+		res->err = ig->a_err;
+		ingest_abort(ig);
+		return;
+	}
 	sha256_final_hex(&ig->sha, sha);
 	f.sha256 = sha;
-	f.bytes = ig->body;
+	f.bytes = ig->encoded ? ig->inflated : ig->body;
 	f.kind = ig->kind == KIND_UNKNOWN ? "unknown" : kind_names[ig->kind];
-	f.raw_encoding = ig->deflating ? "gzip" : "upload";
+	f.raw_encoding = ig->deflating || ig->encoded ? "gzip" : "upload";
 	f.rank = rank_from_meta(ig);
 	f.peak_allocated = ig->peak_alloc;
 	if (ig->tp) {
@@ -738,13 +763,6 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		f.mem = ig->snap_series;
 		f.nmem = ig->nsnap_series;
 	}
-	if (f.nmem) {	/* a trace's analysis knows its peak; the other sources are told here */
-		f.peak_allocated = 0;
-		for (size_t k = 0; k < f.nmem; k++)
-			for (size_t i = 0; i < f.mem[k].n; i++)
-				if (mem_point_total(&f.mem[k].pts[i]) > f.peak_allocated)
-					f.peak_allocated = mem_point_total(&f.mem[k].pts[i]);
-	}
 	if (!rc && !parse_rc && ig->an) {
 		const struct an_result *ar;
 		if ((parse_rc = analysis_finish(ig->an, &ar, &ig->b_err)))
@@ -757,6 +775,15 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		}
 		f.str = an_string;
 		f.str_payload = ig->tp;
+	}
+	/* the peak /runs shows: the highest of the rebuilt device series, for every source
+	 * (PyTorch 1.9 traces' [memory] events carry no Total Allocated) */
+	for (size_t k = 0; k < f.nmem; k++) {
+		if (!strcmp(f.mem[k].device, "cpu"))
+			continue;
+		for (size_t i = 0; i < f.mem[k].n; i++)
+			if (mem_point_total(&f.mem[k].pts[i]) > f.peak_allocated)
+				f.peak_allocated = mem_point_total(&f.mem[k].pts[i]);
 	}
 	if (rc) {
 		/* the database failed: nothing of this upload can be trusted */
@@ -777,8 +804,14 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 				res->artifact = ig->artifact;
 			res->kept = 1;
 		}
-	} else if ((rc = store_artifact_commit(ig->w, ig->artifact, &f, &res->artifact, &res->err))) {
+	} else if ((rc = store_tx_begin(ig->w, &res->err)) ||
+		   (rc = store_artifact_commit(ig->w, ig->artifact, &f, &res->artifact, &res->err)) ||
+		   /* a new trace joins its rank's timeline in the same transaction (runrank.h) */
+		   (!res->artifact && ig->tp && (rc = runrank_derive(ig->w, ig->run, f.rank, 0, &res->err))) ||
+		   (rc = store_tx_commit(ig->w, &res->err))) {
+		store_tx_rollback(ig->w);
 		res->rc = rc;
+		res->artifact = 0;
 		store_artifact_drop(ig->w, ig->artifact);
 	} else {
 		res->duplicate = res->artifact != 0;

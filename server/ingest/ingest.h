@@ -35,6 +35,7 @@ struct ingest_request {
 	const char *name;
 	const char *kind;		/* NULL or "": detect */
 	const char *device;		/* memory timeline exports: "cuda:N" or "cpu" (NULL: cuda:0) */
+	int content_gzip;		/* sent with Content-Encoding: gzip: the file is what the gzip holds */
 };
 
 /* What came of an upload. */

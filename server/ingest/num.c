@@ -101,9 +101,9 @@ static int decimal_scale(const struct decimal *d, int shift, int64_t *out)
 		v *= 10;
 	}
 	v += (uint64_t)round_up;
-	if (v > (uint64_t)INT64_MAX)
+	if (v > (uint64_t)INT64_MAX + d->neg)	/* INT64_MIN fits, its negation does not */
 		return -1;
-	*out = d->neg ? -(int64_t)v : (int64_t)v;
+	*out = d->neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;
 }
 

@@ -386,13 +386,14 @@ static int exec(struct pickle_parser *p, const uint8_t *b, uint64_t need, size_t
 	case '2':	/* DUP */
 		if (!p->nstack)
 			return fail_at(p, at, err, "DUP on an empty stack", op);
-		return push(p, p->stack[p->nstack - 1], err);
+		return push_new(p, p->stack[p->nstack - 1], err);
+	/* shared values cost no node, but a stack slot each: counted like any value */
 	case 'N':
-		return push(p, &p->none, err);
+		return push_new(p, &p->none, err);
 	case 0x88:
-		return push(p, &p->yes, err);
+		return push_new(p, &p->yes, err);
 	case 0x89:
-		return push(p, &p->no, err);
+		return push_new(p, &p->no, err);
 	case 'J': case 'K': case 'M':	/* BININT BININT1 BININT2 */
 		if (!(o = node(p, PK_INT)))
 			return push(p, NULL, err);
@@ -473,7 +474,7 @@ static int exec(struct pickle_parser *p, const uint8_t *b, uint64_t need, size_t
 		uint64_t i = le(a, op == 'h' ? 1 : 4);
 		if (i >= p->nmemo || !p->memo[i])
 			return fail_at(p, at, err, "a memo index out of range", op);
-		return push(p, p->memo[i], err);
+		return push_new(p, p->memo[i], err);
 	}
 	case 'c': case 0x93: case 'R': case 'b': case 0x81: case 0x92: case 'i': case 'o':
 	case 'P': case 'Q': case 0x82: case 0x83: case 0x84: case 0x97: case 0x98:

@@ -151,6 +151,9 @@ static int on_number(void *ctx, const char *s, size_t len)
 			return fail(p, TP_ERR_INVALID, "invalid_timeline", "a number is out of range");
 	}
 	if (p->depth == 2 && p->outer == 1 && p->form == F_UNKNOWN) {
+		/* the times of the sizes form, one a point: the point cap bounds them */
+		if (p->first.n >= 9 && p->first.n >= p->max_points)
+			return fail(p, TP_ERR_TOOBIG, "too_many_points", "more time points than the cap");
 		if (push(&p->first, v))
 			return fail(p, TP_ERR_NOMEM, NULL, "out of memory");
 		return 1;

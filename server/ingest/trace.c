@@ -156,7 +156,7 @@ enum key {
 	K_NONE, K_OTHER, K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ARGS, K_ID,
 	/* inside args */
 	A_EXT, A_CORR, A_EV_IDX, A_DEV_TYPE, A_DEV_ID, A_ADDR, A_BYTES, A_TOTAL_ALLOC,
-	A_TOTAL_RES, A_BPS, A_OCC, A_STREAM, A_DEVICE, A_SEQ, A_FWD_TID, A_NAME,
+	A_TOTAL_RES, A_BPS, A_OCC, A_STREAM, A_DEVICE, A_SEQ, A_FWD_TID, A_NAME, A_LABELS, A_SORT,
 };
 
 struct trace_parser {
@@ -318,8 +318,10 @@ static enum key args_key(const char *k, size_t len)
 		if (KEYIS("Ev Idx")) return A_EV_IDX;
 		if (KEYIS("stream")) return A_STREAM;
 		if (KEYIS("device")) return A_DEVICE;
+		if (KEYIS("labels")) return A_LABELS;
 		break;
 	case 9: if (KEYIS("Device Id")) return A_DEV_ID; break;
+	case 10: if (KEYIS("sort_index")) return A_SORT; break;
 	case 11:
 		if (KEYIS("External id") || KEYIS("external id")) return A_EXT;
 		if (KEYIS("correlation")) return A_CORR;
@@ -446,6 +448,7 @@ static int on_number(void *ctx, const char *s, size_t l)
 		case A_DEVICE: return set_i64(p, s, l, &e->device, TH_DEVICE);
 		case A_SEQ: return set_i64(p, s, l, &e->seq, TH_SEQ);
 		case A_FWD_TID: return set_i64(p, s, l, &e->fwd_tid, TH_FWD_TID);
+		case A_SORT: return set_i64(p, s, l, &e->sort_index, TH_SORT);
 		case A_BPS:
 			if (!num_to_double(s, l, &e->blocks_per_sm))
 				e->have |= TH_BPS;
@@ -526,7 +529,7 @@ static int on_string(void *ctx, const unsigned char *us, size_t l)
 		}
 	}
 	if (in_event_args(p)) {
-		if (p->akey == A_NAME) {
+		if (p->akey == A_NAME || p->akey == A_LABELS) {	/* M events: a name, or process_labels' labels */
 			if (intern(p, s, l, &id))
 				return 0;
 			e->arg = id;
@@ -727,19 +730,25 @@ static const yajl_callbacks callbacks = {
 	.yajl_end_array = on_end_array,
 };
 
+static const char *const known[] = {
+	[TRACE_S_MEMORY] = "[memory]",
+	[TRACE_S_OOM] = "[OutOfMemory]",
+	[TRACE_S_USER_ANNOTATION] = "user_annotation",
+	[TRACE_S_GPU_USER_ANNOTATION] = "gpu_user_annotation",
+	[TRACE_S_AC2G] = "ac2g",
+	[TRACE_S_ASYNC] = "async",
+	[TRACE_S_ASYNC_CPU_TO_GPU] = "async_cpu_to_gpu",
+	[TRACE_S_OPERATOR] = "Operator",
+	[TRACE_S_CPU_OP] = "cpu_op",
+};
+
+const char *trace_known_string(uint32_t id)
+{
+	return id && id < TRACE_S_KNOWN_END ? known[id] : NULL;
+}
+
 struct trace_parser *trace_parser_new(const struct trace_limits *lim, const struct trace_sink *sink)
 {
-	static const char *known[] = {
-		[TRACE_S_MEMORY] = "[memory]",
-		[TRACE_S_OOM] = "[OutOfMemory]",
-		[TRACE_S_USER_ANNOTATION] = "user_annotation",
-		[TRACE_S_GPU_USER_ANNOTATION] = "gpu_user_annotation",
-		[TRACE_S_AC2G] = "ac2g",
-		[TRACE_S_ASYNC] = "async",
-		[TRACE_S_ASYNC_CPU_TO_GPU] = "async_cpu_to_gpu",
-		[TRACE_S_OPERATOR] = "Operator",
-		[TRACE_S_CPU_OP] = "cpu_op",
-	};
 	struct trace_parser *p = tp_calloc(1, sizeof(*p));
 	uint32_t id;
 	int i;

@@ -35,6 +35,8 @@ enum trace_known_string {
 	TRACE_S_CPU_OP,
 	TRACE_S_KNOWN_END
 };
+/* The text of a known string id (1 .. TRACE_S_KNOWN_END - 1); NULL for any other id. */
+const char *trace_known_string(uint32_t id);
 
 struct trace_sink {
 	/* A new interned string; s is NUL-terminated and lives as long as the parser. */

@@ -9,7 +9,8 @@ import { after, before, test } from 'node:test';
 
 import { colorPixels, launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
 
-const KERNEL_BLUE = [78, 121, 167];
+const KERNEL = [51, 34, 136];	// the kernel bars (util.js: Tol's indigo)
+const PARAMETER = [0, 114, 178];	// the parameter area (util.js: Okabe-Ito's blue)
 let srv, browser;
 const shots = screenshotDir();
 
@@ -57,11 +58,11 @@ test('compare page: memory timelines on the same axes', async () => {
 	await page.waitForSelector('#app[data-ready]');
 	assert.match(await page.getAttribute('#verdict', 'class'), /\bno_change\b/);
 	// the steps are mostly kernels (the all-reduce): both step charts draw them
-	assert.ok(await colorPixels(page, 'section:has(h2:text-is("Step time")) canvas', KERNEL_BLUE) > 1000);
+	assert.ok(await colorPixels(page, 'section:has(h2:text-is("Step time")) canvas', KERNEL) > 1000);
 	const charts = page.locator('section:has(h2:text-is("Memory timelines (same axes)")) .uplot');
 	assert.equal(await charts.count(), 2);
 	for (let i = 0; i < 2; i++)
-		assert.ok(await colorPixels(page, `section:has(h2:text-is("Memory timelines (same axes)")) .grid2 > div:nth-child(${i + 1}) canvas`, KERNEL_BLUE) > 2000);
+		assert.ok(await colorPixels(page, `section:has(h2:text-is("Memory timelines (same axes)")) .grid2 > div:nth-child(${i + 1}) canvas`, PARAMETER) > 2000);
 	// both drawn to the same extent (charts.js notes it on the chart's box)
 	const boxes = page.locator('section:has(h2:text-is("Memory timelines (same axes)")) .chart-box');
 	const extent = await boxes.evaluateAll((els) => els.map((el) => [+el.dataset.xMax, +el.dataset.yMax]));

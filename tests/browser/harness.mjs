@@ -15,13 +15,14 @@ export const fixturesDir = path.resolve(process.env.FIXTURES_DIR || path.resolve
 const { chromium } = createRequire(path.join(repoRoot, 'web/package.json'))('playwright-core');
 
 // Start build/trainscope-server (BUILD_DIR, else "build"); resolves to {base, stop()}.
-export async function startServer(buildDir = process.env.BUILD_DIR || 'build') {
+// args: more command-line arguments (--token-file FILE).
+export async function startServer(buildDir = process.env.BUILD_DIR || 'build', args = []) {
 	const bin = path.resolve(repoRoot, buildDir, 'trainscope-server');
 	const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainscope-browser-'));
 	const port = await freePort();
 	const base = `http://127.0.0.1:${port}`;
 	let log = '', exited = false;
-	const proc = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmp, 't.db'), '--log-level', 'warn'],
+	const proc = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmp, 't.db'), '--log-level', 'warn', ...args],
 		{ stdio: ['ignore', 'ignore', 'pipe'] });
 	proc.stderr.on('data', (d) => { log = (log + d).slice(-8000); });
 	proc.on('exit', () => { exited = true; });
@@ -45,9 +46,9 @@ export async function startServer(buildDir = process.env.BUILD_DIR || 'build') {
 }
 
 // Upload a file (a path, relative to the fixtures) to run; resolves to the artifact.
-export async function upload(base, run, file, query = 'rank=0') {
+export async function upload(base, run, file, query = 'rank=0', headers = {}) {
 	const body = fs.readFileSync(path.isAbsolute(file) ? file : path.join(fixturesDir, file));
-	const r = await fetch(`${base}/api/v1/runs/${run}/artifacts?${query}&name=${path.basename(file)}`, { method: 'POST', body });
+	const r = await fetch(`${base}/api/v1/runs/${run}/artifacts?${query}&name=${path.basename(file)}`, { method: 'POST', body, headers });
 	if (r.status !== 201 && r.status !== 200)
 		throw new Error(`upload ${file} to ${run}: ${r.status} ${await r.text()}`);
 	return (await r.json()).artifact;
@@ -67,8 +68,8 @@ export function launchBrowser() {
 
 // A page whose console errors, uncaught exceptions, failed requests and 4xx/5xx
 // answers are collected in page.problems.
-export async function newPage(browser) {
-	const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 });
+export async function newPage(browser, viewport = { width: 1400, height: 900 }) {
+	const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1 });
 	const page = await ctx.newPage();
 	page.problems = [];
 	page.on('console', (m) => m.type() === 'error' && page.problems.push(`console: ${m.text()}`));

@@ -84,6 +84,10 @@ START_TEST(test_endpoints_answer)
 
 	j = get("/api/v1/runs/v100/ranks", 200, NULL);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "slowest_rank")), 1);
+	/* the trace's [memory] events give rank 1 a timeline on its GPU */
+	json_t *devs = json_object_get(json_array_get(json_object_get(j, "ranks"), 0), "memory_devices");
+	ck_assert_int_ge(json_array_size(devs), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(devs, 0)), "cuda:1");
 	json_decref(j);
 
 	/* a run with no trace at all: diagnosis says so instead of guessing */
@@ -92,16 +96,19 @@ START_TEST(test_endpoints_answer)
 				 NULL, &r), 0);
 	ck_assert_int_eq(r.status, 201);
 	tu_resp_free(&r);
+	j = get("/api/v1/runs/memonly/ranks", 200, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "ranks"), 0),
+							 "memory_devices")), 1);
+	json_decref(j);
 	j = get("/api/v1/runs/memonly/diagnosis", 200, NULL);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "findings")), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "findings"), 0), "id")),
 			 "no_trace");
 	json_decref(j);
 
-	/* a rank without data answers empty tables, not an error */
-	j = get("/api/v1/runs/v100/kernels?rank=7", 200, NULL);
-	ck_assert_int_eq(json_array_size(json_object_get(j, "kernels")), 0);
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "calls")), 0);
+	/* a rank the run does not have is a 404, not an empty table */
+	j = get("/api/v1/runs/v100/kernels?rank=7", 404, NULL);
+	ck_assert_str_eq(tu_error_code(j), "rank_not_found");
 	json_decref(j);
 }
 END_TEST
@@ -118,7 +125,7 @@ START_TEST(test_bad_queries)
 		{ "/api/v1/runs/v100/ops?sort=name;DROP", 400, "invalid_parameter" },
 		{ "/api/v1/runs/v100/kernels?kind=tensor", 400, "invalid_parameter" },
 		{ "/api/v1/runs/v100/steps?format=xml", 400, "invalid_parameter" },
-		{ "/api/v1/runs/v100/diagnosis?format=csv", 400, "invalid_parameter" },
+		{ "/api/v1/runs/v100/diagnosis?format=csv", 400, "format_not_supported" },
 		{ "/api/v1/runs/v100/steps?rank=-1", 400, "invalid_parameter" },
 		{ "/api/v1/runs/v100/trace?start_ns=5&end_ns=5", 400, "invalid_parameter" },
 		{ "/api/v1/runs/v100/trace?end_ns=abc", 400, "invalid_parameter" },
@@ -143,9 +150,9 @@ START_TEST(test_csv)
 	/* reads keep the connection open (answered after MHD's first call) */
 	ck_assert_ptr_null(strcasestr(r.headers, "Connection: close"));
 	line = strtok_r(r.body, "\r\n", &save);
-	ck_assert_str_eq(line, "name,calls,total_ns,mean_ns,max_ns,min_ns,blocks_per_sm,achieved_occupancy_pct");
+	ck_assert_str_eq(line, "rank,name,calls,total_ns,mean_ns,max_ns,min_ns,blocks_per_sm,achieved_occupancy_pct,class");
 	line = strtok_r(NULL, "\r\n", &save);
-	static const char top[] = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem),2020,357343000,";
+	static const char top[] = "1,ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem),2020,357343000,";
 	ck_assert_msg(!strncmp(line, top, sizeof(top) - 1), "%s", line);
 	for (rows = 1; strtok_r(NULL, "\r\n", &save); rows++)
 		;
@@ -154,13 +161,15 @@ START_TEST(test_csv)
 
 	/* names with commas and quotes are quoted (RFC 4180) */
 	get("/api/v1/runs/v100/kernels?format=csv&limit=2", 200, &r);
-	ck_assert_ptr_nonnull(strstr(r.body, "\r\n\"void at::native::vectorized_elementwise_kernel<4, "));
+	ck_assert_ptr_nonnull(strstr(r.body, "\r\n1,\"void at::native::vectorized_elementwise_kernel<4, "));
 	tu_resp_free(&r);
 
 	get("/api/v1/runs/v100/steps?format=csv", 200, &r);
-	static const char head[] = "step,start_ns,dur_ns,breakdown_ns.kernel,breakdown_ns.memcpy,";
+	static const char head[] = "rank,step,start_ns,dur_ns,cpu_dur_ns,comm_overlap_ns,incomplete,whole_trace,"
+				   "breakdown_ns.kernel,breakdown_ns.memcpy,breakdown_ns.memset,breakdown_ns.communication,";
 	ck_assert_msg(!strncmp(r.body, head, sizeof(head) - 1), "%s", r.body);
-	ck_assert_ptr_nonnull(strstr(r.body, "\r\n2,1669783687384669000,345770000,"));
+	/* V100 steps end with their CPU span: dur_ns and cpu_dur_ns agree */
+	ck_assert_ptr_nonnull(strstr(r.body, "\r\n1,2,1669783687384669000,345770000,345770000,"));
 	tu_resp_free(&r);
 }
 END_TEST
@@ -184,10 +193,10 @@ START_TEST(test_trace_window_round_trip)
 	ev = json_object_get(j, "traceEvents");
 	n = json_array_size(ev);
 	ck_assert_int_gt(n, 1000);
-	/* every timed event overlaps the window */
+	/* every timed event overlaps the window, but for the metadata (names, sort indexes): in every window */
 	json_array_foreach(ev, i, e) {
 		json_t *ts = json_object_get(e, "ts");
-		if (!ts)
+		if (!ts || !strcmp(json_string_value(json_object_get(e, "ph")), "M"))
 			continue;
 		double t = json_number_value(ts) * 1000, d = json_number_value(json_object_get(e, "dur")) * 1000;
 		ck_assert_msg(t < (double)W_END + 1000 && t + d >= (double)W_START - 1000, "event outside: %f", t);
@@ -236,8 +245,8 @@ START_TEST(test_whole_trace)
 
 	get("/api/v1/runs/v100/trace", 200, &a);
 	j = tu_json(&a);
-	/* 216,092 events less 64,663 CPU->GPU flows (kept as correlation ids) */
-	ck_assert_int_eq(json_array_size(json_object_get(j, "traceEvents")), 216092 - 64663);
+	/* all 216,092 events: the 64,663 CPU->GPU flows written again from the correlation ids */
+	ck_assert_int_eq(json_array_size(json_object_get(j, "traceEvents")), 216092);
 	json_decref(j);
 	tu_resp_free(&a);
 }
@@ -281,6 +290,19 @@ START_TEST(test_cached_answers_follow_writes)
 }
 END_TEST
 
+/* The cache keys on each decoded key and value: an encoded '&' and '=' inside a value is another request. */
+START_TEST(test_cache_key_unambiguous)
+{
+	json_t *j = get("/api/v1/runs/v100/ops?device=gpu&limit=3", 200, NULL);
+
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ops")), 3);
+	json_decref(j);
+	json_decref(get("/api/v1/runs/v100/ops?device=gpu%26limit%3D3", 400, NULL));
+	json_decref(get("/api/v1/runs/v100/ops?device=gpu&limit=3", 200, NULL));
+	json_decref(get("/api/v1/runs/v100/ops?device%3Dgpu%26limit=3", 200, NULL));	/* a key of its own: ignored */
+}
+END_TEST
+
 START_TEST(test_memory_timeline_export)
 {
 	char *path = tu_fixture("memory/hta_memory_timeline.raw.json.gz");
@@ -308,6 +330,23 @@ START_TEST(test_memory_timeline_export)
 	json_int_t t_last = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 7720));
 	json_int_t t1000 = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 1000));
 	json_int_t t2000 = json_integer_value(json_array_get(json_object_get(j, "t_ns"), 2000));
+	/* points=0 is written as it is sent, not built as a JSON tree: the same answer as all points asked for */
+	{
+		json_t *tree = get("/api/v1/runs/memraw/memory?points=1000000", 200, NULL);
+		ck_assert(json_equal(j, tree));
+		json_decref(tree);
+		char u[300];
+		snprintf(u, sizeof(u), "/api/v1/runs/memraw/memory?points=1000000&start_ns=%lld&end_ns=%lld",
+			 (long long)t1000, (long long)t2000);
+		tree = get(u, 200, NULL);
+		snprintf(u, sizeof(u), "/api/v1/runs/memraw/memory?points=0&start_ns=%lld&end_ns=%lld", (long long)t1000,
+			 (long long)t2000);
+		json_t *text = get(u, 200, NULL);
+		ck_assert(json_equal(text, tree));
+		ck_assert_int_eq(json_integer_value(json_object_get(text, "window_points")), 1001);
+		json_decref(tree);
+		json_decref(text);
+	}
 	json_decref(j);
 
 	/* a window (a zoomed chart): its points, from the state it opens with; the peak stays the run's */
@@ -442,6 +481,7 @@ Suite *suite_analysis_api(void)
 	tcase_add_test(tc, test_trace_window_round_trip);
 	tcase_add_test(tc, test_whole_trace);
 	tcase_add_test(tc, test_cached_answers_follow_writes);
+	tcase_add_test(tc, test_cache_key_unambiguous);
 	tcase_add_test(tc, test_memory_timeline_export);
 	tcase_add_test(tc, test_memory_snapshot);
 	suite_add_tcase(s, tc);

@@ -4,9 +4,13 @@
  * keep (the raw bytes of a body that was accepted but did not parse) and
  * nothing else, and leave the server serving with earlier runs intact.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "suites.h"
 #include "testutil.h"
@@ -314,6 +318,11 @@ START_TEST(test_bad_names_and_parameters)
 			   "invalid_parameter"));
 	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?name=a%2Fb", body, strlen(body), NULL, 400,
 			   "invalid_parameter"));
+	/* a name that is not UTF-8 could not be answered in JSON: refused, nothing committed */
+	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?name=%ff%fe.json", body, strlen(body), NULL, 400,
+			   "invalid_parameter"));
+	json_decref(expect("POST", "/api/v1/runs/ok/artifacts?name=%c0%af.json", body, strlen(body), NULL, 400,
+			   "invalid_parameter"));
 	json_decref(expect("GET", "/api/v1/runs/good/steps?rank=-1", NULL, 0, NULL, 400, "invalid_parameter"));
 	json_decref(expect("GET", "/api/v1/runs/good/artifacts/1x", NULL, 0, NULL, 400, "invalid_parameter"));
 	absent("ok");
@@ -361,6 +370,203 @@ START_TEST(test_kind_mismatch_and_unsupported)
 }
 END_TEST
 
+/* One raw HTTP/1.1 exchange on a new connection; the answer's status (0: none), its text in out. */
+static int raw_exchange(const struct tu_server *s, const char *req, char *out, size_t cap)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), status = 0;
+	size_t n = 0;
+	ssize_t k;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	shutdown(fd, SHUT_WR);
+	while (n + 1 < cap && (k = read(fd, out + n, cap - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = 0;
+	close(fd);
+	sscanf(out, "HTTP/1.1 %d", &status);
+	return status;
+}
+
+/*
+ * Two framings of one body (RFC 9112 6.3): Content-Length headers that
+ * disagree, or one beside Transfer-Encoding, are refused; a proxy in front
+ * could take the other framing and smuggle a request through.
+ */
+START_TEST(test_ambiguous_framing)
+{
+	char out[4096];
+	const char *body = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}]";
+	char req[1024];
+
+	snprintf(req, sizeof(req),
+		 "POST /api/v1/runs/smuggle/artifacts?name=a.json HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+		 "Content-Length: 5\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+	ck_assert_msg(raw_exchange(&srv, req, out, sizeof(out)) == 400, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "invalid_request"));
+	snprintf(req, sizeof(req),
+		 "POST /api/v1/runs/smuggle/artifacts?name=a.json HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+		 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+	ck_assert_msg(raw_exchange(&srv, req, out, sizeof(out)) == 400, "%s", out);
+	snprintf(req, sizeof(req),
+		 "POST /api/v1/runs/smuggle/artifacts?name=a.json HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+		 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", strlen(body), body);
+	ck_assert_msg(raw_exchange(&srv, req, out, sizeof(out)) == 400, "%s", out);
+	snprintf(req, sizeof(req), "GET /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 1\r\n"
+		 "Connection: close\r\n\r\n");
+	ck_assert_msg(raw_exchange(&srv, req, out, sizeof(out)) == 400, "%s", out);
+	absent("smuggle");
+	/* the same length twice says one thing: taken */
+	snprintf(req, sizeof(req),
+		 "POST /api/v1/runs/smuggle/artifacts?name=a.json HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+		 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), strlen(body), body);
+	ck_assert_msg(raw_exchange(&srv, req, out, sizeof(out)) == 201, "%s", out);
+	server_intact();
+}
+END_TEST
+
+/* ---- the hostile corpus (tests/hostile/MANIFEST) ---- */
+
+static struct tu_server hsrv;
+
+static void hostile_start(void)
+{
+	static const char *const extra[] = { "--max-events", "3000", "--max-pickle-values", "20000", NULL };
+
+	if (tu_server_start(&hsrv, extra)) {
+		fprintf(stderr, "bad_input: cannot start the server for the hostile corpus\n");
+		abort();
+	}
+}
+
+static void hostile_stop(void)
+{
+	tu_server_cleanup(&hsrv);
+}
+
+/* Every read of a run answers below 500 (a 4xx such as no_memory_data is fine), and its JSON parses. */
+static void reads_answer(const char *run, const char *file)
+{
+	static const char *const reads[] = {
+		"", "/steps", "/steps?format=csv", "/ops", "/ops?device=gpu", "/ops?format=csv", "/kernels",
+		"/kernels?format=csv", "/ranks", "/ranks?format=csv", "/diagnosis", "/memory", "/memory?points=0",
+		"/memory?points=3", "/memory/peak", "/trace", "/metrics",
+	};
+	char path[512];
+	struct tu_resp r;
+
+	for (size_t i = 0; i <= sizeof(reads) / sizeof(reads[0]); i++) {
+		if (i < sizeof(reads) / sizeof(reads[0]))
+			snprintf(path, sizeof(path), "/api/v1/runs/%s%s", run, reads[i]);
+		else
+			snprintf(path, sizeof(path), "/api/v1/compare?base=%s&target=%s", run, run);
+		ck_assert_int_eq(tu_http(&hsrv, "GET", path, NULL, 0, NULL, &r), 0);
+		ck_assert_msg(r.status > 0 && r.status < 500, "%s: GET %s answered %ld: %.300s", file, path, r.status,
+			      r.body);
+		if (!strcmp(r.content_type, "application/json")) {
+			json_t *j = tu_json(&r);
+			ck_assert_msg(j != NULL, "%s: GET %s: not JSON", file, path);
+			json_decref(j);
+		}
+		tu_resp_free(&r);
+	}
+}
+
+/* No CSV field of the answer starts (inside its quotes or not) with what a spreadsheet runs as a formula. */
+static void csv_inert(const char *run, const char *table, const char *must)
+{
+	char path[256];
+	struct tu_resp r;
+	int quoted = 0, start = 1;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/%s?format=csv", run, table);
+	ck_assert_int_eq(tu_http(&hsrv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_msg(strstr(r.body, must), "%s lacks %s: %s", path, must, r.body);
+	for (const char *c = r.body; *c; c++) {
+		if (start && *c == '"') {
+			quoted = 1;
+			continue;
+		}
+		if (start && !(*c == ',' || (*c == '\r' && c[1] == '\n')))	/* not an empty field */
+			ck_assert_msg(!strchr("=+-@\t\r", *c) || (*c == '-' && c[1] >= '0' && c[1] <= '9' && !quoted),
+				      "%s: a field starts with '%c': %s", path, *c, r.body);
+		start = 0;
+		if (*c == '"' && quoted)
+			quoted = c[1] == '"' ? (c++, 1) : 0;
+		else if (!quoted && (*c == ',' || *c == '\n'))
+			start = 1;
+	}
+	tu_resp_free(&r);
+}
+
+START_TEST(test_hostile_corpus)
+{
+	char *manifest = tu_source_path("tests/hostile/MANIFEST"), line[512];
+	FILE *f = fopen(manifest, "r");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		char file[256], query[256], rel[300], path[600], run[32];
+		long want;
+		struct tu_resp r;
+		size_t len;
+		uint8_t *body;
+		char *at;
+
+		if (line[0] == '#' || sscanf(line, "%255s %255s %ld", file, query, &want) != 3)
+			continue;
+		snprintf(rel, sizeof(rel), "tests/hostile/%s", file);
+		at = tu_source_path(rel);
+		ck_assert_msg((body = tu_read_file(at, &len)) != NULL, "cannot read %s", at);
+		snprintf(run, sizeof(run), "hostile-%d", ++n);
+		snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?%s", run, query);
+		ck_assert_int_eq(tu_http(&hsrv, "POST", path, body, len, NULL, &r), 0);
+		ck_assert_msg(r.status == want, "%s ?%s: %ld, expected %ld: %.300s", file, query, r.status, want, r.body);
+		if (want >= 400) {
+			json_t *j = tu_json(&r);
+			ck_assert_msg(j && tu_error_code(j)[0], "%s: no JSON error", file);
+			json_decref(j);
+		}
+		tu_resp_free(&r);
+		reads_answer(run, file);
+		if (strstr(file, "formula") && want == 201) {
+			csv_inert(run, "ops", "\"'=HYPERLINK(\"\"http://example.invalid/x\"\",\"\"click\"\")\"");
+			csv_inert(run, "ops", "\"'@SUM(A1)\"");
+			csv_inert(run, "kernels", "\"'=cmd|\"\" /C calc\"\"!A0\"");
+		}
+		free(body);
+		free(at);
+	}
+	fclose(f);
+	free(manifest);
+	ck_assert_int_ge(n, 15);
+	/* and each run against the next: extremes on one side only */
+	for (int k = 1; k < n; k++) {
+		char path[128];
+		struct tu_resp r;
+		snprintf(path, sizeof(path), "/api/v1/compare?base=hostile-%d&target=hostile-%d", k, k + 1);
+		ck_assert_int_eq(tu_http(&hsrv, "GET", path, NULL, 0, NULL, &r), 0);
+		ck_assert_msg(r.status > 0 && r.status < 500, "GET %s answered %ld: %.300s", path, r.status, r.body);
+		tu_resp_free(&r);
+		snprintf(path, sizeof(path), "/api/v1/compare?base=hostile-%d&target=hostile-%d", k + 1, k);
+		ck_assert_int_eq(tu_http(&hsrv, "GET", path, NULL, 0, NULL, &r), 0);
+		ck_assert_msg(r.status > 0 && r.status < 500, "GET %s answered %ld: %.300s", path, r.status, r.body);
+		tu_resp_free(&r);
+	}
+	{
+		struct tu_resp r;
+		ck_assert_int_eq(tu_http(&hsrv, "GET", "/api/v1/runs", NULL, 0, NULL, &r), 0);
+		ck_assert_msg(r.status == 200, "/api/v1/runs: %ld %.300s", r.status, r.body);
+		tu_resp_free(&r);
+	}
+}
+END_TEST
+
 Suite *suite_bad_input(void)
 {
 	Suite *s = suite_create("bad_input");
@@ -381,6 +587,12 @@ Suite *suite_bad_input(void)
 	tcase_add_test(tc, test_bad_names_and_parameters);
 	tcase_add_test(tc, test_unknown_routes_and_methods);
 	tcase_add_test(tc, test_kind_mismatch_and_unsupported);
+	tcase_add_test(tc, test_ambiguous_framing);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 300);
+	tcase_add_unchecked_fixture(tc, hostile_start, hostile_stop);
+	tcase_add_test(tc, test_hostile_corpus);
 	suite_add_tcase(s, tc);
 	return s;
 }

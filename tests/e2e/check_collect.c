@@ -8,17 +8,22 @@
  * the server answered with 200 (a file sent twice).
  */
 #define _GNU_SOURCE	/* asprintf, strcasestr */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -306,11 +311,17 @@ START_TEST(test_upload_fixtures)
 	ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "trace");
 	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 1408);
 	ck_assert_int_eq(json_integer_value(json_object_get(a, "rank")), 0);
-	/* what was stored inflates to the file, byte for byte */
+	/* gzip'd in transit only: the download is the file, byte for byte, and its size the file's */
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "bytes")), (json_int_t)len);
 	snprintf(path, sizeof(path), "/api/v1/runs/up/artifacts/%" JSON_INTEGER_FORMAT "/raw",
 		 json_integer_value(json_object_get(a, "id")));
 	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
 	ck_assert_int_eq(r.status, 200);
+	ck_assert_msg(r.len == len && !memcmp(r.body, text, len), "the download is not the file");
+	tu_resp_free(&r);
+	/* a client that takes gzip gets it gzip-encoded, and it inflates to the file */
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, "Accept-Encoding: gzip", &r), 0);
+	ck_assert_str_eq(r.content_encoding, "gzip");
 	raw = tu_gunzip(r.body, r.len, &rawlen);
 	ck_assert_msg(raw && rawlen == len && !memcmp(raw, text, len), "stored bytes do not inflate to the file");
 	free(raw);
@@ -501,6 +512,67 @@ START_TEST(test_watch_renamed)
 	err = output("watch", "err");
 	ck_assert_msg(strstr(err, "snap.pickle: 4"), "%s", err);	/* its 4xx, said */
 	free(err);
+}
+END_TEST
+
+/*
+ * watch never follows a symbolic link (one to a file outside the folder was
+ * shipped, then served by /raw), skips a name that is not UTF-8 with a word
+ * and goes on, and ships a file appended over several open/close cycles once,
+ * whole (each close shipped it, the first ones as errors).
+ */
+START_TEST(test_watch_links_names_and_unfinished)
+{
+	const char *args[] = { "watch", "--run", "wl", dir, NULL };
+	static const char *const parts[] = {
+		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"g0\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1}",
+		",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"g1\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":1}",
+		"]}",
+	};
+	char *outside = tu_tmpdir(), secret[600], *link = path_in("secret.json"), *grow = path_in("grow.json"), *t, *err;
+	json_t *arts;
+	pid_t pid;
+
+	snprintf(secret, sizeof(secret), "%s/secret.json", outside);
+	t = trace_text("secret", 0);
+	ck_assert_int_eq(tu_write_file(secret, t, strlen(t)), 0);
+	free(t);
+	ck_assert_int_eq(symlink(secret, link), 0);
+	t = trace_text("wl", 1);
+	put_file("bad\xff.json", t, 10);
+	free(t);
+	t = trace_text("wl", 2);
+	put_file("good.json", t, 10);
+	free(t);
+	pid = spawn("links", args, NULL);
+	ck_assert_uint_eq(wait_artifacts("wl", 1), 1);
+	for (size_t i = 0; i < 3; i++) {
+		FILE *f = fopen(grow, i ? "a" : "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(parts[i], f);
+		fclose(f);
+		sleep_ms(400);
+	}
+	ck_assert_uint_eq(wait_artifacts("wl", 2), 2);
+	sleep_ms(1500);	/* anything more would show now */
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	arts = artifacts("wl");
+	ck_assert_int_eq(json_array_size(arts), 2);
+	ck_assert_int_eq(named(arts, "good.json"), 1);
+	ck_assert_int_eq(named(arts, "grow.json"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(by_name(arts, "grow.json"), "status")), "ready");
+	ck_assert_int_eq(json_integer_value(json_object_get(by_name(arts, "grow.json"), "events")), 2);
+	json_decref(arts);
+	ck_assert_int_eq(uploads_answered(200) + uploads_answered(201), 2);
+	err = output("links", "err");
+	ck_assert_msg(strstr(err, "secret.json: a symbolic link"), "%s", err);
+	ck_assert_msg(strstr(err, "not UTF-8: bad\\xff.json"), "%s", err);
+	free(err);
+	tu_rmtree(outside);
+	free(outside);
+	free(link);
+	free(grow);
 }
 END_TEST
 
@@ -856,7 +928,7 @@ END_TEST
 
 START_TEST(test_usage)
 {
-	static const char *const subs[] = { "upload", "watch", "run" };
+	static const char *const subs[] = { "upload", "watch", "run", "compare" };
 	const char *help[] = { NULL, "--help", NULL }, *norun[] = { "upload", "x.json", NULL };
 	const char *unknown[] = { "frobnicate", NULL }, *badenv[] = { "TRAINSCOPE_RANK=x", NULL };
 	const char *badrank[] = { "upload", "--run", "r", "--rank", "65536", "x.json", NULL };
@@ -864,14 +936,26 @@ START_TEST(test_usage)
 	char *out, *err;
 	int i;
 
-	for (i = 0; i < 3; i++) {
+	/* each subcommand's help is its own (26 to 37 lines before): the shared text is in the top-level help, once */
+	for (i = 0; i < 4; i++) {
+		int lines = 0;
 		help[0] = subs[i];
 		ck_assert_int_eq(collect("help", help, NULL), 0);
 		out = output("help", "out");
-		ck_assert_msg(strstr(out, "usage: trainscope-collect ") && strstr(out, "Exit codes") &&
-				      strstr(out, "TRAINSCOPE_TOKEN"), "%s", out);
+		for (char *p = out; (p = strchr(p, '\n')); p++)
+			lines++;
+		ck_assert_msg(strstr(out, "usage: trainscope-collect ") && strstr(out, "--server URL") &&
+				      strstr(out, "trainscope-collect --help") && !strstr(out, "Exit codes") &&
+				      !strstr(out, "TRAINSCOPE_RETRY") && lines <= 26,
+			      "%s: %d lines: %s", subs[i], lines, out);
 		free(out);
 	}
+	help[0] = "--help";
+	ck_assert_int_eq(collect("help", help, NULL), 0);
+	out = output("help", "out");
+	ck_assert_msg(strstr(out, "Exit codes") && strstr(out, "TRAINSCOPE_TOKEN") && strstr(out, "6 the runs cannot be"),
+		      "%s", out);
+	free(out);
 	ck_assert_int_eq(collect("unknown", unknown, NULL), 2);
 	ck_assert_int_eq(collect("badrank", badrank, NULL), 2);
 	ck_assert_int_eq(collect("badenv", norun, badenv), 2);
@@ -944,12 +1028,269 @@ START_TEST(test_compare_gates)
 	ck_assert_int_eq(r.status, 200);
 	tu_resp_free(&r);
 	ck_assert_int_eq(collect("baseline", baseline, NULL), 5);
+	/* a run without steps against one with them: not comparable, exit 6, and why */
+	static const char nosteps[] = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":"
+				      "\"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,"
+				      " at::detail::Array<char*, 3> >(int)\",\"pid\":1,\"tid\":1,\"ts\":1700000000000000,"
+				      "\"dur\":10}]}";
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/cnone/artifacts?name=n.json", nosteps, strlen(nosteps), NULL,
+				 &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(collect("nc", (const char *[]){ "compare", "cbase", "cnone", NULL }, NULL), 6);
+	out = output("nc", "out");
+	ck_assert_msg(strstr(out, "cbase -> cnone: not_comparable") && strstr(out, "not comparable: target 'cnone' has no"),
+		      "%s", out);
+	/* no step time where a run has none, tables per trace as the answer says, long names cut in the middle */
+	ck_assert_msg(!strstr(out, "step time    ") && strstr(out, "operators, per trace") &&
+			      strstr(out, "void at::native::vectorized_...etail::") && strstr(out, "Array<char*, 3> >(int)"),
+		      "%s", out);
+	free(out);
 	/* the server's 404, and a bad flag */
 	ck_assert_int_eq(collect("unknown", unknown, NULL), 1);
 	out = output("unknown", "err");
 	ck_assert_msg(strstr(out, "404"), "%s", out);
 	free(out);
 	ck_assert_int_eq(collect("bad", bad, NULL), 2);
+}
+END_TEST
+
+/* ---- the file as it was, and what the CLI says ---- */
+
+static void sha256_hex(const void *data, size_t len, char out[65])
+{
+	struct sha256 h;
+
+	sha256_init(&h);
+	sha256_update(&h, data, len);
+	sha256_final_hex(&h, out);
+}
+
+START_TEST(test_raw_is_the_file)
+{
+	char *pk = tu_fixture("memory/cs336_memory_snapshot.pickle"), sha[65], got[65], path[160];
+	const char *args[] = { "upload", "--run", "rawpk", pk, NULL };
+	size_t len;
+	uint8_t *file = tu_read_file(pk, &len);
+	struct tu_resp r;
+	json_t *arts, *a;
+
+	/* the pickle is not gzip: the collector gzips it in transit */
+	ck_assert_ptr_nonnull(file);
+	ck_assert(file[0] != 0x1f);
+	sha256_hex(file, len, sha);
+	ck_assert_int_eq(collect("pk", args, NULL), 0);
+	arts = artifacts("rawpk");
+	ck_assert_int_eq(json_array_size(arts), 1);
+	a = json_array_get(arts, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "sha256")), sha);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "bytes")), (json_int_t)len);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "memory_snapshot");
+	/* the download is the file (memory_viz opens it), under its name */
+	snprintf(path, sizeof(path), "/api/v1/runs/rawpk/artifacts/%" JSON_INTEGER_FORMAT "/raw",
+		 json_integer_value(json_object_get(a, "id")));
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.content_encoding, "");
+	ck_assert_uint_eq(r.len, len);
+	sha256_hex(r.body, r.len, got);
+	ck_assert_str_eq(got, sha);
+	ck_assert_ptr_nonnull(strstr(r.headers, "filename=\"cs336_memory_snapshot.pickle\""));
+	tu_resp_free(&r);
+	/* the same file by plain HTTP (curl --data-binary) is the same artifact */
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/rawpk/artifacts?name=again.pickle", file, len, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body);
+	tu_resp_free(&r);
+	ck_assert_int_eq(count_artifacts("rawpk"), 1);
+	/* and the other way round: the collector after curl */
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/rawpk2/artifacts?name=a.pickle", file, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	args[2] = "rawpk2";
+	ck_assert_int_eq(collect("pk2", args, NULL), 0);
+	char *out = output("pk2", "out");
+	ck_assert_msg(strstr(out, "(already there)"), "%s", out);
+	free(out);
+	ck_assert_int_eq(count_artifacts("rawpk2"), 1);
+	/* an encoding the server does not take is refused before anything is kept */
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/rawpk3/artifacts?name=b.pickle", file, len,
+				 "Content-Encoding: br", &r), 0);
+	ck_assert_int_eq(r.status, 415);
+	tu_resp_free(&r);
+	ck_assert_int_eq(count_artifacts("rawpk3"), 0);
+	json_decref(arts);
+	free(file);
+	free(pk);
+}
+END_TEST
+
+START_TEST(test_ports_checked)
+{
+	const char *up[] = { "upload", "--run", "p", "--server", "http://127.0.0.1:70000", "x.json", NULL };
+	const char *cmp[] = { "compare", "a", "b", NULL };
+	const char *badenv[] = { "TRAINSCOPE_SERVER=http://127.0.0.1:70000/", NULL };
+	const char *zero[] = { "upload", "--run", "p", "--server", "http://127.0.0.1:0", "x.json", NULL };
+	char *err, *db = path_in("p.db");
+	int st;
+
+	ck_assert_int_eq(collect("port", up, NULL), 2);
+	err = output("port", "err");
+	ck_assert_msg(strstr(err, "127.0.0.1:70000") && strstr(err, "65535"), "%s", err);
+	free(err);
+	ck_assert_int_eq(collect("portenv", cmp, badenv), 2);
+	ck_assert_int_eq(collect("port0", zero, NULL), 2);
+	/* the server: exit 2, where it used to listen on 70000 - 65536 = 4464 */
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(SERVER_BIN, SERVER_BIN, "--listen", "127.0.0.1:70000", "--db", db, (char *)NULL);
+		_exit(126);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 2);
+	ck_assert_int_ne(access(db, F_OK), 0);	/* refused before the database is made */
+	free(db);
+}
+END_TEST
+
+START_TEST(test_watch_says_what_it_did)
+{
+	char *sub = path_in("says"), *t, *err;
+	const char *once[] = { "watch", "--once", "--run", "says", sub, NULL };
+	const char *watch[] = { "watch", "--run", "says", sub, NULL };
+	pid_t pid;
+
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	/* nothing there: it says so */
+	ck_assert_int_eq(collect("empty", once, NULL), 0);
+	err = output("empty", "err");
+	ck_assert_msg(strstr(err, "done: shipped nothing"), "%s", err);
+	free(err);
+	/* two files: it says it shipped them */
+	t = trace_text("says", 1);
+	put_file("says/a.json", t, 10);
+	free(t);
+	t = trace_text("says", 2);
+	put_file("says/b.json", t, 10);
+	free(t);
+	ck_assert_int_eq(collect("two", once, NULL), 0);
+	err = output("two", "err");
+	ck_assert_msg(strstr(err, "done: 2 file(s) shipped, 0 rejected, 0 left waiting"), "%s", err);
+	free(err);
+	/* stopped by a signal after one more */
+	pid = spawn("term", watch, NULL);
+	t = trace_text("says", 3);
+	put_renamed("says/.c.tmp", "says/c.json", t);
+	free(t);
+	ck_assert_int_eq(wait_artifacts("says", 3), 3);
+	sleep_ms(100);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	err = output("term", "err");
+	ck_assert_msg(strstr(err, "stopped by a signal: 1 file(s) shipped"), "%s", err);
+	free(err);
+	free(sub);
+}
+END_TEST
+
+/*
+ * A server that reads slowly (32 KiB every 10 ms, about 3 MB/s, from a small
+ * receive buffer), so that an upload takes seconds, then answers 201:
+ * upload's progress bar has a rate and an ETA to show.
+ */
+static int slow_listener(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), small = 16384;
+
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void serve_slowly(int lfd, size_t body_len)
+{
+	static const char body[] = "{\"artifact\":{\"id\":1,\"status\":\"ready\",\"name\":\"big.json.gz\"}}";
+	char buf[32768], answer[256];
+	size_t got = 0, head = 0;
+	int c = accept(lfd, NULL, NULL);
+
+	ck_assert_int_ge(c, 0);
+	for (;;) {
+		ssize_t n = read(c, buf, sizeof(buf));
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+		if (!head) {
+			char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+			if (end)
+				head = (size_t)(end - buf) + 4;
+			if (memmem(buf, (size_t)n, "100-continue", 12))
+				ck_assert_int_eq(write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25), 25);
+		}
+		if (head && got >= head + body_len)
+			break;
+		sleep_ms(10);
+	}
+	snprintf(answer, sizeof(answer), "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+	ck_assert_int_eq(write(c, answer, strlen(answer)), (ssize_t)strlen(answer));
+	close(c);
+}
+
+START_TEST(test_upload_progress)
+{
+	char *big = path_in("big.json.gz"), url[64];
+	size_t len = 12u << 20;	/* 4 s at 3 MB/s: the bar shows a rate after 1 s, with most of the file to go */
+	uint8_t *b = malloc(len);
+	char out[65536];
+	size_t n = 0;
+	int lfd, port, pty;
+	pid_t pid;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i * 2654435761u >> 13);
+	b[0] = 0x1f, b[1] = 0x8b;	/* gzip by its magic: sent as it is, len bytes (the fake server reads no further) */
+	ck_assert_int_eq(tu_write_file(big, b, len), 0);
+	lfd = slow_listener(&port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	/* on a terminal: the bar with a rate and an ETA */
+	pid = forkpty(&pty, NULL, NULL, NULL);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		unsetenv("TRAINSCOPE_TOKEN");
+		execl(COLLECT_BIN, COLLECT_BIN, "upload", "--server", url, "--run", "slow", big, (char *)NULL);
+		_exit(126);
+	}
+	serve_slowly(lfd, len);
+	for (;;) {
+		ssize_t r = read(pty, out + n, sizeof(out) - 1 - n);
+		if (r <= 0)
+			break;	/* EIO once the collector is gone */
+		n += (size_t)r;
+	}
+	out[n] = 0;
+	ck_assert_int_eq(reap(pid), 0);
+	close(pty);
+	ck_assert_msg(strstr(out, "big.json.gz  ") && strstr(out, "/s  ETA ") && strstr(out, "\r\033[K"), "%s", out);
+	/* not on a terminal: no bar at all */
+	pid = spawn("notty", (const char *[]){ "upload", "--server", url, "--run", "slow", big, NULL }, NULL);
+	serve_slowly(lfd, len);
+	ck_assert_int_eq(reap(pid), 0);
+	char *err = output("notty", "err");
+	ck_assert_msg(!strchr(err, '\r') && !strstr(err, "ETA"), "%s", err);
+	free(err);
+	close(lfd);
+	free(b);
+	free(big);
 }
 END_TEST
 
@@ -966,6 +1307,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_upload_server_away);
 	tcase_add_test(tc, test_watch_renamed);
 	tcase_add_test(tc, test_watch_once);
+	tcase_add_test(tc, test_watch_links_names_and_unfinished);
 	tcase_add_test(tc, test_watch_sigkill);
 	tcase_add_test(tc, test_watch_sigterm);
 	tcase_add_test(tc, test_run_chunks);
@@ -973,6 +1315,10 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_run_server_restart);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_compare_gates);
+	tcase_add_test(tc, test_raw_is_the_file);
+	tcase_add_test(tc, test_ports_checked);
+	tcase_add_test(tc, test_watch_says_what_it_did);
+	tcase_add_test(tc, test_upload_progress);
 	suite_add_tcase(s, tc);
 	return s;
 }

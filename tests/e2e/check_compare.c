@@ -15,40 +15,14 @@
 
 static struct tu_server srv;
 
-static void upload(const char *run, const char *name, const void *body, size_t len)
-{
-	char path[256];
-	struct tu_resp r;
-
-	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=%s", run, name);
-	if (tu_http(&srv, "POST", path, body, len, NULL, &r) || r.status != 201) {
-		fprintf(stderr, "upload %s: %ld %s\n", path, r.status, r.body);
-		abort();
-	}
-	tu_resp_free(&r);
-}
-
-static void upload_fixture(const char *run, const char *rel)
-{
-	char *path = tu_fixture(rel);
-	size_t len;
-	uint8_t *b = tu_read_file(path, &len);
-
-	if (!b)
-		abort();
-	upload(run, "trace.json.gz", b, len);
-	free(b);
-	free(path);
-}
-
 static void start(void)
 {
 	if (tu_server_start(&srv, NULL)) {
 		fprintf(stderr, "cannot start %s\n", SERVER_BIN);
 		abort();
 	}
-	upload_fixture("cmp_base", "traces/hta_compare_base.json.gz");
-	upload_fixture("cmp_test", "traces/hta_compare_test.json.gz");
+	tu_upload_fixture(&srv, "cmp_base", "traces/hta_compare_base.json.gz");
+	tu_upload_fixture(&srv, "cmp_test", "traces/hta_compare_test.json.gz");
 }
 
 static void stop(void)
@@ -126,9 +100,12 @@ START_TEST(test_fixture_pair)
 	ck_assert_str_eq(str(j, "verdict"), "no_change");
 	ck_assert(json_is_false(json_object_get(j, "baseline")));
 	json_t *st = json_object_get(j, "step_time");
-	/* identical step durations (fixtures README): no difference, p exactly 1 */
-	ck_assert(num(st, "delta_pct") == 0 && num(st, "delta_ns") == 0 && num(st, "p_value") == 1);
-	ck_assert(num(st, "base_ns") == num(st, "target_ns"));
+	/* identical CPU spans (fixtures README), but a step lasts until the GPU work it launched
+	 * ends: test lacks the kernel that ended base's step #1010 (157,408 + 117,128 us against
+	 * 157,408 + 65,084 us); two steps a run cannot tell that from noise */
+	ck_assert_int_eq(num(st, "base_ns"), 137268000);
+	ck_assert_int_eq(num(st, "target_ns"), 111246000);
+	ck_assert(num(st, "p_value") > 0.05 && json_is_false(json_object_get(st, "significant")));
 	ck_assert_int_eq(num(st, "base_steps"), 2);
 
 	/* the three operators only test has, marked added; nccl:all_reduce once a step... twice in all, now once */
@@ -164,7 +141,7 @@ START_TEST(test_fixture_pair)
 	ck_assert_int_eq(num(counts, "changed"), 1);
 	ck_assert_int_eq(num(counts, "changed") + num(counts, "unchanged"), num(counts, "total"));
 	ck_assert(says(j, "3 operators only in target"));
-	ck_assert(says(j, "p=1,"));
+	ck_assert(says(j, "step time -19.0%") && says(j, "not significant"));
 	json_decref(j);
 
 	/* the other way round, the three are removed */
@@ -196,10 +173,36 @@ START_TEST(test_against_itself)
 }
 END_TEST
 
+/* The V100 trace's first "ts": the slowed copy stretches time away from it. */
+#define V100_T0 1669783687352244LL
+
+/* Copy line to out, the integer after key (when the line has it) replaced by f(value) x 1.5 + off. */
+static void put_scaled(char *out, size_t cap, size_t *len, const char *line, const char *key, long long off)
+{
+	const char *d = strstr(line, key);
+	char *num_end;
+	long long v, k = (long long)strlen(key);
+
+	if (!d) {
+		*len += (size_t)snprintf(out + *len, cap - *len, "%s", line);
+		return;
+	}
+	v = strtoll(d + k, &num_end, 10) - off;
+	ck_assert(num_end > d + k);
+	/* 1.5 x integer us is exact with one decimal: ns stay exact */
+	int w = snprintf(out + *len, cap - *len, "%.*s%lld%s%s", (int)(d + k - line), line, v * 3 / 2 + off,
+			 v % 2 ? ".5" : "", num_end);
+	ck_assert(w > 0 && (size_t)w < cap - *len);
+	*len += (size_t)w;
+}
+
 /*
- * The V100 trace with every kernel's and every ProfilerStep's duration times
- * 1.5, by a text transform of Kineto's layout (each event's "ph"/"cat"/"name"
- * line, then its "ts"/"dur" line); the counts it must find are the fixtures
+ * The V100 trace 1.5 times slower: every event's time stretched away from
+ * the first, and every kernel's and every ProfilerStep's duration times 1.5
+ * (so each step, which ends with the kernels it launched, lasts exactly 1.5
+ * times as long; copies and memsets and host spans keep their durations), by
+ * a text transform of Kineto's layout (each event's "ph"/"cat"/"name" line,
+ * then its "ts"/"dur" line); the counts it must find are the fixtures
  * README's, so a transform that missed events fails here.
  */
 static char *slowed_v100(size_t *len)
@@ -216,7 +219,7 @@ static char *slowed_v100(size_t *len)
 	ck_assert_ptr_nonnull(out);
 	*len = 0;
 	for (p = (char *)in, end = p + n; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p)), *d;
+		char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t ll = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
 		char line[4096];
 
@@ -230,15 +233,14 @@ static char *slowed_v100(size_t *len)
 		} else if (strstr(line, "\"ph\": \"X\"") && strstr(line, "\"name\": \"ProfilerStep#")) {
 			pending = 1;
 			steps++;
-		} else if (pending && (d = strstr(line, "\"dur\": "))) {
-			char *num_end;
-			long long us = strtoll(d + 7, &num_end, 10);
-			ck_assert(num_end > d + 7);
-			/* 1.5 x integer us is exact with one decimal: ns stay exact */
-			int w = snprintf(out + *len, cap - *len, "%.*s%lld%s%s", (int)(d + 7 - line), line, us * 3 / 2,
-					 us % 2 ? ".5" : "", num_end);
-			ck_assert(w > 0 && (size_t)w < cap - *len);
-			*len += (size_t)w;
+		} else if (strstr(line, "\"ts\": ")) {
+			char mid[4200];
+			size_t ml = 0;
+			put_scaled(mid, sizeof(mid), &ml, line, "\"ts\": ", V100_T0);
+			if (pending && strstr(mid, "\"dur\": "))
+				put_scaled(out, cap, len, mid, "\"dur\": ", 0);
+			else
+				put_scaled(out, cap, len, mid, "\"no such key\"", 0);
 			pending = 0;
 			continue;
 		}
@@ -261,8 +263,8 @@ START_TEST(test_v100_slowed)
 	json_t *j, *st, *e, *kernels;
 	int seen_other = 0;
 
-	upload_fixture("v100", "traces/hta_v100_train_memory.json.gz");
-	upload("v100_slow", "slow.json", slow, len);
+	tu_upload_fixture(&srv, "v100", "traces/hta_v100_train_memory.json.gz");
+	tu_upload(&srv, "v100_slow", "slow.json", slow, len);
 	free(slow);
 	j = get("/api/v1/compare?base=v100&target=v100_slow&limit=100000", 200);
 	ck_assert_str_eq(str(j, "verdict"), "regression");
@@ -327,8 +329,8 @@ START_TEST(test_memory_categories)
 	json_t *j, *mem, *v;
 	const char *key;
 
-	upload("mem_a", "a.json", a, strlen(a));
-	upload("mem_b", "b.json", b, strlen(b));
+	tu_upload(&srv, "mem_a", "a.json", a, strlen(a));
+	tu_upload(&srv, "mem_b", "b.json", b, strlen(b));
 	j = get("/api/v1/compare?base=mem_a&target=mem_b", 200);
 	mem = json_object_get(j, "memory");
 	ck_assert_int_eq(num(mem, "base_peak_bytes"), 1700000);
@@ -408,12 +410,13 @@ START_TEST(test_metrics)
 	ck_assert_int_eq(json_array_size(json_object_get(j, "metrics")), 2);
 	json_decref(j);
 
-	/* throughput: tokens per step over the mean step time (111,223,500 ns in both) */
+	/* throughput: tokens per step over the mean step time (137,268,000 and 111,246,000 ns) */
 	j = get("/api/v1/compare?base=cmp_base&target=cmp_test", 200);
 	t = json_array_get(json_object_get(j, "throughput"), 0);
 	ck_assert_str_eq(str(t, "metric"), "tokens_per_step");
-	ck_assert(fabs(num(t, "base_per_s") - 4096 / 0.1112235) < 1e-6);
-	ck_assert(fabs(num(t, "delta_pct") + 50) < 1e-9);
+	ck_assert(fabs(num(t, "base_per_s") - 4096 / 0.137268) < 1e-6);
+	ck_assert(fabs(num(t, "target_per_s") - 2048 / 0.111246) < 1e-6);
+	ck_assert(fabs(num(t, "delta_pct") - ((2048 / 0.111246) / (4096 / 0.137268) - 1) * 100) < 1e-9);
 	ck_assert(says(j, "the runs do different work per step"));
 	json_decref(j);
 
@@ -476,10 +479,9 @@ START_TEST(test_errors)
 		ck_assert_msg(!strcmp(tu_error_code(j), cases[i].code), "%s: %s", cases[i].path, tu_error_code(j));
 		json_decref(j);
 	}
-	/* a rank without data in either run: empty tables, no steps, no change */
-	json_t *j = get("/api/v1/compare?base=cmp_base&target=cmp_test&rank=7", 200);
-	ck_assert_str_eq(str(j, "verdict"), "no_change");
-	ck_assert_int_eq(json_array_size(json_object_get(j, "ops")), 0);
+	/* a rank neither run has: 404, not a comparison of nothing */
+	json_t *j = get("/api/v1/compare?base=cmp_base&target=cmp_test&rank=7", 404);
+	ck_assert_str_eq(tu_error_code(j), "rank_not_found");
 	json_decref(j);
 }
 END_TEST

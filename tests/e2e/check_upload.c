@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "suites.h"
@@ -71,28 +73,34 @@ static json_t *get(const char *path, long expect)
 	return j;
 }
 
+/*
+ * nsteps: the entries of /steps (a trace without steps has one, the whole
+ * trace: first_step -1); complete: the steps /runs counts (incomplete ones
+ * left out); cpu_dur_ns: the ProfilerStep#N spans as written.
+ */
 static const struct fx {
 	const char *file;
 	json_int_t events;
-	int nsteps;
+	int nsteps, complete;
 	json_int_t first_step;
-	json_int_t dur_ns[6];
+	json_int_t cpu_dur_ns[6];
 } fixtures[] = {
-	{ "traces/hta_v100_train_memory.json.gz", 216092, 5, 2,
+	{ "traces/hta_v100_train_memory.json.gz", 216092, 5, 5, 2,
 	  { 345770000, 365256000, 346097000, 344269000, 336328000 } },
-	{ "traces/kineto_resnet50_workers0.json.gz", 75718, 6, 5,
+	{ "traces/kineto_resnet50_workers0.json.gz", 75718, 6, 6, 5,
 	  { 176078000, 173992000, 176918000, 181259000, 176468000, 164261000 } },
-	{ "traces/hta_nccl_rel_ts.json.gz", 40573, 3, 4, { 222442191, 219726905, 224936243 } },
-	{ "traces/hta_ns_resolution.json.gz", 68692, 5, 101,
+	{ "traces/hta_nccl_rel_ts.json.gz", 40573, 3, 3, 4, { 222442191, 219726905, 224936243 } },
+	{ "traces/hta_ns_resolution.json.gz", 68692, 5, 5, 101,
 	  { 35115869, 72077474, 95697341, 95551087, 95699037 } },
-	{ "traces/hta_alexnet.json.gz", 1408, 0, 0, { 0 } },
-	{ "traces/hta_amd_mi250.json.gz", 220, 2, 1, { 9288291, 49073 } },
-	{ "traces/hta_compare_base.json.gz", 33, 2, 1009, { 100298000, 122149000 } },
-	{ "traces/hta_compare_test.json.gz", 34, 2, 1009, { 100298000, 122149000 } },
-	{ "traces/hta_cpu_only.json.gz", 30, 1, 551, { 210109162 } },
-	{ "traces/hta_event_sync.json.gz", 92, 1, 100, { 3154000 } },
-	{ "traces/hta_large_integer.json.gz", 2, 0, 0, { 0 } },
-	{ "traces/hta_triton_tiny.json.gz", 71, 1, 1, { 13336315805 } },
+	{ "traces/hta_alexnet.json.gz", 1408, 1, 0, -1, { 43425365000 } },
+	/* #2, 49 us after a 9.3 ms step, launches nothing: incomplete */
+	{ "traces/hta_amd_mi250.json.gz", 220, 2, 1, 1, { 9288291, 49073 } },
+	{ "traces/hta_compare_base.json.gz", 33, 2, 2, 1009, { 100298000, 122149000 } },
+	{ "traces/hta_compare_test.json.gz", 34, 2, 2, 1009, { 100298000, 122149000 } },
+	{ "traces/hta_cpu_only.json.gz", 30, 1, 1, 551, { 210109162 } },
+	{ "traces/hta_event_sync.json.gz", 92, 1, 1, 100, { 3154000 } },
+	{ "traces/hta_large_integer.json.gz", 2, 1, 0, -1, { 200000 } },
+	{ "traces/hta_triton_tiny.json.gz", 71, 1, 1, 1, { 13336315805 } },
 };
 
 START_TEST(test_fixture_upload)
@@ -124,9 +132,13 @@ START_TEST(test_fixture_upload)
 	ck_assert_int_eq(json_array_size(steps), f->nsteps);
 	for (int k = 0; k < f->nsteps; k++) {
 		json_t *s = json_array_get(steps, (size_t)k);
-		ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), f->first_step + k);
-		ck_assert_int_eq(json_integer_value(json_object_get(s, "dur_ns")), f->dur_ns[k]);
-		ck_assert(json_integer_value(json_object_get(s, "start_ns")) > 1600000000000000000LL);
+		if (f->first_step < 0)
+			ck_assert(json_is_null(json_object_get(s, "step")) && json_is_true(json_object_get(s, "whole_trace")));
+		else
+			ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), f->first_step + k);
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "cpu_dur_ns")), f->cpu_dur_ns[k]);
+		ck_assert_int_ge(json_integer_value(json_object_get(s, "dur_ns")), k ? 0 : f->cpu_dur_ns[k]);
+		ck_assert(json_integer_value(json_object_get(s, "start_ns")) > (f->first_step < 0 ? 0 : 1600000000000000000LL));
 	}
 	json_decref(j);
 
@@ -138,7 +150,7 @@ START_TEST(test_fixture_upload)
 	snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
 	j = get(path, 200);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "artifacts")), 1);
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "run"), "steps")), f->nsteps);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "run"), "steps")), f->complete);
 	json_decref(j);
 	free(data);
 }
@@ -329,10 +341,25 @@ START_TEST(test_patch_run)
 	j = patch("patched", big, 413);
 	ck_assert_str_eq(tu_error_code(j), "body_too_large");
 	json_decref(j);
+	/* each PATCH fits, but their merge is capped too: 18 MB after 300 PATCHes before */
+	for (int i = 0; i < 4; i++) {
+		int n = snprintf(big, sizeof(big), "{\"metadata\":{\"k%d\":\"", i);
+		memset(big + n, 'v', 20000);
+		strcpy(big + n + 20000, "\"}}");
+		j = patch("patched", big, i < 3 ? 200 : 413);
+		if (i == 3)
+			ck_assert_str_eq(tu_error_code(j), "metadata_too_large");
+		json_decref(j);
+	}
 	j = get("/api/v1/runs/patched", 200);
 	ck_assert(json_is_null(json_object_get(json_object_get(j, "run"), "project")));
 	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "run"), "tags")), 2);
+	meta = json_object_get(json_object_get(j, "run"), "metadata");
+	ck_assert_ptr_nonnull(json_object_get(meta, "k2"));
+	ck_assert_ptr_null(json_object_get(meta, "k3"));
 	json_decref(j);
+	/* a patch that deletes keys makes room again */
+	json_decref(patch("patched", "{\"metadata\":{\"k0\":null,\"k1\":null}}", 200));
 }
 END_TEST
 
@@ -438,7 +465,7 @@ START_TEST(test_tokens)
 	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs", NULL, w), 200);
 	ck_assert_int_eq(status_of(&s, "GET", "/metrics", NULL, NULL), 401);
 	ck_assert_int_eq(status_of(&s, "GET", "/healthz", NULL, NULL), 200);
-	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, rd), 401);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, rd), 403);
 	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, w), 200);
 	tu_server_cleanup(&s);
 	/* a token file with no write token does not start */
@@ -447,6 +474,185 @@ START_TEST(test_tokens)
 	tu_server_cleanup(&s);
 	tu_rmtree(dir);
 	free(dir);
+}
+END_TEST
+
+/*
+ * The server started with a token file from tests/hostile/: its exit status,
+ * and what it wrote (stdout and stderr) in out.
+ */
+static int server_with_tokens(const char *hostile, char *out, size_t cap)
+{
+	char *tok = tu_source_path(hostile), *dir = tu_tmpdir(), cmd[2048];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "timeout 20 '%s' --listen 127.0.0.1:0 --db '%s/t.db' --token-file '%s' 2>&1 </dev/null",
+		 SERVER_BIN, dir, tok);
+	ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+	while (n + 1 < cap && fgets(out + n, (int)(cap - n), p))
+		n += strlen(out + n);
+	out[n] = 0;
+	st = pclose(p);
+	tu_rmtree(dir);
+	free(dir);
+	free(tok);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * A token file line that does not fit is refused, naming it: read in 512-byte
+ * pieces, a 600-character read line's last 94 characters were a write token.
+ */
+START_TEST(test_token_file_limits)
+{
+	struct tu_server s;
+	char out[4096], tokfile[600], line[600];
+	const char *extra[] = { "--token-file", tokfile, NULL };
+	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}]";
+	char *dir = tu_tmpdir();
+
+	ck_assert_int_ne(server_with_tokens("tests/hostile/tokens/tokens_long_read_line.txt", out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "line 2 is longer than 512 characters"), "%s", out);
+	ck_assert_int_ne(server_with_tokens("tests/hostile/tokens/tokens_nul.txt", out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "line 2 holds a NUL byte"), "%s", out);
+	ck_assert_int_ne(server_with_tokens("tests/hostile/tokens/tokens_33.txt", out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "line 33: at most 32 tokens"), "%s", out);
+	/* a line of exactly 512 characters is whole: its read token reads and cannot write */
+	snprintf(tokfile, sizeof(tokfile), "%s/tokens", dir);
+	memset(line, 'r', sizeof(line));
+	memcpy(line, "secret-token-0123456789\nread ", 29);
+	line[24 + 512] = '\n';
+	ck_assert_int_eq(tu_write_file(tokfile, line, 24 + 513), 0);
+	ck_assert_int_eq(tu_server_start(&s, extra), 0);
+	memcpy(line, "Authorization: Bearer ", 22);
+	memset(line + 22, 'r', 507);
+	line[22 + 507] = 0;
+	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs", NULL, line), 200);
+	ck_assert_int_eq(status_of(&s, "POST", "/api/v1/runs/t/artifacts", body, line), 403);
+	line[22 + 506] = 0;
+	ck_assert_int_eq(status_of(&s, "GET", "/api/v1/runs", NULL, line), 401);
+	tu_server_cleanup(&s);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* ---- slow clients, connections per address ---- */
+
+static void run_absent(const struct tu_server *s, const char *run);
+
+/* A connection from a loopback address of our choosing (127.0.0.N) to the server. */
+static int connect_from(const struct tu_server *s, const char *from)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port) };
+	struct sockaddr_in b = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	inet_pton(AF_INET, from, &b.sin_addr);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof(b)), 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* Send a GET of /healthz on fd; 1 when it is answered 200. */
+static int healthz_on(int fd)
+{
+	const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	char buf[512];
+	ssize_t n;
+
+	if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strstr(buf, "HTTP/1.1 200") == buf;
+}
+
+/* Seconds until the server closes fd while we send one byte of `text` every 200 ms (or 30 s). */
+static double trickle(int fd, const char *text)
+{
+	struct timespec t0, t1;
+	char c;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0;; i++) {
+		struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+		fd_set rd;
+		FD_ZERO(&rd);
+		FD_SET(fd, &rd);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > 30)
+			break;
+		if (select(fd + 1, &rd, NULL, NULL, &tv) > 0 && read(fd, &c, 1) <= 0)
+			break;	/* closed (or answered and closed) */
+		if (send(fd, text + i % strlen(text), 1, MSG_NOSIGNAL) < 0)
+			break;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+/*
+ * One address cannot hold every connection (520 idle ones blocked every
+ * other client), and a client trickling a byte at a time, never idle, is
+ * closed once its headers or its body take longer than --timeout.
+ */
+START_TEST(test_slow_clients_and_connections_per_address)
+{
+	struct tu_server s;
+	const char *extra[] = { "--max-client-connections", "4", "--timeout", "2", NULL };
+	int fds[8], fd, open_ok = 0;
+	double secs;
+
+	ck_assert_int_eq(tu_server_start(&s, extra), 0);
+	for (int i = 0; i < 8; i++)
+		fds[i] = connect_from(&s, "127.0.0.1");
+	usleep(300 * 1000);
+	/* past the 4th, each is closed at once; the first 4 stay open */
+	for (int i = 0; i < 8; i++) {
+		char c;
+		struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+		fd_set rd;
+		FD_ZERO(&rd);
+		FD_SET(fds[i], &rd);
+		if (!(select(fds[i] + 1, &rd, NULL, NULL, &tv) > 0 && read(fds[i], &c, 1) <= 0))
+			open_ok++;
+	}
+	ck_assert_int_eq(open_ok, 4);
+	/* another address is served meanwhile */
+	fd = connect_from(&s, "127.0.0.2");
+	ck_assert(healthz_on(fd));
+	close(fd);
+	for (int i = 0; i < 8; i++)
+		close(fds[i]);
+	usleep(300 * 1000);
+	/* request headers a byte at a time: closed after about --timeout, not served forever */
+	fd = connect_from(&s, "127.0.0.3");
+	secs = trickle(fd, "GET /healthz HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	close(fd);
+	ck_assert_msg(secs >= 1.5 && secs < 10, "slow headers closed after %.1f s", secs);
+	/* a body a byte at a time, likewise; nothing of it is kept */
+	fd = connect_from(&s, "127.0.0.3");
+	{
+		const char head[] = "POST /api/v1/runs/slow/artifacts?name=s.json HTTP/1.1\r\nHost: x\r\n"
+				    "Content-Length: 100000\r\n\r\n";
+		ck_assert_int_eq(write(fd, head, sizeof(head) - 1), (ssize_t)(sizeof(head) - 1));
+	}
+	secs = trickle(fd, "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1},");
+	close(fd);
+	ck_assert_msg(secs >= 1.5 && secs < 10, "slow body closed after %.1f s", secs);
+	/* and a normal client is served on as before */
+	fd = connect_from(&s, "127.0.0.3");
+	ck_assert(healthz_on(fd));
+	close(fd);
+	run_absent(&s, "slow");
+	tu_server_cleanup(&s);
 }
 END_TEST
 
@@ -472,7 +678,7 @@ START_TEST(test_clean_stop_and_restart)
 	ck_assert_int_eq(tu_server_restart(&s, NULL), 0);
 	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/keep/steps", NULL, 0, NULL, &r), 0);
 	ck_assert_int_eq(r.status, 200);
-	ck_assert_ptr_nonnull(strstr(r.body, "\"dur_ns\":176078000"));
+	ck_assert_ptr_nonnull(strstr(r.body, "\"cpu_dur_ns\":176078000"));
 	tu_resp_free(&r);
 	tu_server_cleanup(&s);
 	free(data);
@@ -690,13 +896,14 @@ static void *upload_thread(void *p)
 	struct tu_resp r = { 0 };
 
 	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=f.json.gz", a->run);
-	/* five at once from one address: past --max-client-uploads (4) the server says 429; retry */
+	/*
+	 * five at once from one address: past --max-client-uploads (4) the server
+	 * says 429 and closes; retry. A 429 that lands while the body is still
+	 * being sent reaches the client as a reset connection (seen on a loaded
+	 * machine), so a transport error is retried too, as the collector does.
+	 */
 	for (int i = 0; data && i < 600; i++) {
-		if (tu_http(&srv, "POST", path, data, len, NULL, &r)) {
-			r.status = 0;
-			break;
-		}
-		if (r.status != 429)
+		if (!tu_http(&srv, "POST", path, data, len, NULL, &r) && r.status != 429)
 			break;
 		tu_resp_free(&r);
 		r.status = 0;
@@ -759,6 +966,8 @@ Suite *suite_upload(void)
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_tokens);
+	tcase_add_test(tc, test_token_file_limits);
+	tcase_add_test(tc, test_slow_clients_and_connections_per_address);
 	tcase_add_test(tc, test_clean_stop_and_restart);
 	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);
 	tcase_add_test(tc, test_kill_9_mid_upload_then_restart);

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == TP_OK)
 		rc = pickle_parser_finish(p, &root, &err);
 	if (rc == TP_OK) {
-		rc = snap_timeline(root, &r, &s, &n, &st, &err);
+		rc = snap_timeline(root, lim.max_objects, &r, &s, &n, &st, &err);
 		if (rc == TP_OK) {
 			for (i = 0; i < n; i++)
 				for (size_t k = 0; k < s[i].n; k++)

@@ -65,6 +65,12 @@ static void check_analysis(struct ctx *c)
 		}
 		if (sum != r->steps[i].dur_ns)
 			abort();
+		/* steps never overlap; the extras stay within the step */
+		if (i && r->steps[i].start_ns < tp_sat_add(r->steps[i - 1].start_ns, r->steps[i - 1].dur_ns))
+			abort();
+		if (r->steps[i].comm_overlap_ns < 0 || r->steps[i].gpu_busy_ns < 0 ||
+		    r->steps[i].gpu_busy_ns > r->steps[i].dur_ns || r->steps[i].cpu_dur_ns < 0)
+			abort();
 	}
 	for (i = 0; i < r->nops; i++)
 		if (r->ops[i].self_ns < 0 || (r->ops[i].device == AN_DEV_CPU && r->ops[i].self_ns > r->ops[i].total_ns))

@@ -17,11 +17,14 @@ Suite *suite_analysis(void);
 Suite *suite_timeline(void);
 Suite *suite_snapshot(void);
 Suite *suite_stats(void);
+Suite *suite_runline(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);
 Suite *suite_compare(void);
 Suite *suite_collect(void);
+Suite *suite_api_contract(void);
+Suite *suite_runs(void);
 Suite *suite_cupti(void);
 
 #endif

@@ -359,6 +359,34 @@ void tu_resp_free(struct tu_resp *r)
 	r->body = NULL;
 }
 
+void tu_upload(const struct tu_server *s, const char *run, const char *name, const void *body, size_t len)
+{
+	struct tu_resp r;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=%s", run, name);
+	if (tu_http(s, "POST", path, body, len, NULL, &r) || r.status != 201) {
+		fprintf(stderr, "upload %s: %ld %s\n", path, r.status, r.body);
+		abort();
+	}
+	tu_resp_free(&r);
+}
+
+void tu_upload_fixture(const struct tu_server *s, const char *run, const char *rel)
+{
+	char *path = tu_fixture(rel);
+	size_t len;
+	uint8_t *b = tu_read_file(path, &len);
+
+	if (!b) {
+		fprintf(stderr, "cannot read %s\n", path);
+		abort();
+	}
+	tu_upload(s, run, "trace.json.gz", b, len);
+	free(b);
+	free(path);
+}
+
 json_t *tu_json(const struct tu_resp *r)
 {
 	json_error_t e;

@@ -60,6 +60,10 @@ struct tu_resp {
 int tu_http(const struct tu_server *s, const char *method, const char *path, const void *body,
 	    size_t len, const char *header, struct tu_resp *out);
 void tu_resp_free(struct tu_resp *r);
+/* POST body to run as artifact name; aborts the test unless the answer is 201. */
+void tu_upload(const struct tu_server *s, const char *run, const char *name, const void *body, size_t len);
+/* The same with the fixture file rel (tu_fixture), named trace.json.gz. */
+void tu_upload_fixture(const struct tu_server *s, const char *run, const char *rel);
 
 
 

@@ -14,7 +14,7 @@ static void fill(struct tp_event *e, size_t n, unsigned seed)
 	for (size_t i = 0; i < n; i++) {
 		memset(&e[i], 0, sizeof(e[i]));
 		e[i].ph = "XiMsfBE"[rand() % 7];
-		e[i].have = (uint32_t)rand() & ((1u << 20) - 1);
+		e[i].have = (uint32_t)rand() & ((1u << 21) - 1);
 		e[i].name = (uint32_t)rand();
 		e[i].cat = (uint32_t)(rand() % 3);
 		e[i].ts_ns = rand() % 3 ? 1669783687464181000LL + rand() : edge[rand() % 11];
@@ -43,6 +43,7 @@ static void fill(struct tp_event *e, size_t n, unsigned seed)
 		e[i].addr = 139926520725504LL;
 		e[i].total_alloc = INT64_MAX;
 		e[i].total_reserved = 12782141440LL;
+		e[i].sort_index = edge[rand() % 11];
 		e[i].arg = rand() % 2 ? (uint32_t)rand() : 0;
 	}
 }
@@ -60,6 +61,7 @@ static void same(const struct tp_event *a, const struct tp_event *b)
 	F(TH_DEVICE, device); F(TH_BYTES, bytes); F(TH_SEQ, seq); F(TH_FWD_TID, fwd_tid);
 	F(TH_FLOW, flow_id); F(TH_EV_IDX, ev_idx); F(TH_DEV_TYPE, dev_type); F(TH_DEV_ID, dev_id);
 	F(TH_ADDR, addr); F(TH_TOTAL_ALLOC, total_alloc); F(TH_TOTAL_RES, total_reserved);
+	F(TH_SORT, sort_index);
 #undef F
 	if (a->have & TH_PID) {
 		if (a->pid_s)

@@ -83,8 +83,8 @@ static const struct fx {
 	int rank;			/* from distributedInfo, or 0 */
 	int nsteps;
 	int64_t first_step;
-	int64_t start_ns[6];
-	int64_t dur_ns[6];
+	int64_t start_ns[6];		/* the ProfilerStep#N spans (fixtures README) */
+	int64_t cpu_dur_ns[6];
 } fixtures[] = {
 	{ "traces/hta_v100_train_memory.json.gz", 216092, 1, 5, 2,
 	  { 1669783687384669000LL, 1669783687730492000LL, 1669783688095792000LL,
@@ -128,8 +128,16 @@ START_TEST(test_fixture_figures)
 	for (k = 0; k < f->nsteps; k++) {
 		json_t *s = json_array_get(steps, (size_t)k);
 		ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), f->first_step + k);
-		ck_assert_int_eq(json_integer_value(json_object_get(s, "start_ns")), f->start_ns[k]);
-		ck_assert_int_eq(json_integer_value(json_object_get(s, "dur_ns")), f->dur_ns[k]);
+		json_int_t start = json_integer_value(json_object_get(s, "start_ns"));
+		json_int_t dur = json_integer_value(json_object_get(s, "dur_ns"));
+		/* the CPU span as written; the step starts there, or where the step before ended when that
+		 * is later, and ends at the CPU end or later (the GPU work it launched) */
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "cpu_dur_ns")), f->cpu_dur_ns[k]);
+		if (k == 0)
+			ck_assert_int_eq(start, f->start_ns[k]);
+		else
+			ck_assert_int_ge(start, f->start_ns[k]);
+		ck_assert_int_ge(start + dur, f->start_ns[k] + f->cpu_dur_ns[k]);
 	}
 	json_decref(root);
 	free(data);

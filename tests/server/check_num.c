@@ -37,6 +37,9 @@ START_TEST(test_us_to_ns_rounding_and_exponents)
 	ck_assert_int_eq(ns("1e-9"), 0);
 	ck_assert_int_eq(ns("0.000000001"), 0);
 	ck_assert_int_eq(ns("9223372036854775.807"), INT64_MAX);
+	/* the int64 range is not symmetric: INT64_MIN fits, one below does not */
+	ck_assert_int_eq(ns("-9223372036854775.808"), INT64_MIN);
+	ck_assert_int_eq(ns("-9223372036854775.807"), INT64_MIN + 1);
 }
 END_TEST
 
@@ -45,6 +48,7 @@ START_TEST(test_us_to_ns_rejects)
 	int64_t v;
 
 	ck_assert_int_eq(num_us_to_ns("9223372036854775.808", 20, &v), -1);
+	ck_assert_int_eq(num_us_to_ns("-9223372036854775.809", 21, &v), -1);
 	ck_assert_int_eq(num_us_to_ns("99999999999999999999", 20, &v), -1);
 	ck_assert_int_eq(num_us_to_ns("1e400", 5, &v), -1);
 	ck_assert_int_eq(num_us_to_ns("abc", 3, &v), -1);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/memory.h"
 #include "analysis/snapshot.h"
 #include "ingest/pickle.h"
 #include "suites.h"
@@ -62,7 +63,7 @@ static void snap_read(const void *data, size_t len, size_t piece, struct snap *x
 	struct tp_errbuf err = { 0 };
 
 	ck_assert_msg(feed(data, len, piece, &lim, &x->p, &root, &err) == 0, "%s", err.msg);
-	ck_assert_msg(snap_timeline(root, &x->r, &x->s, &x->n, &x->st, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_timeline(root, lim.max_objects, &x->r, &x->s, &x->n, &x->st, &err) == 0, "%s", err.msg);
 }
 
 static void snap_done(struct snap *x)
@@ -233,6 +234,25 @@ START_TEST(test_object_cap)
 	ck_assert_int_eq(feed(p2, sizeof(p2) - 1, 64, &small, &p, &root, &err), TP_ERR_TOOBIG);
 	ck_assert_str_eq(err.code, "pickle_too_big");
 	pickle_parser_free(p);
+	/* values that cost no node cost a stack slot: DUP, None, True, False, a memo GET (5 MB of
+	 * these reached 1.5 GB before the cap) count like the rest */
+	static const struct { const char *b; size_t n; } ops[] = {
+		{ "2", 1 }, { "N", 1 }, { "\x88", 1 }, { "\x89", 1 }, { "h\x00", 2 },
+	};
+	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+		uint8_t b[1024];
+		size_t n, w = ops[k].n;
+		memcpy(b, "\x80\x04]\x94", 4);
+		n = 4;
+		while (n + w < sizeof(b)) {
+			memcpy(b + n, ops[k].b, w);
+			n += w;
+		}
+		memset(&err, 0, sizeof(err));
+		ck_assert_msg(feed(b, n, 64, &small, &p, &root, &err) == TP_ERR_TOOBIG, "op %zu: %s", k, err.msg);
+		ck_assert_str_eq(err.code, "pickle_too_big");
+		pickle_parser_free(p);
+	}
 }
 END_TEST
 
@@ -479,13 +499,35 @@ START_TEST(test_hostile)
 		ck_assert_msg(rc == hostile[_i].rc, "%s: rc %d (%s), want %d", hostile[_i].what, rc, err.msg,
 			      hostile[_i].rc);
 		if (!rc) {
-			rc = snap_timeline(root, &r, &s, &n, &st, &err);
+			rc = snap_timeline(root, lim.max_objects, &r, &s, &n, &st, &err);
 			ck_assert_msg(rc == TP_ERR_INVALID, "%s: the timeline took it (%d)", hostile[_i].what, rc);
 			ck_assert_str_eq(err.code, "bad_snapshot");
 		}
 		ck_assert_msg(err.msg[0], "%s: no message", hostile[_i].what);
 		pickle_parser_free(p);
 	}
+}
+END_TEST
+
+/* Addresses that differ only in high bits (i << 40) spread over the table, not one run of slots. */
+START_TEST(test_amap_high_bits)
+{
+	struct mem_amap m;
+	size_t n = 20000, run = 0, longest = 0;
+
+	ck_assert_int_eq(mem_amap_init(&m, n), 0);
+	for (size_t i = 0; i < n; i++)
+		*mem_amap_slot(&m, (int64_t)((uint64_t)i << 40)) = (int32_t)i;
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(*mem_amap_slot(&m, (int64_t)((uint64_t)i << 40)), (int32_t)i);
+	for (size_t j = 0; j < 2 * m.cap; j++) {
+		run = m.val[j & (m.cap - 1)] != -1 ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	/* linear probing at load <= 1/2 keeps clusters short; the multiply alone made one of 20000 */
+	ck_assert_msg(longest < 100, "longest cluster %zu", longest);
+	mem_amap_free(&m);
 }
 END_TEST
 
@@ -500,6 +542,7 @@ Suite *suite_snapshot(void)
 	tcase_add_test(tc, test_protocol2);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_object_cap);
+	tcase_add_test(tc, test_amap_high_bits);
 	tcase_add_loop_test(tc, test_rule, 0, (int)(sizeof(rules) / sizeof(rules[0])));
 	tcase_add_test(tc, test_pre_existing_free);
 	tcase_add_test(tc, test_free_size_differs);

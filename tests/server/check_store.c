@@ -11,6 +11,9 @@
 #include "suites.h"
 #include "testutil.h"
 
+/* migrations_gen.c: how many schemas/migrations there are */
+extern const int store_nmigrations;
+
 static char *dir;
 static char db[512];
 static struct store *st;
@@ -81,7 +84,7 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	int64_t id = filled_artifact("keep"), dup;
 
 	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), store_nmigrations);
 	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA page_size"), 16384);
 	store_reader_close(r);
 	store_writer_close(w);
@@ -89,7 +92,7 @@ START_TEST(test_reopen_keeps_schema_and_data)
 	ck_assert_int_eq(store_open(db, &st, &err), 0);	/* no migration runs twice */
 	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(tu_db_scalar(db, "PRAGMA user_version"), store_nmigrations);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
 }
 END_TEST
@@ -249,6 +252,33 @@ START_TEST(test_duplicates_and_drop)
 }
 END_TEST
 
+START_TEST(test_delete_waits_for_ingest)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("ff");
+	int64_t a = filled_artifact("busy"), b, dup, n = -1;
+	int gone = -1, rank = -2;
+
+	ck_assert_int_eq(store_artifact_commit(w, a, &f, &dup, &err), 0);
+	b = filled_artifact("busy");	/* still ingesting */
+	ck_assert_int_eq(store_run_delete(w, "busy", 0, &n, &gone, &rank, &err), TP_ERR_CONFLICT);
+	ck_assert_str_eq(err.code, "ingest_in_progress");
+	ck_assert_int_eq(n, 0);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(store_run_delete(w, "busy", b, &n, &gone, &rank, &err), TP_ERR_CONFLICT);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 2);	/* nothing went */
+	/* the ready one can go on its own; the run stays with its upload */
+	ck_assert_int_eq(store_run_delete(w, "busy", a, &n, &gone, &rank, &err), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(gone, 0);
+	ck_assert_int_eq(rank, 2);	/* a ready trace of rank 2: its rank is to derive again */
+	ck_assert_int_eq(store_run_delete(w, "nope", 0, &n, &gone, &rank, &err), TP_ERR_NOTFOUND);
+	ck_assert_str_eq(err.code, "run_not_found");
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 1);
+}
+END_TEST
+
 Suite *suite_store(void)
 {
 	Suite *s = suite_create("store");
@@ -262,6 +292,7 @@ Suite *suite_store(void)
 	tcase_add_test(tc, test_events_and_raw_read_back);
 	tcase_add_test(tc, test_fail_keeps_raw_only);
 	tcase_add_test(tc, test_duplicates_and_drop);
+	tcase_add_test(tc, test_delete_waits_for_ingest);
 	suite_add_tcase(s, tc);
 	return s;
 }

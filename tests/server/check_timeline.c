@@ -150,6 +150,17 @@ START_TEST(test_hostile)
 	ck_assert_int_eq(parse(t, strlen(t), 4096, 10, NULL, &n, &form, &err), TP_ERR_INVALID);
 	ck_assert_ptr_nonnull(strstr(err.msg, "too long"));
 	free(t);
+	/* a first row of times longer than the point cap is refused as it streams, not kept */
+	big = 100000;
+	t = malloc(big * 2 + 64);
+	strcpy(t, "[[");
+	for (size_t i = 0; i < big; i++)
+		memcpy(t + 2 + 2 * i, "0,", 2);
+	strcpy(t + 2 + 2 * big - 1, "], [[0,1,2,3,4,5,6,7,8]]]");
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(parse(t, strlen(t), 4096, 1000, NULL, &n, &form, &err), TP_ERR_TOOBIG);
+	ck_assert_str_eq(err.code, "too_many_points");
+	free(t);
 }
 END_TEST
 

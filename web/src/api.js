@@ -23,8 +23,8 @@ function headers() {
 	return t ? { Authorization: `Bearer ${t}` } : {};
 }
 
-async function request(url, as) {
-	const resp = await fetch(url, { headers: headers() });
+async function request(url, as, method = 'GET') {
+	const resp = await fetch(url, { method, headers: headers() });
 	if (!resp.ok) {
 		let code = 'http_' + resp.status, message = `${resp.status} ${resp.statusText}`;
 		try {
@@ -38,7 +38,44 @@ async function request(url, as) {
 }
 
 export const api = (url) => request(url, 'json');
+
+// Saves bytes under a file name, as a download link would.
+export function saveBlob(blob, filename) {
+	const href = URL.createObjectURL(blob);
+	const a = h('a', { href, download: filename, class: 'offscreen' });
+	document.body.append(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(href), 60000);
+}
+
+// A download link (CSV, raw artifact, trace) that works on a server with read
+// tokens: with a token kept in this browser, a click fetches the file with it and
+// saves the blob (a plain link cannot send the header). The link's href stays
+// the API's URL, to copy for curl.
+export function downloadLink(attrs, text) {
+	const a = h('a', attrs, text);
+	a.addEventListener('click', async (e) => {
+		if (!localStorage.getItem(TOKEN_KEY))
+			return;
+		e.preventDefault();
+		a.classList.add('busy');
+		try {
+			const resp = await fetch(a.href, { headers: headers() });
+			if (!resp.ok)
+				throw new ApiError(resp.status, 'http_' + resp.status, `${resp.status} ${resp.statusText}`);
+			saveBlob(await resp.blob(), a.getAttribute('download') || 'download');
+		} catch (err) {
+			a.title = 'download failed: ' + err.message;
+		} finally {
+			a.classList.remove('busy');
+		}
+	});
+	return a;
+}
 export const apiBuffer = (url) => request(url, 'buffer');
+// A write (DELETE): needs the write token where the server has one.
+export const apiDelete = (url) => request(url, 'json', 'DELETE');
 
 // What a page shows instead of its content when a read failed.
 export function errorBox(err) {

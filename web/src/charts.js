@@ -34,6 +34,38 @@ function mount(el, opts, data) {
 	return u;
 }
 
+// Axis ticks in one unit per axis, at round steps: "0", "50 ms", "100 ms" rather than
+// "0 ns" beside ms; bytes at round binary steps (1, 2, 2.5, 5 × 10^k of a unit: 2 GiB,
+// 4 GiB, not 2.33 GiB).
+const NS_UNITS = [[1e9, 's'], [1e6, 'ms'], [1e3, 'µs'], [1, 'ns']];
+const BYTE_UNITS = [[1024 ** 4, 'TiB'], [1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB'], [1, 'B']];
+
+function ticks(units) {
+	return (u, splits) => {
+		const top = Math.max(...splits.map(Math.abs));
+		const [div, unit] = units.find(([d]) => top >= d) || units[units.length - 1];
+		const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) / div : 1;
+		const digits = step >= 1 || !step ? 0 : Math.min(3, Math.ceil(-Math.log10(step) - 1e-9));
+		return splits.map((v) => (v === 0 ? '0' : (v / div).toFixed(digits) + ' ' + unit));
+	};
+}
+export const nsTicks = ticks(NS_UNITS);
+export const byteTicks = ticks(BYTE_UNITS);
+const BYTE_INCRS = [];
+for (const [div] of [...BYTE_UNITS].reverse())
+	for (const k of [1, 10, 100])
+		for (const m of [1, 2, 2.5, 5])
+			BYTE_INCRS.push(div * k * m);
+
+// The legend shows the values at the cursor; away from the chart, those at idx
+// (the peak, the slowest step) rather than dashes.
+function restingLegend(u, idx) {
+	if (idx == null)
+		return;
+	u.setLegend({ idx });
+	u.over.addEventListener('mouseleave', () => setTimeout(() => u.setLegend({ idx }), 0));
+}
+
 const axisStyle = { stroke: '#52525b', grid: { stroke: '#ececf0', width: 1 }, ticks: { stroke: '#d4d4d8', width: 1 } };
 
 // Step time per step, stacked by component. steps: the /steps answer's array.
@@ -42,18 +74,21 @@ export function stepChart(el, steps, { yMax } = {}) {
 	const cols = Object.fromEntries(COMPONENTS.map((c) => [c, steps.map((s) => s.breakdown_ns[c])]));
 	const layers = stack(COMPONENTS, cols, n);
 	const bars = uPlot.paths.bars({ size: [0.7, 48], gap: 1 });
+	let slowest = null;
+	steps.forEach((s, i) => { if (slowest == null || s.dur_ns > steps[slowest].dur_ns) slowest = i; });
 	return mount(el, {
 		class: 'chart',
+		hooks: { ready: [(u) => restingLegend(u, slowest)] },
 		cursor: { drag: { x: false, y: false }, points: { show: false } },
 		scales: { x: { time: false, distr: 2, range: (u, min, max) => [min - 0.5, max + 0.5] }, y: { range: (u, min, max) => [0, yMax || max * 1.05 || 1] } },
 		axes: [
-			{ ...axisStyle, label: 'step', values: (u, splits) => splits.map((i) => (steps[i] ? '#' + steps[i].step : '')),
+			{ ...axisStyle, label: 'step', values: (u, splits) => splits.map((i) => (steps[i] ? (steps[i].whole_trace ? 'whole trace' : '#' + steps[i].step) : '')),
 				// every k-th step, k such that labels are 60 px apart at least
 				splits: (u) => {
 					const k = Math.max(1, Math.ceil(n / (u.bbox.width / devicePixelRatio / 60)));
 					return steps.map((s, i) => i).filter((i) => i % k === 0);
 				} },
-			{ ...axisStyle, size: 70, values: (u, splits) => splits.map(fmtNs) },
+			{ ...axisStyle, size: 70, values: nsTicks },
 		],
 		series: [
 			{ label: 'step', value: (u, i) => (i == null || !steps[i] ? '' : `#${steps[i].step}: ${fmtNs(steps[i].dur_ns)}`) },
@@ -84,6 +119,8 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 	let shown = mem;	// the timeline drawn now: the whole one, or a window's
 	let seq = 0, timer = null, win = null;
 	const peakX = mem.peak ? (mem.peak.t_ns - t0) / 1e9 : null;
+	let peakIdx = null;	// the point nearest the peak: the legend's resting values
+	mem.allocated.forEach((v, i) => { if (peakIdx == null || v > mem.allocated[peakIdx]) peakIdx = i; });
 	const marker = h('button', { class: 'peak-marker', type: 'button', title: 'What was alive at the peak',
 		onmousedown: (e) => e.stopPropagation(), onclick: () => onPeak && onPeak() }, 'peak ' + fmtBytes(mem.peak?.bytes));
 
@@ -104,12 +141,13 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 		scales: { x: { time: false }, y: { range: (u, min, max) => [0, yMax || max * 1.08 || 1] } },
 		axes: [
 			{ ...axisStyle, label: 'seconds', values: (u, splits) => splits.map((s) => +s.toFixed(3)) },
-			{ ...axisStyle, size: 80, values: (u, splits) => splits.map(fmtBytes) },
+			{ ...axisStyle, size: 80, values: byteTicks, incrs: BYTE_INCRS },
 		],
 		series,
 		hooks: {
 			ready: [(u) => {
 				u.over.append(marker);
+				restingLegend(u, peakIdx);
 				if (xMax != null)
 					u.setScale('x', { min: 0, max: xMax });
 				u.over.addEventListener('click', () => {
@@ -173,4 +211,30 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 		},
 	}, data);
 	return u;
+}
+
+// A memory "timeline" of one instant (a snapshot with segments but no trace
+// entries: the state at dump time): no time axis to make up, one bar of what
+// was allocated, by category, inside what was reserved.
+export function memoryState(el, mem) {
+	const reserved = mem.reserved[0], allocated = mem.allocated[0];
+	const whole = Math.max(reserved ?? 0, allocated) || 1;
+	const bar = h('div', { class: 'state-bar', title: `allocated ${fmtBytes(allocated)} of ${fmtBytes(reserved)} reserved` });
+	const parts = CATEGORIES.filter((c) => mem.categories[c][0] > 0);
+	for (const c of parts) {
+		const seg = h('div', { class: 'state-part', 'data-cat': c, title: `${label(c)}: ${fmtBytes(mem.categories[c][0])}` });
+		seg.style.width = (100 * mem.categories[c][0] / whole) + '%';
+		seg.style.background = CATEGORY_COLORS[c];
+		bar.append(seg);
+	}
+	el.dataset.state = '1';
+	el.classList.add('state');
+	el.replaceChildren(
+		h('p', { class: 'small' }, 'A snapshot without trace entries: the state at dump time, ',
+			h('b', { text: fmtBytes(allocated) }), ' allocated', reserved != null ? [' of ', h('b', { text: fmtBytes(reserved) }), ' reserved'] : '', '.'),
+		bar,
+		h('div', { class: 'state-legend small' }, parts.map((c) => h('span', { class: 'cat' },
+			h('i', { class: 'swatch', 'data-cat': c }), `${label(c)} ${fmtBytes(mem.categories[c][0])}`)),
+		reserved != null && reserved > allocated && h('span', { class: 'cat' }, h('i', { class: 'swatch reserved-free' }),
+			`reserved, free ${fmtBytes(reserved - allocated)}`)));
 }

@@ -35,34 +35,41 @@ export async function comparePage(app) {
 	const names = [runName(cmp.base) || base, runName(cmp.target) || target];
 	const st = cmp.step_time || {};
 
+	// per: "step" (means per step) or "trace" (whole traces: a run without steps)
+	const per = cmp.per === 'trace' ? 'trace' : 'step';
+	const comparable = cmp.verdict !== 'not_comparable';
 	const verdict = h('section', { class: 'verdict ' + cmp.verdict, id: 'verdict' },
 		h('div', { class: 'verdict-head' },
-			h('span', { class: 'verdict-word', text: label(cmp.verdict) }),
+			h('span', { class: 'verdict-word', text: comparable ? label(cmp.verdict) : 'Not comparable' }),
 			h('span', { class: 'verdict-runs' }, h('a', { href: runUrl(names[0]).replace('/api/v1', ''), text: names[0] }), ' → ',
 				h('a', { href: runUrl(names[1]).replace('/api/v1', ''), text: names[1] }))),
+		!comparable && h('p', { class: 'verdict-why', text: 'These runs cannot be compared: no change is claimed either way.' }),
 		h('div', { class: 'headline' },
-			stat('Mean step, base', fmtNs(st.base_ns)),
-			stat('Mean step, target', fmtNs(st.target_ns)),
+			stat(per === 'step' ? 'Mean step, base' : 'Whole trace, base', fmtNs(st.base_ns)),
+			stat(per === 'step' ? 'Mean step, target' : 'Whole trace, target', fmtNs(st.target_ns)),
 			stat('Change', fmtSignedPct(st.delta_pct), st.p_value != null ? `p = ${st.p_value.toPrecision(2)}` : null),
 			stat('Peak memory', `${fmtBytes(cmp.memory?.base_peak_bytes)} → ${fmtBytes(cmp.memory?.target_peak_bytes)}`)),
 		h('ul', { class: 'reasons' }, (cmp.reasons || []).map((r) => h('li', { text: reasonText(r) }))));
 
 	const stepBoxes = names.map(() => h('div', { class: 'chart-box' }));
 	const memBoxes = names.map(() => h('div', { class: 'chart-box' }));
-	const hasMemory = infos.map((i) => i.run.peak_allocated_bytes != null);
+	// a timeline whose bytes are all "unknown" has memory too: the compare answer's peaks say which runs have one
+	const cm = cmp.memory || {};
+	const hasMemory = infos.map((info, i) => info.run.peak_allocated_bytes != null || cm[i ? 'target_peak_bytes' : 'base_peak_bytes'] != null);
+	const devices = [cm.base_device, cm.target_device];
 	app.replaceChildren(...[verdict,
 		card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
 			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' })))), breakdownTable(steps, names)),
 		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
 			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
 		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
-		card('Operators', deltaTable(cmp.ops || [], 'Operator')),
-		card('Kernels', deltaTable(cmp.kernels || [], 'Kernel'))].filter(Boolean));
+		card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
+		card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
 
 	const yMax = Math.max(...steps.flat().map((s) => s.dur_ns)) * 1.05;
 	steps.forEach((s, i) => s.length && stepChart(stepBoxes[i], s, { yMax }));
 	const mems = await Promise.all(names.map((n, i) => hasMemory[i] &&
-		api(runUrl(n, '/memory', { points: Math.round(memBoxes[i].clientWidth) })).catch((err) => {
+		api(runUrl(n, '/memory', { rank: [cmp.base_rank, cmp.target_rank][i], device: devices[i], points: Math.round(memBoxes[i].clientWidth) })).catch((err) => {
 			memBoxes[i].replaceChildren(errorBox(err));
 			return null;
 		})));
@@ -109,18 +116,28 @@ function numFmt(key) {
 	return (v) => (typeof v === 'number' ? (Number.isInteger(v) ? fmtInt(v) : v.toPrecision(3)) : v ?? '–');
 }
 
-// Entries of the compare answer's ops or kernels: name, status and whatever figures the server gives.
-function deltaTable(rows, what) {
+const TOP_N = 25;
+const PER = /_per_(step|trace)$/;
+
+// Entries of the compare answer's ops or kernels: name, status and whatever figures the
+// server gives, labelled per step or per trace as the answer's "per" says. What changed most
+// leads (by the size of the time delta); the unchanged rows are folded away.
+function deltaTable(rows, what, per) {
 	const keys = [...new Set(rows.flatMap((r) => Object.keys(r)))].filter((k) => k !== 'name' && k !== 'status' &&
 		rows.some((r) => typeof r[k] === 'number'));
 	const sortKey = keys.find((k) => k.startsWith('delta') && /_ns(_|$)/.test(k)) || keys.find((k) => k.startsWith('delta'));
+	const colLabel = (k) => {
+		const base = label(k.replace(PER, '').replace(/_ns$/, '_time').replace(/^delta_pct$/, 'delta %'));
+		return PER.test(k) ? `${base} per ${per}` : base;
+	};
 	return table({
-		rows, sort: sortKey, empty: 'No differences.',
+		rows, sort: sortKey, empty: 'No differences.', top: TOP_N, filter: rows.length > TOP_N,
+		fold: (r) => r.status === 'unchanged',
 		rowClass: (r) => r.status,
 		columns: [
-			{ key: 'name', label: what, fmt: (v) => h('span', { class: 'name', title: v, text: v }) },
+			{ key: 'name', label: what, name: true },
 			{ key: 'status', label: 'Status', fmt: (v) => h('span', { class: 'chip ' + v, text: v }) },
-			...keys.map((k) => ({ key: k, label: label(k.replace(/_ns(_|$)/, '$1')), num: true, fmt: numFmt(k),
+			...keys.map((k) => ({ key: k, label: colLabel(k), num: true, fmt: numFmt(k),
 				sortBy: k === sortKey ? (r) => (r[k] == null ? null : Math.abs(r[k])) : undefined })),
 		],
 	}).el;

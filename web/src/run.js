@@ -2,16 +2,25 @@
 // component, the memory timeline (click the peak for what was alive), top
 // operators and kernels, the diagnosis, ranks, the trace window (download or
 // open in Perfetto) and the artifacts.
-import { api, apiBuffer, errorBox, runUrl } from './api.js';
-import { memoryChart, stepChart } from './charts.js';
+import { api, apiBuffer, apiDelete, downloadLink, errorBox, runUrl } from './api.js';
+import { memoryChart, memoryState, stepChart } from './charts.js';
+import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
-import { table } from './table.js';
+import { openInViewer } from './viewer.js';
+import { nameCell, table } from './table.js';
 import { CATEGORIES, card, fmtBytes, fmtDate, fmtInt, fmtNs, fmtPct, fmtSignedPct, h, label, ready,
 	setCrumbs } from './util.js';
 
 const TOP_N = 25;
+const FETCH_MAX = 2000;	// the tables show TOP_N, the rest behind "show all" and the filter
+const LIVE_MS = 3000;	// how often an open page asks whether the run changed
+let liveTimer = null;
+
+// What changes when an upload lands or goes: the page is drawn again when it does.
+const signature = (info) => info.artifacts.map((a) => `${a.id}:${a.status}`).join(',');
 
 export async function runPage(app, run) {
+	clearTimeout(liveTimer);
 	setCrumbs(h('a', { href: '/', text: 'Runs' }), run);
 	document.title = run + ' · Trainscope';
 	let info, ranks;
@@ -25,7 +34,9 @@ export async function runPage(app, run) {
 	const rankList = ranks.ranks.map((r) => r.rank);
 	const rank = rankList.includes(+params.get('rank')) ? +params.get('rank') : rankList[0] ?? 0;
 	const hasTrace = info.artifacts.some((a) => a.kind === 'trace' && a.status === 'ready' && a.rank === rank);
-	const hasMemory = info.run.peak_allocated_bytes != null;
+	const devices = ranks.ranks.find((r) => r.rank === rank)?.memory_devices ?? [];
+	const device = devices.includes(params.get('device')) ? params.get('device') : devices[0];
+	const hasMemory = devices.length > 0;
 
 	const headline = h('div', { class: 'headline' });
 	const stepsBox = h('div', { class: 'chart-box' });
@@ -35,20 +46,31 @@ export async function runPage(app, run) {
 	const kernelsBox = h('div');
 	const diagBox = h('div');
 	const traceBox = h('div');
+	const wholeBox = h('div', { class: 'chart-box' });
+	const cyclesBox = h('div');
 
 	const rankPicker = rankList.length > 1 ? h('label', { class: 'rank-pick' }, 'rank ',
 		h('select', { onchange: (e) => { location.search = '?rank=' + e.target.value; } },
 			rankList.map((r) => h('option', { value: r, selected: r === rank, text: r })))) : null;
+	const devicePicker = devices.length > 1 ? h('label', { class: 'device-pick' }, 'device ',
+		h('select', { onchange: (e) => { location.search = `?rank=${rank}&device=${e.target.value}`; } },
+			devices.map((d) => h('option', { value: d, selected: d === device, text: d })))) : null;
 	const meta = [info.run.project && h('span', { class: 'chip', text: info.run.project }),
 		...info.run.tags.map((t) => h('span', { class: 'chip', text: t })),
 		info.run.baseline && h('span', { class: 'chip base', text: 'baseline' })];
 
+	const memCard = hasMemory && card('Memory timeline', h('div', { class: 'toolbar' }, h('p', { class: 'muted small', text: 'By category, with allocated and reserved. Drag to zoom, double-click to reset; click the peak for what was alive.' }), h('span', { class: 'spacer' }), devicePicker), memBox, peakBox);
+	const deleteRun = h('button', { type: 'button', class: 'button small danger', text: 'Delete run',
+		onclick: () => remove(deleteRun, `Delete run ${run} and its ${info.artifacts.length} artifact${info.artifacts.length === 1 ? '' : 's'}? This cannot be undone.`, runUrl(run)) });
 	app.replaceChildren(...[
-		h('div', { class: 'title' }, h('h1', { text: run }), ...meta, h('span', { class: 'spacer' }), rankPicker),
+		h('div', { class: 'title' }, h('h1', { text: run }), ...meta, h('span', { class: 'spacer' }), rankPicker, deleteRun),
 		headline,
-		hasTrace && card('Step time by component', h('p', { class: 'muted small', text: 'Every instant of a step counted once, in the first of kernel, memcpy, memset, runtime, dataloader, cpu that is active then; idle otherwise.' }), stepsBox),
-		hasMemory && card('Memory timeline', h('p', { class: 'muted small', text: 'By category, with allocated and reserved. Drag to zoom, double-click to reset; click the peak for what was alive.' }), memBox, peakBox),
-		hasTrace && h('div', { class: 'grid2' }, card('Top operators', opsBox), card('Top GPU kernels', kernelsBox)),
+		hasTrace && card('Step time by component', h('p', { class: 'muted small', text: 'Every instant of a step counted once, in the first of kernel, memcpy, memset, communication, runtime, dataloader, cpu that is active then; idle otherwise. GPU work counts in the step that launched it.' }), stepsBox),
+		hasTrace && card('Whole run', h('p', { class: 'muted small', id: 'whole-run-note' }), wholeBox, cyclesBox),
+		memCard,
+		// full width each: kernel names need the room to stay told apart
+		hasTrace && card('Top operators', opsBox),
+		hasTrace && card('Top GPU kernels', kernelsBox),
 		hasTrace && card('Diagnosis', diagBox),
 		ranks.ranks.length && card('Ranks', ranksTable(ranks, run)),
 		hasTrace && card('Trace', traceBox),
@@ -62,6 +84,8 @@ export async function runPage(app, run) {
 		}
 	};
 	let steps = [], mem = null;
+	const timeline = hasTrace ? api(runUrl(run, '/timeline', { rank, points: 2000 })) : null;
+	timeline?.catch(() => {});	/* answered in the cards that use it */
 	await Promise.all([
 		hasTrace && load(stepsBox, async () => {
 			steps = (await api(runUrl(run, '/steps', { rank }))).steps;
@@ -72,8 +96,20 @@ export async function runPage(app, run) {
 			traceWindow(traceBox, run, rank, steps);
 		}),
 		hasMemory && load(memBox, async () => {
-			mem = await api(runUrl(run, '/memory', { rank, points: Math.round(memBox.clientWidth) }));
+			mem = await api(runUrl(run, '/memory', { rank, device, points: Math.round(memBox.clientWidth) })).catch((err) => {
+				if (err.code !== 'no_memory_data')
+					throw err;
+				memCard.remove();
+				return null;
+			});
+			if (!mem)
+				return;
 			memBox.dataset.device = mem.device;
+			if (mem.t_ns.length === 1 && mem.source === 'snapshot') {
+				memoryState(memBox, mem);
+				memCard.querySelector('p.muted').textContent = 'By category, inside what was reserved.';
+				return;
+			}
 			memoryChart(memBox, mem, {
 				onPeak: () => load(peakBox, () => showPeak(peakBox, run, rank, mem.device)),
 				fetchWindow: (start_ns, end_ns, points) =>
@@ -82,10 +118,58 @@ export async function runPage(app, run) {
 		}),
 		hasTrace && load(opsBox, () => opsTable(opsBox, run, rank)),
 		hasTrace && load(kernelsBox, () => kernelsTable(kernelsBox, run, rank)),
-		hasTrace && load(diagBox, async () => diagnosis(diagBox, (await api(runUrl(run, '/diagnosis', { rank }))).findings)),
+		hasTrace && load(diagBox, async () => {
+			const [d, t] = await Promise.all([api(runUrl(run, '/diagnosis', { rank })), timeline]);
+			diagnosis(diagBox, [...d.findings, ...t.findings]);
+		}),
+		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
 	]);
 	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info));
 	ready(app);
+	live(app, run, signature(info));
+}
+
+// Poll the run while the page is visible; when an upload landed or went, draw the page again.
+function live(app, run, sig) {
+	const tick = async () => {
+		if (document.visibilityState !== 'visible' || !document.body.contains(app))
+			return schedule();
+		try {
+			const info = await api(runUrl(run));
+			if (signature(info) !== sig)
+				return runPage(app, run);
+		} catch { /* the run went, or the server is away: the next tick tells */ }
+		schedule();
+	};
+	const schedule = () => { liveTimer = setTimeout(tick, LIVE_MS); };
+	schedule();
+}
+
+// The rank's whole training: every step across its cycles and chunks, and the cycles.
+function wholeRun(box, cyclesBox, t) {
+	const note = document.getElementById('whole-run-note');
+	if (note)
+		note.textContent = `${fmtInt(t.steps_total)} steps in ${t.cycles.length} profiling cycle${t.cycles.length === 1 ? '' : 's'}` +
+			(t.points < t.steps_total ? `; ${fmtInt(t.points)} shown, the slowest of each stretch` : '') + '.';
+	if (!t.steps.length) {
+		box.replaceChildren(h('p', { class: 'muted', text: 'No ProfilerStep spans in this rank.' }));
+		return;
+	}
+	box.dataset.steps = t.steps_total;
+	box.dataset.cycles = t.cycles.length;
+	stepChart(box, t.steps);
+	const endAlloc = (c) => t.steps.filter((s) => s.cycle === c.cycle && s.allocated_bytes != null).at(-1)?.allocated_bytes;
+	cyclesBox.replaceChildren(table({
+		sort: 'cycle', desc: false, rows: t.cycles.map((c) => ({ ...c, alloc: endAlloc(c) })),
+		columns: [
+			{ key: 'cycle', label: 'Cycle', num: true },
+			{ key: 'first_step', label: 'Steps', num: true, fmt: (v, c) => `#${c.first_step}–#${c.last_step}` },
+			{ key: 'steps', label: 'Count', num: true, fmt: fmtInt },
+			{ key: 'start_ns', label: 'Starts', num: true, fmt: (v) => '+' + fmtNs(v - t.cycles[0].start_ns) },
+			{ key: 'mean_step_ns', label: 'Mean step', num: true, fmt: fmtNs },
+			{ key: 'alloc', label: 'Allocated at end', num: true, fmt: (v) => (v == null ? '–' : fmtBytes(v)) },
+		],
+	}).el);
 }
 
 function stat(title, value, sub) {
@@ -95,7 +179,7 @@ function stat(title, value, sub) {
 
 function headlines(r, steps, mem, info) {
 	const dur = steps.reduce((a, s) => a + s.dur_ns, 0);
-	const busy = steps.reduce((a, s) => a + (s.gpu_utilization ?? 0) * s.dur_ns, 0);
+	const busy = steps.reduce((a, s) => a + (s.gpu_utilization_pct ?? 0) / 100 * s.dur_ns, 0);
 	let dominant = null;
 	if (mem?.peak)
 		dominant = CATEGORIES.reduce((a, c) => (mem.peak.by_category[c] > mem.peak.by_category[a] ? c : a));
@@ -110,20 +194,18 @@ function headlines(r, steps, mem, info) {
 	].filter(Boolean);
 }
 
-const nameCell = (v) => h('span', { class: 'name', title: v, text: v });
-
 function segmented(options, current, onpick) {
 	return h('div', { class: 'segmented' }, options.map(([value, text]) =>
 		h('button', { type: 'button', class: value === current ? 'on' : null, onclick: () => onpick(value), text })));
 }
 
 async function opsTable(box, run, rank, device = 'cpu') {
-	const ans = await api(runUrl(run, '/ops', { rank, device, limit: TOP_N }));
+	const ans = await api(runUrl(run, '/ops', { rank, device, limit: FETCH_MAX }));
 	const total = ans.total.self_ns || 1;
 	const t = table({
-		sort: 'self_ns', rows: ans.ops, empty: 'No operators.',
+		sort: 'self_ns', rows: ans.ops, empty: 'No operators.', top: TOP_N, filter: ans.ops.length > TOP_N,
 		columns: [
-			{ key: 'name', label: 'Operator', fmt: nameCell },
+			{ key: 'name', label: 'Operator', name: true },
 			{ key: 'calls', label: 'Calls', num: true, fmt: fmtInt },
 			{ key: 'self_ns', label: device === 'gpu' ? 'GPU time' : 'Self', num: true, fmt: fmtNs },
 			{ key: 'share', label: 'Share', num: true, value: (r) => r.self_ns / total, fmt: (v) => fmtPct(v) },
@@ -134,17 +216,17 @@ async function opsTable(box, run, rank, device = 'cpu') {
 		segmented([['cpu', 'Host'], ['gpu', 'GPU']], device, (d) => opsTable(box, run, rank, d)),
 		h('span', { class: 'muted small', text: `${fmtInt(ans.total.names)} operators, ${fmtNs(ans.total.self_ns)}` }),
 		h('span', { class: 'spacer' }),
-		h('a', { class: 'button small', href: runUrl(run, '/ops', { rank, device, format: 'csv' }), download: `${run}.ops.${device}.csv`, text: 'CSV' })),
+		downloadLink({ class: 'button small', href: runUrl(run, '/ops', { rank, device, format: 'csv' }), download: `${run}.ops.${device}.csv` }, 'CSV')),
 	t.el);
 }
 
 async function kernelsTable(box, run, rank, kind = 'kernel') {
-	const ans = await api(runUrl(run, '/kernels', { rank, kind, limit: TOP_N }));
+	const ans = await api(runUrl(run, '/kernels', { rank, kind, limit: FETCH_MAX }));
 	const total = ans.total.total_ns || 1;
 	const t = table({
-		sort: 'total_ns', rows: ans.kernels, empty: 'None.',
+		sort: 'total_ns', rows: ans.kernels, empty: 'None.', top: TOP_N, filter: ans.kernels.length > TOP_N,
 		columns: [
-			{ key: 'name', label: kind === 'kernel' ? 'Kernel' : label(kind), fmt: nameCell },
+			{ key: 'name', label: kind === 'kernel' ? 'Kernel' : label(kind), name: true },
 			{ key: 'calls', label: 'Calls', num: true, fmt: fmtInt },
 			{ key: 'total_ns', label: 'Total', num: true, fmt: fmtNs },
 			{ key: 'share', label: 'Share', num: true, value: (r) => r.total_ns / total, fmt: (v) => fmtPct(v) },
@@ -157,22 +239,8 @@ async function kernelsTable(box, run, rank, kind = 'kernel') {
 		segmented([['kernel', 'Kernels'], ['memcpy', 'Memcpy'], ['memset', 'Memset']], kind, (k) => kernelsTable(box, run, rank, k)),
 		h('span', { class: 'muted small', text: `${fmtInt(ans.total.calls)} calls, ${fmtNs(ans.total.total_ns)}` }),
 		h('span', { class: 'spacer' }),
-		h('a', { class: 'button small', href: runUrl(run, '/kernels', { rank, kind, format: 'csv' }), download: `${run}.${kind}.csv`, text: 'CSV' })),
+		downloadLink({ class: 'button small', href: runUrl(run, '/kernels', { rank, kind, format: 'csv' }), download: `${run}.${kind}.csv` }, 'CSV')),
 	t.el);
-}
-
-function evidenceValue(key, v) {
-	if (typeof v !== 'number')
-		return JSON.stringify(v);
-	if (key.endsWith('_ns'))
-		return fmtNs(v);
-	if (key.endsWith('_bytes'))
-		return fmtBytes(v);
-	if (/share|utilization|ratio|fraction/.test(key) && Math.abs(v) <= 1)
-		return fmtPct(v);
-	if (key.endsWith('_pct'))
-		return v.toFixed(1) + '%';
-	return Number.isInteger(v) ? fmtInt(v) : v.toPrecision(3);
 }
 
 function diagnosis(box, findings) {
@@ -180,11 +248,11 @@ function diagnosis(box, findings) {
 		box.replaceChildren(h('p', { class: 'good', text: 'Nothing to report: no rule fired on this rank.' }));
 		return;
 	}
-	box.replaceChildren(...findings.map((f) => h('article', { class: 'finding ' + f.severity },
+	box.replaceChildren(...bySeverity(findings).map((f) => h('article', { class: 'finding ' + f.severity },
 		h('div', { class: 'finding-head' }, h('span', { class: 'sev ' + f.severity, text: f.severity }), h('h3', { text: f.title })),
 		h('p', { class: 'advice', text: f.advice }),
 		h('dl', { class: 'evidence' }, Object.entries(f.evidence || {}).map(([k, v]) =>
-			[h('dt', { text: label(k) }), h('dd', { text: evidenceValue(k, v) })])))));
+			[h('dt', { text: evidenceLabel(k) }), h('dd', { text: evidenceValue(k, v) })])))));
 }
 
 function ranksTable(ranks, run) {
@@ -208,17 +276,40 @@ function ranksTable(ranks, run) {
 
 function artifactsTable(artifacts, run) {
 	return table({
-		sort: 'id', desc: false, rows: artifacts,
+		sort: 'created_ns', desc: false, rows: artifacts,
 		columns: [
-			{ key: 'name', label: 'File', fmt: (v, a) => h('a', { href: runUrl(run, `/artifacts/${a.id}/raw`), download: v, text: v }) },
+			{ key: 'name', label: 'File', fmt: (v, a) => downloadLink({ href: runUrl(run, `/artifacts/${a.id}/raw`), download: v }, v) },
 			{ key: 'kind', label: 'Kind', fmt: label },
 			{ key: 'rank', label: 'Rank', num: true },
 			{ key: 'bytes', label: 'Size', num: true, fmt: fmtBytes },
 			{ key: 'events', label: 'Events', num: true, fmt: fmtInt },
 			{ key: 'status', label: 'Status', fmt: (v, a) => h('span', { class: 'chip ' + (v === 'ready' ? 'ok' : 'bad'), title: a.error?.message, text: v }) },
-			{ key: 'created_ns', label: 'Uploaded', num: true, fmt: fmtDate },
+			{ key: 'created_ns', label: 'Uploaded', num: true, sortBy: (a) => a.id, fmt: fmtDate },
+			{ key: 'delete', label: '', sortable: false, fmt: (v, a) => {
+				const b = h('button', { type: 'button', class: 'button small danger', 'aria-label': `delete ${a.name}`, text: 'Delete',
+					onclick: () => remove(b, `Delete ${a.name} (${a.kind}, rank ${a.rank}) from run ${run}? Its answers go with it.`,
+						runUrl(run, `/artifacts/${a.id}`)) });
+				return b;
+			} },
 		],
 	}).el;
+}
+
+// DELETE url once confirmed; then the page again (the runs list when the run went).
+async function remove(button, question, url) {
+	if (!confirm(question))
+		return;
+	button.disabled = true;
+	try {
+		const ans = await apiDelete(url);
+		if (ans.run_deleted)
+			location.href = '/';
+		else
+			location.reload();
+	} catch (err) {
+		button.disabled = false;
+		button.replaceWith(button, h('span', { class: 'bad small', role: 'alert', text: err.status === 401 ? 'a write token is needed' : err.message }));
+	}
 }
 
 async function showPeak(box, run, rank, device) {
@@ -230,7 +321,7 @@ async function showPeak(box, run, rank, device) {
 			sort: 'bytes', rows: peak.groups,
 			columns: [
 				{ key: 'category', label: 'Category', fmt: (v) => h('span', { class: 'cat' }, h('i', { class: 'swatch', 'data-cat': v }), label(v)) },
-				{ key: 'op', label: 'Allocated by', fmt: (v) => (v == null ? h('span', { class: 'muted', text: peak.source === 'trace' ? 'before the trace' : 'not recorded' }) : nameCell(v)) },
+				{ key: 'op', label: 'Allocated by', name: true, fmt: (v) => (v == null ? h('span', { class: 'muted', text: peak.source === 'trace' ? 'before the trace' : 'not recorded' }) : nameCell(v)) },
 				{ key: 'bytes', label: 'Bytes', num: true, fmt: fmtBytes },
 				{ key: 'share', label: 'Share', num: true, value: (g) => g.bytes / peak.bytes, fmt: (v) => fmtPct(v) },
 				{ key: 'count', label: 'Blocks', num: true, fmt: fmtInt },
@@ -244,7 +335,7 @@ function traceWindow(box, run, rank, steps) {
 	const opts = (sel) => [h('option', { value: '', text: 'whole trace' }), ...steps.map((s, i) => h('option', { value: i, text: '#' + s.step, selected: sel === i }))];
 	const from = h('select', { 'aria-label': 'from step' }, opts(steps.length ? 0 : null));
 	const to = h('select', { 'aria-label': 'to step' }, opts(steps.length ? Math.min(steps.length - 1, 1) : null));
-	const link = h('a', { class: 'button', text: 'Download trace' });
+	const link = downloadLink({ class: 'button' }, 'Download trace');
 	const note = h('span', { class: 'muted small' });
 	// ns times above 2^53 lose their last digits in JSON.parse: widen by 1 µs so the window covers its steps
 	const span = () => {
@@ -262,6 +353,10 @@ function traceWindow(box, run, rank, steps) {
 	from.addEventListener('change', update);
 	to.addEventListener('change', update);
 	update();
-	const perfetto = h('button', { type: 'button', class: 'button', onclick: () => openInPerfetto(() => apiBuffer(link.href), `${run} rank ${rank}`, note) }, 'Open in Perfetto');
-	box.replaceChildren(h('div', { class: 'toolbar' }, 'Steps', from, 'to', to, note, h('span', { class: 'spacer' }), link, perfetto));
+	const title = () => `${run} rank ${rank}${from.value === '' ? '' : ` steps ${from.selectedOptions[0].text}-${to.selectedOptions[0].text}`}`;
+	const viewer = h('button', { type: 'button', class: 'button', id: 'open-viewer', title: 'speedscope, served by this server: works offline',
+		onclick: () => openInViewer(() => apiBuffer(link.href), title(), note) }, 'Open in viewer');
+	const perfetto = h('button', { type: 'button', class: 'button ghost', title: 'ui.perfetto.dev: needs the internet',
+		onclick: () => openInPerfetto(() => apiBuffer(link.href), title(), note) }, 'Open in Perfetto');
+	box.replaceChildren(h('div', { class: 'toolbar' }, 'Steps', from, 'to', to, note, h('span', { class: 'spacer' }), link, viewer, perfetto));
 }

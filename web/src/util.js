@@ -76,17 +76,19 @@ export function setCrumbs(...items) {
 	nav.replaceChildren(...items.map((it) => (typeof it === 'string' ? h('span', { text: it }) : it)));
 }
 
-// Colours: the memory categories (PyTorch's order) and the step components.
+// Colours, colour-blind safe and fixed per category on every chart, and no colour
+// used for two things: the memory categories in Okabe and Ito's palette, the step
+// components in Paul Tol's "muted" one (style.css's swatches repeat them).
 export const CATEGORIES = ['parameter', 'optimizer_state', 'input', 'temporary', 'activation', 'gradient',
 	'autograd_detail', 'unknown'];
 export const CATEGORY_COLORS = {
-	parameter: '#4e79a7', optimizer_state: '#f28e2b', input: '#76b7b2', temporary: '#e15759',
-	activation: '#59a14f', gradient: '#edc948', autograd_detail: '#b07aa1', unknown: '#bab0ac',
+	parameter: '#0072b2', optimizer_state: '#e69f00', input: '#56b4e9', temporary: '#d55e00',
+	activation: '#009e73', gradient: '#f0e442', autograd_detail: '#cc79a7', unknown: '#999999',
 };
-export const COMPONENTS = ['kernel', 'memcpy', 'memset', 'runtime', 'dataloader', 'cpu', 'idle'];
+export const COMPONENTS = ['kernel', 'memcpy', 'memset', 'communication', 'runtime', 'dataloader', 'cpu', 'idle'];
 export const COMPONENT_COLORS = {
-	kernel: '#4e79a7', memcpy: '#f28e2b', memset: '#edc948', runtime: '#e15759', dataloader: '#b07aa1',
-	cpu: '#76b7b2', idle: '#d4d4d8',
+	kernel: '#332288', memcpy: '#ddcc77', memset: '#999933', communication: '#117733', runtime: '#cc6677',
+	dataloader: '#882255', cpu: '#44aa99', idle: '#dddddd',
 };
 export const label = (key) => key.replace(/_/g, ' ');
 

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Ingest of a run uploaded as many chunks vs the same events as one file.
+
+Builds a trace of --size-mb MiB (bench/make_big_trace.py: copies of the V100
+fixture, one after another in time), cuts its traceEvents into chunks of about
+--chunk-mb MiB at event boundaries (each chunk keeps the file's other keys, as
+the collector's chunks do), starts a fresh trainscope-server, uploads the
+whole file as one run and the chunks, one after another, as another run
+(rank 0 both), and reports MiB/s of uncompressed trace for each, the time of
+the first and last chunks (a chunk's cost grows with the run while its rank is
+derived again from every chunk: server/ingest/runrank.h), and whether /steps
+and /ops of the two runs are the same bytes.
+
+Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--server build/trainscope-server]
+Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
+Stdlib only.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def events_split(text):
+    """(head, [event texts], tail) of a trace's traceEvents array."""
+    at = text.index('"traceEvents"')
+    start = text.index("[", at) + 1
+    dec = json.JSONDecoder()
+    evs, i = [], start
+    while True:
+        while text[i] in " \n\r\t,":
+            i += 1
+        if text[i] == "]":
+            break
+        _, j = dec.raw_decode(text, i)
+        evs.append(text[i:j])
+        i = j
+    return text[:start], evs, text[i:]
+
+
+def post(base, path, body):
+    req = urllib.request.Request(base + path, data=body, method="POST")
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        return json.loads(r.read())
+
+
+def get(base, path):
+    with urllib.request.urlopen(base + path, timeout=600) as r:
+        return r.read()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size-mb", type=int, default=64)
+    ap.add_argument("--chunk-mb", type=float, default=1.0)
+    ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="chunks-bench-")
+    srv = None
+    try:
+        made = json.loads(subprocess.check_output(
+            [sys.executable, os.path.join(HERE, "make_big_trace.py"), "--size-mb", str(args.size_mb), "--out", work]))
+        path = made["json"]
+        with open(path) as f:
+            text = f.read()
+        head, evs, tail = events_split(text)
+        chunks, cur, size, limit = [], [], 0, int(args.chunk_mb * 1048576)
+        for e in evs:
+            cur.append(e)
+            size += len(e) + 1
+            if size >= limit:
+                chunks.append(cur)
+                cur, size = [], 0
+        if cur:
+            chunks.append(cur)
+        bodies = [(head + ",".join(c) + tail).encode() for c in chunks]
+        whole = text.encode()
+        del text, evs, chunks
+
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        srv = subprocess.Popen([args.server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
+                                "--log-level", "warn"])
+        for _ in range(300):
+            try:
+                get(base, "/healthz")
+                break
+            except OSError:
+                time.sleep(0.1)
+
+        t0 = time.monotonic()
+        post(base, "/api/v1/runs/whole/artifacts?rank=0&name=whole.json", whole)
+        t_whole = time.monotonic() - t0
+        times = []
+        t0 = time.monotonic()
+        for i, b in enumerate(bodies):
+            t1 = time.monotonic()
+            post(base, f"/api/v1/runs/chunks/artifacts?rank=0&name=part{i}.json", b)
+            times.append(time.monotonic() - t1)
+        t_chunks = time.monotonic() - t0
+        mib = len(whole) / 1048576
+        same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}")
+                   for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
+        k = min(5, len(times))
+        print(f"trace: {mib:.1f} MiB, {made.get('events', '?')} events; "
+              f"{len(bodies)} chunks of about {args.chunk_mb} MiB")
+        print(f"whole file: {t_whole:.2f} s, {mib / t_whole:.1f} MiB/s")
+        print(f"chunks, one after another: {t_chunks:.2f} s, {mib / t_chunks:.1f} MiB/s "
+              f"({t_chunks / t_whole:.1f}x the whole file's time)")
+        print(f"first {k} chunks: {sum(times[:k]) / k * 1000:.0f} ms each; last {k}: {sum(times[-k:]) / k * 1000:.0f} ms each")
+        print(f"steps, ops, kernels of the two runs the same bytes: {same}")
+    finally:
+        if srv:
+            srv.terminate()
+            srv.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

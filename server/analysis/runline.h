@@ -1,0 +1,49 @@
+/*
+ * runline.h: a rank's whole training as one line of steps (GET
+ * /api/v1/runs/{run}/timeline): the steps of every cycle and chunk in time
+ * order, numbered into profiling cycles, downsampled for long runs, and what
+ * only shows across cycles (step time drifting, memory at step ends rising,
+ * one cycle much slower than its neighbours). Pure: no SQL, no HTTP.
+ */
+#ifndef RUNLINE_H
+#define RUNLINE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+
+struct rl_step {
+	int64_t step, start_ns, dur_ns;
+	int64_t comp_ns[AN_NCOMP];
+	int64_t alloc;			/* allocated at the step's end; -1: not known */
+	int64_t artifact;		/* whose ProfilerStep span it is */
+	int cycle;			/* set by runline_cycles, from 0 */
+};
+
+/*
+ * Number the cycles of steps s (in time order): a new cycle starts where the
+ * step number does not follow the previous one, or where the gap since the
+ * previous step's end is longer than that step (a stretch not profiled).
+ * Returns how many cycles.
+ */
+int runline_cycles(struct rl_step *s, size_t n);
+
+/*
+ * At most points of the n steps (0: all), as indices into s in order: the
+ * slowest step of each of points equal stretches, and always the first and
+ * the last (a long run stays readable, and slow steps are never averaged away).
+ */
+size_t runline_pick(const struct rl_step *s, size_t n, size_t points, size_t *keep);
+
+/* The findings across cycles, as diagnosis.h shapes them; NULL when out of memory. */
+json_t *runline_findings(const struct rl_step *s, size_t n, int ncycles);
+
+/* Thresholds */
+#define RL_DRIFT_PCT 20.0		/* last cycle's mean step over the first's */
+#define RL_SLOW_CYCLE_RATIO 1.5		/* a cycle's mean step over its neighbours' */
+#define RL_MEM_GROWTH_PCT 5.0		/* allocated at the last cycle's end over the first's */
+#define RL_MEM_GROWTH_MIN (64ll << 20)
+
+#endif

@@ -1,0 +1,288 @@
+/*
+ * runrank.c: one analysis per run and rank (runrank.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "analysis/analysis.h"
+#include "ingest/runrank.h"
+#include "ingest/trace.h"
+
+/* Names of all the rank's artifacts in one id space: the known ids stay, others by text. */
+struct names {
+	char **s;		/* by id; s[0] unused */
+	size_t n, cap;
+	uint32_t *slot;		/* open addressing: id, 0 empty */
+	size_t nslot;
+};
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static void names_free(struct names *nm)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		tp_free(nm->s[i]);
+	tp_free(nm->s);
+	tp_free(nm->slot);
+}
+
+static int names_rehash(struct names *nm)
+{
+	size_t ns = nm->nslot ? nm->nslot * 2 : 4096;
+	uint32_t *slot = tp_calloc(ns, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	for (size_t id = TRACE_S_KNOWN_END; id < nm->n; id++) {
+		size_t j = hash(nm->s[id]) & (ns - 1);
+		while (slot[j])
+			j = (j + 1) & (ns - 1);
+		slot[j] = (uint32_t)id;
+	}
+	tp_free(nm->slot);
+	nm->slot = slot;
+	nm->nslot = ns;
+	return 0;
+}
+
+static int names_init(struct names *nm)
+{
+	memset(nm, 0, sizeof(*nm));
+	nm->cap = 4096;
+	if (!(nm->s = tp_calloc(nm->cap, sizeof(*nm->s))))
+		return -1;
+	for (nm->n = 1; nm->n < TRACE_S_KNOWN_END; nm->n++)
+		if (!(nm->s[nm->n] = tp_strdup(trace_known_string((uint32_t)nm->n))))
+			return -1;
+	return names_rehash(nm);
+}
+
+/* The id of text s (interned when new); 0 when out of memory. */
+static uint32_t names_id(struct names *nm, const char *s)
+{
+	size_t j;
+
+	for (uint32_t k = 1; k < TRACE_S_KNOWN_END; k++)
+		if (!strcmp(nm->s[k], s))
+			return k;
+	for (j = hash(s) & (nm->nslot - 1); nm->slot[j]; j = (j + 1) & (nm->nslot - 1))
+		if (!strcmp(nm->s[nm->slot[j]], s))
+			return nm->slot[j];
+	if (nm->n == nm->cap) {
+		char **ns = tp_realloc(nm->s, nm->cap * 2 * sizeof(*ns));
+		if (!ns)
+			return 0;
+		nm->s = ns;
+		nm->cap *= 2;
+	}
+	if (!(nm->s[nm->n] = tp_strdup(s)))
+		return 0;
+	nm->slot[j] = (uint32_t)nm->n;
+	if (++nm->n * 2 > nm->nslot && names_rehash(nm))
+		return 0;
+	return (uint32_t)(nm->n - 1);
+}
+
+static const char *names_get(void *payload, uint32_t id)
+{
+	const struct names *nm = payload;
+
+	return id < nm->n && nm->s[id] ? nm->s[id] : "";
+}
+
+/* The current artifact's string ids in the shared space, as they are met (0: not yet). */
+struct idmap {
+	int64_t artifact;
+	uint32_t *v;
+	size_t n;
+};
+
+/* An artifact string id in the shared space; 0 stays 0 (absent). */
+static int remap(struct names *nm, struct idmap *m, const struct store_trace *t, uint32_t *id,
+		 struct tp_errbuf *err)
+{
+	uint32_t g;
+
+	if (!*id || *id < TRACE_S_KNOWN_END)
+		return TP_OK;
+	if (*id < m->n && m->v[*id]) {
+		*id = m->v[*id];
+		return TP_OK;
+	}
+	if (*id >= m->n) {
+		size_t n = m->n ? m->n : 1024;
+		while (n <= *id)
+			n *= 2;
+		uint32_t *nv = tp_realloc(m->v, n * sizeof(*nv));
+		if (!nv)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		memset(nv + m->n, 0, (n - m->n) * sizeof(*nv));
+		m->v = nv;
+		m->n = n;
+	}
+	if (!(g = names_id(nm, store_trace_string(t, *id))))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	m->v[*id] = g;
+	*id = g;
+	return TP_OK;
+}
+
+/* Where each ProfilerStep span came from. */
+struct span_src {
+	int64_t step, ts, artifact;
+};
+
+struct spans {
+	struct span_src *v;
+	size_t n, cap;
+};
+
+static int note_step(struct spans *sp, const char *name, int64_t ts, int64_t artifact)
+{
+	static const char prefix[] = "ProfilerStep#";
+	int64_t n = 0;
+	const char *p;
+
+	if (strncmp(name, prefix, sizeof(prefix) - 1))
+		return TP_OK;
+	for (p = name + sizeof(prefix) - 1; *p >= '0' && *p <= '9' && n < INT64_MAX / 10 - 9; p++)
+		n = n * 10 + (*p - '0');
+	if (sp->n == sp->cap) {
+		size_t cap = sp->cap ? sp->cap * 2 : 64;
+		struct span_src *nv = tp_realloc(sp->v, cap * sizeof(*nv));
+		if (!nv)
+			return TP_ERR_NOMEM;
+		sp->v = nv;
+		sp->cap = cap;
+	}
+	sp->v[sp->n++] = (struct span_src){ n, ts, artifact };
+	return TP_OK;
+}
+
+/* The artifact each step of ar came from: the span with its number and start, else its number. */
+static int64_t *step_sources(const struct an_result *ar, const struct spans *sp)
+{
+	int64_t *src = tp_calloc(ar->nsteps + 1, sizeof(*src));
+
+	for (size_t i = 0; src && i < ar->nsteps; i++)
+		for (size_t k = 0; k < sp->n; k++)
+			if (sp->v[k].step == ar->steps[i].step) {
+				if (!src[i] || sp->v[k].ts == ar->steps[i].start_ns)
+					src[i] = sp->v[k].artifact;
+				if (sp->v[k].ts == ar->steps[i].start_ns)
+					break;
+			}
+	return src;
+}
+
+static int replay(struct store_trace *t, struct analysis *an, struct names *nm, int64_t base,
+		  struct spans *sp, struct tp_errbuf *err)
+{
+	const struct tp_event *ev;
+	struct idmap m = { 0 };
+	size_t n;
+	int64_t b;
+	int rc, bad = TP_OK;
+
+	while ((rc = store_trace_next(t, &ev, &n, &b, err)) == 1) {
+		if (store_trace_artifact(t) != m.artifact) {
+			m.artifact = store_trace_artifact(t);
+			if (m.n)
+				memset(m.v, 0, m.n * sizeof(*m.v));
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct tp_event e = ev[i];
+			/* string pid/tid: their text names the thread, as name and cat name the event */
+			if ((bad = remap(nm, &m, t, &e.name, err)) || (bad = remap(nm, &m, t, &e.cat, err)) ||
+			    (e.pid_s && (bad = remap(nm, &m, t, &e.pid_sid, err))) ||
+			    (e.tid_s && (bad = remap(nm, &m, t, &e.tid_sid, err))))
+				break;
+			if ((e.have & TH_TS) && b != base)
+				e.ts_ns = tp_sat_add(e.ts_ns, b - base);
+			if (e.ph == 'X' && (e.have & TH_TS) &&
+			    note_step(sp, names_get(nm, e.name), e.ts_ns, store_trace_artifact(t))) {
+				bad = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				break;
+			}
+			if ((bad = analysis_event(an, &e, err)))
+				break;
+		}
+		if (bad)
+			break;
+	}
+	tp_free(m.v);
+	return bad ? bad : rc;
+}
+
+int runrank_derive(struct store_writer *w, const char *run, int rank, int again, struct tp_errbuf *err)
+{
+	struct store_reader *r = store_writer_reader(w);
+	struct store_trace *t = NULL;
+	struct analysis *an = NULL;
+	struct names nm;
+	struct spans sp = { 0 };
+	int64_t *src = NULL;
+	const struct an_result *ar;
+	const int64_t *ids, *bases;
+	int64_t base = INT64_MAX, owner = 0;
+	size_t n, i;
+	int rc, got;
+
+	if (!r || names_init(&nm)) {
+		if (r)
+			names_free(&nm);
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
+	if ((rc = store_tx_begin(w, err)))
+		goto out;
+	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
+		goto out;
+	n = store_trace_artifacts(t, &ids, &bases);
+	if (n < 2 && !again)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (bases[i] < base)
+			base = bases[i];
+		if (ids[i] > owner)
+			owner = ids[i];
+	}
+	if (!n)
+		base = 0;
+	if (!(an = analysis_new(names_get, &nm))) {
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
+	if ((rc = replay(t, an, &nm, base, &sp, err)) || (rc = analysis_finish(an, &ar, err)))
+		goto out;
+	if (!(src = step_sources(ar, &sp))) {
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
+	struct store_final f = { .base_ns = base, .analysis = ar, .step_src = src, .str = names_get,
+				 .str_payload = &nm, .mem = ar->mem_series, .nmem = ar->nmem_series };
+	rc = store_rank_replace(w, run, rank, owner, &f, err);
+out:
+	tp_free(src);
+	tp_free(sp.v);
+	store_trace_close(t);
+	analysis_free(an);
+	names_free(&nm);
+	if (rc == TP_ERR_NOTFOUND && (!strcmp(err->code, "run_not_found") || !strcmp(err->code, "rank_not_found"))) {
+		/* the run, or this rank of it, has nothing ready left: nothing to derive */
+		memset(err, 0, sizeof(*err));
+		rc = TP_OK;
+	}
+	if (!rc)
+		rc = store_tx_commit(w, err);
+	else
+		store_tx_rollback(w);
+	return rc;
+}

@@ -1,0 +1,586 @@
+/*
+ * check_runs.c: a run as the unit: DELETE of runs and artifacts (atomic, write
+ * token, answers and cache after it).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+
+static void start(void)
+{
+	ck_assert_int_eq(tu_server_start(&srv, NULL), 0);
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+}
+
+/* method path (body), expecting status; the body as JSON */
+static json_t *call(const char *method, const char *path, const void *body, size_t len, long status)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, method, path, body, len, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "%s %s: %ld, expected %ld: %s", method, path, r.status, status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+/* upload a fixture to run at rank; its artifact id */
+static long long upload(const char *run, int rank, const char *fixture)
+{
+	char *path = tu_fixture(fixture), url[256];
+	size_t len;
+	uint8_t *b = tu_read_file(path, &len);
+	json_t *j;
+	long long id;
+
+	ck_assert_ptr_nonnull(b);
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=%d&name=%s", run, rank, strrchr(fixture, '/') + 1);
+	j = call("POST", url, b, len, 201);
+	id = json_integer_value(json_object_get(json_object_get(j, "artifact"), "id"));
+	json_decref(j);
+	free(b);
+	free(path);
+	return id;
+}
+
+static size_t nranks(const char *run)
+{
+	char url[256];
+	json_t *j;
+	size_t n;
+
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/ranks", run);
+	j = call("GET", url, NULL, 0, 200);
+	n = json_array_size(json_object_get(j, "ranks"));
+	json_decref(j);
+	return n;
+}
+
+static long long rows_of(long long artifact)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT (SELECT COUNT(*) FROM event_blocks WHERE key>>32=%lld)"
+		 " + (SELECT COUNT(*) FROM raw_chunks WHERE key>>32=%lld) + (SELECT COUNT(*) FROM strings WHERE key>>32=%lld)"
+		 " + (SELECT COUNT(*) FROM steps WHERE artifact_id=%lld) + (SELECT COUNT(*) FROM op_stats WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM memory_points WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM artifacts WHERE id=%lld)", artifact, artifact, artifact, artifact, artifact,
+		 artifact, artifact);
+	return tu_db_scalar(srv.db, sql);
+}
+
+START_TEST(test_delete_artifact)
+{
+	long long a0 = upload("two", 0, "traces/hta_sampled_rank0.json.gz");
+	long long a1 = upload("two", 1, "traces/hta_sampled_rank1.json.gz");
+	char url[256];
+	json_t *j;
+
+	ck_assert_uint_eq(nranks("two"), 2);
+	ck_assert_int_gt(rows_of(a1), 3);
+	json_decref(call("GET", "/api/v1/runs/two/steps?rank=1", NULL, 0, 200));	/* cached now */
+
+	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", a1);
+	j = call("DELETE", url, NULL, 0, 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "run")), "two");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "deleted_artifacts")), 1);
+	ck_assert(json_is_false(json_object_get(j, "run_deleted")));
+	json_decref(j);
+	ck_assert_int_eq(rows_of(a1), 0);
+	ck_assert_int_gt(rows_of(a0), 3);
+
+	/* the run answers as its remaining artifact: one rank, rank 1 gone (not the cached answer) */
+	ck_assert_uint_eq(nranks("two"), 1);
+	j = call("GET", "/api/v1/runs/two/steps?rank=1", NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "rank_not_found");
+	json_decref(j);
+	j = call("GET", "/api/v1/runs/two", NULL, 0, 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "artifacts")), 1);
+	json_decref(j);
+	j = call("GET", url, NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "artifact_not_found");
+	json_decref(j);
+	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld/raw", a1);
+	json_decref(call("GET", url, NULL, 0, 404));
+	/* twice: 404; an artifact of another run: 404 */
+	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", a1);
+	j = call("DELETE", url, NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "artifact_not_found");
+	json_decref(j);
+	long long other = upload("other", 0, "traces/hta_sampled_rank1.json.gz");
+	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", other);
+	json_decref(call("DELETE", url, NULL, 0, 404));
+	ck_assert_int_gt(rows_of(other), 3);
+
+	/* the same bytes uploaded again are new, not a duplicate of what was deleted */
+	a1 = upload("two", 1, "traces/hta_sampled_rank1.json.gz");
+	ck_assert_uint_eq(nranks("two"), 2);
+
+	/* the last artifact takes its run along */
+	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", a0);
+	json_decref(call("DELETE", url, NULL, 0, 200));
+	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", a1);
+	j = call("DELETE", url, NULL, 0, 200);
+	ck_assert(json_is_true(json_object_get(j, "run_deleted")));
+	json_decref(j);
+	j = call("GET", "/api/v1/runs/two", NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "run_not_found");
+	json_decref(j);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM runs WHERE name='two'"), 0);
+}
+END_TEST
+
+START_TEST(test_delete_run)
+{
+	static const char metrics[] = "{\"step\":1,\"name\":\"loss\",\"value\":2.5}\n";
+	long long a[3];
+	json_t *j;
+
+	a[0] = upload("gone", 0, "traces/hta_sampled_rank0.json.gz");
+	a[1] = upload("gone", 0, "memory/hta_memory_timeline.raw.json.gz");
+	a[2] = upload("gone", 1, "traces/hta_sampled_rank1.json.gz");
+	json_decref(call("POST", "/api/v1/runs/gone/metrics", metrics, strlen(metrics), 200));
+	json_decref(call("PATCH", "/api/v1/runs/gone", "{\"tags\":[\"x\"]}", 14, 200));
+	json_decref(call("GET", "/api/v1/runs", NULL, 0, 200));
+	j = call("DELETE", "/api/v1/runs/gone", NULL, 0, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "deleted_artifacts")), 3);
+	ck_assert(json_is_true(json_object_get(j, "run_deleted")));
+	json_decref(j);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(rows_of(a[i]), 0);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM runs WHERE name='gone'"), 0);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM metrics"), 0);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM memory_series"), 0);
+	/* every answer forgets it, cached or not */
+	j = call("GET", "/api/v1/runs", NULL, 0, 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "runs")), 0);
+	json_decref(j);
+	j = call("GET", "/api/v1/runs/gone/steps", NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "run_not_found");
+	json_decref(j);
+	j = call("DELETE", "/api/v1/runs/gone", NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "run_not_found");
+	json_decref(j);
+	j = call("DELETE", "/api/v1/runs/gone/artifacts/abc", NULL, 0, 400);
+	json_decref(j);
+	ck_assert_int_eq(tu_db_integrity_ok(srv.db), 1);
+}
+END_TEST
+
+/* A reader polling the run while it is deleted sees it whole (4 artifacts, 2 ranks) or not at all. */
+struct poll {
+	int stop, whole, absent, torn;
+};
+
+static void *poller(void *arg)
+{
+	struct poll *p = arg;
+
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		struct tu_resp r;
+		if (tu_http(&srv, "GET", "/api/v1/runs/whole", NULL, 0, NULL, &r))
+			continue;
+		if (r.status == 404) {
+			__atomic_add_fetch(&p->absent, 1, __ATOMIC_RELEASE);
+		} else {
+			json_error_t je;
+			json_t *j = json_loads(r.body, 0, &je);
+			if (r.status == 200 && json_array_size(json_object_get(j, "artifacts")) == 4)
+				__atomic_add_fetch(&p->whole, 1, __ATOMIC_RELEASE);
+			else
+				__atomic_add_fetch(&p->torn, 1, __ATOMIC_RELEASE);
+			json_decref(j);
+		}
+		tu_resp_free(&r);
+	}
+	return NULL;
+}
+
+START_TEST(test_delete_is_atomic)
+{
+	struct poll p = { 0 };
+	pthread_t t;
+
+	upload("whole", 0, "traces/hta_sampled_rank0.json.gz");
+	upload("whole", 1, "traces/hta_sampled_rank1.json.gz");
+	upload("whole", 0, "memory/hta_memory_timeline.raw.json.gz");
+	upload("whole", 0, "traces/hta_alexnet.json.gz");
+	ck_assert_int_eq(pthread_create(&t, NULL, poller, &p), 0);
+	while (!__atomic_load_n(&p.whole, __ATOMIC_ACQUIRE))
+		;
+	json_decref(call("DELETE", "/api/v1/runs/whole", NULL, 0, 200));
+	while (!__atomic_load_n(&p.absent, __ATOMIC_ACQUIRE))
+		;
+	__atomic_store_n(&p.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ck_assert_int_gt(p.whole, 0);
+	ck_assert_int_gt(p.absent, 0);
+	ck_assert_int_eq(p.torn, 0);
+}
+END_TEST
+
+START_TEST(test_delete_needs_write_token)
+{
+	struct tu_server s;
+	char tokfile[600], *dir = tu_tmpdir();
+	const char *extra[] = { "--token-file", tokfile, NULL };
+	const char file[] = "secret-token-0123456789\nread reader-token-0123456789\n";
+	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}]";
+	const char *w = "Authorization: Bearer secret-token-0123456789";
+	struct tu_resp r;
+
+	snprintf(tokfile, sizeof(tokfile), "%s/tokens", dir);
+	ck_assert_int_eq(tu_write_file(tokfile, file, strlen(file)), 0);
+	ck_assert_int_eq(tu_server_start(&s, extra), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/t/artifacts", body, strlen(body), w, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "DELETE", "/api/v1/runs/t", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 401);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "DELETE", "/api/v1/runs/t/artifacts/1", NULL, 0,
+				 "Authorization: Bearer reader-token-0123456789", &r), 0);
+	ck_assert(r.status == 401 || r.status == 403);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/t/artifacts/1", NULL, 0,
+				 "Authorization: Bearer reader-token-0123456789", &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "DELETE", "/api/v1/runs/t/artifacts/1", NULL, 0, w, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	tu_server_cleanup(&s);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* ---- chunks answer as the whole file ---- */
+
+/* End of the JSON value starting at p (an object or array; strings skipped), or NULL. */
+static const char *value_end(const char *p, const char *end)
+{
+	int depth = 0, str = 0;
+
+	for (; p < end; p++) {
+		if (str) {
+			if (*p == '\\')
+				p++;
+			else if (*p == '"')
+				str = 0;
+		} else if (*p == '"') {
+			str = 1;
+		} else if (*p == '{' || *p == '[') {
+			depth++;
+		} else if ((*p == '}' || *p == ']') && --depth == 0) {
+			return p + 1;
+		}
+	}
+	return NULL;
+}
+
+struct cut {
+	const char *head, *tail;	/* the file up to traceEvents' '[' (included); from its ']' */
+	size_t nhead, ntail;
+	const char **ev;		/* each event's first byte; ev[n] the ']' */
+	size_t n;
+};
+
+/* Find traceEvents' elements in the (inflated) trace text. */
+static void cut_find(const char *s, size_t len, struct cut *c)
+{
+	const char *end = s + len, *p = strstr(s, "\"traceEvents\"");
+	size_t cap = 1024;
+
+	ck_assert_ptr_nonnull(p);
+	p = strchr(p, '[');
+	c->head = s;
+	c->nhead = (size_t)(p + 1 - s);
+	c->ev = malloc(cap * sizeof(*c->ev));
+	c->n = 0;
+	for (p++;;) {
+		while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == ']')
+			break;
+		ck_assert_int_eq(*p, '{');
+		if (c->n + 1 >= cap)
+			c->ev = realloc(c->ev, (cap *= 2) * sizeof(*c->ev));
+		c->ev[c->n++] = p;
+		ck_assert_ptr_nonnull(p = value_end(p, end));
+	}
+	c->ev[c->n] = p;
+	c->tail = p;
+	c->ntail = (size_t)(end - p);
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Upload the events [from, to) of c as one trace to run, rank 0. */
+static void upload_chunk(const struct cut *c, size_t from, size_t to, const char *run, size_t part)
+{
+	size_t body = (size_t)(c->ev[to] - c->ev[from]);
+	char *buf = malloc(c->nhead + body + c->ntail + 1), url[256];
+	size_t len = 0;
+
+	memcpy(buf, c->head, c->nhead);
+	len = c->nhead;
+	memcpy(buf + len, c->ev[from], body);
+	len += body;
+	while (len > c->nhead && buf[len - 1] != '}')	/* the comma after the last event */
+		len--;
+	memcpy(buf + len, c->tail, c->ntail);
+	len += c->ntail;
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=0&name=part%zu.json", run, part);
+	json_decref(call("POST", url, buf, len, 201));
+	free(buf);
+}
+
+/* GET path of both runs: the same bytes. */
+static void same_answer(const char *whole, const char *cut, const char *tail)
+{
+	char a[256], b[256];
+	struct tu_resp ra, rb;
+
+	snprintf(a, sizeof(a), "/api/v1/runs/%s%s", whole, tail);
+	snprintf(b, sizeof(b), "/api/v1/runs/%s%s", cut, tail);
+	ck_assert_int_eq(tu_http(&srv, "GET", a, NULL, 0, NULL, &ra), 0);
+	ck_assert_int_eq(tu_http(&srv, "GET", b, NULL, 0, NULL, &rb), 0);
+	ck_assert_msg(ra.status == 200 && rb.status == 200, "%s: %ld / %ld: %s", tail, ra.status, rb.status, rb.body);
+	if (ra.len != rb.len || memcmp(ra.body, rb.body, ra.len)) {
+		size_t i = 0;
+		while (i < ra.len && i < rb.len && ra.body[i] == rb.body[i])
+			i++;
+		ck_abort_msg("%s differs at byte %zu of %zu/%zu:\n whole: %.160s\n   cut: %.160s", tail, i, ra.len, rb.len,
+			     ra.body + (i > 40 ? i - 40 : 0), rb.body + (i > 40 ? i - 40 : 0));
+	}
+	tu_resp_free(&ra);
+	tu_resp_free(&rb);
+}
+
+static const char *const answers[] = {
+	"/steps", "/ops?device=cpu&limit=100000", "/ops?device=gpu&limit=100000", "/kernels?kind=kernel&limit=100000",
+	"/kernels?kind=memcpy&limit=100000", "/kernels?kind=memset&limit=100000", "/ranks", "/diagnosis",
+	"/memory?points=0", "/memory/peak",
+};
+
+/*
+ * The fixture cut into k chunks at arbitrary event boundaries (every chunk keeps the file's
+ * other keys, as the collector's do), uploaded in shuffled order: every answer is the whole
+ * file's, byte for byte.
+ */
+static void chunks_as_whole(const char *fixture, size_t k, int memory)
+{
+	char *path = tu_fixture(fixture), whole[64], cut[64];
+	size_t glen, len, *at = calloc(k + 1, sizeof(size_t)), *order = calloc(k, sizeof(size_t)), i;
+	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
+	struct cut c;
+
+	ck_assert_ptr_nonnull(text);
+	snprintf(whole, sizeof(whole), "whole-%zu", k);
+	snprintf(cut, sizeof(cut), "cut-%zu", k);
+	cut_find((const char *)text, len, &c);
+	ck_assert_uint_gt(c.n, 1000);
+	/* k - 1 distinct cut points */
+	for (;;) {
+		at[0] = 0;
+		at[k] = c.n;
+		for (i = 1; i < k; i++)
+			at[i] = 1 + next_rand() % (c.n - 1);
+		qsort(at, k + 1, sizeof(*at), cmp_size);
+		for (i = 1; i <= k && at[i] > at[i - 1]; i++)
+			;
+		if (i > k)
+			break;
+	}
+	for (i = 0; i < k; i++)
+		order[i] = i;
+	for (i = k - 1; i > 0; i--) {
+		size_t j = next_rand() % (i + 1), t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	{
+		char url[256];
+		snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=0&name=whole.json.gz", whole);
+		json_decref(call("POST", url, gz, glen, 201));
+	}
+	for (i = 0; i < k; i++)
+		upload_chunk(&c, at[order[i]], at[order[i] + 1], cut, order[i]);
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		if (memory || strncmp(answers[i], "/memory", 7))
+			same_answer(whole, cut, answers[i]);
+
+	/* a chunk removed: the run answers without it; uploaded again, as the whole once more */
+	{
+		char url[256];
+		json_t *run, *a = NULL;
+		size_t n;
+		struct tu_resp r;
+		snprintf(url, sizeof(url), "/api/v1/runs/%s", cut);
+		run = call("GET", url, NULL, 0, 200);
+		ck_assert_uint_eq(json_array_size(json_object_get(run, "artifacts")), k);
+		json_array_foreach(json_object_get(run, "artifacts"), n, a)
+			if (!strcmp(json_string_value(json_object_get(a, "name")), "part0.json"))
+				break;
+		snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts/%lld", cut,
+			 (long long)json_integer_value(json_object_get(a, "id")));
+		json_decref(run);
+		json_decref(call("DELETE", url, NULL, 0, 200));
+		snprintf(url, sizeof(url), "/api/v1/runs/%s/ops?device=cpu&limit=100000", cut);
+		ck_assert_int_eq(tu_http(&srv, "GET", url, NULL, 0, NULL, &r), 0);
+		ck_assert_int_eq(r.status, 200);
+		tu_resp_free(&r);
+		upload_chunk(&c, at[0], at[1], cut, 0);
+		for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+			if (memory || strncmp(answers[i], "/memory", 7))
+				same_answer(whole, cut, answers[i]);
+	}
+	free(c.ev);
+	free(text);
+	free(gz);
+	free(path);
+	free(at);
+	free(order);
+}
+
+START_TEST(test_chunks_answer_as_whole_v100)
+{
+	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 2, 1);
+	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 7, 1);
+}
+END_TEST
+
+START_TEST(test_chunks_answer_as_whole_resnet)
+{
+	chunks_as_whole("traces/kineto_resnet50_workers0.json.gz", 5, 1);
+}
+END_TEST
+
+/* ---- the whole training: /timeline ---- */
+
+/* A trace of one profiling cycle: steps first..first+2, each dur_ms long, from start_s seconds. */
+static long long upload_cycle(const char *run, int first, int start_s, int dur_ms)
+{
+	char body[2048], url[256];
+	size_t len = 0;
+	long long id;
+	json_t *j;
+
+	len += (size_t)snprintf(body + len, sizeof(body) - len, "{\"traceEvents\":[");
+	for (int k = 0; k < 3; k++)
+		len += (size_t)snprintf(body + len, sizeof(body) - len,
+					"%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+					"\"tid\":1,\"ts\":%lld,\"dur\":%d}", k ? "," : "", first + k,
+					(long long)start_s * 1000000 + (long long)k * dur_ms * 1000, dur_ms * 1000);
+	len += (size_t)snprintf(body + len, sizeof(body) - len, "]}");
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=0&name=cycle%d.json", run, first);
+	j = call("POST", url, body, len, 201);
+	id = json_integer_value(json_object_get(json_object_get(j, "artifact"), "id"));
+	json_decref(j);
+	return id;
+}
+
+START_TEST(test_timeline)
+{
+	long long ids[4];
+	json_t *j, *steps, *f, *x;
+	size_t i;
+
+	/* four cycles of 3 steps, 10 steps apart, uploaded out of order, each slower than the last */
+	for (int c = 3; c >= 0; c--)
+		ids[c] = upload_cycle("long", 1 + 10 * c, 100 * c, 100 + 20 * c);
+	j = call("GET", "/api/v1/runs/long/timeline", NULL, 0, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "steps_total")), 12);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "cycles")), 4);
+	ck_assert(json_is_null(json_object_get(j, "device")));
+	steps = json_object_get(j, "steps");
+	ck_assert_uint_eq(json_array_size(steps), 12);
+	for (i = 0; i < 12; i++) {
+		x = json_array_get(steps, i);
+		ck_assert_int_eq(json_integer_value(json_object_get(x, "step")), (json_int_t)(1 + 10 * (i / 3) + i % 3));
+		ck_assert_int_eq(json_integer_value(json_object_get(x, "cycle")), (json_int_t)(i / 3));
+		ck_assert_int_eq(json_integer_value(json_object_get(x, "dur_ns")), (json_int_t)(100 + 20 * (i / 3)) * 1000000);
+		/* the artifact its span came from, though the rank's steps are stored once */
+		ck_assert_int_eq(json_integer_value(json_object_get(x, "artifact_id")), ids[i / 3]);
+		ck_assert(json_is_null(json_object_get(x, "allocated_bytes")));
+	}
+	x = json_array_get(json_object_get(j, "cycles"), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(x, "first_step")), 31);
+	ck_assert_int_eq(json_integer_value(json_object_get(x, "mean_step_ns")), 160000000);
+	f = json_object_get(j, "findings");
+	ck_assert_uint_eq(json_array_size(f), 1);
+	x = json_object_get(json_array_get(f, 0), "evidence");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "id")), "cycle_drift");
+	ck_assert_int_eq(json_integer_value(json_object_get(x, "first_cycle_step")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(x, "last_cycle_step")), 31);
+	json_decref(j);
+
+	/* downsampled: the first, the last, the slowest of each stretch */
+	j = call("GET", "/api/v1/runs/long/timeline?points=4", NULL, 0, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "points")), 4);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(j, "steps"), 3), "step")), 33);
+	json_decref(j);
+
+	/* a trace with memory: allocated at each step's end */
+	upload("memrun", 0, "traces/hta_v100_train_memory.json.gz");
+	j = call("GET", "/api/v1/runs/memrun/timeline", NULL, 0, 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "cuda:1");
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), 5);
+	json_array_foreach(json_object_get(j, "steps"), i, x)
+		ck_assert_int_gt(json_integer_value(json_object_get(x, "allocated_bytes")), 1000000000);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "cycles")), 1);
+	json_decref(j);
+
+	json_decref(call("GET", "/api/v1/runs/long/timeline?points=-1", NULL, 0, 400));
+	json_decref(call("GET", "/api/v1/runs/nope/timeline", NULL, 0, 404));
+}
+END_TEST
+
+Suite *suite_runs(void)
+{
+	Suite *s = suite_create("runs");
+	TCase *tc = tcase_create("delete");
+
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_add_test(tc, test_delete_artifact);
+	tcase_add_test(tc, test_delete_run);
+	tcase_add_test(tc, test_delete_is_atomic);
+	tcase_add_test(tc, test_delete_needs_write_token);
+	tcase_add_test(tc, test_timeline);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("chunks");
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_chunks_answer_as_whole_v100);
+	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Writes the hostile corpus (see README.md); run from anywhere, it writes beside itself."""
+import gzip, json, os, pickle
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def put(rel, data):
+    with open(os.path.join(here, rel), 'wb') as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def trace(events):
+    return json.dumps({"traceEvents": events}, separators=(',', ':'))
+
+
+BIG = "4611686018427387"  # µs: about 2^62 ns
+put('trace/dur_near_2p62.json',
+    '{"traceEvents":[' + ','.join(
+        '{"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%d,"dur":%s%s}' % (c, n, pid, tid, ts, BIG, a)
+        for ts in (1, 2, 3)
+        for c, n, pid, tid, a in (("user_annotation", "ProfilerStep#%d" % ts, 1, 1, ""),
+                                  ("cpu_op", "aten::mm", 1, 1, ',"args":{"External id":%d}' % ts),
+                                  ("cuda_runtime", "cudaLaunchKernel", 1, 1, ',"args":{"correlation":%d}' % ts),
+                                  ("kernel", "gemm", 0, 7, ',"args":{"correlation":%d}' % ts),
+                                  ("gpu_memcpy", "Memcpy DtoH", 0, 7, ""))) + ']}')
+put('trace/ts_int64_min.json',
+    '[{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":-9223372036854775.808,"dur":1}]')
+mem = []
+for i, (b, ta, tr) in enumerate(((9223372036854775807, 9223372036854775807, 9223372036854775807),
+                                 (9223372036854775807, 9223372036854775807, 9223372036854775807),
+                                 (-9223372036854775808, -9223372036854775808, 0),
+                                 (-9223372036854775808, 0, 0))):
+    mem.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 10 + i, "s": "t",
+                "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096 * (i % 2 + 1), "Bytes": b,
+                         "Total Allocated": ta, "Total Reserved": tr}})
+put('trace/memory_bytes_extreme.json', trace(
+    [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1, "dur": 100}] + mem))
+# a memory event with no address pairs nothing: Bytes of INT64_MIN is a free of INT64_MIN's negation
+put('trace/memory_no_addr_int64_min.json', trace(
+    [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 10 + i, "s": "t",
+      "args": {"Device Type": 1, "Device Id": 0, "Bytes": b}}
+     for i, b in enumerate((9223372036854775807, -9223372036854775808, 9223372036854775807, 5))]))
+put('trace/amap_high_bits.json.gz', gzip.compress(trace(
+    [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 10 + i, "s": "t",
+      "args": {"Device Type": 1, "Device Id": 0, "Addr": (i % 1400) << 40, "Bytes": 512 if i < 1400 else -512,
+               "Total Allocated": 512 * (i + 1 if i < 1400 else 2800 - i - 1), "Total Reserved": 1 << 30}}
+     for i in range(2800)]).encode(), mtime=0))
+put('trace/formula_names.json', trace(
+    [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1, "dur": 1000}] +
+    [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 + 100 * i, "dur": 50}
+     for i, n in enumerate(('=HYPERLINK("http://example.invalid/x","click")', '+SUM(1,2)', '-2+3', '@SUM(A1)',
+                            '\t=1+1', '\r=1+1', 'aten::mm'))] +
+    [{"ph": "X", "cat": "kernel", "name": '=cmd|" /C calc"!A0', "pid": 0, "tid": 7, "ts": 20, "dur": 30}]))
+# a memory timeline whose first row (the times of [times, sizes]) is longer than --max-events
+put('timeline/first_row_long.json', '[[' + ','.join('0' for _ in range(5000)) + '],[[0,1,2,3,4,5,6,7,8]]]')
+put('timeline/raw_extreme.json', json.dumps(
+    [[1, 1, 9223372036854775807, 0], [1, 1, 9223372036854775807, 0], [2, 1, 9223372036854775807, 1],
+     [3, 2, -9223372036854775808, 0], [4, 2, -9223372036854775808, 2], [5, 1, 1, 7]]))
+put('timeline/sizes_extreme.json', json.dumps(
+    [[1, 2, 3], [[0] + [9223372036854775807] * 8, [0] + [-9223372036854775808] * 8, [0, 1, 2, 3, 4, 5, 6, 7, 8]]]))
+
+
+def snapshot(traces, segments):
+    return pickle.dumps({"segments": segments, "device_traces": traces}, protocol=4)
+
+
+# one memoised list used by 64 devices (pickle values: about 6,000; entries used: 25,600)
+entries = [{"action": "alloc", "addr": 4096 * i, "size": 512} for i in range(400)]
+put('pickle/memo_device_traces.pickle', snapshot([entries] * 64, []))
+# one memoised segment 64 times (pickle values: about 7,000; blocks used: 32,000)
+seg = {"device": 0, "total_size": 1 << 20,
+       "blocks": [{"address": 512 * i, "size": 512, "state": "active_allocated"} for i in range(500)]}
+put('pickle/memo_segments.pickle', snapshot([], [seg] * 64))
+put('pickle/none_flood.pickle', b'\x80\x04(' + b'N' * 30000 + b'l.')
+put('pickle/dup_flood.pickle', b'\x80\x04](' + b'2' * 30000 + b'e.')
+put('pickle/binget_flood.pickle', b'\x80\x04]\x94(' + b'h\x00' * 30000 + b'e.')
+M = 9223372036854775807
+put('pickle/sizes_extreme.pickle', snapshot(
+    [[{"action": "segment_alloc", "addr": 0, "size": M, "stream": 0},
+      {"action": "alloc", "addr": 1, "size": M, "stream": 0},
+      {"action": "alloc", "addr": 2, "size": M, "stream": 0},
+      {"action": "free_requested", "addr": 3, "size": M, "stream": 0},
+      {"action": "free_completed", "addr": 4, "size": M, "stream": 0},
+      {"action": "segment_free", "addr": 5, "size": M, "stream": 0},
+      {"action": "segment_free", "addr": 6, "size": M, "stream": 0}]],
+    [{"device": 0, "address": 0, "total_size": M, "allocated_size": M, "active_size": M, "stream": 0,
+      "segment_type": "large", "blocks": [{"address": 9, "size": M, "state": "active_allocated"},
+                                          {"address": 10, "size": M, "state": "active_allocated"}]}] * 2))
+# token files (tests/e2e/check_upload.c): a 600-character read line, a NUL, a 33rd token
+put('tokens/tokens_long_read_line.txt', 'secret-token-0123456789\nread ' + 'r' * 506 + 'W' * 94 + '\n')
+put('tokens/tokens_nul.txt', b'secret-token-0123456789\nread reader-token-0123\x00456789abcdef\n')
+put('tokens/tokens_33.txt', ''.join('token-%02d-0123456789abcdef\n' % i for i in range(33)))

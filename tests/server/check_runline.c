@@ -1,0 +1,138 @@
+/*
+ * check_runline.c: a rank's steps across the run (server/analysis/runline.c):
+ * cycles, downsampling, and the findings across cycles.
+ */
+#include <string.h>
+
+#include "analysis/runline.h"
+#include "suites.h"
+
+/* cycles of steps: step numbers from first, durations dur[i] (ms), 10 ms apart within a cycle */
+static size_t make(struct rl_step *s, int ncycles, int per, const double *mean_ms, const int64_t *alloc)
+{
+	size_t n = 0;
+	int64_t t = 0;
+
+	for (int c = 0; c < ncycles; c++) {
+		for (int k = 0; k < per; k++) {
+			memset(&s[n], 0, sizeof(s[n]));
+			s[n].step = c * 100 + k;
+			s[n].start_ns = t;
+			s[n].dur_ns = (int64_t)(mean_ms[c] * 1e6);
+			s[n].alloc = alloc ? alloc[c] : -1;
+			t += s[n].dur_ns;
+			n++;
+		}
+		t += 1000000000;	/* a gap: the steps not profiled */
+	}
+	return n;
+}
+
+static json_t *find(json_t *f, const char *id)
+{
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(f, i, x)
+		if (!strcmp(json_string_value(json_object_get(x, "id")), id))
+			return x;
+	return NULL;
+}
+
+START_TEST(test_cycles)
+{
+	struct rl_step s[40];
+	const double ms[] = { 100, 100, 100 };
+	size_t n = make(s, 3, 4, ms, NULL);
+
+	ck_assert_int_eq(runline_cycles(s, n), 3);
+	ck_assert_int_eq(s[3].cycle, 0);
+	ck_assert_int_eq(s[4].cycle, 1);
+	ck_assert_int_eq(s[11].cycle, 2);
+	/* step numbers that follow on without a gap: one cycle, even across chunks */
+	for (size_t i = 0; i < n; i++) {
+		s[i].step = (int64_t)i;
+		s[i].start_ns = (int64_t)i * 100000000;
+	}
+	ck_assert_int_eq(runline_cycles(s, n), 1);
+	/* a gap longer than a step, numbers following: still a new cycle */
+	s[6].start_ns += 300000000;
+	ck_assert_int_eq(runline_cycles(s, n), 2);
+	ck_assert_int_eq(runline_cycles(s, 0), 0);
+}
+END_TEST
+
+START_TEST(test_pick)
+{
+	struct rl_step s[100];
+	size_t keep[100], k, i;
+	const double ms[] = { 10 };
+
+	make(s, 1, 100, ms, NULL);
+	s[57].dur_ns = 99000000;	/* the slow one survives */
+	k = runline_pick(s, 100, 10, keep);
+	ck_assert_uint_eq(k, 10);
+	ck_assert_uint_eq(keep[0], 0);
+	ck_assert_uint_eq(keep[9], 99);
+	for (i = 1; i < k; i++)
+		ck_assert_uint_gt(keep[i], keep[i - 1]);
+	for (i = 0; i < k && keep[i] != 57; i++)
+		;
+	ck_assert_uint_lt(i, k);
+	ck_assert_uint_eq(runline_pick(s, 100, 0, keep), 100);
+	ck_assert_uint_eq(runline_pick(s, 5, 10, keep), 5);
+	ck_assert_uint_eq(runline_pick(s, 100, 2, keep), 2);
+}
+END_TEST
+
+START_TEST(test_findings)
+{
+	struct rl_step s[64];
+	const double flat[] = { 100, 101, 99, 100 }, drift[] = { 100, 120, 140, 160 }, spike[] = { 100, 100, 250, 100, 100 };
+	const int64_t grow[] = { 1000ll << 20, 1100ll << 20, 1200ll << 20, 1300ll << 20 };
+	json_t *f, *x;
+	size_t n;
+
+	n = make(s, 4, 3, flat, NULL);
+	f = runline_findings(s, n, runline_cycles(s, n));
+	ck_assert_uint_eq(json_array_size(f), 0);
+	json_decref(f);
+
+	n = make(s, 4, 3, drift, grow);
+	f = runline_findings(s, n, runline_cycles(s, n));
+	ck_assert_ptr_nonnull(x = find(f, "cycle_drift"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "first_cycle_mean_ns")), 100000000);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "last_cycle_mean_ns")), 160000000);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "last_cycle_step")), 300);
+	ck_assert_ptr_nonnull(x = find(f, "memory_growth"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "growth_bytes")), 300ll << 20);
+	ck_assert_ptr_null(find(f, "slow_cycle"));
+	json_decref(f);
+
+	n = make(s, 5, 3, spike, NULL);
+	f = runline_findings(s, n, runline_cycles(s, n));
+	ck_assert_ptr_nonnull(x = find(f, "slow_cycle"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "cycle")), 2);
+	ck_assert_ptr_null(find(f, "cycle_drift"));
+	ck_assert_uint_eq(json_array_size(f), 1);
+	json_decref(f);
+
+	/* two cycles say nothing across cycles */
+	n = make(s, 2, 3, drift, grow);
+	f = runline_findings(s, n, runline_cycles(s, n));
+	ck_assert_uint_eq(json_array_size(f), 0);
+	json_decref(f);
+}
+END_TEST
+
+Suite *suite_runline(void)
+{
+	Suite *s = suite_create("runline");
+	TCase *tc = tcase_create("runline");
+
+	tcase_add_test(tc, test_cycles);
+	tcase_add_test(tc, test_pick);
+	tcase_add_test(tc, test_findings);
+	suite_add_tcase(s, tc);
+	return s;
+}

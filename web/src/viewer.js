@@ -1,0 +1,61 @@
+// Opens the offline trace viewer (speedscope, bundled and served by this
+// server at /viewer/) on a trace window. The tab is opened inside the click, so
+// that popup blockers let it through; the trace is fetched with the page's
+// token meanwhile and handed over as a blob: URL (#profileURL=), so the viewer
+// needs neither the network nor the token.
+export function openInViewer(fetchTrace, title, note) {
+	const win = window.open('', '_blank');
+	if (!win) {
+		note.textContent = 'The browser blocked the new tab: allow pop-ups for this page.';
+		return;
+	}
+	win.document.title = 'Loading the trace…';
+	note.textContent = 'fetching the trace…';
+	fetchTrace().then((b) => {
+		const url = URL.createObjectURL(new Blob([forSpeedscope(b)], { type: 'application/json' }));
+		// the viewer reads it at once; the blob lives as long as this page, or ten minutes
+		setTimeout(() => URL.revokeObjectURL(url), 600000);
+		win.location.href = `/viewer/index.html#profileURL=${encodeURIComponent(url)}&title=${encodeURIComponent(title)}`;
+		note.textContent = `${(b.byteLength / 1048576).toFixed(1)} MiB opened in the viewer`;
+	}, (err) => {
+		win.close();
+		note.textContent = 'could not fetch the trace: ' + err.message;
+	});
+}
+
+// speedscope groups events by Number(pid), Number(tid) in one place and by the
+// raw values in another, so the string ids PyTorch writes ("Spans", "stream 7")
+// lose their events ("Could not find events for key"): give each string id a
+// number, and its string as the process or thread name when it has none.
+export function forSpeedscope(buffer) {
+	const trace = JSON.parse(new TextDecoder().decode(buffer));
+	const events = Array.isArray(trace) ? trace : trace.traceEvents || [];
+	const ids = new Map(), named = new Set(), meta = [];
+	const num = (v) => {
+		if (typeof v === 'number' || v == null)
+			return v;
+		if (!ids.has(v))
+			ids.set(v, /^-?\d+$/.test(v) ? +v : 1e9 + ids.size);
+		return ids.get(v);
+	};
+	for (const e of events) {
+		const pid = e.pid, tid = e.tid;
+		e.pid = num(pid);
+		e.tid = num(tid);
+		if (e.ph === 'M' && (e.name === 'process_name' || e.name === 'thread_name'))
+			named.add(`${e.name}:${e.pid}:${e.name === 'thread_name' ? e.tid : ''}`);
+		if (typeof pid === 'string' && !/^-?\d+$/.test(pid))
+			meta.push({ ph: 'M', name: 'process_name', pid: e.pid, tid: 0, args: { name: pid } });
+		if (typeof tid === 'string' && !/^-?\d+$/.test(tid))
+			meta.push({ ph: 'M', name: 'thread_name', pid: e.pid, tid: e.tid, args: { name: tid } });
+	}
+	const seen = new Set();
+	for (const m of meta) {
+		const key = `${m.name}:${m.pid}:${m.name === 'thread_name' ? m.tid : ''}`;
+		if (!named.has(key) && !seen.has(key)) {
+			seen.add(key);
+			events.push(m);
+		}
+	}
+	return JSON.stringify(Array.isArray(trace) ? events : { ...trace, traceEvents: events });
+}

@@ -1130,9 +1130,12 @@ struct launched {
 	size_t nk;
 };
 
+/* grows by doubling, at each power of two: ASan's realloc always moves, so one more each time was quadratic */
 #define PUSH(arr, n, ...) do { \
-	(arr) = realloc((arr), ((n) + 1) * sizeof(*(arr))); \
-	ck_assert_ptr_nonnull(arr); \
+	if (((n) & ((n) - 1)) == 0) { \
+		(arr) = realloc((arr), ((n) ? 2 * (n) : 1) * sizeof(*(arr))); \
+		ck_assert_ptr_nonnull(arr); \
+	} \
 	int64_t v_[] = { __VA_ARGS__ }; \
 	memcpy((arr)[(n)++], v_, sizeof(v_)); \
 } while (0)
@@ -1199,7 +1202,10 @@ START_TEST(test_kernel_time_is_what_the_step_launched)
 				t = hit[1];
 			if (t < l.steps[s][0] || t >= l.steps[s][1])
 				continue;
-			iv = realloc(iv, (n + 2) * sizeof(int64_t));
+			if ((n & (n - 1)) == 0) {	/* n even: 0, 2, 4, 8, ... */
+				iv = realloc(iv, (n ? 2 * n : 2) * sizeof(int64_t));
+				ck_assert_ptr_nonnull(iv);
+			}
 			iv[n++] = l.k[i][2];
 			iv[n++] = l.k[i][3];
 		}

@@ -2,6 +2,7 @@
  * h_memory.c: memory timelines of a rank:
  *   GET /api/v1/runs/{run}/memory?rank=R&device=D&points=N&start_ns=A&end_ns=B
  *   GET /api/v1/runs/{run}/memory/peak?rank=R&device=D
+ *   GET /api/v1/runs/{run}/memory/segments?rank=R&device=D&artifact=ID
  * Without device, the rank's first GPU with memory data (else cpu); without
  * rank, the run's lowest rank with data. points: at most N points (default
  * 2000), each the highest of its stretch so the peak survives; 0 for all.
@@ -93,4 +94,19 @@ int h_run_memory(struct request *req)
 int h_run_memory_peak(struct request *req)
 {
 	return answer(req, 1);
+}
+
+/* a snapshot's segments and blocks at dump time (the newest, or ?artifact) */
+int h_run_memory_segments(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank, artifact;
+	const char *device;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "artifact", 1, INT64_MAX, 0, &artifact))
+		return 0;
+	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_memory_segments(r, req->params[0], (int)rank, device, artifact, &err), r, &err, NULL, 0);
 }

@@ -480,7 +480,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					     "memory_groups" };
+					     "memory_groups", "memory_segments", "memory_blocks" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -996,6 +996,9 @@ static int step_reset(struct store_writer *w, sqlite3_stmt *st, struct tp_errbuf
 	return r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "insert memory");
 }
 
+static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
+			   struct tp_errbuf *err);
+
 static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			 const struct mem_series *ms, sqlite3_stmt *pt, sqlite3_stmt *se, sqlite3_stmt *gr,
 			 struct tp_errbuf *err)
@@ -1039,6 +1042,8 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 			sqlite3_bind_null(gr, 7);
 		rc = step_reset(w, gr, err);
 	}
+	if (!rc && ms->nsegs)
+		rc = insert_segments(w, artifact, ms, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(se, 1, artifact);
@@ -1051,6 +1056,49 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 		sqlite3_bind_null(se, 5);
 	sqlite3_bind_int64(se, 6, ms->baseline);
 	return step_reset(w, se, err);
+}
+
+/* A snapshot's segments and their blocks at dump time. */
+static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
+			   struct tp_errbuf *err)
+{
+	sqlite3_stmt *sg = NULL, *bl = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO memory_segments(artifact_id, device, n, address, total_size, stream,"
+				      " segment_type) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &sg, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(w->db, "INSERT INTO memory_blocks(artifact_id, device, seg, n, offset, size, requested_size,"
+				      " state, category, op) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+			       -1, &bl, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < ms->nsegs && !rc; i++) {
+		const struct mem_segment *x = &ms->segs[i];
+		sqlite3_bind_int64(sg, 1, artifact);
+		bind_text(sg, 2, ms->device);
+		sqlite3_bind_int64(sg, 3, (int64_t)i);
+		sqlite3_bind_int64(sg, 4, x->address);
+		sqlite3_bind_int64(sg, 5, x->total_size);
+		sqlite3_bind_int64(sg, 6, x->stream);
+		bind_text(sg, 7, x->type[0] ? x->type : NULL);
+		rc = step_reset(w, sg, err);
+		for (size_t k = 0; k < x->nblocks && !rc; k++) {
+			const struct mem_block *b = &x->blocks[k];
+			sqlite3_bind_int64(bl, 1, artifact);
+			bind_text(bl, 2, ms->device);
+			sqlite3_bind_int64(bl, 3, (int64_t)i);
+			sqlite3_bind_int64(bl, 4, (int64_t)k);
+			sqlite3_bind_int64(bl, 5, b->offset);
+			sqlite3_bind_int64(bl, 6, b->size);
+			sqlite3_bind_int64(bl, 7, b->requested);
+			bind_text(bl, 8, mem_block_states[b->state & 3]);
+			bind_text(bl, 9, b->cat >= 0 ? mem_cat_names[b->cat & 7] : NULL);
+			bind_text(bl, 10, b->op);
+			rc = step_reset(w, bl, err);
+		}
+	}
+	sqlite3_finalize(sg);
+	sqlite3_finalize(bl);
+	return rc;
 }
 
 static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
@@ -2526,6 +2574,126 @@ out:
 	json_decref(peak);
 	json_decref(groups);
 	points_free(&p);
+	return o;
+}
+
+/* seg (stolen) closed with the bytes alive in it, onto segs; -1 when out of memory */
+static int seg_close(json_t *segs, json_t *seg, int64_t alloc)
+{
+	if (json_object_set_new(seg, "allocated_bytes", json_integer(alloc))) {
+		json_decref(seg);
+		return -1;
+	}
+	return append(segs, seg);
+}
+
+/*
+ * A snapshot's segments at dump time: the rank's snapshot with segments on
+ * device (default as pick_series: the first GPU), the newest unless artifact
+ * names another of them.
+ */
+json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
+			      int64_t artifact, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *o = NULL, *snaps = json_array(), *segs = json_array(), *blocks = NULL, *seg = NULL;
+	char dev[16] = "";
+	int64_t chosen = 0, reserved = 0, allocated = 0, seg_alloc = 0;
+	int step, n = -1;
+
+	if (!snaps || !segs)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	if (!(st = prepare_rank(r, "SELECT DISTINCT device, artifact_id FROM memory_segments"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
+				   " ORDER BY device LIKE 'cuda:%' DESC, length(device), device, artifact_id DESC",
+				run, rank, err)))
+		goto out;
+	bind_text(st, 3, device);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *d = (const char *)sqlite3_column_text(st, 0);
+		int64_t id = sqlite3_column_int64(st, 1);
+		if (dev[0] && strcmp(dev, d))
+			break;
+		snprintf(dev, sizeof(dev), "%s", d);
+		if (!chosen || id == artifact)
+			chosen = id;
+		if (append(snaps, json_integer(id)))
+			goto oom;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+		db_fail(err, r->db, "read segments");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!dev[0] || (artifact && chosen != artifact)) {
+		if (artifact && dev[0])
+			tp_fail(err, TP_ERR_NOTFOUND, "no_segments", "artifact %lld of run '%s' is not a snapshot with segments"
+				" for rank %d on %s", (long long)artifact, run, rank, dev);
+		else
+			tp_fail(err, TP_ERR_NOTFOUND, "no_segments", "run '%s' has no memory snapshot with segments for rank %d%s%s",
+				run, rank, device ? " on " : "", device ? device : "");
+		goto out;
+	}
+	/* segments and their blocks in one pass: the join keeps a segment without blocks */
+	if (!(st = prepare(r, "SELECT s.n, s.address, s.total_size, s.stream, s.segment_type, b.offset, b.size,"
+			      " b.requested_size, b.state, b.category, b.op FROM memory_segments s LEFT JOIN memory_blocks b"
+			      " ON b.artifact_id=s.artifact_id AND b.device=s.device AND b.seg=s.n"
+			      " WHERE s.artifact_id=?1 AND s.device=?2 ORDER BY s.n, b.n", err)))
+		goto out;
+	sqlite3_bind_int64(st, 1, chosen);
+	bind_text(st, 2, dev);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_int(st, 0) != n) {
+			allocated = tp_sat_add(allocated, seg_alloc);
+			if (seg && seg_close(segs, seg, seg_alloc)) {
+				seg = NULL;
+				goto oom;
+			}
+			n = sqlite3_column_int(st, 0);
+			seg_alloc = 0;
+			reserved = tp_sat_add(reserved, sqlite3_column_int64(st, 2));
+			if (!(blocks = json_array()) ||
+			    !(seg = json_pack("{s:o, s:o, s:o, s:o, s:o}", "address", col_json(st, 1), "total_size",
+					      col_json(st, 2), "stream", col_json(st, 3), "segment_type", col_json(st, 4),
+					      "blocks", blocks)))
+				goto oom;
+		}
+		if (sqlite3_column_type(st, 5) == SQLITE_NULL)
+			continue;
+		if (sqlite3_column_type(st, 9) != SQLITE_NULL)	/* alive at dump time */
+			seg_alloc = tp_sat_add(seg_alloc, sqlite3_column_int64(st, 6));
+		if (append(blocks, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "offset", col_json(st, 5), "size",
+					     col_json(st, 6), "requested_size", col_json(st, 7), "state", col_json(st, 8),
+					     "category", col_json(st, 9), "op", col_json(st, 10))))
+			goto oom;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read segments");
+		goto out;
+	}
+	if (seg) {
+		int bad = seg_close(segs, seg, seg_alloc);
+		allocated = tp_sat_add(allocated, seg_alloc);
+		seg = NULL;
+		if (bad)
+			goto oom;
+	}
+	o = json_pack("{s:i, s:s, s:I, s:O, s:I, s:I, s:O}", "rank", rank, "device", dev, "artifact", (json_int_t)chosen,
+		      "snapshots", snaps, "reserved_bytes", (json_int_t)reserved, "allocated_bytes", (json_int_t)allocated,
+		      "segments", segs);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	nomem(err);
+out:
+	sqlite3_finalize(st);
+	json_decref(seg);
+	json_decref(snaps);
+	json_decref(segs);
 	return o;
 }
 

@@ -220,6 +220,13 @@ int store_memory_text(struct store_reader *r, const char *run, int rank, const c
 		      int64_t end_ns, struct store_mem_text **out, struct tp_errbuf *err);
 size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max);
 void store_mem_text_free(struct store_mem_text *m);
+/*
+ * GET /runs/{run}/memory/segments: a snapshot's segments and blocks at dump
+ * time (artifact 0: the rank's newest snapshot with segments on device);
+ * NOTFOUND no_segments when there is none.
+ */
+json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
+			      int64_t artifact, struct tp_errbuf *err);
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
 			  struct tp_errbuf *err);
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */

@@ -20,11 +20,13 @@
  * which in training is the autograd engine's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "analysis/memory.h"
 #include "analysis/snapshot.h"
+#include "utf8.h"
 
 enum { A_OTHER, A_ALLOC, A_FREE, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE };
 
@@ -56,7 +58,9 @@ struct snap_result {
 	size_t nseries;
 	struct mem_point **pts;
 	struct mem_group **groups;
-	char **names;			/* group op names */
+	struct mem_segment **segs;
+	struct mem_block **blocks;
+	char **names;			/* group and block op names */
 	size_t nnames, capnames;
 };
 
@@ -67,6 +71,8 @@ void snap_result_free(struct snap_result *r)
 	for (size_t i = 0; i < r->nseries; i++) {
 		tp_free(r->pts[i]);
 		tp_free(r->groups[i]);
+		tp_free(r->segs[i]);
+		tp_free(r->blocks[i]);
 	}
 	for (size_t i = 0; i < r->nnames; i++)
 		tp_free(r->names[i]);
@@ -74,6 +80,8 @@ void snap_result_free(struct snap_result *r)
 	tp_free(r->series);
 	tp_free(r->pts);
 	tp_free(r->groups);
+	tp_free(r->segs);
+	tp_free(r->blocks);
 	tp_free(r);
 }
 
@@ -213,6 +221,15 @@ static const char *op_name(const struct pk_obj *frames, char *buf, size_t size)
 			base = file + 1;
 	pk_int(pk_get(f, "line"), &line);
 	snprintf(buf, size, "%s (%s:%lld)", frame_str(f, "name"), base, (long long)line);
+	/* a pickle's str is not checked: what is not UTF-8 (or cut by the buffer) becomes '?', as JSON must */
+	for (unsigned char *p = (unsigned char *)buf, *end = p + strlen(buf); p < end;) {
+		size_t n = tp_utf8_len(p, end);
+		if (!n) {
+			*p = '?';
+			n = 1;
+		}
+		p += n;
+	}
 	return buf;
 }
 
@@ -289,7 +306,8 @@ static int is_live_block(const struct pk_obj *b)
 
 /* ---- one device ---- */
 
-static int add_name(struct snap_result *r, struct mem_group *g)
+/* A copy of name owned by r, or NULL when out of memory. */
+static const char *keep_name(struct snap_result *r, const char *name)
 {
 	char *copy;
 
@@ -297,14 +315,111 @@ static int add_name(struct snap_result *r, struct mem_group *g)
 		size_t cap = r->capnames ? r->capnames * 2 : 64;
 		char **nn = tp_realloc(r->names, cap * sizeof(*nn));
 		if (!nn)
-			return -1;
+			return NULL;
 		r->names = nn;
 		r->capnames = cap;
 	}
-	if (!(copy = tp_malloc(strlen(g->op) + 1)))
+	if (!(copy = tp_malloc(strlen(name) + 1)))
+		return NULL;
+	strcpy(copy, name);
+	return r->names[r->nnames++] = copy;
+}
+
+static int block_state(const struct pk_obj *b)
+{
+	const char *s = pk_str(pk_get(b, "state"));
+
+	if (!s || !strcmp(s, "inactive"))
+		return MEM_BLOCK_INACTIVE;
+	if (!strcmp(s, "active_allocated"))
+		return MEM_BLOCK_ALLOCATED;
+	return strcmp(s, "active_pending_free") ? MEM_BLOCK_OTHER : MEM_BLOCK_PENDING_FREE;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct mem_segment *x = a, *y = b;
+
+	return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/*
+ * Device d's segments at dump time, by address, each with its blocks: a live
+ * block's category is its allocation's (m maps the addresses of live blocks to
+ * al, -3 to the pre-existing baseline, reported under parameter as in the
+ * timeline). A block without an address follows the one before it.
+ */
+static int dump_layout(struct snap_result *r, const struct pk_obj *segments, const struct dev *d,
+		       struct mem_amap *m, const struct salloc *al, struct mem_series *s)
+{
+	size_t nseg = 0, nbl = 0, i;
+	struct mem_segment *sv;
+	struct mem_block *bv;
+
+	for (i = 0; i < segments->n; i++) {
+		const struct pk_obj *sg = segments->u.items[i], *blocks = pk_get(sg, "blocks");
+		int64_t dev = 0;
+		pk_int(pk_get(sg, "device"), &dev);
+		if (dev != d->id)
+			continue;
+		nseg++;
+		nbl += blocks && blocks->type == PK_LIST ? blocks->n : 0;
+	}
+	if (!(sv = tp_calloc(nseg + 1, sizeof(*sv))) || !(bv = tp_calloc(nbl + 1, sizeof(*bv)))) {
+		tp_free(sv);
 		return -1;
-	strcpy(copy, g->op);
-	g->op = r->names[r->nnames++] = copy;
+	}
+	nseg = nbl = 0;
+	for (i = 0; i < segments->n; i++) {
+		const struct pk_obj *sg = segments->u.items[i], *blocks = pk_get(sg, "blocks");
+		struct mem_segment *x = &sv[nseg];
+		int64_t dev = 0, off = 0;
+		const char *type = pk_str(pk_get(sg, "segment_type"));
+		pk_int(pk_get(sg, "device"), &dev);
+		if (dev != d->id)
+			continue;
+		pk_int(pk_get(sg, "address"), &x->address);
+		pk_int(pk_get(sg, "total_size"), &x->total_size);
+		pk_int(pk_get(sg, "stream"), &x->stream);
+		snprintf(x->type, sizeof(x->type), "%s", type && (!strcmp(type, "large") || !strcmp(type, "small")) ? type : "");
+		x->blocks = &bv[nbl];
+		for (uint32_t b = 0; blocks && blocks->type == PK_LIST && b < blocks->n; b++) {
+			const struct pk_obj *bl = blocks->u.items[b];
+			struct mem_block *y = &bv[nbl];
+			int64_t addr;
+			char buf[256];
+			if (!pk_int(pk_get(bl, "size"), &y->size) || y->size < 0)
+				continue;
+			if (!pk_int(pk_get(bl, "requested_size"), &y->requested) || y->requested < 0)
+				y->requested = y->size;
+			if (!pk_int(pk_get(bl, "address"), &addr) || __builtin_sub_overflow(addr, x->address, &y->offset) ||
+			    y->offset < 0 || y->offset > x->total_size) {
+				y->offset = off;
+				addr = tp_sat_add(x->address, off);
+			}
+			off = tp_sat_add(y->offset, y->size);
+			y->state = block_state(bl);
+			y->cat = -1;
+			if (is_live_block(bl)) {
+				int32_t slot = *mem_amap_slot(m, addr);
+				y->cat = slot >= 0 ? al[slot].cat : CAT_PARAMETER;
+				const char *op = slot >= 0 ? op_name(al[slot].fa, buf, sizeof(buf)) : NULL;
+				if (op && !(y->op = keep_name(r, op))) {
+					tp_free(sv);
+					tp_free(bv);
+					return -1;
+				}
+			}
+			nbl++;
+			x->nblocks++;
+		}
+		nseg++;
+	}
+	qsort(sv, nseg, sizeof(*sv), cmp_seg);
+	r->segs[r->nseries] = sv;
+	r->blocks[r->nseries] = bv;
+	s->segs = sv;
+	s->nsegs = nseg;
 	return 0;
 }
 
@@ -371,10 +486,13 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 			    !pk_int(pk_get(bl, "size"), &size) || size < 0 || *mem_amap_slot(&m, addr) >= 0)
 				continue;
 			const struct pk_obj *fr = pk_get(bl, "frames");
-			if (has_frames(fr))
+			if (has_frames(fr)) {
+				*mem_amap_slot(&m, addr) = (int32_t)nal;
 				al[nal++] = (struct salloc){ .size = size, .ta = -1, .tf = -1, .fa = fr };
-			else
+			} else {
+				*mem_amap_slot(&m, addr) = -3;	/* the baseline */
 				base = tp_sat_add(base, size);
+			}
 		}
 	}
 	for (i = 0; i < nal; i++) {
@@ -426,7 +544,7 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 		struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op_name(al[i].fa, buf, sizeof(buf)), &is_new);
 		if (!x)
 			continue;
-		if (is_new && x->op && add_name(r, x))
+		if (is_new && x->op && !(x->op = keep_name(r, x->op)))
 			goto out;
 		x->bytes = tp_sat_add(x->bytes, al[i].size);
 		x->count++;
@@ -434,6 +552,8 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 	if (base_at_peak > 0 && ng < MEM_MAX_GROUPS + 2)
 		g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .bytes = base_at_peak, .count = -1 };
 	mem_groups_sort(g, ng);
+	if (segments && dump_layout(r, segments, d, &m, al, s))
+		goto out;
 
 	snprintf(s->device, sizeof(s->device), "cuda:%d", d->id);
 	s->source = "snapshot";
@@ -527,7 +647,8 @@ int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_r
 		return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "the snapshot has no trace entries and no segments");
 
 	if (!(r = tp_calloc(1, sizeof(*r))) || !(r->series = tp_calloc(ndev, sizeof(*r->series))) ||
-	    !(r->pts = tp_calloc(ndev, sizeof(*r->pts))) || !(r->groups = tp_calloc(ndev, sizeof(*r->groups)))) {
+	    !(r->pts = tp_calloc(ndev, sizeof(*r->pts))) || !(r->groups = tp_calloc(ndev, sizeof(*r->groups))) ||
+	    !(r->segs = tp_calloc(ndev, sizeof(*r->segs))) || !(r->blocks = tp_calloc(ndev, sizeof(*r->blocks)))) {
 		snap_result_free(r);
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}

@@ -24,6 +24,8 @@ const char *const mem_cat_names[MEM_NCAT] = {
 	"unknown",
 };
 
+const char *const mem_block_states[4] = { "inactive", "active_allocated", "active_pending_free", "other" };
+
 int64_t mem_point_total(const struct mem_point *p)
 {
 	int64_t sum = 0;

@@ -2,7 +2,8 @@
 //   BUILD_DIR=build node --test tests/browser/dashboards.test.mjs
 // Tables fit their cards at 1440x900 and 1920x1080 with kernel names told
 // apart; the compare page says not comparable and per trace; memory shown for
-// an all-unknown timeline and a state-only snapshot; the offline trace viewer
+// an all-unknown timeline and a state-only snapshot (its segments and blocks
+// too); the offline trace viewer
 // and the API reference with no network; downloads with a read token.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -165,7 +166,44 @@ test('memory: an all-unknown timeline and a state-only snapshot are shown', asyn
 	const part = await box.locator('.state-part[data-cat=parameter]').evaluate((el) => el.getBoundingClientRect().width /
 		el.parentElement.getBoundingClientRect().width);
 	assert.ok(Math.abs(part - 90861056 / 109051904) < 0.02, `parameter part ${part}`);
+	// and its segments and blocks (the pickle's own: 12 segments, 105 blocks alive, 11 free, the largest free 11534336 bytes)
+	const segs = page.locator('#segments');
+	assert.equal(await segs.getAttribute('data-segments'), '12');
+	assert.equal(await segs.getAttribute('data-blocks'), '105');
+	assert.match(await segs.textContent(), /12 segments on cuda:0, 104 MiB reserved; 86\.7 MiB alive in 105 blocks; 17\.3 MiB free in 11 blocks, the largest 11\.0 MiB: a larger allocation needs a new segment\./);
+	assert.doesNotMatch(await segs.textContent(), /false|undefined|NaN/);
+	assert.equal(await segs.locator('.seg-row').count(), 12);
+	// the largest segment (48234496 bytes) is a row as wide as the track, its one live block 46881792 bytes of it
+	const first = await segs.locator('.seg-bar').first().evaluate((bar) => ({
+		bar: bar.getBoundingClientRect().width / bar.parentElement.getBoundingClientRect().width,
+		blocks: [...bar.querySelectorAll('.seg-block')].map((b) => [b.dataset.cat, b.getBoundingClientRect().width / bar.clientWidth]),
+	}));
+	assert.ok(Math.abs(first.bar - 1) < 0.01, `widest bar ${first.bar}`);
+	assert.equal(first.blocks.length, 1);
+	assert.equal(first.blocks[0][0], 'parameter');
+	assert.ok(Math.abs(first.blocks[0][1] - 46881792 / 48234496) < 0.02, `block ${first.blocks[0][1]}`);
+	await segs.screenshot({ path: path.join(shots, 'segments-state.png') });
 	assert.deepEqual(page.problems.filter((p) => !/404: .*\/memory\?/.test(p) && !/status of 404/.test(p)), []);
+});
+
+test('memory: a run with two snapshots draws the newest one\'s segments and switches to the other', async () => {
+	await upload(srv.base, 'snaps', 'memory/docubox_state_only_snapshot.pickle');
+	await upload(srv.base, 'snaps', 'memory/cs336_memory_snapshot.pickle');
+	const page = await newPage(browser, { width: 1440, height: 900 });
+	await page.goto(srv.base + '/runs/snaps');
+	await page.waitForSelector('#app[data-ready]');
+	const segs = page.locator('#segments');
+	// cs336: 216 segments, 229 blocks alive (1377753600 bytes), its memory timeline drawn above
+	assert.equal(await segs.getAttribute('data-segments'), '216');
+	assert.equal(await segs.getAttribute('data-blocks'), '229');
+	assert.equal(await page.locator('section:has(h2:text-is("Memory timeline")) .uplot').count(), 1);
+	assert.equal(await segs.locator('.seg-row').count(), 32, 'the largest 32 first');
+	await segs.locator('button:text("Show all 216 segments")').click();
+	assert.equal(await segs.locator('.seg-row').count(), 216);
+	await segs.locator('.snapshot-pick select').selectOption({ label: 'docubox_state_only_snapshot.pickle' });
+	await page.waitForFunction(() => document.querySelector('#segments')?.dataset.segments === '12');
+	assert.equal(await segs.locator('.seg-row').count(), 12);
+	assert.deepEqual(page.problems, []);
 });
 
 test('the offline trace viewer opens the chosen steps with no network', async () => {

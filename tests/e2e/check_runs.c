@@ -69,14 +69,18 @@ static size_t nranks(const char *run)
 
 static long long rows_of(long long artifact)
 {
-	char sql[512];
+	char sql[1024];
 
 	snprintf(sql, sizeof(sql), "SELECT (SELECT COUNT(*) FROM event_blocks WHERE key>>32=%lld)"
 		 " + (SELECT COUNT(*) FROM raw_chunks WHERE key>>32=%lld) + (SELECT COUNT(*) FROM strings WHERE key>>32=%lld)"
 		 " + (SELECT COUNT(*) FROM steps WHERE artifact_id=%lld) + (SELECT COUNT(*) FROM op_stats WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_points WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM memory_series WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM memory_groups WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM memory_segments WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM memory_blocks WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM artifacts WHERE id=%lld)", artifact, artifact, artifact, artifact, artifact,
-		 artifact, artifact);
+		 artifact, artifact, artifact, artifact, artifact, artifact);
 	return tu_db_scalar(srv.db, sql);
 }
 
@@ -138,6 +142,38 @@ START_TEST(test_delete_artifact)
 	ck_assert_str_eq(tu_error_code(j), "run_not_found");
 	json_decref(j);
 	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM runs WHERE name='two'"), 0);
+}
+END_TEST
+
+/* a run of two snapshots: /memory/segments answers the newest, then, that one deleted, the other */
+START_TEST(test_delete_snapshot_segments)
+{
+	long long a = upload("snaps", 0, "memory/docubox_state_only_snapshot.pickle");
+	long long b = upload("snaps", 0, "memory/cs336_memory_snapshot.pickle");
+	char url[256];
+	json_t *j;
+
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM memory_blocks"), 116 + 455);
+	j = call("GET", "/api/v1/runs/snaps/memory/segments", NULL, 0, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "artifact")), b);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "segments")), 216);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "snapshots")), 2);
+	json_decref(j);
+	snprintf(url, sizeof(url), "/api/v1/runs/snaps/artifacts/%lld", b);
+	json_decref(call("DELETE", url, NULL, 0, 200));
+	ck_assert_int_eq(rows_of(b), 0);
+	j = call("GET", "/api/v1/runs/snaps/memory/segments", NULL, 0, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "artifact")), a);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "segments")), 12);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "reserved_bytes")), 109051904);
+	json_decref(j);
+	snprintf(url, sizeof(url), "/api/v1/runs/snaps/memory/segments?artifact=%lld", b);
+	j = call("GET", url, NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "no_segments");
+	json_decref(j);
+	json_decref(call("DELETE", "/api/v1/runs/snaps", NULL, 0, 200));
+	ck_assert_int_eq(rows_of(a), 0);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM memory_segments"), 0);
 }
 END_TEST
 
@@ -571,6 +607,7 @@ Suite *suite_runs(void)
 
 	tcase_add_checked_fixture(tc, start, stop);
 	tcase_add_test(tc, test_delete_artifact);
+	tcase_add_test(tc, test_delete_snapshot_segments);
 	tcase_add_test(tc, test_delete_run);
 	tcase_add_test(tc, test_delete_is_atomic);
 	tcase_add_test(tc, test_delete_needs_write_token);

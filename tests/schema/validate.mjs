@@ -490,6 +490,23 @@ async function main() {
 		}
 		await expect('GET', `${p}/peak`, 200, 'memory_peak');
 		await expect('GET', `/api/v1/runs/${run}/diagnosis`, 200, 'diagnosis');
+		// the segments at dump time: what the timeline's last point says was reserved (and, for a
+		// state-only dump, allocated: with trace entries it counts the sizes requested, the blocks are rounded up)
+		const seg = exactBody(await expect('GET', `${p}/segments`, 200, 'memory_segments'));
+		if (seg?.segments && all?.t_ns) {
+			const tiled = seg.segments.every((sg) => sg.blocks.reduce((o, b) => (o === b.offset ? o + b.size : NaN), 0) === sg.total_size);
+			const alive = seg.segments.reduce((a, sg) => a + sg.allocated_bytes, 0);
+			check(`GET ${p}/segments: blocks tile each segment, reserved as the timeline's end, allocated the segments' sum`,
+				tiled && seg.reserved_bytes === all.reserved.at(-1) && alive === seg.allocated_bytes &&
+				(points === 1 ? seg.allocated_bytes === all.allocated.at(-1)
+					: Math.abs(seg.allocated_bytes - all.allocated.at(-1)) < all.allocated.at(-1) / 1e4),
+				`tiled ${tiled}, reserved ${seg.reserved_bytes} vs ${all.reserved.at(-1)}, allocated ${seg.allocated_bytes} vs ${all.allocated.at(-1)}`);
+			const again = exactBody(await expect('GET', `${p}/segments?artifact=${seg.artifact}&device=${seg.device}`, 200, 'memory_segments'));
+			check(`GET ${p}/segments?artifact=${seg.artifact}: the same answer`, JSON.stringify(again) === JSON.stringify(seg), '');
+		}
+		await expect('GET', `${p}/segments?artifact=999999`, 404, 'error');
+		await expect('GET', `${p}/segments?device=cuda:7`, 404, 'error');
+		await expect('GET', `${p}/segments?artifact=0`, 400, 'error');
 	}
 
 	// runs
@@ -805,7 +822,7 @@ async function main() {
 
 	// errors
 	await expect('GET', '/api/v1/runs/nope', 404, 'error');
-	for (const ep of ['steps', 'ops', 'kernels', 'ranks', 'diagnosis', 'trace', 'memory', 'memory/peak'])
+	for (const ep of ['steps', 'ops', 'kernels', 'ranks', 'diagnosis', 'trace', 'memory', 'memory/peak', 'memory/segments'])
 		await expect('GET', `/api/v1/runs/nope/${ep}`, 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/artifacts/999999', 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/ops?limit=0', 400, 'error');
@@ -823,6 +840,8 @@ async function main() {
 	await expect('GET', '/api/v1/runs/memraw/memory?points=1000001', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?device=gpu0', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory/peak?device=gpu0', 400, 'error');
+	await expect('GET', '/api/v1/runs/memraw/memory/segments?device=gpu0', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/memory/segments', 404, 'error');	/* a trace: no segments */
 	await expect('GET', '/api/v1/runs/memraw/memory?rank=65536', 400, 'error');
 	await expect('GET', '/api/v1/runs/bad%20name/steps', 400, 'error');
 	await expect('GET', '/api/v1/nothing-here', 404, 'error');
@@ -834,7 +853,7 @@ async function main() {
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
 			'/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
-			'/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
+			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);
 		check('openapi.yaml describes every endpoint tested here', !missing.length, `missing ${missing.join(', ')}`);

@@ -112,6 +112,39 @@ START_TEST(test_cs336_fixture)
 	ck_assert_int_eq(s->groups[0].cat, CAT_ACTIVATION);
 	ck_assert_ptr_nonnull(s->groups[0].op);
 	ck_assert_ptr_nonnull(strstr(s->groups[0].op, "model.py:"));
+	/* the segments at dump time (Python: 216 segments, 14180941824 bytes; 229 blocks alive of 455,
+	 * 1377753600 bytes; the live ones' categories add up to the end of the timeline but for the
+	 * allocator's rounding: 508 bytes) */
+	{
+		int64_t reserved = 0, alive = 0, bycat[MEM_NCAT] = { 0 };
+		size_t nalive = 0, nblocks = 0;
+		ck_assert_uint_eq(s->nsegs, 216);
+		for (size_t i = 0; i < s->nsegs; i++) {
+			const struct mem_segment *g = &s->segs[i];
+			int64_t off = 0;
+			if (i)
+				ck_assert_int_gt(g->address, s->segs[i - 1].address);
+			reserved += g->total_size;
+			for (size_t k = 0; k < g->nblocks; k++, nblocks++) {
+				const struct mem_block *b = &g->blocks[k];
+				ck_assert_int_eq(b->offset, off);	/* the blocks tile the segment */
+				off += b->size;
+				ck_assert_int_eq(b->cat >= 0, b->state != MEM_BLOCK_INACTIVE);
+				if (b->cat >= 0) {
+					nalive++;
+					alive += b->size;
+					bycat[b->cat] += b->size;
+				}
+			}
+			ck_assert_int_eq(off, g->total_size);
+		}
+		ck_assert_int_eq(reserved, 14180941824LL);
+		ck_assert_uint_eq(nblocks, 455);
+		ck_assert_uint_eq(nalive, 229);
+		ck_assert_int_eq(alive, 1377753600LL);
+		for (int c = 0; c < MEM_NCAT; c++)
+			ck_assert_int_le(llabs(bycat[c] - s->pts[s->n - 1].cat[c]), 512);
+	}
 	snap_done(&x);
 	free(data);
 	free(path);
@@ -135,6 +168,26 @@ START_TEST(test_state_only_fixture)
 	ck_assert_int_eq(x.s->pts[0].cat[CAT_PARAMETER], 90861056);	/* no frames: pre-existing */
 	ck_assert_uint_eq(x.s->ngroups, 1);
 	ck_assert_int_eq(x.s->groups[0].bytes, 90861056);
+	/* its 12 segments (9 small, 3 large), 116 blocks: 105 alive (all parameter: no frames), 11 free */
+	{
+		size_t small = 0, alive = 0, blocks = 0;
+		int64_t bytes = 0;
+		ck_assert_uint_eq(x.s->nsegs, 12);
+		for (size_t i = 0; i < x.s->nsegs; i++) {
+			small += !strcmp(x.s->segs[i].type, "small");
+			for (size_t k = 0; k < x.s->segs[i].nblocks; k++, blocks++)
+				if (x.s->segs[i].blocks[k].cat >= 0) {
+					ck_assert_int_eq(x.s->segs[i].blocks[k].cat, CAT_PARAMETER);
+					ck_assert_ptr_null(x.s->segs[i].blocks[k].op);
+					alive++;
+					bytes += x.s->segs[i].blocks[k].size;
+				}
+		}
+		ck_assert_uint_eq(small, 9);
+		ck_assert_uint_eq(blocks, 116);
+		ck_assert_uint_eq(alive, 105);
+		ck_assert_int_eq(bytes, 90861056);
+	}
 	snap_done(&x);
 	free(data);
 	free(path);
@@ -531,6 +584,132 @@ START_TEST(test_amap_high_bits)
 }
 END_TEST
 
+static void pw_kv_int(struct pw *w, const char *key, int64_t v)
+{
+	pw_str(w, key, strlen(key));
+	pw_int(w, v);
+}
+
+static void pw_kv_str(struct pw *w, const char *key, const char *v)
+{
+	pw_str(w, key, strlen(key));
+	pw_str(w, v, strlen(v));
+}
+
+/* a block dict {size, state[, address][, requested_size]}; address or requested < 0: left out */
+static void pw_block(struct pw *w, int64_t address, int64_t size, int64_t requested, const char *state)
+{
+	pw_op(w, '}');
+	pw_op(w, '(');
+	if (address >= 0)
+		pw_kv_int(w, "address", address);
+	pw_kv_int(w, "size", size);
+	if (requested >= 0)
+		pw_kv_int(w, "requested_size", requested);
+	pw_kv_str(w, "state", state);
+	pw_op(w, 'u');
+	pw_op(w, 'a');
+}
+
+/*
+ * Segments at dump time: by address whatever their order in the pickle; a
+ * block's category from the allocation that made it (traced: its frames;
+ * before recording without frames: parameter, as the timeline has it); a
+ * block without an address, or with one outside its segment, follows the one
+ * before it; free blocks have no category.
+ */
+START_TEST(test_segments_layout)
+{
+	struct pw w = { .n = 0 };
+	static const uint8_t head[] = { 0x80, 4 };
+	struct snap x;
+	const struct mem_segment *g;
+
+	pw_put(&w, head, 2);
+	pw_op(&w, '}');
+	pw_op(&w, '(');
+	pw_str(&w, "segments", 8);
+	pw_op(&w, ']');
+	/* the second segment by address first */
+	pw_op(&w, '}');
+	pw_op(&w, '(');
+	pw_kv_int(&w, "device", 0);
+	pw_kv_int(&w, "address", 0x20000);
+	pw_kv_int(&w, "total_size", 8192);
+	pw_kv_int(&w, "stream", 0);
+	pw_kv_str(&w, "segment_type", "small");
+	pw_str(&w, "blocks", 6);
+	pw_op(&w, ']');
+	pw_block(&w, 0x20000, 1024, 1000, "active_allocated");
+	pw_block(&w, -1, 512, -1, "inactive");
+	pw_block(&w, 0x20000 + 1536, 2560, 2560, "active_pending_free");
+	pw_block(&w, 0x7000000000LL, 4096, 0, "inactive");
+	pw_op(&w, 'u');
+	pw_op(&w, 'a');
+	pw_op(&w, '}');
+	pw_op(&w, '(');
+	pw_kv_int(&w, "device", 0);
+	pw_kv_int(&w, "address", 0x10000);
+	pw_kv_int(&w, "total_size", 2048);
+	pw_kv_int(&w, "stream", 7);
+	pw_kv_str(&w, "segment_type", "bogus");
+	pw_str(&w, "blocks", 6);
+	pw_op(&w, ']');
+	pw_block(&w, 0x10000, 2048, 2048, "active_allocated");
+	pw_op(&w, 'u');
+	pw_op(&w, 'a');
+	/* one traced allocation, in the optimizer: the block at 0x10000 */
+	pw_str(&w, "device_traces", 13);
+	pw_op(&w, ']');
+	pw_op(&w, ']');
+	pw_op(&w, '}');
+	pw_op(&w, '(');
+	pw_kv_str(&w, "action", "alloc");
+	pw_kv_int(&w, "addr", 0x10000);
+	pw_kv_int(&w, "size", 2048);
+	pw_kv_int(&w, "time_us", 1000);
+	pw_str(&w, "frames", 6);
+	pw_frames(&w, OPT);
+	pw_op(&w, 'u');
+	pw_op(&w, 'a');
+	pw_op(&w, 'a');
+	pw_op(&w, 'u');
+	pw_op(&w, '.');
+
+	snap_read(w.b, w.n, w.n, &x);
+	ck_assert_uint_eq(x.n, 1);
+	ck_assert_uint_eq(x.s->nsegs, 2);
+	g = &x.s->segs[0];
+	ck_assert_int_eq(g->address, 0x10000);
+	ck_assert_int_eq(g->stream, 7);
+	ck_assert_str_eq(g->type, "");
+	ck_assert_uint_eq(g->nblocks, 1);
+	ck_assert_int_eq(g->blocks[0].cat, CAT_OPTIMIZER_STATE);
+	ck_assert_str_eq(g->blocks[0].op, "train (train.py:44)");
+	g = &x.s->segs[1];
+	ck_assert_int_eq(g->address, 0x20000);
+	ck_assert_str_eq(g->type, "small");
+	ck_assert_uint_eq(g->nblocks, 4);
+	ck_assert_int_eq(g->blocks[0].offset, 0);
+	ck_assert_int_eq(g->blocks[0].requested, 1000);
+	ck_assert_int_eq(g->blocks[0].state, MEM_BLOCK_ALLOCATED);
+	ck_assert_int_eq(g->blocks[0].cat, CAT_PARAMETER);
+	ck_assert_ptr_null(g->blocks[0].op);
+	ck_assert_int_eq(g->blocks[1].offset, 1024);
+	ck_assert_int_eq(g->blocks[1].requested, 512);	/* not given: its size */
+	ck_assert_int_eq(g->blocks[1].cat, -1);
+	ck_assert_int_eq(g->blocks[2].offset, 1536);
+	ck_assert_int_eq(g->blocks[2].state, MEM_BLOCK_PENDING_FREE);
+	ck_assert_int_eq(g->blocks[2].cat, CAT_PARAMETER);
+	ck_assert_int_eq(g->blocks[3].offset, 4096);
+	ck_assert_int_eq(g->blocks[3].state, MEM_BLOCK_INACTIVE);
+	/* the timeline's end agrees: 2048 of optimizer state, 1024 + 2560 from before recording */
+	ck_assert_int_eq(x.s->pts[x.s->n - 1].cat[CAT_OPTIMIZER_STATE], 2048);
+	ck_assert_int_eq(x.s->pts[x.s->n - 1].cat[CAT_PARAMETER], 3584);
+	snap_done(&x);
+}
+END_TEST
+
 Suite *suite_snapshot(void)
 {
 	Suite *s = suite_create("snapshot");
@@ -539,6 +718,7 @@ Suite *suite_snapshot(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_cs336_fixture, 0, 4);
 	tcase_add_test(tc, test_state_only_fixture);
+	tcase_add_test(tc, test_segments_layout);
 	tcase_add_test(tc, test_protocol2);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_object_cap);

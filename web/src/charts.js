@@ -4,7 +4,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
-import { CATEGORIES, CATEGORY_COLORS, COMPONENTS, COMPONENT_COLORS, fmtBytes, fmtNs, h, label } from './util.js';
+import { CATEGORIES, CATEGORY_COLORS, COMPONENTS, COMPONENT_COLORS, fmtBytes, fmtInt, fmtNs, h, label } from './util.js';
 
 const HEIGHT = 300;
 
@@ -237,4 +237,62 @@ export function memoryState(el, mem) {
 			h('i', { class: 'swatch', 'data-cat': c }), `${label(c)} ${fmtBytes(mem.categories[c][0])}`)),
 		reserved != null && reserved > allocated && h('span', { class: 'cat' }, h('i', { class: 'swatch reserved-free' }),
 			`reserved, free ${fmtBytes(reserved - allocated)}`)));
+}
+
+const SEGMENTS_SHOWN = 32;
+
+// A snapshot's allocator segments at dump time (GET /memory/segments): one row
+// per segment, largest first, as wide as its share of the largest; inside it
+// each block where it lies, alive ones in their category's colour (pending
+// free paler), free ones as the reserved-but-free hatching. Above, what the
+// fragmentation is: the free bytes and the largest free block.
+export function memorySegments(el, seg, { names = {}, onPick } = {}) {
+	const segs = [...seg.segments].sort((a, b) => b.total_size - a.total_size || a.address - b.address);
+	const widest = segs[0]?.total_size || 1;
+	let free = 0, largestFree = 0, alive = 0, nfree = 0;
+	for (const s of segs)
+		for (const b of s.blocks)
+			if (b.category) {
+				alive++;
+			} else if (b.state === 'inactive') {
+				free += b.size;
+				nfree++;
+				largestFree = Math.max(largestFree, b.size);
+			}
+	const row = (s) => {
+		const bar = h('div', { class: 'seg-bar', title: `${fmtBytes(s.total_size)} segment at 0x${s.address.toString(16)}` +
+			`, stream ${s.stream}${s.segment_type ? ', ' + s.segment_type + ' pool' : ''}: ${fmtBytes(s.allocated_bytes)} alive` });
+		bar.style.width = Math.max(0.5, 100 * s.total_size / widest) + '%';
+		for (const b of s.blocks) {
+			if (!b.category)
+				continue;	/* free space is the bar's own background */
+			const blk = h('div', { class: 'seg-block' + (b.state === 'active_pending_free' ? ' pending' : ''), 'data-cat': b.category,
+				title: `${label(b.category)} ${fmtBytes(b.size)}` + (b.requested_size !== b.size ? ` (${fmtBytes(b.requested_size)} requested)` : '') +
+					(b.state === 'active_pending_free' ? ', freed, waiting on its stream' : '') + (b.op ? `\nallocated by ${b.op}` : '') });
+			blk.style.left = (100 * b.offset / s.total_size) + '%';
+			blk.style.width = (100 * b.size / s.total_size) + '%';
+			blk.style.background = CATEGORY_COLORS[b.category];
+			bar.append(blk);
+		}
+		return h('div', { class: 'seg-row' }, h('span', { class: 'seg-label small', text: fmtBytes(s.total_size) }), h('div', { class: 'seg-track' }, bar));
+	};
+	const rows = h('div', { class: 'seg-rows' }, segs.slice(0, SEGMENTS_SHOWN).map(row));
+	const more = segs.length > SEGMENTS_SHOWN && h('button', { type: 'button', class: 'button small', text: `Show all ${fmtInt(segs.length)} segments`,
+		onclick: () => { rows.replaceChildren(...segs.map(row)); more.remove(); } });
+	const cats = CATEGORIES.filter((c) => segs.some((s) => s.blocks.some((b) => b.category === c)));
+	const pick = seg.snapshots.length > 1 && h('label', { class: 'snapshot-pick small' }, 'snapshot ',
+		h('select', { onchange: (e) => onPick?.(+e.target.value) },
+			seg.snapshots.map((id) => h('option', { value: id, selected: id === seg.artifact, text: names[id] ?? `#${id}` }))));
+	el.dataset.segments = segs.length;
+	el.dataset.blocks = alive;
+	el.replaceChildren(
+		h('div', { class: 'toolbar' }, h('p', { class: 'small' },
+			`${fmtInt(segs.length)} segment${segs.length === 1 ? '' : 's'} on ${seg.device}, `, h('b', { text: fmtBytes(seg.reserved_bytes) }),
+			' reserved; ', h('b', { text: fmtBytes(seg.allocated_bytes) }), ` alive in ${fmtInt(alive)} block${alive === 1 ? '' : 's'}; `,
+			h('b', { text: fmtBytes(free) }), ` free in ${fmtInt(nfree)} block${nfree === 1 ? '' : 's'}`,
+			nfree ? [', the largest ', h('b', { text: fmtBytes(largestFree) }), ': a larger allocation needs a new segment'] : '', '.'),
+		h('span', { class: 'spacer' }), pick),
+		rows, ...(more ? [more] : []),
+		h('div', { class: 'state-legend small' }, cats.map((c) => h('span', { class: 'cat' }, h('i', { class: 'swatch', 'data-cat': c }), label(c))),
+			h('span', { class: 'cat' }, h('i', { class: 'swatch reserved-free' }), 'reserved, free')));
 }

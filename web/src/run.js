@@ -3,7 +3,7 @@
 // operators and kernels, the diagnosis, ranks, the trace window (download or
 // open in Perfetto) and the artifacts.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, runUrl } from './api.js';
-import { memoryChart, memoryState, stepChart } from './charts.js';
+import { memoryChart, memorySegments, memoryState, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
 import { openInViewer } from './viewer.js';
@@ -42,6 +42,7 @@ export async function runPage(app, run) {
 	const stepsBox = h('div', { class: 'chart-box' });
 	const memBox = h('div', { class: 'chart-box' });
 	const peakBox = h('div', { id: 'peak-detail' });
+	const segBox = h('div', { id: 'segments' });
 	const opsBox = h('div');
 	const kernelsBox = h('div');
 	const diagBox = h('div');
@@ -60,6 +61,9 @@ export async function runPage(app, run) {
 		info.run.baseline && h('span', { class: 'chip base', text: 'baseline' })];
 
 	const memCard = hasMemory && card('Memory timeline', h('div', { class: 'toolbar' }, h('p', { class: 'muted small', text: 'By category, with allocated and reserved. Drag to zoom, double-click to reset; click the peak for what was alive.' }), h('span', { class: 'spacer' }), devicePicker), memBox, peakBox);
+	const segCard = hasMemory && card('Allocator segments at dump time', h('p', { class: 'muted small', text: 'What the caching allocator had reserved when the snapshot was taken: each segment, largest first, and the blocks in it. Hover a block for its size and who allocated it.' }), segBox);
+	if (segCard)
+		segCard.hidden = true;
 	const deleteRun = h('button', { type: 'button', class: 'button small danger', text: 'Delete run',
 		onclick: () => remove(deleteRun, `Delete run ${run} and its ${info.artifacts.length} artifact${info.artifacts.length === 1 ? '' : 's'}? This cannot be undone.`, runUrl(run)) });
 	app.replaceChildren(...[
@@ -68,6 +72,7 @@ export async function runPage(app, run) {
 		hasTrace && card('Step time by component', h('p', { class: 'muted small', text: 'Every instant of a step counted once, in the first of kernel, memcpy, memset, communication, runtime, dataloader, cpu that is active then; idle otherwise. GPU work counts in the step that launched it.' }), stepsBox),
 		hasTrace && card('Whole run', h('p', { class: 'muted small', id: 'whole-run-note' }), wholeBox, cyclesBox),
 		memCard,
+		segCard,
 		// full width each: kernel names need the room to stay told apart
 		hasTrace && card('Top operators', opsBox),
 		hasTrace && card('Top GPU kernels', kernelsBox),
@@ -105,6 +110,22 @@ export async function runPage(app, run) {
 			if (!mem)
 				return;
 			memBox.dataset.device = mem.device;
+			if (mem.source === 'snapshot') {
+				// a snapshot stored before segments were kept has none: no card then
+				const names = Object.fromEntries(info.artifacts.map((a) => [a.id, a.name]));
+				const draw = (artifact) => load(segBox, async () => {
+					segCard.hidden = false;	/* an error shows in it */
+					const seg = await api(runUrl(run, '/memory/segments', { rank, device: mem.device, artifact })).catch((err) => {
+						if (err.code !== 'no_segments')
+							throw err;
+						return null;
+					});
+					segCard.hidden = !seg;
+					if (seg)
+						memorySegments(segBox, seg, { names, onPick: draw });
+				});
+				await draw();
+			}
 			if (mem.t_ns.length === 1 && mem.source === 'snapshot') {
 				memoryState(memBox, mem);
 				memCard.querySelector('p.muted').textContent = 'By category, inside what was reserved.';

@@ -3,7 +3,7 @@
 # skipping those already there. Needs root (or sudo) only when something is missing.
 set -eu
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev zlib1g-dev \
-libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium"
+libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium python3 curl"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The ingest guard CI runs: a quick benchmark that fails when uploading a trace
+# got slow against python's json.load of the same file, measured in the same
+# run on the same machine (so a slower machine moves both), or when the
+# server's memory for it grew.
+#
+# The file is the real V100 fixture (hta_v100_train_memory.json.gz, 53.7 MB
+# of JSON, 216,092 events), uploaded plain; each side is timed three times and
+# its best kept, so one hiccup of a shared CI machine does not fail it. The
+# upload is timed from curl's start to the server's answer, which comes once
+# the artifact is ingested and committed.
+#
+# Usage:  bench/ingest_guard.sh [--max-ratio R] [--max-rss-mb M]
+#   --max-ratio R    fail when upload / json.load passes R (default 0.6;
+#                    measured 0.25-0.29 on the 2-core dev machine, goal 0.25;
+#                    the margin is for a CI machine with other cores and disks)
+#   --max-rss-mb M   fail when the server's peak RSS passes M MiB (default 160;
+#                    measured 49-50)
+# Server binary: $TRAINSCOPE_SERVER, default build-release/trainscope-server.
+# Prints one line of figures; exits 1 when a limit is passed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SERVER=${TRAINSCOPE_SERVER:-$ROOT/build-release/trainscope-server}
+FIXTURE=$ROOT/../shared/fixtures/traces/hta_v100_train_memory.json.gz
+MAX_RATIO=0.6 MAX_RSS_MB=160
+while [ $# -gt 0 ]; do
+	case $1 in
+	--max-ratio) MAX_RATIO=$2; shift 2 ;;
+	--max-rss-mb) MAX_RSS_MB=$2; shift 2 ;;
+	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "ingest_guard: unknown option: $1" >&2; exit 2 ;;
+	esac
+done
+die() { echo "ingest_guard: $*" >&2; exit 1; }
+[ -x "$SERVER" ] || die "no server at $SERVER"
+[ -r "$FIXTURE" ] || die "no fixture at $FIXTURE"
+
+DIR=$(mktemp -d)
+SPID=
+cleanup() {
+	[ -n "$SPID" ] && kill -TERM "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	rm -rf "$DIR"
+}
+trap cleanup EXIT
+gzip -dc "$FIXTURE" >"$DIR/trace.json"
+
+"$SERVER" --listen 127.0.0.1:0 --db "$DIR/t.db" >"$DIR/server.out" 2>"$DIR/server.err" &
+SPID=$!
+PORT=
+for _ in $(seq 100); do
+	PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$DIR/server.out")
+	[ -n "$PORT" ] && break
+	kill -0 "$SPID" 2>/dev/null || die "server exited: $(cat "$DIR/server.err")"
+	sleep 0.1
+done
+[ -n "$PORT" ] || die "server did not report its port"
+
+now() { date +%s.%N; }
+best_up=999 best_py=999
+for i in 1 2 3; do
+	t0=$(now)
+	resp=$(curl -sS -X POST -H 'Expect:' -T "$DIR/trace.json" \
+		"http://127.0.0.1:$PORT/api/v1/runs/guard-$i/artifacts?name=v100.json&rank=0") || die "upload $i failed"
+	t1=$(now)
+	grep -q '"status":"ready"' <<<"$resp" && grep -q '"events":216092' <<<"$resp" ||
+		die "upload $i: not ready with 216092 events: $(cut -c1-300 <<<"$resp")"
+	best_up=$(python3 -c "print(min($best_up, $t1 - $t0))")
+	t0=$(now)
+	python3 -c "import json; json.load(open('$DIR/trace.json'))"
+	t1=$(now)
+	best_py=$(python3 -c "print(min($best_py, $t1 - $t0))")
+done
+RSS_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$SPID/status")
+
+python3 - "$best_up" "$best_py" "$RSS_KB" "$MAX_RATIO" "$MAX_RSS_MB" <<'EOF'
+import sys
+up, py, rss_kb, max_ratio, max_rss = (float(x) for x in sys.argv[1:])
+ratio, rss = up / py, rss_kb / 1024
+print(f"ingest_guard: V100 fixture 53.7 MB plain, best of 3: upload {up:.3f} s, json.load {py:.3f} s, "
+      f"ratio {ratio:.3f} (limit {max_ratio}); server peak RSS {rss:.0f} MiB (limit {max_rss:.0f})")
+bad = []
+if ratio > max_ratio:
+    bad.append(f"the upload took {ratio:.2f} of json.load's time, over {max_ratio}")
+if rss > max_rss:
+    bad.append(f"the server's peak RSS was {rss:.0f} MiB, over {max_rss:.0f}")
+for b in bad:
+    print("ingest_guard: FAIL:", b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF

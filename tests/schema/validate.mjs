@@ -507,6 +507,8 @@ async function main() {
 		await expect('GET', `${p}/segments?artifact=999999`, 404, 'error');
 		await expect('GET', `${p}/segments?device=cuda:7`, 404, 'error');
 		await expect('GET', `${p}/segments?artifact=0`, 400, 'error');
+		await expect('GET', `${p}/segments?format=csv`, 400, 'error');
+		await expect('GET', `${p}/segments?rank=7`, 404, 'error');
 	}
 
 	// runs

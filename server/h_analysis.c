@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "analysis/diagnosis.h"
+#include "analysis/runline.h"
 #include "handlers.h"
 #include "http.h"
 
@@ -271,6 +272,29 @@ int h_run_ranks(struct request *req)
 	return h_answer(req, store_ranks(r, req->params[0], &err), r, &err, "ranks", csv);
 }
 
+/*
+ * What only shows across the rank's profiling cycles (runline.h: cycle_drift,
+ * cycle_memory_growth, slow_cycle), after the findings of body.
+ */
+static int cycle_findings(struct store_reader *r, const char *run, int rank, json_t *body, struct tp_errbuf *err)
+{
+	json_t *all = json_object_get(body, "findings"), *more;
+	struct rl_step *s = NULL;
+	size_t n;
+	char device[16];
+	int rc = store_timeline(r, run, rank, &s, &n, &rank, device, err);
+
+	if (rc)
+		return rc;
+	more = runline_findings(s, n, runline_cycles(s, n));
+	tp_free(s);
+	if (!more)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	rc = json_array_extend(all, more);
+	json_decref(more);
+	return rc ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_OK;
+}
+
 int h_run_diagnosis(struct request *req)
 {
 	struct tp_errbuf err = { 0 };
@@ -285,5 +309,9 @@ int h_run_diagnosis(struct request *req)
 	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);
+	if (body && cycle_findings(r, req->params[0], in.rank, body, &err)) {
+		json_decref(body);
+		body = NULL;
+	}
 	return h_answer(req, body, r, &err, "findings", 0);
 }

@@ -129,7 +129,7 @@ json_t *runline_findings(const struct rl_step *s, size_t n, int ncycles)
 	}
 	if (known >= 3 && rising && first_alloc > 0 && prev - first_alloc >= RL_MEM_GROWTH_MIN &&
 	    (double)(prev - first_alloc) * 100.0 / (double)first_alloc > RL_MEM_GROWTH_PCT)
-		bad |= add(out, finding("memory_growth", "Allocated memory at step ends rises across cycles",
+		bad |= add(out, finding("cycle_memory_growth", "Allocated memory at step ends rises across cycles",
 			json_pack("{s:i, s:I, s:I, s:I}", "cycles", known, "first_cycle_allocated_bytes",
 				  (json_int_t)first_alloc, "last_cycle_allocated_bytes", (json_int_t)prev,
 				  "growth_bytes", (json_int_t)(prev - first_alloc)),

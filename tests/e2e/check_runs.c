@@ -576,6 +576,12 @@ START_TEST(test_timeline)
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "id")), "cycle_drift");
 	ck_assert_int_eq(json_integer_value(json_object_get(x, "first_cycle_step")), 1);
 	ck_assert_int_eq(json_integer_value(json_object_get(x, "last_cycle_step")), 31);
+	/* /diagnosis has it too, the same, after the rank's own findings */
+	json_t *d = call("GET", "/api/v1/runs/long/diagnosis", NULL, 0, 200), *df = json_object_get(d, "findings");
+	ck_assert_uint_ge(json_array_size(df), 2);	/* no_gpu_activity first */
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(df, json_array_size(df) - 1), "id")), "cycle_drift");
+	ck_assert(json_equal(json_array_get(df, json_array_size(df) - 1), json_array_get(f, 0)));
+	json_decref(d);
 	json_decref(j);
 
 	/* downsampled: the first, the last, the slowest of each stretch */

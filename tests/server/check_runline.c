@@ -104,7 +104,7 @@ START_TEST(test_findings)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "first_cycle_mean_ns")), 100000000);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "last_cycle_mean_ns")), 160000000);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "last_cycle_step")), 300);
-	ck_assert_ptr_nonnull(x = find(f, "memory_growth"));
+	ck_assert_ptr_nonnull(x = find(f, "cycle_memory_growth"));
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "growth_bytes")), 300ll << 20);
 	ck_assert_ptr_null(find(f, "slow_cycle"));
 	json_decref(f);

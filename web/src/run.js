@@ -139,10 +139,7 @@ export async function runPage(app, run) {
 		}),
 		hasTrace && load(opsBox, () => opsTable(opsBox, run, rank)),
 		hasTrace && load(kernelsBox, () => kernelsTable(kernelsBox, run, rank)),
-		hasTrace && load(diagBox, async () => {
-			const [d, t] = await Promise.all([api(runUrl(run, '/diagnosis', { rank })), timeline]);
-			diagnosis(diagBox, [...d.findings, ...t.findings]);
-		}),
+		hasTrace && load(diagBox, async () => diagnosis(diagBox, (await api(runUrl(run, '/diagnosis', { rank }))).findings)),
 		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
 	]);
 	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info));

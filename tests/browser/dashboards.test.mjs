@@ -206,6 +206,44 @@ test('memory: a run with two snapshots draws the newest one\'s segments and swit
 	assert.deepEqual(page.problems, []);
 });
 
+// Four steps, the last launching no GPU work while the others each ran a 5 ms kernel: incomplete.
+function incompleteTrace() {
+	const ev = [];
+	for (let i = 0; i < 4; i++) {
+		const t = 1000 + i * 10000;
+		ev.push({ ph: 'X', cat: 'user_annotation', name: `ProfilerStep#${i + 1}`, pid: 1, tid: 1, ts: t, dur: 9000 });
+		if (i < 3) {
+			ev.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: t + 100, dur: 20, args: { correlation: 100 + i } });
+			ev.push({ ph: 'X', cat: 'kernel', name: 'gemm_kernel', pid: 0, tid: 7, ts: t + 200, dur: 5000, args: { correlation: 100 + i, stream: 7, device: 0 } });
+		}
+	}
+	const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'inc-')), 'incomplete.json');
+	fs.writeFileSync(file, JSON.stringify({ traceEvents: ev }));
+	return file;
+}
+
+test('incomplete steps: starred and explained, left out of the headline and the compare breakdown', async () => {
+	const file = incompleteTrace();
+	await upload(srv.base, 'inc', file);
+	await upload(srv.base, 'inc2', file);
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/inc');
+	await page.waitForSelector('#app[data-ready]');
+	assert.match(await page.locator('.incomplete-note').first().textContent(),
+		/^\* incomplete: #4 \(launched no GPU work while the trace's other steps did\); left out of the means/);
+	// 5 ms of kernel in each 9 ms complete step: 55.6%, not the 41.7% all four would give
+	assert.equal(await page.locator('.stat:has(.stat-title:text-is("GPU utilization")) .stat-value').textContent(), '55.6%');
+	await page.goto(srv.base + '/compare?base=inc&target=inc2');
+	await page.waitForSelector('#app[data-ready]');
+	const kernel = await page.$$eval('table', (tables) => {
+		const t = tables.find((x) => /Change per step/.test(x.querySelector('thead')?.textContent ?? ''));
+		const row = [...(t?.querySelectorAll('tbody tr') ?? [])].find((r) => r.cells[0].textContent.trim() === 'kernel');
+		return row && [...row.cells].map((c) => c.textContent.trim());
+	});
+	assert.deepEqual(kernel?.slice(0, 3), ['kernel', '5.0 ms', '5.0 ms'], `kernel row ${kernel}`);
+	assert.deepEqual(page.problems, []);
+});
+
 test('the offline trace viewer opens the chosen steps with no network', async () => {
 	const page = await newPage(browser);
 	const outside = [];

@@ -76,13 +76,13 @@ export function stepChart(el, steps, { yMax } = {}) {
 	const bars = uPlot.paths.bars({ size: [0.7, 48], gap: 1 });
 	let slowest = null;
 	steps.forEach((s, i) => { if (slowest == null || s.dur_ns > steps[slowest].dur_ns) slowest = i; });
-	return mount(el, {
+	const u = mount(el, {
 		class: 'chart',
 		hooks: { ready: [(u) => restingLegend(u, slowest)] },
 		cursor: { drag: { x: false, y: false }, points: { show: false } },
 		scales: { x: { time: false, distr: 2, range: (u, min, max) => [min - 0.5, max + 0.5] }, y: { range: (u, min, max) => [0, yMax || max * 1.05 || 1] } },
 		axes: [
-			{ ...axisStyle, label: 'step', values: (u, splits) => splits.map((i) => (steps[i] ? (steps[i].whole_trace ? 'whole trace' : '#' + steps[i].step) : '')),
+			{ ...axisStyle, label: 'step', values: (u, splits) => splits.map((i) => (steps[i] ? (steps[i].whole_trace ? 'whole trace' : '#' + steps[i].step + (steps[i].incomplete ? '*' : '')) : '')),
 				// every k-th step, k such that labels are 60 px apart at least
 				splits: (u) => {
 					const k = Math.max(1, Math.ceil(n / (u.bbox.width / devicePixelRatio / 60)));
@@ -91,7 +91,7 @@ export function stepChart(el, steps, { yMax } = {}) {
 			{ ...axisStyle, size: 70, values: nsTicks },
 		],
 		series: [
-			{ label: 'step', value: (u, i) => (i == null || !steps[i] ? '' : `#${steps[i].step}: ${fmtNs(steps[i].dur_ns)}`) },
+			{ label: 'step', value: (u, i) => (i == null || !steps[i] ? '' : `#${steps[i].step}: ${fmtNs(steps[i].dur_ns)}${steps[i].incomplete ? ' (incomplete)' : ''}`) },
 			...layers.map(({ key }) => ({
 				label: key, fill: COMPONENT_COLORS[key], stroke: COMPONENT_COLORS[key], width: 0, paths: bars,
 				points: { show: false },
@@ -99,6 +99,20 @@ export function stepChart(el, steps, { yMax } = {}) {
 			})),
 		],
 	}, [steps.map((s, i) => i), ...layers.map((l) => l.cum)]);
+	const note = incompleteNote(steps);
+	if (note)
+		el.append(note);
+	return u;
+}
+
+// Below a step chart: which steps are incomplete (starred on the axis) and why, or nothing.
+function incompleteNote(steps) {
+	const bad = steps.filter((s) => s.incomplete);
+	if (!bad.length)
+		return null;
+	const list = bad.length <= 5 ? bad.map((s) => '#' + s.step).join(', ') : `${bad.length} steps`;
+	return h('p', { class: 'small muted incomplete-note' }, `* incomplete: ${list}`,
+		bad[0].note ? ` (${bad[0].note})` : '', '; left out of the means, medians, utilization and compare.');
 }
 
 // The memory timeline: stacked area by category, allocated and reserved lines,

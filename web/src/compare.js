@@ -87,7 +87,11 @@ function stat(title, value, sub) {
 
 // Mean time per step of each component, base against target.
 function breakdownTable(steps, names) {
-	const mean = (s, c) => (s.length ? s.reduce((a, x) => a + x.breakdown_ns[c], 0) / s.length : null);
+	// over the complete steps, as the API's means are
+	const mean = (all, c) => {
+		const s = all.filter((x) => !x.incomplete);
+		return s.length ? s.reduce((a, x) => a + x.breakdown_ns[c], 0) / s.length : null;
+	};
 	const rows = COMPONENTS.map((c) => {
 		const b = mean(steps[0], c), t = mean(steps[1], c);
 		return { component: c, base: b, target: t, delta: b != null && t != null ? t - b : null };

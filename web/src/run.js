@@ -195,7 +195,8 @@ function stat(title, value, sub) {
 		sub ? h('div', { class: 'stat-sub', text: sub }) : null);
 }
 
-function headlines(r, steps, mem, info) {
+function headlines(r, all, mem, info) {
+	const steps = all.filter((s) => !s.incomplete);	/* as the API's means */
 	const dur = steps.reduce((a, s) => a + s.dur_ns, 0);
 	const busy = steps.reduce((a, s) => a + (s.gpu_utilization_pct ?? 0) / 100 * s.dur_ns, 0);
 	let dominant = null;

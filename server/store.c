@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "evpack.h"
 #include "store.h"
+#include "utf8.h"
 #include "analysis/runline.h"
 
 #define LOG_PREFIX "store"
@@ -1605,12 +1606,40 @@ static json_t *nomem(struct tp_errbuf *err)
 	return NULL;
 }
 
+/*
+ * Text that is not UTF-8 with each bad byte as '?': a row written before its
+ * input was checked (an artifact name of an older server) still reads.
+ */
+static json_t *text_json(const unsigned char *s, size_t len)
+{
+	json_t *j = json_stringn((const char *)s, len);
+	char *copy;
+
+	if (j || !(copy = tp_malloc(len + 1)))
+		return j;
+	for (size_t i = 0; i < len;) {
+		size_t n = tp_utf8_len(s + i, s + len);
+		if (!n) {
+			copy[i++] = '?';
+			continue;
+		}
+		memcpy(copy + i, s + i, n);
+		i += n;
+	}
+	j = json_stringn(copy, len);
+	tp_free(copy);
+	return j;
+}
+
 static json_t *col_json(sqlite3_stmt *st, int col)
 {
 	switch (sqlite3_column_type(st, col)) {
 	case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(st, col));
 	case SQLITE_FLOAT: return json_real(sqlite3_column_double(st, col));
-	case SQLITE_TEXT: return json_string((const char *)sqlite3_column_text(st, col));
+	case SQLITE_TEXT: {
+		const unsigned char *t = sqlite3_column_text(st, col);
+		return t ? text_json(t, strlen((const char *)t)) : NULL;
+	}
 	default: return json_null();
 	}
 }

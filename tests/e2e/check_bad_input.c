@@ -5,6 +5,7 @@
  * nothing else, and leave the server serving with earlier runs intact.
  */
 #include <arpa/inet.h>
+#include <sqlite3.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,6 +568,42 @@ START_TEST(test_hostile_corpus)
 }
 END_TEST
 
+/*
+ * A row an older server wrote before names were checked (not UTF-8) still
+ * reads: its bad bytes answer as '?', never a 503.
+ */
+START_TEST(test_legacy_non_utf8_rows_read)
+{
+	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2}]";
+	struct tu_server s;
+	struct tu_resp r;
+	sqlite3 *db;
+	json_t *j;
+
+	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/legacy/artifacts?name=ok.json", body, strlen(body), NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_server_stop(&s), 0);
+	ck_assert_int_eq(sqlite3_open(s.db, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "UPDATE artifacts SET name=CAST(X'6f6bff2e6a736f6e' AS TEXT)", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(tu_server_restart(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs/legacy", NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%ld: %s", r.status, r.body);
+	j = tu_json(&r);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "artifacts"), 0), "name")),
+			 "ok?.json");
+	json_decref(j);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&s, "GET", "/api/v1/runs", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	tu_server_cleanup(&s);
+}
+END_TEST
+
 Suite *suite_bad_input(void)
 {
 	Suite *s = suite_create("bad_input");
@@ -588,6 +625,9 @@ Suite *suite_bad_input(void)
 	tcase_add_test(tc, test_unknown_routes_and_methods);
 	tcase_add_test(tc, test_kind_mismatch_and_unsupported);
 	tcase_add_test(tc, test_ambiguous_framing);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("legacy");
+	tcase_add_test(tc, test_legacy_non_utf8_rows_read);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hostile");
 	tcase_set_timeout(tc, 300);

@@ -7,11 +7,12 @@ fixture, one after another in time), cuts its traceEvents into chunks of about
 the collector's chunks do), starts a fresh trainscope-server, uploads the
 whole file as one run and the chunks, one after another, as another run
 (rank 0 both), and reports MiB/s of uncompressed trace for each, the time of
-the first and last chunks (a chunk's cost grows with the run while its rank is
-derived again from every chunk: server/ingest/runrank.h), and whether /steps
-and /ops of the two runs are the same bytes.
+the first and last chunks, the first read after the last chunk (it derives the
+rank from every chunk once: server/ingest/runrank.h), the same uploads with a
+page open on the run (a reader of /steps every --poll-s seconds, as the live
+page does), and whether /steps, /ops and /kernels of the runs are the same bytes.
 
-Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--server build/trainscope-server]
+Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--poll-s 1] [--server build/trainscope-server]
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.
 """
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -69,6 +71,7 @@ def main():
     ap.add_argument("--size-mb", type=int, default=64)
     ap.add_argument("--chunk-mb", type=float, default=1.0)
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
+    ap.add_argument("--poll-s", type=float, default=1.0)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="chunks-bench-")
     srv = None
@@ -113,8 +116,37 @@ def main():
             post(base, f"/api/v1/runs/chunks/artifacts?rank=0&name=part{i}.json", b)
             times.append(time.monotonic() - t1)
         t_chunks = time.monotonic() - t0
+        t1 = time.monotonic()
+        get(base, "/api/v1/runs/chunks/steps")
+        t_read = time.monotonic() - t1
+        # again, with a page open on the run: a reader every poll_s seconds while the chunks land
+        stop = threading.Event()
+        reads = []
+
+        def reader():
+            while not stop.is_set():
+                r0 = time.monotonic()
+                try:
+                    get(base, "/api/v1/runs/live/steps")
+                except OSError:
+                    pass
+                reads.append(time.monotonic() - r0)
+                stop.wait(args.poll_s)
+        th = threading.Thread(target=reader)
+        t0 = time.monotonic()
+        for i, b in enumerate(bodies):
+            post(base, f"/api/v1/runs/live/artifacts?rank=0&name=part{i}.json", b)
+            if i == 0:
+                th.start()
+        t_live = time.monotonic() - t0
+        stop.set()
+        th.join()
+        t1 = time.monotonic()
+        get(base, "/api/v1/runs/live/steps")
+        t_live_read = time.monotonic() - t1
         mib = len(whole) / 1048576
-        same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}")
+        same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}") ==
+                   get(base, f"/api/v1/runs/live/{p}")
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
         print(f"trace: {mib:.1f} MiB, {made.get('events', '?')} events; "
@@ -123,7 +155,13 @@ def main():
         print(f"chunks, one after another: {t_chunks:.2f} s, {mib / t_chunks:.1f} MiB/s "
               f"({t_chunks / t_whole:.1f}x the whole file's time)")
         print(f"first {k} chunks: {sum(times[:k]) / k * 1000:.0f} ms each; last {k}: {sum(times[-k:]) / k * 1000:.0f} ms each")
-        print(f"steps, ops, kernels of the two runs the same bytes: {same}")
+        print(f"first read after the last chunk (derives the rank): {t_read:.2f} s; "
+              f"uploads + that read: {t_chunks + t_read:.2f} s, {mib / (t_chunks + t_read):.1f} MiB/s "
+              f"({(t_chunks + t_read) / t_whole:.1f}x the whole file's time)")
+        print(f"with a reader every {args.poll_s:g} s: uploads {t_live:.2f} s, then a read {t_live_read:.2f} s; "
+              f"{len(reads)} reads, slowest {max(reads, default=0):.2f} s, median "
+              f"{sorted(reads)[len(reads) // 2] if reads else 0:.2f} s")
+        print(f"steps, ops, kernels of the three runs the same bytes: {same}")
     finally:
         if srv:
             srv.terminate()

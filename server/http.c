@@ -30,6 +30,7 @@
 #include "alloc.h"
 #include "cache.h"
 #include "http.h"
+#include "ingest/runrank.h"
 #include "metrics.h"
 #include "routes.h"
 
@@ -750,6 +751,16 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 /* Run a bodyless request's handler, through the answer cache when it is cacheable. */
 static int dispatch(struct request *req, const char *url)
 {
+	const char *p = req->route->pattern;
+
+	/* reads of runs answer for every trace uploaded before them: marked ranks are derived first */
+	if (!strcmp(req->method, "GET") && (!strncmp(p, "/api/v1/runs", 12) || !strncmp(p, "/api/v1/compare", 15))) {
+		struct tp_errbuf err = { 0 };
+		int rc = runrank_settle(req->srv->store, !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : NULL,
+					&err);
+		if (rc)
+			return http_reply_fail(req, rc, &err, NULL);
+	}
 	if ((req->route->flags & ROUTE_CACHE) && !strcmp(req->method, "GET") && req->srv->cache)
 		return cached(req, url);
 	return req->route->on_begin(req);

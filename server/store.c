@@ -45,6 +45,8 @@ struct store {
 	/* uploads whose drop failed (a full disk): dropped by the next writer (under mu) */
 	int64_t undropped[16];
 	int nundropped;
+	/* rank_pending: marks made, and the count when a full listing last found none */
+	_Atomic uint64_t marks, marks_clear;
 };
 
 enum wstmt { W_BLOCK, W_STR, W_RAW, W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT };
@@ -564,8 +566,11 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 	    (rc = migrate(db, err)) || (rc = recover(db, err)))
 		goto out;
 	st = tp_calloc(1, sizeof(*st));
-	if (st)
+	if (st) {
 		pthread_mutex_init(&st->mu, NULL);
+		/* marks left by an earlier process: the first read settles them */
+		atomic_store(&st->marks, 1);
+	}
 	if (!st || !(st->path = tp_strdup(path))) {
 		if (st)
 			pthread_mutex_destroy(&st->mu);
@@ -1454,6 +1459,8 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 		rc = db_fail(err, w->db, "delete run");
 		goto out;
 	}
+	if (*run_gone && (rc = exec(w->db, "DELETE FROM rank_pending WHERE run_id NOT IN (SELECT id FROM runs)", err)))
+		goto out;
 	*deleted = (int64_t)n;
 	rc = commit(w, err);
 out:
@@ -3633,3 +3640,146 @@ const char *store_trace_string(const struct store_trace *t, uint32_t id)
 	return strmap_get(&t->strs, id);
 }
 
+
+/* ---- ranks waiting to be derived again ---- */
+
+int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int *deferred,
+		     struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int64_t run_id = 0;
+	int rc = TP_OK, step;
+	size_t i;
+
+	*deferred = 0;
+	if (sqlite3_prepare_v2(w->db, "SELECT a.run_id FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				      " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace'"
+				      " AND a.id<>?3 LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	bind_text(st, 1, run);
+	sqlite3_bind_int(st, 2, rank);
+	sqlite3_bind_int64(st, 3, artifact);
+	if ((step = sqlite3_step(st)) == SQLITE_ROW)
+		run_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (step != SQLITE_ROW)
+		return step == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "read rank");
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO rank_pending(run_id, rank, seq) VALUES(?1, ?2, 1)"
+				      " ON CONFLICT(run_id, rank) DO UPDATE SET seq=seq+1", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int(st, 2, rank);
+	step = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE)
+		return db_fail(err, w->db, "mark rank");
+	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
+		char sql[128];
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", rank_tables[i]);
+		if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+			return db_fail(err, w->db, "prepare");
+		sqlite3_bind_int64(st, 1, artifact);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = db_fail(err, w->db, "defer rank analysis");
+		sqlite3_finalize(st);
+	}
+	if (!rc) {
+		atomic_fetch_add(&w->store->marks, 1);
+		*deferred = 1;
+	}
+	return rc;
+}
+
+void store_pending_free(struct store_pending *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tp_free(p[i].run);
+	tp_free(p);
+}
+
+int store_maybe_pending(struct store *st)
+{
+	return atomic_load(&st->marks) != atomic_load(&st->marks_clear);
+}
+
+int store_rank_pending(struct store_reader *r, const char *run, struct store_pending **out, size_t *n,
+		       struct tp_errbuf *err)
+{
+	uint64_t marks = atomic_load(&r->store->marks);
+	struct store_pending *v = NULL;
+	size_t cap = 0;
+	sqlite3_stmt *st;
+	int step;
+
+	*out = NULL;
+	*n = 0;
+	if (!(st = prepare(r, "SELECT r.name, p.rank, p.seq FROM rank_pending p JOIN runs r ON r.id=p.run_id"
+			      " WHERE ?1 IS NULL OR r.name=?1 ORDER BY r.name, p.rank", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			struct store_pending *nv = tp_realloc(v, nc * sizeof(*nv));
+			if (!nv)
+				break;
+			v = nv;
+			cap = nc;
+		}
+		if (!(v[*n].run = tp_strdup((const char *)sqlite3_column_text(st, 0))))
+			break;
+		v[*n].rank = sqlite3_column_int(st, 1);
+		v[(*n)++].seq = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		store_pending_free(v, *n);
+		*n = 0;
+		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+					  : db_fail(err, r->db, "read pending ranks");
+	}
+	if (!run && !*n)
+		atomic_store(&r->store->marks_clear, marks);
+	*out = v;
+	return TP_OK;
+}
+
+int store_rank_seq(struct store_reader *r, const char *run, int rank, int64_t *seq, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	*seq = 0;
+	if (!(st = prepare(r, "SELECT p.seq FROM rank_pending p JOIN runs r ON r.id=p.run_id"
+			      " WHERE r.name=?1 AND p.rank=?2", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	sqlite3_bind_int(st, 2, rank);
+	if ((step = sqlite3_step(st)) == SQLITE_ROW)
+		*seq = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read pending rank");
+}
+
+int store_rank_settled(struct store_writer *w, const char *run, int rank, int64_t seq, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	if (sqlite3_prepare_v2(w->db, "DELETE FROM rank_pending WHERE rank=?2 AND (?3 < 0 OR seq=?3)"
+				      " AND run_id=(SELECT id FROM runs WHERE name=?1)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	bind_text(st, 1, run);
+	sqlite3_bind_int(st, 2, rank);
+	sqlite3_bind_int64(st, 3, seq);
+	step = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return step == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "unmark rank");
+}
+
+int store_read_snapshot(struct store_reader *r, int on, struct tp_errbuf *err)
+{
+	if (on)
+		return exec(r->db, "BEGIN", err) || exec(r->db, "SELECT 1 FROM runs LIMIT 1", err) ? TP_ERR_DB : TP_OK;
+	return exec(r->db, "COMMIT", err) ? TP_ERR_DB : TP_OK;
+}

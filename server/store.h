@@ -287,6 +287,34 @@ size_t store_trace_artifacts(const struct store_trace *t, const int64_t **ids, c
 const char *store_trace_string(const struct store_trace *t, uint32_t id);
 void store_trace_close(struct store_trace *t);
 
+/*
+ * Ranks waiting to be derived again (ingest/runrank.h). A trace that joins a
+ * rank which already has one is committed without its own rank tables and
+ * the rank marked, so an upload costs its own size, not the rank's; the
+ * first read of the run derives it (runrank_settle).
+ */
+/* In w's transaction: when (run, rank) has a ready trace artifact other than
+ * artifact, mark the rank, drop artifact's own rank tables and set *deferred. */
+int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int *deferred,
+		     struct tp_errbuf *err);
+struct store_pending {
+	char *run;			/* tp_malloc'd */
+	int rank;
+	int64_t seq;
+};
+/* The marked ranks of run (of every run when NULL), *out freed with store_pending_free. */
+int store_rank_pending(struct store_reader *r, const char *run, struct store_pending **out, size_t *n,
+		       struct tp_errbuf *err);
+void store_pending_free(struct store_pending *p, size_t n);
+/* 0 when no rank can be marked: none at open, none marked since the last store_rank_pending(NULL) found none. */
+int store_maybe_pending(struct store *st);
+/* The rank's mark (0: none). */
+int store_rank_seq(struct store_reader *r, const char *run, int rank, int64_t *seq, struct tp_errbuf *err);
+/* In w's transaction: unmark the rank if its mark is still seq (whatever it is when seq < 0). */
+int store_rank_settled(struct store_writer *w, const char *run, int rank, int64_t seq, struct tp_errbuf *err);
+/* Hold one read snapshot across r's statements (on), or let it go (off). */
+int store_read_snapshot(struct store_reader *r, int on, struct tp_errbuf *err);
+
 /* What the store holds, for metrics. */
 struct store_counts {
 	int64_t runs, ready, error, ingesting;

@@ -706,7 +706,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	struct store_final f = { 0 };
 	struct mem_series export = { .device = "" };
 	char sha[65], *meta = NULL;
-	int rc, parse_rc;
+	int rc, parse_rc, deferred = 0;
 	const struct tp_errbuf *perr;
 
 	memset(res, 0, sizeof(*res));
@@ -806,8 +806,9 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		}
 	} else if ((rc = store_tx_begin(ig->w, &res->err)) ||
 		   (rc = store_artifact_commit(ig->w, ig->artifact, &f, &res->artifact, &res->err)) ||
-		   /* a new trace joins its rank's timeline in the same transaction (runrank.h) */
-		   (!res->artifact && ig->tp && (rc = runrank_derive(ig->w, ig->run, f.rank, 0, &res->err))) ||
+		   /* a new trace joins its rank's timeline: marked in the same transaction (runrank.h) */
+		   (!res->artifact && ig->tp &&
+		    (rc = store_rank_defer(ig->w, ig->run, f.rank, ig->artifact, &deferred, &res->err))) ||
 		   (rc = store_tx_commit(ig->w, &res->err))) {
 		store_tx_rollback(ig->w);
 		res->rc = rc;
@@ -817,6 +818,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		res->duplicate = res->artifact != 0;
 		if (!res->artifact)
 			res->artifact = ig->artifact;
+		res->rank_pending = deferred;
 	}
 	tp_free(meta);
 	ingest_free(ig);

@@ -45,6 +45,7 @@ struct ingest_result {
 	int rc;				/* TP_OK, or why the upload failed */
 	struct tp_errbuf err;		/* when rc != TP_OK */
 	int kept;			/* the raw bytes were kept as an 'error' artifact */
+	int rank_pending;		/* a trace that joined its rank: derived at the run's next read (runrank.h) */
 };
 
 struct ingest;

@@ -1,6 +1,7 @@
 /*
  * runrank.c: one analysis per run and rank (runrank.h).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,67 +223,190 @@ static int replay(struct store_trace *t, struct analysis *an, struct names *nm, 
 	return bad ? bad : rc;
 }
 
+/* A rank's timeline computed from its stored events (compute), to be written (store_rank_replace). */
+struct derived {
+	struct names nm;
+	struct spans sp;
+	struct analysis *an;
+	const struct an_result *ar;
+	int64_t *src;
+	int64_t base, owner;
+	size_t n;		/* trace artifacts read */
+};
+
+static void derived_free(struct derived *d)
+{
+	tp_free(d->src);
+	tp_free(d->sp.v);
+	analysis_free(d->an);
+	names_free(&d->nm);
+}
+
+/* d is set up even on failure (derived_free it). With n < 2 and !again, nothing is replayed. */
+static int compute(struct store_reader *r, const char *run, int rank, int again, struct derived *d,
+		   struct tp_errbuf *err)
+{
+	struct store_trace *t = NULL;
+	const int64_t *ids, *bases;
+	int rc, got;
+
+	memset(d, 0, sizeof(*d));
+	d->base = INT64_MAX;
+	if (names_init(&d->nm))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
+		return rc;
+	d->n = store_trace_artifacts(t, &ids, &bases);
+	if (d->n < 2 && !again)
+		goto out;
+	for (size_t i = 0; i < d->n; i++) {
+		if (bases[i] < d->base)
+			d->base = bases[i];
+		if (ids[i] > d->owner)
+			d->owner = ids[i];
+	}
+	if (!d->n)
+		d->base = 0;
+	if (!(d->an = analysis_new(names_get, &d->nm))) {
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
+	if ((rc = replay(t, d->an, &d->nm, d->base, &d->sp, err)) || (rc = analysis_finish(d->an, &d->ar, err)))
+		goto out;
+	if (!(d->src = step_sources(d->ar, &d->sp)))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	store_trace_close(t);
+	return rc;
+}
+
+static int write_rank(struct store_writer *w, const char *run, int rank, const struct derived *d,
+		      struct tp_errbuf *err)
+{
+	struct store_final f = { .base_ns = d->base, .analysis = d->ar, .step_src = d->src, .str = names_get,
+				 .str_payload = (void *)&d->nm, .mem = d->ar ? d->ar->mem_series : NULL,
+				 .nmem = d->ar ? d->ar->nmem_series : 0 };
+	return store_rank_replace(w, run, rank, d->owner, &f, err);
+}
+
+/* The run, or this rank of it, has nothing ready left: nothing to derive. */
+static int nothing_left(int rc, struct tp_errbuf *err)
+{
+	if (rc == TP_ERR_NOTFOUND && (!strcmp(err->code, "run_not_found") || !strcmp(err->code, "rank_not_found"))) {
+		memset(err, 0, sizeof(*err));
+		return 1;
+	}
+	return 0;
+}
+
 int runrank_derive(struct store_writer *w, const char *run, int rank, int again, struct tp_errbuf *err)
 {
 	struct store_reader *r = store_writer_reader(w);
-	struct store_trace *t = NULL;
-	struct analysis *an = NULL;
-	struct names nm;
-	struct spans sp = { 0 };
-	int64_t *src = NULL;
-	const struct an_result *ar;
-	const int64_t *ids, *bases;
-	int64_t base = INT64_MAX, owner = 0;
-	size_t n, i;
-	int rc, got;
+	struct derived d;
+	int rc;
 
-	if (!r || names_init(&nm)) {
-		if (r)
-			names_free(&nm);
+	if (!r)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	}
 	if ((rc = store_tx_begin(w, err)))
-		goto out;
-	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
-		goto out;
-	n = store_trace_artifacts(t, &ids, &bases);
-	if (n < 2 && !again)
-		goto out;
-	for (i = 0; i < n; i++) {
-		if (bases[i] < base)
-			base = bases[i];
-		if (ids[i] > owner)
-			owner = ids[i];
-	}
-	if (!n)
-		base = 0;
-	if (!(an = analysis_new(names_get, &nm))) {
-		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-		goto out;
-	}
-	if ((rc = replay(t, an, &nm, base, &sp, err)) || (rc = analysis_finish(an, &ar, err)))
-		goto out;
-	if (!(src = step_sources(ar, &sp))) {
-		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-		goto out;
-	}
-	struct store_final f = { .base_ns = base, .analysis = ar, .step_src = src, .str = names_get,
-				 .str_payload = &nm, .mem = ar->mem_series, .nmem = ar->nmem_series };
-	rc = store_rank_replace(w, run, rank, owner, &f, err);
-out:
-	tp_free(src);
-	tp_free(sp.v);
-	store_trace_close(t);
-	analysis_free(an);
-	names_free(&nm);
-	if (rc == TP_ERR_NOTFOUND && (!strcmp(err->code, "run_not_found") || !strcmp(err->code, "rank_not_found"))) {
-		/* the run, or this rank of it, has nothing ready left: nothing to derive */
-		memset(err, 0, sizeof(*err));
-		rc = TP_OK;
-	}
+		return rc;
+	rc = compute(r, run, rank, again, &d, err);
+	if (!rc && (d.n >= 2 || again))
+		rc = write_rank(w, run, rank, &d, err);
+	if (!rc)
+		rc = store_rank_settled(w, run, rank, -1, err);
+	derived_free(&d);
+	if (nothing_left(rc, err))
+		rc = store_rank_settled(w, run, rank, -1, err);
 	if (!rc)
 		rc = store_tx_commit(w, err);
 	else
 		store_tx_rollback(w);
+	return rc;
+}
+
+/* Derive one marked rank: replay from a read snapshot, write only when no trace joined meanwhile. */
+static int settle_rank(struct store *st, struct store_writer *w, const struct store_pending *p,
+		       struct tp_errbuf *err)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		struct store_reader *r;
+		struct derived d;
+		int64_t seq = 0, now = 0;
+		int rc;
+
+		memset(&d, 0, sizeof(d));
+		if ((rc = store_reader_open(st, &r, err)))
+			return rc;
+		if (!(rc = store_read_snapshot(r, 1, err))) {
+			if (!(rc = store_rank_seq(r, p->run, p->rank, &seq, err)))
+				rc = compute(r, p->run, p->rank, 1, &d, err);
+			store_read_snapshot(r, 0, NULL);
+		}
+		store_reader_close(r);
+		if (!rc && !seq) {
+			/* settled by a DELETE meanwhile */
+			derived_free(&d);
+			return TP_OK;
+		}
+		if (nothing_left(rc, err)) {
+			derived_free(&d);
+			if ((rc = store_tx_begin(w, err)))
+				return rc;
+			if ((rc = store_rank_settled(w, p->run, p->rank, -1, err)) || (rc = store_tx_commit(w, err)))
+				store_tx_rollback(w);
+			return rc;
+		}
+		if (rc) {
+			derived_free(&d);
+			return rc;
+		}
+		/* the write: what the snapshot saw, when it is still all there is */
+		if (!(rc = store_tx_begin(w, err))) {
+			struct store_reader *wr = store_writer_reader(w);
+			if (!(rc = wr ? store_rank_seq(wr, p->run, p->rank, &now, err)
+				      : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")) && now == seq &&
+			    !(rc = write_rank(w, p->run, p->rank, &d, err)) &&
+			    !(rc = store_rank_settled(w, p->run, p->rank, seq, err))) {
+				rc = store_tx_commit(w, err);
+				derived_free(&d);
+				return rc;
+			}
+			store_tx_rollback(w);
+		}
+		derived_free(&d);
+		if (rc)
+			return rc;
+	}
+	/* traces kept joining: derive under the write lock */
+	return runrank_derive(w, p->run, p->rank, 1, err);
+}
+
+int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	struct store_pending *p = NULL;
+	struct store_writer *w = NULL;
+	struct store_reader *r;
+	size_t n = 0;
+	int rc;
+
+	if (!store_maybe_pending(st))
+		return TP_OK;
+	/* one settles at a time; the others wait for it, then find their ranks done */
+	pthread_mutex_lock(&mu);
+	if ((rc = store_reader_open(st, &r, err)))
+		goto out;
+	rc = store_rank_pending(r, run, &p, &n, err);
+	store_reader_close(r);
+	if (rc || !n)
+		goto out;
+	if ((rc = store_writer_open(st, &w, err)))
+		goto out;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = settle_rank(st, w, &p[i], err);
+out:
+	store_writer_close(w);
+	store_pending_free(p, n);
+	pthread_mutex_unlock(&mu);
 	return rc;
 }

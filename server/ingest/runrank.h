@@ -9,8 +9,11 @@
  * came in another chunk nests, an allocation freed in another chunk pairs,
  * a step cut by a chunk boundary gets all its events.
  *
- * Cost: the replay reads every event of the rank, so a run of n chunks costs
- * O(n^2) events over its life (bench/results/ has the figure).
+ * Cost: a derivation replays every event of the rank. An upload does not
+ * derive: a trace that joins a rank which has one is committed with the rank
+ * marked (store_rank_defer), so uploads cost their own size; the first read
+ * of the run derives each marked rank once (runrank_settle), however many
+ * chunks joined since (bench/results/ has the figures).
  */
 #ifndef RUNRANK_H
 #define RUNRANK_H
@@ -25,5 +28,13 @@
  * hold none).
  */
 int runrank_derive(struct store_writer *w, const char *run, int rank, int again, struct tp_errbuf *err);
+
+/*
+ * Derive the marked ranks of run (of every run when NULL), each from a read
+ * snapshot, without holding the write lock while it replays. Cheap when none
+ * is marked. Reads of a run call it first, so they answer for every trace
+ * uploaded before them.
+ */
+int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err);
 
 #endif

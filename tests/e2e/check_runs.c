@@ -431,9 +431,9 @@ static const char *const answers[] = {
  * other keys, as the collector's do), uploaded in shuffled order: every answer is the whole
  * file's, byte for byte.
  */
-static void chunks_as_whole(const char *fixture, size_t k, int memory)
+static void chunks_as_whole(const char *fixture, size_t k, int memory, int restart)
 {
-	char *path = tu_fixture(fixture), whole[64], cut[64];
+	char *path = tu_fixture(fixture), whole[64], cut[64], sql[512];
 	size_t glen, len, *at = calloc(k + 1, sizeof(size_t)), *order = calloc(k, sizeof(size_t)), i;
 	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
 	struct cut c;
@@ -469,9 +469,23 @@ static void chunks_as_whole(const char *fixture, size_t k, int memory)
 	}
 	for (i = 0; i < k; i++)
 		upload_chunk(&c, at[order[i]], at[order[i] + 1], cut, order[i]);
+	/* the uploads did not replay the rank: each after the first marked it, and its tables are one chunk's */
+	snprintf(sql, sizeof(sql), "SELECT COALESCE(SUM(p.seq), 0) FROM rank_pending p JOIN runs r ON r.id=p.run_id"
+		 " WHERE r.name='%s'", cut);
+	ck_assert_int_eq(tu_db_scalar(srv.db, sql), (long long)k - 1);
+	snprintf(sql, sizeof(sql), "SELECT COUNT(DISTINCT o.artifact_id) FROM op_stats o JOIN artifacts a"
+		 " ON a.id=o.artifact_id JOIN runs r ON r.id=a.run_id WHERE r.name='%s'", cut);
+	ck_assert_int_eq(tu_db_scalar(srv.db, sql), 1);
+	if (restart) {
+		/* the marks outlive the process: the next one derives them on the first read */
+		ck_assert_int_eq(tu_server_stop(&srv), 0);
+		ck_assert_int_eq(tu_server_restart(&srv, NULL), 0);
+	}
 	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
 		if (memory || strncmp(answers[i], "/memory", 7))
 			same_answer(whole, cut, answers[i]);
+	snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM rank_pending");
+	ck_assert_int_eq(tu_db_scalar(srv.db, sql), 0);
 
 	/* a chunk removed: the run answers without it; uploaded again, as the whole once more */
 	{
@@ -508,14 +522,14 @@ static void chunks_as_whole(const char *fixture, size_t k, int memory)
 
 START_TEST(test_chunks_answer_as_whole_v100)
 {
-	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 2, 1);
-	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 7, 1);
+	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 2, 1, 1);
+	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 7, 1, 0);
 }
 END_TEST
 
 START_TEST(test_chunks_answer_as_whole_resnet)
 {
-	chunks_as_whole("traces/kineto_resnet50_workers0.json.gz", 5, 1);
+	chunks_as_whole("traces/kineto_resnet50_workers0.json.gz", 5, 1, 0);
 }
 END_TEST
 

@@ -14,6 +14,7 @@
 
 #include "alloc.h"
 #include "ingest/ingest.h"
+#include "ingest/runrank.h"
 #include "analysis/diagnosis.h"
 #include "store.h"
 #include "suites.h"
@@ -227,6 +228,64 @@ END_TEST
  * ingest. A clean storage error, the database whole, nothing half-written,
  * and the same ingest succeeds once the disk has room again.
  */
+/*
+ * A rank of two chunks derived by its first read (runrank_settle) while
+ * allocation N fails: a clean error, the rank still marked for the next read,
+ * the database whole; with nothing refused, the rank is derived and unmarked.
+ */
+START_TEST(test_settle)
+{
+	static const char a[] =
+		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,"
+		"\"tid\":1,\"ts\":10,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,"
+		"\"tid\":1,\"ts\":20,\"dur\":150}]}";
+	static const char b[] =
+		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,"
+		"\"tid\":1,\"ts\":200,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\",\"pid\":1,"
+		"\"tid\":1,\"ts\":210,\"dur\":5}]}";
+	char *dir = scratch_dir(), db[512];
+	struct tp_errbuf err = { 0 };
+	struct ingest_request ra = { .run = "c", .rank = 0, .name = "a.json" }, rb = ra;
+	struct ingest_result res;
+	struct store *st;
+	long n, refused = 1;
+	int rc = -1;
+
+	rb.name = "b.json";
+	snprintf(db, sizeof(db), "%s/s.db", dir);
+	for (n = 0; n < MAX_N && refused; n++) {
+		remove(db);
+		ck_assert_int_eq(store_open(db, &st, &err), 0);
+		ingest_buffer(st, NULL, &ra, a, strlen(a), &res);
+		ck_assert_int_eq(res.rc, 0);
+		ingest_buffer(st, NULL, &rb, b, strlen(b), &res);
+		ck_assert_int_eq(res.rc, 0);
+		ck_assert_int_eq(res.rank_pending, 1);
+		memset(&err, 0, sizeof(err));
+		tp_alloc_fail_after(n);
+		rc = runrank_settle(st, "c", &err);
+		refused = tp_alloc_failures();
+		tp_alloc_fail_after(-1);
+		ck_assert_msg(allowed(rc), "N=%ld: rc %d %s", n, rc, err.msg);
+		if (!refused)
+			ck_assert_int_eq(rc, 0);
+		ck_assert(tu_db_integrity_ok(db));
+		/* failed: still marked, and the next read derives it */
+		if (rc)
+			ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 1);
+		ck_assert_int_eq(runrank_settle(st, "c", &err), 0);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 0);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 2);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(DISTINCT artifact_id) FROM op_stats"), 1);
+		store_close(st);
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_gt(n, 20);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_ingest_disk_full)
 {
 	char *dir = scratch_dir(), db[512], *path = tu_fixture("traces/hta_event_sync.json.gz");
@@ -295,6 +354,7 @@ Suite *suite_alloc(void)
 	tcase_add_test(tc, test_failed_parse);
 	tcase_add_test(tc, test_reads);
 	tcase_add_test(tc, test_ingest_disk_full);
+	tcase_add_test(tc, test_settle);
 	suite_add_tcase(s, tc);
 	return s;
 }

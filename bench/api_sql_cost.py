@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SQL cost of the analysis endpoints, measured outside the server.
 
-Runs the statements each endpoint runs (copied from server/store.c:
+Runs the statements each endpoint runs (copied from server/store/store.c:
 store_steps, store_ops, store_kernels, store_diag_input, with rank_of's
 run_exists + lowest_rank first) against a trainscope database, N times, in
 two ways:

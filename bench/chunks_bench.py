@@ -8,7 +8,7 @@ the collector's chunks do), starts a fresh trainscope-server, uploads the
 whole file as one run and the chunks, one after another, as another run
 (rank 0 both), and reports MiB/s of uncompressed trace for each, the time of
 the first and last chunks, the first read after the last chunk (it derives the
-rank from every chunk once: server/ingest/runrank.h), the same uploads with a
+rank from every chunk once: server/pipeline/runrank.h), the same uploads with a
 page open on the run (a reader of /steps every --poll-s seconds, as the live
 page does), and whether /steps, /ops and /kernels of the runs are the same bytes.
 

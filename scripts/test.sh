@@ -7,6 +7,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+# the layers of server/ include only what they may (store/ alone speaks SQL; parsers and analysis no HTTP)
+scripts/layers.sh
 if [ "${SANITIZE:-0}" = 1 ]; then dir=build-asan; opts="-DSANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"; else dir=build; opts=""; fi
 # shellcheck disable=SC2086
 cmake -S . -B "$dir" $opts >/dev/null

@@ -1,6 +1,6 @@
 /*
  * event.h: one trace event as the ingest path carries it from the parser
- * (ingest/trace.c) through the pipeline (ingest/ingest.c) to the store.
+ * (ingest/trace.c) through the pipeline (pipeline/ingest.c) to the store.
  * Plain data, shared by those three so that no copy is needed in between.
  */
 #ifndef EVENT_H
@@ -33,5 +33,21 @@ struct tp_event {
 	int64_t ev_idx, dev_type, dev_id, addr, total_alloc, total_reserved;
 	int64_t sort_index;		/* M events process_sort_index, thread_sort_index: args.sort_index */
 };
+
+/* Strings a parser interns before any input, so that their ids are constants (ingest/trace.c). */
+enum trace_known_string {
+	TRACE_S_MEMORY = 1,		/* "[memory]" */
+	TRACE_S_OOM,			/* "[OutOfMemory]" */
+	TRACE_S_USER_ANNOTATION,	/* "user_annotation" */
+	TRACE_S_GPU_USER_ANNOTATION,	/* "gpu_user_annotation" */
+	TRACE_S_AC2G,			/* "ac2g": CPU -> GPU flow, the same link as "correlation" */
+	TRACE_S_ASYNC,			/* PyTorch 1.9's name for ac2g */
+	TRACE_S_ASYNC_CPU_TO_GPU,	/* 2021-2022's name for ac2g */
+	TRACE_S_OPERATOR,		/* PyTorch 1.9's cpu_op */
+	TRACE_S_CPU_OP,
+	TRACE_S_KNOWN_END
+};
+/* The text of a known string id (1 .. TRACE_S_KNOWN_END - 1); NULL for any other id. */
+const char *trace_known_string(uint32_t id);
 
 #endif

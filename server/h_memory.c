@@ -14,7 +14,7 @@
 
 #include "handlers.h"
 #include "http.h"
-#include "store.h"
+#include "store/store.h"
 
 #define POINTS_DEFAULT 2000
 #define POINTS_MAX 1000000

@@ -12,7 +12,7 @@
 #include "alloc.h"
 #include "handlers.h"
 #include "http.h"
-#include "ingest/runrank.h"
+#include "pipeline/runrank.h"
 
 int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
 	      long long *out)

@@ -30,7 +30,7 @@
 #include "alloc.h"
 #include "cache.h"
 #include "http.h"
-#include "ingest/runrank.h"
+#include "pipeline/runrank.h"
 #include "metrics.h"
 #include "routes.h"
 

@@ -14,9 +14,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "ingest/ingest.h"
+#include "pipeline/ingest.h"
 #include "routes.h"
-#include "store.h"
+#include "store/store.h"
 #include "tp.h"
 
 struct MHD_Connection;

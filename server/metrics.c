@@ -11,7 +11,7 @@
 #include "alloc.h"
 #include "metrics.h"
 #include "routes.h"
-#include "store.h"
+#include "store/store.h"
 
 #define MAX_ROUTES 32
 

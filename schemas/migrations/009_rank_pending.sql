@@ -1,4 +1,4 @@
--- 009: ranks whose timeline waits to be derived again (ingest/runrank.h).
+-- 009: ranks whose timeline waits to be derived again (pipeline/runrank.h).
 -- A trace that joins a rank which already has one is committed with a row
 -- here instead of replaying the rank inside its upload; the first read of
 -- the run derives it (runrank_settle) and removes the row when seq is the

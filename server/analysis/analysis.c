@@ -20,7 +20,6 @@
 #include "alloc.h"
 #include "analysis/analysis.h"
 #include "analysis/memory.h"
-#include "ingest/trace.h"
 
 const char *const an_comp_names[AN_NCOMP] = {
 	"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu", "idle",

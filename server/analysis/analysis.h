@@ -1,6 +1,6 @@
 /*
  * analysis.h: what a trace says about where time went, computed once while
- * it is ingested (server/ingest/ingest.c feeds every event) and stored with
+ * it is ingested (server/pipeline/ingest.c feeds every event) and stored with
  * it: steps and their breakdown, operator and kernel tables. Pure: no SQL,
  * no HTTP. The read side (diagnosis.h) works from the stored tables.
  *
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "event.h"
-#include "ingest/timeline.h"
+#include "memmodel.h"
 #include "tp.h"
 
 /* The components of a step, in priority order (see analysis.c). AN_KERNEL is

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
-#include "ingest/timeline.h"
+#include "memmodel.h"
 
 struct compare_item {
 	char *name;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
-#include "ingest/timeline.h"
+#include "memmodel.h"
 
 /* GPU->CPU synchronisation points, counted from the operator table */
 #define DIAG_NSYNC 6

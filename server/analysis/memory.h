@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ingest/timeline.h"
+#include "memmodel.h"
 #include "tp.h"
 
 /* What a host span means for memory (set by analysis.c from its name and cat). */
@@ -55,30 +55,6 @@ struct mem_input {
 
 struct mem_result;
 
-/*
- * Address -> allocation index, open addressing, for at most n addresses.
- * A slot's value: -1 empty (never seen), -2 an address whose block was
- * freed (kept so probe chains stay whole), >= 0 the caller's index.
- */
-struct mem_amap {
-	int64_t *key;
-	int32_t *val;
-	size_t cap;
-};
-int mem_amap_init(struct mem_amap *m, size_t n);
-void mem_amap_free(struct mem_amap *m);
-int32_t *mem_amap_slot(struct mem_amap *m, int64_t key);
-
-/*
- * Groups of what was alive at a peak, in g (room for MEM_MAX_GROUPS + 2):
- * the group of (cat, op), made when new; past MEM_MAX_GROUPS the rest go to
- * (cat, "(other)"); NULL when even that has no room. *is_new (may be NULL):
- * a group was made for op itself, so a caller that does not own op copies it.
- */
-#define MEM_MAX_GROUPS 200
-struct mem_group *mem_group_add(struct mem_group *g, size_t *ng, int cat, const char *op, int *is_new);
-/* Largest first. */
-void mem_groups_sort(struct mem_group *g, size_t n);
 
 /* Infer; series stay owned by *out until mem_result_free. */
 int mem_infer(const struct mem_input *in, struct mem_result **out, const struct mem_series **series,

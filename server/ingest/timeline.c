@@ -19,22 +19,6 @@
 
 #define MAX_NUMBER 64
 
-const char *const mem_cat_names[MEM_NCAT] = {
-	"parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail",
-	"unknown",
-};
-
-const char *const mem_block_states[4] = { "inactive", "active_allocated", "active_pending_free", "other" };
-
-int64_t mem_point_total(const struct mem_point *p)
-{
-	int64_t sum = 0;
-
-	for (int c = 0; c < MEM_NCAT; c++)
-		sum = tp_sat_add(sum, p->cat[c]);
-	return sum;
-}
-
 enum form { F_UNKNOWN, F_RAW, F_SIZES };
 
 struct i64s {

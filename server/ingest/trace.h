@@ -22,22 +22,6 @@
 #include "tp.h"
 #include "event.h"
 
-/* Strings interned before any input, so that their ids are constants. */
-enum trace_known_string {
-	TRACE_S_MEMORY = 1,		/* "[memory]" */
-	TRACE_S_OOM,			/* "[OutOfMemory]" */
-	TRACE_S_USER_ANNOTATION,	/* "user_annotation" */
-	TRACE_S_GPU_USER_ANNOTATION,	/* "gpu_user_annotation" */
-	TRACE_S_AC2G,			/* "ac2g": CPU -> GPU flow, the same link as "correlation" */
-	TRACE_S_ASYNC,			/* PyTorch 1.9's name for ac2g */
-	TRACE_S_ASYNC_CPU_TO_GPU,	/* 2021-2022's name for ac2g */
-	TRACE_S_OPERATOR,		/* PyTorch 1.9's cpu_op */
-	TRACE_S_CPU_OP,
-	TRACE_S_KNOWN_END
-};
-/* The text of a known string id (1 .. TRACE_S_KNOWN_END - 1); NULL for any other id. */
-const char *trace_known_string(uint32_t id);
-
 struct trace_sink {
 	/* A new interned string; s is NUL-terminated and lives as long as the parser. */
 	int (*string)(void *payload, uint32_t id, const char *s, size_t len);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evpack.h"
+#include "store/evpack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

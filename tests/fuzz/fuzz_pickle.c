@@ -1,14 +1,14 @@
 /*
  * fuzz_pickle.c: libFuzzer target for the pickle reader
  * (server/ingest/pickle.c) and the snapshot timeline over what it reads
- * (server/analysis/snapshot.c). The first byte picks the piece size.
+ * (server/ingest/snapshot.c). The first byte picks the piece size.
  * Checks: no crash, no leak, no hang, an error code from the documented set
  * with a message, and timelines whose categories are never negative.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "analysis/snapshot.h"
+#include "ingest/snapshot.h"
 #include "ingest/pickle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

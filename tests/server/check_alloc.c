@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "ingest/ingest.h"
-#include "ingest/runrank.h"
+#include "pipeline/ingest.h"
+#include "pipeline/runrank.h"
 #include "analysis/diagnosis.h"
-#include "store.h"
+#include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
 

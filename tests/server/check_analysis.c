@@ -13,10 +13,10 @@
 #include "analysis/analysis.h"
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
-#include "ingest/ingest.h"
+#include "pipeline/ingest.h"
 #include "ingest/timeline.h"
 #include "ingest/trace.h"
-#include "store.h"
+#include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
 

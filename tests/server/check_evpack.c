@@ -1,9 +1,9 @@
-/* check_evpack.c: the packed event block codec (server/evpack.c). */
+/* check_evpack.c: the packed event block codec (server/store/evpack.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "evpack.h"
+#include "store/evpack.h"
 #include "suites.h"
 
 static void fill(struct tp_event *e, size_t n, unsigned seed)

@@ -1,15 +1,15 @@
 /*
  * check_ingest.c: the upload pipeline and the store together
- * (server/ingest/ingest.c, server/store.c), on a temporary database, against
+ * (server/pipeline/ingest.c, server/store/store.c), on a temporary database, against
  * the real fixtures and their independently computed figures.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/ingest.h"
+#include "pipeline/ingest.h"
 #include "ingest/trace.h"
-#include "store.h"
+#include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
 

@@ -1,6 +1,6 @@
 /*
  * check_snapshot.c: the pickle reader (server/ingest/pickle.c) and memory
- * timelines from snapshots (server/analysis/snapshot.c): the real snapshot
+ * timelines from snapshots (server/ingest/snapshot.c): the real snapshot
  * fixtures against figures computed from them with Python's pickle, a
  * protocol 2 pickle as torch's C++ pickler writes, one synthetic snapshot per
  * category rule, and hostile pickles.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "analysis/memory.h"
-#include "analysis/snapshot.h"
+#include "ingest/snapshot.h"
 #include "ingest/pickle.h"
 #include "suites.h"
 #include "testutil.h"

@@ -1,5 +1,5 @@
 /*
- * check_store.c: the store on its own (server/store.c): migrations, the
+ * check_store.c: the store on its own (server/store/store.c): migrations, the
  * artifact life cycle and what readers may see of it, duplicates, raw
  * chunks, packed events, and the JSON it answers with.
  */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "ingest/pickle.h"
-#include "ingest/timeline.h"
+#include "memmodel.h"
 #include "tp.h"
 
 struct snap_stats {

@@ -18,7 +18,7 @@
 #ifndef RUNRANK_H
 #define RUNRANK_H
 
-#include "store.h"
+#include "store/store.h"
 #include "tp.h"
 
 /*

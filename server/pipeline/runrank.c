@@ -7,7 +7,7 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
-#include "ingest/runrank.h"
+#include "pipeline/runrank.h"
 #include "ingest/trace.h"
 
 /* Names of all the rank's artifacts in one id space: the known ids stay, others by text. */

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "ingest/trace.h"
-#include "store.h"
+#include "store/store.h"
 #include "tp.h"
 
 struct ingest_limits {

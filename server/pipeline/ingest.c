@@ -44,12 +44,12 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
-#include "analysis/snapshot.h"
+#include "ingest/snapshot.h"
 #include "ingest/inflate.h"
 #include "ingest/pickle.h"
-#include "ingest/runrank.h"
+#include "pipeline/runrank.h"
 #include "ingest/timeline.h"
-#include "ingest/ingest.h"
+#include "pipeline/ingest.h"
 #include "sha256.h"
 
 #define LOG_PREFIX "ingest"

@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "evpack.h"
+#include "store/evpack.h"
 
 /* ph, have, name, cat, flags, ts, 19 more integers, 2 doubles, arg */
 #define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 19 * 10 + 2 * 8 + 5)

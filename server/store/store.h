@@ -23,7 +23,7 @@
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "event.h"
-#include "ingest/timeline.h"
+#include "memmodel.h"
 #include "tp.h"
 
 struct store;
@@ -288,7 +288,7 @@ const char *store_trace_string(const struct store_trace *t, uint32_t id);
 void store_trace_close(struct store_trace *t);
 
 /*
- * Ranks waiting to be derived again (ingest/runrank.h). A trace that joins a
+ * Ranks waiting to be derived again (pipeline/runrank.h). A trace that joins a
  * rank which already has one is committed without its own rank tables and
  * the rank marked, so an upload costs its own size, not the rank's; the
  * first read of the run derives it (runrank_settle).

@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "analysis/memory.h"
-#include "analysis/snapshot.h"
+#include "memmodel.h"
+#include "ingest/snapshot.h"
 #include "utf8.h"
 
 enum { A_OTHER, A_ALLOC, A_FREE, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE };

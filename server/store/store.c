@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
-#include "evpack.h"
-#include "store.h"
+#include "store/evpack.h"
+#include "store/store.h"
 #include "utf8.h"
 #include "analysis/runline.h"
 

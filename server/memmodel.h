@@ -1,0 +1,94 @@
+/*
+ * memmodel.h: the memory model every memory source is read into and every
+ * memory answer is made from: a device's timeline of points by category
+ * (struct mem_series), what was alive at its peak (mem_group), a snapshot's
+ * segments and blocks at dump time, and the small structures their readers
+ * share (an address map, the peak's groups). The parsers (ingest/timeline.c,
+ * ingest/snapshot.c), the analysis (analysis/memory.c) and the store meet
+ * here; it depends on none of them.
+ */
+#ifndef MEMMODEL_H
+#define MEMMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEM_NCAT 8
+enum { CAT_PARAMETER, CAT_OPTIMIZER_STATE, CAT_INPUT, CAT_TEMPORARY, CAT_ACTIVATION, CAT_GRADIENT,
+       CAT_AUTOGRAD_DETAIL, CAT_UNKNOWN };
+extern const char *const mem_cat_names[MEM_NCAT];
+
+struct mem_point {
+	int64_t t_ns;
+	int64_t cat[MEM_NCAT];		/* bytes live per category; they sum to allocated */
+	int64_t reserved;		/* -1: unknown */
+};
+
+/* What was alive at a series' peak, by category and the operator that made it. */
+struct mem_group {
+	int cat;
+	const char *op;			/* NULL: not known (pre-existing, or an export) */
+	int64_t bytes, count;
+};
+
+/* A block of a snapshot's segment at dump time. */
+enum { MEM_BLOCK_INACTIVE, MEM_BLOCK_ALLOCATED, MEM_BLOCK_PENDING_FREE, MEM_BLOCK_OTHER };
+extern const char *const mem_block_states[4];	/* "inactive", "active_allocated", "active_pending_free", "other" */
+
+struct mem_block {
+	int64_t offset, size, requested;	/* offset from the segment's address */
+	int state;				/* MEM_BLOCK_* */
+	int cat;				/* allocated or pending free: its category; else -1 */
+	const char *op;				/* who allocated it, when the frames say; else NULL */
+};
+
+/* A segment the caching allocator had reserved at dump time (a snapshot's). */
+struct mem_segment {
+	int64_t address, total_size, stream;
+	char type[8];				/* "large", "small", or "" */
+	const struct mem_block *blocks;
+	size_t nblocks;
+};
+
+/* One device's timeline, as a source produced it. */
+struct mem_series {
+	char device[16];		/* "cuda:N" or "cpu" */
+	const char *source;		/* "pytorch", "trace" or "snapshot" */
+	const struct mem_point *pts;	/* in time order */
+	size_t n;
+	int64_t baseline;		/* trace: bytes allocated before the first event */
+	const struct mem_group *groups;
+	size_t ngroups;
+	const struct mem_segment *segs;	/* snapshot: its segments at dump time, by address; else NULL */
+	size_t nsegs;
+};
+
+/* The point's categories summed (saturating): its allocated bytes. */
+int64_t mem_point_total(const struct mem_point *p);
+
+/*
+ * Address -> allocation index, open addressing, for at most n addresses.
+ * A slot's value: -1 empty (never seen), -2 an address whose block was
+ * freed (kept so probe chains stay whole), >= 0 the caller's index.
+ */
+struct mem_amap {
+	int64_t *key;
+	int32_t *val;
+	size_t cap;
+};
+int mem_amap_init(struct mem_amap *m, size_t n);
+void mem_amap_free(struct mem_amap *m);
+int32_t *mem_amap_slot(struct mem_amap *m, int64_t key);
+
+/*
+ * Groups of what was alive at a peak, in g (room for MEM_MAX_GROUPS + 2):
+ * the group of (cat, op), made when new; past MEM_MAX_GROUPS the rest go to
+ * (cat, "(other)"); NULL when even that has no room. *is_new (may be NULL):
+ * a group was made for op itself, so a caller that does not own op copies it.
+ */
+#define MEM_MAX_GROUPS 200
+struct mem_group *mem_group_add(struct mem_group *g, size_t *ng, int cat, const char *op, int *is_new);
+/* Largest first. */
+void mem_groups_sort(struct mem_group *g, size_t n);
+
+#endif

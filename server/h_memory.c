@@ -10,8 +10,11 @@
  */
 
 #include <microhttpd.h>
+#include <string.h>
 #include <sys/types.h>
 
+#include "alloc.h"
+#include "analysis/runline.h"
 #include "handlers.h"
 #include "http.h"
 #include "store/store.h"
@@ -45,12 +48,12 @@ static void text_free(void *cls)
 
 /* points=0: every point, as text made while it is sent (a JSON tree of a million points was 486 MB) */
 static int all_points(struct request *req, struct store_reader *r, int rank, const char *device, int64_t start,
-		      int64_t end)
+		      int64_t end, const int64_t *gaps, size_t ngaps)
 {
 	struct tp_errbuf err = { 0 };
 	struct store_mem_text *m = NULL;
 	struct MHD_Response *resp;
-	int rc = store_memory_text(r, req->params[0], rank, device, start, end, &m, &err);
+	int rc = store_memory_text(r, req->params[0], rank, device, start, end, gaps, ngaps, &m, &err);
 
 	store_reader_close(r);
 	if (rc)
@@ -61,6 +64,39 @@ static int all_points(struct request *req, struct store_reader *r, int rank, con
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	return http_reply_response(req, 200, resp);
+}
+
+/* [start, end) pairs between the rank's profiling cycles (runline.h); none when it has no steps */
+static int cycle_gaps(struct store_reader *r, const char *run, int rank, int64_t **out, size_t *n,
+		      struct tp_errbuf *err)
+{
+	struct rl_step *s = NULL;
+	size_t ns = 0, i;
+	int rc, got;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = store_timeline(r, run, rank, &s, &ns, &got, NULL, err)))
+		return rc == TP_ERR_NOTFOUND ? (memset(err, 0, sizeof(*err)), TP_OK) : rc;
+	runline_cycles(s, ns);
+	for (i = 1; i < ns; i++) {
+		int64_t end = s[i - 1].start_ns + s[i - 1].dur_ns;
+		if (s[i].cycle == s[i - 1].cycle || s[i].start_ns <= end)
+			continue;
+		int64_t *g = tp_realloc(*out, (*n + 1) * 2 * sizeof(*g));
+		if (!g) {
+			tp_free(s);
+			tp_free(*out);
+			*out = NULL;
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		}
+		g[*n * 2] = end;
+		g[*n * 2 + 1] = s[i].start_ns;
+		*out = g;
+		(*n)++;
+	}
+	tp_free(s);
+	return TP_OK;
 }
 
 static int answer(struct request *req, int peak)
@@ -79,11 +115,24 @@ static int answer(struct request *req, int peak)
 		return http_reply_error(req, 400, "invalid_parameter", NULL, "start_ns must be below end_ns");
 	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
 		return 0;
-	if (!peak && points == 0)
-		return all_points(req, r, (int)rank, device, start, end);
-	return h_answer(req, peak ? store_memory_peak(r, req->params[0], (int)rank, device, &err)
-				  : store_memory(r, req->params[0], (int)rank, device, (long)points, start, end, &err),
-			r, &err, NULL, 0);
+	if (peak)
+		return h_answer(req, store_memory_peak(r, req->params[0], (int)rank, device, &err), r, &err, NULL, 0);
+	/* a trace's memory is not recorded between its profiling cycles: those are its gaps */
+	int64_t *gaps = NULL;
+	size_t ngaps = 0;
+	int rc;
+	if ((rc = cycle_gaps(r, req->params[0], (int)rank, &gaps, &ngaps, &err))) {
+		store_reader_close(r);
+		return http_reply_fail(req, rc, &err, NULL);
+	}
+	if (points == 0) {
+		rc = all_points(req, r, (int)rank, device, start, end, gaps, ngaps);
+		tp_free(gaps);
+		return rc;
+	}
+	json_t *o = store_memory(r, req->params[0], (int)rank, device, (long)points, start, end, gaps, ngaps, &err);
+	tp_free(gaps);
+	return h_answer(req, o, r, &err, NULL, 0);
 }
 
 int h_run_memory(struct request *req)

@@ -2189,8 +2189,12 @@ struct series {
 	char device[16], source[16];
 };
 
-/* The series a memory read answers from: device given, else the first GPU, else cpu; the
- * best source (PyTorch's own export, then a snapshot, then trace inference); the newest. */
+/*
+ * The series a memory read answers from: device given, else the first GPU, else cpu; the
+ * best source (PyTorch's own export, then a snapshot, then trace inference). Every artifact
+ * of that source on that device is one series, stitched in time (load_points); artifact is
+ * the one that holds its highest peak (the newest of equal ones).
+ */
 static int pick_series(struct store_reader *r, const char *run, int rank, const char *device, struct series *out,
 		       struct tp_errbuf *err)
 {
@@ -2203,7 +2207,9 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 	st = prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
 			     " ORDER BY device LIKE 'cuda:%' DESC, length(device), device,"
-			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END, artifact_id DESC"
+			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END,"
+			     " (SELECT allocated FROM memory_points p WHERE p.artifact_id=memory_series.artifact_id"
+			     " AND p.device=memory_series.device AND p.seq=memory_series.peak_seq) DESC, artifact_id DESC"
 			     " LIMIT 1", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
@@ -2235,12 +2241,78 @@ struct points {
 	uint8_t *nul;		/* reserved unknown */
 	size_t n;
 	int64_t param_bytes;	/* the run's metadata param_bytes; 0: not given */
+	int64_t first;		/* the artifact of the first point (its baseline is the series') */
+	int64_t peak;		/* the row of the series' peak (-1: none) */
+	int64_t *gaps;		/* [start, end) pairs: between two artifacts' recordings, none recorded */
+	size_t ngaps;
 };
 
 static void points_free(struct points *p)
 {
 	tp_free(p->row);
 	tp_free(p->nul);
+	tp_free(p->gaps);
+}
+
+static int add_gap(struct points *p, int64_t start, int64_t end)
+{
+	int64_t *g = tp_realloc(p->gaps, (p->ngaps + 1) * 2 * sizeof(*g));
+
+	if (!g)
+		return -1;
+	g[p->ngaps * 2] = start;
+	g[p->ngaps * 2 + 1] = end;
+	p->gaps = g;
+	p->ngaps++;
+	return 0;
+}
+
+/*
+ * One artifact's points onto p, those after p's last only (a recording that
+ * overlaps an earlier one joins where the earlier ends), a gap before them
+ * when they start after p's last. Returns the step's SQLite result.
+ */
+static int append_points(struct store_reader *r, const struct series *s, int64_t artifact, int64_t only_seq,
+			 struct points *p, size_t *cap)
+{
+	char sql[512];
+	sqlite3_stmt *st;
+	size_t first = p->n;
+	int step, c;
+
+	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
+	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	sqlite3_bind_int64(st, 1, artifact);
+	bind_text(st, 2, s->device);
+	if (only_seq >= 0)
+		sqlite3_bind_int64(st, 3, only_seq);
+	for (int64_t seq = 0; (step = sqlite3_step(st)) == SQLITE_ROW; seq++) {
+		int64_t t = sqlite3_column_int64(st, 0);
+		if (first && t <= p->row[first - 1][0])
+			continue;
+		if (p->n == first && first && t > p->row[first - 1][0] && add_gap(p, p->row[first - 1][0], t))
+			break;
+		if (p->n == *cap) {
+			*cap = *cap ? *cap * 2 : 1024;
+			void *nr = tp_realloc(p->row, *cap * sizeof(*p->row));
+			if (nr)
+				p->row = nr;
+			uint8_t *nn = nr ? tp_realloc(p->nul, *cap) : NULL;
+			if (!nn)
+				break;
+			p->nul = nn;
+		}
+		if (artifact == s->artifact && (only_seq >= 0 || seq == s->peak_seq))
+			p->peak = (int64_t)p->n;
+		for (c = 0; c < POINT_COLS; c++)
+			p->row[p->n][c] = sqlite3_column_int64(st, c);
+		p->nul[p->n++] = sqlite3_column_type(st, POINT_COLS - 1) == SQLITE_NULL;
+	}
+	sqlite3_finalize(st);
+	if (!first && p->n)
+		p->first = artifact;
+	return step;
 }
 
 /*
@@ -2251,35 +2323,41 @@ static void points_free(struct points *p)
 static int load_points(struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
 		       struct points *p, struct tp_errbuf *err)
 {
-	char sql[512];
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int step, c;
+	int step;
 
 	memset(p, 0, sizeof(*p));
-	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
-	if (!(st = prepare(r, sql, err)))
-		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, s->artifact);
-	bind_text(st, 2, s->device);
-	if (only_seq >= 0)
-		sqlite3_bind_int64(st, 3, only_seq);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (p->n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			void *nr = tp_realloc(p->row, cap * sizeof(*p->row));
-			if (nr)
-				p->row = nr;
-			uint8_t *nn = nr ? tp_realloc(p->nul, cap) : NULL;
-			if (!nn)
-				break;
-			p->nul = nn;
+	p->peak = -1;
+	if (only_seq >= 0) {
+		/* one point: of the artifact that holds the series' peak */
+		step = append_points(r, s, s->artifact, only_seq, p, &cap);
+	} else {
+		/* every recording of this source on this device, stitched in time (pick_series) */
+		if (!(st = prepare_rank(r, "SELECT m.artifact_id FROM memory_series m WHERE m.artifact_id IN"
+					   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
+					   " (SELECT t_ns FROM memory_points WHERE artifact_id=m.artifact_id AND"
+					   " device=m.device ORDER BY seq LIMIT 1), m.artifact_id", run, s->rank, err)))
+			return TP_ERR_DB;
+		bind_text(st, 3, s->device);
+		bind_text(st, 4, s->source);
+		int64_t *arts = NULL;
+		size_t narts = 0, acap = 0;
+		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			if (narts == acap) {
+				acap = acap ? acap * 2 : 8;
+				int64_t *na = tp_realloc(arts, acap * sizeof(*na));
+				if (!na)
+					break;
+				arts = na;
+			}
+			arts[narts++] = sqlite3_column_int64(st, 0);
 		}
-		for (c = 0; c < POINT_COLS; c++)
-			p->row[p->n][c] = sqlite3_column_int64(st, c);
-		p->nul[p->n++] = sqlite3_column_type(st, POINT_COLS - 1) == SQLITE_NULL;
+		sqlite3_finalize(st);
+		for (size_t i = 0; step == SQLITE_DONE && i < narts; i++)
+			step = append_points(r, s, arts[i], -1, p, &cap);
+		tp_free(arts);
 	}
-	sqlite3_finalize(st);
 	if (step != SQLITE_DONE) {
 		points_free(p);
 		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
@@ -2325,7 +2403,7 @@ static json_t *baseline_json(struct store_reader *r, const struct series *s, con
 	int64_t base = 0;
 
 	if (st) {
-		sqlite3_bind_int64(st, 1, s->artifact);
+		sqlite3_bind_int64(st, 1, p->first ? p->first : s->artifact);
 		bind_text(st, 2, s->device);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			base = sqlite3_column_int64(st, 0);
@@ -2343,8 +2421,25 @@ static json_t *baseline_json(struct store_reader *r, const struct series *s, con
 			 " parameters and optimizer state");
 }
 
+/* "gaps": the stitched recordings' (an export's, a snapshot's), else the trace's between its cycles */
+static json_t *gaps_json(const struct series *s, const struct points *p, const int64_t *cycle_gaps, size_t ncycle_gaps)
+{
+	const int64_t *g = strcmp(s->source, "trace") ? p->gaps : cycle_gaps;
+	size_t n = strcmp(s->source, "trace") ? p->ngaps : ncycle_gaps;
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_pack("{s:I, s:I}", "start_ns", (json_int_t)g[2 * i], "end_ns",
+						       (json_int_t)g[2 * i + 1]))) {
+			json_decref(a);
+			a = NULL;
+		}
+	return a;
+}
+
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
-		     int64_t start_ns, int64_t end_ns, struct tp_errbuf *err)
+		     int64_t start_ns, int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps,
+		     struct tp_errbuf *err)
 {
 	struct series s;
 	struct points p;
@@ -2398,15 +2493,16 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 			goto oom;
 		arr[1 + c] = NULL;
 	}
-	if (s.peak_seq >= 0 && (size_t)s.peak_seq < p.n)
-		peak = point_json(&p, (size_t)s.peak_seq);
+	if (p.peak >= 0)
+		peak = point_json(&p, (size_t)p.peak);
 	else
 		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
 	if (!peak)
 		goto oom;
-	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
+	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
 		      "device", s.device, "points_total", (json_int_t)p.n, "t_ns", arr[0], "categories", cats,
-		      "allocated", arr[9], "reserved", arr[10], "peak", peak, "baseline", baseline_json(r, &s, &p));
+		      "allocated", arr[9], "reserved", arr[10], "peak", peak, "baseline", baseline_json(r, &s, &p),
+		      "gaps", gaps_json(&s, &p, cycle_gaps, ncycle_gaps));
 	arr[0] = arr[9] = arr[10] = NULL;
 	cats = peak = NULL;
 	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)n))))
@@ -2509,7 +2605,8 @@ void store_mem_text_free(struct store_mem_text *m)
 }
 
 int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
-		      int64_t end_ns, struct store_mem_text **out, struct tp_errbuf *err)
+		      int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps, struct store_mem_text **out,
+		      struct tp_errbuf *err)
 {
 	struct store_mem_text *m = tp_calloc(1, sizeof(*m));
 	struct series s;
@@ -2532,13 +2629,14 @@ int store_memory_text(struct store_reader *r, const char *run, int rank, const c
 		w0++;
 	m->from = w0;
 	m->to = w1;
-	if (s.peak_seq >= 0 && (size_t)s.peak_seq < m->p.n)
-		peak = point_json(&m->p, (size_t)s.peak_seq);
+	if (m->p.peak >= 0)
+		peak = point_json(&m->p, (size_t)m->p.peak);
 	else
 		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
 	if (peak)
-		o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o}", "rank", s.rank, "source", s.source, "device", s.device,
-			      "points_total", (json_int_t)m->p.n, "peak", peak, "baseline", baseline_json(r, &s, &m->p));
+		o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o}", "rank", s.rank, "source", s.source, "device",
+			      s.device, "points_total", (json_int_t)m->p.n, "peak", peak, "baseline",
+			      baseline_json(r, &s, &m->p), "gaps", gaps_json(&s, &m->p, cycle_gaps, ncycle_gaps));
 	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)(w1 - w0)))) ||
 	    !(text = json_dumps(o, JSON_COMPACT))) {
 		json_decref(o);
@@ -2787,7 +2885,8 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 
 	*out = NULL;
 	*n = 0;
-	device[0] = 0;
+	if (device)
+		device[0] = 0;
 	if ((rank = rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
@@ -2822,6 +2921,8 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 					  : db_fail(err, r->db, "read steps");
 	}
 	/* memory as /memory answers it by default */
+	if (!device)
+		return TP_OK;
 	if (pick_series(r, run, rank, NULL, &ser, &none))
 		return none.rc == TP_ERR_NOTFOUND ? TP_OK : (*err = none, none.rc);
 	snprintf(device, 16, "%s", ser.device);

@@ -186,7 +186,7 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 /*
  * The rank's steps across the whole run (runline.h), in time order, with allocated memory at
  * each step's end from the series /memory answers by default (its device in device, "" when
- * none). *out (tp_free) may be NULL when there are no steps.
+ * none; device NULL: steps alone, alloc not set). *out (tp_free) may be NULL when there are no steps.
  */
 struct rl_step;
 int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_step **out, size_t *n,
@@ -205,10 +205,14 @@ json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *e
  * shared/api.md: the rank's timeline for device (NULL: its first GPU with memory data, else
  * cpu), at most points points keeping each bucket's highest (0: every point). With a window
  * (start_ns > INT64_MIN or end_ns < INT64_MAX), the points from the last at or before start_ns
- * to the last at or before end_ns, and "window_points"; the peak stays the series'.
+ * to the last at or before end_ns, and "window_points"; the peak stays the series'. Every
+ * recording of the source on the device is stitched in time (one export per profiling cycle),
+ * "gaps" saying where none recorded: between the recordings, or for a trace's own [memory]
+ * events, cycle_gaps ([start, end) pairs: between the rank's profiling cycles, runline.h).
  */
 json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
-		     int64_t start_ns, int64_t end_ns, struct tp_errbuf *err);
+		     int64_t start_ns, int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps,
+		     struct tp_errbuf *err);
 /* {"t_ns", "bytes", "groups": [{"category", "op", "bytes", "count"}]}: what was alive at the peak. */
 /*
  * Every point of the series that store_memory picks (points=0), as JSON text
@@ -217,7 +221,8 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
  */
 struct store_mem_text;
 int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
-		      int64_t end_ns, struct store_mem_text **out, struct tp_errbuf *err);
+		      int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps, struct store_mem_text **out,
+		      struct tp_errbuf *err);
 size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max);
 void store_mem_text_free(struct store_mem_text *m);
 /*

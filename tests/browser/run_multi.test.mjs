@@ -3,10 +3,13 @@
 // "Loading…" for any run of two or more artifacts).
 //   node --test tests/browser/run_multi.test.mjs   (BUILD_DIR picks the build)
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { after, before, test } from 'node:test';
 
-import { launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
+import { fixturesDir, launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
 
 let srv, browser;
 const shots = screenshotDir();
@@ -80,5 +83,40 @@ test('run page: delete an artifact, then the run, each after a confirmation', as
 	assert.match(question, /Delete run multi and its 3 artifacts\?/);
 	assert.equal((await fetch(srv.base + '/api/v1/runs/multi')).status, 404);
 	await page.waitForSelector('td:has-text("No runs yet")');
+	assert.deepEqual(page.problems, []);
+});
+
+test('run page: two recordings of memory stitched, the gap between them shaded and the lines broken', async () => {
+	// two profiling cycles' memory exports, 100 s apart: one timeline with a gap
+	const rows = JSON.parse(zlib.gunzipSync(fs.readFileSync(path.join(fixturesDir, 'memory/hta_memory_timeline.raw.json.gz'))));
+	const later = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ts-')), 'cycle2.json');
+	fs.writeFileSync(later, JSON.stringify(rows.map(([t, ...r]) => [t < 0 ? t : t + 100e9, ...r])));
+	await upload(srv.base, 'cycles', 'memory/hta_memory_timeline.raw.json.gz', 'rank=0');
+	await upload(srv.base, 'cycles', later, 'rank=0');
+	fs.rmSync(path.dirname(later), { recursive: true });
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/cycles');
+	await page.waitForSelector('#app[data-ready]');
+	const box = page.locator('section:has(h2:text-is("Memory timeline")) .chart-box');
+	await box.locator('canvas').waitFor();
+	const d = await box.evaluate((el) => ({ gaps: el.dataset.gaps, rows: el.dataset.gapRows, xMax: +el.dataset.xMax }));
+	assert.equal(d.gaps, '1');
+	assert.equal(d.rows, '1');
+	// the chart spans both recordings: more than the 100 s between them
+	assert.ok(d.xMax > 100, `x extent ${d.xMax}`);
+	await page.screenshot({ path: path.join(shots, 'run-memory-gap.png'), fullPage: true });
+	// the shaded gap: a wide band of the gap's grey in the middle of the plot
+	const grey = await box.evaluate((el) => {
+		const c = el.querySelector('canvas');
+		const ctx = c.getContext('2d'), y = Math.round(c.height * 0.3);
+		const row = ctx.getImageData(0, y, c.width, 1).data;
+		let n = 0;
+		for (let i = 0; i < row.length; i += 4)
+			// the band alone: its grey at its alpha on the canvas (transparent elsewhere but the grid)
+			if (Math.abs(row[i] - 113) < 16 && Math.abs(row[i + 2] - 122) < 16 && row[i + 3] > 20 && row[i + 3] < 45)
+				n++;
+		return n / (c.width || 1);
+	});
+	assert.ok(grey > 0.3, `grey share of a row ${grey}`);
 	assert.deepEqual(page.problems, []);
 });

@@ -620,6 +620,125 @@ START_TEST(test_timeline)
 }
 END_TEST
 
+/* ---- memory over the whole training: recordings stitched, gaps where none recorded ---- */
+
+/* A cycle of 3 steps from start_s seconds, each allocating 1 MiB at its start (never freed). */
+static void upload_mem_cycle(const char *run, int first, int start_s, long long *allocated)
+{
+	char body[4096], url[256];
+	size_t len = 0;
+
+	len += (size_t)snprintf(body + len, sizeof(body) - len, "{\"traceEvents\":[");
+	for (int k = 0; k < 3; k++) {
+		long long ts = (long long)start_s * 1000000 + (long long)k * 100000;
+		*allocated += 1 << 20;
+		len += (size_t)snprintf(body + len, sizeof(body) - len,
+					"%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+					"\"tid\":1,\"ts\":%lld,\"dur\":90000},"
+					"{\"ph\":\"i\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":%lld,"
+					"\"args\":{\"Device Type\":1,\"Device Id\":0,\"Addr\":%lld,\"Bytes\":1048576,"
+					"\"Total Allocated\":%lld,\"Total Reserved\":1073741824}}",
+					k ? "," : "", first + k, ts, ts + 10, 4096LL * (first + k), *allocated);
+	}
+	len += (size_t)snprintf(body + len, sizeof(body) - len, "]}");
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=0&name=mcycle%d.json", run, first);
+	json_decref(call("POST", url, body, len, 201));
+}
+
+/* the gaps of a /memory answer equal the [start, end) pairs given */
+static void gaps_are(json_t *mem, const long long *want, size_t n)
+{
+	json_t *g = json_object_get(mem, "gaps");
+
+	ck_assert_msg(json_is_array(g), "no gaps array");
+	ck_assert_uint_eq(json_array_size(g), n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(g, i), "start_ns")), want[2 * i]);
+		ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(g, i), "end_ns")), want[2 * i + 1]);
+	}
+}
+
+START_TEST(test_memory_across_cycles)
+{
+	long long allocated = 0, want[4];
+	json_t *tl, *mem, *all, *cy, *t;
+	size_t i;
+
+	/* three profiling cycles of a trace, uploaded out of order: one series, a gap between cycles */
+	upload_mem_cycle("mcycles", 21, 20, &(long long){ 6 << 20 });
+	upload_mem_cycle("mcycles", 1, 0, &allocated);
+	allocated += 2 << 20;	/* the third cycle's first allocation follows the second's last */
+	upload_mem_cycle("mcycles", 11, 10, &(long long){ 3 << 20 });
+	tl = call("GET", "/api/v1/runs/mcycles/timeline", NULL, 0, 200);
+	cy = json_object_get(tl, "cycles");
+	ck_assert_uint_eq(json_array_size(cy), 3);
+	for (i = 0; i < 2; i++) {
+		want[2 * i] = json_integer_value(json_object_get(json_array_get(cy, i), "end_ns"));
+		want[2 * i + 1] = json_integer_value(json_object_get(json_array_get(cy, i + 1), "start_ns"));
+		ck_assert_int_lt(want[2 * i], want[2 * i + 1]);
+	}
+	mem = call("GET", "/api/v1/runs/mcycles/memory", NULL, 0, 200);
+	ck_assert_str_eq(json_string_value(json_object_get(mem, "source")), "trace");
+	gaps_are(mem, want, 2);
+	/* every cycle's allocations are in it: 9 MiB at the end */
+	t = json_object_get(mem, "allocated");
+	ck_assert_int_eq(json_integer_value(json_array_get(t, json_array_size(t) - 1)), 9LL << 20);
+	/* no point falls inside a gap */
+	json_array_foreach(json_object_get(mem, "t_ns"), i, t)
+		for (size_t g = 0; g < 2; g++)
+			ck_assert(!(json_integer_value(t) > want[2 * g] && json_integer_value(t) < want[2 * g + 1]));
+	all = call("GET", "/api/v1/runs/mcycles/memory?points=0", NULL, 0, 200);
+	gaps_are(all, want, 2);
+	ck_assert(json_equal(json_object_get(all, "t_ns"), json_object_get(mem, "t_ns")));
+	json_decref(all);
+	json_decref(mem);
+	json_decref(tl);
+
+	/* PyTorch's export of two cycles, 100 s apart: one series, stitched, the gap between them */
+	char *path = tu_fixture("memory/hta_memory_timeline.raw.json.gz");
+	size_t glen, len;
+	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
+	json_t *rows = json_loadb((const char *)text, len, 0, NULL), *row;
+	ck_assert_ptr_nonnull(rows);
+	json_decref(call("POST", "/api/v1/runs/mexp/artifacts?rank=0&name=cycle1.json.gz", gz, glen, 201));
+	json_t *one = call("GET", "/api/v1/runs/mexp/memory?points=0", NULL, 0, 200);
+	json_t *t1 = json_object_get(one, "t_ns");
+	long long n1 = json_integer_value(json_object_get(one, "points_total"));
+	gaps_are(one, NULL, 0);
+	json_array_foreach(rows, i, row)
+		if (json_integer_value(json_array_get(row, 0)) >= 0)
+			json_array_set_new(row, 0, json_integer(json_integer_value(json_array_get(row, 0)) + 100000000000LL));
+	char *shifted = json_dumps(rows, JSON_COMPACT);
+	json_decref(call("POST", "/api/v1/runs/mexp/artifacts?rank=0&name=cycle2.json", shifted, strlen(shifted), 201));
+	mem = call("GET", "/api/v1/runs/mexp/memory?points=0", NULL, 0, 200);
+	ck_assert_str_eq(json_string_value(json_object_get(mem, "source")), "pytorch");
+	ck_assert_int_eq(json_integer_value(json_object_get(mem, "points_total")), 2 * n1);
+	t = json_object_get(mem, "t_ns");
+	want[0] = json_integer_value(json_array_get(t1, json_array_size(t1) - 1));
+	want[1] = json_integer_value(json_array_get(t1, 0)) + 100000000000LL;
+	gaps_are(mem, want, 1);
+	ck_assert_int_eq(json_integer_value(json_array_get(t, (size_t)n1 - 1)), want[0]);
+	ck_assert_int_eq(json_integer_value(json_array_get(t, (size_t)n1)), want[1]);
+	/* the peak is the higher of the two, here the same bytes: the first recording's */
+	ck_assert(json_equal(json_object_get(json_object_get(mem, "peak"), "bytes"),
+			     json_object_get(json_object_get(one, "peak"), "bytes")));
+	json_decref(mem);
+	/* downsampled, the same gaps and both ends kept */
+	mem = call("GET", "/api/v1/runs/mexp/memory?points=100", NULL, 0, 200);
+	gaps_are(mem, want, 1);
+	t = json_object_get(mem, "t_ns");
+	ck_assert_int_eq(json_integer_value(json_array_get(t, json_array_size(t) - 1)),
+			 json_integer_value(json_array_get(t1, json_array_size(t1) - 1)) + 100000000000LL);
+	json_decref(mem);
+	json_decref(one);
+	free(shifted);
+	json_decref(rows);
+	free(text);
+	free(gz);
+	free(path);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -632,6 +751,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_delete_is_atomic);
 	tcase_add_test(tc, test_delete_needs_write_token);
 	tcase_add_test(tc, test_timeline);
+	tcase_add_test(tc, test_memory_across_cycles);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chunks");
 	tcase_add_checked_fixture(tc, start, stop);

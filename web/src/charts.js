@@ -120,21 +120,48 @@ function incompleteNote(steps) {
 // x is seconds since t0 (ns); xMax and yMax fix the axes (for side by side).
 // fetchWindow(startNs, endNs, points): the timeline of a window, so that a
 // zoomed chart shows that window's own detail rather than magnified points.
+// Rows of the columns d (d[0]: x in seconds) with a row of nulls inside each gap (where
+// nothing was recorded: between profiling cycles or recordings), so that lines and areas
+// break there; idx maps each row to its point (-1: a gap's row).
+function breakAtGaps(d, gaps, t0) {
+	const mids = (gaps || []).map((g) => ((g.start_ns + g.end_ns) / 2 - t0) / 1e9).sort((a, b) => a - b);
+	const out = d.map(() => []), idx = [];
+	let k = 0;
+	for (let i = 0; i < d[0].length; i++) {
+		for (; k < mids.length && mids[k] < d[0][i]; k++) {
+			if (i === 0)
+				continue;
+			out[0].push(mids[k]);
+			for (let c = 1; c < d.length; c++)
+				out[c].push(null);
+			idx.push(-1);
+		}
+		for (let c = 0; c < d.length; c++)
+			out[c].push(d[c][i]);
+		idx.push(i);
+	}
+	return { data: out, idx };
+}
+
 export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fetchWindow } = {}) {
 	const hasReserved = mem.reserved.some((v) => v != null);
 	const columns = (m) => {
 		const layers = stack(CATEGORIES, m.categories, m.t_ns.length);
 		const d = [m.t_ns.map((t) => (t - t0) / 1e9), ...layers.map((l) => l.cum), m.allocated];
-		return hasReserved ? [...d, m.reserved] : d;
+		return breakAtGaps(hasReserved ? [...d, m.reserved] : d, m.gaps, t0);
 	};
-	const data = columns(mem);
+	const whole = columns(mem), data = whole.data;
 	const x = data[0];
+	const gapX = (mem.gaps || []).map((g) => [(g.start_ns - t0) / 1e9, (g.end_ns - t0) / 1e9]);
+	el.dataset.gaps = gapX.length;
+	el.dataset.gapRows = whole.idx.filter((i) => i < 0).length;
 	const keys = [...CATEGORIES].reverse();	// stack()'s order: top first
-	let shown = mem;	// the timeline drawn now: the whole one, or a window's
+	let shown = mem, shownIdx = whole.idx;	// the timeline drawn now: the whole one, or a window's
 	let seq = 0, timer = null, win = null;
 	const peakX = mem.peak ? (mem.peak.t_ns - t0) / 1e9 : null;
-	let peakIdx = null;	// the point nearest the peak: the legend's resting values
-	mem.allocated.forEach((v, i) => { if (peakIdx == null || v > mem.allocated[peakIdx]) peakIdx = i; });
+	let peakPoint = null;	// the point nearest the peak: the legend's resting values
+	mem.allocated.forEach((v, i) => { if (peakPoint == null || v > mem.allocated[peakPoint]) peakPoint = i; });
+	const peakIdx = peakPoint == null ? null : whole.idx.indexOf(peakPoint);
 	const marker = h('button', { class: 'peak-marker', type: 'button', title: 'What was alive at the peak',
 		onmousedown: (e) => e.stopPropagation(), onclick: () => onPeak && onPeak() }, 'peak ' + fmtBytes(mem.peak?.bytes));
 
@@ -142,13 +169,15 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 		{ label: 'time', value: (u, v) => (v == null ? '' : v.toFixed(4) + ' s') },
 		...keys.map((key) => ({
 			label: label(key), stroke: CATEGORY_COLORS[key], fill: CATEGORY_COLORS[key] + 'dd', width: 0,
-			points: { show: false }, value: (u, v, si, i) => (i == null ? '' : fmtBytes(shown.categories[key][i])),
+			points: { show: false },
+			value: (u, v, si, i) => (i == null || shownIdx[i] < 0 ? '' : fmtBytes(shown.categories[key][shownIdx[i]])),
 		})),
-		{ label: 'allocated', stroke: '#18181b', width: 1.5, points: { show: false }, value: (u, v) => fmtBytes(v) },
+		{ label: 'allocated', stroke: '#18181b', width: 1.5, points: { show: false },
+			value: (u, v) => (v == null ? 'not recorded' : fmtBytes(v)) },
 	];
 	if (hasReserved)
 		series.push({ label: 'reserved', stroke: '#71717a', width: 1.5, dash: [6, 4], points: { show: false },
-			value: (u, v) => fmtBytes(v) });
+			value: (u, v) => (v == null ? '' : fmtBytes(v)) });
 	const u = mount(el, {
 		class: 'chart',
 		cursor: { drag: { x: true, y: false }, points: { show: false } },
@@ -174,6 +203,7 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 					if (win) {
 						win = null;
 						shown = mem;
+						shownIdx = whole.idx;
 						u.setData(data);
 					}
 				});
@@ -182,8 +212,8 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 				if (key !== 'x' || !fetchWindow)
 					return;
 				const { min, max } = u.scales.x;
-				const whole = min <= x[0] && max >= x[x.length - 1];
-				if (whole || (win && win[0] === min && win[1] === max))
+				const all = min <= x[0] && max >= x[x.length - 1];
+				if (all || (win && win[0] === min && win[1] === max))
 					return;
 				const my = ++seq;
 				clearTimeout(timer);
@@ -193,8 +223,10 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 					if (my !== seq || !m)
 						return;
 					win = [min, max];
+					const c = columns(m);
 					shown = m;
-					u.setData(columns(m), false);
+					shownIdx = c.idx;
+					u.setData(c.data, false);
 					el.dataset.windowPoints = m.t_ns.length;
 				}, 150);
 			}],
@@ -202,6 +234,17 @@ export function memoryChart(el, mem, { t0 = mem.t_ns[0], xMax, yMax, onPeak, fet
 				// the axes' extent, for tests that check two charts share them
 				el.dataset.xMax = u.scales.x.max;
 				el.dataset.yMax = u.scales.y.max;
+				// where nothing was recorded: shaded, lines broken (breakAtGaps)
+				const ctx0 = u.ctx;
+				ctx0.save();
+				ctx0.fillStyle = 'rgba(113, 113, 122, 0.12)';
+				for (const [a, b] of gapX) {
+					const l = Math.max(u.bbox.left, u.valToPos(a, 'x', true));
+					const r = Math.min(u.bbox.left + u.bbox.width, u.valToPos(b, 'x', true));
+					if (r > l)
+						ctx0.fillRect(l, u.bbox.top, r - l, u.bbox.height);
+				}
+				ctx0.restore();
 				if (peakX == null)
 					return;
 				const px = u.valToPos(peakX, 'x'), py = u.valToPos(mem.peak.bytes, 'y');

@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "tp.h"
@@ -43,4 +44,12 @@ void tp_log_write(int level, const char *prefix, const char *fmt, ...)
 	/* one fprintf so that lines from different threads do not interleave */
 	fprintf(stderr, "%s.%03ldZ level=%s mod=%s msg=\"%s\"\n", stamp, ts.tv_nsec / 1000000,
 		level_names[level < 0 ? 0 : level > 3 ? 3 : level], prefix, msg);
+}
+
+void tp_thread_name(const char *name)
+{
+	char n[16];
+
+	snprintf(n, sizeof(n), "%s", name);
+	prctl(PR_SET_NAME, n, 0, 0, 0);
 }

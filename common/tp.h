@@ -52,6 +52,9 @@ enum tp_log_level { TP_LOG_ERR = 0, TP_LOG_WARN, TP_LOG_INFO, TP_LOG_DEBUG };
 extern int tp_log_threshold;
 void tp_log_write(int level, const char *prefix, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Name the calling thread (at most 15 bytes show: top -H, perf, gdb); best effort. */
+void tp_thread_name(const char *name);
+
 #define tp_log(lvl, ...) \
 	do { if ((lvl) <= tp_log_threshold) tp_log_write((lvl), LOG_PREFIX, __VA_ARGS__); } while (0)
 #define tp_err(...) tp_log(TP_LOG_ERR, __VA_ARGS__)

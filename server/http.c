@@ -456,6 +456,7 @@ static void *watchdog_main(void *arg)
 	struct server *srv = arg;
 	double limit = srv->cfg.conn_timeout_s;
 
+	tp_thread_name("ts-watchdog");
 	pthread_mutex_lock(&srv->cw_mu);
 	while (!srv->stopping) {
 		struct timespec ts;

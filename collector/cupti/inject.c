@@ -147,6 +147,8 @@ static void *worker(void *arg)
 	struct qbuf q[MAX_BUFFERS];
 	int n, stop;
 
+	/* what top -H and perf show for the thread the library adds to the program */
+	pthread_setname_np(pthread_self(), "ts-cupti");
 	pthread_mutex_lock(&g.mu);
 	for (;;) {
 		int timed_out = 0;

@@ -277,6 +277,7 @@ static void *writer_main(void *arg)
 	struct ingest *ig = arg;
 	int ends = 0;
 
+	tp_thread_name("ts-store");
 	while (ends < 2) {
 		struct item it = chan_recv(&ig->write_in);
 		if (it.kind == IT_RAW) {
@@ -476,6 +477,7 @@ static void *parser_main(void *arg)
 {
 	struct ingest *ig = arg;
 
+	tp_thread_name("ts-parse");
 	for (;;) {
 		struct item it = chan_recv(&ig->parse_in);
 		if (it.kind == IT_END) {

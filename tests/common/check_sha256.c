@@ -1,8 +1,10 @@
-/* check_sha256.c: common/sha256.c against FIPS 180-4 test vectors. */
+/* check_sha256.c: common/sha256.c against FIPS 180-4 test vectors; common's thread names. */
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "sha256.h"
 #include "suites.h"
+#include "tp.h"
 
 static void hex_of(const char *s, size_t len, size_t piece, char out[65])
 {
@@ -61,6 +63,21 @@ START_TEST(test_paths_agree)
 }
 END_TEST
 
+/* tp_thread_name: what PR_GET_NAME reads back, cut to the kernel's 15 bytes */
+START_TEST(test_thread_name)
+{
+	char got[16] = { 0 };
+
+	tp_thread_name("ts-parse");
+	ck_assert_int_eq(prctl(PR_GET_NAME, got, 0, 0, 0), 0);
+	ck_assert_str_eq(got, "ts-parse");
+	tp_thread_name("a-name-longer-than-fifteen");
+	ck_assert_int_eq(prctl(PR_GET_NAME, got, 0, 0, 0), 0);
+	ck_assert_str_eq(got, "a-name-longer-t");
+	tp_thread_name("check_unit");
+}
+END_TEST
+
 Suite *suite_sha256(void)
 {
 	Suite *s = suite_create("sha256");
@@ -69,6 +86,7 @@ Suite *suite_sha256(void)
 
 	tcase_add_test(tc, test_vectors);
 	tcase_add_test(tc, test_paths_agree);
+	tcase_add_test(tc, test_thread_name);
 	suite_add_tcase(s, tc);
 	return s;
 }

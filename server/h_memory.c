@@ -38,7 +38,10 @@ static ssize_t text_read(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n = store_mem_text_read(cls, buf, max);
 
 	(void)pos;
-	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+	if (n)
+		return (ssize_t)n;
+	/* the database failed mid-way: the client sees the answer cut off, never a short JSON that parses */
+	return store_mem_text_failed(cls) ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void text_free(void *cls)
@@ -53,9 +56,9 @@ static int all_points(struct request *req, struct store_reader *r, int rank, con
 	struct tp_errbuf err = { 0 };
 	struct store_mem_text *m = NULL;
 	struct MHD_Response *resp;
+	/* r is the stream's now: it reads the points again for each column, in one snapshot */
 	int rc = store_memory_text(r, req->params[0], rank, device, start, end, gaps, ngaps, &m, &err);
 
-	store_reader_close(r);
 	if (rc)
 		return http_reply_fail(req, rc, &err, NULL);
 	if (!(resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, text_read, m, text_free))) {

@@ -2254,86 +2254,57 @@ static void points_free(struct points *p)
 	tp_free(p->gaps);
 }
 
-static int add_gap(struct points *p, int64_t start, int64_t end)
-{
-	int64_t *g = tp_realloc(p->gaps, (p->ngaps + 1) * 2 * sizeof(*g));
-
-	if (!g)
-		return -1;
-	g[p->ngaps * 2] = start;
-	g[p->ngaps * 2 + 1] = end;
-	p->gaps = g;
-	p->ngaps++;
-	return 0;
-}
-
 /*
- * One artifact's points onto p, those after p's last only (a recording that
- * overlaps an earlier one joins where the earlier ends), a gap before them
- * when they start after p's last. Returns the step's SQLite result.
+ * A walk over a series' points in time order (every recording of its source
+ * on its device, stitched: pick_series), one row at a time, so that a read
+ * of every point holds none of them (store_memory_text). A recording that
+ * overlaps an earlier one joins where the earlier ends; where one starts
+ * after the last row given, that is a gap. For a trace or a snapshot, the
+ * pre-existing baseline (in parameter) is split into parameter and optimizer
+ * state when the run's metadata gives param_bytes: parameters first, the
+ * rest optimizer state.
  */
-static int append_points(struct store_reader *r, const struct series *s, int64_t artifact, int64_t only_seq,
-			 struct points *p, size_t *cap)
-{
-	char sql[512];
+struct pcur {
+	struct store_reader *r;
+	const struct series *s;
+	int64_t only_seq;		/* >= 0: that point of s->artifact alone */
+	int64_t *arts;
+	size_t narts, ai;
 	sqlite3_stmt *st;
-	size_t first = p->n;
-	int step, c;
+	int64_t seq, last_t;
+	size_t given, here;		/* rows given, rows given of the current artifact */
+	int64_t param_bytes;		/* 0: no split */
+	/* what the walk found */
+	int64_t first;			/* the artifact of the first row */
+	int64_t *gaps;			/* [start, end) pairs */
+	size_t ngaps;
+	int at_peak;			/* the row just given is the series' peak */
+};
 
-	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
-	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return SQLITE_ERROR;
-	sqlite3_bind_int64(st, 1, artifact);
-	bind_text(st, 2, s->device);
-	if (only_seq >= 0)
-		sqlite3_bind_int64(st, 3, only_seq);
-	for (int64_t seq = 0; (step = sqlite3_step(st)) == SQLITE_ROW; seq++) {
-		int64_t t = sqlite3_column_int64(st, 0);
-		if (first && t <= p->row[first - 1][0])
-			continue;
-		if (p->n == first && first && t > p->row[first - 1][0] && add_gap(p, p->row[first - 1][0], t))
-			break;
-		if (p->n == *cap) {
-			*cap = *cap ? *cap * 2 : 1024;
-			void *nr = tp_realloc(p->row, *cap * sizeof(*p->row));
-			if (nr)
-				p->row = nr;
-			uint8_t *nn = nr ? tp_realloc(p->nul, *cap) : NULL;
-			if (!nn)
-				break;
-			p->nul = nn;
-		}
-		if (artifact == s->artifact && (only_seq >= 0 || seq == s->peak_seq))
-			p->peak = (int64_t)p->n;
-		for (c = 0; c < POINT_COLS; c++)
-			p->row[p->n][c] = sqlite3_column_int64(st, c);
-		p->nul[p->n++] = sqlite3_column_type(st, POINT_COLS - 1) == SQLITE_NULL;
-	}
-	sqlite3_finalize(st);
-	if (!first && p->n)
-		p->first = artifact;
-	return step;
+static void pcur_close(struct pcur *c)
+{
+	sqlite3_finalize(c->st);
+	tp_free(c->arts);
+	tp_free(c->gaps);
+	memset(c, 0, sizeof(*c));
 }
 
-/*
- * A series' points, in order (only_seq >= 0: that one point alone). For a trace, the pre-existing baseline (in
- * parameter) is split into parameter and optimizer state when the run's
- * metadata gives param_bytes: parameters first, the rest optimizer state.
- */
-static int load_points(struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
-		       struct points *p, struct tp_errbuf *err)
+static int pcur_open(struct pcur *c, struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
+		     struct tp_errbuf *err)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int step;
+	int step = SQLITE_DONE;
 
-	memset(p, 0, sizeof(*p));
-	p->peak = -1;
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	c->s = s;
+	c->only_seq = only_seq;
 	if (only_seq >= 0) {
-		/* one point: of the artifact that holds the series' peak */
-		step = append_points(r, s, s->artifact, only_seq, p, &cap);
+		if (!(c->arts = tp_malloc(sizeof(*c->arts))))
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		c->arts[c->narts++] = s->artifact;
 	} else {
-		/* every recording of this source on this device, stitched in time (pick_series) */
 		if (!(st = prepare_rank(r, "SELECT m.artifact_id FROM memory_series m WHERE m.artifact_id IN"
 					   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
 					   " (SELECT t_ns FROM memory_points WHERE artifact_id=m.artifact_id AND"
@@ -2341,42 +2312,139 @@ static int load_points(struct store_reader *r, const char *run, const struct ser
 			return TP_ERR_DB;
 		bind_text(st, 3, s->device);
 		bind_text(st, 4, s->source);
-		int64_t *arts = NULL;
-		size_t narts = 0, acap = 0;
 		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-			if (narts == acap) {
-				acap = acap ? acap * 2 : 8;
-				int64_t *na = tp_realloc(arts, acap * sizeof(*na));
+			if (c->narts == cap) {
+				int64_t *na = tp_realloc(c->arts, (cap = cap ? cap * 2 : 8) * sizeof(*na));
 				if (!na)
 					break;
-				arts = na;
+				c->arts = na;
 			}
-			arts[narts++] = sqlite3_column_int64(st, 0);
+			c->arts[c->narts++] = sqlite3_column_int64(st, 0);
 		}
 		sqlite3_finalize(st);
-		for (size_t i = 0; step == SQLITE_DONE && i < narts; i++)
-			step = append_points(r, s, arts[i], -1, p, &cap);
-		tp_free(arts);
+	}
+	if (step == SQLITE_DONE && strcmp(s->source, "pytorch")) {	/* PyTorch's export has its own categories */
+		if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err))) {
+			pcur_close(c);
+			return TP_ERR_DB;
+		}
+		bind_text(st, 1, run);
+		if ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_int64(st, 0) > 0)
+				c->param_bytes = sqlite3_column_int64(st, 0);
+			step = SQLITE_DONE;
+		}
+		sqlite3_finalize(st);
 	}
 	if (step != SQLITE_DONE) {
-		points_free(p);
+		pcur_close(c);
 		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read memory");
 	}
-	if (!strcmp(s->source, "pytorch"))
-		return TP_OK;	/* PyTorch's export has its own categories */
-	if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err))) {
-		points_free(p);
-		return TP_ERR_DB;
+	return TP_OK;
+}
+
+/* The next row: 1, 0 at the end, or a tp_err. */
+static int pcur_next(struct pcur *c, int64_t row[POINT_COLS], uint8_t *nul, struct tp_errbuf *err)
+{
+	char sql[512];
+	int step, k;
+
+	for (;;) {
+		if (!c->st) {
+			if (c->ai == c->narts)
+				return 0;
+			snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, c->only_seq >= 0 ? " AND seq=?3" : "");
+			if (sqlite3_prepare_v2(c->r->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
+				c->st = NULL;
+				return db_fail(err, c->r->db, "prepare");
+			}
+			sqlite3_bind_int64(c->st, 1, c->arts[c->ai++]);
+			bind_text(c->st, 2, c->s->device);
+			if (c->only_seq >= 0)
+				sqlite3_bind_int64(c->st, 3, c->only_seq);
+			c->seq = c->only_seq >= 0 ? c->only_seq - 1 : -1;
+			c->here = 0;
+		}
+		if ((step = sqlite3_step(c->st)) == SQLITE_DONE) {
+			sqlite3_finalize(c->st);
+			c->st = NULL;
+			continue;
+		}
+		if (step != SQLITE_ROW)
+			return db_fail(err, c->r->db, "read memory");
+		c->seq++;
+		int64_t t = sqlite3_column_int64(c->st, 0), art = c->arts[c->ai - 1];
+		/* before this recording's first row, last_t is the earlier ones' end */
+		if (c->given && !c->here && t <= c->last_t)
+			continue;
+		if (c->given && !c->here) {
+			int64_t *g = tp_realloc(c->gaps, (c->ngaps + 1) * 2 * sizeof(*g));
+			if (!g)
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			g[c->ngaps * 2] = c->last_t;
+			g[c->ngaps * 2 + 1] = t;
+			c->gaps = g;
+			c->ngaps++;
+		}
+		for (k = 0; k < POINT_COLS; k++)
+			row[k] = sqlite3_column_int64(c->st, k);
+		*nul = sqlite3_column_type(c->st, POINT_COLS - 1) == SQLITE_NULL;
+		if (c->param_bytes) {
+			int64_t pre = row[1], param = pre < c->param_bytes ? pre : c->param_bytes;
+			row[1] = param;
+			row[2] += pre - param;
+		}
+		c->at_peak = art == c->s->artifact && c->seq == c->s->peak_seq;
+		if (!c->given)
+			c->first = art;
+		c->given++;
+		c->here++;
+		c->last_t = t;
+		return 1;
 	}
-	bind_text(st, 1, run);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
-		p->param_bytes = sqlite3_column_int64(st, 0) > 0 ? sqlite3_column_int64(st, 0) : 0;
-	sqlite3_finalize(st);
-	for (size_t i = 0; p->param_bytes && i < p->n; i++) {
-		int64_t pre = p->row[i][1], param = pre < p->param_bytes ? pre : p->param_bytes;
-		p->row[i][1] = param;
-		p->row[i][2] += pre - param;
+}
+
+/* A series' points, all of them, or (only_seq >= 0) the one of its peak artifact (pcur). */
+static int load_points(struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
+		       struct points *p, struct tp_errbuf *err)
+{
+	struct pcur c;
+	size_t cap = 0;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->peak = -1;
+	if ((rc = pcur_open(&c, r, run, s, only_seq, err)))
+		return rc;
+	for (;;) {
+		if (p->n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			void *nr = tp_realloc(p->row, cap * sizeof(*p->row));
+			if (nr)
+				p->row = nr;
+			uint8_t *nn = nr ? tp_realloc(p->nul, cap) : NULL;
+			if (!nn) {
+				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				break;
+			}
+			p->nul = nn;
+		}
+		if ((rc = pcur_next(&c, p->row[p->n], &p->nul[p->n], err)) <= 0)
+			break;
+		if (c.at_peak || only_seq >= 0)
+			p->peak = (int64_t)p->n;
+		p->n++;
+	}
+	p->param_bytes = c.param_bytes;
+	p->first = c.first;
+	p->gaps = c.gaps;
+	p->ngaps = c.ngaps;
+	c.gaps = NULL;
+	pcur_close(&c);
+	if (rc < 0) {
+		points_free(p);
+		return rc;
 	}
 	return TP_OK;
 }
@@ -2521,17 +2589,45 @@ out:
 
 /* ---- every point of a series, as JSON text made while it is sent ---- */
 
+/*
+ * The arrays are column after column, so the points are walked once per
+ * column (pcur), none of them held: a read of every point of a long run
+ * costs one row of memory. The walks run in one read snapshot, so that
+ * every column has the same points.
+ */
 struct store_mem_text {
-	struct points p;
-	char *head;		/* the object's other members, '{' and no '}' */
-	size_t from, to;	/* the points [from, to) */
-	int col;		/* -1: the head; 0..POINT_COLS-1: that column's array; POINT_COLS: done */
-	size_t row;
-	char pend[96];		/* text made but not yet taken */
+	struct store_reader *r;		/* owned */
+	int snap;			/* r holds a read snapshot until freed */
+	struct series s;
+	char *run;
+	char *head;			/* the object's other members, '{' and no '}' */
+	size_t from, to;		/* the points [from, to) */
+	int col;			/* -1: the head; 0..POINT_COLS-1: that column's array; POINT_COLS: done */
+	struct pcur c;			/* the walk of the column being sent */
+	size_t row;			/* rows of it walked */
+	int failed;
+	char pend[96];			/* text made but not yet taken */
 	size_t pend_len, pend_off;
 };
 
-/* The next piece of text into m->pend; 0 at the end. */
+/* Open column col's walk and skip to the window's first point. */
+static int col_walk(struct store_mem_text *m)
+{
+	struct tp_errbuf err = { 0 };
+	int64_t row[POINT_COLS];
+	uint8_t nul;
+
+	pcur_close(&m->c);
+	m->row = 0;
+	if (pcur_open(&m->c, m->r, m->run, &m->s, -1, &err))
+		return -1;
+	for (; m->row < m->from; m->row++)
+		if (pcur_next(&m->c, row, &nul, &err) != 1)
+			return -1;
+	return 0;
+}
+
+/* The next piece of text into m->pend; 0 at the end (or on failure: m->failed). */
 static int mem_text_next(struct store_mem_text *m)
 {
 	static const char *const open_col[POINT_COLS] = {
@@ -2539,30 +2635,38 @@ static int mem_text_next(struct store_mem_text *m)
 		"\"temporary\":[", "\"activation\":[", "\"gradient\":[", "\"autograd_detail\":[", "\"unknown\":[",
 		"\"allocated\":[", "\"reserved\":[",
 	};
+	struct tp_errbuf err = { 0 };
+	int64_t row[POINT_COLS];
+	uint8_t nul;
 	int n;
 
-	if (m->col >= POINT_COLS)
+	if (m->col >= POINT_COLS || m->failed)
 		return 0;
 	m->pend_off = 0;
 	if (m->col < 0) {
 		m->col = 0;
-		m->row = m->from;
+		if (col_walk(m))
+			return m->failed = 1, 0;
 		n = snprintf(m->pend, sizeof(m->pend), "%s", open_col[0]);
 	} else if (m->row < m->to) {
-		int col = m->col;
-		size_t i = m->row++;
-		if (col == POINT_COLS - 1 && m->p.nul[i])
-			n = snprintf(m->pend, sizeof(m->pend), "%snull", i > m->from ? "," : "");
+		int col = m->col, first = m->row == m->from;
+		if (pcur_next(&m->c, row, &nul, &err) != 1)
+			return m->failed = 1, 0;
+		m->row++;
+		if (col == POINT_COLS - 1 && nul)
+			n = snprintf(m->pend, sizeof(m->pend), "%snull", first ? "" : ",");
 		else
-			n = snprintf(m->pend, sizeof(m->pend), "%s%lld", i > m->from ? "," : "",
-				     (long long)m->p.row[i][col]);
+			n = snprintf(m->pend, sizeof(m->pend), "%s%lld", first ? "" : ",", (long long)row[col]);
 	} else {
 		int col = ++m->col;
-		m->row = m->from;
-		if (col == POINT_COLS)
+		if (col == POINT_COLS) {
+			pcur_close(&m->c);
 			n = snprintf(m->pend, sizeof(m->pend), "]}");
-		else
+		} else {
+			if (col_walk(m))
+				return m->failed = 1, 0;
 			n = snprintf(m->pend, sizeof(m->pend), "]%s,%s", col == 9 ? "}" : "", open_col[col]);
+		}
 	}
 	m->pend_len = n > 0 ? (size_t)n : 0;
 	return 1;
@@ -2595,11 +2699,20 @@ size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max)
 	return out;
 }
 
+int store_mem_text_failed(const struct store_mem_text *m)
+{
+	return m->failed;
+}
+
 void store_mem_text_free(struct store_mem_text *m)
 {
 	if (!m)
 		return;
-	points_free(&m->p);
+	pcur_close(&m->c);
+	if (m->snap)
+		store_read_snapshot(m->r, 0, NULL);
+	store_reader_close(m->r);
+	tp_free(m->run);
 	tp_free(m->head);
 	tp_free(m);
 }
@@ -2609,35 +2722,68 @@ int store_memory_text(struct store_reader *r, const char *run, int rank, const c
 		      struct tp_errbuf *err)
 {
 	struct store_mem_text *m = tp_calloc(1, sizeof(*m));
-	struct series s;
+	struct points pk = { .peak = -1 };	/* the peak's row alone */
+	int64_t row[POINT_COLS];
+	uint8_t nul;
+	size_t n = 0, below_start = 0, to_end = 0;
 	json_t *o = NULL, *peak;
 	char *text;
-	size_t w0 = 0, w1;
-	int windowed = start_ns != INT64_MIN || end_ns != INT64_MAX;
+	int rc, windowed = start_ns != INT64_MIN || end_ns != INT64_MAX;
 
-	if (!m)
-		return nomem(err), TP_ERR_NOMEM;
-	m->col = -1;
-	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, -1, &m->p, err)) {
+	if (!m || !(m->run = tp_strdup(run))) {
 		tp_free(m);
-		return err->rc ? err->rc : TP_ERR_DB;
+		store_reader_close(r);
+		return nomem(err), TP_ERR_NOMEM;
 	}
-	/* the window as in store_memory */
-	for (w1 = m->p.n; w1 > 1 && m->p.row[w1 - 1][0] > end_ns; w1--)
-		;
-	while (w0 + 1 < w1 && m->p.row[w0 + 1][0] <= start_ns)
-		w0++;
-	m->from = w0;
-	m->to = w1;
-	if (m->p.peak >= 0)
-		peak = point_json(&m->p, (size_t)m->p.peak);
-	else
-		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
+	m->col = -1;
+	m->r = r;	/* owned: store_mem_text_free ends the snapshot and closes it */
+	if ((rc = store_read_snapshot(r, 1, err))) {
+		store_mem_text_free(m);
+		return rc;
+	}
+	m->snap = 1;
+	if (pick_series(r, run, rank, device, &m->s, err) || pcur_open(&m->c, r, run, &m->s, -1, err)) {
+		rc = err->rc ? err->rc : TP_ERR_DB;
+		store_mem_text_free(m);
+		return rc;
+	}
+	/* a first walk: how many, the window's bounds (as in store_memory), the peak, the gaps */
+	if (!(pk.row = tp_malloc(sizeof(*pk.row))) || !(pk.nul = tp_malloc(1)))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	while (!rc && (rc = pcur_next(&m->c, row, &nul, err)) == 1) {
+		n++;
+		below_start += row[0] <= start_ns;
+		to_end += row[0] <= end_ns;
+		if (m->c.at_peak) {
+			memcpy(pk.row[0], row, sizeof(row));
+			pk.nul[0] = nul;
+			pk.peak = 0;
+			pk.n = 1;
+		}
+		rc = 0;
+	}
+	if (rc < 0) {
+		points_free(&pk);
+		store_mem_text_free(m);
+		return rc;
+	}
+	pk.first = m->c.first;
+	pk.param_bytes = m->c.param_bytes;
+	pk.gaps = m->c.gaps;
+	pk.ngaps = m->c.ngaps;
+	m->c.gaps = NULL;
+	pcur_close(&m->c);
+	m->to = to_end > 1 ? to_end : (n ? 1 : 0);
+	m->from = below_start > 1 ? below_start - 1 : 0;
+	if (m->to && m->from >= m->to)
+		m->from = m->to - 1;
+	peak = pk.peak >= 0 ? point_json(&pk, 0) : json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
 	if (peak)
-		o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o}", "rank", s.rank, "source", s.source, "device",
-			      s.device, "points_total", (json_int_t)m->p.n, "peak", peak, "baseline",
-			      baseline_json(r, &s, &m->p), "gaps", gaps_json(&s, &m->p, cycle_gaps, ncycle_gaps));
-	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)(w1 - w0)))) ||
+		o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o}", "rank", m->s.rank, "source", m->s.source, "device",
+			      m->s.device, "points_total", (json_int_t)n, "peak", peak, "baseline",
+			      baseline_json(r, &m->s, &pk), "gaps", gaps_json(&m->s, &pk, cycle_gaps, ncycle_gaps));
+	points_free(&pk);
+	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)(m->to - m->from)))) ||
 	    !(text = json_dumps(o, JSON_COMPACT))) {
 		json_decref(o);
 		store_mem_text_free(m);

@@ -216,14 +216,20 @@ json_t *store_memory(struct store_reader *r, const char *run, int rank, const ch
 /* {"t_ns", "bytes", "groups": [{"category", "op", "bytes", "count"}]}: what was alive at the peak. */
 /*
  * Every point of the series that store_memory picks (points=0), as JSON text
- * made while it is sent: the same members, no JSON tree of a million points
- * (486 MB for one read). store_mem_text_read fills buf, 0 at the end.
+ * made while it is sent: the same members, no point held (a JSON tree of a
+ * million points was 486 MB for one read, an array of them 88 MB): the points
+ * are read again for each column, in one read snapshot of r. r is the
+ * stream's, whatever the result: store_mem_text_free (or the failure) closes
+ * it. store_mem_text_read fills buf, 0 at the end; then
+ * store_mem_text_failed says whether the end was a failure (the database),
+ * the text cut short.
  */
 struct store_mem_text;
 int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
 		      int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps, struct store_mem_text **out,
 		      struct tp_errbuf *err);
 size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max);
+int store_mem_text_failed(const struct store_mem_text *m);
 void store_mem_text_free(struct store_mem_text *m);
 /*
  * GET /runs/{run}/memory/segments: a snapshot's segments and blocks at dump

@@ -381,32 +381,103 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 	return runrank_derive(w, p->run, p->rank, 1, err);
 }
 
+/*
+ * The runs being derived now, so that two reads of one run derive it once
+ * (the second waits, then finds it done) and a read of another run waits
+ * for nobody.
+ */
+#define MAX_SETTLING 64
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t done;
+	char *run[MAX_SETTLING];
+} settling = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 } };
+
+static int settling_has(const char *run)
+{
+	for (int i = 0; i < MAX_SETTLING; i++)
+		if (settling.run[i] && !strcmp(settling.run[i], run))
+			return 1;
+	return 0;
+}
+
+/* Claim run (waiting while another thread derives it); -1 when out of memory. */
+static int claim(const char *run)
+{
+	char *copy = tp_strdup(run);
+	int i;
+
+	if (!copy)
+		return -1;
+	pthread_mutex_lock(&settling.mu);
+	for (;;) {
+		for (i = 0; i < MAX_SETTLING && settling.run[i]; i++)
+			;
+		if (!settling_has(run) && i < MAX_SETTLING)
+			break;
+		pthread_cond_wait(&settling.done, &settling.mu);
+	}
+	settling.run[i] = copy;
+	pthread_mutex_unlock(&settling.mu);
+	return 0;
+}
+
+static void release(const char *run)
+{
+	pthread_mutex_lock(&settling.mu);
+	for (int i = 0; i < MAX_SETTLING; i++)
+		if (settling.run[i] && !strcmp(settling.run[i], run)) {
+			tp_free(settling.run[i]);
+			settling.run[i] = NULL;
+			break;
+		}
+	pthread_cond_broadcast(&settling.done);
+	pthread_mutex_unlock(&settling.mu);
+}
+
+static int pending_of(struct store *st, const char *run, struct store_pending **p, size_t *n, struct tp_errbuf *err)
+{
+	struct store_reader *r;
+	int rc;
+
+	*p = NULL;
+	*n = 0;
+	if ((rc = store_reader_open(st, &r, err)))
+		return rc;
+	rc = store_rank_pending(r, run, p, n, err);
+	store_reader_close(r);
+	return rc;
+}
+
 int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	struct store_pending *p = NULL;
+	struct store_pending *all = NULL, *p = NULL;
 	struct store_writer *w = NULL;
-	struct store_reader *r;
-	size_t n = 0;
+	size_t nall = 0, n = 0, i, k;
 	int rc;
 
 	if (!store_maybe_pending(st))
 		return TP_OK;
-	/* one settles at a time; the others wait for it, then find their ranks done */
-	pthread_mutex_lock(&mu);
-	if ((rc = store_reader_open(st, &r, err)))
-		goto out;
-	rc = store_rank_pending(r, run, &p, &n, err);
-	store_reader_close(r);
-	if (rc || !n)
-		goto out;
-	if ((rc = store_writer_open(st, &w, err)))
-		goto out;
-	for (size_t i = 0; i < n && !rc; i++)
-		rc = settle_rank(st, w, &p[i], err);
-out:
+	if ((rc = pending_of(st, run, &all, &nall, err)) || !nall)
+		return rc;
+	for (i = 0; i < nall && !rc; i = k) {
+		for (k = i + 1; k < nall && !strcmp(all[k].run, all[i].run); k++)
+			;
+		if (claim(all[i].run)) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			break;
+		}
+		/* again, now that it is ours: a read before us may have derived it */
+		if (!(rc = pending_of(st, all[i].run, &p, &n, err)) && n && !w)
+			rc = store_writer_open(st, &w, err);
+		for (size_t j = 0; j < n && !rc; j++)
+			rc = settle_rank(st, w, &p[j], err);
+		store_pending_free(p, n);
+		p = NULL;
+		n = 0;
+		release(all[i].run);
+	}
 	store_writer_close(w);
-	store_pending_free(p, n);
-	pthread_mutex_unlock(&mu);
+	store_pending_free(all, nall);
 	return rc;
 }

@@ -5,6 +5,7 @@
  *   GET /api/v1/runs/{run}/kernels?rank=R&kind=kernel|memcpy|memset&limit=N[&format=csv]
  *   GET /api/v1/runs/{run}/ranks
  *   GET /api/v1/runs/{run}/diagnosis?rank=R
+ *   GET /api/v1/runs/{run}/distributed[?step=N]   (all ranks)
  * Without rank, the run's lowest rank with data.
  */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "alloc.h"
 #include "analysis/diagnosis.h"
+#include "analysis/distributed.h"
 #include "analysis/runline.h"
 #include "handlers.h"
 #include "http.h"
@@ -314,4 +316,20 @@ int h_run_diagnosis(struct request *req)
 		body = NULL;
 	}
 	return h_answer(req, body, r, &err, "findings", 0);
+}
+
+int h_run_distributed(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	struct dist_input in;
+	long long step;
+	json_t *body = NULL;
+
+	if (h_arg_int(req, "step", 0, INT64_MAX, -1, &step) || h_reader_open(req, &r))
+		return 0;
+	if (!store_dist_input(r, req->params[0], &in, &err) && !(body = distributed_run(&in, step >= 0, step)))
+		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
+	dist_input_release(&in);
+	return h_answer(req, body, r, &err, "ranks", 0);
 }

@@ -2976,7 +2976,7 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 	sqlite3_finalize(st);
 	cap = 0;
 	if (!(st = prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
-			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace FROM steps s"
+			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns FROM steps s"
 			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.step", err)))
 		goto fail;
 	bind_text(st, 1, run);
@@ -2989,6 +2989,9 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 			.compute_ns = sqlite3_column_int64(st, 4), .communication_ns = sqlite3_column_int64(st, 5),
 			.overlap_ns = sqlite3_column_int64(st, 6), .idle_ns = sqlite3_column_int64(st, 7),
 			.incomplete = sqlite3_column_int(st, 8), .whole_trace = sqlite3_column_int(st, 9),
+			/* gpu_busy = |kernel u comm| = compute + |comm| - overlap */
+			.comm_total_ns = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1
+					 : sqlite3_column_int64(st, 10) - sqlite3_column_int64(st, 4) + sqlite3_column_int64(st, 6),
 		};
 	}
 	if (step != SQLITE_DONE)

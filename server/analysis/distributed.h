@@ -21,6 +21,7 @@ struct dist_step {
 	int64_t communication_ns;	/* communication not under computation (exposed) */
 	int64_t overlap_ns;		/* communication under computation kernels */
 	int64_t idle_ns;
+	int64_t comm_total_ns;		/* time any communication kernel runs (HTA's denominator of its overlap); -1: unknown */
 	int incomplete, whole_trace;
 };
 
@@ -56,7 +57,7 @@ double dist_busbw_factor(int kind, int64_t n);
 /*
  * {"ranks", "collectives", "stragglers"} (schemas/api/distributed.schema.json)
  * for every step, or for step only when has_step. New reference; NULL when
- * out of memory. in->colls is reordered.
+ * out of memory.
  */
 json_t *distributed_run(struct dist_input *in, int has_step, int64_t step);
 void dist_input_release(struct dist_input *in);

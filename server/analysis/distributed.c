@@ -82,12 +82,13 @@ static int64_t comm_total(const struct dist_step *s)
 
 static json_t *step_json(const struct dist_step *s)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:b}", "step", (json_int_t)s->step, "start_ns",
+	return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:b, s:b}", "step",
+			 s->whole_trace ? json_null() : json_integer((json_int_t)s->step), "start_ns",
 			 (json_int_t)s->start_ns, "dur_ns", (json_int_t)s->dur_ns, "compute_ns", (json_int_t)s->compute_ns,
 			 "communication_ns", (json_int_t)s->communication_ns, "overlap_ns", (json_int_t)s->overlap_ns,
 			 "idle_ns", (json_int_t)s->idle_ns,
 			 "overlap_pct", pct_or_null(s->overlap_ns, comm_total(s)),
-			 "incomplete", s->incomplete != 0);
+			 "incomplete", s->incomplete != 0, "whole_trace", s->whole_trace != 0);
 }
 
 static json_t *ranks_json(const struct dist_input *in, int has_step, int64_t step)

@@ -297,6 +297,24 @@ static int cycle_findings(struct store_reader *r, const char *run, int rank, jso
 	return rc ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_OK;
 }
 
+/* What only shows across the run's ranks (distributed.h: distributed_findings), after the findings of body. */
+static int run_findings(struct store_reader *r, const char *run, json_t *body, struct tp_errbuf *err)
+{
+	struct dist_input in;
+	json_t *all = json_object_get(body, "findings"), *d = NULL, *more = NULL;
+	int rc = store_dist_input(r, run, &in, err);
+
+	if (rc)
+		return rc;
+	if (in.nranks > 1 && (!(d = distributed_run(&in, 0, 0)) || !(more = distributed_findings(d)) ||
+			      json_array_extend(all, more)))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	json_decref(d);
+	json_decref(more);
+	dist_input_release(&in);
+	return rc;
+}
+
 int h_run_diagnosis(struct request *req)
 {
 	struct tp_errbuf err = { 0 };
@@ -311,7 +329,8 @@ int h_run_diagnosis(struct request *req)
 	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);
-	if (body && cycle_findings(r, req->params[0], in.rank, body, &err)) {
+	if (body && (cycle_findings(r, req->params[0], in.rank, body, &err) ||
+		     run_findings(r, req->params[0], body, &err))) {
 		json_decref(body);
 		body = NULL;
 	}

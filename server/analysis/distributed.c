@@ -15,6 +15,7 @@
  * took part in where it arrived last; wait_caused_ns the waits of the
  * others in those; wait_ns its own waiting.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -436,4 +437,132 @@ json_t *distributed_run(struct dist_input *in, int has_step, int64_t step)
 	}
 	return json_pack("{s:o, s:o, s:o, s:o}", "step", has_step ? json_integer((json_int_t)step) : json_null(),
 			 "ranks", ranks, "collectives", colls, "stragglers", strag);
+}
+
+/* ---- findings ---- */
+
+static int add_finding(json_t *out, const char *id, const char *title, json_t *evidence, const char *advice)
+{
+	json_t *f = evidence ? json_pack("{s:s, s:s, s:s, s:o, s:s}", "id", id, "severity", "warning", "title", title,
+					 "evidence", evidence, "advice", advice)
+			     : NULL;
+
+	return !f || json_array_append_new(out, f) ? -1 : 0;
+}
+
+static int rule_straggler(json_t *body, size_t nranks, json_t *out)
+{
+	json_t *by = json_object_get(json_object_get(body, "stragglers"), "by_rank"), *b;
+	double need = 150.0 / (double)nranks;
+	char title[160];
+	size_t i;
+
+	if (need < DIST_STRAGGLER_PCT)
+		need = DIST_STRAGGLER_PCT;
+	json_array_foreach(by, i, b) {
+		json_int_t matched = json_integer_value(json_object_get(b, "matched"));
+		json_int_t rank = json_integer_value(json_object_get(b, "rank"));
+		double pct = json_number_value(json_object_get(b, "last_arrival_pct"));
+		if (matched < DIST_STRAGGLER_MIN || pct < need)
+			continue;
+		snprintf(title, sizeof(title), "Rank %lld launches collectives last %.1f%% of the time: the other ranks wait for it",
+			 (long long)rank, pct);
+		if (add_finding(out, "persistent_straggler", title,
+				json_pack("{s:I, s:f, s:I, s:I, s:O, s:f}", "rank", rank, "last_arrival_pct", pct,
+					  "last_arrivals", json_integer_value(json_object_get(b, "last_arrivals")),
+					  "matched", matched, "wait_caused_ns", json_object_get(b, "wait_caused_ns"),
+					  "threshold_pct", need),
+				"Compare this rank's host work before its collectives with another rank's (/ops?rank=R,"
+				" /timeline?rank=R): uneven data loading or input sizes (sequence lengths, batches of"
+				" different shapes), host-side work only it does (logging, checkpointing, evaluation on"
+				" rank 0), or a slower or throttled GPU. Balance the inputs (bucketing by length), move"
+				" rank-0-only work off the critical path, and check the device with nvidia-smi."))
+			return -1;
+	}
+	return 0;
+}
+
+static int rule_exposed(json_t *body, json_t *out)
+{
+	json_t *ranks = json_object_get(body, "ranks"), *r, *list = json_array();
+	double worst = 0;
+	char title[160];
+	size_t i;
+
+	if (!list)
+		return -1;
+	json_array_foreach(ranks, i, r) {
+		json_t *pct = json_object_get(json_object_get(r, "total"), "exposed_communication_pct");
+		if (!json_is_number(pct) || json_number_value(pct) <= DIST_EXPOSED_PCT)
+			continue;
+		if (json_number_value(pct) > worst)
+			worst = json_number_value(pct);
+		if (json_array_append_new(list, json_pack("{s:O, s:O, s:O}", "rank", json_object_get(r, "rank"),
+							   "exposed_communication_pct", pct, "overlap_pct",
+							   json_object_get(json_object_get(r, "total"), "overlap_pct")))) {
+			json_decref(list);
+			return -1;
+		}
+	}
+	if (!json_array_size(list)) {
+		json_decref(list);
+		return 0;
+	}
+	snprintf(title, sizeof(title), "%zu of %zu ranks spend over %.0f%% of their steps in communication that"
+		 " computation does not hide (up to %.1f%%)", json_array_size(list), json_array_size(ranks),
+		 DIST_EXPOSED_PCT, worst);
+	return add_finding(out, "exposed_communication_ranks", title,
+			   json_pack("{s:o, s:f}", "ranks", list, "threshold_pct", DIST_EXPOSED_PCT),
+			   "Overlap communication with computation: DistributedDataParallel and FSDP start each"
+			   " bucket's collective as soon as its gradients are ready, so tune bucket_cap_mb, prefetch"
+			   " FSDP's all_gather (forward_prefetch, backward_prefetch), and with gradient accumulation"
+			   " communicate only on the last micro-batch (no_sync()). Where communication is exposed on"
+			   " some ranks only, they are waiting for a straggler (persistent_straggler).");
+}
+
+static int rule_imbalance(json_t *body, json_t *out)
+{
+	json_t *ranks = json_object_get(body, "ranks"), *r, *hi = NULL, *lo = NULL;
+	double hiv = -1, lov = -1, pct;
+	char title[160];
+	size_t i;
+
+	json_array_foreach(ranks, i, r) {
+		json_t *t = json_object_get(r, "total");
+		json_int_t n = json_integer_value(json_object_get(t, "steps"));
+		if (n <= 0)
+			continue;
+		double v = (double)json_integer_value(json_object_get(t, "compute_ns")) / (double)n;
+		if (!hi || v > hiv)
+			hi = r, hiv = v;
+		if (!lo || v < lov)
+			lo = r, lov = v;
+	}
+	if (!hi || hi == lo || lov <= 0 || (pct = (hiv / lov - 1) * 100) <= DIST_IMBALANCE_PCT)
+		return 0;
+	snprintf(title, sizeof(title), "Rank %lld computes %.1f%% longer per step than rank %lld",
+		 (long long)json_integer_value(json_object_get(hi, "rank")), pct,
+		 (long long)json_integer_value(json_object_get(lo, "rank")));
+	return add_finding(out, "compute_imbalance", title,
+			   json_pack("{s:O, s:I, s:O, s:I, s:f, s:f}", "busiest_rank", json_object_get(hi, "rank"),
+				     "busiest_compute_ns_per_step", (json_int_t)(hiv + 0.5), "least_busy_rank",
+				     json_object_get(lo, "rank"), "least_busy_compute_ns_per_step", (json_int_t)(lov + 0.5),
+				     "imbalance_pct", pct, "threshold_pct", DIST_IMBALANCE_PCT),
+			   "Ranks should do the same work per step: check that each gets an equal share of the batch"
+			   " (DistributedSampler, drop_last), that variable-length inputs are bucketed, and that model"
+			   " or pipeline partitions are balanced; every collective waits for the busiest rank.");
+}
+
+json_t *distributed_findings(json_t *body)
+{
+	json_t *out = json_array();
+	size_t n = json_array_size(json_object_get(body, "ranks"));
+
+	if (!out || n < 2)
+		return out;
+	if (rule_straggler(body, n, out) || rule_exposed(body, out) || rule_imbalance(body, out)) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }

@@ -62,4 +62,22 @@ double dist_busbw_factor(int kind, int64_t n);
 json_t *distributed_run(struct dist_input *in, int has_step, int64_t step);
 void dist_input_release(struct dist_input *in);
 
+/*
+ * Findings about the run's ranks together (the shape of diagnosis.h's), from the answer of
+ * distributed_run over every step (body):
+ *   persistent_straggler  a rank last to launch in DIST_STRAGGLER_PCT of its matched
+ *                         collectives or more (and at least 1.5 times its fair share, 100/n),
+ *                         over DIST_STRAGGLER_MIN matched collectives or more;
+ *   exposed_communication_ranks  ranks whose exposed communication passes DIST_EXPOSED_PCT
+ *                         of their step time;
+ *   compute_imbalance     computation per step of the busiest rank more than DIST_IMBALANCE_PCT
+ *                         above the least busy one's.
+ * Nothing with fewer than two ranks. A new array; NULL when out of memory.
+ */
+#define DIST_STRAGGLER_PCT 50.0
+#define DIST_STRAGGLER_MIN 3
+#define DIST_EXPOSED_PCT 10.0
+#define DIST_IMBALANCE_PCT 10.0
+json_t *distributed_findings(json_t *body);
+
 #endif

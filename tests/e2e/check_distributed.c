@@ -458,6 +458,76 @@ START_TEST(test_hta_sampled_pair)
 }
 END_TEST
 
+/* the findings of id in /diagnosis of run (rank 0), counted */
+static json_t *finding(json_t *diag, const char *id, int *n)
+{
+	json_t *f, *hit = NULL;
+	size_t i;
+
+	*n = 0;
+	json_array_foreach(json_object_get(diag, "findings"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "id")), id)) {
+			hit = f;
+			(*n)++;
+		}
+	return hit;
+}
+
+START_TEST(test_findings)
+{
+	json_t *j, *f, *e;
+	int n;
+
+	upload_two();
+	upload_four(0);
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank0.json.gz");
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank1.json.gz");
+
+	/* four: rank 2 last in 2 of 3 (66.7 % >= 50 %, and 1.5 x 25 %); rank 3's 1 of 2 is too few */
+	j = get("/api/v1/runs/four/diagnosis", 200);
+	f = finding(j, "persistent_straggler", &n);
+	ck_assert_int_eq(n, 1);
+	e = json_object_get(f, "evidence");
+	ck_assert_int_eq(ival(e, "rank"), 2);
+	ck_assert_double_eq_tol(rval(e, "last_arrival_pct"), 200.0 / 3, 0.05);
+	ck_assert_int_eq(ival(e, "wait_caused_ns"), 263000);
+	ck_assert(!finding(j, "compute_imbalance", &n));	/* no computation kernels at all */
+	json_decref(j);
+
+	/* two: rank 0's exposed communication is 20 % of its step, rank 1's 100 of 1100 us (9.1 %);
+	 * both compute 300 us: balanced; 1 of 2 last each: no straggler */
+	j = get("/api/v1/runs/two/diagnosis?rank=1", 200);
+	f = finding(j, "exposed_communication_ranks", &n);
+	ck_assert_int_eq(n, 1);
+	e = json_object_get(f, "evidence");
+	ck_assert_int_eq(json_array_size(json_object_get(e, "ranks")), 1);
+	ck_assert_int_eq(ival(json_array_get(json_object_get(e, "ranks"), 0), "rank"), 0);
+	ck_assert_double_eq_tol(rval(json_array_get(json_object_get(e, "ranks"), 0), "exposed_communication_pct"), 20.0, 0.05);
+	ck_assert(!finding(j, "compute_imbalance", &n));
+	ck_assert(!finding(j, "persistent_straggler", &n));
+	json_decref(j);
+
+	/* the real pair: computation kernels' union (Python, from the files) 210320 us on rank 0, 271973 us
+	 * on rank 1, over two steps each: rank 1 computes 29.3 % longer */
+	j = get("/api/v1/runs/sampled/diagnosis", 200);
+	f = finding(j, "compute_imbalance", &n);
+	ck_assert_int_eq(n, 1);
+	e = json_object_get(f, "evidence");
+	ck_assert_int_eq(ival(e, "busiest_rank"), 1);
+	ck_assert_int_eq(ival(e, "busiest_compute_ns_per_step"), 271973000 / 2);
+	ck_assert_int_eq(ival(e, "least_busy_compute_ns_per_step"), 105160000);
+	ck_assert_double_eq_tol(rval(e, "imbalance_pct"), (271973.0 / 210320.0 - 1) * 100, 0.05);
+	ck_assert(!finding(j, "persistent_straggler", &n));	/* 60 % of 10 with two ranks: under 75 % */
+	json_decref(j);
+
+	/* one rank: none of them */
+	tu_upload_fixture(&srv, "single", "traces/hta_sampled_rank0.json.gz");
+	j = get("/api/v1/runs/single/diagnosis", 200);
+	ck_assert(!finding(j, "exposed_communication_ranks", &n) && !finding(j, "compute_imbalance", &n));
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_bad_params)
 {
 	static const char *const bad[] = { "?step=x", "?step=-1", "?step=", "?step=1.5", "?step=99999999999999999999" };
@@ -493,6 +563,7 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_four_ranks_by_seq);
 	tcase_add_test(tc, test_four_ranks_chunked);
 	tcase_add_test(tc, test_hta_sampled_pair);
+	tcase_add_test(tc, test_findings);
 	tcase_add_test(tc, test_bad_params);
 	suite_add_tcase(s, tc);
 	return s;

@@ -279,44 +279,49 @@ static json_t *instance_json(const struct dist_input *in, const struct mkey *key
 	return o;
 }
 
-/* Per step, the slowest and the fastest rank. */
+static int cmp_step_rank(const void *a, const void *b)
+{
+	const struct dist_step *x = *(const struct dist_step *const *)a, *y = *(const struct dist_step *const *)b;
+
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Per step, the slowest and the fastest rank (the lower rank on a tie). */
 static json_t *slowest_json(const struct dist_input *in, int has_step, int64_t step)
 {
+	const struct dist_step **v = tp_malloc((in->nsteps + 1) * sizeof(*v));
 	json_t *out = json_array();
-	size_t i, j;
+	size_t n = 0, i, j;
 
-	if (!out)
-		return NULL;
-	for (i = 0; i < in->nsteps; i++) {
-		const struct dist_step *s = &in->steps[i];
-		int seen = 0;
-		if (s->whole_trace || (has_step && s->step != step))
-			continue;
-		for (j = 0; j < i && !seen; j++)	/* the first row of this step number makes its entry */
-			seen = in->steps[j].step == s->step && !in->steps[j].whole_trace;
-		if (seen)
-			continue;
-		const struct dist_step *slow = s, *fast = s;
-		int64_t nr = 0;
-		for (j = i; j < in->nsteps; j++) {
-			const struct dist_step *t = &in->steps[j];
-			if (t->step != s->step || t->whole_trace)
-				continue;
-			nr++;
-			if (t->dur_ns > slow->dur_ns)
-				slow = t;
-			if (t->dur_ns < fast->dur_ns)
-				fast = t;
+	if (!out || !v)
+		goto fail;
+	for (i = 0; i < in->nsteps; i++)
+		if (!in->steps[i].whole_trace && (!has_step || in->steps[i].step == step))
+			v[n++] = &in->steps[i];
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_step_rank);
+	for (i = 0; i < n; i = j) {
+		const struct dist_step *slow = v[i], *fast = v[i];
+		for (j = i; j < n && v[j]->step == v[i]->step; j++) {
+			if (v[j]->dur_ns > slow->dur_ns)
+				slow = v[j];
+			if (v[j]->dur_ns < fast->dur_ns)
+				fast = v[j];
 		}
-		if (json_array_append_new(out, json_pack("{s:I, s:I, s:i, s:I, s:i, s:I}", "step", (json_int_t)s->step,
-							  "ranks", (json_int_t)nr, "slowest_rank", slow->rank, "dur_ns",
+		if (json_array_append_new(out, json_pack("{s:I, s:I, s:i, s:I, s:i, s:I}", "step", (json_int_t)v[i]->step,
+							  "ranks", (json_int_t)(j - i), "slowest_rank", slow->rank, "dur_ns",
 							  (json_int_t)slow->dur_ns, "fastest_rank", fast->rank,
-							  "fastest_dur_ns", (json_int_t)fast->dur_ns))) {
-			json_decref(out);
-			return NULL;
-		}
+							  "fastest_dur_ns", (json_int_t)fast->dur_ns)))
+			goto fail;
 	}
+	tp_free(v);
 	return out;
+fail:
+	tp_free(v);
+	json_decref(out);
+	return NULL;
 }
 
 static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step)
@@ -325,7 +330,7 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 	struct inst *insts = tp_malloc((in->ncolls + 1) * sizeof(*insts));
 	struct rank_acc *acc = tp_calloc(in->nranks + 1, sizeof(*acc));
 	struct { const char *pg; int kind; int64_t n; } *ord = NULL;
-	size_t nord = 0, ocap = 0, ninst = 0, i, j, k, rank_first = 0;
+	size_t nord = 0, ocap = 0, ninst = 0, listed = 0, i, j, k, rank_first = 0;
 	json_t *list = NULL, *by = NULL, *out = NULL, *slow = NULL;
 
 	if (!keys || !insts || !acc || !(list = json_array()) || !(by = json_array()))
@@ -397,9 +402,10 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 	}
 	if (ninst > 1)
 		qsort(insts, ninst, sizeof(*insts), cmp_inst);
-	for (i = 0; i < ninst && i < DIST_INSTANCES_MAX; i++)
+	for (i = 0, k = 0; i < ninst && i < DIST_INSTANCES_MAX && k + insts[i].n <= DIST_ENTRIES_MAX; k += insts[i++].n)
 		if (json_array_append_new(list, instance_json(in, keys, &insts[i])))
 			goto done;
+	listed = i;
 	for (i = 0; i < in->nranks; i++)
 		if (json_array_append_new(by, json_pack("{s:i, s:I, s:I, s:o, s:I, s:I}", "rank", in->ranks[i], "matched",
 							 (json_int_t)acc[i].matched, "last_arrivals", (json_int_t)acc[i].last,
@@ -409,8 +415,8 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 			goto done;
 	if (!(slow = slowest_json(in, has_step, step)))
 		goto done;
-	out = json_pack("{s:I, s:I, s:o, s:o, s:o}", "matched", (json_int_t)ninst, "listed",
-			(json_int_t)(ninst < DIST_INSTANCES_MAX ? ninst : DIST_INSTANCES_MAX), "instances", list, "by_rank", by,
+	out = json_pack("{s:I, s:I, s:o, s:o, s:o}", "matched", (json_int_t)ninst, "listed", (json_int_t)listed,
+			"instances", list, "by_rank", by,
 			"steps", slow);
 	list = by = slow = NULL;
 done:

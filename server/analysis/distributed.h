@@ -48,8 +48,10 @@ struct dist_input {
 	size_t nstrs;
 };
 
-/* At most this many matched instances are listed (all are counted). */
+/* At most this many matched instances are listed, with at most DIST_ENTRIES_MAX ranks in all
+ * (all are counted): a few hundred KB of JSON at most. */
 #define DIST_INSTANCES_MAX 2000
+#define DIST_ENTRIES_MAX 20000
 
 /* nccl-tests' bus bandwidth factor of a collective kind in a group of n ranks. */
 double dist_busbw_factor(int kind, int64_t n);

@@ -1017,6 +1017,11 @@ static void bind_coll(sqlite3_stmt *st, const struct store_final *f, int64_t art
 		sqlite3_bind_int64(st, 13, c->group_size);
 	else
 		sqlite3_bind_null(st, 13);
+	if (c->before_op)
+		sqlite3_bind_text(st, 14, f->str(f->str_payload, c->before_op), -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 14);
+	sqlite3_bind_int64(st, 15, c->before_ns);
 }
 
 /* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
@@ -1173,8 +1178,8 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 			      a->nsteps, bind_step, f, artifact, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
-				 " end_ns, time_ns, kernels, bytes, group_size)"
-				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+				 " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 			      a->ncolls, bind_coll, f, artifact, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
@@ -2928,14 +2933,15 @@ static int grow_array(void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* text kept for the life of in (dist_input.strs); NULL when out of memory */
-static const char *dist_str(struct dist_input *in, size_t *cap, const unsigned char *s)
+/* text kept for the life of in (dist_input.strs), the same one again when same (a run's process
+ * groups are few: a linear search); NULL when out of memory */
+static const char *dist_str(struct dist_input *in, size_t *cap, const unsigned char *s, int same)
 {
 	char *d;
 
 	if (!s)
 		s = (const unsigned char *)"";
-	for (size_t i = in->nstrs; i-- > 0;)	/* a run's process groups are few */
+	for (size_t i = in->nstrs; same && i-- > 0;)
 		if (!strcmp(in->strs[i], (const char *)s))
 			return in->strs[i];
 	if (grow_array((void **)&in->strs, cap, in->nstrs + 1, sizeof(*in->strs)) || !(d = tp_strdup((const char *)s)))
@@ -2999,13 +3005,15 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 	sqlite3_finalize(st);
 	cap = 0;
 	if (!(st = prepare(r, "SELECT t.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
-			      " c.time_ns, c.kernels, c.bytes, c.group_size FROM collectives c"
+			      " c.time_ns, c.kernels, c.bytes, c.group_size, c.before_op, c.before_ns FROM collectives c"
 			      " JOIN (" RUN_TRACES ") t ON t.id=c.artifact_id ORDER BY t.rank, c.launch_ns, c.start_ns", err)))
 		goto fail;
 	bind_text(st, 1, run);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *pg = dist_str(in, &scap, sqlite3_column_text(st, 3));
-		if (!pg || grow_array((void **)&in->colls, &cap, in->ncolls + 1, sizeof(*in->colls)))
+		const char *pg = dist_str(in, &scap, sqlite3_column_text(st, 3), 1);
+		const unsigned char *bt = sqlite3_column_text(st, 12);
+		const char *before = bt ? dist_str(in, &scap, bt, 0) : NULL;
+		if (!pg || (bt && !before) || grow_array((void **)&in->colls, &cap, in->ncolls + 1, sizeof(*in->colls)))
 			goto oom;
 		in->colls[in->ncolls++] = (struct dist_coll){
 			.rank = sqlite3_column_int(st, 0),
@@ -3017,6 +3025,7 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 			.kernels = sqlite3_column_int64(st, 9),
 			.bytes = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10),
 			.group_size = sqlite3_column_type(st, 11) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 11),
+			.before_op = before, .before_ns = sqlite3_column_int64(st, 13),
 		};
 	}
 	if (step != SQLITE_DONE)

@@ -5,7 +5,10 @@
 -- step: the step whose CPU span holds the launch (NULL: none); launch_ns: the
 -- host operator's start (the rank's arrival), absolute like steps.start_ns;
 -- start_ns/end_ns: its kernels' first start and last end; time_ns: the sum of
--- its kernels' durations; bytes NULL and group_size NULL when not written.
+-- its kernels' durations; bytes NULL and group_size NULL when not written;
+-- before_op / before_ns: the top-level host operator with the most time on
+-- the launching thread since its previous collective launch or the step's
+-- start (NULL / 0: none).
 CREATE TABLE collectives (
 	artifact_id INTEGER NOT NULL,
 	n INTEGER NOT NULL,
@@ -20,5 +23,7 @@ CREATE TABLE collectives (
 	kernels INTEGER NOT NULL,
 	bytes INTEGER,
 	group_size INTEGER,
+	before_op TEXT,
+	before_ns INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (artifact_id, n)
 ) WITHOUT ROWID;

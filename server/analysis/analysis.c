@@ -1193,6 +1193,80 @@ static int64_t coll_bytes(const struct analysis *an, const struct crec *c)
 	return b;
 }
 
+/* a collective by launching thread, then launch */
+struct coll_at {
+	uint32_t thread, i;
+	int64_t launch;
+};
+
+static int cmp_coll_at(const void *a, const void *b)
+{
+	const struct coll_at *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->launch < y->launch ? -1 : x->launch > y->launch;
+}
+
+/*
+ * an_coll.before_op: on the launching thread, from the thread's previous
+ * collective launch (or the step's start, whichever is later) to this
+ * launch, the top-level operator (no parent; not a collective, not a
+ * runtime call) with the most time there. Each thread's windows follow one
+ * another, so the spans are read about once in all.
+ */
+static int before_ops(struct analysis *an)
+{
+	struct coll_at *at = tp_malloc((an->res.ncolls + 1) * sizeof(*at));
+	size_t n = 0, i;
+
+	if (!at)
+		return -1;
+	for (i = 0; i < an->res.ncolls; i++)
+		if (an->res.colls[i].thread != UINT32_MAX)
+			at[n++] = (struct coll_at){ an->res.colls[i].thread, (uint32_t)i, an->res.colls[i].launch_ns };
+	if (n > 1)
+		qsort(at, n, sizeof(*at), cmp_coll_at);
+	for (i = 0; i < n; i++) {
+		struct an_coll *c = &an->res.colls[at[i].i];
+		int64_t lo = INT64_MIN, best = 0;
+		int32_t st = step_at(an, c->launch_ns);
+		size_t lo_i = 0, hi = an->nh, j;
+		if (i && at[i - 1].thread == c->thread)
+			lo = at[i - 1].launch;
+		if (st >= 0 && an->cpu_steps[st].s > lo)
+			lo = an->cpu_steps[st].s;
+		while (lo_i < hi) {	/* the thread's first span that starts at or after lo */
+			size_t mid = lo_i + (hi - lo_i) / 2;
+			const struct hrec *h = &an->h[mid];
+			if (h->thread < c->thread || (h->thread == c->thread && h->s < lo))
+				lo_i = mid + 1;
+			else
+				hi = mid;
+		}
+		/* a top-level span that began before lo may run into the window: top-level spans do not overlap */
+		j = lo_i;
+		while (j > 0 && an->h[j - 1].thread == c->thread && an->parent[j - 1] >= 0)
+			j--;
+		if (j > 0 && an->h[j - 1].thread == c->thread)
+			j--;
+		for (; j < an->nh && an->h[j].thread == c->thread && an->h[j].s < c->launch_ns; j++) {
+			const struct hrec *h = &an->h[j];
+			uint16_t nc;
+			if (an->parent[j] >= 0 || h->kind == H_RUNTIME || cls_of(an, h->name, &nc) || (nc & N_COMM_OP))
+				continue;
+			int64_t a = h->s > lo ? h->s : lo, b = h->e < c->launch_ns ? h->e : c->launch_ns;
+			if (b - a > best) {
+				best = b - a;
+				c->before_op = h->name;
+				c->before_ns = best;
+			}
+		}
+	}
+	tp_free(at);
+	return 0;
+}
+
 static int cmp_coll(const void *a, const void *b)
 {
 	const struct an_coll *x = a, *y = b;
@@ -1234,11 +1308,14 @@ static int collectives(struct analysis *an)
 		uint32_t j, *slot;
 		if (!k->gpu)
 			continue;
+		uint32_t thread = UINT32_MAX;
 		if (k->corr >= 0 && (j = hmap_get(&corr, (uint64_t)k->corr)) != UINT32_MAX) {
 			launch = an->h[j].s;
 			op = an->parent[j];
+			thread = an->h[j].thread;
 		} else if (k->ext >= 0 && (j = hmap_get(&ext, (uint64_t)k->ext)) != UINT32_MAX) {
 			op = j;
+			thread = an->h[j].thread;
 		}
 		for (; op >= 0; op = an->parent[op]) {
 			const char *nm = an->str(an->payload, an->h[op].name);
@@ -1275,6 +1352,7 @@ static int collectives(struct analysis *an)
 				.launch_ns = launch, .start_ns = k->s, .end_ns = k->e,
 				.bytes = src ? coll_bytes(an, src) : -1,
 				.group_size = k->gsize > 0 ? k->gsize : src && src->gsize > 0 ? src->gsize : 0,
+				.thread = thread,
 			};
 			if (k->coll || k->in >= 0 || k->out >= 0)
 				c->bytes = -1;	/* the kernels' own, summed below */
@@ -1288,7 +1366,7 @@ static int collectives(struct analysis *an)
 	}
 	if (an->res.ncolls > 1)
 		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
-	rc = 0;
+	rc = before_ops(an);
 out:
 	hmap_free(&corr);
 	hmap_free(&ext);

@@ -96,6 +96,12 @@ struct an_coll {
 	int64_t kernels;
 	int64_t bytes;			/* max(In, Out msg nelems) x dtype size; -1: not written */
 	int64_t group_size;		/* "Group size"; 0: not written */
+	/* what the launching thread did before it: the top-level host operator (not a collective)
+	 * with the most time between the thread's previous collective launch (or the step's start,
+	 * whichever is later) and this one; 0 / 0 when none */
+	uint32_t before_op;
+	int64_t before_ns;
+	uint32_t thread;		/* the launching thread (analysis' numbering); UINT32_MAX: none known */
 };
 
 enum an_device { AN_DEV_CPU = 0, AN_DEV_GPU = 1 };

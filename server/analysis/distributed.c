@@ -263,10 +263,12 @@ static json_t *instance_json(const struct dist_input *in, const struct mkey *key
 		return NULL;
 	for (size_t j = t->first; j < t->first + t->n; j++) {
 		const struct dist_coll *c = &in->colls[keys[j].coll];
-		if (json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I}", "rank", c->rank, "launch_ns",
+		if (json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:o, s:I}", "rank", c->rank, "launch_ns",
 							 (json_int_t)c->launch_ns, "wait_ns",
 							 (json_int_t)(t->max_launch - c->launch_ns), "time_ns",
-							 (json_int_t)c->time_ns))) {
+							 (json_int_t)c->time_ns, "before_op",
+							 c->before_op ? json_string(c->before_op) : json_null(),
+							 "before_ns", (json_int_t)c->before_ns))) {
 			json_decref(arr);
 			return NULL;
 		}
@@ -456,6 +458,76 @@ static int add_finding(json_t *out, const char *id, const char *title, json_t *e
 	return !f || json_array_append_new(out, f) ? -1 : 0;
 }
 
+/*
+ * What kept rank late, from the listed instances it launched last: its
+ * before_op there, less what the other ranks spent in an operator of that
+ * name before the same collective (their mean; 0 when theirs was another),
+ * summed by name: the DIST_DELAY_OPS names with the most extra time.
+ */
+#define DIST_DELAY_OPS 3
+static json_t *delaying_ops(json_t *body, json_int_t rank)
+{
+	struct agg { const char *name; int64_t extra, count; } *a = NULL;
+	json_t *inst, *e, *out;
+	size_t n = 0, i, j, k;
+
+	json_array_foreach(json_object_get(json_object_get(body, "stragglers"), "instances"), i, inst) {
+		json_t *last = json_object_get(inst, "last_rank"), *mine = NULL;
+		const char *name;
+		int64_t others = 0, nothers = 0;
+		if (!json_is_integer(last) || json_integer_value(last) != rank)
+			continue;
+		json_array_foreach(json_object_get(inst, "ranks"), j, e)
+			if (json_integer_value(json_object_get(e, "rank")) == rank)
+				mine = e;
+		if (!mine || !(name = json_string_value(json_object_get(mine, "before_op"))))
+			continue;
+		json_array_foreach(json_object_get(inst, "ranks"), j, e) {
+			const char *theirs = json_string_value(json_object_get(e, "before_op"));
+			if (e == mine)
+				continue;
+			nothers++;
+			if (theirs && !strcmp(theirs, name))
+				others += json_integer_value(json_object_get(e, "before_ns"));
+		}
+		int64_t extra = json_integer_value(json_object_get(mine, "before_ns")) - (nothers ? others / nothers : 0);
+		for (k = 0; k < n && strcmp(a[k].name, name); k++)
+			;
+		if (k == n) {
+			void *na = tp_realloc(a, (n + 1) * sizeof(*a));
+			if (!na) {
+				tp_free(a);
+				return NULL;
+			}
+			a = na;
+			a[n++] = (struct agg){ name, 0, 0 };
+		}
+		a[k].extra += extra;
+		a[k].count++;
+	}
+	if (!(out = json_array())) {
+		tp_free(a);
+		return NULL;
+	}
+	for (int picked = 0; picked < DIST_DELAY_OPS; picked++) {
+		size_t best = n;
+		for (k = 0; k < n; k++)
+			if (a[k].extra > 0 && (best == n || a[k].extra > a[best].extra))
+				best = k;
+		if (best == n)
+			break;
+		if (json_array_append_new(out, json_pack("{s:s, s:I, s:I}", "name", a[best].name, "extra_ns",
+							  (json_int_t)a[best].extra, "collectives", (json_int_t)a[best].count))) {
+			json_decref(out);
+			out = NULL;
+			break;
+		}
+		a[best].extra = 0;
+	}
+	tp_free(a);
+	return out;
+}
+
 static int rule_straggler(json_t *body, size_t nranks, json_t *out)
 {
 	json_t *by = json_object_get(json_object_get(body, "stragglers"), "by_rank"), *b;
@@ -474,11 +546,12 @@ static int rule_straggler(json_t *body, size_t nranks, json_t *out)
 		snprintf(title, sizeof(title), "Rank %lld launches collectives last %.1f%% of the time: the other ranks wait for it",
 			 (long long)rank, pct);
 		if (add_finding(out, "persistent_straggler", title,
-				json_pack("{s:I, s:f, s:I, s:I, s:O, s:f}", "rank", rank, "last_arrival_pct", pct,
+				json_pack("{s:I, s:f, s:I, s:I, s:O, s:o, s:f}", "rank", rank, "last_arrival_pct", pct,
 					  "last_arrivals", json_integer_value(json_object_get(b, "last_arrivals")),
 					  "matched", matched, "wait_caused_ns", json_object_get(b, "wait_caused_ns"),
-					  "threshold_pct", need),
-				"Compare this rank's host work before its collectives with another rank's (/ops?rank=R,"
+					  "delaying_ops", delaying_ops(body, rank), "threshold_pct", need),
+				"delaying_ops names the top-level operators this rank spent more time in than the others"
+				" before the collectives it launched last. Compare its host work with another rank's (/ops?rank=R,"
 				" /timeline?rank=R): uneven data loading or input sizes (sequence lengths, batches of"
 				" different shapes), host-side work only it does (logging, checkpointing, evaluation on"
 				" rank 0), or a slower or throttled GPU. Balance the inputs (bucketing by length), move"

@@ -35,6 +35,8 @@ struct dist_coll {
 	int64_t launch_ns, start_ns, end_ns, time_ns, kernels;
 	int64_t bytes;			/* -1: not written */
 	int64_t group_size;		/* 0: not written */
+	const char *before_op;		/* an_coll.before_op; NULL: none; owned by the input */
+	int64_t before_ns;
 };
 
 struct dist_input {

@@ -61,6 +61,11 @@ test('run page of two ranks: the Distributed section', async () => {
 	const slow = await page.$$eval(`${section} h3:text-is("Slowest rank per step") + div.table tbody tr`, (trs) => trs.map((tr) => tr.textContent));
 	assert.equal(slow.length, 2);
 	assert.match(slow[1], /^5521631 ms0623 ms$/);
+	// the run-level findings in the Diagnosis card, arrays of figures in words
+	const diag = await page.textContent('section:has(h2:text-is("Diagnosis"))');
+	assert.match(diag, /Rank 1 computes 29\.3% longer per step than rank 0/);
+	assert.match(diag, /rank 0, exposed communication 27%, overlap 15%; rank 1, exposed communication 24%, overlap 20%/);
+	assert.doesNotMatch(diag, /object Object/);
 	await page.screenshot({ path: path.join(shots, 'run-distributed.png'), fullPage: true });
 	await page.locator(section).screenshot({ path: path.join(shots, 'run-distributed-section.png') });
 	assert.deepEqual(page.problems, []);

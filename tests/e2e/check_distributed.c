@@ -280,6 +280,8 @@ END_TEST
  *   seq 12  2100  2110  2160  2105
  * Rank 3 writes the args on its kernels (newer PyTorch), the others on
  * record_param_comms. Each kernel runs 20 us, 30 us after its launch.
+ * Before each launch a top-level "prep" operator ends 5 us before it,
+ * 35 us long on rank 2 and 10 us on the others.
  */
 static const long launches[3][4] = { { 1100, 1102, 1150, -1 }, { 1300, 1300, 1301, 1306 }, { 2100, 2110, 2160, 2105 } };
 
@@ -291,6 +293,7 @@ static void four_rank(struct tr *t, int rank, int from, int to)
 		long l = launches[k][rank];
 		if (l < 0)
 			continue;
+		tr_host(t, "cpu_op", "prep", l - (rank == 2 ? 40 : 15), rank == 2 ? 35 : 10, NULL);
 		snprintf(args, sizeof(args), "\"Collective name\": \"allreduce\", \"Process Group Name\": \"7\", \"Seq\": %d,"
 			 " \"In msg nelems\": 256, \"Out msg nelems\": 256, \"dtype\": \"Half\", \"Group size\": 4", 10 + k);
 		tr_host(t, "cpu_op", "record_param_comms", l, 40, rank == 3 ? NULL : args);
@@ -345,6 +348,9 @@ static void check_four(void)
 	ck_assert_int_eq(ival(in, "seq"), 11);
 	ck_assert_int_eq(ival(in, "last_rank"), 3);
 	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 2), "wait_ns"), 5000);
+	ck_assert_str_eq(json_string_value(json_object_get(member(json_object_get(in, "ranks"), "rank", 2), "before_op")), "prep");
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 2), "before_ns"), 35000);
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 0), "before_ns"), 10000);
 	in = json_array_get(json_object_get(st, "instances"), 2);
 	ck_assert_int_eq(ival(in, "seq"), 12);
 	ck_assert_int_eq(ival(in, "step"), 2);
@@ -491,6 +497,12 @@ START_TEST(test_findings)
 	ck_assert_int_eq(ival(e, "rank"), 2);
 	ck_assert_double_eq_tol(rval(e, "last_arrival_pct"), 200.0 / 3, 0.05);
 	ck_assert_int_eq(ival(e, "wait_caused_ns"), 263000);
+	/* what kept it: its prep, 35 us against the others' 10, in seq 10 and 12 */
+	e = json_array_get(json_object_get(e, "delaying_ops"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")), "prep");
+	ck_assert_int_eq(ival(e, "extra_ns"), 2 * 25000);
+	ck_assert_int_eq(ival(e, "collectives"), 2);
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(f, "evidence"), "delaying_ops")), 1);
 	ck_assert(!finding(j, "compute_imbalance", &n));	/* no computation kernels at all */
 	json_decref(j);
 

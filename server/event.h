@@ -16,6 +16,9 @@ enum tp_have {
 	TH_BPS = 1 << 12, TH_OCC = 1 << 13, TH_EV_IDX = 1 << 14, TH_DEV_TYPE = 1 << 15,
 	TH_DEV_ID = 1 << 16, TH_ADDR = 1 << 17, TH_TOTAL_ALLOC = 1 << 18,
 	TH_TOTAL_RES = 1 << 19, TH_SORT = 1 << 20,
+	/* collectives: args PyTorch writes on record_param_comms and on NCCL kernels */
+	TH_COLL = 1 << 21, TH_PG = 1 << 22, TH_DTYPE = 1 << 23, TH_IN_NELEMS = 1 << 24,
+	TH_OUT_NELEMS = 1 << 25, TH_GROUP_SIZE = 1 << 26, TH_COLL_SEQ = 1 << 27,
 };
 
 struct tp_event {
@@ -32,6 +35,10 @@ struct tp_event {
 	/* [memory] events (bytes above is their signed "Bytes") */
 	int64_t ev_idx, dev_type, dev_id, addr, total_alloc, total_reserved;
 	int64_t sort_index;		/* M events process_sort_index, thread_sort_index: args.sort_index */
+	/* collectives: "Collective name", "Process Group Name" and "dtype" as interned string ids
+	 * (held in int64 so that the store packs them as the other fields), "In msg nelems",
+	 * "Out msg nelems", "Group size", and "Seq" (the collective's sequence number in its group) */
+	int64_t coll, pg, dtype, in_nelems, out_nelems, group_size, coll_seq;
 };
 
 /* Strings a parser interns before any input, so that their ids are constants (ingest/trace.c). */

@@ -5,6 +5,7 @@
  *   GET /api/v1/runs/{run}/kernels?rank=R&kind=kernel|memcpy|memset&limit=N[&format=csv]
  *   GET /api/v1/runs/{run}/ranks
  *   GET /api/v1/runs/{run}/diagnosis?rank=R
+ *   GET /api/v1/runs/{run}/distributed[?step=N]   (all ranks)
  * Without rank, the run's lowest rank with data.
  */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "alloc.h"
 #include "analysis/diagnosis.h"
+#include "analysis/distributed.h"
 #include "analysis/runline.h"
 #include "handlers.h"
 #include "http.h"
@@ -295,6 +297,24 @@ static int cycle_findings(struct store_reader *r, const char *run, int rank, jso
 	return rc ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_OK;
 }
 
+/* What only shows across the run's ranks (distributed.h: distributed_findings), after the findings of body. */
+static int run_findings(struct store_reader *r, const char *run, json_t *body, struct tp_errbuf *err)
+{
+	struct dist_input in;
+	json_t *all = json_object_get(body, "findings"), *d = NULL, *more = NULL;
+	int rc = store_dist_input(r, run, &in, err);
+
+	if (rc)
+		return rc;
+	if (in.nranks > 1 && (!(d = distributed_run(&in, 0, 0)) || !(more = distributed_findings(d)) ||
+			      json_array_extend(all, more)))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	json_decref(d);
+	json_decref(more);
+	dist_input_release(&in);
+	return rc;
+}
+
 int h_run_diagnosis(struct request *req)
 {
 	struct tp_errbuf err = { 0 };
@@ -309,9 +329,26 @@ int h_run_diagnosis(struct request *req)
 	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);
-	if (body && cycle_findings(r, req->params[0], in.rank, body, &err)) {
+	if (body && (cycle_findings(r, req->params[0], in.rank, body, &err) ||
+		     run_findings(r, req->params[0], body, &err))) {
 		json_decref(body);
 		body = NULL;
 	}
 	return h_answer(req, body, r, &err, "findings", 0);
+}
+
+int h_run_distributed(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	struct dist_input in;
+	long long step;
+	json_t *body = NULL;
+
+	if (h_arg_int(req, "step", 0, INT64_MAX, -1, &step) || h_reader_open(req, &r))
+		return 0;
+	if (!store_dist_input(r, req->params[0], &in, &err) && !(body = distributed_run(&in, step >= 0, step)))
+		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
+	dist_input_release(&in);
+	return h_answer(req, body, r, &err, "ranks", 0);
 }

@@ -6,6 +6,7 @@
  * DELETE /api/v1/runs/{run}/artifacts/{id} (one transaction each).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +26,9 @@ int h_arg_int(struct request *req, const char *name, long long lo, long long hi,
 		*out = def;
 		return 0;
 	}
+	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (!*s || *end || v < lo || v > hi) {
+	if (!*s || *end || errno == ERANGE || v < lo || v > hi) {
 		http_reply_error(req, 400, "invalid_parameter", NULL,
 				 "query parameter '%s' must be an integer from %lld to %lld", name, lo, hi);
 		return -1;

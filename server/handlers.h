@@ -42,6 +42,7 @@ int h_run_ops(struct request *req);
 int h_run_kernels(struct request *req);
 int h_run_ranks(struct request *req);
 int h_run_diagnosis(struct request *req);
+int h_run_distributed(struct request *req);
 int h_run_trace(struct request *req);
 
 /* h_timeline.c */

@@ -68,6 +68,54 @@ int an_op_is_comm(const char *name)
 	       !strcmp(name, "record_param_comms");
 }
 
+const char *const an_ckind_names[AN_NCKIND] = {
+	"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send", "recv",
+	"send_recv", "gather", "scatter", "barrier", "other",
+};
+
+int an_coll_kind(const char *name)
+{
+	/* tested in this order on the name's letters, lowercased, without '_' and ':' */
+	static const struct { const char *w; int k; } words[] = {
+		{ "allreduce", AN_CK_ALL_REDUCE }, { "reducescatter", AN_CK_REDUCE_SCATTER },
+		{ "allgather", AN_CK_ALL_GATHER }, { "alltoall", AN_CK_ALL_TO_ALL }, { "sendrecv", AN_CK_SEND_RECV },
+		{ "broadcast", AN_CK_BROADCAST }, { "barrier", AN_CK_BARRIER }, { "send", AN_CK_SEND },
+		{ "recv", AN_CK_RECV }, { "reduce", AN_CK_REDUCE }, { "gather", AN_CK_GATHER },
+		{ "scatter", AN_CK_SCATTER },
+	};
+	char sq[256];
+	size_t n = 0, i;
+
+	for (; *name && n < sizeof(sq) - 1; name++)
+		if (*name != '_' && *name != ':')
+			sq[n++] = (char)(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name);
+	sq[n] = 0;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strstr(sq, words[i].w))
+			return words[i].k;
+	return -1;
+}
+
+int an_dtype_size(const char *d)
+{
+	static const struct { const char *s; int n; } sizes[] = {
+		{ "float", 4 }, { "float32", 4 }, { "double", 8 }, { "float64", 8 }, { "half", 2 }, { "float16", 2 },
+		{ "c10::half", 2 }, { "bfloat16", 2 }, { "c10::bfloat16", 2 }, { "long", 8 }, { "long int", 8 },
+		{ "int64", 8 }, { "int", 4 }, { "int32", 4 }, { "short", 2 }, { "int16", 2 }, { "char", 1 },
+		{ "signed char", 1 }, { "int8", 1 }, { "byte", 1 }, { "unsigned char", 1 }, { "uint8", 1 },
+		{ "bool", 1 }, { "uint16", 2 }, { "uint32", 4 }, { "uint64", 8 }, { "complexhalf", 4 },
+		{ "complexfloat", 8 }, { "complexdouble", 16 }, { "c10::complex<float>", 8 },
+		{ "c10::complex<double>", 16 },
+	};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (!strcasecmp(d, sizes[i].s))
+			return sizes[i].n;
+	if (!strncasecmp(d, "float8", 6))
+		return 1;
+	return 0;
+}
+
 /* ---- a small open-addressing map, u64 -> u32 ---- */
 
 struct hmap {
@@ -175,7 +223,7 @@ enum {
 	C_MASK = 0x0f,
 	/* as a name */
 	N_STEP = 0x10, N_DATALOADER = 0x20, N_OPT_STEP = 0x40, N_ZERO_GRAD = 0x80, N_BACKWARD = 0x100,
-	N_ACCUM_GRAD = 0x200, N_COPY = 0x400, N_COMM = 0x800, N_LAUNCH = 0x1000,
+	N_ACCUM_GRAD = 0x200, N_COPY = 0x400, N_COMM = 0x800, N_LAUNCH = 0x1000, N_COMM_OP = 0x2000,
 };
 
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
@@ -199,6 +247,13 @@ struct srec {			/* a step span */
 	int64_t step, s, e;
 };
 
+struct crec {			/* a communication operator or kernel, with what it says of its collective */
+	int64_t s, e, corr, ext;	/* corr, ext: kernels only; -1 when absent */
+	int64_t in, out, gsize, seq;	/* -1 when absent */
+	uint32_t thread, name, coll, pg, dtype;	/* coll, pg, dtype: 0 when absent */
+	uint8_t gpu;
+};
+
 struct analysis {
 	an_string_fn str;
 	void *payload;
@@ -212,6 +267,8 @@ struct analysis {
 	struct srec *cpu_steps;
 	size_t ncs, cscap;
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
+	struct crec *c;		/* communication operators and kernels */
+	size_t nc, ccap;
 	struct mem_event *mev;	/* [memory] events */
 	size_t nmev, mevcap;
 	int32_t *parent;	/* of each host span, once nested */
@@ -272,6 +329,8 @@ static uint16_t classify_string(const char *s)
 		c |= N_COPY;
 	if (an_kernel_class(s, AN_GPU_KERNEL) == AN_KC_COMMUNICATION)
 		c |= N_COMM;
+	if (an_op_is_comm(s))
+		c |= N_COMM_OP;
 	/* runtime calls that launch kernels: cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel,
 	 * cudaGraphLaunch, ... (not copies and memsets: CUPTI does not record every cudaMemsetAsync) */
 	if (strstr(s, "Launch"))
@@ -323,6 +382,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.ops);
 	tp_free(an->res.kernels);
 	tp_free(an->res.thread_self_ns);
+	tp_free(an->res.colls);
+	tp_free(an->c);
 	tp_free(an->mev);
 	tp_free(an->parent);
 	mem_result_free(an->mem);
@@ -404,6 +465,26 @@ static int memory_event(struct analysis *an, const struct tp_event *e)
 	return 0;
 }
 
+/* A string id held in an int64 field (event.h); 0 when absent or out of range. */
+static uint32_t sid64(const struct tp_event *e, uint32_t bit, int64_t v)
+{
+	return (e->have & bit) && v > 0 && v <= (int64_t)UINT32_MAX ? (uint32_t)v : 0;
+}
+
+static int comm_event(struct analysis *an, const struct tp_event *e, int64_t s, int64_t dur, uint32_t thread, int gpu)
+{
+	if (grow((void **)&an->c, &an->ccap, an->nc + 1, sizeof(*an->c)))
+		return -1;
+	an->c[an->nc++] = (struct crec){
+		.s = s, .e = s + dur, .thread = thread, .name = e->name, .gpu = (uint8_t)gpu,
+		.corr = gpu && (e->have & TH_CORR) ? e->corr : -1, .ext = gpu && (e->have & TH_EXT) ? e->ext_id : -1,
+		.in = (e->have & TH_IN_NELEMS) ? e->in_nelems : -1, .out = (e->have & TH_OUT_NELEMS) ? e->out_nelems : -1,
+		.gsize = (e->have & TH_GROUP_SIZE) ? e->group_size : -1, .seq = (e->have & TH_COLL_SEQ) ? e->coll_seq : -1,
+		.coll = sid64(e, TH_COLL, e->coll), .pg = sid64(e, TH_PG, e->pg), .dtype = sid64(e, TH_DTYPE, e->dtype),
+	};
+	return 0;
+}
+
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
 	uint16_t cc, nc;
@@ -444,6 +525,9 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
 		};
+		if (!rt && ((nc & N_COMM_OP) || (e->have & TH_COLL)) &&
+		    comm_event(an, e, s, dur, *t, 0))
+			return nomem(err);
 		return TP_OK;
 	}
 	case C_KERNEL: case C_MEMCPY: case C_MEMSET: {
@@ -454,6 +538,8 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 			.s = s, .e = s + dur, .kind = (uint8_t)kind, .comm = kind == AN_GPU_KERNEL && (nc & N_COMM),
 			.corr = (e->have & TH_CORR) ? e->corr : -1, .ext = (e->have & TH_EXT) ? e->ext_id : -1,
 		};
+		if (an->g[an->ng - 1].comm && comm_event(an, e, s, dur, 0, 1))
+			return nomem(err);
 		return TP_OK;
 	}
 	default:
@@ -1074,6 +1160,220 @@ static int memory(struct analysis *an, struct tp_errbuf *err)
 	return rc;
 }
 
+/* ---- collectives ---- */
+
+/* The host span (sorted by ops_table) that crec c was made from; -1 when not found. */
+static int64_t host_of(const struct analysis *an, const struct crec *c)
+{
+	size_t lo = 0, hi = an->nh;
+
+	while (lo < hi) {	/* the first span of c's thread that starts at or after c */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct hrec *h = &an->h[mid];
+		if (h->thread < c->thread || (h->thread == c->thread && h->s < c->s))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < an->nh && an->h[lo].thread == c->thread && an->h[lo].s == c->s; lo++)
+		if (an->h[lo].name == c->name && an->h[lo].e == c->e && an->h[lo].kind != H_RUNTIME)
+			return (int64_t)lo;
+	return -1;
+}
+
+/* max(In, Out msg nelems) x dtype size; -1 when c does not say */
+static int64_t coll_bytes(const struct analysis *an, const struct crec *c)
+{
+	int64_t n = c->in > c->out ? c->in : c->out, b;
+	int size = c->dtype ? an_dtype_size(an->str(an->payload, c->dtype)) : 0;
+
+	if (n < 0 || !size || __builtin_mul_overflow(n, (int64_t)size, &b))
+		return -1;
+	return b;
+}
+
+/* a collective by launching thread, then launch */
+struct coll_at {
+	uint32_t thread, i;
+	int64_t launch;
+};
+
+static int cmp_coll_at(const void *a, const void *b)
+{
+	const struct coll_at *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->launch < y->launch ? -1 : x->launch > y->launch;
+}
+
+/*
+ * an_coll.before_op: on the launching thread, from the thread's previous
+ * collective launch (or the step's start, whichever is later) to this
+ * launch, the top-level operator (no parent; not a collective, not a
+ * runtime call) with the most time there. Each thread's windows follow one
+ * another, so the spans are read about once in all.
+ */
+static int before_ops(struct analysis *an)
+{
+	struct coll_at *at = tp_malloc((an->res.ncolls + 1) * sizeof(*at));
+	size_t n = 0, i;
+
+	if (!at)
+		return -1;
+	for (i = 0; i < an->res.ncolls; i++)
+		if (an->res.colls[i].thread != UINT32_MAX)
+			at[n++] = (struct coll_at){ an->res.colls[i].thread, (uint32_t)i, an->res.colls[i].launch_ns };
+	if (n > 1)
+		qsort(at, n, sizeof(*at), cmp_coll_at);
+	for (i = 0; i < n; i++) {
+		struct an_coll *c = &an->res.colls[at[i].i];
+		int64_t lo = INT64_MIN, best = 0;
+		int32_t st = step_at(an, c->launch_ns);
+		size_t lo_i = 0, hi = an->nh, j;
+		if (i && at[i - 1].thread == c->thread)
+			lo = at[i - 1].launch;
+		if (st >= 0 && an->cpu_steps[st].s > lo)
+			lo = an->cpu_steps[st].s;
+		while (lo_i < hi) {	/* the thread's first span that starts at or after lo */
+			size_t mid = lo_i + (hi - lo_i) / 2;
+			const struct hrec *h = &an->h[mid];
+			if (h->thread < c->thread || (h->thread == c->thread && h->s < lo))
+				lo_i = mid + 1;
+			else
+				hi = mid;
+		}
+		/* a top-level span that began before lo may run into the window: top-level spans do not overlap */
+		j = lo_i;
+		while (j > 0 && an->h[j - 1].thread == c->thread && an->parent[j - 1] >= 0)
+			j--;
+		if (j > 0 && an->h[j - 1].thread == c->thread)
+			j--;
+		for (; j < an->nh && an->h[j].thread == c->thread && an->h[j].s < c->launch_ns; j++) {
+			const struct hrec *h = &an->h[j];
+			uint16_t nc;
+			if (an->parent[j] >= 0 || h->kind == H_RUNTIME || cls_of(an, h->name, &nc) || (nc & N_COMM_OP))
+				continue;
+			int64_t a = h->s > lo ? h->s : lo, b = h->e < c->launch_ns ? h->e : c->launch_ns;
+			if (b - a > best) {
+				best = b - a;
+				c->before_op = h->name;
+				c->before_ns = best;
+			}
+		}
+	}
+	tp_free(at);
+	return 0;
+}
+
+static int cmp_coll(const void *a, const void *b)
+{
+	const struct an_coll *x = a, *y = b;
+
+	if (x->launch_ns != y->launch_ns)
+		return x->launch_ns < y->launch_ns ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/*
+ * Each communication kernel joins the collective of the outermost
+ * communication operator above the call that launched it (by correlation,
+ * else by External id). What the collective is (kind, group, bytes, group
+ * size, sequence number) is taken from the kernel's own args when it has
+ * them (newer PyTorch writes them on NCCL kernels), else from the nearest
+ * operator above it that has them (record_param_comms), else the kind from
+ * the nearest nccl:* / gloo:* range above it (older traces, where
+ * all_to_all runs as SendRecv kernels), else from the kernel's name.
+ */
+static int collectives(struct analysis *an)
+{
+	struct hmap corr = { 0 }, ext = { 0 }, hc = { 0 }, inst = { 0 };
+	int rc = -1;
+	size_t i;
+
+	if (!an->nc)
+		return 0;
+	if (link_maps(an, &corr, &ext) || !(an->res.colls = tp_calloc(an->nc, sizeof(*an->res.colls))))
+		goto out;
+	for (i = 0; i < an->nc; i++) {	/* host span -> its crec */
+		int64_t h;
+		if (!an->c[i].gpu && (h = host_of(an, &an->c[i])) >= 0 && !hmap_put(&hc, (uint64_t)h, (uint32_t)i))
+			goto out;
+	}
+	for (i = 0; i < an->nc; i++) {
+		const struct crec *k = &an->c[i], *src = NULL;
+		int64_t op = -1, top = -1, launch = k->s, bytes;
+		int kind = -1, name_kind = -1;
+		uint32_t j, *slot;
+		if (!k->gpu)
+			continue;
+		uint32_t thread = UINT32_MAX;
+		if (k->corr >= 0 && (j = hmap_get(&corr, (uint64_t)k->corr)) != UINT32_MAX) {
+			launch = an->h[j].s;
+			op = an->parent[j];
+			thread = an->h[j].thread;
+		} else if (k->ext >= 0 && (j = hmap_get(&ext, (uint64_t)k->ext)) != UINT32_MAX) {
+			op = j;
+			thread = an->h[j].thread;
+		}
+		for (; op >= 0; op = an->parent[op]) {
+			const char *nm = an->str(an->payload, an->h[op].name);
+			uint32_t ci = hmap_get(&hc, (uint64_t)op);
+			if (ci == UINT32_MAX && !an_op_is_comm(nm))
+				continue;
+			top = op;
+			if (!src && ci != UINT32_MAX && (an->c[ci].coll || an->c[ci].in >= 0 || an->c[ci].out >= 0))
+				src = &an->c[ci];
+			if (name_kind < 0 && (!strncmp(nm, "nccl:", 5) || !strncmp(nm, "gloo:", 5)))
+				name_kind = an_coll_kind(nm + 5);
+		}
+		if (top >= 0)
+			launch = an->h[top].s;
+		if (k->coll)
+			kind = an_coll_kind(an->str(an->payload, k->coll));
+		if (kind < 0 && src && src->coll)
+			kind = an_coll_kind(an->str(an->payload, src->coll));
+		if (kind < 0)
+			kind = name_kind;
+		if (kind < 0)
+			kind = an_coll_kind(an->str(an->payload, k->name));
+		/* the instance: one per outermost operator, else one per kernel */
+		if (!(slot = hmap_put(&inst, top >= 0 ? (uint64_t)top : (1ULL << 63) | i, (uint32_t)an->res.ncolls)))
+			goto out;
+		struct an_coll *c = &an->res.colls[*slot];
+		if (*slot == an->res.ncolls) {
+			int32_t st = step_at(an, launch);
+			an->res.ncolls++;
+			*c = (struct an_coll){
+				.step = st >= 0 ? an->cpu_steps[st].step : -1, .kind = kind < 0 ? AN_CK_OTHER : kind,
+				.pg = k->pg ? k->pg : src ? src->pg : 0,
+				.seq = k->seq >= 0 ? k->seq : src ? src->seq : -1,
+				.launch_ns = launch, .start_ns = k->s, .end_ns = k->e,
+				.bytes = src ? coll_bytes(an, src) : -1,
+				.group_size = k->gsize > 0 ? k->gsize : src && src->gsize > 0 ? src->gsize : 0,
+				.thread = thread,
+			};
+			if (k->coll || k->in >= 0 || k->out >= 0)
+				c->bytes = -1;	/* the kernels' own, summed below */
+		}
+		if ((k->coll || k->in >= 0 || k->out >= 0) && (bytes = coll_bytes(an, k)) >= 0)
+			c->bytes = c->bytes < 0 ? bytes : tp_sat_add(c->bytes, bytes);
+		c->start_ns = k->s < c->start_ns ? k->s : c->start_ns;
+		c->end_ns = k->e > c->end_ns ? k->e : c->end_ns;
+		c->time_ns = tp_sat_add(c->time_ns, k->e - k->s);
+		c->kernels++;
+	}
+	if (an->res.ncolls > 1)
+		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
+	rc = before_ops(an);
+out:
+	hmap_free(&corr);
+	hmap_free(&ext);
+	hmap_free(&hc);
+	hmap_free(&inst);
+	return rc;
+}
+
 static int cmp_step(const void *a, const void *b)
 {
 	const struct an_step *x = a, *y = b;
@@ -1086,7 +1386,7 @@ static int cmp_step(const void *a, const void *b)
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
 	/* breakdown() reads the host spans in any order; ops_table() sorts and nests them */
-	if (breakdown(an) || ops_table(an) || memory(an, err))
+	if (breakdown(an) || ops_table(an) || collectives(an) || memory(an, err))
 		return err->rc ? err->rc : nomem(err);
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);

@@ -62,6 +62,48 @@ int an_kernel_class(const char *name, int kind);
 /* 1 when a host operator is a collective (nccl:*, gloo:*, c10d::*, record_param_comms). */
 int an_op_is_comm(const char *name);
 
+/* Collective kinds, as nccl-tests names its benchmarks (an_coll_kind). */
+enum an_ckind {
+	AN_CK_ALL_REDUCE, AN_CK_ALL_GATHER, AN_CK_REDUCE_SCATTER, AN_CK_ALL_TO_ALL, AN_CK_BROADCAST,
+	AN_CK_REDUCE, AN_CK_SEND, AN_CK_RECV, AN_CK_SEND_RECV, AN_CK_GATHER, AN_CK_SCATTER, AN_CK_BARRIER,
+	AN_CK_OTHER, AN_NCKIND
+};
+extern const char *const an_ckind_names[AN_NCKIND];
+/*
+ * The kind a collective's name says: PyTorch's "Collective name" (allreduce,
+ * _allgather_base, reduce_scatter_tensor_coalesced, ...), a host range
+ * (nccl:all_reduce, gloo:broadcast) or an NCCL kernel
+ * (ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_SendRecv); -1 when it names none.
+ */
+int an_coll_kind(const char *name);
+/* Bytes per element of a dtype as PyTorch writes it ("Float", "BFloat16", "c10::Half", "long int"); 0: unknown. */
+int an_dtype_size(const char *dtype);
+
+/*
+ * One collective as one rank ran it: the outermost communication operator
+ * (record_param_comms, nccl:*, c10d::*) around the launch of communication
+ * kernels, with every kernel it launched; a communication kernel with no
+ * such operator is a collective of its own.
+ */
+struct an_coll {
+	int64_t step;			/* the step whose CPU span holds the launch; -1: none */
+	int kind;			/* enum an_ckind */
+	uint32_t pg;			/* "Process Group Name" (string id); 0: none written */
+	int64_t seq;			/* "Seq" in the group; -1: none written */
+	int64_t launch_ns;		/* the host operator's start (the rank's arrival), else the launch call's, else the kernel's */
+	int64_t start_ns, end_ns;	/* first kernel start, last kernel end */
+	int64_t time_ns;		/* sum of its kernels' durations */
+	int64_t kernels;
+	int64_t bytes;			/* max(In, Out msg nelems) x dtype size; -1: not written */
+	int64_t group_size;		/* "Group size"; 0: not written */
+	/* what the launching thread did before it: the top-level host operator (not a collective)
+	 * with the most time between the thread's previous collective launch (or the step's start,
+	 * whichever is later) and this one; 0 / 0 when none */
+	uint32_t before_op;
+	int64_t before_ns;
+	uint32_t thread;		/* the launching thread (analysis' numbering); UINT32_MAX: none known */
+};
+
 enum an_device { AN_DEV_CPU = 0, AN_DEV_GPU = 1 };
 
 struct an_op {
@@ -92,6 +134,9 @@ struct an_result {
 	/* memory timelines by category from [memory] events, one per device (memory.h) */
 	const struct mem_series *mem_series;
 	size_t nmem_series;
+	/* collectives, by launch time */
+	struct an_coll *colls;
+	size_t ncolls;
 	/* host self time per thread, threads numbered by their first host span */
 	int64_t *thread_self_ns;
 	size_t nthreads;

@@ -157,6 +157,8 @@ enum key {
 	/* inside args */
 	A_EXT, A_CORR, A_EV_IDX, A_DEV_TYPE, A_DEV_ID, A_ADDR, A_BYTES, A_TOTAL_ALLOC,
 	A_TOTAL_RES, A_BPS, A_OCC, A_STREAM, A_DEVICE, A_SEQ, A_FWD_TID, A_NAME, A_LABELS, A_SORT,
+	/* collectives (event.h) */
+	A_COLL, A_PG, A_DTYPE, A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE, A_COLL_SEQ,
 };
 
 struct trace_parser {
@@ -307,12 +309,14 @@ static enum key event_key(const char *k, size_t len)
 static enum key args_key(const char *k, size_t len)
 {
 	switch (len) {
+	case 3: if (KEYIS("Seq")) return A_COLL_SEQ; break;
 	case 4:
 		if (KEYIS("name")) return A_NAME;
 		if (KEYIS("Addr")) return A_ADDR;
 		break;
 	case 5:
 		if (KEYIS("Bytes") || KEYIS("bytes")) return A_BYTES;
+		if (KEYIS("dtype")) return A_DTYPE;
 		break;
 	case 6:
 		if (KEYIS("Ev Idx")) return A_EV_IDX;
@@ -321,7 +325,10 @@ static enum key args_key(const char *k, size_t len)
 		if (KEYIS("labels")) return A_LABELS;
 		break;
 	case 9: if (KEYIS("Device Id")) return A_DEV_ID; break;
-	case 10: if (KEYIS("sort_index")) return A_SORT; break;
+	case 10:
+		if (KEYIS("sort_index")) return A_SORT;
+		if (KEYIS("Group size")) return A_GROUP_SIZE;
+		break;
 	case 11:
 		if (KEYIS("External id") || KEYIS("external id")) return A_EXT;
 		if (KEYIS("correlation")) return A_CORR;
@@ -330,12 +337,18 @@ static enum key args_key(const char *k, size_t len)
 	case 13:
 		if (KEYIS("blocks per SM")) return A_BPS;
 		if (KEYIS("Fwd thread id")) return A_FWD_TID;
+		if (KEYIS("In msg nelems")) return A_IN_NELEMS;
 		break;
-	case 14: if (KEYIS("Total Reserved")) return A_TOTAL_RES; break;
+	case 14:
+		if (KEYIS("Total Reserved")) return A_TOTAL_RES;
+		if (KEYIS("Out msg nelems")) return A_OUT_NELEMS;
+		break;
 	case 15:
 		if (KEYIS("Total Allocated")) return A_TOTAL_ALLOC;
 		if (KEYIS("Sequence number")) return A_SEQ;
+		if (KEYIS("Collective name")) return A_COLL;
 		break;
+	case 18: if (KEYIS("Process Group Name")) return A_PG; break;
 	case 25: if (KEYIS("est. achieved occupancy %")) return A_OCC; break;
 	}
 	return K_OTHER;
@@ -394,6 +407,24 @@ static int set_i64(struct trace_parser *p, const char *s, size_t l, int64_t *dst
 	return 1;
 }
 
+/* "Collective name", "Process Group Name", "dtype": interned, as a name is (1, or 0 failed) */
+static int set_coll_string(struct trace_parser *p, const char *s, size_t l)
+{
+	struct tp_event *e = &p->ev;
+	uint32_t id;
+
+	if (!l)
+		return 1;
+	if (intern(p, s, l, &id))
+		return 0;
+	switch (p->akey) {
+	case A_COLL: e->coll = id; e->have |= TH_COLL; break;
+	case A_PG: e->pg = id; e->have |= TH_PG; break;
+	default: e->dtype = id; e->have |= TH_DTYPE; break;
+	}
+	return 1;
+}
+
 static int on_number(void *ctx, const char *s, size_t l)
 {
 	struct trace_parser *p = ctx;
@@ -449,6 +480,12 @@ static int on_number(void *ctx, const char *s, size_t l)
 		case A_SEQ: return set_i64(p, s, l, &e->seq, TH_SEQ);
 		case A_FWD_TID: return set_i64(p, s, l, &e->fwd_tid, TH_FWD_TID);
 		case A_SORT: return set_i64(p, s, l, &e->sort_index, TH_SORT);
+		case A_IN_NELEMS: return set_i64(p, s, l, &e->in_nelems, TH_IN_NELEMS);
+		case A_OUT_NELEMS: return set_i64(p, s, l, &e->out_nelems, TH_OUT_NELEMS);
+		case A_GROUP_SIZE: return set_i64(p, s, l, &e->group_size, TH_GROUP_SIZE);
+		case A_COLL_SEQ: return set_i64(p, s, l, &e->coll_seq, TH_COLL_SEQ);
+		case A_COLL: case A_PG: case A_DTYPE:	/* a number written where a name was: its text */
+			return set_coll_string(p, s, l);
 		case A_BPS:
 			if (!num_to_double(s, l, &e->blocks_per_sm))
 				e->have |= TH_BPS;
@@ -529,6 +566,8 @@ static int on_string(void *ctx, const unsigned char *us, size_t l)
 		}
 	}
 	if (in_event_args(p)) {
+		if (p->akey == A_COLL || p->akey == A_PG || p->akey == A_DTYPE)
+			return set_coll_string(p, s, l);
 		if (p->akey == A_NAME || p->akey == A_LABELS) {	/* M events: a name, or process_labels' labels */
 			if (intern(p, s, l, &id))
 				return 0;

@@ -136,6 +136,26 @@ static int remap(struct names *nm, struct idmap *m, const struct store_trace *t,
 	return TP_OK;
 }
 
+/* The collective's string fields (event.h: ids held in int64); one out of range is dropped. */
+static int remap64(struct names *nm, struct idmap *m, const struct store_trace *t, int64_t *v, uint32_t bit,
+		   uint32_t *have, struct tp_errbuf *err)
+{
+	uint32_t id;
+	int rc;
+
+	if (!(*have & bit))
+		return TP_OK;
+	if (*v <= 0 || *v > (int64_t)UINT32_MAX) {
+		*have &= ~bit;
+		return TP_OK;
+	}
+	id = (uint32_t)*v;
+	if ((rc = remap(nm, m, t, &id, err)))
+		return rc;
+	*v = id;
+	return TP_OK;
+}
+
 /* Where each ProfilerStep span came from. */
 struct span_src {
 	int64_t step, ts, artifact;
@@ -204,7 +224,10 @@ static int replay(struct store_trace *t, struct analysis *an, struct names *nm, 
 			/* string pid/tid: their text names the thread, as name and cat name the event */
 			if ((bad = remap(nm, &m, t, &e.name, err)) || (bad = remap(nm, &m, t, &e.cat, err)) ||
 			    (e.pid_s && (bad = remap(nm, &m, t, &e.pid_sid, err))) ||
-			    (e.tid_s && (bad = remap(nm, &m, t, &e.tid_sid, err))))
+			    (e.tid_s && (bad = remap(nm, &m, t, &e.tid_sid, err))) ||
+			    (bad = remap64(nm, &m, t, &e.coll, TH_COLL, &e.have, err)) ||
+			    (bad = remap64(nm, &m, t, &e.pg, TH_PG, &e.have, err)) ||
+			    (bad = remap64(nm, &m, t, &e.dtype, TH_DTYPE, &e.have, err)))
 				break;
 			if ((e.have & TH_TS) && b != base)
 				e.ts_ns = tp_sat_add(e.ts_ns, b - base);

@@ -5,8 +5,8 @@
 
 #include "store/evpack.h"
 
-/* ph, have, name, cat, flags, ts, 19 more integers, 2 doubles, arg */
-#define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 19 * 10 + 2 * 8 + 5)
+/* ph, have, name, cat, flags, ts, 26 more integers, 2 doubles, arg */
+#define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 26 * 10 + 2 * 8 + 5)
 
 /* the integer fields after ts, in enum tp_have order (bit, offset) */
 static const struct {
@@ -29,6 +29,13 @@ static const struct {
 	{ TH_TOTAL_ALLOC, offsetof(struct tp_event, total_alloc) },
 	{ TH_TOTAL_RES, offsetof(struct tp_event, total_reserved) },
 	{ TH_SORT, offsetof(struct tp_event, sort_index) },
+	{ TH_COLL, offsetof(struct tp_event, coll) },
+	{ TH_PG, offsetof(struct tp_event, pg) },
+	{ TH_DTYPE, offsetof(struct tp_event, dtype) },
+	{ TH_IN_NELEMS, offsetof(struct tp_event, in_nelems) },
+	{ TH_OUT_NELEMS, offsetof(struct tp_event, out_nelems) },
+	{ TH_GROUP_SIZE, offsetof(struct tp_event, group_size) },
+	{ TH_COLL_SEQ, offsetof(struct tp_event, coll_seq) },
 };
 #define NINT (sizeof(int_fields) / sizeof(int_fields[0]))
 

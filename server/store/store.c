@@ -483,7 +483,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					     "memory_groups", "memory_segments", "memory_blocks" };
+					     "memory_groups", "memory_segments", "memory_blocks", "collectives" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -993,6 +993,42 @@ static void bind_kernel(sqlite3_stmt *st, const struct store_final *f, int64_t a
 	sqlite3_bind_double(st, 13, k->occ_sum);
 }
 
+static void bind_coll(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_coll *c = &f->analysis->colls[i];
+
+	sqlite3_bind_int64(st, 1, artifact);
+	sqlite3_bind_int64(st, 2, (int64_t)i);
+	if (c->step >= 0)
+		sqlite3_bind_int64(st, 3, c->step);
+	else
+		sqlite3_bind_null(st, 3);
+	sqlite3_bind_text(st, 4, an_ckind_names[c->kind], -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, c->pg ? f->str(f->str_payload, c->pg) : "", -1, SQLITE_STATIC);
+	if (c->seq >= 0)
+		sqlite3_bind_int64(st, 6, c->seq);
+	else
+		sqlite3_bind_null(st, 6);
+	sqlite3_bind_int64(st, 7, tp_sat_add(c->launch_ns, f->base_ns));
+	sqlite3_bind_int64(st, 8, tp_sat_add(c->start_ns, f->base_ns));
+	sqlite3_bind_int64(st, 9, tp_sat_add(c->end_ns, f->base_ns));
+	sqlite3_bind_int64(st, 10, c->time_ns);
+	sqlite3_bind_int64(st, 11, c->kernels);
+	if (c->bytes >= 0)
+		sqlite3_bind_int64(st, 12, c->bytes);
+	else
+		sqlite3_bind_null(st, 12);
+	if (c->group_size > 0)
+		sqlite3_bind_int64(st, 13, c->group_size);
+	else
+		sqlite3_bind_null(st, 13);
+	if (c->before_op)
+		sqlite3_bind_text(st, 14, f->str(f->str_payload, c->before_op), -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 14);
+	sqlite3_bind_int64(st, 15, c->before_ns);
+}
+
 /* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
 static int step_reset(struct store_writer *w, sqlite3_stmt *st, struct tp_errbuf *err)
 {
@@ -1145,6 +1181,11 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 				 " cpu_dur_ns, comm_overlap_ns, incomplete, whole_trace, gpu_busy_ns, source_artifact)"
 				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 			      a->nsteps, bind_step, f, artifact, err)))
+		return rc;
+	if ((rc = insert_rows(w, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
+				 " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+			      a->ncolls, bind_coll, f, artifact, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
 				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", a->nops, bind_op, f, artifact, err)))
@@ -1477,7 +1518,7 @@ out:
 
 /* The derived tables of a rank (steps, operators, kernels, the trace's memory timelines). */
 static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					   "memory_groups" };
+					   "memory_groups", "collectives" };
 
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct tp_errbuf *err)
@@ -3125,6 +3166,139 @@ static int rank_devices(struct store_reader *r, const char *run, int rank, json_
 
 /* A rank is a straggler when its mean step time is this much above the median rank's. */
 #define STRAGGLER_PCT 5.0
+
+/* ---- GET /runs/{run}/distributed ---- */
+
+/* room for need elements of size in *p (capacity *cap, doubling); -1 when out of memory */
+static int grow_array(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t nc;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 64;
+	while (nc < need)
+		nc *= 2;
+	if (!(np = tp_realloc(*p, nc * size)))
+		return -1;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* text kept for the life of in (dist_input.strs), the same one again when same (a run's process
+ * groups are few: a linear search); NULL when out of memory */
+static const char *dist_str(struct dist_input *in, size_t *cap, const unsigned char *s, int same)
+{
+	char *d;
+
+	if (!s)
+		s = (const unsigned char *)"";
+	for (size_t i = in->nstrs; same && i-- > 0;)
+		if (!strcmp(in->strs[i], (const char *)s))
+			return in->strs[i];
+	if (grow_array((void **)&in->strs, cap, in->nstrs + 1, sizeof(*in->strs)) || !(d = tp_strdup((const char *)s)))
+		return NULL;
+	return in->strs[in->nstrs++] = d;
+}
+
+static int dist_kind(const unsigned char *s)
+{
+	for (int k = 0; s && k < AN_NCKIND; k++)
+		if (!strcmp((const char *)s, an_ckind_names[k]))
+			return k;
+	return AN_CK_OTHER;
+}
+
+#define RUN_TRACES "SELECT a.id, a.rank FROM artifacts a JOIN runs r ON r.id=a.run_id" \
+	" WHERE r.name=?1 AND a.status='ready' AND a.kind='trace'"
+
+int store_dist_input(struct store_reader *r, const char *run, struct dist_input *in, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0, scap = 0;
+	int rc, step;
+
+	memset(in, 0, sizeof(*in));
+	if ((rc = run_exists(r, run, err)))
+		return rc;
+	if (!(st = prepare(r, "SELECT DISTINCT rank FROM (" RUN_TRACES ") ORDER BY rank", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow_array((void **)&in->ranks, &cap, in->nranks + 1, sizeof(*in->ranks)))
+			goto oom;
+		in->ranks[in->nranks++] = sqlite3_column_int(st, 0);
+	}
+	if (step != SQLITE_DONE)
+		goto db;
+	sqlite3_finalize(st);
+	cap = 0;
+	if (!(st = prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
+			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns FROM steps s"
+			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.step", err)))
+		goto fail;
+	bind_text(st, 1, run);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow_array((void **)&in->steps, &cap, in->nsteps + 1, sizeof(*in->steps)))
+			goto oom;
+		in->steps[in->nsteps++] = (struct dist_step){
+			.rank = sqlite3_column_int(st, 0), .step = sqlite3_column_int64(st, 1),
+			.start_ns = sqlite3_column_int64(st, 2), .dur_ns = sqlite3_column_int64(st, 3),
+			.compute_ns = sqlite3_column_int64(st, 4), .communication_ns = sqlite3_column_int64(st, 5),
+			.overlap_ns = sqlite3_column_int64(st, 6), .idle_ns = sqlite3_column_int64(st, 7),
+			.incomplete = sqlite3_column_int(st, 8), .whole_trace = sqlite3_column_int(st, 9),
+			/* gpu_busy = |kernel u comm| = compute + |comm| - overlap */
+			.comm_total_ns = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1
+					 : sqlite3_column_int64(st, 10) - sqlite3_column_int64(st, 4) + sqlite3_column_int64(st, 6),
+		};
+	}
+	if (step != SQLITE_DONE)
+		goto db;
+	sqlite3_finalize(st);
+	cap = 0;
+	if (!(st = prepare(r, "SELECT t.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
+			      " c.time_ns, c.kernels, c.bytes, c.group_size, c.before_op, c.before_ns FROM collectives c"
+			      " JOIN (" RUN_TRACES ") t ON t.id=c.artifact_id ORDER BY t.rank, c.launch_ns, c.start_ns", err)))
+		goto fail;
+	bind_text(st, 1, run);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *pg = dist_str(in, &scap, sqlite3_column_text(st, 3), 1);
+		const unsigned char *bt = sqlite3_column_text(st, 12);
+		const char *before = bt ? dist_str(in, &scap, bt, 0) : NULL;
+		if (!pg || (bt && !before) || grow_array((void **)&in->colls, &cap, in->ncolls + 1, sizeof(*in->colls)))
+			goto oom;
+		in->colls[in->ncolls++] = (struct dist_coll){
+			.rank = sqlite3_column_int(st, 0),
+			.step = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1),
+			.kind = dist_kind(sqlite3_column_text(st, 2)), .pg = pg,
+			.seq = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4),
+			.launch_ns = sqlite3_column_int64(st, 5), .start_ns = sqlite3_column_int64(st, 6),
+			.end_ns = sqlite3_column_int64(st, 7), .time_ns = sqlite3_column_int64(st, 8),
+			.kernels = sqlite3_column_int64(st, 9),
+			.bytes = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10),
+			.group_size = sqlite3_column_type(st, 11) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 11),
+			.before_op = before, .before_ns = sqlite3_column_int64(st, 13),
+		};
+	}
+	if (step != SQLITE_DONE)
+		goto db;
+	sqlite3_finalize(st);
+	return TP_OK;
+oom:
+	sqlite3_finalize(st);
+	dist_input_release(in);
+	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+db:
+	rc = db_fail(err, r->db, "read distributed");
+	sqlite3_finalize(st);
+	dist_input_release(in);
+	return rc;
+fail:
+	dist_input_release(in);
+	return TP_ERR_DB;
+}
 
 json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err)
 {

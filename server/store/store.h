@@ -22,6 +22,7 @@
 #include "analysis/analysis.h"
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
+#include "analysis/distributed.h"
 #include "event.h"
 #include "memmodel.h"
 #include "tp.h"
@@ -243,6 +244,13 @@ json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, con
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err);
+
+/*
+ * What GET /runs/{run}/distributed reads (distributed.h): the run's trace ranks, their steps
+ * and collectives. Released with dist_input_release, also on failure. TP_ERR_NOTFOUND when
+ * there is no such run.
+ */
+int store_dist_input(struct store_reader *r, const char *run, struct dist_input *in, struct tp_errbuf *err);
 
 /* {"run", "metrics": [{"step", "name", "value"}]} by name then step; name NULL: every name. */
 json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err);

@@ -560,6 +560,23 @@ async function main() {
 		await expect('GET', `${p}/diagnosis`, 200, 'diagnosis');
 		if (steps)
 			await expect('GET', `${p}/diagnosis?rank=${steps.rank}`, 200, 'diagnosis');
+		const dist = await expect('GET', `${p}/distributed`, 200, 'distributed');
+		if (dist && steps) {
+			const mine = dist.ranks.find((x) => x.rank === steps.rank);
+			check(`GET ${p}/distributed: rank ${steps.rank}'s steps are /steps' (compute = kernel, communication, idle)`,
+				mine && mine.steps.length === steps.steps.length && mine.steps.every((x, i) =>
+					x.step === steps.steps[i].step && x.dur_ns === steps.steps[i].dur_ns &&
+					x.compute_ns === steps.steps[i].breakdown_ns.kernel &&
+					x.communication_ns === steps.steps[i].breakdown_ns.communication &&
+					x.overlap_ns === steps.steps[i].comm_overlap_ns && x.idle_ns === steps.steps[i].breakdown_ns.idle),
+				show([mine, steps.steps]));
+			const first = steps.steps.find((x) => !x.whole_trace);
+			if (first) {
+				const one = await expect('GET', `${p}/distributed?step=${first.step}`, 200, 'distributed');
+				check(`GET ${p}/distributed?step=${first.step}: that step alone`, one && one.step === first.step &&
+					one.ranks.every((x) => x.steps.every((y) => y.step === first.step)), show(one?.ranks));
+			}
+		}
 	}
 	const v100 = await expect('GET', '/api/v1/runs/v100/steps?rank=65535', 404, 'error');
 	if (v100)
@@ -808,7 +825,15 @@ async function main() {
 			up.push(await expect('POST', `/api/v1/runs/doomed/artifacts?rank=${rank}&name=${path.basename(file)}`, 201,
 				'artifact', fs.readFileSync(path.join(fixturesDir, file))));
 		if (up[1]) {
+			const two = await expect('GET', '/api/v1/runs/doomed/distributed', 200, 'distributed');
+			check('GET /distributed of the two hta_sampled ranks: both ranks, 10 matched collectives, each rank in all',
+				two?.ranks.length === 2 && two.stragglers.matched === 10 &&
+				two.stragglers.by_rank.every((x) => x.matched === 10), show(two?.stragglers.by_rank));
 			const d = await expect('DELETE', `/api/v1/runs/doomed/artifacts/${up[1].artifact.id}`, 200, 'deleted');
+			const one = await expect('GET', '/api/v1/runs/doomed/distributed', 200, 'distributed');
+			check('GET /distributed after a rank went: rank 0 alone, nothing matched',
+				one?.ranks.length === 1 && one.stragglers.matched === 0 && one.collectives.every((x) => x.rank === 0),
+				show(one?.ranks.map((x) => x.rank)));
 			const rk = await expect('GET', '/api/v1/runs/doomed/ranks', 200, 'ranks');
 			check('DELETE an artifact: one went, the run stays with rank 0 only', d?.deleted_artifacts === 1 &&
 				d?.run_deleted === false && rk?.ranks.length === 1 && rk.ranks[0].rank === 0, show([d, rk]));
@@ -824,7 +849,7 @@ async function main() {
 
 	// errors
 	await expect('GET', '/api/v1/runs/nope', 404, 'error');
-	for (const ep of ['steps', 'ops', 'kernels', 'ranks', 'diagnosis', 'trace', 'memory', 'memory/peak', 'memory/segments'])
+	for (const ep of ['steps', 'ops', 'kernels', 'ranks', 'diagnosis', 'distributed', 'trace', 'memory', 'memory/peak', 'memory/segments'])
 		await expect('GET', `/api/v1/runs/nope/${ep}`, 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/artifacts/999999', 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/ops?limit=0', 400, 'error');
@@ -837,6 +862,8 @@ async function main() {
 	await expect('GET', '/api/v1/runs/v100/steps?rank=7', 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/memory?format=csv', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/diagnosis?rank=-1', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/distributed?step=x', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/distributed?step=-1', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/trace?start_ns=10&end_ns=10', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?points=-1', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?points=1000001', 400, 'error');
@@ -854,7 +881,7 @@ async function main() {
 		const want = ['/healthz', '/api/v1/runs', '/api/v1/runs/{run}', '/api/v1/runs/{run}/artifacts',
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
-			'/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
+			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
 			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);

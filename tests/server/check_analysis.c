@@ -13,6 +13,7 @@
 #include "analysis/analysis.h"
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
+#include "analysis/distributed.h"
 #include "pipeline/ingest.h"
 #include "ingest/timeline.h"
 #include "ingest/trace.h"
@@ -171,6 +172,82 @@ START_TEST(test_resnet_and_nccl_figures)
 	ck_assert_int_le(iget(json_object_get(k, "total"), "total_ns"), 162532350);
 	json_decref(k);
 	check_breakdown_sums("nccl", 3);
+}
+END_TEST
+
+/* Collective kinds and element sizes as PyTorch and NCCL write them; nccl-tests' bus factors. */
+START_TEST(test_collective_names)
+{
+	static const struct { const char *s; int k; } kinds[] = {
+		{ "allreduce", AN_CK_ALL_REDUCE }, { "nccl:all_reduce", AN_CK_ALL_REDUCE }, { "_allgather_base", AN_CK_ALL_GATHER },
+		{ "allgather_into_tensor_coalesced", AN_CK_ALL_GATHER }, { "_reduce_scatter_base", AN_CK_REDUCE_SCATTER },
+		{ "reduce_scatter_tensor_coalesced", AN_CK_REDUCE_SCATTER }, { "alltoall_base", AN_CK_ALL_TO_ALL },
+		{ "nccl:all_to_all", AN_CK_ALL_TO_ALL }, { "broadcast", AN_CK_BROADCAST }, { "reduce", AN_CK_REDUCE },
+		{ "send", AN_CK_SEND }, { "recv", AN_CK_RECV }, { "barrier", AN_CK_BARRIER }, { "gather", AN_CK_GATHER },
+		{ "scatter", AN_CK_SCATTER },
+		{ "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", AN_CK_ALL_REDUCE },
+		{ "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", AN_CK_REDUCE_SCATTER },
+		{ "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", AN_CK_SEND_RECV },
+		{ "ncclKernel_Broadcast_RING_LL_Sum_int8_t", AN_CK_BROADCAST }, { "ncclDevKernel_Generic", -1 }, { "", -1 },
+	};
+	static const struct { const char *s; int n; } sizes[] = {
+		{ "Float", 4 }, { "BFloat16", 2 }, { "Half", 2 }, { "c10::Half", 2 }, { "Double", 8 }, { "Long", 8 },
+		{ "long int", 8 }, { "Int", 4 }, { "signed char", 1 }, { "Byte", 1 }, { "Bool", 1 },
+		{ "Float8_e4m3fn", 1 }, { "ComplexFloat", 8 }, { "Quaternion", 0 }, { "", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		ck_assert_msg(an_coll_kind(kinds[i].s) == kinds[i].k, "%s: %d", kinds[i].s, an_coll_kind(kinds[i].s));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		ck_assert_msg(an_dtype_size(sizes[i].s) == sizes[i].n, "%s", sizes[i].s);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_ALL_REDUCE, 8), 1.75, 1e-12);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_ALL_GATHER, 8), 0.875, 1e-12);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_REDUCE_SCATTER, 4), 0.75, 1e-12);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_ALL_TO_ALL, 2), 0.5, 1e-12);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_BROADCAST, 8), 1, 1e-12);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_SEND, 2), 1, 1e-12);
+	ck_assert_double_eq_tol(dist_busbw_factor(AN_CK_ALL_REDUCE, 0), 0, 1e-12);
+}
+END_TEST
+
+/*
+ * hta_nccl_rel_ts's collectives. From the file (Python, Decimal): its NCCL kernels carry the args;
+ * allreduce: 15 kernels, max(In, Out msg nelems) x 4 (Float) summed 306,684,384 B in
+ * 46,762,159 ns; broadcast: 6, 638,712 B in 114,334 ns; group "0" of 2.
+ */
+START_TEST(test_nccl_collectives)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	struct dist_input in;
+	json_t *d, *c;
+	size_t i;
+	int seen = 0;
+
+	ingest_fixture("nccl", "traces/hta_nccl_rel_ts.json.gz");
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	ck_assert_int_eq(store_dist_input(r, "nccl", &in, &err), 0);
+	ck_assert_uint_eq(in.ncolls, 21);
+	ck_assert_ptr_nonnull(d = distributed_run(&in, 0, 0));
+	json_array_foreach(json_object_get(d, "collectives"), i, c) {
+		const char *kind = json_string_value(json_object_get(c, "kind"));
+		int ar = !strcmp(kind, "all_reduce");
+		ck_assert_msg(ar || !strcmp(kind, "broadcast"), "%s", kind);
+		seen |= ar ? 1 : 2;
+		ck_assert_str_eq(json_string_value(json_object_get(c, "pg")), "0");
+		ck_assert_int_eq(iget(c, "group_size"), 2);
+		ck_assert_int_eq(iget(c, "calls"), ar ? 15 : 6);
+		ck_assert_int_eq(iget(c, "bytes"), ar ? 306684384 : 638712);
+		ck_assert_int_eq(iget(c, "time_ns"), ar ? 46762159 : 114334);
+		ck_assert_double_eq_tol(json_real_value(json_object_get(c, "algbw_gbps")),
+					ar ? 306684384.0 / 46762159 : 638712.0 / 114334, 1e-9);
+	}
+	ck_assert_int_eq(seen, 3);
+	/* one rank: nothing to match */
+	ck_assert_int_eq(iget(json_object_get(d, "stragglers"), "matched"), 0);
+	json_decref(d);
+	dist_input_release(&in);
+	store_reader_close(r);
 }
 END_TEST
 
@@ -724,6 +801,8 @@ Suite *suite_analysis(void)
 	tcase_add_test(tc, test_v100_kernels_and_steps);
 	tcase_add_test(tc, test_resnet_and_nccl_figures);
 	tcase_add_test(tc, test_gpu_time_of_ops);
+	tcase_add_test(tc, test_collective_names);
+	tcase_add_test(tc, test_nccl_collectives);
 	tcase_add_loop_test(tc, test_self_time_within_thread_busy_time, 0, 3);
 	tcase_add_test(tc, test_resnet_dataloader_finding);
 	suite_add_tcase(s, tc);

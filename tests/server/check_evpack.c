@@ -14,7 +14,7 @@ static void fill(struct tp_event *e, size_t n, unsigned seed)
 	for (size_t i = 0; i < n; i++) {
 		memset(&e[i], 0, sizeof(e[i]));
 		e[i].ph = "XiMsfBE"[rand() % 7];
-		e[i].have = (uint32_t)rand() & ((1u << 21) - 1);
+		e[i].have = (uint32_t)rand() & ((1u << 28) - 1);
 		e[i].name = (uint32_t)rand();
 		e[i].cat = (uint32_t)(rand() % 3);
 		e[i].ts_ns = rand() % 3 ? 1669783687464181000LL + rand() : edge[rand() % 11];
@@ -45,6 +45,13 @@ static void fill(struct tp_event *e, size_t n, unsigned seed)
 		e[i].total_reserved = 12782141440LL;
 		e[i].sort_index = edge[rand() % 11];
 		e[i].arg = rand() % 2 ? (uint32_t)rand() : 0;
+		e[i].coll = rand();
+		e[i].pg = UINT32_MAX;
+		e[i].dtype = 1;
+		e[i].in_nelems = edge[rand() % 11];
+		e[i].out_nelems = 2049000;
+		e[i].group_size = 128;
+		e[i].coll_seq = edge[rand() % 11];
 	}
 }
 
@@ -61,7 +68,8 @@ static void same(const struct tp_event *a, const struct tp_event *b)
 	F(TH_DEVICE, device); F(TH_BYTES, bytes); F(TH_SEQ, seq); F(TH_FWD_TID, fwd_tid);
 	F(TH_FLOW, flow_id); F(TH_EV_IDX, ev_idx); F(TH_DEV_TYPE, dev_type); F(TH_DEV_ID, dev_id);
 	F(TH_ADDR, addr); F(TH_TOTAL_ALLOC, total_alloc); F(TH_TOTAL_RES, total_reserved);
-	F(TH_SORT, sort_index);
+	F(TH_SORT, sort_index); F(TH_COLL, coll); F(TH_PG, pg); F(TH_DTYPE, dtype); F(TH_IN_NELEMS, in_nelems);
+	F(TH_OUT_NELEMS, out_nelems); F(TH_GROUP_SIZE, group_size); F(TH_COLL_SEQ, coll_seq);
 #undef F
 	if (a->have & TH_PID) {
 		if (a->pid_s)

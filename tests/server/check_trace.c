@@ -197,6 +197,40 @@ START_TEST(test_memory_event_args)
 }
 END_TEST
 
+/* the collective's args, on record_param_comms and on a kernel (hta_nccl_rel_ts's), a number as a group name */
+START_TEST(test_collective_args)
+{
+	struct tp_errbuf err = { 0 };
+	struct got g;
+	const char *t =
+		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":1,\"tid\":2,"
+		"\"ts\":4458676524648.797,\"dur\":189.626,\"args\":{\"External id\":2099,\"Process Group Name\":\"0\","
+		"\"Out msg nelems\":2049000,\"Process Group Ranks\":\"[0, 1]\",\"Group size\":2,\"In msg nelems\":2049001,"
+		"\"dtype\":\"Float\",\"Collective name\":\"allreduce\",\"Seq\":17}},"
+		"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_Broadcast_RING_LL_Sum_int8_t\",\"pid\":0,\"tid\":40,"
+		"\"ts\":1,\"dur\":2,\"args\":{\"Collective name\":\"broadcast\",\"Process Group Name\":5,\"dtype\":\"\"}},"
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":2}]}";
+
+	ck_assert_int_eq(parse_str(&g, t, &err), 0);
+	ck_assert_uint_eq(g.n, 3);
+	ck_assert_uint_eq(g.ev[0].have & (TH_COLL | TH_PG | TH_DTYPE | TH_IN_NELEMS | TH_OUT_NELEMS | TH_GROUP_SIZE | TH_COLL_SEQ),
+			  TH_COLL | TH_PG | TH_DTYPE | TH_IN_NELEMS | TH_OUT_NELEMS | TH_GROUP_SIZE | TH_COLL_SEQ);
+	ck_assert_str_eq(trace_string(g.p, (uint32_t)g.ev[0].coll), "allreduce");
+	ck_assert_str_eq(trace_string(g.p, (uint32_t)g.ev[0].pg), "0");
+	ck_assert_str_eq(trace_string(g.p, (uint32_t)g.ev[0].dtype), "Float");
+	ck_assert_int_eq(g.ev[0].in_nelems, 2049001);
+	ck_assert_int_eq(g.ev[0].out_nelems, 2049000);
+	ck_assert_int_eq(g.ev[0].group_size, 2);
+	ck_assert_int_eq(g.ev[0].coll_seq, 17);
+	ck_assert_int_eq(g.ev[0].ext_id, 2099);
+	ck_assert_str_eq(trace_string(g.p, (uint32_t)g.ev[1].coll), "broadcast");
+	ck_assert_str_eq(trace_string(g.p, (uint32_t)g.ev[1].pg), "5");
+	ck_assert(!(g.ev[1].have & (TH_DTYPE | TH_IN_NELEMS | TH_COLL_SEQ)));	/* an empty dtype is none */
+	ck_assert(!(g.ev[2].have & (TH_COLL | TH_PG | TH_DTYPE)));
+	got_free(&g);
+}
+END_TEST
+
 START_TEST(test_ids_above_int64_max)
 {
 	struct tp_errbuf err = { 0 };
@@ -414,6 +448,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, test_timestamp_generations);
 	tcase_add_test(tc, test_legacy_and_odd_events);
 	tcase_add_test(tc, test_memory_event_args);
+	tcase_add_test(tc, test_collective_args);
 	tcase_add_test(tc, test_ids_above_int64_max);
 	tcase_add_test(tc, test_fixtures_any_piece_size);
 	tcase_add_test(tc, test_strings_interned_once);

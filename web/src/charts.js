@@ -353,3 +353,48 @@ export function memorySegments(el, seg, { names = {}, onPick } = {}) {
 		h('div', { class: 'state-legend small' }, cats.map((c) => h('span', { class: 'cat' }, h('i', { class: 'swatch', 'data-cat': c }), label(c))),
 			h('span', { class: 'cat' }, h('i', { class: 'swatch reserved-free' }), 'reserved, free')));
 }
+
+// The ranks side by side (GET /distributed): one bar per rank and step, stacked as
+// computation alone, computation with communication under it (overlap), communication
+// no computation hides, idle, and the rest of the step (copies, host work).
+export const DIST_PARTS = ['compute', 'overlap', 'communication', 'idle', 'other'];
+export const DIST_COLORS = { compute: '#2563eb', overlap: '#7c3aed', communication: '#dc2626', idle: '#d4d4d8', other: '#a3a3a3' };
+
+export function distChart(el, dist) {
+	const bars = [];
+	for (const r of dist.ranks)
+		for (const s of r.steps)
+			bars.push({ rank: r.rank, s });
+	const n = bars.length;
+	const cols = {
+		compute: bars.map(({ s }) => s.compute_ns - s.overlap_ns),
+		overlap: bars.map(({ s }) => s.overlap_ns),
+		communication: bars.map(({ s }) => s.communication_ns),
+		idle: bars.map(({ s }) => s.idle_ns),
+		other: bars.map(({ s }) => Math.max(0, s.dur_ns - s.compute_ns - s.communication_ns - s.idle_ns)),
+	};
+	const layers = stack(DIST_PARTS, cols, n);
+	const name = (i) => (bars[i] ? `r${bars[i].rank} ${bars[i].s.step == null ? 'trace' : '#' + bars[i].s.step}` : '');
+	el.dataset.bars = n;
+	return mount(el, {
+		class: 'chart',
+		cursor: { drag: { x: false, y: false }, points: { show: false } },
+		scales: { x: { time: false, distr: 2, range: (u, min, max) => [min - 0.5, max + 0.5] }, y: { range: (u, min, max) => [0, max * 1.05 || 1] } },
+		axes: [
+			{ ...axisStyle, label: 'rank, step', values: (u, splits) => splits.map(name),
+				splits: (u) => {
+					const k = Math.max(1, Math.ceil(n / (u.bbox.width / devicePixelRatio / 60)));
+					return bars.map((b, i) => i).filter((i) => i % k === 0);
+				} },
+			{ ...axisStyle, size: 70, values: nsTicks },
+		],
+		series: [
+			{ label: 'rank, step', value: (u, i) => (i == null || !bars[i] ? '' : `${name(i)}: ${fmtNs(bars[i].s.dur_ns)}`) },
+			...layers.map(({ key }) => ({
+				label: key, fill: DIST_COLORS[key], stroke: DIST_COLORS[key], width: 0,
+				paths: uPlot.paths.bars({ size: [0.7, 48], gap: 1 }), points: { show: false },
+				value: (u, v, si, i) => (i == null ? '' : fmtNs(cols[key][i])),
+			})),
+		],
+	}, [bars.map((b, i) => i), ...layers.map((l) => l.cum)]);
+}

@@ -41,6 +41,9 @@ export function evidenceValue(key, v) {
 	}
 	if (v && typeof v === 'object' && !Array.isArray(v))	// {"name": figure}: "name figure, ..."
 		return Object.entries(v).map(([k, x]) => `${k} ${typeof x === 'number' ? fmtInt(x) : x}`).join(', ');
+	if (Array.isArray(v) && v.some((x) => x && typeof x === 'object'))	// [{"name": "prep", "extra_ns": 5e4}]: "prep, extra 50.0 µs; ..."
+		return v.map((o) => Object.entries(o).map(([k, x]) => (x == null ? '' : typeof x === 'number' ? `${evidenceLabel(k)} ${evidenceValue(k, x)}` : String(x)))
+			.filter(Boolean).join(', ')).join('; ');
 	return Array.isArray(v) ? v.join(', ') : String(v);
 }
 

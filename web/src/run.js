@@ -3,7 +3,7 @@
 // operators and kernels, the diagnosis, ranks, the trace window (download or
 // open in Perfetto) and the artifacts.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, runUrl } from './api.js';
-import { memoryChart, memorySegments, memoryState, stepChart } from './charts.js';
+import { distChart, memoryChart, memorySegments, memoryState, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
 import { openInViewer } from './viewer.js';
@@ -49,6 +49,8 @@ export async function runPage(app, run) {
 	const traceBox = h('div');
 	const wholeBox = h('div', { class: 'chart-box' });
 	const cyclesBox = h('div');
+	const distBox = h('div', { id: 'distributed' });
+	const multi = rankList.length > 1 && info.artifacts.some((a) => a.kind === 'trace' && a.status === 'ready');
 
 	const rankPicker = rankList.length > 1 ? h('label', { class: 'rank-pick' }, 'rank ',
 		h('select', { onchange: (e) => { location.search = '?rank=' + e.target.value; } },
@@ -78,6 +80,7 @@ export async function runPage(app, run) {
 		hasTrace && card('Top GPU kernels', kernelsBox),
 		hasTrace && card('Diagnosis', diagBox),
 		ranks.ranks.length && card('Ranks', ranksTable(ranks, run)),
+		multi && card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox),
 		hasTrace && card('Trace', traceBox),
 		card('Artifacts', artifactsTable(info.artifacts, run))].filter(Boolean));
 
@@ -141,6 +144,7 @@ export async function runPage(app, run) {
 		hasTrace && load(kernelsBox, () => kernelsTable(kernelsBox, run, rank)),
 		hasTrace && load(diagBox, async () => diagnosis(diagBox, (await api(runUrl(run, '/diagnosis', { rank }))).findings)),
 		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
+		multi && load(distBox, async () => distributed(distBox, run, await api(runUrl(run, '/distributed')))),
 	]);
 	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info));
 	ready(app);
@@ -272,6 +276,83 @@ function diagnosis(box, findings) {
 		h('p', { class: 'advice', text: f.advice }),
 		h('dl', { class: 'evidence' }, Object.entries(f.evidence || {}).map(([k, v]) =>
 			[h('dt', { text: evidenceLabel(k) }), h('dd', { text: evidenceValue(k, v) })])))));
+}
+
+// The Distributed card: bars per rank and step, the collectives, who arrived last, lateness by rank and step.
+function distributed(box, run, d) {
+	const chart = h('div', { class: 'chart-box' });
+	const st = d.stragglers;
+	const gbps = (v) => (v == null ? '' : v.toFixed(2) + ' GB/s');
+	const colls = table({
+		sort: 'time_ns', rows: d.collectives, empty: 'No collectives in these traces.',
+		columns: [
+			{ key: 'rank', label: 'Rank', num: true },
+			{ key: 'kind', label: 'Collective' },
+			{ key: 'pg', label: 'Group', fmt: (v, r) => (v || '–') + (r.group_size ? ` (${r.group_size})` : '') },
+			{ key: 'calls', label: 'Calls', num: true, fmt: fmtInt },
+			{ key: 'bytes', label: 'Bytes', num: true, fmt: (v) => (v == null ? '' : fmtBytes(v)) },
+			{ key: 'time_ns', label: 'Time', num: true, fmt: fmtNs },
+			{ key: 'algbw_gbps', label: 'Alg bw', num: true, fmt: gbps },
+			{ key: 'busbw_gbps', label: 'Bus bw', num: true, fmt: gbps },
+		],
+	});
+	const byRank = table({
+		sort: 'last_arrival_pct', rows: st.by_rank, empty: 'No collective was seen on two ranks.',
+		columns: [
+			{ key: 'rank', label: 'Rank', num: true, fmt: (v) => h('a', { href: `/runs/${encodeURIComponent(run)}?rank=${v}`, text: v }) },
+			{ key: 'matched', label: 'Matched', num: true, fmt: fmtInt },
+			{ key: 'last_arrivals', label: 'Last', num: true, fmt: fmtInt },
+			{ key: 'last_arrival_pct', label: 'Last %', num: true, fmt: (v) => (v == null ? '' : fmtPct(v / 100)) },
+			{ key: 'wait_caused_ns', label: 'Wait caused', num: true, fmt: fmtNs },
+			{ key: 'wait_ns', label: 'Waited', num: true, fmt: fmtNs },
+		],
+	});
+	const slow = table({
+		sort: 'step', desc: false, rows: st.steps, empty: 'No steps.',
+		columns: [
+			{ key: 'step', label: 'Step', num: true },
+			{ key: 'slowest_rank', label: 'Slowest rank', num: true },
+			{ key: 'dur_ns', label: 'Its step', num: true, fmt: fmtNs },
+			{ key: 'fastest_rank', label: 'Fastest rank', num: true },
+			{ key: 'fastest_dur_ns', label: 'Its step', num: true, fmt: fmtNs },
+		],
+	});
+	box.replaceChildren(chart, h('h3', { text: 'Collectives' }), colls.el,
+		h('h3', { text: 'Who arrives last' }), byRank.el, lateness(d),
+		h('h3', { text: 'Slowest rank per step' }), slow.el);
+	if (d.ranks.some((r) => r.steps.length))
+		distChart(chart, d);
+	else
+		chart.replaceChildren(h('p', { class: 'muted', text: 'No steps.' }));
+}
+
+// Rank by step: how late each rank launched its collectives (after the first rank), summed.
+function lateness(d) {
+	const late = new Map(), steps = new Set();
+	for (const inst of d.stragglers.instances) {
+		if (inst.step == null)
+			continue;
+		steps.add(inst.step);
+		const first = Math.min(...inst.ranks.map((r) => r.launch_ns));
+		for (const r of inst.ranks) {
+			const k = `${r.rank}:${inst.step}`;
+			late.set(k, (late.get(k) || 0) + r.launch_ns - first);
+		}
+	}
+	if (!steps.size)
+		return null;
+	const cols = [...steps].sort((a, b) => a - b);
+	const max = Math.max(1, ...late.values());
+	return h('div', { class: 'table-wrap' }, h('table', { class: 'data heat', id: 'lateness' },
+		h('caption', { class: 'muted small', text: 'Arrival lateness: per rank and step, how much later than the first rank it launched its matched collectives (summed).' }),
+		h('thead', null, h('tr', null, h('th', { text: 'rank \\ step' }), cols.map((s) => h('th', { class: 'num', text: '#' + s })))),
+		h('tbody', null, d.ranks.map((r) => h('tr', null, h('th', { text: r.rank }), cols.map((s) => {
+			const v = late.get(`${r.rank}:${s}`);
+			const td = h('td', { class: 'num', text: v == null ? '' : fmtNs(v), 'data-ns': v ?? '' });
+			if (v)	/* through the CSSOM: the page's CSP refuses style attributes */
+				td.style.background = `rgba(220, 38, 38, ${(0.1 + 0.6 * v / max).toFixed(2)})`;
+			return td;
+		}))))));
 }
 
 function ranksTable(ranks, run) {

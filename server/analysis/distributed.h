@@ -1,0 +1,87 @@
+/*
+ * distributed.h: how the ranks of a run spent their steps and waited for
+ * each other, from what analysis stored at ingest (the store gathers it into
+ * struct dist_input): per rank and step the computation / exposed
+ * communication / overlap / idle split of the step breakdown, the
+ * collectives per rank, kind and process group with their bandwidths, and
+ * the collectives matched across ranks (stragglers). Pure: no SQL, no HTTP.
+ */
+#ifndef DISTRIBUTED_H
+#define DISTRIBUTED_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One step of one rank, from the step breakdown (analysis.h). */
+struct dist_step {
+	int rank;
+	int64_t step, start_ns, dur_ns;
+	int64_t compute_ns;		/* computation kernels (the breakdown's kernel component) */
+	int64_t communication_ns;	/* communication not under computation (exposed) */
+	int64_t overlap_ns;		/* communication under computation kernels */
+	int64_t idle_ns;
+	int64_t comm_total_ns;		/* time any communication kernel runs (HTA's denominator of its overlap); -1: unknown */
+	int incomplete, whole_trace;
+};
+
+/* One collective of one rank (analysis.h, struct an_coll). */
+struct dist_coll {
+	int rank;
+	int64_t step;			/* -1: in no step */
+	int kind;			/* enum an_ckind */
+	const char *pg;			/* "" when the trace names none; owned by the input */
+	int64_t seq;			/* -1: none written */
+	int64_t launch_ns, start_ns, end_ns, time_ns, kernels;
+	int64_t bytes;			/* -1: not written */
+	int64_t group_size;		/* 0: not written */
+	const char *before_op;		/* an_coll.before_op; NULL: none; owned by the input */
+	int64_t before_ns;
+};
+
+struct dist_input {
+	int *ranks;			/* the run's ranks with trace data, ascending */
+	size_t nranks;
+	struct dist_step *steps;	/* by rank, then start */
+	size_t nsteps;
+	struct dist_coll *colls;	/* by rank, then launch */
+	size_t ncolls;
+	char **strs;			/* what pg points into */
+	size_t nstrs;
+};
+
+/* At most this many matched instances are listed, with at most DIST_ENTRIES_MAX ranks in all
+ * (all are counted): a few hundred KB of JSON at most. */
+#define DIST_INSTANCES_MAX 2000
+#define DIST_ENTRIES_MAX 20000
+
+/* nccl-tests' bus bandwidth factor of a collective kind in a group of n ranks. */
+double dist_busbw_factor(int kind, int64_t n);
+
+/*
+ * {"ranks", "collectives", "stragglers"} (schemas/api/distributed.schema.json)
+ * for every step, or for step only when has_step. New reference; NULL when
+ * out of memory.
+ */
+json_t *distributed_run(struct dist_input *in, int has_step, int64_t step);
+void dist_input_release(struct dist_input *in);
+
+/*
+ * Findings about the run's ranks together (the shape of diagnosis.h's), from the answer of
+ * distributed_run over every step (body):
+ *   persistent_straggler  a rank last to launch in DIST_STRAGGLER_PCT of its matched
+ *                         collectives or more (and at least 1.5 times its fair share, 100/n),
+ *                         over DIST_STRAGGLER_MIN matched collectives or more;
+ *   exposed_communication_ranks  ranks whose exposed communication passes DIST_EXPOSED_PCT
+ *                         of their step time;
+ *   compute_imbalance     computation per step of the busiest rank more than DIST_IMBALANCE_PCT
+ *                         above the least busy one's.
+ * Nothing with fewer than two ranks. A new array; NULL when out of memory.
+ */
+#define DIST_STRAGGLER_PCT 50.0
+#define DIST_STRAGGLER_MIN 3
+#define DIST_EXPOSED_PCT 10.0
+#define DIST_IMBALANCE_PCT 10.0
+json_t *distributed_findings(json_t *body);
+
+#endif

@@ -1,0 +1,80 @@
+// Browser test of the run page's Distributed section (issue 18) on the two real
+// hta_sampled ranks: per rank and step bars, the collectives, who arrives last,
+// the lateness heat map and the slowest rank per step, as GET /distributed says.
+//   BUILD_DIR=build node --test tests/browser/distributed.test.mjs
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
+
+let srv, browser;
+const shots = screenshotDir();
+
+before(async () => {
+	srv = await startServer();
+	await upload(srv.base, 'dist', 'traces/hta_sampled_rank0.json.gz', 'rank=0');
+	await upload(srv.base, 'dist', 'traces/hta_sampled_rank1.json.gz', 'rank=1');
+	await upload(srv.base, 'solo', 'traces/hta_sampled_rank0.json.gz', 'rank=0');
+	browser = await launchBrowser();
+});
+
+after(async () => {
+	await browser?.close();
+	await srv?.stop();
+});
+
+const section = 'section:has(h2:text-is("Distributed"))';
+const rowTexts = (page, sel) => page.$$eval(`${sel} tbody tr`, (trs) => trs.map((tr) => tr.textContent));
+
+test('run page of two ranks: the Distributed section', async () => {
+	const api = await (await fetch(srv.base + '/api/v1/runs/dist/distributed')).json();
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/dist');
+	await page.waitForSelector('#app[data-ready]');
+	assert.equal(await page.locator(section).count(), 1);
+	// one bar per rank and step: 2 ranks x 2 steps, drawn
+	assert.equal(await page.getAttribute(`${section} .chart-box`, 'data-bars'), '4');
+	assert.equal(await page.locator(`${section} canvas`).count() > 0, true);
+	// the collectives: 3 kinds on each rank; all_to_all's time on rank 0 (182,403 us)
+	const colls = await page.$$eval(`${section} h3:text-is("Collectives") + div.table tbody tr`, (trs) => trs.map((tr) => tr.textContent));
+	assert.equal(colls.length, api.collectives.length);
+	assert.equal(colls.length, 6);
+	assert.ok(colls.some((t) => /^0all_to_all–4182 ms$/.test(t)), colls.join(' | '));
+	// who arrives last: rank 0 in 6 of 10 (60.0 %)
+	const last = await page.$$eval(`${section} h3:text-is("Who arrives last") + div.table tbody tr`, (trs) => trs.map((tr) => tr.textContent));
+	assert.equal(last.length, 2);
+	assert.ok(last.some((t) => /^010660\.0 ?%/.test(t)), last.join(' | '));
+	// the heat map: rank x step, each cell the summed lateness of /distributed's instances
+	const cells = await page.$$eval('#lateness tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.dataset.ns)));
+	assert.equal(cells.length, 2);
+	assert.equal(cells[0].length, 2);
+	const want = {};
+	for (const inst of api.stragglers.instances) {
+		const first = Math.min(...inst.ranks.map((r) => r.launch_ns));
+		for (const r of inst.ranks)
+			want[`${r.rank}:${inst.step}`] = (want[`${r.rank}:${inst.step}`] || 0) + r.launch_ns - first;
+	}
+	assert.equal(Number(cells[0][0] || 0), want['0:551'] || 0);
+	assert.equal(Number(cells[1][1] || 0), want['1:552'] || 0);
+	// the slowest rank per step: rank 1 in both (630,639 us against 622,928 in #552)
+	const slow = await page.$$eval(`${section} h3:text-is("Slowest rank per step") + div.table tbody tr`, (trs) => trs.map((tr) => tr.textContent));
+	assert.equal(slow.length, 2);
+	assert.match(slow[1], /^5521631 ms0623 ms$/);
+	// the run-level findings in the Diagnosis card, arrays of figures in words
+	const diag = await page.textContent('section:has(h2:text-is("Diagnosis"))');
+	assert.match(diag, /Rank 1 computes 29\.3% longer per step than rank 0/);
+	assert.match(diag, /rank 0, exposed communication 27%, overlap 15%; rank 1, exposed communication 24%, overlap 20%/);
+	assert.doesNotMatch(diag, /object Object/);
+	await page.screenshot({ path: path.join(shots, 'run-distributed.png'), fullPage: true });
+	await page.locator(section).screenshot({ path: path.join(shots, 'run-distributed-section.png') });
+	assert.deepEqual(page.problems, []);
+});
+
+test('run page of one rank: no Distributed section', async () => {
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/solo');
+	await page.waitForSelector('#app[data-ready]');
+	assert.equal(await page.locator(section).count(), 0);
+	assert.deepEqual(page.problems, []);
+});

@@ -1,0 +1,582 @@
+/*
+ * check_distributed.c: GET /api/v1/runs/{run}/distributed on the real
+ * server: synthetic 2- and 4-rank runs written here with answers known by
+ * construction (times exact to the ns, percentages to 0.1), the same run
+ * uploaded in chunks, the real hta_sampled rank 0 / rank 1 pair with figures
+ * computed from the files in Python (below), and bad parameters.
+ */
+#define _GNU_SOURCE	/* open_memstream */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+
+static void start(void)
+{
+	ck_assert_int_eq(tu_server_start(&srv, NULL), 0);
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+}
+
+static json_t *get(const char *path, long status)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "%s: %ld, expected %ld: %s", path, r.status, status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+/* ---- a trace written event by event (times in integer us, so ns are exact) ---- */
+
+struct tr {
+	FILE *f;
+	char *buf;
+	size_t len;
+	int n;
+};
+
+/* correlation ids, increasing across a process's chunks as CUPTI's do */
+static long corr_next = 100;
+
+static void tr_begin(struct tr *t, int rank, int world)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = open_memstream(&t->buf, &t->len);
+	ck_assert_ptr_nonnull(t->f);
+	fprintf(t->f, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},"
+		" \"traceEvents\": [", rank, world);
+}
+
+static void tr_ev(struct tr *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tr_ev(struct tr *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs(t->n++ ? ",\n" : "\n", t->f);
+	va_start(ap, fmt);
+	vfprintf(t->f, fmt, ap);
+	va_end(ap);
+}
+
+/* a host span on the main thread */
+static void tr_host(struct tr *t, const char *cat, const char *name, long ts, long dur, const char *args)
+{
+	tr_ev(t, "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": 1, \"tid\": 1, \"ts\": %ld, \"dur\": %ld,"
+	      " \"args\": {%s}}", cat, name, ts, dur, args ? args : "");
+}
+
+/* cudaLaunchKernel at ts (5 us) and its kernel on stream at [ks, ks + kdur) */
+static void tr_launch(struct tr *t, long ts, const char *kernel, int stream, long ks, long kdur, const char *kargs)
+{
+	long c = ++corr_next;
+
+	tr_ev(t, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1,"
+	      " \"ts\": %ld, \"dur\": 5, \"args\": {\"correlation\": %ld}}", ts, c);
+	tr_ev(t, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %d, \"ts\": %ld, \"dur\": %ld,"
+	      " \"args\": {\"device\": 0, \"stream\": %d, \"correlation\": %ld%s%s}}", kernel, stream, ks, kdur, stream, c,
+	      kargs ? ", " : "", kargs ? kargs : "");
+}
+
+static void tr_step(struct tr *t, int n, long ts, long dur)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "ProfilerStep#%d", n);
+	tr_host(t, "user_annotation", name, ts, dur, NULL);
+}
+
+static void tr_upload(struct tr *t, const char *run, const char *name)
+{
+	fputs("\n]}\n", t->f);
+	fclose(t->f);
+	tu_upload(&srv, run, name, t->buf, t->len);
+	free(t->buf);
+}
+
+#define AR_KERNEL "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
+#define AG_KERNEL "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"
+#define MM_KERNEL "volta_sgemm_128x64_nn"
+
+/*
+ * Two ranks, one step each (rank 0 [1000, 2000) us, rank 1 [1000, 2100) us):
+ * a computation kernel [1100, 1400) on both; an all_reduce of 1048576 Float
+ * (c10d::allreduce_ > record_param_comms > nccl:all_reduce > launch) whose
+ * kernel is partly under it on rank 0 ([1300, 1500)) and wholly on rank 1
+ * ([1150, 1350)), launched at 1050 on rank 0 and 1080 on rank 1 (rank 1 is
+ * 30 us late); then an all_gather (In 1000, Out 2000 BFloat16) at [1700,
+ * 1800), not overlapped, launched at 1600 on rank 0 and 1590 on rank 1
+ * (rank 0 is 10 us late).
+ */
+static void upload_two(void)
+{
+	static const char ar_args[] = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"0\","
+		" \"In msg nelems\": 1048576, \"Out msg nelems\": 1048576, \"dtype\": \"Float\", \"Group size\": 2";
+	static const char ag_args[] = "\"Collective name\": \"_allgather_base\", \"Process Group Name\": \"0\","
+		" \"In msg nelems\": 1000, \"Out msg nelems\": 2000, \"dtype\": \"BFloat16\", \"Group size\": 2";
+	struct tr t;
+
+	for (int rank = 0; rank < 2; rank++) {
+		long ar = rank ? 1080 : 1050, ag = rank ? 1590 : 1600;
+		tr_begin(&t, rank, 2);
+		tr_step(&t, 1, 1000, rank ? 1100 : 1000);
+		tr_host(&t, "cpu_op", "aten::mm", 1005, 20, NULL);
+		tr_launch(&t, 1010, MM_KERNEL, 7, 1100, 300, NULL);
+		tr_host(&t, "cpu_op", "c10d::allreduce_", ar, 30, NULL);
+		tr_host(&t, "cpu_op", "record_param_comms", ar + 2, 26, ar_args);
+		tr_host(&t, "user_annotation", "nccl:all_reduce", ar + 4, 20, NULL);
+		tr_launch(&t, ar + 6, AR_KERNEL, 9, rank ? 1150 : 1300, 200, NULL);
+		tr_host(&t, "cpu_op", "record_param_comms", ag, 30, ag_args);
+		tr_host(&t, "user_annotation", "nccl:_all_gather_base", ag + 2, 20, NULL);
+		tr_launch(&t, ag + 4, AG_KERNEL, 9, 1700, 100, NULL);
+		tr_upload(&t, "two", rank ? "rank1.json" : "rank0.json");
+	}
+}
+
+static json_t *member(json_t *arr, const char *key, json_int_t v)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(arr, i, o)
+		if (json_integer_value(json_object_get(o, key)) == v)
+			return o;
+	ck_abort_msg("no %s %lld", key, (long long)v);
+	return NULL;
+}
+
+static json_int_t ival(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	ck_assert_msg(json_is_integer(v), "%s is not an integer", key);
+	return json_integer_value(v);
+}
+
+static double rval(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	ck_assert_msg(json_is_number(v), "%s is not a number", key);
+	return json_number_value(v);
+}
+
+/* the collective of rank and kind */
+static json_t *coll(json_t *body, int rank, const char *kind)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(json_object_get(body, "collectives"), i, o)
+		if (ival(o, "rank") == rank && !strcmp(json_string_value(json_object_get(o, "kind")), kind))
+			return o;
+	ck_abort_msg("no %s on rank %d", kind, rank);
+	return NULL;
+}
+
+START_TEST(test_two_ranks)
+{
+	json_t *j, *r0, *r1, *s, *c, *st, *by, *in;
+
+	upload_two();
+	j = get("/api/v1/runs/two/distributed", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 2);
+	ck_assert(json_is_null(json_object_get(j, "step")));
+
+	/* rank 0: compute 300 us, the all_reduce's [1400, 1500) and the all_gather's 100 us exposed, 100 us
+	 * overlapped; the host spans cover 20 + 5 + 30 + 30 us outside the kernels: idle 1000 - 580 */
+	r0 = member(json_object_get(j, "ranks"), "rank", 0);
+	s = json_array_get(json_object_get(r0, "steps"), 0);
+	ck_assert_int_eq(ival(s, "step"), 1);
+	ck_assert_int_eq(ival(s, "dur_ns"), 1000000);
+	ck_assert_int_eq(ival(s, "compute_ns"), 300000);
+	ck_assert_int_eq(ival(s, "communication_ns"), 200000);
+	ck_assert_int_eq(ival(s, "overlap_ns"), 100000);
+	ck_assert_int_eq(ival(s, "idle_ns"), 420000);
+	ck_assert_double_eq_tol(rval(s, "overlap_pct"), 100.0 / 3, 0.05);
+	ck_assert_double_eq_tol(rval(json_object_get(r0, "total"), "exposed_communication_pct"), 20.0, 0.05);
+	/* rank 1: the all_reduce wholly under the computation; its c10d span [1080, 1110) runs into the
+	 * kernel's [1100, ...): host 20 + 20 + 30 us outside kernels, GPU 300 + 100: idle 1100 - 470 */
+	r1 = member(json_object_get(j, "ranks"), "rank", 1);
+	s = json_array_get(json_object_get(r1, "steps"), 0);
+	ck_assert_int_eq(ival(s, "dur_ns"), 1100000);
+	ck_assert_int_eq(ival(s, "compute_ns"), 300000);
+	ck_assert_int_eq(ival(s, "communication_ns"), 100000);
+	ck_assert_int_eq(ival(s, "overlap_ns"), 200000);
+	ck_assert_int_eq(ival(s, "idle_ns"), 630000);
+	ck_assert_double_eq_tol(rval(s, "overlap_pct"), 200.0 / 3, 0.05);
+
+	/* collectives: 4 MiB in 200 us = 20.97152 GB/s, busbw x 2(2-1)/2; 4000 B in 100 us, busbw x 1/2 */
+	for (int rank = 0; rank < 2; rank++) {
+		c = coll(j, rank, "all_reduce");
+		ck_assert_str_eq(json_string_value(json_object_get(c, "pg")), "0");
+		ck_assert_int_eq(ival(c, "group_size"), 2);
+		ck_assert_int_eq(ival(c, "calls"), 1);
+		ck_assert_int_eq(ival(c, "bytes"), 4194304);
+		ck_assert_int_eq(ival(c, "time_ns"), 200000);
+		ck_assert_double_eq_tol(rval(c, "algbw_gbps"), 20.97152, 1e-9);
+		ck_assert_double_eq_tol(rval(c, "busbw_gbps"), 20.97152, 1e-9);
+		c = coll(j, rank, "all_gather");
+		ck_assert_int_eq(ival(c, "bytes"), 4000);
+		ck_assert_int_eq(ival(c, "time_ns"), 100000);
+		ck_assert_double_eq_tol(rval(c, "algbw_gbps"), 0.04, 1e-12);
+		ck_assert_double_eq_tol(rval(c, "busbw_gbps"), 0.02, 1e-12);
+	}
+	ck_assert_int_eq(json_array_size(json_object_get(j, "collectives")), 4);
+
+	/* stragglers: the all_reduce waits 30 us for rank 1, the all_gather 10 us for rank 0 */
+	st = json_object_get(j, "stragglers");
+	ck_assert_int_eq(ival(st, "matched"), 2);
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(in, "kind")), "all_reduce");
+	ck_assert_int_eq(ival(in, "last_rank"), 1);
+	ck_assert_int_eq(ival(in, "skew_ns"), 30000);
+	ck_assert_int_eq(ival(in, "order"), 0);
+	ck_assert(json_is_null(json_object_get(in, "seq")));
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 0), "wait_ns"), 30000);
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 0), "launch_ns"), 1050000);
+	in = json_array_get(json_object_get(st, "instances"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(in, "kind")), "all_gather");
+	ck_assert_int_eq(ival(in, "last_rank"), 0);
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 1), "wait_ns"), 10000);
+	by = json_object_get(st, "by_rank");
+	for (int rank = 0; rank < 2; rank++) {
+		json_t *b = member(by, "rank", rank);
+		ck_assert_int_eq(ival(b, "matched"), 2);
+		ck_assert_int_eq(ival(b, "last_arrivals"), 1);
+		ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 50.0, 0.05);
+		ck_assert_int_eq(ival(b, "wait_caused_ns"), rank ? 30000 : 10000);
+		ck_assert_int_eq(ival(b, "wait_ns"), rank ? 10000 : 30000);
+	}
+	s = json_array_get(json_object_get(st, "steps"), 0);
+	ck_assert_int_eq(ival(s, "step"), 1);
+	ck_assert_int_eq(ival(s, "slowest_rank"), 1);
+	ck_assert_int_eq(ival(s, "dur_ns"), 1100000);
+	ck_assert_int_eq(ival(s, "fastest_rank"), 0);
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * Four ranks, two steps ([1000, 2000) and [2000, 3000) us; rank 2's second
+ * [2000, 3200)), three all_reduce of 256 Half in group "7" of 4, matched by
+ * Seq: rank 3's trace starts after seq 10 (order would pair its first with
+ * the others' first). Launches (us):
+ *           r0    r1    r2    r3
+ *   seq 10  1100  1102  1150  -
+ *   seq 11  1300  1300  1301  1306
+ *   seq 12  2100  2110  2160  2105
+ * Rank 3 writes the args on its kernels (newer PyTorch), the others on
+ * record_param_comms. Each kernel runs 20 us, 30 us after its launch.
+ * Before each launch a top-level "prep" operator ends 5 us before it,
+ * 35 us long on rank 2 and 10 us on the others.
+ */
+static const long launches[3][4] = { { 1100, 1102, 1150, -1 }, { 1300, 1300, 1301, 1306 }, { 2100, 2110, 2160, 2105 } };
+
+static void four_rank(struct tr *t, int rank, int from, int to)
+{
+	char args[512];
+
+	for (int k = from; k < to; k++) {
+		long l = launches[k][rank];
+		if (l < 0)
+			continue;
+		tr_host(t, "cpu_op", "prep", l - (rank == 2 ? 40 : 15), rank == 2 ? 35 : 10, NULL);
+		snprintf(args, sizeof(args), "\"Collective name\": \"allreduce\", \"Process Group Name\": \"7\", \"Seq\": %d,"
+			 " \"In msg nelems\": 256, \"Out msg nelems\": 256, \"dtype\": \"Half\", \"Group size\": 4", 10 + k);
+		tr_host(t, "cpu_op", "record_param_comms", l, 40, rank == 3 ? NULL : args);
+		tr_launch(t, l + 2, "ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 9,
+			  l + 30, 20, rank == 3 ? args : NULL);
+	}
+}
+
+static void upload_four(int chunked)
+{
+	struct tr t;
+
+	for (int rank = 0; rank < 4; rank++) {
+		char name[32];
+		if (chunked && rank == 0) {	/* rank 0 in two chunks, a step each */
+			tr_begin(&t, 0, 4);
+			tr_step(&t, 1, 1000, 1000);
+			four_rank(&t, 0, 0, 2);
+			tr_upload(&t, "four", "rank0.a.json");
+			tr_begin(&t, 0, 4);
+			tr_step(&t, 2, 2000, 1000);
+			four_rank(&t, 0, 2, 3);
+			tr_upload(&t, "four", "rank0.b.json");
+			continue;
+		}
+		tr_begin(&t, rank, 4);
+		tr_step(&t, 1, 1000, 1000);
+		tr_step(&t, 2, 2000, rank == 2 ? 1200 : 1000);
+		four_rank(&t, rank, 0, 3);
+		snprintf(name, sizeof(name), "rank%d.json", rank);
+		tr_upload(&t, "four", name);
+	}
+}
+
+static void check_four(void)
+{
+	static const json_int_t last[4] = { 0, 0, 2, 1 }, matched[4] = { 3, 3, 3, 2 };
+	static const json_int_t caused[4] = { 0, 0, 98000 + 165000, 17000 }, waited[4] = { 116000, 104000, 5000, 55000 };
+	json_t *j = get("/api/v1/runs/four/distributed", 200), *st, *in, *b, *c;
+
+	st = json_object_get(j, "stragglers");
+	ck_assert_int_eq(ival(st, "matched"), 3);
+	in = json_array_get(json_object_get(st, "instances"), 0);
+	ck_assert_int_eq(ival(in, "seq"), 10);
+	ck_assert(json_is_null(json_object_get(in, "order")));
+	ck_assert_str_eq(json_string_value(json_object_get(in, "pg")), "7");
+	ck_assert_int_eq(json_array_size(json_object_get(in, "ranks")), 3);
+	ck_assert_int_eq(ival(in, "last_rank"), 2);
+	ck_assert_int_eq(ival(in, "skew_ns"), 50000);
+	ck_assert_int_eq(ival(in, "step"), 1);
+	in = json_array_get(json_object_get(st, "instances"), 1);
+	ck_assert_int_eq(ival(in, "seq"), 11);
+	ck_assert_int_eq(ival(in, "last_rank"), 3);
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 2), "wait_ns"), 5000);
+	ck_assert_str_eq(json_string_value(json_object_get(member(json_object_get(in, "ranks"), "rank", 2), "before_op")), "prep");
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 2), "before_ns"), 35000);
+	ck_assert_int_eq(ival(member(json_object_get(in, "ranks"), "rank", 0), "before_ns"), 10000);
+	in = json_array_get(json_object_get(st, "instances"), 2);
+	ck_assert_int_eq(ival(in, "seq"), 12);
+	ck_assert_int_eq(ival(in, "step"), 2);
+	ck_assert_int_eq(ival(in, "skew_ns"), 60000);
+	for (int rank = 0; rank < 4; rank++) {
+		b = member(json_object_get(st, "by_rank"), "rank", rank);
+		ck_assert_int_eq(ival(b, "matched"), matched[rank]);
+		ck_assert_int_eq(ival(b, "last_arrivals"), last[rank]);
+		ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 100.0 * (double)last[rank] / (double)matched[rank], 0.05);
+		ck_assert_int_eq(ival(b, "wait_caused_ns"), caused[rank]);
+		ck_assert_int_eq(ival(b, "wait_ns"), waited[rank]);
+		/* 512 B per call in 20 us: 0.0256 GB/s, busbw x 2(4-1)/4 */
+		c = coll(j, rank, "all_reduce");
+		ck_assert_int_eq(ival(c, "calls"), rank == 3 ? 2 : 3);
+		ck_assert_int_eq(ival(c, "bytes"), rank == 3 ? 1024 : 1536);
+		ck_assert_int_eq(ival(c, "time_ns"), rank == 3 ? 40000 : 60000);
+		ck_assert_int_eq(ival(c, "group_size"), 4);
+		ck_assert_double_eq_tol(rval(c, "algbw_gbps"), 0.0256, 1e-12);
+		ck_assert_double_eq_tol(rval(c, "busbw_gbps"), 0.0384, 1e-12);
+		/* step 1: two all_reduce kernels (one on rank 3) exposed, nothing to overlap */
+		json_t *s = json_array_get(json_object_get(member(json_object_get(j, "ranks"), "rank", rank), "steps"), 0);
+		ck_assert_int_eq(ival(s, "communication_ns"), rank == 3 ? 20000 : 40000);
+		ck_assert_int_eq(ival(s, "overlap_ns"), 0);
+		ck_assert_int_eq(ival(s, "compute_ns"), 0);
+	}
+	b = member(json_object_get(st, "steps"), "step", 2);
+	ck_assert_int_eq(ival(b, "slowest_rank"), 2);
+	ck_assert_int_eq(ival(b, "dur_ns"), 1200000);
+	json_decref(j);
+
+	/* step 2 alone: seq 12, where rank 2 was last */
+	j = get("/api/v1/runs/four/distributed?step=2", 200);
+	ck_assert_int_eq(ival(j, "step"), 2);
+	st = json_object_get(j, "stragglers");
+	ck_assert_int_eq(ival(st, "matched"), 1);
+	b = member(json_object_get(st, "by_rank"), "rank", 2);
+	ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 100.0, 0.05);
+	ck_assert_int_eq(ival(b, "wait_caused_ns"), 165000);
+	ck_assert_int_eq(ival(coll(j, 0, "all_reduce"), "calls"), 1);
+	ck_assert_int_eq(json_array_size(json_object_get(member(json_object_get(j, "ranks"), "rank", 1), "steps")), 1);
+	json_decref(j);
+}
+
+START_TEST(test_four_ranks_by_seq)
+{
+	upload_four(0);
+	check_four();
+}
+END_TEST
+
+/* rank 0 uploaded as two chunks: the rank's analysis is derived again from both, collectives included */
+START_TEST(test_four_ranks_chunked)
+{
+	upload_four(1);
+	check_four();
+}
+END_TEST
+
+/*
+ * The real pair. Figures from the files, in Python (json, no Trainscope):
+ * communication kernels (names with nccl / sendrecv / alltoall), each
+ * joined by its correlation to the cudaLaunchKernel, its kind from the
+ * nccl:* range around the launch, its arrival the start of the outermost
+ * c10d:: / record_param_comms / nccl:* span around it; matched by kind and
+ * order. Kernel time by kind (us): rank 0 all_to_all 182403 (4),
+ * all_reduce 107656 (4), _all_gather_base 106140 (2); rank 1 229700,
+ * 44446, 104907. Rank 0 arrives last in 6 of 10 (60.0 %), causing 243994
+ * us of waits; rank 1 in 4 (40.0 %), causing 418051 us. HTA's comm/comp
+ * overlap (union of communication kernels under the union of computation
+ * kernels, over the communication union): rank 0 59216 of 396199 us
+ * (14.95 %), rank 1 75530 of 379053 us (19.93 %).
+ */
+START_TEST(test_hta_sampled_pair)
+{
+	static const struct { int rank; const char *kind; json_int_t calls, time_ns; } want[] = {
+		{ 0, "all_to_all", 4, 182403000 }, { 0, "all_reduce", 4, 107656000 }, { 0, "all_gather", 2, 106140000 },
+		{ 1, "all_to_all", 4, 229700000 }, { 1, "all_reduce", 4, 44446000 }, { 1, "all_gather", 2, 104907000 },
+	};
+	json_t *j, *c, *b, *tot;
+
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank0.json.gz");
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank1.json.gz");
+	j = get("/api/v1/runs/sampled/distributed", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "collectives")), 6);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = coll(j, want[i].rank, want[i].kind);
+		ck_assert_int_eq(ival(c, "calls"), want[i].calls);
+		ck_assert_int_eq(ival(c, "time_ns"), want[i].time_ns);
+		ck_assert(json_is_null(json_object_get(c, "bytes")));	/* this 2023 trace writes no msg nelems */
+	}
+	ck_assert_int_eq(ival(json_object_get(j, "stragglers"), "matched"), 10);
+	b = member(json_object_get(json_object_get(j, "stragglers"), "by_rank"), "rank", 0);
+	ck_assert_int_eq(ival(b, "last_arrivals"), 6);
+	ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 60.0, 0.05);
+	ck_assert_int_eq(ival(b, "wait_caused_ns"), 243994000);
+	b = member(json_object_get(json_object_get(j, "stragglers"), "by_rank"), "rank", 1);
+	ck_assert_int_eq(ival(b, "last_arrivals"), 4);
+	ck_assert_int_eq(ival(b, "wait_caused_ns"), 418051000);
+	tot = json_object_get(member(json_object_get(j, "ranks"), "rank", 0), "total");
+	ck_assert_int_eq(ival(tot, "overlap_ns"), 59216000);
+	ck_assert_double_eq_tol(rval(tot, "overlap_pct"), 14.95, 0.05);
+	tot = json_object_get(member(json_object_get(j, "ranks"), "rank", 1), "total");
+	ck_assert_int_eq(ival(tot, "overlap_ns"), 75530000);
+	ck_assert_double_eq_tol(rval(tot, "overlap_pct"), 19.93, 0.05);
+	/* steps (fixtures README): r0 607312 / 622928 us, r1 607904 / 630639: rank 1 is the slower in both */
+	b = member(json_object_get(json_object_get(j, "stragglers"), "steps"), "step", 552);
+	ck_assert_int_eq(ival(b, "slowest_rank"), 1);
+	ck_assert_int_eq(ival(b, "dur_ns"), 630639000);
+	ck_assert_int_eq(ival(b, "fastest_dur_ns"), 622928000);
+	json_decref(j);
+}
+END_TEST
+
+/* the findings of id in /diagnosis of run (rank 0), counted */
+static json_t *finding(json_t *diag, const char *id, int *n)
+{
+	json_t *f, *hit = NULL;
+	size_t i;
+
+	*n = 0;
+	json_array_foreach(json_object_get(diag, "findings"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "id")), id)) {
+			hit = f;
+			(*n)++;
+		}
+	return hit;
+}
+
+START_TEST(test_findings)
+{
+	json_t *j, *f, *e;
+	int n;
+
+	upload_two();
+	upload_four(0);
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank0.json.gz");
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank1.json.gz");
+
+	/* four: rank 2 last in 2 of 3 (66.7 % >= 50 %, and 1.5 x 25 %); rank 3's 1 of 2 is too few */
+	j = get("/api/v1/runs/four/diagnosis", 200);
+	f = finding(j, "persistent_straggler", &n);
+	ck_assert_int_eq(n, 1);
+	e = json_object_get(f, "evidence");
+	ck_assert_int_eq(ival(e, "rank"), 2);
+	ck_assert_double_eq_tol(rval(e, "last_arrival_pct"), 200.0 / 3, 0.05);
+	ck_assert_int_eq(ival(e, "wait_caused_ns"), 263000);
+	/* what kept it: its prep, 35 us against the others' 10, in seq 10 and 12 */
+	e = json_array_get(json_object_get(e, "delaying_ops"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(e, "name")), "prep");
+	ck_assert_int_eq(ival(e, "extra_ns"), 2 * 25000);
+	ck_assert_int_eq(ival(e, "collectives"), 2);
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(f, "evidence"), "delaying_ops")), 1);
+	ck_assert(!finding(j, "compute_imbalance", &n));	/* no computation kernels at all */
+	json_decref(j);
+
+	/* two: rank 0's exposed communication is 20 % of its step, rank 1's 100 of 1100 us (9.1 %);
+	 * both compute 300 us: balanced; 1 of 2 last each: no straggler */
+	j = get("/api/v1/runs/two/diagnosis?rank=1", 200);
+	f = finding(j, "exposed_communication_ranks", &n);
+	ck_assert_int_eq(n, 1);
+	e = json_object_get(f, "evidence");
+	ck_assert_int_eq(json_array_size(json_object_get(e, "ranks")), 1);
+	ck_assert_int_eq(ival(json_array_get(json_object_get(e, "ranks"), 0), "rank"), 0);
+	ck_assert_double_eq_tol(rval(json_array_get(json_object_get(e, "ranks"), 0), "exposed_communication_pct"), 20.0, 0.05);
+	ck_assert(!finding(j, "compute_imbalance", &n));
+	ck_assert(!finding(j, "persistent_straggler", &n));
+	json_decref(j);
+
+	/* the real pair: computation kernels' union (Python, from the files) 210320 us on rank 0, 271973 us
+	 * on rank 1, over two steps each: rank 1 computes 29.3 % longer */
+	j = get("/api/v1/runs/sampled/diagnosis", 200);
+	f = finding(j, "compute_imbalance", &n);
+	ck_assert_int_eq(n, 1);
+	e = json_object_get(f, "evidence");
+	ck_assert_int_eq(ival(e, "busiest_rank"), 1);
+	ck_assert_int_eq(ival(e, "busiest_compute_ns_per_step"), 271973000 / 2);
+	ck_assert_int_eq(ival(e, "least_busy_compute_ns_per_step"), 105160000);
+	ck_assert_double_eq_tol(rval(e, "imbalance_pct"), (271973.0 / 210320.0 - 1) * 100, 0.05);
+	ck_assert(!finding(j, "persistent_straggler", &n));	/* 60 % of 10 with two ranks: under 75 % */
+	json_decref(j);
+
+	/* one rank: none of them */
+	tu_upload_fixture(&srv, "single", "traces/hta_sampled_rank0.json.gz");
+	j = get("/api/v1/runs/single/diagnosis", 200);
+	ck_assert(!finding(j, "exposed_communication_ranks", &n) && !finding(j, "compute_imbalance", &n));
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_bad_params)
+{
+	static const char *const bad[] = { "?step=x", "?step=-1", "?step=", "?step=1.5", "?step=99999999999999999999" };
+	json_t *j;
+
+	upload_two();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/api/v1/runs/two/distributed%s", bad[i]);
+		j = get(path, 400);
+		ck_assert_str_eq(tu_error_code(j), "invalid_parameter");
+		json_decref(j);
+	}
+	j = get("/api/v1/runs/nope/distributed", 404);
+	ck_assert_str_eq(tu_error_code(j), "run_not_found");
+	json_decref(j);
+	/* a step no rank has: empty, not an error */
+	j = get("/api/v1/runs/two/distributed?step=7", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "collectives")), 0);
+	ck_assert_int_eq(ival(json_object_get(j, "stragglers"), "matched"), 0);
+	ck_assert_int_eq(json_array_size(json_object_get(member(json_object_get(j, "ranks"), "rank", 0), "steps")), 0);
+	json_decref(j);
+}
+END_TEST
+
+Suite *suite_distributed(void)
+{
+	Suite *s = suite_create("distributed");
+	TCase *tc = tcase_create("distributed");
+
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_add_test(tc, test_two_ranks);
+	tcase_add_test(tc, test_four_ranks_by_seq);
+	tcase_add_test(tc, test_four_ranks_chunked);
+	tcase_add_test(tc, test_hta_sampled_pair);
+	tcase_add_test(tc, test_findings);
+	tcase_add_test(tc, test_bad_params);
+	suite_add_tcase(s, tc);
+	return s;
+}

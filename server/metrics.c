@@ -19,7 +19,7 @@ static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1)	/* + other */
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
-static atomic_ullong upload_bytes, upload_count, upload_micros;
+static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros;
 
 void metrics_request(int route, unsigned status)
 {
@@ -28,6 +28,12 @@ void metrics_request(int route, unsigned status)
 	for (s = 0; s < NSTATUS - 1 && statuses[s] != status; s++)
 		;
 	atomic_fetch_add_explicit(&requests[r][s], 1, memory_order_relaxed);
+}
+
+void metrics_derivation(double seconds)
+{
+	atomic_fetch_add_explicit(&derive_count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&derive_micros, (unsigned long long)(seconds * 1e6), memory_order_relaxed);
 }
 
 void metrics_upload(uint64_t bytes_sent, double seconds)
@@ -102,6 +108,11 @@ char *metrics_render(struct store *st)
 		"# TYPE trainscope_upload_seconds summary\n"
 		"trainscope_upload_seconds_sum %.6f\ntrainscope_upload_seconds_count %llu\n",
 	    (double)atomic_load(&upload_micros) / 1e6, (unsigned long long)atomic_load(&upload_count));
+	put(&t, "# HELP trainscope_rank_derivation_seconds Ranks derived again from their traces by a read,"
+		" after uploads joined them (once per rank however many joined).\n"
+		"# TYPE trainscope_rank_derivation_seconds summary\n"
+		"trainscope_rank_derivation_seconds_sum %.6f\ntrainscope_rank_derivation_seconds_count %llu\n",
+	    (double)atomic_load(&derive_micros) / 1e6, (unsigned long long)atomic_load(&derive_count));
 	if (store_counts(st, &c, NULL) == 0) {
 		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
 			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"

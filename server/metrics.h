@@ -13,6 +13,8 @@ struct store;
 /* One finished request: its route (index into the route table, -1 when none matched) and status. */
 void metrics_request(int route, unsigned status);
 void metrics_upload(uint64_t bytes_sent, double seconds);
+/* A rank derived again from its traces (pipeline/runrank.h), in seconds. */
+void metrics_derivation(double seconds);
 
 /* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
 char *metrics_render(struct store *st);

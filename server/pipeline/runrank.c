@@ -4,9 +4,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "analysis/analysis.h"
+#include "metrics.h"
 #include "pipeline/runrank.h"
 #include "ingest/trace.h"
 
@@ -347,10 +349,21 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, int again,
 	return rc;
 }
 
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 /* Derive one marked rank: replay from a read snapshot, write only when no trace joined meanwhile. */
 static int settle_rank(struct store *st, struct store_writer *w, const struct store_pending *p,
 		       struct tp_errbuf *err)
 {
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int attempt = 0; attempt < 3; attempt++) {
 		struct store_reader *r;
 		struct derived d;
@@ -390,7 +403,8 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 				      : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")) && now == seq &&
 			    !(rc = write_rank(w, p->run, p->rank, &d, err)) &&
 			    !(rc = store_rank_settled(w, p->run, p->rank, seq, err))) {
-				rc = store_tx_commit(w, err);
+				if (!(rc = store_tx_commit(w, err)))
+					metrics_derivation(seconds_since(&t0));
 				derived_free(&d);
 				return rc;
 			}

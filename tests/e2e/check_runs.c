@@ -739,6 +739,73 @@ START_TEST(test_memory_across_cycles)
 }
 END_TEST
 
+/* ---- reads derive a run once, however many read it at once ---- */
+
+struct reader_arg {
+	char *body;
+	long status;
+};
+
+static void *read_steps(void *arg)
+{
+	struct reader_arg *a = arg;
+	struct tu_resp r;
+
+	if (tu_http(&srv, "GET", "/api/v1/runs/conc/steps", NULL, 0, NULL, &r) == 0) {
+		a->status = r.status;
+		a->body = strdup(r.body);
+		tu_resp_free(&r);
+	}
+	return NULL;
+}
+
+/* the value of a metric line "name value" in /metrics, -1 when absent */
+static double metric(const char *name)
+{
+	struct tu_resp r;
+	double v = -1;
+	size_t n = strlen(name);
+
+	ck_assert_int_eq(tu_http(&srv, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			v = strtod(p + n + 1, NULL);
+	tu_resp_free(&r);
+	return v;
+}
+
+START_TEST(test_reads_derive_once)
+{
+	struct reader_arg a[8] = { { 0 } };
+	pthread_t th[8];
+	int i;
+
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 0);
+	/* three traces joined rank 0: one derivation, by whichever read came first */
+	for (i = 0; i < 3; i++)
+		upload_cycle("conc", 1 + 10 * i, 10 * i, 100);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, read_steps, &a[i]), 0);
+	for (i = 0; i < 8; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(a[i].status, 200);
+		ck_assert_str_eq(a[i].body, a[0].body);
+	}
+	json_t *j = json_loads(a[0].body, 0, NULL);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), 9);
+	json_decref(j);
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 1);
+	/* a fourth: derived once more, by the next read */
+	upload_cycle("conc", 31, 30, 100);
+	json_decref(call("GET", "/api/v1/runs/conc/ops", NULL, 0, 200));
+	json_decref(call("GET", "/api/v1/runs/conc/steps", NULL, 0, 200));
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 2);
+	for (i = 0; i < 8; i++)
+		free(a[i].body);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -752,6 +819,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_delete_needs_write_token);
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_memory_across_cycles);
+	tcase_add_test(tc, test_reads_derive_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chunks");
 	tcase_add_checked_fixture(tc, start, stop);

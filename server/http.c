@@ -754,8 +754,8 @@ static int dispatch(struct request *req, const char *url)
 {
 	const char *p = req->route->pattern;
 
-	/* reads of runs answer for every trace uploaded before them: marked ranks are derived first */
-	if (!strcmp(req->method, "GET") && (!strncmp(p, "/api/v1/runs", 12) || !strncmp(p, "/api/v1/compare", 15))) {
+	/* reads of what traces derive answer for every trace uploaded before them: marked ranks first */
+	if (req->route->flags & ROUTE_DERIVED) {
 		struct tp_errbuf err = { 0 };
 		int rc = runrank_settle(req->srv->store, !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : NULL,
 					&err);

@@ -784,6 +784,10 @@ START_TEST(test_reads_derive_once)
 	/* three traces joined rank 0: one derivation, by whichever read came first */
 	for (i = 0; i < 3; i++)
 		upload_cycle("conc", 1 + 10 * i, 10 * i, 100);
+	/* the run's info and the list read nothing derived (the live page polls them): no derivation */
+	json_decref(call("GET", "/api/v1/runs/conc", NULL, 0, 200));
+	json_decref(call("GET", "/api/v1/runs", NULL, 0, 200));
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 0);
 	for (i = 0; i < 8; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, read_steps, &a[i]), 0);
 	for (i = 0; i < 8; i++)

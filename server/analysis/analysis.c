@@ -1380,6 +1380,10 @@ static int cmp_step(const void *a, const void *b)
 
 	if (x->start_ns != y->start_ns)
 		return x->start_ns < y->start_ns ? -1 : 1;
+	/* a step left empty by one before it (two ProfilerStep spans over one instant) starts
+	 * where the next one does: it goes first, or the two would overlap in this order */
+	if (x->dur_ns != y->dur_ns)
+		return x->dur_ns < y->dur_ns ? -1 : 1;
 	return x->step < y->step ? -1 : x->step > y->step;
 }
 

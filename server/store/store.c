@@ -2082,7 +2082,7 @@ json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp
 		return NULL;
 	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, cpu_dur_ns, " STEP_COMPS ", comm_overlap_ns,"
 			     " incomplete, whole_trace, gpu_busy_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-			     " ORDER BY start_ns, step", run, rank, err);
+			     " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st || !(steps = rows_json(r, st, cols, 16, err)))
 		return NULL;
 	json_array_foreach(steps, i, s) {
@@ -3079,7 +3079,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 	*rank_out = rank;
 	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, " STEP_COMPS ","
 			     " COALESCE(source_artifact, artifact_id) FROM steps"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, step", run, rank, err);
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -3122,7 +3122,7 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 {
 	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
 				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0 AND whole_trace=0"
-				       " ORDER BY start_ns, step", run, rank, err);
+				       " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	size_t cap = 0;
 	int step;
 
@@ -3237,7 +3237,7 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 	cap = 0;
 	if (!(st = prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
 			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns FROM steps s"
-			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.step", err)))
+			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.dur_ns, s.step", err)))
 		goto fail;
 	bind_text(st, 1, run);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -3436,7 +3436,7 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	st = prepare_rank(r, "SELECT (SELECT allocated FROM memory_points WHERE artifact_id=?3 AND device=?4"
 			     " AND t_ns <= k.start_ns + k.dur_ns ORDER BY seq DESC LIMIT 1)"
 			     " FROM (SELECT DISTINCT step, start_ns, dur_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS "))"
-			     " k ORDER BY k.start_ns, k.step", run, rank, err);
+			     " k ORDER BY k.start_ns, k.dur_ns, k.step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	sqlite3_bind_int64(st, 3, s.artifact);

@@ -294,6 +294,39 @@ struct busy {
 	int64_t **spans;
 };
 
+/* Two ProfilerStep spans over one instant: the one left empty never overlaps the next (the fuzzer's find). */
+START_TEST(test_steps_tied)
+{
+	char *path = tu_source_path("tests/hostile/trace/steps_tied.json");
+	size_t len, i;
+	uint8_t *b = tu_read_file(path, &len);
+	json_t *j, *steps, *x;
+	json_int_t end = INT64_MIN;
+
+	ck_assert_ptr_nonnull(b);
+	ingest("tied", b, len);
+	j = query("tied", Q_STEPS);
+	steps = json_object_get(j, "steps");
+	ck_assert_uint_eq(json_array_size(steps), 3);
+	json_array_foreach(steps, i, x) {
+		ck_assert_int_ge(iget(x, "start_ns"), end);
+		ck_assert_int_ge(iget(x, "dur_ns"), 0);
+		end = iget(x, "start_ns") + iget(x, "dur_ns");
+	}
+	/* #1 from 1 us to its end at 101 us; #3 empty there; #2 from there to its kernel's end (53 us) or its own (102 us) */
+	ck_assert_int_eq(iget(json_array_get(steps, 0), "step"), 1);
+	ck_assert_int_eq(iget(json_array_get(steps, 1), "step"), 3);
+	ck_assert_int_eq(iget(json_array_get(steps, 1), "dur_ns"), 0);
+	ck_assert_int_eq(iget(json_array_get(steps, 1), "start_ns"), 101000);
+	ck_assert_int_eq(iget(json_array_get(steps, 2), "step"), 2);
+	ck_assert_int_eq(iget(json_array_get(steps, 2), "start_ns"), 101000);
+	ck_assert_int_eq(iget(json_array_get(steps, 2), "dur_ns"), 1000);
+	json_decref(j);
+	free(b);
+	free(path);
+}
+END_TEST
+
 static const char *str_of(void *p, uint32_t id)
 {
 	const char *s = trace_string(p, id);
@@ -801,6 +834,7 @@ Suite *suite_analysis(void)
 	tcase_add_test(tc, test_v100_kernels_and_steps);
 	tcase_add_test(tc, test_resnet_and_nccl_figures);
 	tcase_add_test(tc, test_gpu_time_of_ops);
+	tcase_add_test(tc, test_steps_tied);
 	tcase_add_test(tc, test_collective_names);
 	tcase_add_test(tc, test_nccl_collectives);
 	tcase_add_loop_test(tc, test_self_time_within_thread_busy_time, 0, 3);

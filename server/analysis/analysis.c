@@ -1078,7 +1078,7 @@ static int breakdown(struct analysis *an)
 			clen += cat[AN_COMM].v[k].e - cat[AN_COMM].v[k].s;
 		if (clen && merge_measure(&cat[AN_KERNEL], &cat[AN_COMM], &tmp, &len))
 			goto out;
-		st->comm_overlap_ns = clen ? klen + clen - len : 0;
+		st->comm_overlap_ns = clen ? klen - (len - clen) : 0;	/* no overflow: len >= clen, len - clen <= klen */
 		st->gpu_busy_ns = clen ? len : klen;
 	}
 	/* incomplete steps, once every step's GPU work is known */

@@ -507,6 +507,30 @@ static void cut(const char *s, size_t n, size_t a, size_t b, const char **c, siz
 	trim(c, cn);
 }
 
+/*
+ * Cells after the name column, split at runs of two or more spaces (a title
+ * or value wider than its column shifts the rest, so widths alone do not do).
+ */
+static size_t wide_cells(const char *s, size_t n, size_t from, const char **c, size_t *cn, size_t max)
+{
+	size_t k = 0, i = from;
+
+	while (i < n) {
+		while (i < n && s[i] == ' ')
+			i++;
+		if (i >= n)
+			break;
+		size_t a = i;
+		while (i < n && !(s[i] == ' ' && (i + 1 >= n || s[i + 1] == ' ')))
+			i++;
+		if (k == max)
+			return max + 1;
+		c[k] = s + a, cn[k] = i - a;
+		k++;
+	}
+	return k;
+}
+
 static int keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_errbuf *err)
 {
 	const char *t = s;
@@ -542,11 +566,13 @@ static int keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct
 			p->ka_state = 2;
 			return TP_OK;
 		}
+		const char *c[TF_MAX_COLS + 1];
+		size_t cn[TF_MAX_COLS + 1];
+		cut(s, n, p->cs[0], p->ce[0], &c[0], &cn[0]);
+		if (wide_cells(s, n, p->ce[0], c + 1, cn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+			return bad(p, err, "the header does not have a title per column");
 		for (size_t k = 0; k < p->r.ncols; k++) {
-			const char *c;
-			size_t cn;
-			cut(s, n, p->cs[k], p->ce[k], &c, &cn);
-			if (!(p->colname[k] = keep_str(p, c, cn)))
+			if (!(p->colname[k] = keep_str(p, c[k], cn[k])))
 				return toobig(p, err);
 			p->colunit[k] = col_unit(p->colname[k]);
 		}
@@ -566,19 +592,21 @@ static int keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct
 		cut(s, n, p->cs[0], p->ce[0], &c, &cn);
 		if (!cn)
 			return TP_OK;	/* a Source Location continuation row */
-		if (n < p->cs[p->r.ncols - 1])
-			return bad(p, err, "a row is shorter than the table: a column is missing");
+		const char *cc[TF_MAX_COLS + 1];
+		size_t ccn[TF_MAX_COLS + 1];
+		if (wide_cells(s, n, p->ce[0], cc + 1, ccn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+			return bad(p, err, "a row without a value per column: a column is missing");
 		if (grow((void **)&p->ops, &p->cap_ops, p->r.nops, sizeof(*p->ops), p->lim.max_rows))
 			return toobig(p, err);
 		struct tf_op *o = &p->ops[p->r.nops];
 		if (!(o->name = keep_str(p, c, cn)))
 			return toobig(p, err);
-		for (size_t k = 0; k < p->r.ncols; k++) {
+		o->v[0] = INT64_MIN;
+		for (size_t k = 1; k < p->r.ncols; k++) {
 			int rc = 0;
 			o->v[k] = INT64_MIN;
-			/* cells are right-aligned: a number may start before its dash run (overflow) */
-			cut(s, n, k ? p->ce[k - 1] : p->cs[k], p->ce[k], &c, &cn);
-			if (!cn || p->colunit[k] == TF_U_TEXT || p->colunit[k] == TF_U_OTHER)
+			c = cc[k], cn = ccn[k];
+			if (p->colunit[k] == TF_U_TEXT || p->colunit[k] == TF_U_OTHER)
 				continue;
 			if (p->colunit[k] == TF_U_NS)
 				rc = parse_time(c, cn, &o->v[k]);
@@ -921,6 +949,12 @@ static int gpu_line(struct textfmt_parser *p, const char *s, size_t n, struct tp
 				return bad(p, err, "a timestamp that is not YYYY/MM/DD HH:MM:SS.mmm");
 			continue;
 		}
+		if ((int)k == p->gidx_col) {
+			if (dec_scaled(v, vn, 0, &x) || x < 0 || x > 4096)
+				return bad(p, err, "an index that is not a GPU index");
+			r->gpu = (int)x;
+			continue;
+		}
 		if (!*u || (vn && v[0] == '['))
 			continue;	/* text (name, pstate) or [N/A] / [Not Supported] */
 		/* the unit as printed: "%" , "MiB", "W", "MHz"; temperature bare (nounits: all bare) */
@@ -939,8 +973,6 @@ static int gpu_line(struct textfmt_parser *p, const char *s, size_t n, struct tp
 			return bad(p, err, what);
 		}
 		r->v[k] = (double)x / 100.0 * p->gscale[k];
-		if ((int)k == p->gidx_col)
-			r->gpu = x >= 0 && x <= 6400 ? (int)(x / 100) : 0;
 	}
 	p->r.ngpu_rows++;
 	return TP_OK;

@@ -817,7 +817,7 @@ static int smi_time(const char *s, size_t n, int64_t *ns)
 	if (!is_smi_time(s, n))
 		return -1;
 	y = atoi(s), mo = atoi(s + 5), d = atoi(s + 8), h = atoi(s + 11), mi = atoi(s + 14), se = atoi(s + 17);
-	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+	if (y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
 		return -1;
 	if (n > 19 && (s[19] != '.' || dec_scaled(s + 20, n - 20, 0, &ms) || n - 20 > 3 || ms < 0))
 		return -1;

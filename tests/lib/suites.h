@@ -26,6 +26,7 @@ Suite *suite_compare(void);
 Suite *suite_collect(void);
 Suite *suite_api_contract(void);
 Suite *suite_runs(void);
+Suite *suite_formats(void);
 Suite *suite_cupti(void);
 
 #endif

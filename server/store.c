@@ -25,6 +25,7 @@
 #include "store.h"
 #include "utf8.h"
 #include "analysis/runline.h"
+#include "ingest/textfmt.h"
 
 #define LOG_PREFIX "store"
 
@@ -481,7 +482,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					     "memory_groups", "memory_segments", "memory_blocks" };
+					     "memory_groups", "memory_segments", "memory_blocks", "lightning_actions" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -1126,12 +1127,46 @@ static int insert_memory(struct store_writer *w, int64_t artifact, const struct 
 	return rc;
 }
 
+static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, v);
+}
+
+/* A Lightning report's actions. */
+static int insert_actions(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO lightning_actions(artifact_id, n, action, calls, mean_ns, total_ns,"
+				      " share_bp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->nactions && !rc; i++) {
+		const struct tf_action *x = &t->actions[i];
+		sqlite3_bind_int64(st, 1, artifact);
+		sqlite3_bind_int64(st, 2, (int64_t)i);
+		bind_text(st, 3, x->name);
+		bind_opt(st, 4, x->calls);
+		bind_opt(st, 5, x->mean_ns);
+		bind_opt(st, 6, x->total_ns);
+		bind_opt(st, 7, x->share_bp);
+		rc = step_reset(w, st, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
 	int rc;
 
+	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
+		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
 		return rc;
 	if (!a)
@@ -2621,6 +2656,54 @@ static int seg_close(json_t *segs, json_t *seg, int64_t alloc)
  * device (default as pick_series: the first GPU), the newest unless artifact
  * names another of them.
  */
+static json_t *col_opt(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, i));
+}
+
+json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *acts = json_array(), *o = NULL;
+	int step;
+
+	if (!acts)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	if (!(st = prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
+				   " artifact_id, n", run, rank, err)))
+		goto out;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *a = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "artifact", (json_int_t)sqlite3_column_int64(st, 0),
+				      "action", col_json(st, 1), "calls", col_opt(st, 2), "mean_ns", col_opt(st, 3),
+				      "total_ns", col_opt(st, 4),
+				      "share", sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null()
+					      : json_real((double)sqlite3_column_int64(st, 5) / 100.0));
+		if (append(acts, a))
+			goto oom;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read actions");
+		goto out;
+	}
+	if (!json_array_size(acts)) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_actions", "run '%s' has no Lightning profiler report for rank %d", run, rank);
+		goto out;
+	}
+	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "actions", acts);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	sqlite3_finalize(st);
+	json_decref(acts);
+	return o;
+}
+
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err)
 {

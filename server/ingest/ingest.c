@@ -784,6 +784,8 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		f.nmem = 1;
 	}
 	if (!rc && !parse_rc && ig->tfr)
+		f.text = ig->tfr;
+	if (!rc && !parse_rc && ig->tfr)
 		f.events = ig->tfr->nactions + ig->tfr->nops + ig->tfr->nstacks + ig->tfr->ngpu_rows;
 	if (!rc && !parse_rc && ig->snap) {
 		f.events = ig->snap_stats.entries;

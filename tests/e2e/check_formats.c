@@ -97,7 +97,7 @@ START_TEST(test_every_sample)
 {
 	size_t len;
 	uint8_t *d;
-	long n;
+	long n, actions;
 	struct tu_resp r;
 	json_t *j;
 
@@ -106,14 +106,17 @@ START_TEST(test_every_sample)
 	n = count_lines(d, len, nonempty);	/* header, Total and dash lines: 4 of them */
 	free(d);
 	json_decref(upload("formats", "lightning_simple_pl1.2_hannah.txt", 201, "lightning_report", n - 4));
+	actions = n - 4;
 	d = sample("lightning_advanced_pl1.4_doc_robustness.txt", &len);
 	n = count_lines(d, len, section);
 	free(d);
 	json_decref(upload("formats", "lightning_advanced_pl1.4_doc_robustness.txt", 201, "lightning_report", n));
+	actions += n;
 	d = sample("lightning_advanced_pl2.2_diffusion_policy.txt", &len);
 	n = count_lines(d, len, section);
 	free(d);
 	json_decref(upload("formats", "lightning_advanced_pl2.2_diffusion_policy.txt", 201, "lightning_report", n));
+	actions += n;
 	/* key_averages: all lines but 3 dash lines, the header and 2 footers */
 	d = sample("key_averages_cuda_kernelheim.txt", &len);
 	n = count_lines(d, len, nonempty);
@@ -139,6 +142,31 @@ START_TEST(test_every_sample)
 	tu_resp_free(&r);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "artifacts")), 7);
 	json_decref(j);
+
+	/* the three Lightning reports' actions, largest total first (computed from the files apart):
+	 * the 2.2 report (two fits appended) has run_training_epoch at 57.732 s and 46.728 s, then
+	 * train_dataloader_next at 39.732 s and 28.570 s; fifth the 1.2 table's run_training_epoch */
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/formats/actions", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	json_t *acts = json_object_get(j, "actions");
+	ck_assert_int_eq(json_array_size(acts), actions);
+	json_t *top = json_array_get(acts, 0), *second = json_array_get(acts, 4);
+	ck_assert_str_eq(json_string_value(json_object_get(top, "action")), "run_training_epoch");
+	ck_assert_int_eq(json_integer_value(json_object_get(top, "total_ns")), 57732000000LL);
+	ck_assert(json_is_null(json_object_get(top, "calls")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(acts, 1), "total_ns")), 46728000000LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(acts, 3), "total_ns")), 28570000000LL);
+	ck_assert_str_eq(json_string_value(json_object_get(second, "action")), "run_training_epoch");
+	ck_assert_int_eq(json_integer_value(json_object_get(second, "total_ns")), 21692000000LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(second, "calls")), 1);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(second, "share")), 73.73, 1e-9);
+	json_decref(j);
+	/* no report in a run: 404 */
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/prose/actions", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 404);
+	tu_resp_free(&r);
 }
 END_TEST
 

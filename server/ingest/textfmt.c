@@ -236,6 +236,10 @@ int textfmt_detect(const uint8_t *p, size_t n, int at_end)
 		at_end = 0;
 	else
 		at_end = 1;
+	/* a first line longer than the sniff: only folded stacks have those (deep Python stacks) */
+	if (at_end && n >= TF_SNIFF && !memchr(p, '\n', n) && memchr(p, ';', n) && !memchr(p, '|', n) && p[0] != '{' &&
+	    p[0] != '[')
+		return TF_STACKS;
 	while (next_line(&p, end, at_end, &ls, &ln)) {
 		const char *t = ls;
 		size_t tn = ln;

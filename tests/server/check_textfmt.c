@@ -342,6 +342,16 @@ START_TEST(test_detect_none)
 
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
 		ck_assert_int_eq(textfmt_detect((const uint8_t *)none[i], strlen(none[i]), 1), TF_NONE);
+	/* a first line longer than the sniff with ';' in it: deep folded stacks */
+	{
+		static uint8_t deep[TF_SNIFF];
+		for (size_t i = 0; i < sizeof(deep); i++)
+			deep[i] = i % 3 == 2 ? ';' : 'f';
+		ck_assert_int_eq(textfmt_detect(deep, sizeof(deep), 0), TF_STACKS);
+		ck_assert_int_eq(textfmt_detect(deep, sizeof(deep) - 1, 0), -1);
+		memset(deep, 'x', sizeof(deep));
+		ck_assert_int_eq(textfmt_detect(deep, sizeof(deep), 0), TF_NONE);
+	}
 	/* the first line of a table is not enough */
 	ck_assert_int_eq(textfmt_detect((const uint8_t *)"------------  ----", 18, 0), -1);
 }

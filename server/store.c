@@ -482,7 +482,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					     "memory_groups", "memory_segments", "memory_blocks", "lightning_actions" };
+					     "memory_groups", "memory_segments", "memory_blocks", "lightning_actions", "stack_frames" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -1159,6 +1159,26 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 	return rc;
 }
 
+/* Folded stacks' frames. */
+static int insert_frames(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO stack_frames(artifact_id, frame, self, total) VALUES(?1, ?2, ?3, ?4)",
+			       -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->nframes && !rc; i++) {
+		sqlite3_bind_int64(st, 1, artifact);
+		bind_text(st, 2, t->frames[i].name);
+		sqlite3_bind_int64(st, 3, t->frames[i].self);
+		sqlite3_bind_int64(st, 4, t->frames[i].total);
+		rc = step_reset(w, st, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct tp_errbuf *err)
 {
@@ -1166,6 +1186,8 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 	int rc;
 
 	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_STACKS && (rc = insert_frames(w, artifact, f->text, err)))
 		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
 		return rc;
@@ -2701,6 +2723,50 @@ oom:
 out:
 	sqlite3_finalize(st);
 	json_decref(acts);
+	return o;
+}
+
+json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *frames = json_array(), *o = NULL;
+	int step, n = 0;
+
+	if (!frames)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	/* SUM of int64 weights that may overflow: TOTAL() is a double and never fails */
+	if (!(st = prepare_rank(r, "SELECT frame, CAST(MIN(TOTAL(self), 9.2e18) AS INTEGER),"
+				   " CAST(MIN(TOTAL(total), 9.2e18) AS INTEGER) FROM stack_frames"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY frame ORDER BY 3 DESC, 2 DESC, frame LIMIT ?3",
+				run, rank, err)))
+		goto out;
+	sqlite3_bind_int(st, 3, top);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (append(frames, json_pack("{s:o, s:I, s:I}", "frame", col_json(st, 0),
+					     "self", (json_int_t)sqlite3_column_int64(st, 1),
+					     "total", (json_int_t)sqlite3_column_int64(st, 2))))
+			goto oom;
+		n++;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read stacks");
+		goto out;
+	}
+	if (!n) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_stacks", "run '%s' has no folded stacks for rank %d", run, rank);
+		goto out;
+	}
+	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "frames", frames);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	sqlite3_finalize(st);
+	json_decref(frames);
 	return o;
 }
 

@@ -163,6 +163,35 @@ START_TEST(test_every_sample)
 	ck_assert_int_eq(json_integer_value(json_object_get(second, "calls")), 1);
 	ck_assert_double_eq_tol(json_real_value(json_object_get(second, "share")), 73.73, 1e-9);
 	json_decref(j);
+	/* the stacks: the top frames by total (nn.Module:_ResNet and resnet.py's _forward_impl are in
+	 * stacks weighing 113,992 us each), and the conv2d leaf's self time, 85,379 us */
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/formats/stacks?top=100", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	acts = json_object_get(j, "frames");
+	ck_assert_int_eq(json_array_size(acts), 37);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(acts, 0), "total")), 113992);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(acts, 1), "total")), 113992);
+	{
+		json_int_t conv = -1, self = 0;
+		for (size_t i = 0; i < json_array_size(acts); i++) {
+			json_t *x = json_array_get(acts, i);
+			self += json_integer_value(json_object_get(x, "self"));
+			if (!strcmp(json_string_value(json_object_get(x, "frame")),
+				    "<built-in_method_conv2d_of_type_object_at_0x7f9e8897a760>"))
+				conv = json_integer_value(json_object_get(x, "self"));
+		}
+		ck_assert_int_eq(conv, 85379);
+		ck_assert_int_eq(self, 122353);	/* every stack's weight, once, at its leaf */
+	}
+	json_decref(j);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/formats/stacks?top=2", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "frames")), 2);
+	json_decref(j);
 	/* no report in a run: 404 */
 	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/prose/actions", NULL, 0, NULL, &r), 0);
 	ck_assert_int_eq(r.status, 404);

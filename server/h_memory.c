@@ -108,6 +108,18 @@ int h_run_actions(struct request *req)
 	return h_answer(req, store_run_actions(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
 }
 
+/* nvidia-smi logs per GPU (GET /runs/{run}/gpu) */
+int h_run_gpu(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_run_gpu(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+}
+
 /* folded stacks' frames, by total (GET /runs/{run}/stacks?top=N) */
 int h_run_stacks(struct request *req)
 {

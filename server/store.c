@@ -12,6 +12,7 @@
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
  */
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sqlite3.h>
@@ -482,7 +483,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					     "memory_groups", "memory_segments", "memory_blocks", "lightning_actions", "stack_frames" };
+					     "memory_groups", "memory_segments", "memory_blocks", "lightning_actions", "stack_frames", "gpu_samples" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -1179,6 +1180,41 @@ static int insert_frames(struct store_writer *w, int64_t artifact, const struct 
 	return rc;
 }
 
+/* An nvidia-smi log's numeric cells (text columns such as name and pstate are not kept). */
+static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO gpu_samples(artifact_id, n, col, gpu, t_ns, name, unit, value)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->ngpu_rows && !rc; i++) {
+		const struct tf_gpu_row *g = &t->gpu_rows[i];
+		for (size_t k = 0; k < t->ngpu_cols && !rc; k++) {
+			if (!t->gpu_units[k][0])
+				continue;	/* timestamp, index, name, pstate */
+			sqlite3_bind_int64(st, 1, artifact);
+			sqlite3_bind_int64(st, 2, (int64_t)i);
+			sqlite3_bind_int64(st, 3, (int64_t)k);
+			sqlite3_bind_int(st, 4, g->gpu);
+			if (g->t_ns == INT64_MIN)
+				sqlite3_bind_null(st, 5);
+			else
+				sqlite3_bind_int64(st, 5, g->t_ns);
+			bind_text(st, 6, t->gpu_cols[k]);
+			bind_text(st, 7, t->gpu_units[k]);
+			if (isnan(g->v[k]))
+				sqlite3_bind_null(st, 8);
+			else
+				sqlite3_bind_double(st, 8, g->v[k]);
+			rc = step_reset(w, st, err);
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct tp_errbuf *err)
 {
@@ -1188,6 +1224,8 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
 		return rc;
 	if (f->text && f->text->kind == TF_STACKS && (rc = insert_frames(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_GPULOG && (rc = insert_gpu(w, artifact, f->text, err)))
 		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
 		return rc;
@@ -2723,6 +2761,95 @@ oom:
 out:
 	sqlite3_finalize(st);
 	json_decref(acts);
+	return o;
+}
+
+/*
+ * {"run", "rank", "gpus": [{"index", "columns": [{"name", "unit", "mean", "min", "max", "t_ns": [...],
+ * "values": [...]}]}]}: the nvidia-smi logs of (run, rank), per GPU index and column, in time order.
+ */
+json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *gpus = json_array(), *o = NULL, *gpu = NULL, *cols = NULL, *col = NULL, *ts = NULL, *vs = NULL;
+	int step, cur_gpu = -1;
+	char cur_name[128] = "";
+	double sum = 0, mn = 0, mx = 0;
+	size_t nv = 0;
+
+	if (!gpus)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	if (!(st = prepare_rank(r, "SELECT gpu, name, unit, t_ns, value FROM gpu_samples"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY gpu, name, t_ns, artifact_id, n",
+				run, rank, err)))
+		goto out;
+	for (;;) {
+		step = sqlite3_step(st);
+		int g = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+		const char *name = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 1) : "";
+		if (col && (step != SQLITE_ROW || g != cur_gpu || strcmp(name, cur_name))) {
+			/* close the column */
+			if (json_object_set_new(col, "mean", nv ? json_real(sum / (double)nv) : json_null()) ||
+			    json_object_set_new(col, "min", nv ? json_real(mn) : json_null()) ||
+			    json_object_set_new(col, "max", nv ? json_real(mx) : json_null()))
+				goto oom;
+			col = NULL;
+		}
+		if (gpu && (step != SQLITE_ROW || g != cur_gpu))
+			gpu = NULL;
+		if (step != SQLITE_ROW)
+			break;
+		if (!gpu) {
+			cols = json_array();
+			gpu = json_pack("{s:i, s:o}", "index", g, "columns", cols);
+			if (append(gpus, gpu))
+				goto oom;
+			cur_gpu = g;
+		}
+		if (!col) {
+			ts = json_array();
+			vs = json_array();
+			col = json_pack("{s:o, s:o, s:o, s:o}", "name", col_json(st, 1), "unit", col_json(st, 2),
+					"t_ns", ts, "values", vs);
+			if (append(cols, col))
+				goto oom;
+			snprintf(cur_name, sizeof(cur_name), "%s", name);
+			sum = 0, nv = 0;
+		}
+		if (append(ts, sqlite3_column_type(st, 3) == SQLITE_NULL ? json_null()
+								  : json_integer(sqlite3_column_int64(st, 3))))
+			goto oom;
+		if (sqlite3_column_type(st, 4) == SQLITE_NULL) {
+			if (append(vs, json_null()))
+				goto oom;
+		} else {
+			double v = sqlite3_column_double(st, 4);
+			if (append(vs, json_real(v)))
+				goto oom;
+			mn = nv && mn < v ? mn : v;
+			mx = nv && mx > v ? mx : v;
+			sum += v, nv++;
+		}
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read gpu samples");
+		goto out;
+	}
+	if (!json_array_size(gpus)) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_gpu_log", "run '%s' has no nvidia-smi log for rank %d", run, rank);
+		goto out;
+	}
+	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "gpus", gpus);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	sqlite3_finalize(st);
+	json_decref(gpus);
 	return o;
 }
 

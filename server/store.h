@@ -231,6 +231,8 @@ void store_mem_text_free(struct store_mem_text *m);
 /* {"run", "rank", "actions": [...]}: the Lightning reports' actions of (run, rank), largest total first. */
 json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 /* {"run", "rank", "frames": [{frame, self, total}]}: the folded stacks of (run, rank), the top frames by total. */
+/* {"run", "rank", "gpus": [...]}: the nvidia-smi logs of (run, rank) per GPU index and column (store.c). */
+json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err);
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err);

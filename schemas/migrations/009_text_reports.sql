@@ -25,3 +25,19 @@ CREATE TABLE stack_frames (
 	total INTEGER NOT NULL,
 	PRIMARY KEY (artifact_id, frame)
 ) WITHOUT ROWID;
+
+-- An nvidia-smi --query-gpu CSV log, one row per sample and column (GET
+-- /runs/{run}/gpu), in base units: % as printed, MiB as bytes, W, degC, MHz as
+-- Hz; value NULL for [N/A]. gpu: the index column, else 0; t_ns: the timestamp
+-- as written, read as UTC (NULL when the log has none).
+CREATE TABLE gpu_samples (
+	artifact_id INTEGER NOT NULL,
+	n INTEGER NOT NULL,
+	col INTEGER NOT NULL,
+	gpu INTEGER NOT NULL,
+	t_ns INTEGER,
+	name TEXT NOT NULL,
+	unit TEXT NOT NULL,
+	value REAL,
+	PRIMARY KEY (artifact_id, n, col)
+) WITHOUT ROWID;

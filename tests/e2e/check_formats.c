@@ -192,8 +192,41 @@ START_TEST(test_every_sample)
 	tu_resp_free(&r);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "frames")), 2);
 	json_decref(j);
+	/* the two nvidia-smi logs (no index column: both GPU 0): utilization.gpu over their 1,963
+	 * samples, 6,543 % in all; memory.used (plato only) in bytes, 2 to 20,137 MiB */
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/formats/gpu", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "gpus")), 1);
+	{
+		json_t *g = json_array_get(json_object_get(j, "gpus"), 0), *cols = json_object_get(g, "columns");
+		int seen = 0;
+		ck_assert_int_eq(json_integer_value(json_object_get(g, "index")), 0);
+		for (size_t i = 0; i < json_array_size(cols); i++) {
+			json_t *c = json_array_get(cols, i);
+			const char *nm = json_string_value(json_object_get(c, "name"));
+			if (!strcmp(nm, "utilization.gpu")) {
+				ck_assert_int_eq(json_array_size(json_object_get(c, "values")), 1963);
+				ck_assert_double_eq_tol(json_real_value(json_object_get(c, "mean")), 6543.0 / 1963, 1e-9);
+				ck_assert_str_eq(json_string_value(json_object_get(c, "unit")), "%");
+				seen++;
+			}
+			if (!strcmp(nm, "memory.used")) {
+				ck_assert_double_eq(json_real_value(json_object_get(c, "max")), 21115174912.0);
+				ck_assert_double_eq(json_real_value(json_object_get(c, "min")), 2097152.0);
+				ck_assert_str_eq(json_string_value(json_object_get(c, "unit")), "B");
+				seen++;
+			}
+		}
+		ck_assert_int_eq(seen, 2);
+	}
+	json_decref(j);
 	/* no report in a run: 404 */
 	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/prose/actions", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 404);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/prose/gpu", NULL, 0, NULL, &r), 0);
 	ck_assert_int_eq(r.status, 404);
 	tu_resp_free(&r);
 }

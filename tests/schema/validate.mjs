@@ -475,6 +475,10 @@ async function main() {
 		exactBody(await expect('GET', '/api/v1/runs/lightning/stacks?top=5', 200, 'stacks'));
 		await expect('GET', '/api/v1/runs/lightning/stacks?top=0', 400, 'error');
 		await expect('GET', '/api/v1/runs/v100/stacks', 404, 'error');
+		await expect('POST', '/api/v1/runs/lightning/artifacts?name=gpu.csv', 201, 'artifact',
+			fs.readFileSync(path.join(fixturesDir, 'formats/nvidia_smi_noheader_plato.csv')));
+		exactBody(await expect('GET', '/api/v1/runs/lightning/gpu', 200, 'gpu'));
+		await expect('GET', '/api/v1/runs/v100/gpu', 404, 'error');
 	}
 	// memory snapshot pickles (protocol 4 starts with 0x80): the cs336 trace and a state-only dump
 	for (const [run, file, points] of [['snapshot', 'memory/docubox_state_only_snapshot.pickle', 1],
@@ -870,7 +874,7 @@ async function main() {
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
 			'/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
-			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
+			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/gpu', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);
 		check('openapi.yaml describes every endpoint tested here', !missing.length, `missing ${missing.join(', ')}`);

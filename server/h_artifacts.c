@@ -23,7 +23,8 @@
 
 #define LOG_PREFIX "artifacts"
 
-static const char *const kinds[] = { "trace", "memory_snapshot", "memory_timeline" };
+static const char *const kinds[] = { "trace", "memory_snapshot", "memory_timeline", "lightning_report",
+				      "key_averages", "stacks", "gpu_log" };
 
 static int valid_file_name(const char *s)
 {
@@ -78,11 +79,12 @@ int h_artifact_upload_begin(struct request *req)
 		return http_reply_error(req, 400, "invalid_parameter", NULL,
 					"'name' must be 1 to 255 bytes of UTF-8 without control characters, quotes or slashes");
 	if (kind && *kind) {
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++)
 			known |= !strcmp(kind, kinds[i]);
 		if (!known)
 			return http_reply_error(req, 400, "invalid_parameter", NULL,
-						"'kind' must be trace, memory_snapshot or memory_timeline");
+						"'kind' must be trace, memory_snapshot, memory_timeline, lightning_report, "
+						"key_averages, stacks or gpu_log");
 		ir.kind = kind;
 	}
 	if ((enc = http_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING)) && strcasecmp(enc, "identity")) {

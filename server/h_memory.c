@@ -148,6 +148,43 @@ int h_run_memory_peak(struct request *req)
 	return answer(req, 1);
 }
 
+/* a Lightning report's actions (GET /runs/{run}/actions) */
+int h_run_actions(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_run_actions(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+}
+
+/* nvidia-smi logs per GPU (GET /runs/{run}/gpu) */
+int h_run_gpu(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_run_gpu(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+}
+
+/* folded stacks' frames, by total (GET /runs/{run}/stacks?top=N) */
+int h_run_stacks(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank, top;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "top", 1, 100000, 50, &top) ||
+	    h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_run_stacks(r, req->params[0], (int)rank, (int)top, &err), r, &err, NULL, 0);
+}
+
 /* a snapshot's segments and blocks at dump time (the newest, or ?artifact) */
 int h_run_memory_segments(struct request *req)
 {

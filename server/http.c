@@ -248,7 +248,9 @@ int http_reply_fail(struct request *req, int rc, const struct tp_errbuf *err, js
 	const char *code = err && err->code[0] ? err->code : tp_strerror(rc);
 	const char *msg = err && err->msg[0] ? err->msg : tp_strerror(rc);
 
-	return http_reply_error(req, http_status_of(rc), code, extra, "%s", msg);
+	/* an upload of a format we do not take: 415, not the 422 of a well-formed one we refuse */
+	return http_reply_error(req, rc == TP_ERR_UNSUPPORTED && !strcmp(code, "unsupported_format") ? 415
+				: http_status_of(rc), code, extra, "%s", msg);
 }
 
 static double mono_now(void)

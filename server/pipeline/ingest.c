@@ -47,6 +47,7 @@
 #include "ingest/snapshot.h"
 #include "ingest/inflate.h"
 #include "ingest/pickle.h"
+#include "ingest/textfmt.h"
 #include "pipeline/runrank.h"
 #include "ingest/timeline.h"
 #include "pipeline/ingest.h"
@@ -76,8 +77,12 @@ const struct ingest_limits ingest_default_limits = {
 	},
 };
 
-enum kind { KIND_UNKNOWN, KIND_TRACE, KIND_SNAPSHOT, KIND_TIMELINE };
-static const char *const kind_names[] = { "unknown", "trace", "memory_snapshot", "memory_timeline" };
+/* KIND_LIGHTNING .. KIND_GPULOG are textfmt.h's TF_* shifted by KIND_TEXT; KIND_NONE: none of them (415) */
+enum kind { KIND_UNKNOWN, KIND_TRACE, KIND_SNAPSHOT, KIND_TIMELINE, KIND_LIGHTNING, KIND_KEYAVG, KIND_STACKS,
+	    KIND_GPULOG, KIND_NONE };
+#define KIND_TEXT (KIND_LIGHTNING - TF_LIGHTNING)
+static const char *const kind_names[] = { "unknown", "trace", "memory_snapshot", "memory_timeline",
+					  "lightning_report", "key_averages", "stacks", "gpu_log", "unknown" };
 
 /* ---- channels ---- */
 
@@ -182,7 +187,7 @@ struct ingest {
 
 	/* B: the parser thread */
 	enum kind kind;
-	uint8_t sniff[64];
+	uint8_t sniff[TF_SNIFF];	/* a text report may need a few lines to tell */
 	size_t nsniff;
 	struct trace_parser *tp;
 	int b_rc;		/* detect or parse failure */
@@ -195,6 +200,8 @@ struct ingest {
 	size_t nmem_points;
 	const char *tl_form;
 	struct pickle_parser *pk;	/* KIND_SNAPSHOT instead of tp */
+	struct textfmt_parser *tf;	/* the text reports instead of tp */
+	const struct tf_result *tfr;	/* its result, once parsed */
 	struct snap_result *snap;	/* its timelines, once read */
 	const struct mem_series *snap_series;
 	size_t nsnap_series;
@@ -387,8 +394,14 @@ static int detect(struct ingest *ig, int at_end)
 		if (q == end && !at_end && ig->nsniff < sizeof(ig->sniff))
 			return 0;
 		ig->kind = q < end && *q == '[' ? KIND_TIMELINE : KIND_TRACE;
+	} else if (*p == '{') {
+		ig->kind = KIND_TRACE;
 	} else {
-		ig->kind = KIND_TRACE;	/* anything else is judged by the trace parser */
+		/* not JSON: one of the other profilers' text reports, or none of what we take */
+		int k = textfmt_detect(p, (size_t)(end - p), at_end || ig->nsniff == sizeof(ig->sniff));
+		if (k < 0)
+			return 0;
+		ig->kind = k == TF_NONE ? KIND_NONE : (enum kind)(k + KIND_TEXT);
 	}
 	return 1;
 }
@@ -408,6 +421,13 @@ static int start_parser(struct ingest *ig)
 		return tp_fail(&ig->b_err, TP_ERR_INVALID, "kind_mismatch",
 			       "kind=%s was given but the upload looks like a %s", ig->kind_hint,
 			       kind_names[ig->kind]);
+	if (ig->kind == KIND_NONE)
+		return tp_fail(&ig->b_err, TP_ERR_UNSUPPORTED, "unsupported_format",
+			       "the upload is none of the formats taken; expected %s", TF_EXPECTED);
+	if (ig->kind >= KIND_LIGHTNING && ig->kind <= KIND_GPULOG) {
+		ig->tf = textfmt_parser_new((int)ig->kind - KIND_TEXT, NULL);
+		return ig->tf ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
 	if (ig->kind == KIND_TIMELINE) {
 		ig->tl = timeline_parser_new(ig->lim.trace.max_events);
 		return ig->tl ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -427,6 +447,8 @@ static int start_parser(struct ingest *ig)
 
 static int feed_parser(struct ingest *ig, const uint8_t *data, size_t len)
 {
+	if (ig->tf)
+		return textfmt_parser_feed(ig->tf, data, len, &ig->b_err);
 	if (ig->tl)
 		return timeline_parser_feed(ig->tl, data, len, &ig->b_err);
 	if (ig->pk)
@@ -461,6 +483,8 @@ static int parse_end(struct ingest *ig)
 		if ((rc = start_parser(ig)) || (rc = feed_parser(ig, ig->sniff, ig->nsniff)))
 			return rc;
 	}
+	if (ig->tf)
+		return textfmt_parser_finish(ig->tf, &ig->tfr, &ig->b_err);
 	if (ig->tl)
 		return timeline_parser_finish(ig->tl, &ig->mem_points, &ig->nmem_points, &ig->tl_form, &ig->b_err);
 	if (ig->pk) {
@@ -591,6 +615,7 @@ static void ingest_free(struct ingest *ig)
 	trace_parser_free(ig->tp);
 	timeline_parser_free(ig->tl);
 	pickle_parser_free(ig->pk);
+	textfmt_parser_free(ig->tf);
 	snap_result_free(ig->snap);
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
@@ -760,6 +785,10 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		f.mem = &export;
 		f.nmem = 1;
 	}
+	if (!rc && !parse_rc && ig->tfr)
+		f.text = ig->tfr;
+	if (!rc && !parse_rc && ig->tfr)
+		f.events = ig->tfr->nactions + ig->tfr->nops + ig->tfr->nstacks + ig->tfr->ngpu_rows;
 	if (!rc && !parse_rc && ig->snap) {
 		f.events = ig->snap_stats.entries;
 		f.mem = ig->snap_series;

@@ -12,6 +12,7 @@
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
  */
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sqlite3.h>
@@ -25,6 +26,7 @@
 #include "store/store.h"
 #include "utf8.h"
 #include "analysis/runline.h"
+#include "ingest/textfmt.h"
 
 #define LOG_PREFIX "store"
 
@@ -483,7 +485,8 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
-					     "memory_groups", "memory_segments", "memory_blocks", "collectives" };
+					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
+					     "lightning_actions", "stack_frames", "gpu_samples" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -1167,12 +1170,105 @@ static int insert_memory(struct store_writer *w, int64_t artifact, const struct 
 	return rc;
 }
 
+static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, v);
+}
+
+/* A Lightning report's actions. */
+static int insert_actions(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO lightning_actions(artifact_id, n, action, calls, mean_ns, total_ns,"
+				      " share_bp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->nactions && !rc; i++) {
+		const struct tf_action *x = &t->actions[i];
+		sqlite3_bind_int64(st, 1, artifact);
+		sqlite3_bind_int64(st, 2, (int64_t)i);
+		bind_text(st, 3, x->name);
+		bind_opt(st, 4, x->calls);
+		bind_opt(st, 5, x->mean_ns);
+		bind_opt(st, 6, x->total_ns);
+		bind_opt(st, 7, x->share_bp);
+		rc = step_reset(w, st, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Folded stacks' frames. */
+static int insert_frames(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO stack_frames(artifact_id, frame, self, total) VALUES(?1, ?2, ?3, ?4)",
+			       -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->nframes && !rc; i++) {
+		sqlite3_bind_int64(st, 1, artifact);
+		bind_text(st, 2, t->frames[i].name);
+		sqlite3_bind_int64(st, 3, t->frames[i].self);
+		sqlite3_bind_int64(st, 4, t->frames[i].total);
+		rc = step_reset(w, st, err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* An nvidia-smi log's numeric cells (text columns such as name and pstate are not kept). */
+static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO gpu_samples(artifact_id, n, col, gpu, t_ns, name, unit, value)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->ngpu_rows && !rc; i++) {
+		const struct tf_gpu_row *g = &t->gpu_rows[i];
+		for (size_t k = 0; k < t->ngpu_cols && !rc; k++) {
+			if (!t->gpu_units[k][0])
+				continue;	/* timestamp, index, name, pstate */
+			sqlite3_bind_int64(st, 1, artifact);
+			sqlite3_bind_int64(st, 2, (int64_t)i);
+			sqlite3_bind_int64(st, 3, (int64_t)k);
+			sqlite3_bind_int(st, 4, g->gpu);
+			if (g->t_ns == INT64_MIN)
+				sqlite3_bind_null(st, 5);
+			else
+				sqlite3_bind_int64(st, 5, g->t_ns);
+			bind_text(st, 6, t->gpu_cols[k]);
+			bind_text(st, 7, t->gpu_units[k]);
+			if (isnan(g->v[k]))
+				sqlite3_bind_null(st, 8);
+			else
+				sqlite3_bind_double(st, 8, g->v[k]);
+			rc = step_reset(w, st, err);
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
 	int rc;
 
+	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_STACKS && (rc = insert_frames(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_GPULOG && (rc = insert_gpu(w, artifact, f->text, err)))
+		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
 		return rc;
 	if (!a)
@@ -2913,6 +3009,187 @@ static int seg_close(json_t *segs, json_t *seg, int64_t alloc)
  * device (default as pick_series: the first GPU), the newest unless artifact
  * names another of them.
  */
+static json_t *col_opt(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, i));
+}
+
+json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *acts = json_array(), *o = NULL;
+	int step;
+
+	if (!acts)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	if (!(st = prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
+				   " artifact_id, n", run, rank, err)))
+		goto out;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *a = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "artifact", (json_int_t)sqlite3_column_int64(st, 0),
+				      "action", col_json(st, 1), "calls", col_opt(st, 2), "mean_ns", col_opt(st, 3),
+				      "total_ns", col_opt(st, 4),
+				      "share", sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null()
+					      : json_real((double)sqlite3_column_int64(st, 5) / 100.0));
+		if (append(acts, a))
+			goto oom;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read actions");
+		goto out;
+	}
+	if (!json_array_size(acts)) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_actions", "run '%s' has no Lightning profiler report for rank %d", run, rank);
+		goto out;
+	}
+	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "actions", acts);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	sqlite3_finalize(st);
+	json_decref(acts);
+	return o;
+}
+
+/*
+ * {"run", "rank", "gpus": [{"index", "columns": [{"name", "unit", "mean", "min", "max", "t_ns": [...],
+ * "values": [...]}]}]}: the nvidia-smi logs of (run, rank), per GPU index and column, in time order.
+ */
+json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *gpus = json_array(), *o = NULL, *gpu = NULL, *cols = NULL, *col = NULL, *ts = NULL, *vs = NULL;
+	int step, cur_gpu = -1;
+	char cur_name[128] = "";
+	double sum = 0, mn = 0, mx = 0;
+	size_t nv = 0;
+
+	if (!gpus)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	if (!(st = prepare_rank(r, "SELECT gpu, name, unit, t_ns, value FROM gpu_samples"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY gpu, name, t_ns, artifact_id, n",
+				run, rank, err)))
+		goto out;
+	for (;;) {
+		step = sqlite3_step(st);
+		int g = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+		const char *name = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 1) : "";
+		if (col && (step != SQLITE_ROW || g != cur_gpu || strcmp(name, cur_name))) {
+			/* close the column */
+			if (json_object_set_new(col, "mean", nv ? json_real(sum / (double)nv) : json_null()) ||
+			    json_object_set_new(col, "min", nv ? json_real(mn) : json_null()) ||
+			    json_object_set_new(col, "max", nv ? json_real(mx) : json_null()))
+				goto oom;
+			col = NULL;
+		}
+		if (gpu && (step != SQLITE_ROW || g != cur_gpu))
+			gpu = NULL;
+		if (step != SQLITE_ROW)
+			break;
+		if (!gpu) {
+			cols = json_array();
+			gpu = json_pack("{s:i, s:o}", "index", g, "columns", cols);
+			if (append(gpus, gpu))
+				goto oom;
+			cur_gpu = g;
+		}
+		if (!col) {
+			ts = json_array();
+			vs = json_array();
+			col = json_pack("{s:o, s:o, s:o, s:o}", "name", col_json(st, 1), "unit", col_json(st, 2),
+					"t_ns", ts, "values", vs);
+			if (append(cols, col))
+				goto oom;
+			snprintf(cur_name, sizeof(cur_name), "%s", name);
+			sum = 0, nv = 0;
+		}
+		if (append(ts, sqlite3_column_type(st, 3) == SQLITE_NULL ? json_null()
+								  : json_integer(sqlite3_column_int64(st, 3))))
+			goto oom;
+		if (sqlite3_column_type(st, 4) == SQLITE_NULL) {
+			if (append(vs, json_null()))
+				goto oom;
+		} else {
+			double v = sqlite3_column_double(st, 4);
+			if (append(vs, json_real(v)))
+				goto oom;
+			mn = nv && mn < v ? mn : v;
+			mx = nv && mx > v ? mx : v;
+			sum += v, nv++;
+		}
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read gpu samples");
+		goto out;
+	}
+	if (!json_array_size(gpus)) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_gpu_log", "run '%s' has no nvidia-smi log for rank %d", run, rank);
+		goto out;
+	}
+	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "gpus", gpus);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	sqlite3_finalize(st);
+	json_decref(gpus);
+	return o;
+}
+
+json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *frames = json_array(), *o = NULL;
+	int step, n = 0;
+
+	if (!frames)
+		goto oom;
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		goto out;
+	/* SUM of int64 weights that may overflow: TOTAL() is a double and never fails */
+	if (!(st = prepare_rank(r, "SELECT frame, CAST(MIN(TOTAL(self), 9.2e18) AS INTEGER),"
+				   " CAST(MIN(TOTAL(total), 9.2e18) AS INTEGER) FROM stack_frames"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY frame ORDER BY 3 DESC, 2 DESC, frame LIMIT ?3",
+				run, rank, err)))
+		goto out;
+	sqlite3_bind_int(st, 3, top);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (append(frames, json_pack("{s:o, s:I, s:I}", "frame", col_json(st, 0),
+					     "self", (json_int_t)sqlite3_column_int64(st, 1),
+					     "total", (json_int_t)sqlite3_column_int64(st, 2))))
+			goto oom;
+		n++;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read stacks");
+		goto out;
+	}
+	if (!n) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_stacks", "run '%s' has no folded stacks for rank %d", run, rank);
+		goto out;
+	}
+	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "frames", frames);
+	if (!o)
+		goto oom;
+	goto out;
+oom:
+	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	sqlite3_finalize(st);
+	json_decref(frames);
+	return o;
+}
+
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err)
 {

@@ -75,6 +75,8 @@ struct store_batch {
 };
 
 /* What an artifact ends with. */
+struct tf_result;
+
 struct store_final {
 	const char *sha256;		/* of the upload as sent */
 	uint64_t bytes;			/* upload size as sent */
@@ -90,6 +92,7 @@ struct store_final {
 	an_string_fn str;		/* names of the analysis' string ids */
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
+	const struct tf_result *text;	/* a Lightning report's actions (textfmt.h); may be NULL */
 	size_t nmem;
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;
@@ -237,6 +240,12 @@ void store_mem_text_free(struct store_mem_text *m);
  * time (artifact 0: the rank's newest snapshot with segments on device);
  * NOTFOUND no_segments when there is none.
  */
+/* {"run", "rank", "actions": [...]}: the Lightning reports' actions of (run, rank), largest total first. */
+json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+/* {"run", "rank", "frames": [{frame, self, total}]}: the folded stacks of (run, rank), the top frames by total. */
+/* {"run", "rank", "gpus": [...]}: the nvidia-smi logs of (run, rank) per GPU index and column (store.c). */
+json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err);
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err);
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,

@@ -136,11 +136,12 @@ END_TEST
 
 START_TEST(test_not_json)
 {
+	/* text that is none of the formats taken (issue 21): 415, naming what is */
 	const char body[] = "this is not JSON at all";
-	json_t *j = expect("POST", UP("notjson"), body, strlen(body), NULL, 400, "invalid_json");
+	json_t *j = expect("POST", UP("notjson"), body, strlen(body), NULL, 415, "unsupported_format");
 
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
-				     "at byte"));
+				     "Kineto trace"));
 	kept(j, "notjson", body, strlen(body));
 	json_decref(j);
 }
@@ -186,7 +187,7 @@ START_TEST(test_gzip_of_garbage)
 	for (i = 0; i < sizeof(garbage); i++)
 		garbage[i] = (uint8_t)rand();
 	z = tu_gzip(garbage, sizeof(garbage), &zlen);
-	j = expect("POST", UP("gzgarbage"), z, zlen, NULL, 400, "invalid_json");
+	j = expect("POST", UP("gzgarbage"), z, zlen, NULL, 415, "unsupported_format");	/* none of the formats */
 	kept(j, "gzgarbage", z, zlen);
 	json_decref(j);
 	free(z);

@@ -91,3 +91,20 @@ put('pickle/sizes_extreme.pickle', snapshot(
 put('tokens/tokens_long_read_line.txt', 'secret-token-0123456789\nread ' + 'r' * 506 + 'W' * 94 + '\n')
 put('tokens/tokens_nul.txt', b'secret-token-0123456789\nread reader-token-0123\x00456789abcdef\n')
 put('tokens/tokens_33.txt', ''.join('token-%02d-0123456789abcdef\n' % i for i in range(33)))
+
+# Other profilers' text reports (issue 21): cut, a column missing, units the tools never write, a
+# line far over the cap, a year whose nanoseconds overflow, and text that is none of them.
+os.makedirs(os.path.join(here, 'formats'), exist_ok=True)
+SEP = '-' * 25 + '  ' + '  '.join(['-' * 12] * 3) + '  \n'
+HDR = '%25s  %12s  %12s  %12s  \n' % ('Name', 'Self CPU %', 'Self CPU', '# of Calls')
+put('formats/key_averages_cut.txt', SEP + HDR + SEP + '%25s  %12s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979us', '1'))
+put('formats/key_averages_no_calls.txt', SEP + HDR + SEP + '%25s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979us') + SEP)
+put('formats/key_averages_furlongs.txt', SEP + HDR + SEP + '%25s  %12s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979fl', '1') + SEP)
+put('formats/lightning_missing_total.txt',
+    'FIT Profiler Report\n\nAction\t|  Mean duration (s)\t|  Num calls\t|  Total time (s)\t|  Percentage %\t|\n'
+    + '-' * 80 + '\nrun_training_epoch\t|  21.692\t|  1\t|\n')
+put('formats/stacks_long_line.txt', ';'.join(['f%d' % i for i in range(20000)]) + ' 5\n')
+put('formats/stacks_weight_overflow.txt', 'a;b 9223372036854775807\na;c 9223372036854775807\n')
+put('formats/smi_year_overflow.csv', '9999/12/31 23:59:59.999, 50 %, 1 MiB\n')
+put('formats/smi_header_changes.csv', 'utilization.gpu [%]\n85 %\nmemory.used [MiB]\n100 MiB\n')
+put('formats/prose.txt', 'Epoch 1: loss 0.25\nEpoch 2: loss 0.21\n')

@@ -18,6 +18,7 @@ Suite *suite_timeline(void);
 Suite *suite_snapshot(void);
 Suite *suite_stats(void);
 Suite *suite_runline(void);
+Suite *suite_textfmt(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);
@@ -26,6 +27,7 @@ Suite *suite_collect(void);
 Suite *suite_api_contract(void);
 Suite *suite_runs(void);
 Suite *suite_distributed(void);
+Suite *suite_formats(void);
 Suite *suite_cupti(void);
 
 #endif

@@ -461,6 +461,25 @@ async function main() {
 		check('upload memcpu with device=cpu: memory_timeline, ready', mtCpu.artifact.kind === 'memory_timeline' &&
 			mtCpu.artifact.status === 'ready', JSON.stringify(mtCpu.artifact));
 	await expect('POST', '/api/v1/runs/memdev/artifacts?name=timeline.json.gz&device=gpu0', 400, 'error', timeline);
+	// a Lightning SimpleProfiler report (issue 21): detected from its text, its actions at /actions
+	{
+		const up = await expect('POST', '/api/v1/runs/lightning/artifacts?name=profile.txt', 201, 'artifact',
+			fs.readFileSync(path.join(fixturesDir, 'formats/lightning_simple_pl1.2_hannah.txt')));
+		if (up?.artifact)
+			check('upload lightning: lightning_report, ready', up.artifact.kind === 'lightning_report' &&
+				up.artifact.status === 'ready', JSON.stringify(up.artifact));
+		exactBody(await expect('GET', '/api/v1/runs/lightning/actions', 200, 'actions'));
+		await expect('GET', '/api/v1/runs/v100/actions', 404, 'error');	/* a trace: no report */
+		await expect('POST', '/api/v1/runs/lightning/artifacts?name=stacks.txt', 201, 'artifact',
+			fs.readFileSync(path.join(fixturesDir, 'formats/export_stacks_gpt2_profile.txt')));
+		exactBody(await expect('GET', '/api/v1/runs/lightning/stacks?top=5', 200, 'stacks'));
+		await expect('GET', '/api/v1/runs/lightning/stacks?top=0', 400, 'error');
+		await expect('GET', '/api/v1/runs/v100/stacks', 404, 'error');
+		await expect('POST', '/api/v1/runs/lightning/artifacts?name=gpu.csv', 201, 'artifact',
+			fs.readFileSync(path.join(fixturesDir, 'formats/nvidia_smi_noheader_plato.csv')));
+		exactBody(await expect('GET', '/api/v1/runs/lightning/gpu', 200, 'gpu'));
+		await expect('GET', '/api/v1/runs/v100/gpu', 404, 'error');
+	}
 	// memory snapshot pickles (protocol 4 starts with 0x80): the cs336 trace and a state-only dump
 	for (const [run, file, points] of [['snapshot', 'memory/docubox_state_only_snapshot.pickle', 1],
 		['snapcs336', 'memory/cs336_memory_snapshot.pickle', 3442]]) {
@@ -882,7 +901,7 @@ async function main() {
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
 			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
-			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
+			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/gpu', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);
 		check('openapi.yaml describes every endpoint tested here', !missing.length, `missing ${missing.join(', ')}`);

@@ -1,0 +1,434 @@
+/*
+ * check_textfmt.c: other profilers' text reports (server/ingest/textfmt.c)
+ * against the real samples in shared/fixtures/formats/. The figures were
+ * computed from the files with a separate Python script (Decimal arithmetic
+ * on the cells as printed), not from this parser; every sample is parsed in
+ * pieces of 1, 7 and 4096 bytes. Then tables cut short, a column missing,
+ * units the tools never write, bytes that are not UTF-8 and overlong lines.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/textfmt.h"
+#include "suites.h"
+#include "testutil.h"
+
+static const size_t pieces[] = { 1, 7, 4096 };
+
+static uint8_t *fixture(const char *name, size_t *len)
+{
+	char rel[128], *path;
+	uint8_t *d;
+
+	snprintf(rel, sizeof(rel), "formats/%s", name);
+	path = tu_fixture(rel);
+	d = tu_read_file(path, len);
+	ck_assert_msg(d != NULL, "cannot read %s", path);
+	free(path);
+	return d;
+}
+
+/* Parse in pieces; returns rc, *pp kept for the caller to inspect and free. */
+static int parse(int kind, const void *text, size_t len, size_t piece, struct textfmt_parser **pp,
+		 const struct tf_result **res, struct tp_errbuf *err)
+{
+	struct textfmt_parser *p = textfmt_parser_new(kind, NULL);
+	const uint8_t *b = text;
+	int rc = TP_OK;
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < len && !rc; i += piece)
+		rc = textfmt_parser_feed(p, b + i, len - i < piece ? len - i : piece, err);
+	if (!rc)
+		rc = textfmt_parser_finish(p, res, err);
+	*pp = p;
+	return rc;
+}
+
+static int detect_file(const uint8_t *d, size_t len)
+{
+	return textfmt_detect(d, len < TF_SNIFF ? len : TF_SNIFF, len <= TF_SNIFF);
+}
+
+static const struct tf_action *action(const struct tf_result *r, const char *name)
+{
+	for (size_t i = 0; i < r->nactions; i++)
+		if (!strcmp(r->actions[i].name, name))
+			return &r->actions[i];
+	return NULL;
+}
+
+static const struct tf_action *top_action(const struct tf_result *r)
+{
+	const struct tf_action *t = NULL;
+
+	for (size_t i = 0; i < r->nactions; i++)
+		if (!t || r->actions[i].total_ns > t->total_ns)
+			t = &r->actions[i];
+	return t;
+}
+
+START_TEST(test_lightning_simple)
+{
+	size_t len;
+	uint8_t *d = fixture("lightning_simple_pl1.2_hannah.txt", &len);
+
+	ck_assert_int_eq(detect_file(d, len), TF_LIGHTNING);
+	for (size_t k = 0; k < 3; k++) {
+		struct textfmt_parser *p;
+		const struct tf_result *r;
+		struct tp_errbuf err = { 0 };
+		ck_assert_msg(parse(TF_LIGHTNING, d, len, pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_int_eq(r->advanced, 0);
+		ck_assert_uint_eq(r->nactions, 33);		/* rows other than Total */
+		ck_assert_int_eq(r->total_ns, 29420000000LL);	/* Total: 29.42 s */
+		const struct tf_action *t = top_action(r);
+		ck_assert_str_eq(t->name, "run_training_epoch");
+		ck_assert_int_eq(t->total_ns, 21692000000LL);
+		ck_assert_int_eq(t->mean_ns, 21692000000LL);
+		ck_assert_int_eq(t->calls, 1);
+		ck_assert_int_eq(t->share_bp, 7373);		/* 73.733 % */
+		/* exponent notation: on_epoch_end 1.4326e-05 s mean, 3 calls, 4.2978e-05 s total */
+		t = action(r, "on_epoch_end");
+		ck_assert_ptr_nonnull(t);
+		ck_assert_int_eq(t->mean_ns, 14326);
+		ck_assert_int_eq(t->calls, 3);
+		ck_assert_int_eq(t->total_ns, 42978);
+		textfmt_parser_free(p);
+	}
+	free(d);
+}
+END_TEST
+
+START_TEST(test_lightning_advanced)
+{
+	static const struct {
+		const char *file;
+		size_t nactions;
+		int64_t top_ns;
+	} f[] = {
+		{ "lightning_advanced_pl1.4_doc_robustness.txt", 35, 12497000000LL },
+		{ "lightning_advanced_pl2.2_diffusion_policy.txt", 360, 57732000000LL },
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		size_t len;
+		uint8_t *d = fixture(f[i].file, &len);
+		struct textfmt_parser *p;
+		const struct tf_result *r;
+		struct tp_errbuf err = { 0 };
+
+		ck_assert_int_eq(detect_file(d, len), TF_LIGHTNING);
+		ck_assert_msg(parse(TF_LIGHTNING, d, len, 4096, &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_int_eq(r->advanced, 1);
+		ck_assert_uint_eq(r->nactions, f[i].nactions);
+		ck_assert_str_eq(top_action(r)->name, "run_training_epoch");
+		ck_assert_int_eq(top_action(r)->total_ns, f[i].top_ns);
+		textfmt_parser_free(p);
+		free(d);
+	}
+}
+END_TEST
+
+START_TEST(test_key_averages)
+{
+	size_t len;
+	uint8_t *d = fixture("key_averages_cuda_kernelheim.txt", &len);
+
+	ck_assert_int_eq(detect_file(d, len), TF_KEYAVG);
+	for (size_t k = 0; k < 3; k++) {
+		struct textfmt_parser *p;
+		const struct tf_result *r;
+		struct tp_errbuf err = { 0 };
+		const struct tf_op *pow = NULL;
+		ck_assert_msg(parse(TF_KEYAVG, d, len, pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_uint_eq(r->ncols, 11);
+		ck_assert_uint_eq(r->nops, 7);
+		for (size_t i = 0; i < r->nops; i++)
+			if (!strcmp(r->ops[i].name, "aten::pow"))
+				pow = &r->ops[i];
+		ck_assert_ptr_nonnull(pow);
+		/* aten::pow  4.77%  81.962us  6.52%  112.112us  112.112us  1.737ms  98.53%  1.748ms  1.748ms  1 */
+		ck_assert_int_eq(pow->v[tf_col(r, "Self CPU %")], 477);
+		ck_assert_int_eq(pow->v[tf_col(r, "Self CPU")], 81962);
+		ck_assert_int_eq(pow->v[tf_col(r, "CPU total")], 112112);
+		ck_assert_int_eq(pow->v[tf_col(r, "Self CUDA")], 1737000);
+		ck_assert_int_eq(pow->v[tf_col(r, "Self CUDA %")], 9853);
+		ck_assert_int_eq(pow->v[tf_col(r, "CUDA total")], 1748000);
+		ck_assert_int_eq(pow->v[tf_col(r, "# of Calls")], 1);
+		ck_assert_int_eq(r->col_units[tf_col(r, "CUDA time avg")], TF_U_NS);
+		ck_assert_int_eq(r->self_cpu_total_ns, 1720000);
+		ck_assert_int_eq(r->self_dev_total_ns, 1763000);
+		textfmt_parser_free(p);
+	}
+	free(d);
+}
+END_TEST
+
+/* a table with memory columns, as torch prints it (widths from the dash line) */
+static const char mem_table[] =
+	"---------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+	"           Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg       CPU Mem    # of Calls  \n"
+	"---------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+	"       aten::mm        10.00%       1.500ms        20.00%        2.549s     -16.000us     256.00 Kb             3  \n"
+	"    aten::empty         0.00%       0.000us         0.00%       0.000us       0.000us       1.50 Gb            12  \n"
+	"     aten::add_         1.00%       2.000us         1.00%       2.000us       2.000us      -1.70 MB             1  \n"
+	"    aten::zeros         1.00%       2.000us         1.00%       2.000us       2.000us         256 B             1  \n"
+	"---------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+	"Self CPU time total: 5.490s\n";
+
+START_TEST(test_key_averages_units)
+{
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+	int mem;
+
+	ck_assert_int_eq(textfmt_detect((const uint8_t *)mem_table, sizeof(mem_table) - 1, 1), TF_KEYAVG);
+	ck_assert_msg(parse(TF_KEYAVG, mem_table, sizeof(mem_table) - 1, 5, &p, &r, &err) == TP_OK, "%s", err.msg);
+	mem = tf_col(r, "CPU Mem");
+	ck_assert_int_ge(mem, 0);
+	ck_assert_int_eq(r->col_units[mem], TF_U_BYTES);
+	ck_assert_uint_eq(r->nops, 4);
+	ck_assert_int_eq(r->ops[0].v[tf_col(r, "Self CPU")], 1500000);
+	ck_assert_int_eq(r->ops[0].v[tf_col(r, "CPU total")], 2549000000LL);
+	ck_assert_int_eq(r->ops[0].v[tf_col(r, "CPU time avg")], -16000);
+	ck_assert_int_eq(r->ops[0].v[mem], 256 * 1024);
+	ck_assert_int_eq(r->ops[1].v[mem], 3LL << 29);			/* 1.50 Gb */
+	ck_assert_int_eq(r->ops[2].v[mem], -(170LL * 1048576 + 50) / 100);	/* -1.70 MB */
+	ck_assert_int_eq(r->ops[3].v[mem], 256);
+	ck_assert_int_eq(r->self_cpu_total_ns, 5490000000LL);
+	ck_assert_int_eq(r->self_dev_total_ns, -1);
+	textfmt_parser_free(p);
+}
+END_TEST
+
+START_TEST(test_stacks)
+{
+	size_t len;
+	uint8_t *d = fixture("export_stacks_gpt2_profile.txt", &len);
+
+	ck_assert_int_eq(detect_file(d, len), TF_STACKS);
+	for (size_t k = 1; k < 3; k++) {
+		struct textfmt_parser *p;
+		const struct tf_result *r;
+		struct tp_errbuf err = { 0 };
+		ck_assert_msg(parse(TF_STACKS, d, len, pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_uint_eq(r->nstacks, 1620);
+		ck_assert_int_eq(r->stacks_total, 122353);
+		ck_assert_uint_eq(r->nframes, 37);
+		ck_assert_int_eq(r->leaf_first, 1);	/* 11 distinct first frames, 3 distinct last */
+		ck_assert_int_eq(r->frames[0].total, 113992);
+		int64_t self_sum = 0, conv = -1;
+		for (size_t i = 0; i < r->nframes; i++) {
+			self_sum += r->frames[i].self;
+			if (!strcmp(r->frames[i].name, "<built-in_method_conv2d_of_type_object_at_0x7f9e8897a760>"))
+				conv = r->frames[i].self;
+			if (i)
+				ck_assert_int_ge(r->frames[i - 1].total, r->frames[i].total);
+		}
+		ck_assert_int_eq(self_sum, r->stacks_total);
+		ck_assert_int_eq(conv, 85379);
+		textfmt_parser_free(p);
+	}
+	free(d);
+}
+END_TEST
+
+START_TEST(test_stacks_root_first)
+{
+	static const char t[] = "main;train;fwd;mm 5\nmain;train;fwd;add 3\nmain;train;bwd;mm 4\nmain;eval;mm 1\n"
+				"main;train;train;opt 2\n";
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_msg(parse(TF_STACKS, t, sizeof(t) - 1, 3, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_int_eq(r->leaf_first, 0);
+	ck_assert_str_eq(r->frames[0].name, "main");
+	ck_assert_int_eq(r->frames[0].total, 15);
+	for (size_t i = 0; i < r->nframes; i++) {
+		if (!strcmp(r->frames[i].name, "mm")) {
+			ck_assert_int_eq(r->frames[i].self, 10);
+			ck_assert_int_eq(r->frames[i].total, 10);
+		}
+		if (!strcmp(r->frames[i].name, "train")) {	/* recursion counts once */
+			ck_assert_int_eq(r->frames[i].total, 14);
+			ck_assert_int_eq(r->frames[i].self, 0);
+		}
+	}
+	textfmt_parser_free(p);
+}
+END_TEST
+
+START_TEST(test_gpu_noheader)
+{
+	size_t len;
+	uint8_t *d = fixture("nvidia_smi_noheader_plato.csv", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+	double maxmem = 0;
+
+	ck_assert_int_eq(detect_file(d, len), TF_GPULOG);
+	ck_assert_msg(parse(TF_GPULOG, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_int_eq(r->gpu_header, 0);
+	ck_assert_uint_eq(r->ngpu_rows, 1923);
+	ck_assert_uint_eq(r->ngpu_cols, 7);
+	int u = tf_col(r, "utilization.gpu"), m = tf_col(r, "memory.used"), w = tf_col(r, "power.draw");
+	ck_assert_int_ge(u, 0);
+	ck_assert_int_ge(m, 0);
+	ck_assert_int_ge(w, 0);
+	ck_assert_double_eq_tol(tf_gpu_mean(r, (size_t)u, 0), 1.4305772230889235, 1e-9);
+	ck_assert_double_eq_tol(tf_gpu_mean(r, (size_t)w, 0), 16.520946437857514, 1e-9);
+	for (size_t i = 0; i < r->ngpu_rows; i++)
+		if (r->gpu_rows[i].v[m] > maxmem)
+			maxmem = r->gpu_rows[i].v[m];
+	ck_assert_double_eq(maxmem, 20137.0 * 1048576);
+	/* 2026/04/25 16:06:06.780 read as UTC */
+	ck_assert_int_eq(r->gpu_rows[0].t_ns, 1777133166780000000LL);
+	textfmt_parser_free(p);
+	free(d);
+}
+END_TEST
+
+START_TEST(test_gpu_repeated_header)
+{
+	size_t len;
+	uint8_t *d = fixture("nvidia_smi_repeated_header_slowfast.csv", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(detect_file(d, len), TF_GPULOG);
+	ck_assert_msg(parse(TF_GPULOG, d, len, 1, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_int_eq(r->gpu_header, 1);
+	ck_assert_uint_eq(r->ngpu_rows, 40);
+	ck_assert_double_eq_tol(tf_gpu_mean(r, 0, 0), 94.8, 1e-9);
+	textfmt_parser_free(p);
+	free(d);
+}
+END_TEST
+
+START_TEST(test_gpu_multi)
+{
+	static const char t[] =
+		"timestamp, index, name, utilization.gpu [%], memory.total [MiB], memory.used [MiB], power.draw [W]\n"
+		"2024/11/23 12:23:29.950, 0, NVIDIA RTX A6000, 92 %, 49140 MiB, 25073 MiB, 33.09 W\n"
+		"2024/11/23 12:23:29.951, 1, NVIDIA RTX A6000, 40 %, 49140 MiB, 1 MiB, [N/A]\n"
+		"2024/11/23 12:23:30.950, 0, NVIDIA RTX A6000, 100 %, 49140 MiB, 25073 MiB, 22.67 W\n"
+		"2024/11/23 12:23:30.951, 1, NVIDIA RTX A6000, 50 %, 49140 MiB, 1 MiB, 20.00 W\n";
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_msg(parse(TF_GPULOG, t, sizeof(t) - 1, 4096, &p, &r, &err) == TP_OK, "%s", err.msg);
+	int u = tf_col(r, "utilization.gpu"), w = tf_col(r, "power.draw");
+	ck_assert_double_eq_tol(tf_gpu_mean(r, (size_t)u, 0), 96, 1e-12);
+	ck_assert_double_eq_tol(tf_gpu_mean(r, (size_t)u, 1), 45, 1e-12);
+	ck_assert_double_eq_tol(tf_gpu_mean(r, (size_t)w, 1), 20, 1e-12);	/* [N/A] left out */
+	ck_assert_str_eq(r->gpu_units[tf_col(r, "memory.used")], "B");
+	ck_assert_double_eq(r->gpu_rows[0].v[tf_col(r, "memory.used")], 25073.0 * 1048576);
+	textfmt_parser_free(p);
+}
+END_TEST
+
+START_TEST(test_detect_none)
+{
+	static const char *const none[] = { "{\"traceEvents\": []}", "hello world\n", "a,b,c\n1,2,3\n",
+					    "------------\nnot a header\n" };
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		ck_assert_int_eq(textfmt_detect((const uint8_t *)none[i], strlen(none[i]), 1), TF_NONE);
+	/* a first line longer than the sniff with ';' in it: deep folded stacks */
+	{
+		static uint8_t deep[TF_SNIFF];
+		for (size_t i = 0; i < sizeof(deep); i++)
+			deep[i] = i % 3 == 2 ? ';' : 'f';
+		ck_assert_int_eq(textfmt_detect(deep, sizeof(deep), 0), TF_STACKS);
+		ck_assert_int_eq(textfmt_detect(deep, sizeof(deep) - 1, 0), -1);
+		memset(deep, 'x', sizeof(deep));
+		ck_assert_int_eq(textfmt_detect(deep, sizeof(deep), 0), TF_NONE);
+	}
+	/* the first line of a table is not enough */
+	ck_assert_int_eq(textfmt_detect((const uint8_t *)"------------  ----", 18, 0), -1);
+}
+END_TEST
+
+/* A broken variant: rc TP_ERR_INVALID (or TOOBIG) and the message names the line. */
+static void expect_bad(int kind, const char *t, size_t len, int want_rc, const char *line)
+{
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+	int rc = parse(kind, t, len, 4096, &p, &r, &err);
+
+	ck_assert_msg(rc == want_rc, "rc %d for %.40s", rc, t);
+	ck_assert_msg(strstr(err.msg, line) != NULL, "\"%s\" does not say %s", err.msg, line);
+	textfmt_parser_free(p);
+}
+
+START_TEST(test_hostile)
+{
+	size_t len;
+	uint8_t *d = fixture("key_averages_cuda_kernelheim.txt", &len);
+	char *t = malloc(len + 1);
+
+	/* cut after the sixth line: no closing dash line */
+	size_t cut = 0;
+	for (int nl = 0; cut < len && nl < 6; cut++)
+		nl += d[cut] == '\n';
+	expect_bad(TF_KEYAVG, (const char *)d, cut, TP_ERR_INVALID, "truncated");
+	/* a unit torch never writes on line 5 */
+	memcpy(t, d, len);
+	t[len] = 0;
+	char *us = strstr(strstr(t, "aten::pow"), "us");
+	us[0] = 'x';
+	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "line 5");
+	free(t);
+	free(d);
+	/* a column missing */
+	expect_bad(TF_LIGHTNING, "Action | Mean duration (s) | Num calls | Total time (s) |\nfwd | 1.0 | 2\n", 71,
+		   TP_ERR_INVALID, "line 2");
+	expect_bad(TF_GPULOG, "timestamp, utilization.gpu [%]\n2024/11/23 12:23:29.950\n", 55, TP_ERR_INVALID, "line 2");
+	expect_bad(TF_GPULOG, "utilization.gpu [furlongs]\n5 %\n", 31, TP_ERR_INVALID, "line 1");
+	expect_bad(TF_STACKS, "a;b 3\na;b three\n", 16, TP_ERR_INVALID, "line 2");
+	expect_bad(TF_STACKS, "a;;b 3\n", 7, TP_ERR_INVALID, "line 1");
+	expect_bad(TF_STACKS, "a;b\xff 3\n", 7, TP_ERR_INVALID, "UTF-8");
+	expect_bad(TF_LIGHTNING, "FIT Profiler Report\n\n", 21, TP_ERR_INVALID, "before any action");
+	/* a line over the cap */
+	struct tf_limits lim = { .max_line = 16, .max_rows = 4, .max_strings = 1 << 20 };
+	struct textfmt_parser *p = textfmt_parser_new(TF_STACKS, &lim);
+	struct tp_errbuf err = { 0 };
+	ck_assert_int_eq(textfmt_parser_feed(p, (const uint8_t *)"abcdefghijklmnopqrstuvwxyz 1\n", 29, &err),
+			 TP_ERR_TOOBIG);
+	textfmt_parser_free(p);
+	/* more distinct frames than the cap */
+	p = textfmt_parser_new(TF_STACKS, &lim);
+	ck_assert_int_eq(textfmt_parser_feed(p, (const uint8_t *)"a;b;c;d;e 1\n", 12, &err), TP_ERR_TOOBIG);
+	textfmt_parser_free(p);
+}
+END_TEST
+
+Suite *suite_textfmt(void)
+{
+	Suite *s = suite_create("textfmt");
+	TCase *tc = tcase_create("formats");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_lightning_simple);
+	tcase_add_test(tc, test_lightning_advanced);
+	tcase_add_test(tc, test_key_averages);
+	tcase_add_test(tc, test_key_averages_units);
+	tcase_add_test(tc, test_stacks);
+	tcase_add_test(tc, test_stacks_root_first);
+	tcase_add_test(tc, test_gpu_noheader);
+	tcase_add_test(tc, test_gpu_repeated_header);
+	tcase_add_test(tc, test_gpu_multi);
+	tcase_add_test(tc, test_detect_none);
+	tcase_add_test(tc, test_hostile);
+	suite_add_tcase(s, tc);
+	return s;
+}

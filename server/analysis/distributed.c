@@ -326,18 +326,14 @@ fail:
 	return NULL;
 }
 
-static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step)
+/* The match key of each collective (keys[i] for in->colls[i], unsorted): its process group and
+ * seq where written, else its order within (rank, process group, kind). -1 when out of memory. */
+static int match_keys(const struct dist_input *in, struct mkey *keys)
 {
-	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
-	struct inst *insts = tp_malloc((in->ncolls + 1) * sizeof(*insts));
-	struct rank_acc *acc = tp_calloc(in->nranks + 1, sizeof(*acc));
 	struct { const char *pg; int kind; int64_t n; } *ord = NULL;
-	size_t nord = 0, ocap = 0, ninst = 0, listed = 0, i, j, k, rank_first = 0;
-	json_t *list = NULL, *by = NULL, *out = NULL, *slow = NULL;
+	size_t nord = 0, ocap = 0, i, k, rank_first = 0;
 
-	if (!keys || !insts || !acc || !(list = json_array()) || !(by = json_array()))
-		goto done;
-	/* the match key of each collective; colls are by rank, then launch */
+	/* colls are by rank, then launch */
 	for (i = 0; i < in->ncolls; i++) {
 		const struct dist_coll *c = &in->colls[i];
 		if (i && c->rank != in->colls[i - 1].rank)
@@ -353,7 +349,7 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 				size_t nc = ocap ? ocap * 2 : 16;
 				void *no = tp_realloc(ord, nc * sizeof(*ord));
 				if (!no)
-					goto done;
+					goto oom;
 				ord = no;
 				ocap = nc;
 			}
@@ -363,6 +359,48 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 		}
 		keys[i] = (struct mkey){ c->pg, c->kind, ord[k].n++, i };
 	}
+	tp_free(ord);
+	return 0;
+oom:
+	tp_free(ord);
+	return -1;
+}
+
+int dist_match(const struct dist_input *in, size_t *inst)
+{
+	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
+	size_t i, j, k, n = 0;
+
+	if (!keys || match_keys(in, keys)) {
+		tp_free(keys);
+		return -1;
+	}
+	if (in->ncolls > 1)
+		qsort(keys, in->ncolls, sizeof(*keys), cmp_mkey);
+	for (i = 0; i < in->ncolls; i = j) {
+		for (j = i; j < in->ncolls && !strcmp(keys[j].pg, keys[i].pg) && keys[j].kind == keys[i].kind &&
+			    keys[j].num == keys[i].num; j++)
+			;
+		for (k = i; k < j; k++)
+			inst[keys[k].coll] = j - i > 1 ? n : SIZE_MAX;
+		n += j - i > 1;
+	}
+	tp_free(keys);
+	return 0;
+}
+
+static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step)
+{
+	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
+	struct inst *insts = tp_malloc((in->ncolls + 1) * sizeof(*insts));
+	struct rank_acc *acc = tp_calloc(in->nranks + 1, sizeof(*acc));
+	size_t ninst = 0, listed = 0, i, j, k;
+	json_t *list = NULL, *by = NULL, *out = NULL, *slow = NULL;
+
+	if (!keys || !insts || !acc || !(list = json_array()) || !(by = json_array()))
+		goto done;
+	if (match_keys(in, keys))
+		goto done;
 	if (in->ncolls > 1)
 		qsort(keys, in->ncolls, sizeof(*keys), cmp_mkey);
 	for (i = 0; i < in->ncolls; i = j) {
@@ -428,7 +466,6 @@ done:
 	tp_free(keys);
 	tp_free(insts);
 	tp_free(acc);
-	tp_free(ord);
 	return out;
 }
 

@@ -67,6 +67,13 @@ json_t *distributed_run(struct dist_input *in, int has_step, int64_t step);
 void dist_input_release(struct dist_input *in);
 
 /*
+ * The instance of each collective matched across ranks, as the stragglers match them:
+ * inst[i] (for in->colls[i]) numbers the instance (the same number on every rank's
+ * collective of it), SIZE_MAX when no other rank's collective matched it. -1 when out of memory.
+ */
+int dist_match(const struct dist_input *in, size_t *inst);
+
+/*
  * Findings about the run's ranks together (the shape of diagnosis.h's), from the answer of
  * distributed_run over every step (body):
  *   persistent_straggler  a rank last to launch in DIST_STRAGGLER_PCT of its matched

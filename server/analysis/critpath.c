@@ -437,8 +437,11 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 		if (p == SIZE_MAX || ready <= lower || n->start_ns <= lower) {
 			s = n->start_ns > lower ? n->start_ns : lower;
 			oom |= push_seg(&seg, &nseg, &scap, n->rank, n->kind, n->name, s < c ? s : c, c);
-			if (p == SIZE_MAX || !encl || n->start_ns <= lower)
+			if (p == SIZE_MAX || !encl || n->start_ns <= lower) {
+				/* from the rank's step start: nothing on the path */
+				oom |= push_seg(&seg, &nseg, &scap, n->rank, CP_IDLE, "", lower, s < c ? s : c);
 				break;
+			}
 			/* the event around it goes on before it */
 			c = s < c ? s : c;
 			cur = p;

@@ -20,8 +20,8 @@
  * Each event on the path owns the time from when its predecessor was ready
  * (or its own start, whichever is later) to where the walk left it; the time
  * between a predecessor's readiness and an event's start is "idle". The
- * segments tile the path without overlap, from the first event (clipped to
- * its rank's step start) to the last end.
+ * segments tile the path without overlap, from its first rank's step start
+ * (idle until the first event) to the last end.
  * Pure: no SQL, no HTTP.
  */
 #ifndef CRITPATH_H

@@ -183,11 +183,12 @@ static size_t encloser(const struct walk *w, size_t i)
 }
 
 /*
- * The predecessor of node i that was ready last (its index, *ready), SIZE_MAX when none. For
- * a host event whose thread was last busy in the event around it, that one (ready at i's
+ * The predecessor of node i, reached at cursor, that was ready last (its index, *ready),
+ * SIZE_MAX when none: for a host event, the last to end of its thread's events inside it or
+ * before it, or, when its thread was last busy in the event around it, that one (ready at i's
  * start: *encl set).
  */
-static size_t pred_of(const struct walk *w, size_t i, int64_t *ready, int *encl)
+static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *ready, int *encl)
 {
 	const struct cp_node *nodes = w->in->nodes, *c = &nodes[i];
 	size_t best = SIZE_MAX, lo = w->rank_lo[i], hi = w->rank_hi[i];
@@ -207,10 +208,22 @@ static size_t pred_of(const struct walk *w, size_t i, int64_t *ready, int *encl)
 				best = j;
 			}
 		}
+		/* inside it: the event of its thread ending last before the cursor (the inner one at a tie) */
+		for (size_t j = i + 1; j < hi; j++) {
+			const struct cp_node *p = &nodes[j];
+			if (p->start_ns > cursor)
+				break;
+			if (on_device(p->kind) || !same_thread(p, c) || p->end_ns > c->end_ns || p->end_ns > cursor)
+				continue;
+			if (p->end_ns > r || (p->end_ns == r && j > best)) {
+				r = p->end_ns;
+				best = j;
+			}
+		}
 		if (c->kind == CP_SYNC)
 			for (size_t j = lo; j < hi; j++) {
 				const struct cp_node *p = &nodes[j];
-				if (on_device(p->kind) && p->end_ns <= c->end_ns && p->end_ns > r &&
+				if (on_device(p->kind) && p->end_ns <= c->end_ns && p->end_ns <= cursor && p->end_ns > r &&
 				    p->end_ns > c->start_ns) {
 					r = p->end_ns;
 					best = j;
@@ -427,12 +440,12 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 			c = in->nodes[i].end_ns;
 			cur = i;
 		}
-	for (guard = 0; cur != SIZE_MAX && guard < 4 * in->n + 16; guard++) {
+	for (guard = 0; cur != SIZE_MAX && guard < 8 * in->n + 16; guard++) {
 		const struct cp_node *n = &in->nodes[cur];
 		const struct cp_window *win = window_of(in, n->rank);
 		int64_t lower = win ? win->start_ns : n->start_ns, ready, s;
 		int encl;
-		size_t p = pred_of(&w, cur, &ready, &encl), e;
+		size_t p = pred_of(&w, cur, c, &ready, &encl), e;
 
 		if (p == SIZE_MAX || ready <= lower || n->start_ns <= lower) {
 			s = n->start_ns > lower ? n->start_ns : lower;

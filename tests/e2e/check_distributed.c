@@ -700,6 +700,47 @@ START_TEST(test_critical_path_one_rank)
 }
 END_TEST
 
+/*
+ * The real pair, step 552 (python over the files: the ProfilerStep#552 spans are
+ * [1682725898686653, 1682725899309581) us on rank 0 and [1682725898687438, 1682725899318077) on
+ * rank 1; of the host operators, runtime calls and GPU events overlapping them, the last to end is
+ * rank 1's "## sdd_wait_tensors ##" at 1682725899313681 us, rank 0's last ends at 1682725899305169):
+ * the path runs from rank 1's step start to that end, and its segments tile it.
+ */
+START_TEST(test_critical_path_hta_sampled)
+{
+	json_t *j, *segs, *s, *k;
+	json_int_t at, sum = 0;
+	size_t i;
+
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank0.json.gz");
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank1.json.gz");
+	j = get("/api/v1/runs/sampled/critical_path?step=552", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 2);
+	ck_assert_int_eq(ival(j, "start_ns"), 1682725898687438000LL);
+	ck_assert_int_eq(ival(j, "end_ns"), 1682725899313681000LL);
+	ck_assert_int_eq(ival(j, "dur_ns"), 626243000);
+	segs = json_object_get(j, "segments");
+	ck_assert_uint_gt(json_array_size(segs), 1);
+	s = json_array_get(segs, json_array_size(segs) - 1);
+	ck_assert_int_eq(ival(s, "rank"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "name")), "## sdd_wait_tensors ##");
+	ck_assert_int_eq(ival(s, "start_ns") + ival(s, "dur_ns"), 1682725899313681000LL);
+	at = ival(j, "start_ns");
+	json_array_foreach(segs, i, s) {
+		ck_assert_int_eq(ival(s, "start_ns"), at);
+		ck_assert_int_gt(ival(s, "dur_ns"), 0);
+		at += ival(s, "dur_ns");
+	}
+	json_array_foreach(json_object_get(j, "by_kind"), i, k)
+		sum += ival(k, "ns");
+	ck_assert_int_eq(sum, 626243000);
+	json_decref(j);
+	j = get("/api/v1/runs/sampled/critical_path?step=550", 404);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_critical_path_bad_params)
 {
 	static const char *const bad[] = { "", "?step=x", "?step=-1", "?step=" };
@@ -736,6 +777,7 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_critical_path_straggler);
 	tcase_add_test(tc, test_critical_path_one_rank);
+	tcase_add_test(tc, test_critical_path_hta_sampled);
 	tcase_add_test(tc, test_critical_path_bad_params);
 	suite_add_tcase(s, tc);
 	return s;

@@ -97,7 +97,8 @@ int cp_add_event(struct cp_input *in, int rank, const struct tp_event *e, int64_
 		return 0;
 	start = tp_sat_add(e->ts_ns, base_ns);
 	end = tp_sat_add(start, e->dur_ns);
-	if (start >= w->end_ns || end <= w->start_ns)
+	/* an empty host event holds no time, and would let the walk go round inside its parent */
+	if (start >= w->end_ns || end <= w->start_ns || (!on_device(kind) && end == start))
 		return 0;
 	if (grow((void **)&in->nodes, &in->cap, in->n, sizeof(*in->nodes)))
 		return -1;

@@ -575,6 +575,14 @@ async function main() {
 				const one = await expect('GET', `${p}/distributed?step=${first.step}`, 200, 'distributed');
 				check(`GET ${p}/distributed?step=${first.step}: that step alone`, one && one.step === first.step &&
 					one.ranks.every((x) => x.steps.every((y) => y.step === first.step)), show(one?.ranks));
+				const cpl = await expect('GET', `${p}/critical_path?step=${first.step}`, 200, 'critical_path');
+				const cp = cpl && exactBody(cpl);	// absolute times pass 2^53: BigInt
+				let at = cp ? BigInt(cp.start_ns) : 0n;
+				check(`GET ${p}/critical_path?step=${first.step}: the segments tile [start_ns, end_ns), by_kind sums to dur_ns`,
+					cp && cp.step === first.step && BigInt(cp.end_ns) - BigInt(cp.start_ns) === BigInt(cp.dur_ns) &&
+					cp.segments.every((x) => { const ok = BigInt(x.start_ns) === at && x.dur_ns > 0; at += BigInt(x.dur_ns); return ok; }) &&
+					at === BigInt(cp.end_ns) && cp.by_kind.reduce((a, x) => a + x.ns, 0) === cp.dur_ns &&
+					cp.segments.every((x) => cp.ranks.some((r) => r.rank === x.rank)), show(cpl && { ...cpl, segments: cpl.segments.slice(0, 20) }));
 			}
 		}
 	}
@@ -864,6 +872,10 @@ async function main() {
 	await expect('GET', '/api/v1/runs/v100/diagnosis?rank=-1', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/distributed?step=x', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/distributed?step=-1', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/critical_path', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/critical_path?step=x', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/critical_path?step=999999', 404, 'error');
+	await expect('GET', '/api/v1/runs/nope/critical_path?step=1', 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/trace?start_ns=10&end_ns=10', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?points=-1', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?points=1000001', 400, 'error');
@@ -881,7 +893,7 @@ async function main() {
 		const want = ['/healthz', '/api/v1/runs', '/api/v1/runs/{run}', '/api/v1/runs/{run}/artifacts',
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
-			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
+			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/critical_path', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
 			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);

@@ -153,34 +153,135 @@ static int cmp_coll(const void *a, const void *b)
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
+/* A node's thread (host) or stream (device), for the walk's lists of them. */
+struct gkey {
+	int rank, dev;
+	int64_t a, b;
+	size_t idx;
+};
+
+static int cmp_gkey(const void *x_, const void *y_)
+{
+	const struct gkey *x = x_, *y = y_;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	if (x->b != y->b)
+		return x->b < y->b ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* A launch: a runtime call's correlation id. */
+struct ckey {
+	int rank;
+	int64_t corr;
+	size_t idx;
+};
+
+static int cmp_ckey(const void *x_, const void *y_)
+{
+	const struct ckey *x = x_, *y = y_;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
 struct walk {
 	const struct cp_input *in;
 	size_t *rank_lo, *rank_hi;	/* by node: the node range of its rank */
+	/* each thread's and stream's nodes in node order, one list after the other: by position,
+	 * the node, its list's bounds and the latest end in its list up to it */
+	size_t *gnode, *glo, *ghi, *gpos;	/* gpos: by node, its position */
+	int64_t *gmax;
+	struct ckey *launch;		/* host nodes with a correlation id, by rank and id */
+	size_t nlaunch;
 	int64_t *last_launch;		/* by instance */
 	int *last_rank;
 	size_t ninst;
 };
 
-static int same_thread(const struct cp_node *a, const struct cp_node *b)
+static int walk_index(struct walk *w)
 {
-	return a->pid == b->pid && a->tid == b->tid;
+	const struct cp_input *in = w->in;
+	struct gkey *k = tp_malloc((in->n + 1) * sizeof(*k));
+	size_t i, j;
+
+	w->gnode = tp_malloc((in->n + 1) * sizeof(*w->gnode));
+	w->glo = tp_malloc((in->n + 1) * sizeof(*w->glo));
+	w->ghi = tp_malloc((in->n + 1) * sizeof(*w->ghi));
+	w->gpos = tp_malloc((in->n + 1) * sizeof(*w->gpos));
+	w->gmax = tp_malloc((in->n + 1) * sizeof(*w->gmax));
+	w->launch = tp_malloc((in->n + 1) * sizeof(*w->launch));
+	if (!k || !w->gnode || !w->glo || !w->ghi || !w->gpos || !w->gmax || !w->launch) {
+		tp_free(k);
+		return -1;
+	}
+	for (i = 0; i < in->n; i++) {
+		const struct cp_node *n = &in->nodes[i];
+		int dev = on_device(n->kind);
+		k[i] = (struct gkey){ n->rank, dev, dev ? n->device : n->pid, dev ? n->stream : n->tid, i };
+		if (!dev && n->corr >= 0)
+			w->launch[w->nlaunch++] = (struct ckey){ n->rank, n->corr, i };
+	}
+	if (in->n > 1)
+		qsort(k, in->n, sizeof(*k), cmp_gkey);
+	if (w->nlaunch > 1)
+		qsort(w->launch, w->nlaunch, sizeof(*w->launch), cmp_ckey);
+	for (i = 0; i < in->n; i = j) {
+		for (j = i; j < in->n && k[j].rank == k[i].rank && k[j].dev == k[i].dev && k[j].a == k[i].a &&
+			    k[j].b == k[i].b; j++)
+			;
+		for (size_t q = i; q < j; q++) {
+			int64_t e = in->nodes[k[q].idx].end_ns;
+			w->gnode[q] = k[q].idx;
+			w->gpos[k[q].idx] = q;
+			w->glo[q] = i;
+			w->ghi[q] = j;
+			w->gmax[q] = q > i && w->gmax[q - 1] > e ? w->gmax[q - 1] : e;
+		}
+	}
+	tp_free(k);
+	return 0;
 }
 
-/* The innermost host event of node i's thread around it (sorted longest first: an earlier
- * one); SIZE_MAX when none. */
+static void walk_free(struct walk *w)
+{
+	tp_free(w->rank_lo);
+	tp_free(w->rank_hi);
+	tp_free(w->gnode);
+	tp_free(w->glo);
+	tp_free(w->ghi);
+	tp_free(w->gpos);
+	tp_free(w->gmax);
+	tp_free(w->launch);
+	tp_free(w->last_launch);
+	tp_free(w->last_rank);
+}
+
+/* The innermost host event of node i's thread around it (sorted longest first: the last
+ * such before it); SIZE_MAX when none. */
 static size_t encloser(const struct walk *w, size_t i)
 {
 	const struct cp_node *nodes = w->in->nodes, *c = &nodes[i];
-	size_t best = SIZE_MAX;
+	size_t g = w->gpos[i];
 
 	if (on_device(c->kind))
 		return SIZE_MAX;
-	for (size_t j = w->rank_lo[i]; j < i; j++) {
-		const struct cp_node *p = &nodes[j];
-		if (!on_device(p->kind) && same_thread(p, c) && p->start_ns <= c->start_ns && p->end_ns >= c->end_ns)
-			best = j;
+	for (size_t q = g; q-- > w->glo[g];) {
+		const struct cp_node *p = &nodes[w->gnode[q]];
+		if (w->gmax[q] < c->end_ns)
+			break;		/* nothing before ends late enough */
+		if (p->start_ns <= c->start_ns && p->end_ns >= c->end_ns)
+			return w->gnode[q];
 	}
-	return best;
+	return SIZE_MAX;
 }
 
 /*
@@ -192,33 +293,32 @@ static size_t encloser(const struct walk *w, size_t i)
 static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *ready, int *encl)
 {
 	const struct cp_node *nodes = w->in->nodes, *c = &nodes[i];
-	size_t best = SIZE_MAX, lo = w->rank_lo[i], hi = w->rank_hi[i];
+	size_t best = SIZE_MAX, lo = w->rank_lo[i], hi = w->rank_hi[i], g = w->gpos[i], q;
 	int64_t r = INT64_MIN;
 
 	*encl = 0;
 	if (!on_device(c->kind)) {
 		size_t e = encloser(w, i);
-		for (size_t j = lo; j < hi; j++) {
-			const struct cp_node *p = &nodes[j];
-			/* before it on the thread: the latest end, the inner one at a tie */
-			if (j == i || on_device(p->kind) || !same_thread(p, c) || p->end_ns > c->start_ns ||
-			    (p->start_ns == c->start_ns && j > i))
-				continue;
-			if (p->end_ns > r || (p->end_ns == r && j > best)) {
+		/* before it on the thread: the latest end, the inner (later) one at a tie */
+		for (q = g; q-- > w->glo[g];) {
+			const struct cp_node *p = &nodes[w->gnode[q]];
+			if (best != SIZE_MAX && w->gmax[q] <= r)
+				break;
+			if (p->end_ns <= c->start_ns && p->end_ns > r) {
 				r = p->end_ns;
-				best = j;
+				best = w->gnode[q];
 			}
 		}
 		/* inside it: the event of its thread ending last before the cursor (the inner one at a tie) */
-		for (size_t j = i + 1; j < hi; j++) {
-			const struct cp_node *p = &nodes[j];
+		for (q = g + 1; q < w->ghi[g]; q++) {
+			const struct cp_node *p = &nodes[w->gnode[q]];
 			if (p->start_ns > cursor)
 				break;
-			if (on_device(p->kind) || !same_thread(p, c) || p->end_ns > c->end_ns || p->end_ns > cursor)
+			if (p->end_ns > c->end_ns || p->end_ns > cursor)
 				continue;
-			if (p->end_ns > r || (p->end_ns == r && j > best)) {
+			if (p->end_ns > r || (p->end_ns == r && w->gnode[q] > best)) {
 				r = p->end_ns;
-				best = j;
+				best = w->gnode[q];
 			}
 		}
 		if (c->kind == CP_SYNC)
@@ -238,36 +338,54 @@ static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *r
 		*ready = r;
 		return best;
 	}
-	for (size_t j = lo; j < hi; j++) {
-		const struct cp_node *p = &nodes[j];
-		int64_t t;
-		if (j == i)
-			continue;
-		if (on_device(p->kind)) {
-			if (p->device != c->device || p->stream != c->stream || p->start_ns > c->start_ns ||
-			    (p->start_ns == c->start_ns && j > i))
-				continue;
-			t = p->end_ns < c->start_ns ? p->end_ns : c->start_ns;
-		} else if ((p->kind == CP_RUNTIME || p->kind == CP_SYNC) && c->corr >= 0 && p->corr == c->corr)
-			t = p->end_ns < c->start_ns ? p->end_ns : c->start_ns;
-		else
-			continue;
-		if (t > r) {
+	/* the previous one on its stream: ready at its end (at i's start when later), the earlier at a tie */
+	for (q = g; q-- > w->glo[g];) {
+		const struct cp_node *p = &nodes[w->gnode[q]];
+		int64_t t = p->end_ns < c->start_ns ? p->end_ns : c->start_ns;
+		if (best != SIZE_MAX && w->gmax[q] < r)
+			break;
+		if (t >= r) {
 			r = t;
-			best = j;
+			best = w->gnode[q];
+		}
+	}
+	/* its launch: the runtime call of the same correlation id */
+	if (c->corr >= 0) {
+		struct ckey key = { c->rank, c->corr, 0 };
+		size_t a = 0, b = w->nlaunch;
+		while (a < b) {
+			size_t m = a + (b - a) / 2;
+			if (cmp_ckey(&w->launch[m], &key) < 0)
+				a = m + 1;
+			else
+				b = m;
+		}
+		for (; a < w->nlaunch && w->launch[a].rank == c->rank && w->launch[a].corr == c->corr; a++) {
+			const struct cp_node *p = &nodes[w->launch[a].idx];
+			int64_t t = p->end_ns < c->start_ns ? p->end_ns : c->start_ns;
+			if ((p->kind == CP_RUNTIME || p->kind == CP_SYNC) &&
+			    (t > r || (t == r && w->launch[a].idx < best))) {
+				r = t;
+				best = w->launch[a].idx;
+			}
 		}
 	}
 	/* a collective waits for its last rank's arrival: that rank's host operator starting then */
 	if (c->inst != SIZE_MAX && c->inst < w->ninst && w->last_rank[c->inst] != c->rank &&
 	    w->last_launch[c->inst] > r) {
-		size_t cand = SIZE_MAX;
-		for (size_t j = 0; j < w->in->n; j++) {
-			const struct cp_node *p = &nodes[j];
-			if (p->rank == w->last_rank[c->inst] && !on_device(p->kind) &&
-			    p->start_ns == w->last_launch[c->inst]) {
-				cand = j;	/* the innermost: the last of those starting then */
-			}
+		struct cp_node key = { .rank = w->last_rank[c->inst], .start_ns = w->last_launch[c->inst] };
+		size_t a = 0, b = w->in->n, cand = SIZE_MAX;
+		while (a < b) {
+			size_t m = a + (b - a) / 2;
+			const struct cp_node *p = &nodes[m];
+			if (p->rank < key.rank || (p->rank == key.rank && p->start_ns < key.start_ns))
+				a = m + 1;
+			else
+				b = m;
 		}
+		for (; a < w->in->n && nodes[a].rank == key.rank && nodes[a].start_ns == key.start_ns; a++)
+			if (!on_device(nodes[a].kind))
+				cand = a;	/* the innermost: the last of those starting then */
 		if (cand != SIZE_MAX) {
 			r = w->last_launch[c->inst];
 			best = cand;
@@ -406,6 +524,8 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 	w.last_rank = tp_malloc((w.ninst + 1) * sizeof(*w.last_rank));
 	if (!w.rank_lo || !w.rank_hi || !w.last_launch || !w.last_rank)
 		goto done;
+	if (walk_index(&w))
+		goto done;
 	for (i = 0; i < w.ninst; i++) {
 		w.last_launch[i] = INT64_MIN;
 		w.last_rank[i] = -1;
@@ -485,9 +605,6 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 	out = answer(in, step, seg, nseg);
 done:
 	tp_free(seg);
-	tp_free(w.rank_lo);
-	tp_free(w.rank_hi);
-	tp_free(w.last_launch);
-	tp_free(w.last_rank);
+	walk_free(&w);
 	return out;
 }

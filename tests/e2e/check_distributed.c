@@ -702,6 +702,59 @@ START_TEST(test_critical_path_one_rank)
 END_TEST
 
 /*
+ * A chain across three ranks, step 1 at [1000, 3000) us on each, two all_reduces in group 0:
+ *   rank 0 enters both at once (1010, 1100; kernels [1020, 1500), [1500, 1800) on stream 9);
+ *   rank 1 enters the first at 1010 (kernel [1020, 1500)), waits for it in cudaStreamSynchronize
+ *     [1050, 1501), runs opt [1510, 1610), enters the second at 1620 (kernel [1630, 1800));
+ *   rank 2 loads data [1100, 1300), enters the first at 1300 (kernel [1310, 1500)), the second
+ *     at 1400 (kernel [1500, 1800)).
+ * The path back from rank 0's second kernel: rank 1's arrival in it (1620), idle 10, opt,
+ * idle 9, the sync's last 1 us, rank 1's first kernel from rank 2's arrival (1300), rank 2's
+ * data loading, idle from its step start: 800 us in all.
+ */
+START_TEST(test_critical_path_chain)
+{
+	static const char ar_args[] = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"0\","
+		" \"In msg nelems\": 1024, \"Out msg nelems\": 1024, \"dtype\": \"Float\", \"Group size\": 3";
+	static const long enter[3][2] = { { 1010, 1100 }, { 1010, 1620 }, { 1300, 1400 } };
+	static const long kern[3][2][2] = { { { 1020, 1500 }, { 1500, 1800 } }, { { 1020, 1500 }, { 1630, 1800 } },
+					    { { 1310, 1500 }, { 1500, 1800 } } };
+	static const struct seg_want want[] = {
+		{ 2, "idle", "", 1000, 100 }, { 2, "cpu_op", "load", 1100, 200 }, { 1, "collective", AR_KERNEL, 1300, 200 },
+		{ 1, "sync", "cudaStreamSynchronize", 1500, 1 }, { 1, "idle", "", 1501, 9 }, { 1, "cpu_op", "opt", 1510, 100 },
+		{ 1, "idle", "", 1610, 10 }, { 0, "collective", AR_KERNEL, 1620, 180 },
+	};
+	struct tr t;
+	json_t *j;
+
+	for (int rank = 0; rank < 3; rank++) {
+		tr_begin(&t, rank, 3);
+		tr_step(&t, 1, 1000, 2000);
+		if (rank == 2)
+			tr_host(&t, "cpu_op", "load", 1100, 200, NULL);
+		if (rank == 1) {
+			tr_host(&t, "cuda_runtime", "cudaStreamSynchronize", 1050, 451, NULL);
+			tr_host(&t, "cpu_op", "opt", 1510, 100, NULL);
+		}
+		for (int k = 0; k < 2; k++) {
+			tr_host(&t, "cpu_op", "c10d::allreduce_", enter[rank][k], 30, NULL);
+			tr_host(&t, "cpu_op", "record_param_comms", enter[rank][k] + 2, 26, ar_args);
+			tr_launch(&t, enter[rank][k] + 6, AR_KERNEL, 9, kern[rank][k][0], kern[rank][k][1] - kern[rank][k][0],
+				  NULL);
+		}
+		tr_upload(&t, "chain", rank == 0 ? "rank0.json" : rank == 1 ? "rank1.json" : "rank2.json");
+	}
+	j = get("/api/v1/runs/chain/critical_path?step=1", 200);
+	ck_assert_int_eq(ival(j, "dur_ns"), 800000);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 3);
+	check_segments(j, want, sizeof(want) / sizeof(want[0]));
+	ck_assert_double_eq_tol(rval(category(j, 2, "cpu_op", "load"), "pct"), 25.0, 0.05);
+	ck_assert_double_eq_tol(rval(member(json_object_get(j, "by_kind"), "ns", 380000), "pct"), 47.5, 0.05);
+	json_decref(j);
+}
+END_TEST
+
+/*
  * The real pair, step 552 (python over the files: the ProfilerStep#552 spans are
  * [1682725898686653, 1682725899309581) us on rank 0 and [1682725898687438, 1682725899318077) on
  * rank 1; of the host operators, runtime calls and GPU events overlapping them, the last to end is
@@ -778,6 +831,7 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_bad_params);
 	tcase_add_test(tc, test_critical_path_straggler);
 	tcase_add_test(tc, test_critical_path_one_rank);
+	tcase_add_test(tc, test_critical_path_chain);
 	tcase_add_test(tc, test_critical_path_hta_sampled);
 	tcase_add_test(tc, test_critical_path_bad_params);
 	suite_add_tcase(s, tc);

@@ -15,6 +15,7 @@
  * took part in where it arrived last; wait_caused_ns the waits of the
  * others in those; wait_ns its own waiting.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -681,4 +682,81 @@ json_t *distributed_findings(json_t *body)
 		return NULL;
 	}
 	return out;
+}
+
+/* ---- two runs' distributed figures side by side (GET /compare) ---- */
+
+struct dsum {
+	int64_t ranks, rank_steps, dur, compute, comm, overlap, idle, matched;
+	double worst_last_pct;
+	int worst_rank;
+};
+
+static int64_t jint(json_t *o, const char *key)
+{
+	return (int64_t)json_integer_value(json_object_get(o, key));
+}
+
+static void dsum_of(json_t *body, struct dsum *d)
+{
+	json_t *r, *b;
+	size_t i;
+
+	memset(d, 0, sizeof(*d));
+	d->worst_rank = -1;
+	json_array_foreach(json_object_get(body, "ranks"), i, r) {
+		json_t *t = json_object_get(r, "total");
+		d->ranks++;
+		d->rank_steps += jint(t, "steps");
+		d->dur += jint(t, "dur_ns");
+		d->compute += jint(t, "compute_ns");
+		d->comm += jint(t, "communication_ns");
+		d->overlap += jint(t, "overlap_ns");
+		d->idle += jint(t, "idle_ns");
+	}
+	d->matched = jint(json_object_get(body, "stragglers"), "matched");
+	json_array_foreach(json_object_get(json_object_get(body, "stragglers"), "by_rank"), i, b) {
+		json_t *p = json_object_get(b, "last_arrival_pct");
+		if (json_is_number(p) && json_number_value(p) > d->worst_last_pct) {
+			d->worst_last_pct = json_number_value(p);
+			d->worst_rank = (int)jint(b, "rank");
+		}
+	}
+}
+
+static json_t *dsum_json(const struct dsum *d)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "ranks", (json_int_t)d->ranks,
+			 "rank_steps", (json_int_t)d->rank_steps, "dur_ns", (json_int_t)d->dur, "compute_ns",
+			 (json_int_t)d->compute, "communication_ns", (json_int_t)d->comm, "overlap_ns",
+			 (json_int_t)d->overlap, "idle_ns", (json_int_t)d->idle, "exposed_communication_pct",
+			 pct_or_null(d->comm, d->dur), "matched", (json_int_t)d->matched, "last_rank",
+			 d->worst_rank >= 0 ? json_integer(d->worst_rank) : json_null(), "last_arrival_pct",
+			 d->worst_rank >= 0 ? json_real(d->worst_last_pct) : json_null());
+}
+
+/* the change of the mean per rank and step, in % to 0.1; null when either has no step or base none */
+static json_t *mean_delta(int64_t b, int64_t bn, int64_t t, int64_t tn)
+{
+	double mb, mt;
+
+	if (bn <= 0 || tn <= 0 || b <= 0)
+		return json_null();
+	mb = (double)b / (double)bn;
+	mt = (double)t / (double)tn;
+	return json_real(round((mt - mb) * 1000.0 / mb) / 10.0);
+}
+
+json_t *distributed_compare(json_t *base, json_t *target)
+{
+	struct dsum b, t;
+
+	dsum_of(base, &b);
+	dsum_of(target, &t);
+	return json_pack("{s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o}}", "base", dsum_json(&b), "target", dsum_json(&t),
+			 "delta_pct", "dur_ns", mean_delta(b.dur, b.rank_steps, t.dur, t.rank_steps), "compute_ns",
+			 mean_delta(b.compute, b.rank_steps, t.compute, t.rank_steps), "communication_ns",
+			 mean_delta(b.comm, b.rank_steps, t.comm, t.rank_steps), "overlap_ns",
+			 mean_delta(b.overlap, b.rank_steps, t.overlap, t.rank_steps), "idle_ns",
+			 mean_delta(b.idle, b.rank_steps, t.idle, t.rank_steps));
 }

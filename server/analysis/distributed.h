@@ -91,4 +91,13 @@ int dist_match(const struct dist_input *in, size_t *inst);
 #define DIST_IMBALANCE_PCT 10.0
 json_t *distributed_findings(json_t *body);
 
+/*
+ * Two runs' distributed figures side by side (GET /compare's "distributed"), from the answers
+ * of distributed_run over every step of each: per run the ranks, their complete steps
+ * (rank_steps), the sums of dur / compute / exposed communication / overlap / idle over them,
+ * the matched collectives and the rank last to arrive most often; delta_pct: the change of
+ * each mean per rank and step. A new object; NULL when out of memory.
+ */
+json_t *distributed_compare(json_t *base, json_t *target);
+
 #endif

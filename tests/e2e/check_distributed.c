@@ -712,20 +712,15 @@ END_TEST
  * idle 9, the sync's last 1 us, rank 1's first kernel from rank 2's arrival (1300), rank 2's
  * data loading, idle from its step start: 800 us in all.
  */
-START_TEST(test_critical_path_chain)
+static void upload_chain(void)
 {
 	static const char ar_args[] = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"0\","
 		" \"In msg nelems\": 1024, \"Out msg nelems\": 1024, \"dtype\": \"Float\", \"Group size\": 3";
 	static const long enter[3][2] = { { 1010, 1100 }, { 1010, 1620 }, { 1300, 1400 } };
 	static const long kern[3][2][2] = { { { 1020, 1500 }, { 1500, 1800 } }, { { 1020, 1500 }, { 1630, 1800 } },
 					    { { 1310, 1500 }, { 1500, 1800 } } };
-	static const struct seg_want want[] = {
-		{ 2, "idle", "", 1000, 100 }, { 2, "cpu_op", "load", 1100, 200 }, { 1, "collective", AR_KERNEL, 1300, 200 },
-		{ 1, "sync", "cudaStreamSynchronize", 1500, 1 }, { 1, "idle", "", 1501, 9 }, { 1, "cpu_op", "opt", 1510, 100 },
-		{ 1, "idle", "", 1610, 10 }, { 0, "collective", AR_KERNEL, 1620, 180 },
-	};
 	struct tr t;
-	json_t *j;
+
 
 	for (int rank = 0; rank < 3; rank++) {
 		tr_begin(&t, rank, 3);
@@ -744,12 +739,76 @@ START_TEST(test_critical_path_chain)
 		}
 		tr_upload(&t, "chain", rank == 0 ? "rank0.json" : rank == 1 ? "rank1.json" : "rank2.json");
 	}
+}
+
+START_TEST(test_critical_path_chain)
+{
+	static const struct seg_want want[] = {
+		{ 2, "idle", "", 1000, 100 }, { 2, "cpu_op", "load", 1100, 200 }, { 1, "collective", AR_KERNEL, 1300, 200 },
+		{ 1, "sync", "cudaStreamSynchronize", 1500, 1 }, { 1, "idle", "", 1501, 9 }, { 1, "cpu_op", "opt", 1510, 100 },
+		{ 1, "idle", "", 1610, 10 }, { 0, "collective", AR_KERNEL, 1620, 180 },
+	};
+	json_t *j;
+
+	upload_chain();
 	j = get("/api/v1/runs/chain/critical_path?step=1", 200);
 	ck_assert_int_eq(ival(j, "dur_ns"), 800000);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 3);
 	check_segments(j, want, sizeof(want) / sizeof(want[0]));
 	ck_assert_double_eq_tol(rval(category(j, 2, "cpu_op", "load"), "pct"), 25.0, 0.05);
 	ck_assert_double_eq_tol(rval(member(json_object_get(j, "by_kind"), "ns", 380000), "pct"), 47.5, 0.05);
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * GET /compare of the 2-rank straggler run (base) and the 3-rank chain (target): one step per
+ * rank, 1000 us against 2000 (+100.0 % per rank and step); exposed communication (no
+ * computation kernel) 490 + 290 us against 780 + 480 + 170 + 190 + 300 us, 390 against 640
+ * per rank and step (+64.1 %); 1 matched collective (rank 1 last) against 2 (ranks 2 and 1 last,
+ * 50 % each: the lower rank named).
+ */
+START_TEST(test_compare_distributed)
+{
+	json_t *j, *d, *b, *t;
+	struct tr t1;
+
+	upload_straggler();
+	upload_chain();
+	j = get("/api/v1/compare?base=strag&target=chain", 200);
+	d = json_object_get(j, "distributed");
+	ck_assert_ptr_nonnull(d);
+	b = json_object_get(d, "base");
+	t = json_object_get(d, "target");
+	ck_assert_int_eq(ival(b, "ranks"), 2);
+	ck_assert_int_eq(ival(t, "ranks"), 3);
+	ck_assert_int_eq(ival(b, "rank_steps"), 2);
+	ck_assert_int_eq(ival(t, "rank_steps"), 3);
+	ck_assert_int_eq(ival(b, "dur_ns"), 2000000);
+	ck_assert_int_eq(ival(t, "dur_ns"), 6000000);
+	ck_assert_int_eq(ival(b, "communication_ns"), 780000);
+	ck_assert_int_eq(ival(t, "communication_ns"), 1920000);
+	ck_assert_int_eq(ival(b, "matched"), 1);
+	ck_assert_int_eq(ival(t, "matched"), 2);
+	ck_assert_int_eq(ival(b, "last_rank"), 1);
+	ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 100.0, 0.05);
+	ck_assert_int_eq(ival(t, "last_rank"), 1);
+	ck_assert_double_eq_tol(rval(t, "last_arrival_pct"), 50.0, 0.05);
+	ck_assert_double_eq_tol(rval(json_object_get(d, "delta_pct"), "dur_ns"), 100.0, 0.05);
+	ck_assert_double_eq_tol(rval(json_object_get(d, "delta_pct"), "communication_ns"), 64.1, 0.05);
+	ck_assert(json_is_null(json_object_get(json_object_get(d, "delta_pct"), "compute_ns")));
+	json_decref(j);
+	/* ?rank picks the rank of the rest; the distributed figures stay over all ranks */
+	j = get("/api/v1/compare?base=strag&target=chain&rank=1", 200);
+	ck_assert_int_eq(ival(json_object_get(json_object_get(j, "distributed"), "target"), "ranks"), 3);
+	json_decref(j);
+	/* one rank on each side: none */
+	tr_begin(&t1, 0, 1);
+	tr_step(&t1, 1, 1000, 1000);
+	tr_host(&t1, "cpu_op", "aten::mm", 1010, 20, NULL);
+	tr_upload(&t1, "solo", "rank0.json");
+	j = get("/api/v1/compare?base=solo&target=solo", 200);
+	ck_assert_ptr_null(json_object_get(j, "distributed"));
 	json_decref(j);
 }
 END_TEST
@@ -832,6 +891,7 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_critical_path_straggler);
 	tcase_add_test(tc, test_critical_path_one_rank);
 	tcase_add_test(tc, test_critical_path_chain);
+	tcase_add_test(tc, test_compare_distributed);
 	tcase_add_test(tc, test_critical_path_hta_sampled);
 	tcase_add_test(tc, test_critical_path_bad_params);
 	suite_add_tcase(s, tc);

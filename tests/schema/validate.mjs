@@ -837,6 +837,10 @@ async function main() {
 			check('GET /distributed of the two hta_sampled ranks: both ranks, 10 matched collectives, each rank in all',
 				two?.ranks.length === 2 && two.stragglers.matched === 10 &&
 				two.stragglers.by_rank.every((x) => x.matched === 10), show(two?.stragglers.by_rank));
+			const cmp = await expect('GET', '/api/v1/compare?base=doomed&target=doomed', 200, 'compare');
+			check('GET /compare of the two hta_sampled ranks with themselves: their distributed figures, every delta 0',
+				cmp?.distributed?.base.ranks === 2 && cmp.distributed.target.matched === 10 &&
+				Object.values(cmp.distributed.delta_pct).every((v) => v === 0), show(cmp?.distributed));
 			const d = await expect('DELETE', `/api/v1/runs/doomed/artifacts/${up[1].artifact.id}`, 200, 'deleted');
 			const one = await expect('GET', '/api/v1/runs/doomed/distributed', 200, 'distributed');
 			check('GET /distributed after a rank went: rank 0 alone, nothing matched',

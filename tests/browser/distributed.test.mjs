@@ -100,6 +100,29 @@ test('run page of two ranks: the critical path of a chosen step', async () => {
 	assert.deepEqual(page.problems, []);
 });
 
+test('compare page: both runs\' distributed figures', async () => {
+	const api = await (await fetch(srv.base + '/api/v1/compare?base=dist&target=solo')).json();
+	const d = api.distributed;
+	assert.equal(d.base.ranks, 2);
+	assert.equal(d.target.ranks, 1);
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/compare?base=dist&target=solo');
+	await page.waitForSelector('#app[data-ready]');
+	const rows = await page.$$eval('#dist-compare tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.trim())));
+	assert.deepEqual(rows[0], ['Ranks', '2', '1', '']);
+	const step = rows.find((r) => r[0] === 'Step');
+	const want = d.delta_pct.dur_ns;
+	assert.equal(step[3], want == null ? '–' : (want > 0 ? '+' : '') + want.toFixed(1) + '%');
+	assert.deepEqual(rows.find((r) => r[0] === 'Matched collectives'), ['Matched collectives', String(d.base.matched), String(d.target.matched), '']);
+	assert.match(rows.find((r) => r[0] === 'Last to arrive most often')[1], /^rank 0 \(60\.0 %\)$/);
+	assert.deepEqual(page.problems, []);
+	// one rank on each side: no Distributed card
+	await page.goto(srv.base + '/compare?base=solo&target=solo');
+	await page.waitForSelector('#app[data-ready]');
+	assert.equal(await page.locator('#dist-compare').count(), 0);
+	assert.deepEqual(page.problems, []);
+});
+
 test('run page of one rank: no Distributed section', async () => {
 	const page = await newPage(browser);
 	await page.goto(srv.base + '/runs/solo');

@@ -6,12 +6,14 @@
  *   GET /api/v1/runs/{run}/ranks
  *   GET /api/v1/runs/{run}/diagnosis?rank=R
  *   GET /api/v1/runs/{run}/distributed[?step=N]   (all ranks)
+ *   GET /api/v1/runs/{run}/critical_path?step=N   (all ranks)
  * Without rank, the run's lowest rank with data.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "analysis/critpath.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
 #include "analysis/runline.h"
@@ -351,4 +353,81 @@ int h_run_distributed(struct request *req)
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	dist_input_release(&in);
 	return h_answer(req, body, r, &err, "ranks", 0);
+}
+
+/* The events of rank's step window (the window added to cp before) into cp. */
+static int cp_read_rank(struct store_reader *r, const char *run, int rank, struct cp_input *cp,
+			int64_t start_ns, int64_t end_ns, struct tp_errbuf *err)
+{
+	struct store_trace *t = NULL;
+	const struct tp_event *ev;
+	size_t n;
+	int64_t base;
+	int rc, got;
+
+	if ((rc = store_trace_open(r, run, rank, start_ns, end_ns, &t, &got, err)))
+		return rc;
+	while ((rc = store_trace_next(t, &ev, &n, &base, err)) == 1)
+		for (size_t i = 0; i < n; i++)
+			if (ev[i].ph == 'X' &&
+			    cp_add_event(cp, rank, &ev[i], base, store_trace_string(t, ev[i].name),
+					 store_trace_string(t, ev[i].cat))) {
+				store_trace_close(t);
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			}
+	store_trace_close(t);
+	return rc;
+}
+
+/*
+ * Read at request time from the events of step's window on each rank (analysis/critpath.h): a
+ * step's events are a small part of a run, and the path depends on every rank's at once.
+ */
+int h_run_critical_path(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	struct dist_input in;
+	struct cp_input cp = { 0 };
+	size_t *inst = NULL, i;
+	long long step;
+	json_t *body = NULL;
+	int rc;
+
+	if (h_arg_int(req, "step", 0, INT64_MAX, -1, &step))
+		return 0;
+	if (step < 0)
+		return http_reply_error(req, 400, "invalid_parameter", NULL, "step is required");
+	if (h_reader_open(req, &r))
+		return 0;
+	if ((rc = store_dist_input(r, req->params[0], &in, &err)))
+		return h_answer(req, NULL, r, &err, NULL, 0);
+	for (i = 0; i < in.nsteps; i++)
+		if (in.steps[i].step == step &&
+		    cp_add_window(&cp, in.steps[i].rank, in.steps[i].start_ns,
+				  tp_sat_add(in.steps[i].start_ns, in.steps[i].dur_ns)))
+			goto oom;
+	if (!cp.nwin) {
+		tp_fail(&err, TP_ERR_NOTFOUND, "step_not_found", "run '%s' has no step %lld", req->params[0], step);
+		goto out;
+	}
+	if (!(inst = tp_malloc((in.ncolls + 1) * sizeof(*inst))) || dist_match(&in, inst))
+		goto oom;
+	for (i = 0; i < in.ncolls; i++)
+		if (inst[i] != SIZE_MAX &&
+		    cp_add_coll(&cp, in.colls[i].rank, in.colls[i].start_ns, in.colls[i].launch_ns, inst[i]))
+			goto oom;
+	for (i = 0; i < cp.nwin; i++)
+		if (cp_read_rank(r, req->params[0], cp.win[i].rank, &cp, cp.win[i].start_ns, cp.win[i].end_ns, &err))
+			goto out;
+	if (!(body = critpath_run(&cp, step)))
+		goto oom;
+	goto out;
+oom:
+	tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
+out:
+	tp_free(inst);
+	cp_input_release(&cp);
+	dist_input_release(&in);
+	return h_answer(req, body, r, &err, "segments", 0);
 }

@@ -4,11 +4,13 @@
  * arguments and gathers both runs' figures). Without base, the target's
  * project baseline (PATCH /api/v1/runs/{run} {"baseline": true}). Without
  * rank, each run's lowest rank with data. base == target is allowed (every
- * delta 0, p = 1).
+ * delta 0, p = 1). When either run has several ranks, "distributed": both runs'
+ * figures over all their ranks (analysis/distributed.h: distributed_compare).
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "analysis/distributed.h"
 #include "handlers.h"
 #include "http.h"
 
@@ -49,6 +51,41 @@ static const char *arg_run(struct request *req, const char *name)
 	return "";
 }
 
+/* The distributed figures of every step of run (distributed.h); NULL with err set. */
+static json_t *distributed_all(struct store_reader *r, const char *run, size_t *nranks, struct tp_errbuf *err)
+{
+	struct dist_input in;
+	json_t *d = NULL;
+
+	if (store_dist_input(r, run, &in, err))
+		return NULL;
+	*nranks = in.nranks;
+	if (!(d = distributed_run(&in, 0, 0)))
+		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	dist_input_release(&in);
+	return d;
+}
+
+/* body's "distributed" (distributed_compare) when either run has more than one rank; -1 with err set */
+static int distributed_of(struct store_reader *r, const char *base, const char *target, json_t *body,
+			  struct tp_errbuf *err)
+{
+	size_t nb = 0, nt = 0;
+	json_t *db = distributed_all(r, base, &nb, err), *dt = db ? distributed_all(r, target, &nt, err) : NULL, *c;
+	int rc = 0;
+
+	if (!db || !dt)
+		rc = -1;
+	else if ((nb > 1 || nt > 1) &&
+		 (!(c = distributed_compare(db, dt)) || json_object_set_new(body, "distributed", c))) {
+		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		rc = -1;
+	}
+	json_decref(db);
+	json_decref(dt);
+	return rc;
+}
+
 int h_compare(struct request *req)
 {
 	struct compare_opts o = { 0 };
@@ -82,5 +119,9 @@ int h_compare(struct request *req)
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	compare_run_release(&a);
 	compare_run_release(&b);
+	if (body && distributed_of(r, base, target, body, &err)) {
+		json_decref(body);
+		body = NULL;
+	}
 	return h_answer(req, body, r, &err, NULL, 0);
 }

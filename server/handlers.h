@@ -43,6 +43,7 @@ int h_run_kernels(struct request *req);
 int h_run_ranks(struct request *req);
 int h_run_diagnosis(struct request *req);
 int h_run_distributed(struct request *req);
+int h_run_critical_path(struct request *req);
 int h_run_trace(struct request *req);
 
 /* h_timeline.c */

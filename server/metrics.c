@@ -13,7 +13,7 @@
 #include "routes.h"
 #include "store/store.h"
 
-#define MAX_ROUTES 64	/* more than routes.c has (issue 21 took it past 32): a route past it counts as unmatched */
+#define MAX_ROUTES 64	/* more than routes.c has (36): a route past it would count as unmatched */
 
 static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500, 503, 507 };
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1)	/* + other */
@@ -86,7 +86,7 @@ char *metrics_render(struct store *st)
 	put(&t, "# HELP trainscope_http_requests_total HTTP requests by route and status.\n"
 		"# TYPE trainscope_http_requests_total counter\n");
 	for (r = 0; r <= MAX_ROUTES; r++) {
-		const struct route *rt = r < nroutes ? route_at(r) : NULL;
+		const struct route *rt = r < nroutes && r < MAX_ROUTES ? route_at(r) : NULL;
 		if (r < MAX_ROUTES && !rt)
 			continue;
 		for (s = 0; s < NSTATUS; s++) {

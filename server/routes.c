@@ -29,6 +29,7 @@ static const struct route routes[] = {
 	{ "GET", "/api/v1/runs/{run}/ranks", ROUTE_CACHE | ROUTE_DERIVED | ROUTE_CSV, h_run_ranks, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/diagnosis", ROUTE_CACHE | ROUTE_DERIVED, h_run_diagnosis, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/distributed", ROUTE_CACHE | ROUTE_DERIVED, h_run_distributed, NULL, NULL, NULL },
+	{ "GET", "/api/v1/runs/{run}/critical_path", ROUTE_CACHE | ROUTE_DERIVED, h_run_critical_path, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/trace", 0, h_run_trace, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/timeline", ROUTE_CACHE | ROUTE_DERIVED, h_run_timeline, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/memory", ROUTE_CACHE | ROUTE_DERIVED, h_run_memory, NULL, NULL, NULL },

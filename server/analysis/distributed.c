@@ -15,6 +15,7 @@
  * took part in where it arrived last; wait_caused_ns the waits of the
  * others in those; wait_ns its own waiting.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,18 +327,14 @@ fail:
 	return NULL;
 }
 
-static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step)
+/* The match key of each collective (keys[i] for in->colls[i], unsorted): its process group and
+ * seq where written, else its order within (rank, process group, kind). -1 when out of memory. */
+static int match_keys(const struct dist_input *in, struct mkey *keys)
 {
-	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
-	struct inst *insts = tp_malloc((in->ncolls + 1) * sizeof(*insts));
-	struct rank_acc *acc = tp_calloc(in->nranks + 1, sizeof(*acc));
 	struct { const char *pg; int kind; int64_t n; } *ord = NULL;
-	size_t nord = 0, ocap = 0, ninst = 0, listed = 0, i, j, k, rank_first = 0;
-	json_t *list = NULL, *by = NULL, *out = NULL, *slow = NULL;
+	size_t nord = 0, ocap = 0, i, k, rank_first = 0;
 
-	if (!keys || !insts || !acc || !(list = json_array()) || !(by = json_array()))
-		goto done;
-	/* the match key of each collective; colls are by rank, then launch */
+	/* colls are by rank, then launch */
 	for (i = 0; i < in->ncolls; i++) {
 		const struct dist_coll *c = &in->colls[i];
 		if (i && c->rank != in->colls[i - 1].rank)
@@ -353,7 +350,7 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 				size_t nc = ocap ? ocap * 2 : 16;
 				void *no = tp_realloc(ord, nc * sizeof(*ord));
 				if (!no)
-					goto done;
+					goto oom;
 				ord = no;
 				ocap = nc;
 			}
@@ -363,6 +360,48 @@ static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step
 		}
 		keys[i] = (struct mkey){ c->pg, c->kind, ord[k].n++, i };
 	}
+	tp_free(ord);
+	return 0;
+oom:
+	tp_free(ord);
+	return -1;
+}
+
+int dist_match(const struct dist_input *in, size_t *inst)
+{
+	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
+	size_t i, j, k, n = 0;
+
+	if (!keys || match_keys(in, keys)) {
+		tp_free(keys);
+		return -1;
+	}
+	if (in->ncolls > 1)
+		qsort(keys, in->ncolls, sizeof(*keys), cmp_mkey);
+	for (i = 0; i < in->ncolls; i = j) {
+		for (j = i; j < in->ncolls && !strcmp(keys[j].pg, keys[i].pg) && keys[j].kind == keys[i].kind &&
+			    keys[j].num == keys[i].num; j++)
+			;
+		for (k = i; k < j; k++)
+			inst[keys[k].coll] = j - i > 1 ? n : SIZE_MAX;
+		n += j - i > 1;
+	}
+	tp_free(keys);
+	return 0;
+}
+
+static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step)
+{
+	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
+	struct inst *insts = tp_malloc((in->ncolls + 1) * sizeof(*insts));
+	struct rank_acc *acc = tp_calloc(in->nranks + 1, sizeof(*acc));
+	size_t ninst = 0, listed = 0, i, j, k;
+	json_t *list = NULL, *by = NULL, *out = NULL, *slow = NULL;
+
+	if (!keys || !insts || !acc || !(list = json_array()) || !(by = json_array()))
+		goto done;
+	if (match_keys(in, keys))
+		goto done;
 	if (in->ncolls > 1)
 		qsort(keys, in->ncolls, sizeof(*keys), cmp_mkey);
 	for (i = 0; i < in->ncolls; i = j) {
@@ -428,7 +467,6 @@ done:
 	tp_free(keys);
 	tp_free(insts);
 	tp_free(acc);
-	tp_free(ord);
 	return out;
 }
 
@@ -644,4 +682,81 @@ json_t *distributed_findings(json_t *body)
 		return NULL;
 	}
 	return out;
+}
+
+/* ---- two runs' distributed figures side by side (GET /compare) ---- */
+
+struct dsum {
+	int64_t ranks, rank_steps, dur, compute, comm, overlap, idle, matched;
+	double worst_last_pct;
+	int worst_rank;
+};
+
+static int64_t jint(json_t *o, const char *key)
+{
+	return (int64_t)json_integer_value(json_object_get(o, key));
+}
+
+static void dsum_of(json_t *body, struct dsum *d)
+{
+	json_t *r, *b;
+	size_t i;
+
+	memset(d, 0, sizeof(*d));
+	d->worst_rank = -1;
+	json_array_foreach(json_object_get(body, "ranks"), i, r) {
+		json_t *t = json_object_get(r, "total");
+		d->ranks++;
+		d->rank_steps += jint(t, "steps");
+		d->dur += jint(t, "dur_ns");
+		d->compute += jint(t, "compute_ns");
+		d->comm += jint(t, "communication_ns");
+		d->overlap += jint(t, "overlap_ns");
+		d->idle += jint(t, "idle_ns");
+	}
+	d->matched = jint(json_object_get(body, "stragglers"), "matched");
+	json_array_foreach(json_object_get(json_object_get(body, "stragglers"), "by_rank"), i, b) {
+		json_t *p = json_object_get(b, "last_arrival_pct");
+		if (json_is_number(p) && json_number_value(p) > d->worst_last_pct) {
+			d->worst_last_pct = json_number_value(p);
+			d->worst_rank = (int)jint(b, "rank");
+		}
+	}
+}
+
+static json_t *dsum_json(const struct dsum *d)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:o}", "ranks", (json_int_t)d->ranks,
+			 "rank_steps", (json_int_t)d->rank_steps, "dur_ns", (json_int_t)d->dur, "compute_ns",
+			 (json_int_t)d->compute, "communication_ns", (json_int_t)d->comm, "overlap_ns",
+			 (json_int_t)d->overlap, "idle_ns", (json_int_t)d->idle, "exposed_communication_pct",
+			 pct_or_null(d->comm, d->dur), "matched", (json_int_t)d->matched, "last_rank",
+			 d->worst_rank >= 0 ? json_integer(d->worst_rank) : json_null(), "last_arrival_pct",
+			 d->worst_rank >= 0 ? json_real(d->worst_last_pct) : json_null());
+}
+
+/* the change of the mean per rank and step, in % to 0.1; null when either has no step or base none */
+static json_t *mean_delta(int64_t b, int64_t bn, int64_t t, int64_t tn)
+{
+	double mb, mt;
+
+	if (bn <= 0 || tn <= 0 || b <= 0)
+		return json_null();
+	mb = (double)b / (double)bn;
+	mt = (double)t / (double)tn;
+	return json_real(round((mt - mb) * 1000.0 / mb) / 10.0);
+}
+
+json_t *distributed_compare(json_t *base, json_t *target)
+{
+	struct dsum b, t;
+
+	dsum_of(base, &b);
+	dsum_of(target, &t);
+	return json_pack("{s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o}}", "base", dsum_json(&b), "target", dsum_json(&t),
+			 "delta_pct", "dur_ns", mean_delta(b.dur, b.rank_steps, t.dur, t.rank_steps), "compute_ns",
+			 mean_delta(b.compute, b.rank_steps, t.compute, t.rank_steps), "communication_ns",
+			 mean_delta(b.comm, b.rank_steps, t.comm, t.rank_steps), "overlap_ns",
+			 mean_delta(b.overlap, b.rank_steps, t.overlap, t.rank_steps), "idle_ns",
+			 mean_delta(b.idle, b.rank_steps, t.idle, t.rank_steps));
 }

@@ -67,6 +67,13 @@ json_t *distributed_run(struct dist_input *in, int has_step, int64_t step);
 void dist_input_release(struct dist_input *in);
 
 /*
+ * The instance of each collective matched across ranks, as the stragglers match them:
+ * inst[i] (for in->colls[i]) numbers the instance (the same number on every rank's
+ * collective of it), SIZE_MAX when no other rank's collective matched it. -1 when out of memory.
+ */
+int dist_match(const struct dist_input *in, size_t *inst);
+
+/*
  * Findings about the run's ranks together (the shape of diagnosis.h's), from the answer of
  * distributed_run over every step (body):
  *   persistent_straggler  a rank last to launch in DIST_STRAGGLER_PCT of its matched
@@ -83,5 +90,14 @@ void dist_input_release(struct dist_input *in);
 #define DIST_EXPOSED_PCT 10.0
 #define DIST_IMBALANCE_PCT 10.0
 json_t *distributed_findings(json_t *body);
+
+/*
+ * Two runs' distributed figures side by side (GET /compare's "distributed"), from the answers
+ * of distributed_run over every step of each: per run the ranks, their complete steps
+ * (rank_steps), the sums of dur / compute / exposed communication / overlap / idle over them,
+ * the matched collectives and the rank last to arrive most often; delta_pct: the change of
+ * each mean per rank and step. A new object; NULL when out of memory.
+ */
+json_t *distributed_compare(json_t *base, json_t *target);
 
 #endif

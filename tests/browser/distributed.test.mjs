@@ -71,6 +71,58 @@ test('run page of two ranks: the Distributed section', async () => {
 	assert.deepEqual(page.problems, []);
 });
 
+test('run page of two ranks: the critical path of a chosen step', async () => {
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/dist');
+	await page.waitForSelector('#app[data-ready]');
+	// the slowest step first: #552 (rank 1, 630,639 us)
+	await page.waitForSelector('#critical-path[data-step]');
+	assert.equal(await page.inputValue('#critical-step'), '552');
+	const api = await (await fetch(srv.base + '/api/v1/runs/dist/critical_path?step=552')).json();
+	assert.equal(await page.getAttribute('#critical-path', 'data-step'), '552');
+	assert.equal(await page.getAttribute('#critical-path', 'data-segments'), String(api.segments.length));
+	assert.equal(await page.getAttribute('#critical-path', 'data-ranks'), '2');
+	assert.equal(await page.locator('#critical-path canvas').count(), 1);
+	// the headline names the largest non-idle category, with its share
+	const top = api.by_category.find((c) => c.kind !== 'idle');
+	const head = await page.textContent(`${section} p.path-head`);
+	assert.ok(head.includes(`of step 552's critical path`) && head.includes(`rank ${top.rank}'s ${top.kind} ${top.name}`) &&
+		head.includes(top.pct.toFixed(1)), head);
+	const rows = await page.$$eval(`${section} p.path-head ~ div .table tbody tr, ${section} p.path-head ~ div table tbody tr`, (trs) => trs.length);
+	assert.ok(rows > 0);
+	// another step
+	await page.selectOption('#critical-step', '551');
+	await page.waitForSelector('#critical-path[data-step="551"]');
+	const other = await (await fetch(srv.base + '/api/v1/runs/dist/critical_path?step=551')).json();
+	assert.equal(await page.getAttribute('#critical-path', 'data-segments'), String(other.segments.length));
+	assert.match(await page.textContent(`${section} p.path-head`), /of step 551's critical path/);
+	await page.locator('#critical-path').screenshot({ path: path.join(shots, 'run-critical-path.png') });
+	assert.deepEqual(page.problems, []);
+});
+
+test('compare page: both runs\' distributed figures', async () => {
+	const api = await (await fetch(srv.base + '/api/v1/compare?base=dist&target=solo')).json();
+	const d = api.distributed;
+	assert.equal(d.base.ranks, 2);
+	assert.equal(d.target.ranks, 1);
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/compare?base=dist&target=solo');
+	await page.waitForSelector('#app[data-ready]');
+	const rows = await page.$$eval('#dist-compare tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.trim())));
+	assert.deepEqual(rows[0], ['Ranks', '2', '1', '']);
+	const step = rows.find((r) => r[0] === 'Step');
+	const want = d.delta_pct.dur_ns;
+	assert.equal(step[3], want == null ? '–' : (want > 0 ? '+' : '') + want.toFixed(1) + '%');
+	assert.deepEqual(rows.find((r) => r[0] === 'Matched collectives'), ['Matched collectives', String(d.base.matched), String(d.target.matched), '']);
+	assert.match(rows.find((r) => r[0] === 'Last to arrive most often')[1], /^rank 0 \(60\.0 %\)$/);
+	assert.deepEqual(page.problems, []);
+	// one rank on each side: no Distributed card
+	await page.goto(srv.base + '/compare?base=solo&target=solo');
+	await page.waitForSelector('#app[data-ready]');
+	assert.equal(await page.locator('#dist-compare').count(), 0);
+	assert.deepEqual(page.problems, []);
+});
+
 test('run page of one rank: no Distributed section', async () => {
 	const page = await newPage(browser);
 	await page.goto(srv.base + '/runs/solo');

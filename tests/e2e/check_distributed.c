@@ -565,6 +565,317 @@ START_TEST(test_bad_params)
 }
 END_TEST
 
+/* ---- GET /critical_path ---- */
+
+/* the segments of a critical path against want (rank, kind, name, start us, dur us), in order */
+struct seg_want {
+	int rank;
+	const char *kind, *name;
+	long start_us, dur_us;
+};
+
+static void check_segments(json_t *j, const struct seg_want *want, size_t n)
+{
+	json_t *segs = json_object_get(j, "segments"), *s;
+
+	ck_assert_msg(json_array_size(segs) == n, "%zu segments, expected %zu", json_array_size(segs), n);
+	for (size_t i = 0; i < n; i++) {
+		s = json_array_get(segs, i);
+		ck_assert_int_eq(ival(s, "rank"), want[i].rank);
+		ck_assert_str_eq(json_string_value(json_object_get(s, "kind")), want[i].kind);
+		ck_assert_str_eq(json_string_value(json_object_get(s, "name")), want[i].name);
+		ck_assert_int_eq(ival(s, "start_ns"), want[i].start_us * 1000);
+		ck_assert_int_eq(ival(s, "dur_ns"), want[i].dur_us * 1000);
+	}
+}
+
+/* the by_category entry of rank, kind and name */
+static json_t *category(json_t *j, int rank, const char *kind, const char *name)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "by_category"), i, c)
+		if (ival(c, "rank") == rank && !strcmp(json_string_value(json_object_get(c, "kind")), kind) &&
+		    !strcmp(json_string_value(json_object_get(c, "name")), name))
+			return c;
+	ck_abort_msg("no category %d %s %s", rank, kind, name);
+	return NULL;
+}
+
+#define LOADER "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+/*
+ * Two ranks, step 1 at [1000, 2000) us on both. Rank 0 enters an all_reduce at 1200
+ * (c10d::allreduce_ [1200, 1230) > record_param_comms > launch at 1206, kernel [1210, 1700));
+ * rank 1 runs aten::to [1050, 1090), then loads data for 300 us [1100, 1400), and enters the
+ * all_reduce at 1400 (kernel [1410, 1700)). The path: rank 1 idle until 1050, aten::to, idle
+ * 10 us, the data loading, then the all_reduce from rank 1's arrival (1400) to its end (1700),
+ * on rank 0 (the lowest rank ending last): 700 us, 300 of them (42.9 %) rank 1's data loading.
+ */
+static void upload_straggler(void)
+{
+	static const char ar_args[] = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"0\","
+		" \"In msg nelems\": 1024, \"Out msg nelems\": 1024, \"dtype\": \"Float\", \"Group size\": 2";
+	struct tr t;
+
+	for (int rank = 0; rank < 2; rank++) {
+		long ar = rank ? 1400 : 1200;
+		tr_begin(&t, rank, 2);
+		tr_step(&t, 1, 1000, 1000);
+		if (rank) {
+			tr_host(&t, "cpu_op", "aten::to", 1050, 40, NULL);
+			tr_host(&t, "cpu_op", LOADER, 1100, 300, NULL);
+		}
+		tr_host(&t, "cpu_op", "c10d::allreduce_", ar, 30, NULL);
+		tr_host(&t, "cpu_op", "record_param_comms", ar + 2, 26, ar_args);
+		tr_launch(&t, ar + 6, AR_KERNEL, 9, ar + 10, 1700 - (ar + 10), NULL);
+		tr_upload(&t, "strag", rank ? "rank1.json" : "rank0.json");
+	}
+}
+
+START_TEST(test_critical_path_straggler)
+{
+	static const struct seg_want want[] = {
+		{ 1, "idle", "", 1000, 50 }, { 1, "cpu_op", "aten::to", 1050, 40 }, { 1, "idle", "", 1090, 10 },
+		{ 1, "cpu_op", LOADER, 1100, 300 }, { 0, "collective", AR_KERNEL, 1400, 300 },
+	};
+	json_t *j, *c;
+
+	upload_straggler();
+	j = get("/api/v1/runs/strag/critical_path?step=1", 200);
+	ck_assert_int_eq(ival(j, "step"), 1);
+	ck_assert_int_eq(ival(j, "start_ns"), 1000000);
+	ck_assert_int_eq(ival(j, "end_ns"), 1700000);
+	ck_assert_int_eq(ival(j, "dur_ns"), 700000);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 2);
+	check_segments(j, want, sizeof(want) / sizeof(want[0]));
+	c = category(j, 1, "cpu_op", LOADER);
+	ck_assert_int_eq(ival(c, "ns"), 300000);
+	ck_assert_double_eq_tol(rval(c, "pct"), 42.9, 0.05);
+	/* the largest category first */
+	c = json_array_get(json_object_get(j, "by_category"), 0);
+	ck_assert_int_eq(ival(c, "ns"), 300000);
+	c = member(json_object_get(j, "by_kind"), "ns", 60000);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "kind")), "idle");
+	ck_assert_double_eq_tol(rval(c, "pct"), 8.6, 0.05);
+	json_decref(j);
+}
+END_TEST
+
+#define ADD_KERNEL "vectorized_elementwise_kernel"
+
+/*
+ * One rank, step 1 at [1000, 2000) us: aten::mm [1010, 1030) launches (at 1015, 5 us) a kernel
+ * [1020, 1320) on stream 7; aten::add [1030, 1040) launches (at 1032) one that waits for it in the
+ * stream, [1320, 1380); cudaDeviceSynchronize [1045, 1381) waits for both; then optimizer.step
+ * [1385, 1485). The path: idle 10, aten::mm 5 (to the launch), the launch 5, the first kernel 300,
+ * the second 60 (stream order, not its launch), the sync's last 1 us, idle 4, optimizer.step 100.
+ */
+START_TEST(test_critical_path_one_rank)
+{
+	static const struct seg_want want[] = {
+		{ 0, "idle", "", 1000, 10 }, { 0, "cpu_op", "aten::mm", 1010, 5 },
+		{ 0, "runtime", "cudaLaunchKernel", 1015, 5 }, { 0, "kernel", MM_KERNEL, 1020, 300 },
+		{ 0, "kernel", ADD_KERNEL, 1320, 60 }, { 0, "sync", "cudaDeviceSynchronize", 1380, 1 },
+		{ 0, "idle", "", 1381, 4 }, { 0, "cpu_op", "optimizer.step", 1385, 100 },
+	};
+	struct tr t;
+	json_t *j;
+
+	tr_begin(&t, 0, 1);
+	tr_step(&t, 1, 1000, 1000);
+	tr_host(&t, "cpu_op", "aten::mm", 1010, 20, NULL);
+	tr_launch(&t, 1015, MM_KERNEL, 7, 1020, 300, NULL);
+	tr_host(&t, "cpu_op", "aten::add", 1030, 10, NULL);
+	tr_launch(&t, 1032, ADD_KERNEL, 7, 1320, 60, NULL);
+	tr_host(&t, "cuda_runtime", "cudaDeviceSynchronize", 1045, 336, NULL);
+	tr_host(&t, "cpu_op", "optimizer.step", 1385, 100, NULL);
+	tr_host(&t, "cpu_op", "aten::empty", 1385, 0, NULL);	/* empty: holds no time on the path */
+	tr_upload(&t, "one", "rank0.json");
+	j = get("/api/v1/runs/one/critical_path?step=1", 200);
+	ck_assert_int_eq(ival(j, "dur_ns"), 485000);
+	check_segments(j, want, sizeof(want) / sizeof(want[0]));
+	ck_assert_double_eq_tol(rval(member(json_object_get(j, "by_kind"), "ns", 360000), "pct"), 74.2, 0.05);
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * A chain across three ranks, step 1 at [1000, 3000) us on each, two all_reduces in group 0:
+ *   rank 0 enters both at once (1010, 1100; kernels [1020, 1500), [1500, 1800) on stream 9);
+ *   rank 1 enters the first at 1010 (kernel [1020, 1500)), waits for it in cudaStreamSynchronize
+ *     [1050, 1501), runs opt [1510, 1610), enters the second at 1620 (kernel [1630, 1800));
+ *   rank 2 loads data [1100, 1300), enters the first at 1300 (kernel [1310, 1500)), the second
+ *     at 1400 (kernel [1500, 1800)).
+ * The path back from rank 0's second kernel: rank 1's arrival in it (1620), idle 10, opt,
+ * idle 9, the sync's last 1 us, rank 1's first kernel from rank 2's arrival (1300), rank 2's
+ * data loading, idle from its step start: 800 us in all.
+ */
+static void upload_chain(void)
+{
+	static const char ar_args[] = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"0\","
+		" \"In msg nelems\": 1024, \"Out msg nelems\": 1024, \"dtype\": \"Float\", \"Group size\": 3";
+	static const long enter[3][2] = { { 1010, 1100 }, { 1010, 1620 }, { 1300, 1400 } };
+	static const long kern[3][2][2] = { { { 1020, 1500 }, { 1500, 1800 } }, { { 1020, 1500 }, { 1630, 1800 } },
+					    { { 1310, 1500 }, { 1500, 1800 } } };
+	struct tr t;
+
+
+	for (int rank = 0; rank < 3; rank++) {
+		tr_begin(&t, rank, 3);
+		tr_step(&t, 1, 1000, 2000);
+		if (rank == 2)
+			tr_host(&t, "cpu_op", "load", 1100, 200, NULL);
+		if (rank == 1) {
+			tr_host(&t, "cuda_runtime", "cudaStreamSynchronize", 1050, 451, NULL);
+			tr_host(&t, "cpu_op", "opt", 1510, 100, NULL);
+		}
+		for (int k = 0; k < 2; k++) {
+			tr_host(&t, "cpu_op", "c10d::allreduce_", enter[rank][k], 30, NULL);
+			tr_host(&t, "cpu_op", "record_param_comms", enter[rank][k] + 2, 26, ar_args);
+			tr_launch(&t, enter[rank][k] + 6, AR_KERNEL, 9, kern[rank][k][0], kern[rank][k][1] - kern[rank][k][0],
+				  NULL);
+		}
+		tr_upload(&t, "chain", rank == 0 ? "rank0.json" : rank == 1 ? "rank1.json" : "rank2.json");
+	}
+}
+
+START_TEST(test_critical_path_chain)
+{
+	static const struct seg_want want[] = {
+		{ 2, "idle", "", 1000, 100 }, { 2, "cpu_op", "load", 1100, 200 }, { 1, "collective", AR_KERNEL, 1300, 200 },
+		{ 1, "sync", "cudaStreamSynchronize", 1500, 1 }, { 1, "idle", "", 1501, 9 }, { 1, "cpu_op", "opt", 1510, 100 },
+		{ 1, "idle", "", 1610, 10 }, { 0, "collective", AR_KERNEL, 1620, 180 },
+	};
+	json_t *j;
+
+	upload_chain();
+	j = get("/api/v1/runs/chain/critical_path?step=1", 200);
+	ck_assert_int_eq(ival(j, "dur_ns"), 800000);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 3);
+	check_segments(j, want, sizeof(want) / sizeof(want[0]));
+	ck_assert_double_eq_tol(rval(category(j, 2, "cpu_op", "load"), "pct"), 25.0, 0.05);
+	ck_assert_double_eq_tol(rval(member(json_object_get(j, "by_kind"), "ns", 380000), "pct"), 47.5, 0.05);
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * GET /compare of the 2-rank straggler run (base) and the 3-rank chain (target): one step per
+ * rank, 1000 us against 2000 (+100.0 % per rank and step); exposed communication (no
+ * computation kernel) 490 + 290 us against 780 + 480 + 170 + 190 + 300 us, 390 against 640
+ * per rank and step (+64.1 %); 1 matched collective (rank 1 last) against 2 (ranks 2 and 1 last,
+ * 50 % each: the lower rank named).
+ */
+START_TEST(test_compare_distributed)
+{
+	json_t *j, *d, *b, *t;
+	struct tr t1;
+
+	upload_straggler();
+	upload_chain();
+	j = get("/api/v1/compare?base=strag&target=chain", 200);
+	d = json_object_get(j, "distributed");
+	ck_assert_ptr_nonnull(d);
+	b = json_object_get(d, "base");
+	t = json_object_get(d, "target");
+	ck_assert_int_eq(ival(b, "ranks"), 2);
+	ck_assert_int_eq(ival(t, "ranks"), 3);
+	ck_assert_int_eq(ival(b, "rank_steps"), 2);
+	ck_assert_int_eq(ival(t, "rank_steps"), 3);
+	ck_assert_int_eq(ival(b, "dur_ns"), 2000000);
+	ck_assert_int_eq(ival(t, "dur_ns"), 6000000);
+	ck_assert_int_eq(ival(b, "communication_ns"), 780000);
+	ck_assert_int_eq(ival(t, "communication_ns"), 1920000);
+	ck_assert_int_eq(ival(b, "matched"), 1);
+	ck_assert_int_eq(ival(t, "matched"), 2);
+	ck_assert_int_eq(ival(b, "last_rank"), 1);
+	ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 100.0, 0.05);
+	ck_assert_int_eq(ival(t, "last_rank"), 1);
+	ck_assert_double_eq_tol(rval(t, "last_arrival_pct"), 50.0, 0.05);
+	ck_assert_double_eq_tol(rval(json_object_get(d, "delta_pct"), "dur_ns"), 100.0, 0.05);
+	ck_assert_double_eq_tol(rval(json_object_get(d, "delta_pct"), "communication_ns"), 64.1, 0.05);
+	ck_assert(json_is_null(json_object_get(json_object_get(d, "delta_pct"), "compute_ns")));
+	json_decref(j);
+	/* ?rank picks the rank of the rest; the distributed figures stay over all ranks */
+	j = get("/api/v1/compare?base=strag&target=chain&rank=1", 200);
+	ck_assert_int_eq(ival(json_object_get(json_object_get(j, "distributed"), "target"), "ranks"), 3);
+	json_decref(j);
+	/* one rank on each side: none */
+	tr_begin(&t1, 0, 1);
+	tr_step(&t1, 1, 1000, 1000);
+	tr_host(&t1, "cpu_op", "aten::mm", 1010, 20, NULL);
+	tr_upload(&t1, "solo", "rank0.json");
+	j = get("/api/v1/compare?base=solo&target=solo", 200);
+	ck_assert_ptr_null(json_object_get(j, "distributed"));
+	json_decref(j);
+}
+END_TEST
+
+/*
+ * The real pair, step 552 (python over the files: the ProfilerStep#552 spans are
+ * [1682725898686653, 1682725899309581) us on rank 0 and [1682725898687438, 1682725899318077) on
+ * rank 1; of the host operators, runtime calls and GPU events overlapping them, the last to end is
+ * rank 1's "## sdd_wait_tensors ##" at 1682725899313681 us, rank 0's last ends at 1682725899305169):
+ * the path runs from rank 1's step start to that end, and its segments tile it.
+ */
+START_TEST(test_critical_path_hta_sampled)
+{
+	json_t *j, *segs, *s, *k;
+	json_int_t at, sum = 0;
+	size_t i;
+
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank0.json.gz");
+	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank1.json.gz");
+	j = get("/api/v1/runs/sampled/critical_path?step=552", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 2);
+	ck_assert_int_eq(ival(j, "start_ns"), 1682725898687438000LL);
+	ck_assert_int_eq(ival(j, "end_ns"), 1682725899313681000LL);
+	ck_assert_int_eq(ival(j, "dur_ns"), 626243000);
+	segs = json_object_get(j, "segments");
+	ck_assert_uint_gt(json_array_size(segs), 1);
+	s = json_array_get(segs, json_array_size(segs) - 1);
+	ck_assert_int_eq(ival(s, "rank"), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "name")), "## sdd_wait_tensors ##");
+	ck_assert_int_eq(ival(s, "start_ns") + ival(s, "dur_ns"), 1682725899313681000LL);
+	at = ival(j, "start_ns");
+	json_array_foreach(segs, i, s) {
+		ck_assert_int_eq(ival(s, "start_ns"), at);
+		ck_assert_int_gt(ival(s, "dur_ns"), 0);
+		at += ival(s, "dur_ns");
+	}
+	json_array_foreach(json_object_get(j, "by_kind"), i, k)
+		sum += ival(k, "ns");
+	ck_assert_int_eq(sum, 626243000);
+	json_decref(j);
+	j = get("/api/v1/runs/sampled/critical_path?step=550", 404);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_critical_path_bad_params)
+{
+	static const char *const bad[] = { "", "?step=x", "?step=-1", "?step=" };
+	json_t *j;
+
+	upload_straggler();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/api/v1/runs/strag/critical_path%s", bad[i]);
+		j = get(path, 400);
+		ck_assert_str_eq(tu_error_code(j), "invalid_parameter");
+		json_decref(j);
+	}
+	j = get("/api/v1/runs/strag/critical_path?step=7", 404);
+	ck_assert_str_eq(tu_error_code(j), "step_not_found");
+	json_decref(j);
+	j = get("/api/v1/runs/nope/critical_path?step=1", 404);
+	ck_assert_str_eq(tu_error_code(j), "run_not_found");
+	json_decref(j);
+}
+END_TEST
+
 Suite *suite_distributed(void)
 {
 	Suite *s = suite_create("distributed");
@@ -577,6 +888,12 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_hta_sampled_pair);
 	tcase_add_test(tc, test_findings);
 	tcase_add_test(tc, test_bad_params);
+	tcase_add_test(tc, test_critical_path_straggler);
+	tcase_add_test(tc, test_critical_path_one_rank);
+	tcase_add_test(tc, test_critical_path_chain);
+	tcase_add_test(tc, test_compare_distributed);
+	tcase_add_test(tc, test_critical_path_hta_sampled);
+	tcase_add_test(tc, test_critical_path_bad_params);
 	suite_add_tcase(s, tc);
 	return s;
 }

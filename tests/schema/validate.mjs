@@ -594,6 +594,14 @@ async function main() {
 				const one = await expect('GET', `${p}/distributed?step=${first.step}`, 200, 'distributed');
 				check(`GET ${p}/distributed?step=${first.step}: that step alone`, one && one.step === first.step &&
 					one.ranks.every((x) => x.steps.every((y) => y.step === first.step)), show(one?.ranks));
+				const cpl = await expect('GET', `${p}/critical_path?step=${first.step}`, 200, 'critical_path');
+				const cp = cpl && exactBody(cpl);	// absolute times pass 2^53: BigInt
+				let at = cp ? BigInt(cp.start_ns) : 0n;
+				check(`GET ${p}/critical_path?step=${first.step}: the segments tile [start_ns, end_ns), by_kind sums to dur_ns`,
+					cp && cp.step === first.step && BigInt(cp.end_ns) - BigInt(cp.start_ns) === BigInt(cp.dur_ns) &&
+					cp.segments.every((x) => { const ok = BigInt(x.start_ns) === at && x.dur_ns > 0; at += BigInt(x.dur_ns); return ok; }) &&
+					at === BigInt(cp.end_ns) && cp.by_kind.reduce((a, x) => a + x.ns, 0) === cp.dur_ns &&
+					cp.segments.every((x) => cp.ranks.some((r) => r.rank === x.rank)), show(cpl && { ...cpl, segments: cpl.segments.slice(0, 20) }));
 			}
 		}
 	}
@@ -848,6 +856,10 @@ async function main() {
 			check('GET /distributed of the two hta_sampled ranks: both ranks, 10 matched collectives, each rank in all',
 				two?.ranks.length === 2 && two.stragglers.matched === 10 &&
 				two.stragglers.by_rank.every((x) => x.matched === 10), show(two?.stragglers.by_rank));
+			const cmp = await expect('GET', '/api/v1/compare?base=doomed&target=doomed', 200, 'compare');
+			check('GET /compare of the two hta_sampled ranks with themselves: their distributed figures, every delta 0',
+				cmp?.distributed?.base.ranks === 2 && cmp.distributed.target.matched === 10 &&
+				Object.values(cmp.distributed.delta_pct).every((v) => v === 0), show(cmp?.distributed));
 			const d = await expect('DELETE', `/api/v1/runs/doomed/artifacts/${up[1].artifact.id}`, 200, 'deleted');
 			const one = await expect('GET', '/api/v1/runs/doomed/distributed', 200, 'distributed');
 			check('GET /distributed after a rank went: rank 0 alone, nothing matched',
@@ -883,6 +895,10 @@ async function main() {
 	await expect('GET', '/api/v1/runs/v100/diagnosis?rank=-1', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/distributed?step=x', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/distributed?step=-1', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/critical_path', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/critical_path?step=x', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/critical_path?step=999999', 404, 'error');
+	await expect('GET', '/api/v1/runs/nope/critical_path?step=1', 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/trace?start_ns=10&end_ns=10', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?points=-1', 400, 'error');
 	await expect('GET', '/api/v1/runs/memraw/memory?points=1000001', 400, 'error');
@@ -900,7 +916,7 @@ async function main() {
 		const want = ['/healthz', '/api/v1/runs', '/api/v1/runs/{run}', '/api/v1/runs/{run}/artifacts',
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
-			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
+			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/critical_path', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
 			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/gpu', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);

@@ -398,3 +398,69 @@ export function distChart(el, dist) {
 		],
 	}, [bars.map((b, i) => i), ...layers.map((l) => l.cum)]);
 }
+
+// The critical path of a step (GET /critical_path) over the ranks' timelines: one lane per
+// rank (its step window in grey), the path's segments in their kind's colour, and where the
+// path moves between ranks (a collective waiting for its last rank), a line between lanes.
+export const PATH_COLORS = { cpu_op: '#2563eb', runtime: '#0891b2', sync: '#ea580c', kernel: '#16a34a', memcpy: '#ca8a04',
+	memset: '#a16207', collective: '#dc2626', idle: '#d4d4d8' };
+const LANE = 28;
+
+export function pathChart(el, cp) {
+	const ranks = cp.ranks.map((r) => r.rank);
+	const t0 = Math.min(Number(cp.start_ns), ...cp.ranks.map((r) => Number(r.start_ns)));
+	const t1 = Math.max(Number(cp.end_ns), ...cp.ranks.map((r) => Number(r.end_ns)));
+	const canvas = h('canvas', { class: 'path-canvas' });
+	const legend = h('div', { class: 'path-legend small' }, Object.entries(PATH_COLORS)
+		.filter(([k]) => cp.by_kind.some((x) => x.kind === k))
+		.map(([k, c]) => {
+			const sw = h('span', { class: 'swatch' });
+			sw.style.background = c;	/* through the CSSOM: the page's CSP refuses style attributes */
+			return h('span', { class: 'path-key' }, sw, ` ${k} `);
+		}));
+	el.replaceChildren(canvas, legend);
+	el.dataset.segments = cp.segments.length;
+	el.dataset.ranks = ranks.length;
+	const draw = () => {
+		const dpr = window.devicePixelRatio || 1, left = 56, w = Math.max(el.clientWidth, 300), hgt = ranks.length * LANE + 24;
+		canvas.width = w * dpr;
+		canvas.height = hgt * dpr;
+		canvas.style.width = w + 'px';
+		canvas.style.height = hgt + 'px';
+		const g = canvas.getContext('2d');
+		g.scale(dpr, dpr);
+		const x = (t) => left + (w - left - 8) * (t - t0) / Math.max(1, t1 - t0);
+		const y = (rank) => ranks.indexOf(rank) * LANE + 4;
+		g.font = '12px system-ui, sans-serif';
+		g.fillStyle = '#52525b';
+		for (const r of cp.ranks) {
+			g.fillText('rank ' + r.rank, 4, y(r.rank) + 15);
+			g.fillStyle = '#f4f4f5';
+			g.fillRect(x(Number(r.start_ns)), y(r.rank), x(Number(r.end_ns)) - x(Number(r.start_ns)), LANE - 8);
+			g.fillStyle = '#52525b';
+		}
+		let prev = null;
+		for (const s of cp.segments) {
+			const a = x(Number(s.start_ns)), b = x(Number(s.start_ns) + s.dur_ns);
+			g.fillStyle = PATH_COLORS[s.kind] || '#a3a3a3';
+			g.fillRect(a, y(s.rank) + 3, Math.max(1, b - a), LANE - 14);
+			if (prev && prev.rank !== s.rank) {
+				g.strokeStyle = '#18181b';
+				g.beginPath();
+				g.moveTo(a, y(prev.rank) + LANE / 2);
+				g.lineTo(a, y(s.rank) + LANE / 2);
+				g.stroke();
+			}
+			prev = s;
+		}
+		g.fillStyle = '#52525b';
+		g.fillText('0', left, hgt - 6);
+		const total = fmtNs(t1 - t0);
+		g.fillText(total, w - 8 - g.measureText(total).width, hgt - 6);
+	};
+	draw();
+	new ResizeObserver(() => {
+		if (Math.max(el.clientWidth, 300) !== canvas.width / (window.devicePixelRatio || 1))
+			draw();
+	}).observe(el);
+}

@@ -63,6 +63,7 @@ export async function comparePage(app) {
 		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
 			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
 		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
+		cmp.distributed && card('Distributed', distTable(cmp.distributed, names)),
 		card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
 		card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
 
@@ -145,4 +146,27 @@ function deltaTable(rows, what, per) {
 				sortBy: k === sortKey ? (r) => (r[k] == null ? null : Math.abs(r[k])) : undefined })),
 		],
 	}).el;
+}
+
+// Both runs' figures over all their ranks (GET /compare's "distributed"): means per rank and step,
+// with their change, then the collectives matched across ranks and who arrived last.
+function distTable(d, names) {
+	const mean = (r, key) => (r.rank_steps ? r[key] / r.rank_steps : null);
+	const rows = [['Step', 'dur_ns'], ['Computation', 'compute_ns'], ['Exposed communication', 'communication_ns'],
+		['Overlapped communication', 'overlap_ns'], ['Idle', 'idle_ns']];
+	const last = (r) => (r.last_rank == null ? '–' : `rank ${r.last_rank} (${r.last_arrival_pct.toFixed(1)} %)`);
+	return h('div', { class: 'table-wrap' }, h('table', { class: 'data', id: 'dist-compare' },
+		h('caption', { class: 'muted small', text: 'All ranks of each run: means per rank and step (complete steps).' }),
+		h('thead', null, h('tr', null, h('th', { text: '' }), h('th', { class: 'num', text: names[0] }),
+			h('th', { class: 'num', text: names[1] }), h('th', { class: 'num', text: 'Change' }))),
+		h('tbody', null,
+			h('tr', null, h('th', { text: 'Ranks' }), h('td', { class: 'num', text: fmtInt(d.base.ranks) }),
+				h('td', { class: 'num', text: fmtInt(d.target.ranks) }), h('td')),
+			rows.map(([text, key]) => h('tr', { 'data-key': key }, h('th', { text }),
+				h('td', { class: 'num', text: fmtNs(mean(d.base, key)) }), h('td', { class: 'num', text: fmtNs(mean(d.target, key)) }),
+				h('td', { class: 'num', text: d.delta_pct[key] == null ? '–' : fmtSignedPct(d.delta_pct[key]) }))),
+			h('tr', null, h('th', { text: 'Matched collectives' }), h('td', { class: 'num', text: fmtInt(d.base.matched) }),
+				h('td', { class: 'num', text: fmtInt(d.target.matched) }), h('td')),
+			h('tr', null, h('th', { text: 'Last to arrive most often' }), h('td', { class: 'num', text: last(d.base) }),
+				h('td', { class: 'num', text: last(d.target) }), h('td')))));
 }

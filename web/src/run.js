@@ -3,7 +3,7 @@
 // operators and kernels, the diagnosis, ranks, the trace window (download or
 // open in Perfetto) and the artifacts.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, runUrl } from './api.js';
-import { distChart, memoryChart, memorySegments, memoryState, stepChart } from './charts.js';
+import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
 import { openInViewer } from './viewer.js';
@@ -319,11 +319,55 @@ function distributed(box, run, d) {
 	});
 	box.replaceChildren(chart, h('h3', { text: 'Collectives' }), colls.el,
 		h('h3', { text: 'Who arrives last' }), byRank.el, lateness(d),
-		h('h3', { text: 'Slowest rank per step' }), slow.el);
+		h('h3', { text: 'Slowest rank per step' }), slow.el, criticalPath(run, st.steps));
 	if (d.ranks.some((r) => r.steps.length))
 		distChart(chart, d);
 	else
 		chart.replaceChildren(h('p', { class: 'muted', text: 'No steps.' }));
+}
+
+// The critical path of a chosen step (the slowest first) over the ranks' timelines, with what
+// took its time: GET /critical_path?step=N.
+function criticalPath(run, steps) {
+	const numbered = steps.filter((s) => s.step != null);
+	if (!numbered.length)
+		return null;
+	const slowest = numbered.reduce((a, b) => (b.dur_ns > a.dur_ns ? b : a));
+	const pick = h('select', { id: 'critical-step', 'aria-label': 'step' }, numbered.map((s) =>
+		h('option', { value: s.step, text: '#' + s.step, selected: s === slowest })));
+	const head = h('p', { class: 'path-head' });
+	const chart = h('div', { id: 'critical-path', class: 'path-box' });
+	const cats = h('div');
+	const show = async () => {
+		const step = pick.value;
+		delete chart.dataset.step;
+		try {
+			const cp = await api(runUrl(run, '/critical_path', { step }));
+			const top = cp.by_category.find((c) => c.kind !== 'idle') || cp.by_category[0];
+			head.textContent = top ? `${fmtPct(top.pct / 100)} of step ${cp.step}'s critical path (${fmtNs(cp.dur_ns)}) was rank ${top.rank}'s ${top.kind} ${top.name}` +
+				(cp.segments.some((x) => x.kind === 'collective' && x.rank !== top.rank) ? ', waited on by the others in their collectives.' : '.') : '';
+			pathChart(chart, cp);
+			cats.replaceChildren(table({
+				sort: 'ns', rows: cp.by_category, empty: 'Nothing on the path.',
+				columns: [
+					{ key: 'rank', label: 'Rank', num: true },
+					{ key: 'kind', label: 'Kind' },
+					{ key: 'name', label: 'Name', fmt: (v) => nameCell(v) },
+					{ key: 'ns', label: 'Time', num: true, fmt: fmtNs },
+					{ key: 'pct', label: 'Of the path', num: true, fmt: (v) => fmtPct(v / 100) },
+				],
+			}).el);
+			chart.dataset.step = cp.step;
+		} catch (err) {
+			chart.replaceChildren(errorBox(err));
+			chart.dataset.step = step;
+		}
+	};
+	pick.addEventListener('change', show);
+	show();
+	return h('div', null, h('h3', { text: 'Critical path' }),
+		h('p', { class: 'muted small', text: 'The chain of host operators, launches, kernels, copies, synchronizations and collectives that bounds the step across all ranks, walked back from the last event to end: a collective waits for its last rank\'s arrival, a kernel for its launch and its stream, a synchronization for the GPU work before it.' }),
+		h('label', { class: 'small' }, 'Step ', pick), head, chart, cats);
 }
 
 // Rank by step: how late each rank launched its collectives (after the first rank), summed.

@@ -308,7 +308,7 @@ static int run_findings(struct store_reader *r, const char *run, json_t *body, s
 
 	if (rc)
 		return rc;
-	if (in.nranks > 1 && (!(d = distributed_run(&in, 0, 0)) || !(more = distributed_findings(d)) ||
+	if (in.nranks > 1 && (!(d = distributed_run(&in, 0, 0)) || !(more = distributed_findings(d, in.device)) ||
 			      json_array_extend(all, more)))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	json_decref(d);

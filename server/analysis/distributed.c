@@ -670,14 +670,113 @@ static int rule_imbalance(json_t *body, json_t *out)
 			   " or pipeline partitions are balanced; every collective waits for the busiest rank.");
 }
 
-json_t *distributed_findings(json_t *body)
+/*
+ * What a GPU's links reach, as nccl-tests' all_reduce bus bandwidth within one
+ * node: about 80 % of the link's one-direction rate (NVLink 2 on V100 SXM2
+ * 150 GB/s, NVLink 3 on A100 SXM 300 GB/s, NVLink 4 on H100/H200 SXM 450 GB/s;
+ * the export models' halved links; PCIe 4.0 x16 about 25 GB/s, 5.0 x16 about
+ * 50 GB/s). The topology is not in the trace (cards may sit on PCIe alone, or
+ * across nodes on the network), hence the generous threshold, DIST_BW_PCT.
+ * PCIe first: "A100-PCIE-40GB" and "H100 PCIe" are the same chips on PCIe.
+ */
+static const struct {
+	const char *match;
+	double busbw;
+	const char *link;
+} links[] = {
+	{ "PCIE", 20, "PCIe 4.0 x16" }, { "PCIe", 20, "PCIe 4.0 x16" },
+	{ "H100", 360, "NVLink 4" }, { "H200", 360, "NVLink 4" }, { "H800", 160, "NVLink 4 (H800)" },
+	{ "A100", 230, "NVLink 3" }, { "A800", 160, "NVLink 3 (A800)" }, { "V100", 120, "NVLink 2" },
+	{ "B200", 720, "NVLink 5" },
+};
+
+double dist_link_busbw(const char *name, const char **link)
+{
+	for (size_t i = 0; name && i < sizeof(links) / sizeof(links[0]); i++)
+		if (strstr(name, links[i].match)) {
+			if (link)
+				*link = links[i].link;
+			return links[i].busbw;
+		}
+	return 0;
+}
+
+/*
+ * Per collective kind and process group, the best rank's bus bandwidth: a
+ * collective's kernel also runs while it waits for the last rank, so the rank
+ * that waited least shows the transfer itself.
+ */
+static int rule_bandwidth(json_t *body, const char *device, json_t *out)
+{
+	const char *link = NULL;
+	double peak = dist_link_busbw(device, &link), worst = -1;
+	json_t *colls = json_object_get(body, "collectives"), *c, *list = json_array();
+	char title[200];
+	size_t i, k;
+
+	if (!list)
+		return -1;
+	json_array_foreach(colls, i, c) {
+		json_t *bw = json_object_get(c, "busbw_gbps"), *bytes = json_object_get(c, "bytes"), *x, *dup = NULL;
+		json_int_t calls = json_integer_value(json_object_get(c, "calls"));
+		if (peak <= 0 || !json_is_number(bw) || !json_is_integer(bytes) || calls <= 0 ||
+		    json_integer_value(bytes) / calls < DIST_BW_MIN_BYTES)
+			continue;
+		json_array_foreach(list, k, x)
+			if (json_equal(json_object_get(x, "kind"), json_object_get(c, "kind")) &&
+			    json_equal(json_object_get(x, "pg"), json_object_get(c, "pg")))
+				dup = x;
+		if (dup && json_number_value(json_object_get(dup, "best_busbw_gbps")) >= json_number_value(bw))
+			continue;
+		json_t *e = json_pack("{s:O, s:O, s:O, s:I, s:O, s:O}", "kind", json_object_get(c, "kind"), "pg",
+				      json_object_get(c, "pg"), "best_rank", json_object_get(c, "rank"), "mean_bytes",
+				      json_integer_value(bytes) / calls, "calls", json_object_get(c, "calls"),
+				      "best_busbw_gbps", bw);
+		if (!e || (dup ? json_object_update(dup, e) : json_array_append(list, e))) {
+			json_decref(e);
+			json_decref(list);
+			return -1;
+		}
+		json_decref(e);
+	}
+	/* keep those under the threshold */
+	for (i = json_array_size(list); i-- > 0;) {
+		double b = json_number_value(json_object_get(json_array_get(list, i), "best_busbw_gbps"));
+		if (b < peak * DIST_BW_PCT / 100) {
+			if (worst < 0 || b < worst)
+				worst = b;
+		} else if (json_array_remove(list, i)) {
+			json_decref(list);
+			return -1;
+		}
+	}
+	if (!json_array_size(list)) {
+		json_decref(list);
+		return 0;
+	}
+	snprintf(title, sizeof(title), "Collectives move data at %.1f GB/s of bus bandwidth, under %.0f%% of the"
+		 " %.0f GB/s %s reaches on %s", worst, DIST_BW_PCT, peak, link, device);
+	return add_finding(out, "collective_bandwidth_low", title,
+			   json_pack("{s:s, s:s, s:f, s:o, s:f, s:I}", "device", device, "link", link,
+				     "expected_busbw_gbps", peak, "collectives", list, "threshold_pct", DIST_BW_PCT,
+				     "min_bytes_per_call", (json_int_t)DIST_BW_MIN_BYTES),
+			   "Run with NCCL_DEBUG=INFO and read which transport NCCL chose (P2P/NVLink, SHM, NET):"
+			   " P2P disabled (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL), GPUs split across PCIe switches or NUMA"
+			   " nodes (nvidia-smi topo -m), or traffic over the network between nodes all run far below"
+			   " the links. If the GPUs are PCIe cards or on several nodes, this expectation is too high."
+			   " Bandwidth is measured on the rank that waited least; where every rank is slow, check"
+			   " with nccl-tests (all_reduce_perf) what the machine reaches.");
+}
+
+json_t *distributed_findings(json_t *body, const char *device)
 {
 	json_t *out = json_array();
 	size_t n = json_array_size(json_object_get(body, "ranks"));
 
 	if (!out || n < 2)
 		return out;
-	if (rule_straggler(body, n, out) || rule_exposed(body, out) || rule_imbalance(body, out)) {
+	if (rule_straggler(body, n, out) || rule_exposed(body, out) || rule_imbalance(body, out) ||
+	    rule_bandwidth(body, device, out)) {
 		json_decref(out);
 		return NULL;
 	}

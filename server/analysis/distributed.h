@@ -48,6 +48,7 @@ struct dist_input {
 	size_t ncolls;
 	char **strs;			/* what pg points into */
 	size_t nstrs;
+	char device[128];		/* the GPU's name in the traces' deviceProperties; "" when none */
 };
 
 /* At most this many matched instances are listed, with at most DIST_ENTRIES_MAX ranks in all
@@ -82,14 +83,23 @@ int dist_match(const struct dist_input *in, size_t *inst);
  *   exposed_communication_ranks  ranks whose exposed communication passes DIST_EXPOSED_PCT
  *                         of their step time;
  *   compute_imbalance     computation per step of the busiest rank more than DIST_IMBALANCE_PCT
- *                         above the least busy one's.
+ *                         above the least busy one's;
+ *   collective_bandwidth_low  a collective kind of a process group, DIST_BW_MIN_BYTES a call
+ *                         or more (bandwidth-bound), whose best rank's bus bandwidth is under
+ *                         DIST_BW_PCT of what the device's links reach (device: deviceProperties'
+ *                         name; the table is in distributed.c).
  * Nothing with fewer than two ranks. A new array; NULL when out of memory.
  */
 #define DIST_STRAGGLER_PCT 50.0
 #define DIST_STRAGGLER_MIN 3
 #define DIST_EXPOSED_PCT 10.0
 #define DIST_IMBALANCE_PCT 10.0
-json_t *distributed_findings(json_t *body);
+#define DIST_BW_PCT 10.0
+#define DIST_BW_MIN_BYTES (1 << 20)
+json_t *distributed_findings(json_t *body, const char *device);
+/* The bus bandwidth (GB/s) the links of a GPU named name reach in nccl-tests' all_reduce within a
+ * node, and the link's name; 0 when the name is not in the table. */
+double dist_link_busbw(const char *name, const char **link);
 
 /*
  * Two runs' distributed figures side by side (GET /compare's "distributed"), from the answers

@@ -3562,6 +3562,17 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 	if (step != SQLITE_DONE)
 		goto db;
 	sqlite3_finalize(st);
+	/* the GPU's model, for what bandwidth its links allow: the first trace's first deviceProperties */
+	if (!(st = prepare(r, "SELECT json_extract(a.meta, '$.deviceProperties[0].name') FROM artifacts a JOIN (" RUN_TRACES
+			      ") t ON t.id=a.id WHERE json_valid(a.meta) AND json_type(a.meta, '$.deviceProperties[0].name')"
+			      " = 'text' ORDER BY t.rank, a.id LIMIT 1", err)))
+		goto fail;
+	bind_text(st, 1, run);
+	if ((step = sqlite3_step(st)) == SQLITE_ROW)
+		snprintf(in->device, sizeof(in->device), "%s", (const char *)sqlite3_column_text(st, 0));
+	else if (step != SQLITE_DONE)
+		goto db;
+	sqlite3_finalize(st);
 	return TP_OK;
 oom:
 	sqlite3_finalize(st);

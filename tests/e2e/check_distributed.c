@@ -51,13 +51,20 @@ struct tr {
 /* correlation ids, increasing across a process's chunks as CUPTI's do */
 static long corr_next = 100;
 
+/* the GPU's name in deviceProperties (upload_two's); NULL: none */
+static const char *tr_device;
+
 static void tr_begin(struct tr *t, int rank, int world)
 {
 	memset(t, 0, sizeof(*t));
 	t->f = open_memstream(&t->buf, &t->len);
 	ck_assert_ptr_nonnull(t->f);
-	fprintf(t->f, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},"
-		" \"traceEvents\": [", rank, world);
+	fprintf(t->f, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},",
+		rank, world);
+	if (tr_device)
+		fprintf(t->f, " \"deviceProperties\": [{\"id\": 0, \"name\": \"%s\", \"totalGlobalMem\": 85899345920}],",
+			tr_device);
+	fprintf(t->f, " \"traceEvents\": [");
 }
 
 static void tr_ev(struct tr *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -531,6 +538,36 @@ START_TEST(test_findings)
 	ck_assert_double_eq_tol(rval(e, "imbalance_pct"), (271973.0 / 210320.0 - 1) * 100, 0.05);
 	ck_assert(!finding(j, "persistent_straggler", &n));	/* 60 % of 10 with two ranks: under 75 % */
 	json_decref(j);
+
+	/* two's all_reduce: 4 MiB in 200 us on both ranks, 20.97152 GB/s of bus bandwidth (n = 2: factor 1),
+	 * under 10 % of the 230 GB/s of NVLink 3 on an A100 SXM; on PCIe cards, 20 GB/s: no finding;
+	 * its all_gather (4,000 bytes a call) is too small to count */
+	for (int pcie = 0; pcie < 2; pcie++) {
+		tr_device = pcie ? "NVIDIA A100-PCIE-40GB" : "NVIDIA A100-SXM4-80GB";
+		struct tu_resp r;
+		ck_assert_int_eq(tu_http(&srv, "DELETE", "/api/v1/runs/two", NULL, 0, NULL, &r), 0);
+		ck_assert_int_eq(r.status, 200);
+		tu_resp_free(&r);
+		upload_two();
+		tr_device = NULL;
+		j = get("/api/v1/runs/two/diagnosis", 200);
+		f = finding(j, "collective_bandwidth_low", &n);
+		if (pcie) {
+			ck_assert(!f);
+			json_decref(j);
+			continue;
+		}
+		ck_assert_int_eq(n, 1);
+		e = json_object_get(f, "evidence");
+		ck_assert_str_eq(json_string_value(json_object_get(e, "device")), "NVIDIA A100-SXM4-80GB");
+		ck_assert_double_eq_tol(rval(e, "expected_busbw_gbps"), 230, 1e-9);
+		ck_assert_int_eq(json_array_size(json_object_get(e, "collectives")), 1);
+		e = json_array_get(json_object_get(e, "collectives"), 0);
+		ck_assert_str_eq(json_string_value(json_object_get(e, "kind")), "all_reduce");
+		ck_assert_int_eq(ival(e, "mean_bytes"), 4194304);
+		ck_assert_double_eq_tol(rval(e, "best_busbw_gbps"), 4194304.0 / 200000.0, 1e-9);
+		json_decref(j);
+	}
 
 	/* one rank: none of them */
 	tu_upload_fixture(&srv, "single", "traces/hta_sampled_rank0.json.gz");

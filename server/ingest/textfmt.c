@@ -169,8 +169,13 @@ static int parse_pct(const char *s, size_t n, int64_t *bp)
 /* The next line of [p, end): its bounds; returns 0 when no complete line (unless at_end). */
 static int next_line(const uint8_t **p, const uint8_t *end, int at_end, const char **ls, size_t *ln)
 {
-	const uint8_t *nl = memchr(*p, '\n', (size_t)(end - *p));
+	const uint8_t *nl;
 
+	/* nothing left: no line (an empty one here forever kept the key_averages look-ahead
+	 * looping on "---------" alone: fuzz_textfmt's timeout) */
+	if (*p >= end)
+		return 0;
+	nl = memchr(*p, '\n', (size_t)(end - *p));
 	if (!nl && !at_end)
 		return 0;
 	if (!nl)
@@ -475,8 +480,9 @@ static int lightning_line(struct textfmt_parser *p, const char *s, size_t n, str
 	if (!(a->name = keep_str(p, cell[0], cn[0])))
 		return toobig(p, err);
 	a->mean_ns = v[1], a->calls = v[2], a->total_ns = v[3], a->share_bp = v[4];
-	if (a->total_ns < 0 && a->mean_ns >= 0 && a->calls >= 0)
-		a->total_ns = a->mean_ns * a->calls;
+	if (a->total_ns < 0 && a->mean_ns >= 0 && a->calls >= 0 &&
+	    __builtin_mul_overflow(a->mean_ns, a->calls, &a->total_ns))
+		return bad(p, err, "a mean times its calls is past any duration");
 	p->r.nactions++;
 	return TP_OK;
 }

@@ -108,3 +108,4 @@ put('formats/stacks_weight_overflow.txt', 'a;b 9223372036854775807\na;c 92233720
 put('formats/smi_year_overflow.csv', '9999/12/31 23:59:59.999, 50 %, 1 MiB\n')
 put('formats/smi_header_changes.csv', 'utilization.gpu [%]\n85 %\nmemory.used [MiB]\n100 MiB\n')
 put('formats/prose.txt', 'Epoch 1: loss 0.25\nEpoch 2: loss 0.21\n')
+put('formats/dashes_only.txt', '-' * 9)

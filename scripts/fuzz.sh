@@ -19,7 +19,7 @@ for t in trace timeline pickle num routes evpack port textfmt; do
 		done
 	fi
 	echo "== fuzz_$t for ${secs}s"
-	(cd build-fuzz && ./tests/fuzz/fuzz_$t -max_total_time="$secs" -rss_limit_mb=2048 \
+	(cd build-fuzz && ./tests/fuzz/fuzz_$t -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |
 		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY|crash-' || true)
 	rm -rf "$corpus"

@@ -91,7 +91,7 @@ static int delete(struct request *req, int64_t artifact)
 		/* a trace's rank is derived again from the traces left, in the same transaction */
 		if (!(rc = store_tx_begin(w, &err)) &&
 		    !(rc = store_run_delete(w, req->params[0], artifact, &n, &gone, &rank, &err)) &&
-		    !(rc = rank >= 0 && !gone ? runrank_derive(w, req->params[0], rank, 1, &err) : TP_OK))
+		    !(rc = rank >= 0 && !gone ? runrank_derive(w, req->params[0], rank, &err) : TP_OK))
 			rc = store_tx_commit(w, &err);
 		if (rc)
 			store_tx_rollback(w);

@@ -267,8 +267,8 @@ static void derived_free(struct derived *d)
 	names_free(&d->nm);
 }
 
-/* d is set up even on failure (derived_free it). With n < 2 and !again, nothing is replayed. */
-static int compute(struct store_reader *r, const char *run, int rank, int again, struct derived *d,
+/* d is set up even on failure (derived_free it). */
+static int compute(struct store_reader *r, const char *run, int rank, struct derived *d,
 		   struct tp_errbuf *err)
 {
 	struct store_trace *t = NULL;
@@ -282,8 +282,6 @@ static int compute(struct store_reader *r, const char *run, int rank, int again,
 	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
 		return rc;
 	d->n = store_trace_artifacts(t, &ids, &bases);
-	if (d->n < 2 && !again)
-		goto out;
 	for (size_t i = 0; i < d->n; i++) {
 		if (bases[i] < d->base)
 			d->base = bases[i];
@@ -324,7 +322,7 @@ static int nothing_left(int rc, struct tp_errbuf *err)
 	return 0;
 }
 
-int runrank_derive(struct store_writer *w, const char *run, int rank, int again, struct tp_errbuf *err)
+int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_errbuf *err)
 {
 	struct store_reader *r = store_writer_reader(w);
 	struct derived d;
@@ -334,8 +332,8 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, int again,
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = store_tx_begin(w, err)))
 		return rc;
-	rc = compute(r, run, rank, again, &d, err);
-	if (!rc && (d.n >= 2 || again))
+	rc = compute(r, run, rank, &d, err);
+	if (!rc)
 		rc = write_rank(w, run, rank, &d, err);
 	if (!rc)
 		rc = store_rank_settled(w, run, rank, -1, err);
@@ -375,7 +373,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 			return rc;
 		if (!(rc = store_read_snapshot(r, 1, err))) {
 			if (!(rc = store_rank_seq(r, p->run, p->rank, &seq, err)))
-				rc = compute(r, p->run, p->rank, 1, &d, err);
+				rc = compute(r, p->run, p->rank, &d, err);
 			store_read_snapshot(r, 0, NULL);
 		}
 		store_reader_close(r);
@@ -415,7 +413,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 			return rc;
 	}
 	/* traces kept joining: derive under the write lock */
-	return runrank_derive(w, p->run, p->rank, 1, err);
+	return runrank_derive(w, p->run, p->rank, err);
 }
 
 /*

@@ -22,12 +22,11 @@
 #include "tp.h"
 
 /*
- * Derive (run, rank) again, inside w's transaction (store_tx_begin) or as
- * its own. With a single trace artifact, its own analysis is already the
- * rank's: nothing is done unless again (after a removal, the one left may
- * hold none).
+ * Derive (run, rank) again now, inside w's transaction (store_tx_begin) or
+ * as its own, under the write lock, and unmark it: after a removal, and when
+ * traces kept joining while runrank_settle replayed.
  */
-int runrank_derive(struct store_writer *w, const char *run, int rank, int again, struct tp_errbuf *err);
+int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_errbuf *err);
 
 /*
  * Derive the marked ranks of run (of every run when NULL), each from a read

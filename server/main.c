@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "http.h"
+#include "pipeline/ingest.h"
 #include "port.h"
 
 #define LOG_PREFIX "main"
@@ -232,6 +233,7 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	tp_info("signal %d: stopping", sig);
 	server_stop(srv);
+	ingest_pool_drain();
 	tp_info("stopped cleanly");
 	return 0;
 }

@@ -160,6 +160,7 @@ struct ingest {
 	int64_t artifact;
 	char run[129];
 	int req_rank;
+	int joins;		/* req_rank already has a trace: a trace upload skips its own analysis */
 	char kind_hint[32];
 	atomic_int stop;	/* the writer failed, or the upload is abandoned */
 	atomic_int parse_failed;	/* B failed: A need not inflate any more */
@@ -348,7 +349,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 	if (!ig->first_ts && (e->have & TH_TS))
 		ig->first_ts = e->ts_ns;
 	if (e->ph == 'i' && (e->name == TRACE_S_MEMORY || e->name == TRACE_S_OOM)) {
-		if ((rc = analysis_event(ig->an, e, &ig->b_err)))
+		if (ig->an && (rc = analysis_event(ig->an, e, &ig->b_err)))
 			return rc;
 		b->mev[b->nmev++] = *e;
 		ig->nmev++;
@@ -359,7 +360,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 	if ((e->ph == 's' || e->ph == 'f' || e->ph == 't') &&
 	    (e->cat == TRACE_S_AC2G || e->cat == TRACE_S_ASYNC || e->cat == TRACE_S_ASYNC_CPU_TO_GPU))
 		return TP_OK;
-	if ((rc = analysis_event(ig->an, e, &ig->b_err)))
+	if (ig->an && (rc = analysis_event(ig->an, e, &ig->b_err)))
 		return rc;
 	b->ev[b->nev++] = *e;
 	ig->nev++;
@@ -439,8 +440,9 @@ static int start_parser(struct ingest *ig)
 		return ig->pk ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	ig->tp = trace_parser_new(&ig->lim.trace, &sink);
-	ig->an = ig->tp ? analysis_new(an_string, ig->tp) : NULL;
-	if (!ig->an)
+	/* a trace joining its rank is analysed with the rank, at the next read (runrank.h) */
+	ig->an = ig->tp && !ig->joins ? analysis_new(an_string, ig->tp) : NULL;
+	if (!ig->tp || (!ig->joins && !ig->an))
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	return TP_OK;
 }
@@ -607,6 +609,95 @@ static void finish_threads(struct ingest *ig, int ok)
 	ig->threads = 0;
 }
 
+/*
+ * The buffers of finished uploads, kept for the next ones: fresh ones cost a
+ * page fault per page touched, and returning them costs a madvise, which
+ * made up a quarter of the HTTP thread's time in a run of 1 MiB chunks.
+ * POOL sets at most (about 17 MiB each, only the pages touched resident).
+ */
+#define POOL 2
+struct bufset {
+	uint8_t *raw[NRAW], *inf[NINF];
+	struct tp_event *ev[NBATCH], *mev[NBATCH];
+};
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct bufset pool[POOL];
+static int npool;
+
+static void bufset_free(struct bufset *b)
+{
+	int i;
+
+	for (i = 0; i < NRAW; i++)
+		tp_free(b->raw[i]);
+	for (i = 0; i < NINF; i++)
+		tp_free(b->inf[i]);
+	for (i = 0; i < NBATCH; i++) {
+		tp_free(b->ev[i]);
+		tp_free(b->mev[i]);
+	}
+}
+
+/* Take a pooled set, or allocate one; 0 or -1 (out of memory, nothing held). */
+static int bufset_get(struct bufset *b)
+{
+	int i, ok = 1;
+
+	pthread_mutex_lock(&pool_mu);
+	if (npool) {
+		*b = pool[--npool];
+		pthread_mutex_unlock(&pool_mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	memset(b, 0, sizeof(*b));
+	for (i = 0; i < NRAW; i++)
+		ok &= (b->raw[i] = tp_malloc(RAW_BLOCK)) != NULL;
+	for (i = 0; i < NINF; i++)
+		ok &= (b->inf[i] = tp_malloc(INF_BLOCK)) != NULL;
+	for (i = 0; i < NBATCH; i++) {
+		ok &= (b->ev[i] = tp_malloc(BATCH_EVENTS * sizeof(*b->ev[i]))) != NULL;
+		ok &= (b->mev[i] = tp_malloc(BATCH_MEM_EVENTS * sizeof(*b->mev[i]))) != NULL;
+	}
+	if (!ok)
+		bufset_free(b);
+	return ok ? 0 : -1;
+}
+
+/* ig's buffers back to the pool (or freed when it is full, or when ig never got them). */
+static void buffers_put(struct ingest *ig)
+{
+	struct bufset b;
+	int i;
+
+	if (!ig->raw[0].data)
+		return;
+	for (i = 0; i < NRAW; i++)
+		b.raw[i] = ig->raw[i].data;
+	for (i = 0; i < NINF; i++)
+		b.inf[i] = ig->inf[i].data;
+	for (i = 0; i < NBATCH; i++) {
+		b.ev[i] = ig->batches[i].ev;
+		b.mev[i] = ig->batches[i].mev;
+	}
+	pthread_mutex_lock(&pool_mu);
+	if (npool < POOL) {
+		pool[npool++] = b;
+		pthread_mutex_unlock(&pool_mu);
+		return;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	bufset_free(&b);
+}
+
+void ingest_pool_drain(void)
+{
+	pthread_mutex_lock(&pool_mu);
+	while (npool)
+		bufset_free(&pool[--npool]);
+	pthread_mutex_unlock(&pool_mu);
+}
+
 static void ingest_free(struct ingest *ig)
 {
 	int i;
@@ -620,15 +711,9 @@ static void ingest_free(struct ingest *ig)
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
 	tp_free(ig->zout);
-	for (i = 0; i < NRAW; i++)
-		tp_free(ig->raw[i].data);
-	for (i = 0; i < NINF; i++)
-		tp_free(ig->inf[i].data);
-	for (i = 0; i < NBATCH; i++) {
-		tp_free(ig->batches[i].ev);
-		tp_free(ig->batches[i].mev);
+	buffers_put(ig);
+	for (i = 0; i < NBATCH; i++)
 		tp_free(ig->batches[i].str);
-	}
 	analysis_free(ig->an);
 	store_writer_close(ig->w);
 	chan_destroy(&ig->raw_free);
@@ -641,26 +726,24 @@ static void ingest_free(struct ingest *ig)
 
 static int alloc_buffers(struct ingest *ig)
 {
+	struct bufset b;
 	int i;
 
+	if (bufset_get(&b))
+		return -1;
 	for (i = 0; i < NRAW; i++) {
-		if (!(ig->raw[i].data = tp_malloc(RAW_BLOCK)))
-			return -1;
+		ig->raw[i].data = b.raw[i];
 		chan_send(&ig->raw_free, IT_RAW, &ig->raw[i]);
 	}
 	for (i = 0; i < NINF; i++) {
-		if (!(ig->inf[i].data = tp_malloc(INF_BLOCK)))
-			return -1;
+		ig->inf[i].data = b.inf[i];
 		chan_send(&ig->inf_free, IT_INFLATED, &ig->inf[i]);
 	}
 	for (i = 0; i < NBATCH; i++) {
-		struct batch *b = &ig->batches[i];
-		b->ev = tp_malloc(BATCH_EVENTS * sizeof(*b->ev));
-		b->mev = tp_malloc(BATCH_MEM_EVENTS * sizeof(*b->mev));
-		if (!b->ev || !b->mev)
-			return -1;
+		ig->batches[i].ev = b.ev[i];
+		ig->batches[i].mev = b.mev[i];
 		if (i)
-			chan_send(&ig->batch_free, IT_EVENTS, b);
+			chan_send(&ig->batch_free, IT_EVENTS, &ig->batches[i]);
 	}
 	ig->cur = &ig->batches[0];
 	return 0;
@@ -695,7 +778,8 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 	if ((rc = store_writer_open(st, &ig->w, err)) ||
 	    (rc = store_artifact_begin(ig->w, req->run, req->rank < 0 ? 0 : req->rank,
 				       ig->kind_hint[0] ? ig->kind_hint : "unknown", req->name,
-				       &ig->artifact, err)))
+				       &ig->artifact, err)) ||
+	    (req->rank >= 0 && (rc = store_rank_has_trace(ig->w, req->run, req->rank, &ig->joins, err))))
 		goto fail;
 	if (pthread_create(&ig->parser, NULL, parser_main, ig))
 		goto nothread;
@@ -839,7 +923,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		   (rc = store_artifact_commit(ig->w, ig->artifact, &f, &res->artifact, &res->err)) ||
 		   /* a new trace joins its rank's timeline: marked in the same transaction (runrank.h) */
 		   (!res->artifact && ig->tp &&
-		    (rc = store_rank_defer(ig->w, ig->run, f.rank, ig->artifact, &deferred, &res->err))) ||
+		    (rc = store_rank_defer(ig->w, ig->run, f.rank, ig->artifact, !ig->an, &deferred, &res->err))) ||
 		   (rc = store_tx_commit(ig->w, &res->err))) {
 		store_tx_rollback(ig->w);
 		res->rc = rc;

@@ -64,6 +64,8 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len);
 void ingest_end(struct ingest *ig, struct ingest_result *res);
 /* The upload is refused or the client went away: nothing of it is kept. Frees ig. */
 void ingest_abort(struct ingest *ig);
+/* Frees the buffers kept for the next uploads (at exit, so that leak checkers see none). */
+void ingest_pool_drain(void);
 
 /* Whole-buffer convenience for tests and tools. */
 void ingest_buffer(struct store *st, const struct ingest_limits *lim, const struct ingest_request *req,

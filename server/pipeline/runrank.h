@@ -11,7 +11,9 @@
  *
  * Cost: a derivation replays every event of the rank. An upload does not
  * derive: a trace that joins a rank which has one is committed with the rank
- * marked (store_rank_defer), so uploads cost their own size; the first read
+ * marked (store_rank_defer), so uploads cost their own size (and when the
+ * upload names a rank that has a trace already, it is not even analysed on
+ * its own: pipeline/ingest.c); the first read
  * of the run derives each marked rank once (runrank_settle), however many
  * chunks joined since (bench/results/ has the figures).
  */

@@ -4352,8 +4352,42 @@ const char *store_trace_string(const struct store_trace *t, uint32_t id)
 
 /* ---- ranks waiting to be derived again ---- */
 
-int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int *deferred,
-		     struct tp_errbuf *err)
+/* The run id of (run, rank)'s first ready trace artifact other than artifact (0: none), or of run itself
+ * when any_run. */
+static int rank_trace_run(struct store_writer *w, const char *run, int rank, int64_t artifact, int any_run,
+			  int64_t *run_id, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	*run_id = 0;
+	if (sqlite3_prepare_v2(w->db, any_run ? "SELECT id FROM runs WHERE name=?1" :
+				      "SELECT a.run_id FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				      " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace'"
+				      " AND a.id<>?3 LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	bind_text(st, 1, run);
+	if (!any_run) {
+		sqlite3_bind_int(st, 2, rank);
+		sqlite3_bind_int64(st, 3, artifact);
+	}
+	if ((step = sqlite3_step(st)) == SQLITE_ROW)
+		*run_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "read rank");
+}
+
+int store_rank_has_trace(struct store_writer *w, const char *run, int rank, int *has, struct tp_errbuf *err)
+{
+	int64_t run_id;
+	int rc = rank_trace_run(w, run, rank, 0, 0, &run_id, err);
+
+	*has = run_id != 0;
+	return rc;
+}
+
+int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int force,
+		     int *deferred, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st;
 	int64_t run_id = 0;
@@ -4361,18 +4395,11 @@ int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t 
 	size_t i;
 
 	*deferred = 0;
-	if (sqlite3_prepare_v2(w->db, "SELECT a.run_id FROM artifacts a JOIN runs r ON r.id=a.run_id"
-				      " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace'"
-				      " AND a.id<>?3 LIMIT 1", -1, &st, NULL) != SQLITE_OK)
-		return db_fail(err, w->db, "prepare");
-	bind_text(st, 1, run);
-	sqlite3_bind_int(st, 2, rank);
-	sqlite3_bind_int64(st, 3, artifact);
-	if ((step = sqlite3_step(st)) == SQLITE_ROW)
-		run_id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	if (step != SQLITE_ROW)
-		return step == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "read rank");
+	if ((rc = rank_trace_run(w, run, rank, artifact, 0, &run_id, err)) ||
+	    (!run_id && force && (rc = rank_trace_run(w, run, rank, artifact, 1, &run_id, err))))
+		return rc;
+	if (!run_id)
+		return TP_OK;
 	if (sqlite3_prepare_v2(w->db, "INSERT INTO rank_pending(run_id, rank, seq) VALUES(?1, ?2, 1)"
 				      " ON CONFLICT(run_id, rank) DO UPDATE SET seq=seq+1", -1, &st, NULL) != SQLITE_OK)
 		return db_fail(err, w->db, "prepare");

@@ -322,9 +322,12 @@ void store_trace_close(struct store_trace *t);
  * first read of the run derives it (runrank_settle).
  */
 /* In w's transaction: when (run, rank) has a ready trace artifact other than
- * artifact, mark the rank, drop artifact's own rank tables and set *deferred. */
-int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int *deferred,
-		     struct tp_errbuf *err);
+ * artifact, or always when force (artifact was stored without its analysis),
+ * mark the rank, drop artifact's own rank tables and set *deferred. */
+int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int force,
+		     int *deferred, struct tp_errbuf *err);
+/* *has: (run, rank) has a ready trace artifact (an upload to it joins a timeline). */
+int store_rank_has_trace(struct store_writer *w, const char *run, int rank, int *has, struct tp_errbuf *err);
 struct store_pending {
 	char *run;			/* tp_malloc'd */
 	int rank;

@@ -520,6 +520,33 @@ static void chunks_as_whole(const char *fixture, size_t k, int memory, int resta
 	free(order);
 }
 
+/*
+ * A trace that joins its rank is stored without its own analysis (the rank is
+ * analysed as a whole at the next read): with the rank's first trace deleted,
+ * the one that joined answers alone, as it does uploaded alone.
+ */
+START_TEST(test_joined_trace_alone)
+{
+	long long first = upload("joined", 0, "traces/hta_sampled_rank0.json.gz");
+	char url[256];
+	size_t i;
+
+	upload("joined", 0, "traces/hta_sampled_rank1.json.gz");
+	upload("alone", 0, "traces/hta_sampled_rank1.json.gz");
+	/* the joining trace has no tables of its own, and the rank is marked */
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM op_stats o JOIN artifacts a ON a.id=o.artifact_id"
+				      " JOIN runs r ON r.id=a.run_id WHERE r.name='joined' AND a.id<>(SELECT MIN(id)"
+				      " FROM artifacts WHERE run_id=r.id)"), 0);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM rank_pending p JOIN runs r ON r.id=p.run_id"
+				      " WHERE r.name='joined'"), 1);
+	snprintf(url, sizeof(url), "/api/v1/runs/joined/artifacts/%lld", first);
+	json_decref(call("DELETE", url, NULL, 0, 200));
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		if (strncmp(answers[i], "/memory", 7))	/* (the fixture has none) */
+			same_answer("alone", "joined", answers[i]);
+}
+END_TEST
+
 START_TEST(test_chunks_answer_as_whole_v100)
 {
 	chunks_as_whole("traces/hta_v100_train_memory.json.gz", 2, 1, 1);
@@ -824,6 +851,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_memory_across_cycles);
 	tcase_add_test(tc, test_reads_derive_once);
+	tcase_add_test(tc, test_joined_trace_alone);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chunks");
 	tcase_add_checked_fixture(tc, start, stop);

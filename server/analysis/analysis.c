@@ -20,6 +20,7 @@
 #include "alloc.h"
 #include "analysis/analysis.h"
 #include "analysis/memory.h"
+#include "analysis/sort.h"
 
 const char *const an_comp_names[AN_NCOMP] = {
 	"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu", "idle",
@@ -232,6 +233,7 @@ struct hrec {			/* a host span */
 	int64_t s, e;
 	int64_t id;		/* runtime: correlation; op: External id; -1 when absent */
 	uint32_t thread, name;
+	uint32_t ord;		/* arrival order: the last tie-break of the sort */
 	uint8_t kind;		/* enum hkind */
 	uint8_t ann;		/* a user annotation */
 	uint8_t launch;		/* a runtime call that launches kernels */
@@ -520,7 +522,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 			return nomem(err);
 		int rt = cc == C_RUNTIME;
 		an->h[an->nh++] = (struct hrec){
-			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN,
+			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN, .ord = (uint32_t)an->nh,
 			.launch = rt && (nc & N_LAUNCH),
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
@@ -549,19 +551,21 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 
 /* ---- call trees: self time and the operator that launched each GPU span ---- */
 
-static int cmp_hrec(const void *a, const void *b)
+static inline int hrec_less(const struct hrec *x, const struct hrec *y)
 {
-	const struct hrec *x = a, *y = b;
-
 	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
+		return x->thread < y->thread;
 	if (x->s != y->s)
-		return x->s < y->s ? -1 : 1;
+		return x->s < y->s;
 	if (x->e != y->e)
-		return x->e > y->e ? -1 : 1;	/* the longer span first: it is the parent */
+		return x->e > y->e;	/* the longer span first: it is the parent */
 	/* equal spans: an operator encloses the runtime call it made */
-	return (x->kind == H_RUNTIME) - (y->kind == H_RUNTIME);
+	if ((x->kind == H_RUNTIME) != (y->kind == H_RUNTIME))
+		return y->kind == H_RUNTIME;
+	return x->ord < y->ord;
 }
+
+SORT_DEFINE(sort_hrec, struct hrec, hrec_less)
 
 struct frame {
 	size_t i;
@@ -729,7 +733,7 @@ static int ops_table(struct analysis *an)
 	if (!parent || !self || !gone || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
 		goto out;
 	if (an->nh > 1)
-		qsort(an->h, an->nh, sizeof(*an->h), cmp_hrec);
+		sort_hrec(an->h, an->nh);
 	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)) ||
 	    merge_dups(an, parent, self, gself, gone))
 		goto out;

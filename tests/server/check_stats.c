@@ -3,10 +3,15 @@
  * against values known independently of it: closed forms of the incomplete
  * beta function and of Student's t for 1, 2 and 4 degrees of freedom, the
  * t tables' 5% critical values, factorials for ln Gamma, and Welch's test on
- * a sample small enough to work by hand.
+ * a sample small enough to work by hand. And sort.h's in-place sort against
+ * qsort() on inputs made to hurt quicksorts.
  */
 #include <math.h>
 
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "analysis/sort.h"
 #include "analysis/stats.h"
 #include "suites.h"
 
@@ -145,6 +150,64 @@ START_TEST(test_welch)
 }
 END_TEST
 
+/* sort.h: a key with many ties, broken by the original position, as analysis.c does */
+struct rec {
+	int32_t key;
+	uint32_t ord;
+};
+static inline int rec_less(const struct rec *a, const struct rec *b)
+{
+	return a->key != b->key ? a->key < b->key : a->ord < b->ord;
+}
+SORT_DEFINE(sort_rec, struct rec, rec_less)
+
+static int rec_cmp(const void *a, const void *b)
+{
+	return rec_less(a, b) ? -1 : rec_less(b, a) ? 1 : 0;
+}
+
+/* pattern p of n keys: random with ties, sorted, reversed, all equal, organ pipe, sawtooth */
+static int32_t key_of(int p, size_t i, size_t n, unsigned *seed)
+{
+	switch (p) {
+	case 0: return (int32_t)(rand_r(seed) % 50);
+	case 1: return (int32_t)i;
+	case 2: return (int32_t)(n - i);
+	case 3: return 7;
+	case 4: return (int32_t)(i < n / 2 ? i : n - i);
+	default: return (int32_t)(i % 17);
+	}
+}
+
+START_TEST(test_sort_as_qsort)
+{
+	static const size_t sizes[] = { 0, 1, 2, 3, 16, 17, 18, 100, 1000, 4097, 30000 };
+	unsigned seed = 1;
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (int p = 0; p < 6; p++) {
+			size_t n = sizes[k];
+			struct rec *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b));
+			ck_assert(a && b);
+			for (size_t i = 0; i < n; i++)
+				a[i] = b[i] = (struct rec){ key_of(p, i, n, &seed), (uint32_t)i };
+			sort_rec(a, n);
+			qsort(b, n, sizeof(*b), rec_cmp);
+			for (size_t i = 0; i < n; i++)
+				ck_assert_msg(a[i].key == b[i].key && a[i].ord == b[i].ord, "n %zu pattern %d at %zu", n,
+					      p, i);
+			/* the heapsort fallback (past the depth limit) sorts the same */
+			for (size_t i = 0; i < n; i++)
+				a[i] = (struct rec){ key_of(p, i, n, &seed), (uint32_t)i };
+			sort_rec_heap(a, n);
+			for (size_t i = 1; i < n; i++)
+				ck_assert(rec_less(&a[i - 1], &a[i]));
+			free(a);
+			free(b);
+		}
+}
+END_TEST
+
 Suite *suite_stats(void)
 {
 	Suite *s = suite_create("stats");
@@ -158,6 +221,9 @@ Suite *suite_stats(void)
 	tc = tcase_create("samples");
 	tcase_add_test(tc, test_summarise);
 	tcase_add_test(tc, test_welch);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sort");
+	tcase_add_test(tc, test_sort_as_qsort);
 	suite_add_tcase(s, tc);
 	return s;
 }

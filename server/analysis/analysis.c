@@ -769,12 +769,12 @@ struct ivals {
 	size_t n, cap;
 };
 
-static int cmp_ival(const void *a, const void *b)
+static inline int ival_less(const struct ival *x, const struct ival *y)
 {
-	const struct ival *x = a, *y = b;
-
-	return x->s < y->s ? -1 : x->s > y->s;
+	return x->s < y->s;	/* ties in any order: the union below takes the longest */
 }
+
+SORT_DEFINE(sort_ival, struct ival, ival_less)
 
 static int ivals_add(struct ivals *l, int64_t s, int64_t e)
 {
@@ -792,7 +792,7 @@ static void ivals_union(struct ivals *l)
 	size_t i, o = 0;
 
 	if (l->n > 1)
-		qsort(l->v, l->n, sizeof(*l->v), cmp_ival);
+		sort_ival(l->v, l->n);
 	for (i = 0; i < l->n; i++) {
 		if (o && l->v[i].s <= l->v[o - 1].e) {
 			if (l->v[i].e > l->v[o - 1].e)
@@ -1117,36 +1117,51 @@ out:
 }
 
 /* Memory timelines by category, when the trace has [memory] events (memory.c). */
-static int memory(struct analysis *an, struct tp_errbuf *err)
+/*
+ * The memory model's input: the host spans, sorted and nested, become its
+ * spans in place (memory runs last: nothing reads them as host spans after),
+ * and the parents go with them. A copy was 80 MiB at the peak of a 1 GB
+ * trace's analysis (bench/results/ingest_memory_profile-20261124.txt).
+ */
+static struct mem_span *spans_in_place(struct analysis *an)
 {
-	struct mem_span *sp = NULL;
-	size_t *first = NULL, i, t;
-	struct mem_input in;
-	int rc;
+	struct mem_span *sp = (struct mem_span *)(void *)an->h;
+	size_t i;
 
-	if (!an->nmev)
-		return TP_OK;
-	sp = tp_malloc((an->nh + 1) * sizeof(*sp));
-	first = tp_calloc(an->threads.n + 2, sizeof(*first));
-	if (!sp || !first) {
-		tp_free(sp);
-		tp_free(first);
-		return nomem(err);
-	}
+	_Static_assert(sizeof(struct mem_span) <= sizeof(struct hrec), "mem_span must fit in an hrec's place");
 	for (i = 0; i < an->nh; i++) {
-		const struct hrec *h = &an->h[i];
+		/* sp[i] ends before h[i + 1] begins: only h[i], read first, is overwritten */
+		const struct hrec h = an->h[i];
 		uint16_t nc;
-		if (cls_of(an, h->name, &nc))
+		if (cls_of(an, h.name, &nc))
 			nc = 0;
 		sp[i] = (struct mem_span){
-			.s = h->s, .e = h->e, .thread = h->thread, .name = h->name, .parent = an->parent[i],
-			.flags = (uint16_t)((h->kind == H_RUNTIME ? MS_RUNTIME : 0) | (h->ann ? MS_ANNOTATION : 0) |
-					    (h->kind == H_DATALOADER ? MS_DATALOADER : 0) |
+			.s = h.s, .e = h.e, .thread = h.thread, .name = h.name, .parent = an->parent[i],
+			.flags = (uint16_t)((h.kind == H_RUNTIME ? MS_RUNTIME : 0) | (h.ann ? MS_ANNOTATION : 0) |
+					    (h.kind == H_DATALOADER ? MS_DATALOADER : 0) |
 					    (nc & N_OPT_STEP ? MS_OPT_STEP : 0) | (nc & N_ZERO_GRAD ? MS_ZERO_GRAD : 0) |
 					    (nc & N_BACKWARD ? MS_BACKWARD : 0) | (nc & N_ACCUM_GRAD ? MS_ACCUM_GRAD : 0) |
 					    (nc & N_COPY ? MS_COPY : 0)),
 		};
 	}
+	an->h = NULL;
+	an->hcap = 0;
+	tp_free(an->parent);
+	an->parent = NULL;
+	return sp;
+}
+
+static int memory(struct analysis *an, struct tp_errbuf *err)
+{
+	struct mem_span *sp;
+	size_t *first, i, t;
+	struct mem_input in;
+	int rc;
+
+	if (!an->nmev)
+		return TP_OK;
+	if (!(first = tp_calloc(an->threads.n + 2, sizeof(*first))))
+		return nomem(err);
 	/* spans are sorted by thread: where each thread's begin */
 	for (t = 0, i = 0; t <= an->threads.n; t++) {
 		while (i < an->nh && an->h[i].thread < t)
@@ -1156,6 +1171,7 @@ static int memory(struct analysis *an, struct tp_errbuf *err)
 	first[an->threads.n + 1] = an->nh;
 	for (i = 0; i < an->nmev; i++)
 		an->mev[i].thread = hmap_get(&an->threads, an->mev[i].thread_key);	/* UINT32_MAX: no spans */
+	sp = an->nh ? spans_in_place(an) : NULL;
 	in = (struct mem_input){ .spans = sp, .nspans = an->nh, .thread_first = first, .nthreads = an->threads.n,
 				 .ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };
 	rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err);

@@ -453,7 +453,7 @@ static int memory_event(struct analysis *an, const struct tp_event *e)
 {
 	if (grow((void **)&an->mev, &an->mevcap, an->nmev + 1, sizeof(*an->mev)))
 		return -1;
-	an->mev[an->nmev++] = (struct mem_event){
+	an->mev[an->nmev] = (struct mem_event){
 		.ts = e->ts_ns, .ev_idx = (e->have & TH_EV_IDX) ? e->ev_idx : 0, .addr = e->addr,
 		.bytes = (e->have & TH_BYTES) ? e->bytes : 0, .total_alloc = e->total_alloc,
 		.total_res = e->total_reserved,
@@ -462,8 +462,9 @@ static int memory_event(struct analysis *an, const struct tp_event *e)
 		.dev_type = (e->have & TH_DEV_TYPE) ? (int32_t)e->dev_type : 0,
 		.dev_id = (e->have & TH_DEV_ID) ? (int32_t)e->dev_id : -1,
 		.has_addr = (e->have & TH_ADDR) != 0,
-		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES),
+		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES), .ord = (uint32_t)an->nmev,
 	};
+	an->nmev++;
 	return 0;
 }
 
@@ -521,12 +522,13 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		if (!t || grow((void **)&an->h, &an->hcap, an->nh + 1, sizeof(*an->h)))
 			return nomem(err);
 		int rt = cc == C_RUNTIME;
-		an->h[an->nh++] = (struct hrec){
+		an->h[an->nh] = (struct hrec){
 			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN, .ord = (uint32_t)an->nh,
 			.launch = rt && (nc & N_LAUNCH),
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
 		};
+		an->nh++;
 		if (!rt && ((nc & N_COMM_OP) || (e->have & TH_COLL)) &&
 		    comm_event(an, e, s, dur, *t, 0))
 			return nomem(err);

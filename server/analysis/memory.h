@@ -36,9 +36,12 @@ struct mem_span {
 
 struct mem_event {
 	int64_t ts, ev_idx, addr, bytes, total_alloc, total_res;
-	uint64_t thread_key;	/* the caller's, to find thread */
-	uint32_t thread;	/* number of the thread's spans; >= nthreads: none */
+	union {
+		uint64_t thread_key;	/* the caller's, to find thread, */
+		uint32_t thread;	/* which replaces it: number of the thread's spans; >= nthreads: none */
+	};
 	int32_t dev_type, dev_id;
+	uint32_t ord;		/* arrival order: the sort's last tie-break (ev_idx repeats across chunks) */
 	uint8_t has_addr, has_totals;
 };
 

@@ -613,9 +613,11 @@ static void finish_threads(struct ingest *ig, int ok)
  * The buffers of finished uploads, kept for the next ones: fresh ones cost a
  * page fault per page touched, and returning them costs a madvise, which
  * made up a quarter of the HTTP thread's time in a run of 1 MiB chunks.
- * POOL sets at most (about 17 MiB each, only the pages touched resident).
+ * One set is kept (22 MiB once a large upload has touched it all): a
+ * collector sends one chunk at a time, and idle memory is what a team
+ * server's host notices.
  */
-#define POOL 2
+#define POOL 1
 struct bufset {
 	uint8_t *raw[NRAW], *inf[NINF];
 	struct tp_event *ev[NBATCH], *mev[NBATCH];

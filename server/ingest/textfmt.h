@@ -30,7 +30,7 @@ extern const char *const tf_kind_names[TF_NKINDS];	/* "none", "lightning_report"
 
 /* What 415 says was expected. */
 #define TF_EXPECTED "a Kineto trace, a memory snapshot or timeline, a Lightning profiler report, " \
-	"a key_averages() table, folded stacks or an nvidia-smi CSV log"
+	"a key_averages() table, folded stacks, an nvidia-smi CSV log or an rlhf-canary metrics.json"
 
 /*
  * The kind of a text from its first bytes: TF_* (TF_NONE: none of them), or

@@ -23,6 +23,7 @@
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
+#include "canarymodel.h"
 #include "event.h"
 #include "memmodel.h"
 #include "tp.h"
@@ -93,6 +94,7 @@ struct store_final {
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
 	const struct tf_result *text;	/* a Lightning report's actions (textfmt.h); may be NULL */
+	const struct canary_metrics *canary;	/* an rlhf-canary metrics.json; may be NULL */
 	size_t nmem;
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;

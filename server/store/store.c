@@ -2358,8 +2358,8 @@ static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" }
 /*
  * Where a rank's operators come from, as rows (artifact_id, name, calls, self_ns, total_ns) of
  * device ?3: its traces' op_stats, or, when it has no trace, its key_averages tables (their
- * Self CPU / CPU total, or the device's columns; on the GPU only the rows with device time, as a
- * trace has only operators that launched GPU work).
+ * Self CPU / CPU total, or the device's columns; on the GPU only the rows with device time or
+ * device memory, as a trace has only operators that launched GPU work).
  */
 enum { OPS_TRACE, OPS_KEYAVG };
 static const char *const ops_sources[] = { "trace", "key_averages" };
@@ -2369,7 +2369,8 @@ static const char *const ops_from[] = {
 	" CASE ?3 WHEN 0 THEN cpu_total_ns ELSE dev_total_ns END total_ns,"
 	" CASE ?3 WHEN 0 THEN cpu_mem_bytes ELSE dev_mem_bytes END mem_bytes,"
 	" CASE ?3 WHEN 0 THEN self_cpu_mem_bytes ELSE self_dev_mem_bytes END self_mem_bytes FROM keyavg_ops"
-	" WHERE ?3=0 OR COALESCE(self_dev_ns, 0)!=0 OR COALESCE(dev_total_ns, 0)!=0)",
+	" WHERE ?3=0 OR COALESCE(self_dev_ns, 0)!=0 OR COALESCE(dev_total_ns, 0)!=0 OR COALESCE(dev_mem_bytes, 0)!=0"
+	" OR COALESCE(self_dev_mem_bytes, 0)!=0)",
 };
 
 /* OPS_KEYAVG when the rank has key_averages tables and no trace, else OPS_TRACE; -1 on failure. */

@@ -20,7 +20,8 @@ static const char compare_help[] =
 	"Compares run TARGET with run BASE (without BASE: with TARGET's project baseline,\n"
 	"set by PATCH /api/v1/runs/{run} {\"baseline\": true}) on the server, prints the\n"
 	"verdict with its reasons, step time, peak memory and the largest operator and\n"
-	"kernel changes. Exits 5 on a regression, 6 when the runs cannot be compared\n"
+	"kernel changes (with rlhf-canary metrics.json uploaded: its step time, tokens/s\n"
+	"and memory). Exits 5 on a regression, 6 when the runs cannot be compared\n"
 	"(no steps in one, nothing shared, different models), 0 otherwise.\n"
 	"\n"
 	"  --threshold-pct P  a change counts past P percent (server default 5)\n"
@@ -95,6 +96,25 @@ static void table(const json_t *rows, const char *title, const char *per, long t
 	}
 }
 
+/* The canary's figures as its profiler notebook prints them: seconds, tokens/s and MB. */
+static void print_canary(const json_t *c)
+{
+	const json_t *st = json_object_get(c, "step_time"), *tok = json_object_get(c, "tokens_per_s");
+	const json_t *mem = json_object_get(c, "max_mem");
+
+	if (!json_is_object(c))
+		return;
+	printf("\nrlhf-canary metrics        %15s %15s %15s\n", "base", "target", "change");
+	if (json_is_number(json_object_get(st, "delta_pct")))
+		printf("  %-24s %15.4f %15.4f %+14.1f%%\n", "step time (s)", num(st, "base_ns") / 1e9,
+		       num(st, "target_ns") / 1e9, num(st, "delta_pct"));
+	if (json_is_number(json_object_get(tok, "delta_pct")))
+		printf("  %-24s %15.0f %15.0f %+14.1f%%\n", "tokens/s", num(tok, "base"), num(tok, "target"),
+		       num(tok, "delta_pct"));
+	printf("  %-24s %15.0f %15.0f %+15.0f\n", "memory (MB)", num(mem, "base_bytes") / (1 << 20),
+	       num(mem, "target_bytes") / (1 << 20), num(mem, "delta_mb"));
+}
+
 static void print(const json_t *j, long top)
 {
 	const json_t *st = json_object_get(j, "step_time"), *mem = json_object_get(j, "memory"), *v;
@@ -123,6 +143,7 @@ static void print(const json_t *j, long top)
 			printf("  %+.1f%%", num(mem, "delta_pct"));
 		printf("\n");
 	}
+	print_canary(json_object_get(j, "canary"));
 	per = json_string_value(json_object_get(j, "per"));
 	per = per && !strcmp(per, "trace") ? "trace" : "step";
 	table(json_object_get(j, "kernels"), "kernels", per, top);

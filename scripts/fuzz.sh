@@ -8,13 +8,19 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack fuzz_port fuzz_textfmt >/dev/null
-for t in trace timeline pickle num routes evpack port textfmt; do
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack fuzz_port fuzz_textfmt \
+	fuzz_canary >/dev/null
+for t in trace timeline pickle num routes evpack port textfmt canary; do
 	corpus=$(mktemp -d)
 	cp tests/fuzz/seeds/$t/* "$corpus"/
 	# the hostile corpus (tests/hostile), behind the harness's first byte (the piece size)
 	if [ -d "tests/hostile/$t" ]; then
 		for f in tests/hostile/"$t"/*; do
+			{ printf '\100'; cat "$f"; } >"$corpus/hostile-$(basename "$f")"
+		done
+	fi
+	if [ "$t" = canary ]; then	# its hostile files live with the other formats'
+		for f in tests/hostile/formats/canary_*.json tests/hostile/formats/json_neither.json; do
 			{ printf '\100'; cat "$f"; } >"$corpus/hostile-$(basename "$f")"
 		done
 	fi

@@ -24,7 +24,7 @@
 #define LOG_PREFIX "artifacts"
 
 static const char *const kinds[] = { "trace", "memory_snapshot", "memory_timeline", "lightning_report",
-				      "key_averages", "stacks", "gpu_log" };
+				      "key_averages", "stacks", "gpu_log", "canary_metrics" };
 
 static int valid_file_name(const char *s)
 {
@@ -84,7 +84,7 @@ int h_artifact_upload_begin(struct request *req)
 		if (!known)
 			return http_reply_error(req, 400, "invalid_parameter", NULL,
 						"'kind' must be trace, memory_snapshot, memory_timeline, lightning_report, "
-						"key_averages, stacks or gpu_log");
+						"key_averages, stacks, gpu_log or canary_metrics");
 		ir.kind = kind;
 	}
 	if ((enc = http_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING)) && strcasecmp(enc, "identity")) {

@@ -160,6 +160,18 @@ int h_run_actions(struct request *req)
 	return h_answer(req, store_run_actions(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
 }
 
+/* rlhf-canary metrics.json (GET /runs/{run}/canary) */
+int h_run_canary(struct request *req)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	long long rank;
+
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
+		return 0;
+	return h_answer(req, store_run_canary(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+}
+
 /* nvidia-smi logs per GPU (GET /runs/{run}/gpu) */
 int h_run_gpu(struct request *req)
 {

@@ -56,6 +56,7 @@ int h_run_memory_segments(struct request *req);
 int h_run_actions(struct request *req);
 int h_run_stacks(struct request *req);
 int h_run_gpu(struct request *req);
+int h_run_canary(struct request *req);
 
 /* h_web.c: the dashboards' HTML shell and bundled assets */
 int h_web_page(struct request *req);

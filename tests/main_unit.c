@@ -27,6 +27,7 @@ int main(void)
 	srunner_add_suite(sr, suite_stats());
 	srunner_add_suite(sr, suite_runline());
 	srunner_add_suite(sr, suite_textfmt());
+	srunner_add_suite(sr, suite_canary());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -32,7 +32,16 @@
  *
  * Operators (host self time) and kernels (GPU time, with memcpy and memset)
  * are compared per step, so runs with different step counts compare
- * fairly; when either run has no steps, per trace.
+ * fairly; when either run has no steps, per trace. A run without a trace
+ * has its operators from its key_averages tables ("ops_source").
+ *
+ * rlhf-canary metrics.json: what its profiler deep-dive notebook prints
+ * for a baseline and a slow run (step time and tokens/s in %, memory in
+ * MB), and Welch's test again, from the canary's own step count, mean and
+ * standard deviation (it keeps no per-step times). When the runs have no
+ * ProfilerStep spans to compare, these decide the verdict as the trace's
+ * figures would: step time by the threshold and alpha, memory by the
+ * threshold; the two runs are then comparable, though they hold no trace.
  */
 #include <math.h>
 #include <stdio.h>
@@ -354,7 +363,9 @@ static int comparability(const struct compare_run *a, const struct compare_run *
 	size_t shared_ops = shared_rows(ops), shared = shared_ops + shared_rows(kernels);
 	int n = 0;
 
-	if (!a->nsteps != !b->nsteps) {
+	if (a->has_canary && b->has_canary) {
+		/* the canary's step times and memory decide */
+	} else if (!a->nsteps != !b->nsteps) {
 		snprintf(text, sizeof(text), "not comparable: %s '%s' has no ProfilerStep spans and %s '%s' has %zu,"
 			 " so step time and per-step figures cannot be set side by side", a->nsteps ? "target" : "base",
 			 a->nsteps ? b->run : a->run, a->nsteps ? "base" : "target", a->nsteps ? a->run : b->run,
@@ -383,6 +394,142 @@ static int comparability(const struct compare_run *a, const struct compare_run *
 		n++;
 	}
 	return n > 0;
+}
+
+/* Runs whose operators come from key_averages tables: what grew most, in words. */
+static int keyavg_reason(json_t *reasons, const struct compare_run *a, const struct compare_run *b,
+			 const struct table *ops)
+{
+	const struct row *r = top_row(ops, 1, -1);
+	char text[512], name[80], d[32];
+	int len;
+
+	if (!a->ops_source || !b->ops_source || strcmp(a->ops_source, "key_averages") ||
+	    strcmp(b->ops_source, "key_averages"))
+		return 0;
+	len = snprintf(text, sizeof(text), "operators from key_averages tables, compared table to table (a table does"
+		       " not say how many steps it covers)");
+	if (r) {
+		fmt_name(name, sizeof(name), row_name(r));
+		fmt_ns(d, sizeof(d), (double)r->delta_ns, 1);
+		snprintf(text + len, sizeof(text) - (size_t)len, ": the one that grew most, %s %s of self CPU time", name, d);
+	}
+	return add_reason(reasons, text);
+}
+
+/* ---- rlhf-canary metrics ---- */
+
+struct canary_cmp {
+	int have;			/* both runs have canary metrics */
+	struct stats_sample a, b;	/* step times in ns, from count, mean and std */
+	struct stats_welch w;
+	int tested, significant;	/* the test could run; p < alpha */
+	double step_pct, tok_pct, mem_pct;
+	int step_dir, mem_dir;		/* +1 up past the threshold (and significant, for steps), -1 down, 0 */
+};
+
+static void canary_sample(const struct canary_perf *c, struct stats_sample *s)
+{
+	double sd = c->step_s[CANARY_STD] * 1e9;
+
+	s->n = c->steps > 0 && !isnan(c->step_s[CANARY_MEAN]) ? (size_t)c->steps : 0;
+	s->mean = c->step_s[CANARY_MEAN] * 1e9;
+	s->var = isnan(sd) ? 0 : sd * sd;
+	s->median = isnan(c->step_s[CANARY_MEDIAN]) ? 0 : tp_round_i64(c->step_s[CANARY_MEDIAN] * 1e9);
+}
+
+static void canary_compare(const struct compare_run *base, const struct compare_run *target,
+			   const struct compare_opts *o, struct canary_cmp *c)
+{
+	const struct canary_perf *a = &base->canary, *b = &target->canary;
+
+	memset(c, 0, sizeof(*c));
+	if (!(c->have = base->has_canary && target->has_canary))
+		return;
+	canary_sample(a, &c->a);
+	canary_sample(b, &c->b);
+	c->tested = c->a.n && c->b.n && !isnan(a->step_s[CANARY_STD]) && !isnan(b->step_s[CANARY_STD]) &&
+		    !stats_welch(&c->a, &c->b, &c->w);
+	c->significant = c->tested && c->w.p < o->alpha;
+	c->step_pct = c->a.n && c->b.n ? pct(c->a.mean, c->b.mean) : NAN;
+	c->tok_pct = pct(a->tokens_per_s, b->tokens_per_s);
+	c->mem_pct = pct(a->max_mem_mb, b->max_mem_mb);
+	if (c->significant && isfinite(c->step_pct) && fabs(c->step_pct) > o->threshold_pct)
+		c->step_dir = c->step_pct > 0 ? 1 : -1;
+	if (isfinite(c->mem_pct) && fabs(c->mem_pct) > o->threshold_pct)
+		c->mem_dir = c->mem_pct > 0 ? 1 : -1;
+}
+
+/* The notebook's three lines, as sentences. */
+static int canary_reasons(json_t *reasons, const struct canary_cmp *c, const struct compare_run *base,
+			  const struct compare_run *target)
+{
+	const struct canary_perf *a = &base->canary, *b = &target->canary;
+	char text[320], p[32];
+
+	if (c->tested)
+		snprintf(p, sizeof(p), "p=%.2g", c->w.p);
+	else
+		snprintf(p, sizeof(p), "p undefined");
+	if (isfinite(c->step_pct)) {
+		snprintf(text, sizeof(text), "canary step time %+.1f%% (%.4f s -> %.4f s, %s, Welch's t-test from the"
+			 " canary's count, mean and std over %zu and %zu steps)", c->step_pct, a->step_s[CANARY_MEAN],
+			 b->step_s[CANARY_MEAN], p, c->a.n, c->b.n);
+		if (add_reason(reasons, text))
+			return -1;
+	}
+	if (isfinite(c->tok_pct)) {
+		snprintf(text, sizeof(text), "canary tokens/s %+.1f%% (%.0f -> %.0f; the canary's upper bound, padding"
+			 " counted)", c->tok_pct, a->tokens_per_s, b->tokens_per_s);
+		if (add_reason(reasons, text))
+			return -1;
+	}
+	snprintf(text, sizeof(text), "canary peak memory %+.0f MB (%.0f MB -> %.0f MB, max_memory_allocated)",
+		 b->max_mem_mb - a->max_mem_mb, a->max_mem_mb, b->max_mem_mb);
+	return add_reason(reasons, text);
+}
+
+static json_t *ns_or_null(double s)
+{
+	return isnan(s) ? json_null() : json_integer(tp_round_i64(s * 1e9));
+}
+
+/* base, target and their change of one profiler total (ms in the file, ns here) */
+static json_t *canary_total_json(int have_a, double a_ms, int have_b, double b_ms)
+{
+	a_ms = have_a ? a_ms : NAN;
+	b_ms = have_b ? b_ms : NAN;
+	return json_pack("{s:o, s:o, s:o}", "base_ns", ns_or_null(a_ms / 1e3), "target_ns", ns_or_null(b_ms / 1e3),
+			 "delta_pct", real_or_null(pct(a_ms, b_ms)));
+}
+
+static json_t *canary_json(const struct canary_cmp *c, const struct compare_run *base,
+			   const struct compare_run *target)
+{
+	const struct canary_perf *a = &base->canary, *b = &target->canary;
+	double mb = 1024.0 * 1024.0;
+
+	if (!c->have)
+		return json_null();
+	return json_pack("{s:{s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:b}, s:{s:o, s:o, s:o},"
+			 " s:{s:I, s:I, s:I, s:f, s:o}, s:{s:o, s:o}}",
+			 "step_time", "base_ns", ns_or_null(a->step_s[CANARY_MEAN]), "target_ns",
+			 ns_or_null(b->step_s[CANARY_MEAN]), "delta_pct", real_or_null(c->step_pct),
+			 "base_steps", (json_int_t)a->steps, "target_steps", (json_int_t)b->steps,
+			 "base_stddev_ns", ns_or_null(a->step_s[CANARY_STD]), "target_stddev_ns",
+			 ns_or_null(b->step_s[CANARY_STD]), "test", "welch_t", "p_value",
+			 real_or_null(c->tested ? c->w.p : NAN), "t", real_or_null(c->tested ? c->w.t : NAN), "df",
+			 real_or_null(c->tested ? c->w.df : NAN), "significant", c->significant,
+			 "tokens_per_s", "base", real_or_null(a->tokens_per_s), "target", real_or_null(b->tokens_per_s),
+			 "delta_pct", real_or_null(c->tok_pct),
+			 "max_mem", "base_bytes", (json_int_t)tp_round_i64(a->max_mem_mb * mb), "target_bytes",
+			 (json_int_t)tp_round_i64(b->max_mem_mb * mb), "delta_bytes",
+			 (json_int_t)(tp_round_i64(b->max_mem_mb * mb) - tp_round_i64(a->max_mem_mb * mb)),
+			 "delta_mb", b->max_mem_mb - a->max_mem_mb, "delta_pct", real_or_null(c->mem_pct),
+			 "profiler", "cuda_time_total",
+			 canary_total_json(a->has_profiler, a->cuda_total_ms, b->has_profiler, b->cuda_total_ms),
+			 "cpu_time_total",
+			 canary_total_json(a->has_profiler, a->cpu_total_ms, b->has_profiler, b->cpu_total_ms));
 }
 
 /* ---- the answer ---- */
@@ -564,7 +711,8 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 	struct time_cmp tc = { 0 };
 	struct table ops = { 0 }, kernels = { 0 };
 	json_t *reasons = json_array(), *out = NULL, *ops_j = NULL, *kern_j = NULL, *ops_c = NULL, *kern_c = NULL;
-	json_t *mem = NULL, *thr = NULL, *why = NULL;
+	json_t *mem = NULL, *thr = NULL, *why = NULL, *can = NULL;
+	struct canary_cmp cc;
 	int per_step = base->nsteps > 0 && target->nsteps > 0, mem_dir = 0, fail = 0, nc;
 	double da = per_step ? (double)base->nsteps : 1, db = per_step ? (double)target->nsteps : 1;
 	const char *verdict;
@@ -585,7 +733,10 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 	    time_reason(reasons, &tc, base, target, &ops, &kernels, da, db, o))
 		goto out;
 	mem = memory_json(base, target, o->threshold_pct, &mem_dir, reasons, &fail);
+	canary_compare(base, target, o, &cc);
 	if (!mem || fail || !(thr = throughput_json(base, target, &tc, reasons)) ||
+	    (cc.have && canary_reasons(reasons, &cc, base, target)) || !(can = canary_json(&cc, base, target)) ||
+	    keyavg_reason(reasons, base, target, &ops) ||
 	    only_reason(reasons, &ops, "operators", 1) || only_reason(reasons, &ops, "operators", 0) ||
 	    only_reason(reasons, &kernels, "kernels", 1) || only_reason(reasons, &kernels, "kernels", 0))
 		goto out;
@@ -595,15 +746,22 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 	json_decref(reasons);
 	reasons = why;
 	why = NULL;
+	/* without steps or memory data of their own, the canary's figures decide */
+	if (!tc.have)
+		tc.dir = cc.step_dir;
+	if (!base->has_memory || !target->has_memory)
+		mem_dir = cc.mem_dir;
 	verdict = nc ? "not_comparable" : tc.dir > 0 || mem_dir > 0 ? "regression"
 		: tc.dir < 0 || mem_dir < 0 ? "improvement" : "no_change";
-	out = json_pack("{s:s, s:s, s:i, s:i, s:b, s:{s:f, s:f}, s:s, s:s, s:O, s:o, s:o, s:O, s:O, s:O, s:O, s:O, s:O}",
+	out = json_pack("{s:s, s:s, s:i, s:i, s:b, s:{s:f, s:f}, s:s, s:s, s:O, s:o, s:o, s:O, s:O, s:O, s:O, s:O, s:O,"
+			" s:{s:s, s:s}, s:O}",
 			"base", base->run, "target", target->run, "base_rank", base->rank, "target_rank", target->rank,
 			"baseline", o->from_baseline, "thresholds", "threshold_pct", o->threshold_pct, "alpha", o->alpha,
 			"per", per_step ? "step" : "trace", "verdict", verdict, "reasons", reasons,
 			"step_time", step_time_json(&tc, base, target, o->alpha), "breakdown", breakdown_json(base, target, da, db),
 			"throughput", thr, "memory", mem, "ops", ops_j, "ops_counts", ops_c, "kernels", kern_j,
-			"kernels_counts", kern_c);
+			"kernels_counts", kern_c, "ops_source", "base", base->ops_source ? base->ops_source : "trace",
+			"target", target->ops_source ? target->ops_source : "trace", "canary", can);
 out:
 	tp_free(ops.rows);
 	tp_free(kernels.rows);
@@ -615,5 +773,6 @@ out:
 	json_decref(kern_c);
 	json_decref(mem);
 	json_decref(thr);
+	json_decref(can);
 	return out;
 }

@@ -3,7 +3,10 @@
  * with a significance test over steps, the step breakdown, throughput from
  * posted metrics, peak memory by category, operators and kernels per step
  * joined by name, and a verdict with its reasons in words: regression,
- * improvement, no_change, or not_comparable when the runs cannot have one. The store
+ * improvement, no_change, or not_comparable when the runs cannot have one; for
+ * runs with rlhf-canary metrics, what its notebook compares (step time,
+ * tokens/s, peak memory) and, where no trace has steps, the verdict from
+ * them. The store
  * gathers each run's figures into a struct compare_run; this module only
  * computes. Pure: no SQL, no HTTP.
  */
@@ -15,6 +18,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "canarymodel.h"
 #include "memmodel.h"
 
 struct compare_item {
@@ -46,6 +50,9 @@ struct compare_run {
 	int64_t reserved_bytes;		/* highest reserved; -1: the source does not know */
 	struct compare_metric *metrics;
 	size_t nmetrics;
+	const char *ops_source;		/* "trace" or "key_averages" (static) */
+	int has_canary;			/* canary is the rank's newest rlhf-canary metrics.json */
+	struct canary_perf canary;
 };
 
 void compare_run_release(struct compare_run *r);

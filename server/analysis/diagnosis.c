@@ -4,8 +4,10 @@
  * "warning": worth fixing; "info": worth knowing. A trace with no problem
  * gives no warning.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "analysis/diagnosis.h"
 
@@ -48,6 +50,11 @@
  * creates optimizer state and then stays flat is no leak */
 #define GROWTH_MIN_STEPS 3
 #define GROWTH_MIN_SHARE 0.01
+/* rlhf-canary's "quick diagnosis" (notebooks/02_profiler_deep_dive.ipynb),
+ * on its metrics.json profiler block, with its numbers: CPU time over
+ * twice CUDA time; copies over 30% of the CUDA time of the top CUDA ops */
+#define CANARY_CPU_RATIO_WARN 2.0
+#define CANARY_COPY_SHARE_WARN 0.30
 
 const char *const diag_sync_names[DIAG_NSYNC] = {
 	"aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize", "cudaDeviceSynchronize",
@@ -360,6 +367,88 @@ static int rule_tiny_kernels(const struct diag_input *in, json_t *out)
 		   " fused=True), or a larger batch so each kernel does more.");
 }
 
+/* ---- rlhf-canary metrics.json ---- */
+
+static int rule_canary_cpu(const struct canary_metrics *m, json_t *out)
+{
+	const struct canary_perf *f = &m->perf;
+	double ratio = f->cpu_total_ms / f->cuda_total_ms;
+	char title[160];
+
+	if (!(f->cpu_total_ms > 0 && f->cuda_total_ms > 0) || ratio <= CANARY_CPU_RATIO_WARN)
+		return 0;
+	snprintf(title, sizeof(title), "CPU time is %.1fx CUDA time in the canary's profiled steps", ratio);
+	return add(out, "canary_cpu_bound", "warning", title,
+		   json_pack("{s:s, s:I, s:I, s:f, s:f}", "run_id", m->run_id, "cpu_time_total_ns",
+			     (json_int_t)tp_round_i64(f->cpu_total_ms * 1e6), "cuda_time_total_ns",
+			     (json_int_t)tp_round_i64(f->cuda_total_ms * 1e6), "ratio", ratio, "threshold",
+			     CANARY_CPU_RATIO_WARN),
+		   "The canary's rule: CPU time over twice CUDA time suggests a CPU bottleneck (dataloader,"
+		   " tokenization or Python overhead); a larger batch gives each launch more work. Both totals sum"
+		   " inclusive times over every operator (nested ones counted again), as the canary computes them:"
+		   " a ratio, not a share of wall time. A torch.profiler trace of the same steps shows where the"
+		   " host time goes.");
+}
+
+static int rule_canary_no_cuda(const struct canary_metrics *m, json_t *out)
+{
+	const struct canary_perf *f = &m->perf;
+
+	if (f->cuda_total_ms != 0 || !(f->cpu_total_ms > 0))
+		return 0;
+	return add(out, "canary_no_cuda_times", "info", "The canary recorded no CUDA time",
+		   json_pack("{s:s, s:I, s:I}", "run_id", m->run_id, "cpu_time_total_ns",
+			     (json_int_t)tp_round_i64(f->cpu_total_ms * 1e6), "cuda_time_total_ns", (json_int_t)0),
+		   "The canary's notebook puts this down to CUPTI being unavailable (common on some cloud GPUs);"
+		   " the canary also reads cuda_time_total from key_averages() rows, which newer torch names"
+		   " device_time_total, so a GPU run can read 0 there. The CPU side is still recorded.");
+}
+
+/* name contains needle, ignoring ASCII case */
+static int contains_nocase(const char *name, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (; *name; name++) {
+		size_t i = 0;
+		while (i < n && name[i] && tolower((unsigned char)name[i]) == needle[i])
+			i++;
+		if (i == n)
+			return 1;
+	}
+	return 0;
+}
+
+static int rule_canary_copies(const struct canary_metrics *m, json_t *out)
+{
+	const struct canary_op *ops = m->ops[CANARY_CUDA];
+	double copy = 0, total = 0;
+	json_t *names = json_array();
+	char title[160];
+
+	for (size_t i = 0; names && i < m->nops[CANARY_CUDA]; i++) {
+		total += ops[i].self_ms;
+		/* the notebook's 'copy' in the name (aten::copy_), and Memcpy kernels, which it means too */
+		if (contains_nocase(ops[i].name, "copy") || contains_nocase(ops[i].name, "memcpy")) {
+			copy += ops[i].self_ms;
+			if (json_array_append_new(names, json_string(ops[i].name)))
+				return json_decref(names), -1;
+		}
+	}
+	if (!names || !(total > 0) || copy / total <= CANARY_COPY_SHARE_WARN)
+		return json_decref(names), names ? 0 : -1;
+	snprintf(title, sizeof(title), "Memory copies are %.0f%% of the canary's top CUDA time", copy / total * 100);
+	return add(out, "canary_copies", "warning", title,
+		   json_pack("{s:s, s:I, s:I, s:f, s:I, s:o}", "run_id", m->run_id, "copy_ns",
+			     (json_int_t)tp_round_i64(copy * 1e6), "top_cuda_ns", (json_int_t)tp_round_i64(total * 1e6),
+			     "copy_pct", copy / total * 100, "top_cuda_ops", (json_int_t)m->nops[CANARY_CUDA], "copies",
+			     names),
+		   "CPU<->GPU transfers take the GPU's time: keep tensors on the GPU between steps, move batches"
+		   " once with pin_memory=True and non_blocking=True, and look for dtype or device conversions"
+		   " (.to(), .cpu(), .item()) inside the step. The share is of the top CUDA operators the canary"
+		   " lists (at most 10), as its notebook computes it.");
+}
+
 json_t *diagnosis_run(const struct diag_input *in)
 {
 	json_t *f = json_array();
@@ -396,6 +485,9 @@ json_t *diagnosis_run(const struct diag_input *in)
 		goto oom;
 done:
 	if (in->mem_source[0] && (rule_mem_capacity(in, f) || rule_mem_growth(in, f)))
+		goto oom;
+	if (in->canary && in->canary->perf.has_profiler &&
+	    (rule_canary_cpu(in->canary, f) || rule_canary_no_cuda(in->canary, f) || rule_canary_copies(in->canary, f)))
 		goto oom;
 	json_t *o = json_pack("{s:i, s:o}", "rank", in->rank, "findings", f);
 	return o;

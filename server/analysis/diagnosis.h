@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "canarymodel.h"
 #include "memmodel.h"
 
 /* GPU->CPU synchronisation points, counted from the operator table */
@@ -41,6 +42,8 @@ struct diag_input {
 	int64_t mem_capacity;			/* the device's totalGlobalMem (deviceProperties); 0: unknown */
 	size_t nstep_alloc;
 	int64_t step_alloc[DIAG_MAX_STEPS];	/* allocated at the end of each of the first steps */
+	/* the rank's newest rlhf-canary metrics.json (borrowed); NULL: none */
+	const struct canary_metrics *canary;
 };
 
 /* {"findings": [...]} for shared/api.md; NULL when out of memory. */

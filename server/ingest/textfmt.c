@@ -505,6 +505,58 @@ static int col_unit(const char *name)
 	return TF_U_OTHER;
 }
 
+/* Whether title is pre + word + post (word the device's: "CUDA" in "Self CUDA Mem"). */
+static int titled(const char *title, const char *pre, const char *word, const char *post)
+{
+	size_t a = strlen(pre), b = strlen(word);
+
+	return !strncmp(title, pre, a) && !strncmp(title + a, word, b) && !strcmp(title + a + b, post);
+}
+
+/*
+ * The columns by meaning. The device word is the X of a time column "Self X"
+ * other than CPU (torch prints use_device.upper(): CUDA, XPU, MTIA, NPU).
+ * Every table since torch 1.7 has Self CPU, CPU total and # of Calls: without
+ * them the rows cannot be an operator table.
+ */
+static int keyavg_roles(struct textfmt_parser *p, struct tp_errbuf *err)
+{
+	static const char *const cpu[][2] = {
+		[TF_KA_SELF_CPU] = { "Self ", "" }, [TF_KA_CPU_TOTAL] = { "", " total" },
+		[TF_KA_CPU_MEM] = { "", " Mem" }, [TF_KA_SELF_CPU_MEM] = { "Self ", " Mem" },
+	};
+	static const int dev_of[] = { [TF_KA_SELF_CPU] = TF_KA_SELF_DEV, [TF_KA_CPU_TOTAL] = TF_KA_DEV_TOTAL,
+				      [TF_KA_CPU_MEM] = TF_KA_DEV_MEM, [TF_KA_SELF_CPU_MEM] = TF_KA_SELF_DEV_MEM };
+	int *col = p->r.ka_col;
+
+	for (int k = 0; k < TF_KA_NROLES; k++)
+		col[k] = -1;
+	for (size_t k = 1; k < p->r.ncols; k++) {
+		const char *t = p->colname[k];
+		if (p->colunit[k] == TF_U_NS && !strncmp(t, "Self ", 5) && strcmp(t, "Self CPU") && !p->r.ka_device[0] &&
+		    strlen(t + 5) < sizeof(p->r.ka_device))
+			snprintf(p->r.ka_device, sizeof(p->r.ka_device), "%s", t + 5);
+	}
+	for (size_t k = 1; k < p->r.ncols; k++) {
+		const char *t = p->colname[k];
+		if (!strcmp(t, "# of Calls"))
+			col[TF_KA_CALLS] = (int)k;
+		for (int role = TF_KA_SELF_CPU; role <= TF_KA_SELF_CPU_MEM; role++) {
+			if (!cpu[role][0])
+				continue;	/* a device role */
+			if (titled(t, cpu[role][0], "CPU", cpu[role][1]))
+				col[role] = (int)k;
+			else if (p->r.ka_device[0] && titled(t, cpu[role][0], p->r.ka_device, cpu[role][1]))
+				col[dev_of[role]] = (int)k;
+		}
+	}
+	if (col[TF_KA_CALLS] < 0)
+		return bad(p, err, "the header has no \"# of Calls\" column");
+	if (col[TF_KA_SELF_CPU] < 0 || col[TF_KA_CPU_TOTAL] < 0)
+		return bad(p, err, "the header has no \"Self CPU\" and \"CPU total\" columns");
+	return TP_OK;
+}
+
 static void cut(const char *s, size_t n, size_t a, size_t b, const char **c, size_t *cn)
 {
 	if (a >= n) {
@@ -574,7 +626,7 @@ static int keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct
 			if (!p->colname[0])
 				return bad(p, err, "no header between the dash lines");
 			p->ka_state = 2;
-			return TP_OK;
+			return keyavg_roles(p, err);
 		}
 		const char *c[TF_MAX_COLS + 1];
 		size_t cn[TF_MAX_COLS + 1];

@@ -30,7 +30,7 @@ extern const char *const tf_kind_names[TF_NKINDS];	/* "none", "lightning_report"
 
 /* What 415 says was expected. */
 #define TF_EXPECTED "a Kineto trace, a memory snapshot or timeline, a Lightning profiler report, " \
-	"a key_averages() table, folded stacks or an nvidia-smi CSV log"
+	"a key_averages() table, folded stacks, an nvidia-smi CSV log or an rlhf-canary metrics.json"
 
 /*
  * The kind of a text from its first bytes: TF_* (TF_NONE: none of them), or
@@ -58,6 +58,9 @@ struct tf_action {
 /* key_averages: a column's unit. */
 enum tf_unit { TF_U_TEXT, TF_U_NS, TF_U_BYTES, TF_U_BP, TF_U_COUNT, TF_U_OTHER };
 #define TF_MAX_COLS 24
+/* What a key_averages column means, whatever the device word ("Self CUDA", "Self XPU"). */
+enum tf_ka_role { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL, TF_KA_SELF_DEV, TF_KA_DEV_TOTAL, TF_KA_CPU_MEM,
+		  TF_KA_SELF_CPU_MEM, TF_KA_DEV_MEM, TF_KA_SELF_DEV_MEM, TF_KA_NROLES };
 struct tf_op {
 	const char *name;
 	int64_t v[TF_MAX_COLS];		/* per column, in its unit (INT64_MIN: blank or not a number) */
@@ -89,6 +92,8 @@ struct tf_result {
 	const struct tf_op *ops;
 	size_t nops;
 	int64_t self_cpu_total_ns, self_dev_total_ns;	/* footers; -1 none */
+	int ka_col[TF_KA_NROLES];	/* the column of each role (TF_KA_*), -1 when the table has none */
+	char ka_device[16];		/* the word of the device columns ("CUDA", "XPU", ...); "" none */
 	/* TF_STACKS */
 	const struct tf_frame *frames;	/* by total, largest first */
 	size_t nframes;

@@ -44,6 +44,7 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
+#include "ingest/canary.h"
 #include "ingest/snapshot.h"
 #include "ingest/inflate.h"
 #include "ingest/pickle.h"
@@ -79,10 +80,11 @@ const struct ingest_limits ingest_default_limits = {
 
 /* KIND_LIGHTNING .. KIND_GPULOG are textfmt.h's TF_* shifted by KIND_TEXT; KIND_NONE: none of them (415) */
 enum kind { KIND_UNKNOWN, KIND_TRACE, KIND_SNAPSHOT, KIND_TIMELINE, KIND_LIGHTNING, KIND_KEYAVG, KIND_STACKS,
-	    KIND_GPULOG, KIND_NONE };
+	    KIND_GPULOG, KIND_CANARY, KIND_NONE };
 #define KIND_TEXT (KIND_LIGHTNING - TF_LIGHTNING)
 static const char *const kind_names[] = { "unknown", "trace", "memory_snapshot", "memory_timeline",
-					  "lightning_report", "key_averages", "stacks", "gpu_log", "unknown" };
+					  "lightning_report", "key_averages", "stacks", "gpu_log", "canary_metrics",
+					  "unknown" };
 
 /* ---- channels ---- */
 
@@ -203,6 +205,8 @@ struct ingest {
 	struct pickle_parser *pk;	/* KIND_SNAPSHOT instead of tp */
 	struct textfmt_parser *tf;	/* the text reports instead of tp */
 	const struct tf_result *tfr;	/* its result, once parsed */
+	struct canary_parser *cn;	/* KIND_CANARY instead of tp */
+	const struct canary_metrics *cnm;	/* its result, once parsed */
 	struct snap_result *snap;	/* its timelines, once read */
 	const struct mem_series *snap_series;
 	size_t nsnap_series;
@@ -376,7 +380,9 @@ static const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end)
 
 /*
  * Decide the kind from the first bytes: a pickle starts with PROTO (0x80);
- * '{' or '[' '{' is a trace; '[' '[' is PyTorch's memory timeline export.
+ * '{' is rlhf-canary's metrics.json when its first keys are the canary's
+ * (canary_detect), else a trace, as is '[' '{'; '[' '[' is PyTorch's memory
+ * timeline export.
  * Returns 1 when decided, 0 when more bytes are needed.
  */
 static int detect(struct ingest *ig, int at_end)
@@ -396,7 +402,10 @@ static int detect(struct ingest *ig, int at_end)
 			return 0;
 		ig->kind = q < end && *q == '[' ? KIND_TIMELINE : KIND_TRACE;
 	} else if (*p == '{') {
-		ig->kind = KIND_TRACE;
+		int c = canary_detect(p, (size_t)(end - p), at_end || ig->nsniff == sizeof(ig->sniff));
+		if (c < 0)
+			return 0;
+		ig->kind = c ? KIND_CANARY : KIND_TRACE;
 	} else {
 		/* not JSON: one of the other profilers' text reports, or none of what we take */
 		int k = textfmt_detect(p, (size_t)(end - p), at_end || ig->nsniff == sizeof(ig->sniff));
@@ -429,6 +438,10 @@ static int start_parser(struct ingest *ig)
 		ig->tf = textfmt_parser_new((int)ig->kind - KIND_TEXT, NULL);
 		return ig->tf ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
+	if (ig->kind == KIND_CANARY) {
+		ig->cn = canary_parser_new(CANARY_MAX_BYTES);
+		return ig->cn ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
 	if (ig->kind == KIND_TIMELINE) {
 		ig->tl = timeline_parser_new(ig->lim.trace.max_events);
 		return ig->tl ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -451,6 +464,8 @@ static int feed_parser(struct ingest *ig, const uint8_t *data, size_t len)
 {
 	if (ig->tf)
 		return textfmt_parser_feed(ig->tf, data, len, &ig->b_err);
+	if (ig->cn)
+		return canary_parser_feed(ig->cn, data, len, &ig->b_err);
 	if (ig->tl)
 		return timeline_parser_feed(ig->tl, data, len, &ig->b_err);
 	if (ig->pk)
@@ -487,6 +502,8 @@ static int parse_end(struct ingest *ig)
 	}
 	if (ig->tf)
 		return textfmt_parser_finish(ig->tf, &ig->tfr, &ig->b_err);
+	if (ig->cn)
+		return canary_parser_finish(ig->cn, &ig->cnm, &ig->b_err);
 	if (ig->tl)
 		return timeline_parser_finish(ig->tl, &ig->mem_points, &ig->nmem_points, &ig->tl_form, &ig->b_err);
 	if (ig->pk) {
@@ -709,6 +726,7 @@ static void ingest_free(struct ingest *ig)
 	timeline_parser_free(ig->tl);
 	pickle_parser_free(ig->pk);
 	textfmt_parser_free(ig->tf);
+	canary_parser_free(ig->cn);
 	snap_result_free(ig->snap);
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
@@ -875,6 +893,10 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		f.text = ig->tfr;
 	if (!rc && !parse_rc && ig->tfr)
 		f.events = ig->tfr->nactions + ig->tfr->nops + ig->tfr->nstacks + ig->tfr->ngpu_rows;
+	if (!rc && !parse_rc && ig->cnm) {
+		f.canary = ig->cnm;
+		f.events = 1;	/* one run's summary */
+	}
 	if (!rc && !parse_rc && ig->snap) {
 		f.events = ig->snap_stats.entries;
 		f.mem = ig->snap_series;

@@ -75,6 +75,7 @@ struct store_reader {
 	struct store *store;
 	sqlite3 *db;
 	sqlite3_stmt *raw;	/* kept for chunk-by-chunk reads */
+	struct canary_metrics canary;	/* what store_diag_input lends (diag_input.canary) */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -493,7 +494,8 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
 					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
-					     "lightning_actions", "stack_frames", "gpu_samples" };
+					     "lightning_actions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
+					     "canary_metrics", "canary_ops" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -702,8 +704,10 @@ static void writer_free(struct store_writer *w)
 
 	if (!w)
 		return;
-	if (w->as_reader)
+	if (w->as_reader) {
 		sqlite3_finalize(w->as_reader->raw);
+		canary_metrics_clear(&w->as_reader->canary);
+	}
 	tp_free(w->as_reader);
 	for (i = 0; i < W_NSTMT; i++)
 		sqlite3_finalize(w->st[i]);
@@ -1292,6 +1296,116 @@ static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_
 	return rc;
 }
 
+/* A key_averages cell by its meaning (textfmt's roles): NULL when the table has no such column. */
+static void bind_cell(sqlite3_stmt *st, int i, const struct tf_result *t, const struct tf_op *o, int role)
+{
+	int c = t->ka_col[role];
+
+	if (c < 0 || o->v[c] == INT64_MIN)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, o->v[c]);
+}
+
+static void bind_keyavg(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	static const int roles[] = { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL, TF_KA_SELF_DEV, TF_KA_DEV_TOTAL,
+				     TF_KA_CPU_MEM, TF_KA_SELF_CPU_MEM, TF_KA_DEV_MEM, TF_KA_SELF_DEV_MEM };
+	const struct tf_op *o = &f->text->ops[i];
+
+	sqlite3_bind_int64(st, 1, artifact);
+	sqlite3_bind_int64(st, 2, (int64_t)i);
+	sqlite3_bind_text(st, 3, o->name, -1, SQLITE_STATIC);
+	for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
+		bind_cell(st, 4 + (int)k, f->text, o, roles[k]);
+}
+
+/* A key_averages table: its rows (textfmt made sure it has # of Calls) and its footers. */
+static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
+{
+	const struct tf_result *t = f->text;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if ((rc = insert_rows(w, "INSERT INTO keyavg_ops(artifact_id, n, name, calls, self_cpu_ns, cpu_total_ns,"
+				 " self_dev_ns, dev_total_ns, cpu_mem_bytes, self_cpu_mem_bytes, dev_mem_bytes,"
+				 " self_dev_mem_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+			      t->nops, bind_keyavg, f, artifact, err)))
+		return rc;
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO keyavg_tables(artifact_id, device, self_cpu_total_ns,"
+				      " self_dev_total_ns) VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	sqlite3_bind_int64(st, 1, artifact);
+	bind_text(st, 2, t->ka_device[0] ? t->ka_device : NULL);
+	bind_opt(st, 3, t->self_cpu_total_ns);
+	bind_opt(st, 4, t->self_dev_total_ns);
+	rc = step_reset(w, st, err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void bind_real(sqlite3_stmt *st, int i, double v)
+{
+	if (isnan(v))
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_double(st, i, v);
+}
+
+/* An rlhf-canary metrics.json: its figures, then its profiler block's top ops. */
+static int insert_canary(struct store_writer *w, int64_t artifact, const struct canary_metrics *m,
+			 struct tp_errbuf *err)
+{
+	const struct canary_perf *f = &m->perf;
+	sqlite3_stmt *st = NULL;
+	int rc, c = 1;
+
+	if (sqlite3_prepare_v2(w->db, "INSERT INTO canary_metrics VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+				      " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,"
+				      " ?28, ?29)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, w->db, "prepare");
+	sqlite3_bind_int64(st, c++, artifact);
+	bind_text(st, c++, m->run_id);
+	bind_text(st, c++, m->timestamp);
+	bind_text(st, c++, m->status);
+	bind_real(st, c++, m->duration_s);
+	bind_text(st, c++, m->env_json);
+	bind_text(st, c++, m->config_json);
+	sqlite3_bind_int64(st, c++, f->steps);
+	for (int i = 0; i < CANARY_NSTAT; i++)
+		bind_real(st, c++, f->step_s[i]);
+	bind_real(st, c++, f->tokens_per_s);
+	bind_real(st, c++, f->max_mem_mb);
+	bind_real(st, c++, f->gpu_util_pct);
+	bind_real(st, c++, f->dataloader_wait_pct);
+	bind_opt(st, c++, m->nan_steps);
+	bind_opt(st, c++, m->inf_steps);
+	bind_real(st, c++, m->final_loss);
+	bind_opt(st, c++, m->loss_diverged);
+	sqlite3_bind_int(st, c++, f->has_profiler);
+	bind_text(st, c++, m->trace_path);
+	bind_real(st, c++, f->has_profiler ? f->cuda_total_ms : NAN);
+	bind_real(st, c++, f->has_profiler ? f->cpu_total_ms : NAN);
+	bind_real(st, c++, f->has_profiler ? f->self_cuda_total_ms : NAN);
+	rc = step_reset(w, st, err);
+	sqlite3_finalize(st);
+	if (rc || sqlite3_prepare_v2(w->db, "INSERT INTO canary_ops(artifact_id, device, n, name, self_ms, count)"
+					    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1, &st, NULL) != SQLITE_OK)
+		return rc ? rc : db_fail(err, w->db, "prepare");
+	for (int d = 0; d < 2; d++)
+		for (size_t i = 0; i < m->nops[d] && !rc; i++) {
+			sqlite3_bind_int64(st, 1, artifact);
+			sqlite3_bind_int(st, 2, d);
+			sqlite3_bind_int64(st, 3, (int64_t)i);
+			bind_text(st, 4, m->ops[d][i].name);
+			sqlite3_bind_double(st, 5, m->ops[d][i].self_ms);
+			sqlite3_bind_int64(st, 6, m->ops[d][i].count);
+			rc = step_reset(w, st, err);
+		}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct tp_errbuf *err)
 {
@@ -1303,6 +1417,10 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 	if (f->text && f->text->kind == TF_STACKS && (rc = insert_frames(w, artifact, f->text, err)))
 		return rc;
 	if (f->text && f->text->kind == TF_GPULOG && (rc = insert_gpu(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_KEYAVG && (rc = insert_keyavg(w, artifact, f, err)))
+		return rc;
+	if (f->canary && (rc = insert_canary(w, artifact, f->canary, err)))
 		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
 		return rc;
@@ -1752,6 +1870,7 @@ void store_reader_close(struct store_reader *r)
 	if (!r)
 		return;
 	sqlite3_finalize(r->raw);
+	canary_metrics_clear(&r->canary);
 	/* back to the pool, unless it is full or the connection is inside a transaction */
 	pthread_mutex_lock(&r->store->mu);
 	if (r->store->nidle < READER_POOL && sqlite3_get_autocommit(r->db) && !sqlite3_next_stmt(r->db, NULL)) {
@@ -2271,58 +2390,117 @@ static json_t *table(struct store_reader *r, const char *run, int rank, int sel,
 
 static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" };
 
+/*
+ * Where a rank's operators come from, as rows (artifact_id, name, calls, self_ns, total_ns) of
+ * device ?3: its traces' op_stats, or, when it has no trace, its key_averages tables (their
+ * Self CPU / CPU total, or the device's columns; on the GPU only the rows with device time or
+ * device memory, as a trace has only operators that launched GPU work).
+ */
+enum { OPS_TRACE, OPS_KEYAVG };
+static const char *const ops_sources[] = { "trace", "key_averages" };
+static const char *const ops_from[] = {
+	"(SELECT artifact_id, name, calls, self_ns, total_ns FROM op_stats WHERE device=?3)",
+	"(SELECT artifact_id, name, calls, CASE ?3 WHEN 0 THEN self_cpu_ns ELSE self_dev_ns END self_ns,"
+	" CASE ?3 WHEN 0 THEN cpu_total_ns ELSE dev_total_ns END total_ns,"
+	" CASE ?3 WHEN 0 THEN cpu_mem_bytes ELSE dev_mem_bytes END mem_bytes,"
+	" CASE ?3 WHEN 0 THEN self_cpu_mem_bytes ELSE self_dev_mem_bytes END self_mem_bytes FROM keyavg_ops"
+	" WHERE ?3=0 OR COALESCE(self_dev_ns, 0)!=0 OR COALESCE(dev_total_ns, 0)!=0 OR COALESCE(dev_mem_bytes, 0)!=0"
+	" OR COALESCE(self_dev_mem_bytes, 0)!=0)",
+};
+
+/* OPS_KEYAVG when the rank has key_averages tables and no trace, else OPS_TRACE; -1 on failure. */
+static int ops_source(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare_rank(r, "SELECT EXISTS (" RANK_ARTIFACTS " AND a.kind='key_averages'),"
+				       " EXISTS (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err);
+	int step, src;
+
+	if (!st)
+		return -1;
+	step = sqlite3_step(st);
+	src = step == SQLITE_ROW && sqlite3_column_int(st, 0) && !sqlite3_column_int(st, 1) ? OPS_KEYAVG : OPS_TRACE;
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW ? src : (db_fail(err, r->db, "read artifacts"), -1);
+}
+
+/* The host-side collectives among the operators, as a group: their total into o's "communication"
+ * and, on each row, whether it is one (the GLOBs are an_op_is_comm's prefixes). */
+static int ops_communication(struct store_reader *r, const char *run, int device, int src, json_t *o,
+			     struct tp_errbuf *err)
+{
+	char sql[1024];
+	sqlite3_stmt *st;
+	json_t *row, *comm;
+	size_t i;
+
+	json_array_foreach(json_object_get(o, "ops"), i, row)
+		if (json_object_set_new(row, "group", an_op_is_comm(json_string_value(json_object_get(row, "name")))
+							? json_string("communication") : json_null()))
+			return nomem(err), TP_ERR_NOMEM;
+	snprintf(sql, sizeof(sql), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
+		 " COALESCE(SUM(total_ns), 0) FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+		 " AND (name GLOB 'nccl:*' OR name GLOB 'gloo:*' OR name GLOB 'c10d::*' OR name = 'record_param_comms')",
+		 ops_from[src]);
+	if (!(st = prepare_rank(r, sql, run, (int)json_integer_value(json_object_get(o, "rank")), err)))
+		return TP_ERR_DB;
+	sqlite3_bind_int(st, 3, device);
+	if (!(comm = rows_json(r, st, (const char *const[]){ "names", "calls", "self_ns", "total_ns" }, 4, err)))
+		return err->rc;
+	int rc = json_object_set(o, "communication", json_array_get(comm, 0)) ? (nomem(err), TP_ERR_NOMEM) : TP_OK;
+	json_decref(comm);
+	return rc;
+}
+
+/* A key_averages answer's footers, summed over the rank's tables, and their device word. */
+static int ops_footers(struct store_reader *r, const char *run, json_t *o, struct tp_errbuf *err)
+{
+	static const char *const cols[] = { "tables", "device", "self_cpu_time_total_ns", "self_device_time_total_ns" };
+	sqlite3_stmt *st = prepare_rank(r, "SELECT COUNT(*), MAX(device), SUM(self_cpu_total_ns), SUM(self_dev_total_ns)"
+				       " FROM keyavg_tables WHERE artifact_id IN (" RANK_ARTIFACTS ")", run,
+				       (int)json_integer_value(json_object_get(o, "rank")), err);
+	json_t *rows;
+	int rc;
+
+	if (!st || !(rows = rows_json(r, st, cols, 4, err)))
+		return TP_ERR_DB;
+	rc = json_object_set(o, "key_averages", json_array_get(rows, 0)) ? (nomem(err), TP_ERR_NOMEM) : TP_OK;
+	json_decref(rows);
+	return rc;
+}
+
 json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
 		  long limit, struct tp_errbuf *err)
 {
-	static const char *const cols[] = { "name", "calls", "self_ns", "total_ns" };
+	static const char *const cols[] = { "name", "calls", "self_ns", "total_ns", "mem_bytes", "self_mem_bytes" };
 	static const char *const tcols[] = { "names", "calls", "self_ns" };
-	char sql[1024];
+	char sql[2048], total[2048];
 	size_t i;
+	int src;
+	json_t *o;
 
 	for (i = 0; i < sizeof(op_sorts) / sizeof(op_sorts[0]) && strcmp(sort, op_sorts[i]); i++)
 		;
 	if (i == sizeof(op_sorts) / sizeof(op_sorts[0]))
 		return tp_fail(err, TP_ERR_INVALID, "invalid_parameter",
 			       "sort must be self_ns, total_ns, calls or name"), NULL;
-	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns"
-		 " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3"
-		 " GROUP BY name ORDER BY %s%s, name LIMIT ?4", op_sorts[i], i < 3 ? " DESC" : "");
-	json_t *o = table(r, run, rank, device, limit, sql, cols, 4,
-			  "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
-			  " FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3",
-			  tcols, "device", device == AN_DEV_GPU ? "gpu" : "cpu", "ops", err), *row, *comm;
-	sqlite3_stmt *st;
-
-	if (!o)
+	if ((rank = rank_of(r, run, rank, err)) < 0 || (src = ops_source(r, run, rank, err)) < 0)
 		return NULL;
-	/* host-side collectives as a group: each row says whether it is one, and their total
-	 * (the GLOBs are an_op_is_comm's prefixes) */
-	json_array_foreach(json_object_get(o, "ops"), i, row)
-		if (json_object_set_new(row, "group", an_op_is_comm(json_string_value(json_object_get(row, "name")))
-							? json_string("communication") : json_null()))
-			goto oom;
-	if (!(st = prepare_rank(r, "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
-				   " COALESCE(SUM(total_ns), 0) FROM op_stats WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-				   " AND device=?3 AND (name GLOB 'nccl:*' OR name GLOB 'gloo:*' OR name GLOB 'c10d::*'"
-				   " OR name = 'record_param_comms')", run, json_integer_value(json_object_get(o, "rank")),
-				err))) {
+	/* memory columns only where key_averages printed them */
+	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns%s"
+		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY name ORDER BY %s%s, name LIMIT ?4",
+		 src == OPS_KEYAVG ? ", SUM(mem_bytes), SUM(self_mem_bytes)" : "", ops_from[src], op_sorts[i],
+		 i < 3 ? " DESC" : "");
+	snprintf(total, sizeof(total), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
+		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")", ops_from[src]);
+	if (!(o = table(r, run, rank, device, limit, sql, cols, src == OPS_KEYAVG ? 6 : 4, total, tcols, "device",
+			device == AN_DEV_GPU ? "gpu" : "cpu", "ops", err)))
+		return NULL;
+	if (json_object_set_new(o, "source", json_string(ops_sources[src])) ||
+	    ops_communication(r, run, device, src, o, err) || (src == OPS_KEYAVG && ops_footers(r, run, o, err))) {
 		json_decref(o);
-		return NULL;
+		return err->rc ? NULL : nomem(err);
 	}
-	sqlite3_bind_int(st, 3, device);
-	if (!(comm = rows_json(r, st, (const char *const[]){ "names", "calls", "self_ns", "total_ns" }, 4, err))) {
-		json_decref(o);
-		return NULL;
-	}
-	if (json_object_set(o, "communication", json_array_get(comm, 0))) {
-		json_decref(comm);
-		goto oom;
-	}
-	json_decref(comm);
 	return o;
-oom:
-	json_decref(o);
-	return nomem(err);
 }
 
 static const char *const kernel_kinds[] = { "kernel", "memcpy", "memset" };
@@ -3049,6 +3227,196 @@ static json_t *col_opt(sqlite3_stmt *st, int i)
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, i));
 }
 
+/* ---- rlhf-canary metrics ---- */
+
+static double col_real(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static int64_t col_i64_opt(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+/* A text column copied into *out (NULL stays NULL); -1 when out of memory. */
+static int col_dup(sqlite3_stmt *st, int i, char **out)
+{
+	const char *t = (const char *)sqlite3_column_text(st, i);
+
+	*out = NULL;
+	return t && !(*out = tp_strdup(t)) ? -1 : 0;
+}
+
+static void canary_row(sqlite3_stmt *st, struct canary_metrics *m)
+{
+	struct canary_perf *f = &m->perf;
+	int c = 7;
+
+	m->duration_s = col_real(st, 4);
+	f->steps = sqlite3_column_int64(st, c++);
+	for (int i = 0; i < CANARY_NSTAT; i++)
+		f->step_s[i] = col_real(st, c++);
+	f->tokens_per_s = col_real(st, c++);
+	f->max_mem_mb = col_real(st, c++);
+	f->gpu_util_pct = col_real(st, c++);
+	f->dataloader_wait_pct = col_real(st, c++);
+	m->nan_steps = col_i64_opt(st, c++);
+	m->inf_steps = col_i64_opt(st, c++);
+	m->final_loss = col_real(st, c++);
+	m->loss_diverged = (int)col_i64_opt(st, c++);
+	f->has_profiler = sqlite3_column_int(st, c++);
+	c++;	/* trace_path, copied with the strings */
+	f->cuda_total_ms = col_real(st, c++);
+	f->cpu_total_ms = col_real(st, c++);
+	f->self_cuda_total_ms = col_real(st, c++);
+}
+
+static int canary_ops_load(struct store_reader *r, int64_t artifact, struct canary_metrics *m, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT device, name, self_ms, count FROM canary_ops WHERE artifact_id=?1"
+				      " ORDER BY device, n", err);
+	int step, d;
+
+	if (!st)
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 1, artifact);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		d = sqlite3_column_int(st, 0) & 1;
+		struct canary_op *ops = tp_realloc(m->ops[d], (m->nops[d] + 1) * sizeof(*ops));
+		if (!ops)
+			break;
+		m->ops[d] = ops;
+		ops += m->nops[d];
+		memset(ops, 0, sizeof(*ops));
+		m->nops[d]++;
+		ops->self_ms = sqlite3_column_double(st, 2);
+		ops->count = sqlite3_column_int64(st, 3);
+		if (col_dup(st, 1, &ops->name))
+			break;
+	}
+	sqlite3_finalize(st);
+	if (step == SQLITE_DONE)
+		return TP_OK;
+	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read canary");
+}
+
+/*
+ * The newest rlhf-canary metrics.json of (run, rank) into *m (cleared first; canary_metrics_clear
+ * frees it) and its artifact into *artifact, 0 when the rank has none.
+ */
+static int canary_load(struct store_reader *r, const char *run, int rank, struct canary_metrics *m, int64_t *artifact,
+		       struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare_rank(r, "SELECT * FROM canary_metrics WHERE artifact_id=(SELECT MAX(id) FROM ("
+				       RANK_ARTIFACTS " AND a.kind='canary_metrics'))", run, rank, err);
+	int step, oom = 0;
+
+	canary_metrics_clear(m);
+	*artifact = 0;
+	if (!st)
+		return TP_ERR_DB;
+	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		*artifact = sqlite3_column_int64(st, 0);
+		canary_row(st, m);
+		oom = col_dup(st, 1, &m->run_id) || col_dup(st, 2, &m->timestamp) || col_dup(st, 3, &m->status) ||
+		      col_dup(st, 5, &m->env_json) || col_dup(st, 6, &m->config_json) || col_dup(st, 25, &m->trace_path);
+	}
+	sqlite3_finalize(st);
+	if (oom)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return db_fail(err, r->db, "read canary");
+	return *artifact ? canary_ops_load(r, *artifact, m, err) : TP_OK;
+}
+
+static json_t *canary_ops_json(const struct canary_metrics *m, int d)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < m->nops[d]; i++)
+		if (append(a, json_pack("{s:s, s:I, s:I}", "name", m->ops[d][i].name, "self_ns",
+					(json_int_t)tp_round_i64(m->ops[d][i].self_ms * 1e6), "calls",
+					(json_int_t)m->ops[d][i].count)))
+			return json_decref(a), NULL;
+	return a;
+}
+
+/* seconds (or ms with scale 1e6) as integer ns; null for NaN */
+static json_t *ns_json(double v, double scale)
+{
+	return isnan(v) ? json_null() : json_integer(tp_round_i64(v * scale));
+}
+
+static json_t *real_json(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *canary_profiler_json(const struct canary_metrics *m)
+{
+	const struct canary_perf *f = &m->perf;
+
+	if (!f->has_profiler)
+		return json_null();
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "trace_path", m->trace_path ? json_string(m->trace_path)
+			 : json_null(), "cuda_time_total_ns", ns_json(f->cuda_total_ms, 1e6), "cpu_time_total_ns",
+			 ns_json(f->cpu_total_ms, 1e6), "self_cuda_time_total_ns", ns_json(f->self_cuda_total_ms, 1e6),
+			 "top_cuda_ops", canary_ops_json(m, CANARY_CUDA), "top_cpu_ops", canary_ops_json(m, CANARY_CPU));
+}
+
+static json_t *canary_step_json(const struct canary_perf *f)
+{
+	json_t *o = json_pack("{s:I}", "count", (json_int_t)f->steps);
+	char key[16];
+
+	for (int i = 0; o && i < CANARY_NSTAT; i++) {
+		snprintf(key, sizeof(key), "%s_ns", canary_stat_names[i]);
+		if (json_object_set_new(o, key, ns_json(f->step_s[i], 1e9)))
+			return json_decref(o), NULL;
+	}
+	return o;
+}
+
+/* A stored object member (env, config): the JSON text as kept, null when none. */
+static json_t *kept_json(const char *text)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+	return j ? j : json_null();
+}
+
+json_t *store_run_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	struct canary_metrics m = { 0 };
+	int64_t artifact;
+	json_t *o;
+
+	if ((rank = rank_of(r, run, rank, err)) < 0 || canary_load(r, run, rank, &m, &artifact, err))
+		return NULL;
+	if (!artifact) {
+		tp_fail(err, TP_ERR_NOTFOUND, "no_canary", "run '%s' has no rlhf-canary metrics.json for rank %d", run, rank);
+		return NULL;
+	}
+	o = json_pack("{s:s, s:i, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o,"
+		      " s:{s:o, s:o, s:o, s:o}, s:o}",
+		      "run", run, "rank", rank, "artifact", (json_int_t)artifact, "run_id", m.run_id,
+		      "timestamp", m.timestamp ? json_string(m.timestamp) : json_null(),
+		      "status", m.status ? json_string(m.status) : json_null(), "duration_ns", ns_json(m.duration_s, 1e9),
+		      "env", kept_json(m.env_json), "config", kept_json(m.config_json),
+		      "step_time", canary_step_json(&m.perf), "tokens_per_s", real_json(m.perf.tokens_per_s),
+		      "max_mem_bytes", (json_int_t)tp_round_i64(m.perf.max_mem_mb * 1048576.0),
+		      "gpu_utilization_pct", real_json(m.perf.gpu_util_pct),
+		      "dataloader_wait_pct", real_json(m.perf.dataloader_wait_pct),
+		      "stability", "nan_steps", m.nan_steps < 0 ? json_null() : json_integer(m.nan_steps),
+		      "inf_steps", m.inf_steps < 0 ? json_null() : json_integer(m.inf_steps),
+		      "final_loss", real_json(m.final_loss),
+		      "loss_diverged", m.loss_diverged < 0 ? json_null() : json_boolean(m.loss_diverged),
+		      "profiler", canary_profiler_json(&m));
+	canary_metrics_clear(&m);
+	return o ? o : nomem(err);
+}
+
 json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -3771,6 +4139,16 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
 }
 
+/* The rank's newest canary metrics, lent from r (valid until it closes). */
+static int diag_canary(struct store_reader *r, const char *run, int rank, struct diag_input *in, struct tp_errbuf *err)
+{
+	int64_t artifact;
+	int rc = canary_load(r, run, rank, &r->canary, &artifact, err);
+
+	in->canary = !rc && artifact ? &r->canary : NULL;
+	return rc;
+}
+
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err)
 {
@@ -3862,7 +4240,7 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	sqlite3_finalize(st);
 	if (i != DIAG_NSYNC)
 		return db_fail(err, r->db, "read ops");
-	return diag_memory(r, run, rank, in, err);
+	return diag_memory(r, run, rank, in, err) || diag_canary(r, run, rank, in, err) ? err->rc : TP_OK;
 }
 
 json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err)
@@ -3977,7 +4355,8 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	struct diag_input in;
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int rc, step;
+	int rc, step, src;
+	char sql[1024];
 
 	memset(out, 0, sizeof(*out));
 	if (!(out->run = tp_strdup(run)))
@@ -3988,10 +4367,18 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	out->rank = in.rank;
 	out->nsteps = in.nsteps;
 	memcpy(out->comp_ns, in.comp_ns, sizeof(out->comp_ns));
-	if (!(st = prepare_rank(r, "SELECT name, SUM(calls), SUM(self_ns), 0 FROM op_stats WHERE artifact_id IN ("
-			       RANK_ARTIFACTS ") AND device=0 GROUP BY name", run, out->rank, err)) ||
-	    (rc = load_items(r, st, &out->ops, &out->nops, err)))
-		return rc ? rc : TP_ERR_DB;
+	if ((out->has_canary = in.canary != NULL))
+		out->canary = in.canary->perf;
+	if ((src = ops_source(r, run, out->rank, err)) < 0)
+		return err->rc;
+	out->ops_source = ops_sources[src];
+	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls), SUM(self_ns), 0 FROM %s WHERE artifact_id IN ("
+		 RANK_ARTIFACTS ") GROUP BY name", ops_from[src]);
+	if (!(st = prepare_rank(r, sql, run, out->rank, err)))
+		return TP_ERR_DB;
+	sqlite3_bind_int(st, 3, AN_DEV_CPU);
+	if ((rc = load_items(r, st, &out->ops, &out->nops, err)))
+		return rc;
 	if (!(st = prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE artifact_id IN ("
 			       RANK_ARTIFACTS ") GROUP BY kind, name", run, out->rank, err)) ||
 	    (rc = load_items(r, st, &out->kernels, &out->nkernels, err)))

@@ -23,6 +23,7 @@
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
+#include "canarymodel.h"
 #include "event.h"
 #include "memmodel.h"
 #include "tp.h"
@@ -93,6 +94,7 @@ struct store_final {
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
 	const struct tf_result *text;	/* a Lightning report's actions (textfmt.h); may be NULL */
+	const struct canary_metrics *canary;	/* an rlhf-canary metrics.json; may be NULL */
 	size_t nmem;
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;
@@ -245,6 +247,11 @@ json_t *store_run_actions(struct store_reader *r, const char *run, int rank, str
 /* {"run", "rank", "frames": [{frame, self, total}]}: the folded stacks of (run, rank), the top frames by total. */
 /* {"run", "rank", "gpus": [...]}: the nvidia-smi logs of (run, rank) per GPU index and column (store.c). */
 json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+/*
+ * {"run", "rank", "artifact", "run_id", "step_time", "tokens_per_s", "max_mem_bytes", "profiler", ...}: the
+ * newest rlhf-canary metrics.json of (run, rank), in ns and bytes (store.c); NOTFOUND no_canary when none.
+ */
+json_t *store_run_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err);
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err);

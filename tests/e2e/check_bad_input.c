@@ -455,7 +455,7 @@ static void reads_answer(const char *run, const char *file)
 	static const char *const reads[] = {
 		"", "/steps", "/steps?format=csv", "/ops", "/ops?device=gpu", "/ops?format=csv", "/kernels",
 		"/kernels?format=csv", "/ranks", "/ranks?format=csv", "/diagnosis", "/memory", "/memory?points=0",
-		"/memory?points=3", "/memory/peak", "/trace", "/metrics",
+		"/memory?points=3", "/memory/peak", "/trace", "/metrics", "/actions", "/stacks", "/gpu", "/canary",
 	};
 	char path[512];
 	struct tu_resp r;

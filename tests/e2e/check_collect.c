@@ -1055,6 +1055,36 @@ START_TEST(test_compare_gates)
 }
 END_TEST
 
+/* Two rlhf-canary runs (tests/formats: the slow one 25 % slower per step): the notebook's table, exit 5. */
+START_TEST(test_compare_canary)
+{
+	static const char *const files[][2] = { { "kbase", "tests/formats/canary_baseline.json" },
+						 { "kslow", "tests/formats/canary_slow.json" } };
+	struct tu_resp r;
+	char *out;
+
+	for (int i = 0; i < 2; i++) {
+		char *path = tu_source_path(files[i][1]), url[128];
+		size_t len;
+		uint8_t *d = tu_read_file(path, &len);
+		ck_assert_ptr_nonnull(d);
+		snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?name=metrics.json", files[i][0]);
+		ck_assert_int_eq(tu_http(&srv, "POST", url, d, len, NULL, &r), 0);
+		ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+		tu_resp_free(&r);
+		free(d);
+		free(path);
+	}
+	/* (0.64 - 0.512) / 0.512 = +25.0 %, (6400 - 8000) / 8000 = -20.0 %, 1792.5 - 2048.5 = -256 MB */
+	ck_assert_int_eq(collect("canary", (const char *[]){ "compare", "kbase", "kslow", NULL }, NULL), 5);
+	out = output("canary", "out");
+	ck_assert_msg(strstr(out, "kbase -> kslow: regression") && strstr(out, "rlhf-canary metrics") &&
+			      strstr(out, "0.5120") && strstr(out, "0.6400") && strstr(out, "+25.0%") &&
+			      strstr(out, "-20.0%") && strstr(out, "-256"), "%s", out);
+	free(out);
+}
+END_TEST
+
 /* ---- the file as it was, and what the CLI says ---- */
 
 static void sha256_hex(const void *data, size_t len, char out[65])
@@ -1315,6 +1345,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_run_server_restart);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_compare_gates);
+	tcase_add_test(tc, test_compare_canary);
 	tcase_add_test(tc, test_raw_is_the_file);
 	tcase_add_test(tc, test_ports_checked);
 	tcase_add_test(tc, test_watch_says_what_it_did);

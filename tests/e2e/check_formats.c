@@ -4,8 +4,14 @@
  * its content whatever its name, stored as a ready artifact of its kind with
  * as many rows as the file has (counted here from the file itself), text that
  * is none of them answers 415 naming what is taken, and a truncated table 400
- * naming its line, keeping only the failed upload's raw bytes.
+ * naming its line, keeping only the failed upload's raw bytes. Then the
+ * key_averages table as /ops (its cells read here from the file apart), the
+ * compare of two such tables, and rlhf-canary metrics.json: /canary, the
+ * notebook's quick-diagnosis findings and a baseline/slow compare, each
+ * figure computed here from tests/formats/'s files.
  */
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +304,388 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* ---- key_averages as the operator table ---- */
+
+static json_t *get_json(const char *path, long status)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "GET %s: %ld: %.300s", path, r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+static void post(const char *run, const char *name, const void *d, size_t len, long status)
+{
+	char path[256];
+	struct tu_resp r;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=%s", run, name);
+	ck_assert_int_eq(tu_http(&srv, "POST", path, d, len, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "%s: %ld: %.300s", path, r.status, r.body);
+	tu_resp_free(&r);
+}
+
+/* A printed time ("12.979us", "1.763ms", "2.549s") in ns, read here apart from the server's parser. */
+static long long printed_ns(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	ck_assert_msg(end != s, "not a time: %s", s);
+	if (!strcmp(end, "us"))
+		return llround(v * 1e3);
+	if (!strcmp(end, "ms"))
+		return llround(v * 1e6);
+	ck_assert_msg(!strcmp(end, "s"), "not a time: %s", s);
+	return llround(v * 1e9);
+}
+
+/* The kernelheim table's columns, in the order its header prints them (checked below). */
+enum { KA_NAME, KA_SELF_CPU_PCT, KA_SELF_CPU, KA_CPU_TOTAL_PCT, KA_CPU_TOTAL, KA_CPU_AVG, KA_SELF_CUDA, KA_SELF_CUDA_PCT,
+       KA_CUDA_TOTAL, KA_CUDA_AVG, KA_CALLS, KA_NCOLS };
+
+struct ka_file {
+	char rows[16][KA_NCOLS][64];	/* the data rows' cells (names have no spaces in this file) */
+	int nrows;
+	long long self_cpu_total, self_cuda_total;	/* the footers */
+};
+
+static void read_kernelheim(const uint8_t *d, size_t len, struct ka_file *f)
+{
+	char *text = strndup((const char *)d, len), *save = NULL, *line;
+	int dashes = 0;
+
+	memset(f, 0, sizeof(*f));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "-----", 5)) {
+			dashes++;
+			continue;
+		}
+		if (dashes == 1)
+			ck_assert_ptr_nonnull(strstr(line, "Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time"
+							   " avg     Self CUDA   Self CUDA %    CUDA total  CUDA time avg    # of Calls"));
+		if (dashes == 2) {
+			ck_assert_int_lt(f->nrows, 16);
+			ck_assert_int_eq(sscanf(line, "%63s %63s %63s %63s %63s %63s %63s %63s %63s %63s %63s",
+						f->rows[f->nrows][0], f->rows[f->nrows][1], f->rows[f->nrows][2],
+						f->rows[f->nrows][3], f->rows[f->nrows][4], f->rows[f->nrows][5],
+						f->rows[f->nrows][6], f->rows[f->nrows][7], f->rows[f->nrows][8],
+						f->rows[f->nrows][9], f->rows[f->nrows][10]), KA_NCOLS);
+			f->nrows++;
+		}
+		if (!strncmp(line, "Self CPU time total: ", 21))
+			f->self_cpu_total = printed_ns(line + 21);
+		if (!strncmp(line, "Self CUDA time total: ", 22))
+			f->self_cuda_total = printed_ns(line + 22);
+	}
+	free(text);
+}
+
+static json_t *op_named(json_t *ops, const char *name)
+{
+	json_t *o;
+	size_t i;
+
+	json_array_foreach(ops, i, o)
+		if (!strcmp(json_string_value(json_object_get(o, "name")), name))
+			return o;
+	ck_abort_msg("no op %s", name);
+	return NULL;
+}
+
+START_TEST(test_key_averages_ops)
+{
+	size_t len;
+	uint8_t *d = sample("key_averages_cuda_kernelheim.txt", &len);
+	struct ka_file f;
+	long long self = 0, calls = 0, cuda = 0, best = -1;
+	int ncuda = 0, top = 0;
+	json_t *j, *o;
+
+	read_kernelheim(d, len, &f);
+	ck_assert_int_eq(f.nrows, 7);
+	for (int i = 0; i < f.nrows; i++) {
+		long long s = printed_ns(f.rows[i][KA_SELF_CPU]), c = printed_ns(f.rows[i][KA_SELF_CUDA]);
+		self += s, cuda += c, calls += atoll(f.rows[i][KA_CALLS]);
+		ncuda += c != 0 || printed_ns(f.rows[i][KA_CUDA_TOTAL]) != 0;
+		if (s > best)
+			best = s, top = i;
+	}
+	post("keyavg", "key_averages.txt", d, len, 201);
+
+	/* CPU: every row, Self CPU and CPU total to the ns as printed; the largest first */
+	j = get_json("/api/v1/runs/keyavg/ops", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), "key_averages");
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ops")), f.nrows);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "ops"), 0), "name")),
+			 f.rows[top][KA_NAME]);
+	/* the table's top row, aten::square: 12.979us self, 130.642us total, 1 call */
+	ck_assert_str_eq(f.rows[0][KA_NAME], "aten::square");
+	o = op_named(json_object_get(j, "ops"), f.rows[0][KA_NAME]);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_ns")), printed_ns(f.rows[0][KA_SELF_CPU]));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_ns")), 12979);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "total_ns")), printed_ns(f.rows[0][KA_CPU_TOTAL]));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "calls")), atoll(f.rows[0][KA_CALLS]));
+	ck_assert(json_is_null(json_object_get(o, "mem_bytes")));	/* no profile_memory columns */
+	/* the totals: the rows' sums, and the footers as printed (Self CPU sums to 1.720ms as rounded) */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "self_ns")), self);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "calls")), calls);
+	ck_assert_int_eq(llabs(self - f.self_cpu_total) < 500, 1);
+	o = json_object_get(j, "key_averages");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_cpu_time_total_ns")), f.self_cpu_total);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_cpu_time_total_ns")), 1720000);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_device_time_total_ns")), f.self_cuda_total);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_device_time_total_ns")), 1763000);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "device")), "CUDA");
+	json_decref(j);
+
+	/* GPU: the rows with CUDA time, Self CUDA and CUDA total; their self times sum to the footer */
+	j = get_json("/api/v1/runs/keyavg/ops?device=gpu", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ops")), ncuda);
+	o = op_named(json_object_get(j, "ops"), f.rows[0][KA_NAME]);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_ns")), printed_ns(f.rows[0][KA_SELF_CUDA]));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "total_ns")), printed_ns(f.rows[0][KA_CUDA_TOTAL]));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "self_ns")), cuda);
+	ck_assert_int_eq(cuda, f.self_cuda_total);
+	json_decref(j);
+
+	/* a table with memory columns (tests/formats/key_averages_memory.txt): in bytes, 1024-based as torch
+	 * prints them; on the GPU the rows with CUDA time or CUDA memory (aten::empty allocates, runs nothing) */
+	{
+		char *path = tu_source_path("tests/formats/key_averages_memory.txt");
+		size_t ml;
+		uint8_t *md = tu_read_file(path, &ml);
+		ck_assert_ptr_nonnull(md);
+		ck_assert_ptr_nonnull(strstr((char *)md, "aten::mm        10.13%       1.204ms        12.40%       1.474ms"));
+		ck_assert_ptr_nonnull(strstr((char *)md, "aten::empty         0.84%      99.870us         0.84%      99.870us"
+						     "       1.248us       0.000us         0.00%       0.000us       0.000us"
+						     "     256.00 Kb     256.00 Kb      48.00 Mb      48.00 Mb            80"));
+		post("kamem", "key_averages.txt", md, ml, 201);
+		free(md);
+		free(path);
+	}
+	j = get_json("/api/v1/runs/kamem/ops", 200);
+	o = op_named(json_object_get(j, "ops"), "aten::mm");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_ns")), printed_ns("1.204ms"));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "total_ns")), printed_ns("1.474ms"));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "mem_bytes")), 0);
+	o = op_named(json_object_get(j, "ops"), "aten::empty");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "mem_bytes")), 256 * 1024);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_mem_bytes")), 256 * 1024);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "key_averages"), "self_cpu_time_total_ns")),
+			 printed_ns("11.886ms"));
+	json_decref(j);
+	j = get_json("/api/v1/runs/kamem/ops?device=gpu", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "ops")), 4);	/* not cudaLaunchKernel */
+	o = op_named(json_object_get(j, "ops"), "aten::mm");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_ns")), printed_ns("2.311ms"));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "mem_bytes")), 40 * 1024 * 1024);
+	o = op_named(json_object_get(j, "ops"), "aten::empty");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "self_mem_bytes")), 48 * 1024 * 1024);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "total"), "self_ns")), printed_ns("3.769ms"));
+	json_decref(j);
+
+	/* a trace's run says its source */
+	tu_upload_fixture(&srv, "katrace", "traces/hta_alexnet.json.gz");
+	j = get_json("/api/v1/runs/katrace/ops?limit=1", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), "trace");
+	ck_assert_ptr_null(json_object_get(j, "key_averages"));
+	json_decref(j);
+
+	/* compare: the same table with aten::pow's Self CPU 100 us longer (81.962us -> 181.962us) */
+	{
+		char *t = malloc(len + 1), *cell;
+		memcpy(t, d, len);
+		t[len] = 0;
+		ck_assert_ptr_nonnull(cell = strstr(t, "      81.962us"));
+		memcpy(cell, "     181.962us", 14);	/* same width: the columns stay where the dash line says */
+		post("keyavg2", "key_averages.txt", t, len, 201);
+		free(t);
+	}
+	j = get_json("/api/v1/compare?base=keyavg&target=keyavg2", 200);
+	o = json_array_get(json_object_get(j, "ops"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "name")), "aten::pow");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "status")), "changed");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "base_ns_per_step")), printed_ns("81.962us"));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "delta_ns_per_step")),
+			 printed_ns("181.962us") - printed_ns("81.962us"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "ops_counts"), "changed")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "ops_counts"), "unchanged")), f.nrows - 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "ops_source"), "target")), "key_averages");
+	{
+		int said = 0;
+		size_t i;
+		json_t *x;
+		json_array_foreach(json_object_get(j, "reasons"), i, x)
+			said |= strstr(json_string_value(x), "the one that grew most, aten::pow +100.0 us") != NULL;
+		ck_assert_msg(said, "%s", json_dumps(json_object_get(j, "reasons"), 0));
+	}
+	/* no steps and no memory in either table: the verdict cannot be decided */
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "not_comparable");
+	json_decref(j);
+	free(d);
+}
+END_TEST
+
+/* ---- rlhf-canary metrics.json ---- */
+
+static json_t *canary_file(const char *name, uint8_t **d, size_t *len)
+{
+	char rel[64], *path;
+	json_t *j;
+
+	snprintf(rel, sizeof(rel), "tests/formats/%s", name);
+	path = tu_source_path(rel);
+	*d = tu_read_file(path, len);
+	ck_assert_ptr_nonnull(*d);
+	ck_assert_ptr_nonnull(j = json_load_file(path, 0, NULL));
+	free(path);
+	return j;
+}
+
+/* a number of the file at a path of keys ("perf", "step_time", "mean", NULL) */
+static double at(json_t *j, ...)
+{
+	va_list ap;
+	const char *k;
+
+	va_start(ap, j);
+	while ((k = va_arg(ap, const char *)))
+		j = json_object_get(j, k);
+	va_end(ap);
+	ck_assert_msg(json_is_number(j), "not a number");
+	return json_number_value(j);
+}
+
+static json_t *finding(json_t *diag, const char *id)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach(json_object_get(diag, "findings"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "id")), id))
+			return json_object_get(f, "evidence");
+	return NULL;
+}
+
+/* the copy share the canary's notebook computes over top_cuda_ops, Memcpy kernels counted too */
+static double copy_share(json_t *m)
+{
+	double copy = 0, all = 0;
+	json_t *op;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(m, "profiler"), "top_cuda_ops"), i, op) {
+		const char *n = json_string_value(json_object_get(op, "name"));
+		double ms = json_number_value(json_object_get(op, "self_cuda_time_ms"));
+		all += ms;
+		if (strstr(n, "copy") || strstr(n, "Memcpy"))
+			copy += ms;
+	}
+	return copy / all;
+}
+
+START_TEST(test_canary)
+{
+	uint8_t *bd, *sd;
+	size_t bl, sl;
+	json_t *b = canary_file("canary_baseline.json", &bd, &bl), *s = canary_file("canary_slow.json", &sd, &sl), *j, *o;
+	double m1 = at(b, "perf", "step_time", "mean", NULL), m2 = at(s, "perf", "step_time", "mean", NULL);
+	double sd1 = at(b, "perf", "step_time", "std", NULL), sd2 = at(s, "perf", "step_time", "std", NULL);
+	double n1 = at(b, "perf", "step_time", "count", NULL), n2 = at(s, "perf", "step_time", "count", NULL);
+	double t1 = at(b, "perf", "approx_tokens_per_sec", NULL), t2 = at(s, "perf", "approx_tokens_per_sec", NULL);
+	double mem1 = at(b, "perf", "max_mem_mb", NULL), mem2 = at(s, "perf", "max_mem_mb", NULL);
+
+	post("canary_base", "metrics.json", bd, bl, 201);
+	post("canary_slow", "baseline.json", sd, sl, 201);	/* the name says nothing: the content does */
+
+	/* the slow run's figures in ns and bytes, from the file's seconds, MiB and ms */
+	j = get_json("/api/v1/runs/canary_slow/canary", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "run_id")), json_string_value(json_object_get(s, "run_id")));
+	o = json_object_get(j, "step_time");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "count")), (json_int_t)n2);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "mean_ns")), llround(m2 * 1e9));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "mean_ns")), 640000000);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "p95_ns")), llround(at(s, "perf", "step_time", "p95", NULL) * 1e9));
+	ck_assert_double_eq(json_real_value(json_object_get(j, "tokens_per_s")), t2);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_mem_bytes")), llround(mem2 * 1048576));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "config"), "batch_size")), 1);
+	o = json_object_get(j, "profiler");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "cuda_time_total_ns")),
+			 llround(at(s, "profiler", "cuda_time_total_ms", NULL) * 1e6));
+	ck_assert_int_eq(json_array_size(json_object_get(o, "top_cuda_ops")),
+			 json_array_size(json_object_get(json_object_get(s, "profiler"), "top_cuda_ops")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(o, "top_cpu_ops"), 1), "self_ns")),
+			 llround(json_number_value(json_object_get(json_array_get(json_object_get(json_object_get(s, "profiler"),
+				 "top_cpu_ops"), 1), "self_cpu_time_ms")) * 1e6));
+	json_decref(j);
+
+	/* the notebook's quick diagnosis: CPU over twice CUDA in both; copies over 30 % in the slow run only */
+	j = get_json("/api/v1/runs/canary_slow/diagnosis", 200);
+	ck_assert_ptr_nonnull(o = finding(j, "canary_cpu_bound"));
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "ratio")),
+				at(s, "profiler", "cpu_time_total_ms", NULL) / at(s, "profiler", "cuda_time_total_ms", NULL), 1e-9);
+	ck_assert_ptr_nonnull(o = finding(j, "canary_copies"));
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "copy_pct")), copy_share(s) * 100, 1e-9);
+	ck_assert(copy_share(s) > 0.30);
+	ck_assert_int_eq(json_array_size(json_object_get(o, "copies")), 2);
+	json_decref(j);
+	j = get_json("/api/v1/runs/canary_base/diagnosis", 200);
+	ck_assert_ptr_nonnull(finding(j, "canary_cpu_bound"));
+	ck_assert_ptr_null(finding(j, "canary_copies"));
+	ck_assert(copy_share(b) <= 0.30);
+	json_decref(j);
+
+	/* compare as the notebook does: step time +25.0 %, tokens/s -20.0 %, memory -256 MB, and Welch's test */
+	j = get_json("/api/v1/compare?base=canary_base&target=canary_slow", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "regression");
+	o = json_object_get(json_object_get(j, "canary"), "step_time");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "delta_pct")), (m2 - m1) / m1 * 100, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "delta_pct")), 25.0, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "t")), (m2 - m1) / sqrt(sd1 * sd1 / n1 + sd2 * sd2 / n2),
+				1e-6);
+	ck_assert(json_is_true(json_object_get(o, "significant")));
+	o = json_object_get(json_object_get(j, "canary"), "tokens_per_s");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "delta_pct")), (t2 - t1) / t1 * 100, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "delta_pct")), -20.0, 1e-9);
+	o = json_object_get(json_object_get(j, "canary"), "max_mem");
+	ck_assert_double_eq(json_real_value(json_object_get(o, "delta_mb")), mem2 - mem1);
+	ck_assert_double_eq(json_real_value(json_object_get(o, "delta_mb")), -256.0);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "delta_bytes")), llround((mem2 - mem1) * 1048576));
+	json_decref(j);
+	/* the other way step time falls 20 % but memory rises (2048.5 - 1792.5) / 1792.5 = 14.3 %: past the
+	 * default 5 % that is a regression; with a 15 % threshold only the step time counts, an improvement */
+	ck_assert((mem1 - mem2) / mem2 * 100 > 5 && (mem1 - mem2) / mem2 * 100 < 15 && (m2 - m1) / m2 * 100 > 15);
+	j = get_json("/api/v1/compare?base=canary_slow&target=canary_base", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "regression");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(json_object_get(json_object_get(j, "canary"), "max_mem"),
+								"delta_pct")), (mem1 - mem2) / mem2 * 100, 1e-9);
+	json_decref(j);
+	j = get_json("/api/v1/compare?base=canary_slow&target=canary_base&threshold_pct=15", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "improvement");
+	json_decref(j);
+
+	/* cut: 400 naming where, and nothing of it kept but the raw bytes */
+	j = refused("canary_cut", "name=metrics.json", sd, sl / 2, 400, "invalid_canary");
+	ck_assert_ptr_nonnull(strstr(message(j), "line "));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "artifact"), "kind")), "canary_metrics");
+	json_decref(j);
+	json_decref(get_json("/api/v1/runs/canary_cut/canary", 404));
+	/* a JSON object of neither kind keeps the trace's error */
+	j = refused("neither", "name=x.json", "{\"run\": 1}", 10, 400, "invalid_trace");
+	json_decref(j);
+	free(bd);
+	free(sd);
+	json_decref(b);
+	json_decref(s);
+}
+END_TEST
+
 Suite *suite_formats(void)
 {
 	Suite *s = suite_create("formats");
@@ -307,6 +695,8 @@ Suite *suite_formats(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_every_sample);
 	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_key_averages_ops);
+	tcase_add_test(tc, test_canary);
 	suite_add_tcase(s, tc);
 	return s;
 }

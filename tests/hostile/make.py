@@ -95,11 +95,43 @@ put('tokens/tokens_33.txt', ''.join('token-%02d-0123456789abcdef\n' % i for i in
 # Other profilers' text reports (issue 21): cut, a column missing, units the tools never write, a
 # line far over the cap, a year whose nanoseconds overflow, and text that is none of them.
 os.makedirs(os.path.join(here, 'formats'), exist_ok=True)
-SEP = '-' * 25 + '  ' + '  '.join(['-' * 12] * 3) + '  \n'
-HDR = '%25s  %12s  %12s  %12s  \n' % ('Name', 'Self CPU %', 'Self CPU', '# of Calls')
-put('formats/key_averages_cut.txt', SEP + HDR + SEP + '%25s  %12s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979us', '1'))
-put('formats/key_averages_no_calls.txt', SEP + HDR + SEP + '%25s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979us') + SEP)
-put('formats/key_averages_furlongs.txt', SEP + HDR + SEP + '%25s  %12s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979fl', '1') + SEP)
+SEP = '-' * 25 + '  ' + '  '.join(['-' * 12] * 4) + '  \n'
+HDR = '%25s  %12s  %12s  %12s  %12s  \n' % ('Name', 'Self CPU %', 'Self CPU', 'CPU total', '# of Calls')
+ROW = '%25s  %12s  %12s  %12s  %12s  \n'
+put('formats/key_averages_cut.txt', SEP + HDR + SEP + ROW % ('aten::mm', '1.00%', '12.979us', '12.979us', '1'))
+put('formats/key_averages_no_calls.txt', SEP + HDR + SEP + '%25s  %12s  %12s  %12s  \n' % ('aten::mm', '1.00%', '12.979us',
+    '12.979us') + SEP)
+put('formats/key_averages_furlongs.txt', SEP + HDR + SEP + ROW % ('aten::mm', '1.00%', '12.979fl', '12.979us', '1') + SEP)
+# a table whose header lacks CPU total: no operator table (torch >= 1.7 always prints it)
+SEP3 = '-' * 25 + '  ' + '  '.join(['-' * 12] * 3) + '  \n'
+ROW3 = '%25s  %12s  %12s  %12s  \n'
+put('formats/key_averages_no_cpu_total.txt', SEP3 + ROW3 % ('Name', 'Self CPU %', 'Self CPU', '# of Calls') + SEP3
+    + ROW3 % ('aten::mm', '1.00%', '1.0us', '1') + SEP3)
+
+# rlhf-canary metrics.json (issue 21): cut, a type or a range the canary never writes, nesting past
+# jansson's depth, a number past a double, more ops than it lists, and past the 1 MiB cap (gzipped:
+# the server inflates it); a JSON object that is neither a canary nor a trace keeps the trace's error.
+CANARY = {'run_id': 'dpo_1_abcd', 'timestamp': '2026-01-26T16:05:40.123456', 'duration_seconds': 1.5,
+          'perf': {'step_time': {'count': 2, 'mean': 0.5, 'median': 0.5, 'p50': 0.5, 'p95': 0.5, 'p99': 0.5,
+                                 'min': 0.5, 'max': 0.5, 'std': 0.0},
+                   'approx_tokens_per_sec': 100.0, 'max_mem_mb': 1.0},
+          'status': 'completed'}
+def canary(**perf):
+    c = json.loads(json.dumps(CANARY))
+    c['perf'].update(perf)
+    return json.dumps(c, indent=2)
+put('formats/canary_truncated.json', canary()[:120])
+put('formats/canary_mean_text.json', canary(step_time={'count': 2, 'mean': 'fast'}))
+put('formats/canary_negative_step.json', canary(step_time={'count': 2, 'mean': -0.5, 'std': 0.0}))
+put('formats/canary_step_ns_overflow.json', canary(step_time={'count': 2, 'mean': 1e10, 'std': 0.0}))
+put('formats/canary_mem_overflow.json', canary(max_mem_mb=1e400).replace('Infinity', '1e400'))
+put('formats/canary_deep.json', '{"run_id": "x", "env": ' + '[' * 3000 + ']' * 3000 + '}')
+put('formats/canary_many_ops.json', json.dumps(dict(CANARY, profiler={
+    'cuda_time_total_ms': 1.0, 'cpu_time_total_ms': 1.0,
+    'top_cuda_ops': [{'name': 'k%d' % i, 'self_cuda_time_ms': 1.0, 'count': 1} for i in range(101)]})))
+put('formats/canary_too_large.json.gz', gzip.compress(json.dumps(dict(CANARY, stability={
+    'loss_values': [0.5] * 300000})).encode(), mtime=0))
+put('formats/json_neither.json', '{"hello": 1}')
 put('formats/lightning_missing_total.txt',
     'FIT Profiler Report\n\nAction\t|  Mean duration (s)\t|  Num calls\t|  Total time (s)\t|  Percentage %\t|\n'
     + '-' * 80 + '\nrun_training_epoch\t|  21.692\t|  1\t|\n')

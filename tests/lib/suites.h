@@ -19,6 +19,7 @@ Suite *suite_snapshot(void);
 Suite *suite_stats(void);
 Suite *suite_runline(void);
 Suite *suite_textfmt(void);
+Suite *suite_canary(void);
 Suite *suite_upload(void);
 Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);

@@ -480,6 +480,42 @@ async function main() {
 		exactBody(await expect('GET', '/api/v1/runs/lightning/gpu', 200, 'gpu'));
 		await expect('GET', '/api/v1/runs/v100/gpu', 404, 'error');
 	}
+	// a key_averages table: /ops answers from it (source key_averages) when the rank has no trace;
+	// a trace's /ops says source trace (the analysis loop below validates those)
+	{
+		await expect('POST', '/api/v1/runs/keyavg/artifacts?name=key_averages.txt', 201, 'artifact',
+			fs.readFileSync(path.join(fixturesDir, 'formats/key_averages_cuda_kernelheim.txt')));
+		for (const q of ['', '?device=gpu', '?sort=name&limit=2']) {
+			const ops = exactBody(await expect('GET', `/api/v1/runs/keyavg/ops${q}`, 200, 'ops'));
+			if (ops)
+				check(`GET /api/v1/runs/keyavg/ops${q}: source key_averages, its footers`, ops.source === 'key_averages' &&
+					ops.key_averages.tables === 1 && ops.key_averages.device === 'CUDA', JSON.stringify(ops.key_averages));
+		}
+		const t = await expect('GET', '/api/v1/runs/v100/ops?limit=1', 200, 'ops');
+		if (t)
+			check('GET /api/v1/runs/v100/ops: source trace', t.source === 'trace', t.source);
+	}
+	// rlhf-canary metrics.json: /canary, its findings, and a baseline/slow compare (tests/formats)
+	{
+		for (const [run, file] of [['canary_base', 'canary_baseline.json'], ['canary_slow', 'canary_slow.json']]) {
+			const up = await expect('POST', `/api/v1/runs/${run}/artifacts?name=metrics.json`, 201, 'artifact',
+				fs.readFileSync(path.join(repoRoot, 'tests/formats', file)));
+			if (up?.artifact)
+				check(`upload ${run}: canary_metrics, ready`, up.artifact.kind === 'canary_metrics' &&
+					up.artifact.status === 'ready' && up.artifact.events === 1, JSON.stringify(up.artifact));
+			exactBody(await expect('GET', `/api/v1/runs/${run}/canary`, 200, 'canary'));
+			await expect('GET', `/api/v1/runs/${run}/diagnosis`, 200, 'diagnosis');
+		}
+		await expect('GET', '/api/v1/runs/v100/canary', 404, 'error');
+		const c = exactBody(await expect('GET', '/api/v1/compare?base=canary_base&target=canary_slow', 200, 'compare'));
+		if (c)
+			check('compare canary_base -> canary_slow: regression from the canary step time', c.verdict === 'regression' &&
+				c.canary?.step_time?.significant === true, JSON.stringify(c.canary?.step_time));
+		const k = exactBody(await expect('GET', '/api/v1/compare?base=keyavg&target=keyavg', 200, 'compare'));
+		if (k)
+			check('compare keyavg with itself: ops from key_averages', k.ops_source.base === 'key_averages' &&
+				k.ops.length === 7 && k.canary === null, JSON.stringify(k.ops_source));
+	}
 	// memory snapshot pickles (protocol 4 starts with 0x80): the cs336 trace and a state-only dump
 	for (const [run, file, points] of [['snapshot', 'memory/docubox_state_only_snapshot.pickle', 1],
 		['snapcs336', 'memory/cs336_memory_snapshot.pickle', 3442]]) {
@@ -917,7 +953,7 @@ async function main() {
 			'/api/v1/runs/{run}/artifacts/{id}', '/api/v1/runs/{run}/steps', '/api/v1/runs/{run}/ops',
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
 			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/critical_path', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
-			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/gpu', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
+			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/gpu', '/api/v1/runs/{run}/canary', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
 			'/api/v1/runs/{run}/timeline'];
 		const missing = want.filter((p) => !doc.paths[p]);
 		check('openapi.yaml describes every endpoint tested here', !missing.length, `missing ${missing.join(', ')}`);

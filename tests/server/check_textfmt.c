@@ -412,6 +412,72 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+/* The columns by meaning, whatever the device word; memory columns when printed; the three that make an operator table. */
+START_TEST(test_key_averages_roles)
+{
+	char *path = tu_source_path("tests/formats/key_averages_memory.txt");
+	size_t len;
+	uint8_t *d = tu_read_file(path, &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+	/* the title of each role in that file's header */
+	static const char *const titles[TF_KA_NROLES] = {
+		[TF_KA_CALLS] = "# of Calls", [TF_KA_SELF_CPU] = "Self CPU", [TF_KA_CPU_TOTAL] = "CPU total",
+		[TF_KA_SELF_DEV] = "Self CUDA", [TF_KA_DEV_TOTAL] = "CUDA total", [TF_KA_CPU_MEM] = "CPU Mem",
+		[TF_KA_SELF_CPU_MEM] = "Self CPU Mem", [TF_KA_DEV_MEM] = "CUDA Mem", [TF_KA_SELF_DEV_MEM] = "Self CUDA Mem",
+	};
+
+	ck_assert_ptr_nonnull(d);
+	for (size_t k = 0; k < sizeof(pieces) / sizeof(pieces[0]); k++) {
+		ck_assert_int_eq(parse(TF_KEYAVG, d, len, pieces[k], &p, &r, &err), TP_OK);
+		ck_assert_str_eq(r->ka_device, "CUDA");
+		for (int role = 0; role < TF_KA_NROLES; role++) {
+			ck_assert_int_ge(r->ka_col[role], 1);
+			ck_assert_str_eq(r->col_names[r->ka_col[role]], titles[role]);
+		}
+		/* aten::empty: 256.00 Kb of CPU memory, 48.00 Mb of CUDA memory, 80 calls */
+		ck_assert_str_eq(r->ops[3].name, "aten::empty");
+		ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_CPU_MEM]], 256 * 1024);
+		ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_SELF_DEV_MEM]], 48 * 1024 * 1024);
+		ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_CALLS]], 80);
+		textfmt_parser_free(p);
+	}
+	free(d);
+	free(path);
+
+	/* an XPU table without memory: the device word is the table's */
+	{
+		static const char xpu[] =
+			"-------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+			"         Name      Self CPU     CPU total      Self XPU     XPU total   Self XPU %    # of Calls  \n"
+			"-------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+			"     aten::mm       1.000us       2.000us       3.000us       4.000us       100.00%             5  \n"
+			"-------------  ------------  ------------  ------------  ------------  ------------  ------------  \n";
+		ck_assert_int_eq(parse(TF_KEYAVG, xpu, sizeof(xpu) - 1, 4096, &p, &r, &err), TP_OK);
+		ck_assert_str_eq(r->ka_device, "XPU");
+		ck_assert_int_eq(r->ops[0].v[r->ka_col[TF_KA_DEV_TOTAL]], 4000);
+		ck_assert_int_eq(r->ops[0].v[r->ka_col[TF_KA_SELF_DEV]], 3000);
+		ck_assert_int_eq(r->ka_col[TF_KA_CPU_MEM], -1);
+		ck_assert_int_eq(r->ka_col[TF_KA_DEV_MEM], -1);
+		textfmt_parser_free(p);
+	}
+	/* no # of Calls: no operator table, 400 at the header's closing dash line */
+	{
+		static const char nocalls[] =
+			"-------------  ------------  ------------  \n"
+			"         Name      Self CPU     CPU total  \n"
+			"-------------  ------------  ------------  \n"
+			"     aten::mm       1.000us       2.000us  \n"
+			"-------------  ------------  ------------  \n";
+		ck_assert_int_eq(parse(TF_KEYAVG, nocalls, sizeof(nocalls) - 1, 4096, &p, &r, &err), TP_ERR_INVALID);
+		ck_assert_ptr_nonnull(strstr(err.msg, "line 3"));
+		ck_assert_ptr_nonnull(strstr(err.msg, "# of Calls"));
+		textfmt_parser_free(p);
+	}
+}
+END_TEST
+
 Suite *suite_textfmt(void)
 {
 	Suite *s = suite_create("textfmt");
@@ -422,6 +488,7 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_lightning_advanced);
 	tcase_add_test(tc, test_key_averages);
 	tcase_add_test(tc, test_key_averages_units);
+	tcase_add_test(tc, test_key_averages_roles);
 	tcase_add_test(tc, test_stacks);
 	tcase_add_test(tc, test_stacks_root_first);
 	tcase_add_test(tc, test_gpu_noheader);

@@ -32,15 +32,25 @@ function twoGpuLog() {
 	return rows.join('\n') + '\n';
 }
 
+// py-spy record --format raw, by its writer (FORMATS.md: no real file was found): root first,
+// "name (file:line)" frames with spaces, a --threads pseudo-frame at the root end of one line
+const PYSPY = `<module> (train.py:20);main (train.py:10);step (train.py:5) 30
+<module> (train.py:20);main (train.py:10);load (data.py:4) 10
+<module> (train.py:20);setup (train.py:2) 2
+thread (7);<module> (train.py:20);main (train.py:10);step (train.py:5) 1
+`;
+
 before(async () => {
 	srv = await startServer();
 	tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainscope-formats-'));
 	fs.writeFileSync(path.join(tmp, 'gpu_usage.csv'), twoGpuLog());
+	fs.writeFileSync(path.join(tmp, 'pyspy.txt'), PYSPY);
 	await upload(srv.base, 'fit', LIGHTNING);
 	await upload(srv.base, 'fit', SMI);
 	await upload(srv.base, 'fit', 'traces/hta_triton_tiny.json.gz');
 	await upload(srv.base, 'stacks', STACKS);
 	await upload(srv.base, 'smi2', path.join(tmp, 'gpu_usage.csv'));
+	await upload(srv.base, 'pyspy', path.join(tmp, 'pyspy.txt'));
 	await upload(srv.base, 'advanced', 'formats/lightning_advanced_pl1.4_doc_robustness.txt');
 	await upload(srv.base, 'advanced', 'formats/lightning_advanced_pl2.2_diffusion_policy.txt');
 	await upload(srv.base, 'advanced', 'formats/key_averages_cuda_kernelheim.txt');
@@ -189,6 +199,22 @@ test('folded stacks: a flame graph, root first, and the top frames', async () =>
 	await viewer.screenshot({ path: path.join(shots, 'viewer-stacks.png') });
 	assert.deepEqual(errors, []);
 	assert.deepEqual(outside, []);
+	assert.deepEqual(page.problems, []);
+});
+
+test('py-spy stacks, written root first, stand the same way up', async () => {
+	const page = await open('pyspy');
+	const lines = stackLines(PYSPY);
+	const weight = (frame) => lines.filter(([f]) => frame == null || f.includes(frame)).reduce((a, [, w]) => a + w, 0);
+	const title = (name) => page.$eval(`#flame g.frame[name="${name}"] title`, (t) => t.textContent);
+	const y = (name) => page.$eval(`#flame g.frame[name="${name}"]`, (g) => g.transform.baseVal[0].matrix.f);
+	assert.match(await title('all'), new RegExp(`^all: ${weight(null)} `));
+	assert.match(await title('load (data.py:4)'), new RegExp(`: ${weight('load (data.py:4)')} `));
+	assert.match(await title('setup (train.py:2)'), new RegExp(`: ${weight('setup (train.py:2)')} `));
+	// all, then <module>, then setup beside main, then load on main
+	assert.ok(await y('load (data.py:4)') < await y('setup (train.py:2)'));
+	assert.ok(await y('setup (train.py:2)') < await y('all'));
+	assert.equal(await page.getAttribute('#flame', 'data-frames'), String(await page.locator('#flame g.frame').count()));
 	assert.deepEqual(page.problems, []);
 });
 

@@ -286,6 +286,7 @@ test('functions per action, where /actions carries them, open under their action
 	const details = `${cardOf('Lightning profiler')} details.action-functions`;
 	assert.equal(await page.locator(details).count(), 1);
 	await page.click(`${details} summary`);
+	await page.waitForSelector(`${details} tbody tr`);	/* built on its toggle event, which comes after the click */
 	const rows = await cells(page, details);
 	// by cumulative time, largest first; times as times, calls as counts
 	assert.deepEqual(rows, [['train.py:10(step)', '3', '1.5 µs', '9.0 ms'], ['model.py:42(forward)', '3', '7.0 ms', '8.0 ms']]);

@@ -245,11 +245,13 @@ int upload_report(const char *file, const struct client_resp *r)
 static const char upload_help[] =
 	"usage: trainscope-collect upload [--server URL] [--run NAME] [--rank R] FILE...\n"
 	"\n"
-	"Uploads each FILE (a trace, a memory timeline export, a memory snapshot) as an\n"
-	"artifact of the run and rank named after its file name, streamed from disk and\n"
-	"gzip'd on the way unless it is gzip already, and prints each artifact's id and\n"
-	"status. A progress bar is drawn when stderr is a terminal. After a rejected file\n"
-	"(4xx) the next ones are still tried, except after 401 or 403.\n";
+	"Uploads each FILE (a trace, a memory timeline export, a memory snapshot, a\n"
+	"Lightning profiler report, a key_averages table, folded stacks, an nvidia-smi\n"
+	"CSV log: the server tells them apart by content) as an artifact of the run and\n"
+	"rank named after its file name, streamed from disk and gzip'd on the way unless\n"
+	"it is gzip already, and prints each artifact's id and status. A progress bar is\n"
+	"drawn when stderr is a terminal. After a rejected file (4xx) the next ones are\n"
+	"still tried, except after 401 or 403.\n";
 
 int upload_main(int argc, char **argv)
 {

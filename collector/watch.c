@@ -40,6 +40,13 @@
 
 #define STATE_NAME ".trainscope-collect.state"
 #define INCOMPLETE_MS 60000	/* a file not whole after this long quiet is shipped as it is */
+/*
+ * How long a .txt or .csv file found by a scan or closed after writing stays
+ * quiet before it goes: nvidia-smi -l N appends a row every N seconds through
+ * the one open descriptor (no close between rows), a shell loop appends and
+ * closes each time; every row ends a line, so only quiet tells that it ended.
+ */
+#define TEXT_SETTLE_MS 30000
 #define STATE_HEADER "# trainscope-collect state 1: size mtime_ns rank run name\n"
 
 /* a file shipped (or rejected) as this version, to this run and rank */
@@ -84,6 +91,12 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* other profilers' outputs (Lightning reports, key_averages tables, stacks, nvidia-smi logs): the server tells them apart */
+static int is_text(const char *name)
+{
+	return ends_with(name, ".txt") || ends_with(name, ".csv");
+}
+
 /* the names watch ships: see watch.h */
 static int eligible(const char *name)
 {
@@ -93,7 +106,7 @@ static int eligible(const char *name)
 	if (name[0] == '.' || ends_with(name, ".tmp") || ends_with(name, ".part"))
 		return 0;
 	if (!(ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".pickle") ||
-	      ends_with(name, ".pkl")))
+	      ends_with(name, ".pkl") || is_text(name)))
 		return 0;
 	for (i = 0; name[i]; i += k) {
 		if (!(k = tp_utf8_len(u + i, end))) {
@@ -112,8 +125,8 @@ static int eligible(const char *name)
 
 /*
  * Whether a file looks whole: JSON ends with ']' or '}', a pickle with its
- * STOP opcode, a gzip stream inflates to its end. A writer between two
- * appends leaves none of these.
+ * STOP opcode, a gzip stream inflates to its end, text with a line's end. A
+ * writer between two appends leaves none of these.
  */
 static int looks_whole(int fd, const char *name, off_t size)
 {
@@ -139,6 +152,8 @@ static int looks_whole(int fd, const char *name, off_t size)
 	if (size <= 0)
 		return 0;
 	n = pread(fd, tail, sizeof(tail), size > (off_t)sizeof(tail) ? size - (off_t)sizeof(tail) : 0);
+	if (is_text(name))
+		return n > 0 && tail[n - 1] == '\n';
 	while (n > 0 && (tail[n - 1] == ' ' || tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == '\t'))
 		n--;
 	if (n <= 0)
@@ -467,7 +482,7 @@ static int ship_one(struct watch *w, size_t i)
 	struct stat st, fst;
 	struct timespec now;
 	char *path, fdpath[64];
-	long long age_ms;
+	long long age_ms, settle_ms = w->settle_ms && is_text(it->name) ? TEXT_SETTLE_MS : w->settle_ms;
 	int kept, rc = 1, fd = -1;
 
 	if (asprintf(&path, "%s/%s", d->path, it->name) < 0) {
@@ -492,9 +507,9 @@ static int ship_one(struct watch *w, size_t i)
 	st = fst;
 	clock_gettime(CLOCK_REALTIME, &now);
 	age_ms = ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(&st)) / 1000000;
-	if (it->from_scan && (age_ms < w->settle_ms ||
+	if (it->from_scan && (age_ms < settle_ms ||
 			      (age_ms < INCOMPLETE_MS && !looks_whole(fd, it->name, st.st_size)))) {
-		it->not_before = watch_now_ms() + (age_ms < w->settle_ms ? w->settle_ms - age_ms : w->settle_ms);
+		it->not_before = watch_now_ms() + (age_ms < settle_ms ? settle_ms - age_ms : w->settle_ms);
 		rc = 0;
 		goto out;
 	}
@@ -545,8 +560,8 @@ out:
 static void watch_summary(const struct watch *w, const char *how)
 {
 	if (!w->shipped && !w->rejected && !w->nqueue) {
-		fprintf(stderr, "trainscope-collect: %s: shipped nothing (no .json, .json.gz, .pickle or .pkl file"
-			" that was not shipped before)\n", how);
+		fprintf(stderr, "trainscope-collect: %s: shipped nothing (no .json, .json.gz, .pickle, .pkl, .txt or .csv"
+			" file that was not shipped before)\n", how);
 		return;
 	}
 	fprintf(stderr, "trainscope-collect: %s: %u file(s) shipped, %u rejected, %zu left waiting%s\n", how,
@@ -602,8 +617,12 @@ static const char watch_help[] =
 	"Ships every finished file in each DIR as an artifact of the run and rank, once:\n"
 	"those there at start that were not shipped before, then each one written and\n"
 	"closed, or renamed into DIR (as tensorboard_trace_handler does), found with\n"
-	"inotify. Names ending in .json, .json.gz, .pickle or .pkl are shipped; hidden\n"
-	"names and .tmp/.part ones are not. What was shipped is kept in DIR/" STATE_NAME "\n"
+	"inotify. Names ending in .json, .json.gz, .pickle or .pkl are shipped, and .txt\n"
+	"and .csv ones (Lightning profiler reports, key_averages tables, folded stacks,\n"
+	"nvidia-smi logs) once quiet for 30 s (a log appended to ships when it stops);\n"
+	"hidden names and .tmp/.part ones are not. The server tells the formats apart:\n"
+	"a file it takes for none (415) is said and not sent again, unless it changes.\n"
+	"What was shipped is kept in DIR/" STATE_NAME "\n"
 	"(or in --state DIR), so a restart ships only what is new. While the server is\n"
 	"away, files wait and go, in order, when it is back. SIGINT or SIGTERM stops it\n"
 	"after the file in flight, with exit 0; a 401 or 403 stops it with exit 1.\n"

@@ -11,8 +11,10 @@
  *
  * A file is due when it is closed after writing (IN_CLOSE_WRITE) or renamed
  * into the folder (IN_MOVED_TO), or was there when watching began. Only
- * names ending in .json, .json.gz, .pickle or .pkl are shipped; hidden names
- * ('.' first) and .tmp/.part ones never are.
+ * names ending in .json, .json.gz, .pickle, .pkl, .txt or .csv are shipped
+ * (the server tells the formats apart; a 4xx is said once and recorded, like
+ * a file shipped); hidden names ('.' first) and .tmp/.part ones never are. A
+ * .txt or .csv waits until it has been quiet for 30 s (a log appended to).
  *
  * Keep mode (watch): what was shipped is recorded as (size, mtime, rank, run,
  * name) in a state file rewritten atomically (write, fsync, rename) after

@@ -22,7 +22,7 @@ node tests/schema/validate.mjs "$dir"
 # web/node_modules (playwright-core) was installed by the build (scripts/web-build.sh)
 BUILD_DIR="$dir" node --test --test-concurrency=1 tests/browser/pages.test.mjs tests/browser/compare.test.mjs \
 	tests/browser/dashboards.test.mjs tests/browser/run_multi.test.mjs tests/browser/run_live.test.mjs \
-	tests/browser/distributed.test.mjs
+	tests/browser/distributed.test.mjs tests/browser/formats.test.mjs
 # the Release configuration users build (the Dockerfile's): -O3 finds warnings -O2 does not
 if [ "${SANITIZE:-0}" != 1 ]; then
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null

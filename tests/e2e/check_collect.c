@@ -494,7 +494,7 @@ START_TEST(test_watch_renamed)
 	t = trace_text("w", 4);
 	put_file(".hidden.json", t, 0);
 	put_file("half.json.tmp", t, 0);
-	put_file("notes.txt", t, 0);
+	put_file("notes.md", t, 0);
 	free(t);
 	ck_assert_uint_eq(wait_artifacts("w", 5), 5);
 	sleep_ms(300);	/* anything more would show now */
@@ -1227,6 +1227,90 @@ START_TEST(test_watch_says_what_it_did)
 }
 END_TEST
 
+/* The fixture rel put in dir as name, age_s old; returns how many lines it has. */
+static size_t put_fixture(const char *rel, const char *name, int age_s)
+{
+	char *p = tu_fixture(rel), *t;
+	size_t len, lines = 0;
+
+	ck_assert_ptr_nonnull(t = (char *)tu_read_file(p, &len));
+	ck_assert_uint_eq(strlen(t), len);
+	for (size_t i = 0; i < len; i++)
+		lines += t[i] == '\n';
+	put_file(name, t, age_s);
+	free(t);
+	free(p);
+	return lines;
+}
+
+static const char *field(json_t *arts, const char *name, const char *key)
+{
+	return json_string_value(json_object_get(by_name(arts, name), key));
+}
+
+/*
+ * watch ships other profilers' outputs too (.txt, .csv), the server telling the
+ * kinds apart; text it takes for none gets a 415 that is said once and not sent
+ * again; a text file still written to (a line cut short, or changed within
+ * 30 s) waits, one renamed into the folder goes at once.
+ */
+START_TEST(test_watch_formats)
+{
+	const char *args[] = { "watch", "--run", "wf", dir, NULL };
+	const char *again[] = { "watch", "--run", "wf", dir, NULL };
+	static const char row[] = "2026/04/25 16:06:06.780, 0 %, 0 %, 2 MiB, 20146 MiB, 27, 11.64 W\n";
+	size_t rows;
+	json_t *arts;
+	char *err;
+	pid_t pid;
+
+	/* quiet for 40 s: due (the state-of-the-art writer, nvidia-smi -l, has stopped) */
+	put_fixture("formats/lightning_simple_pl1.2_hannah.txt", "profile.txt", 40);
+	rows = put_fixture("formats/nvidia_smi_noheader_plato.csv", "gpu_usage.csv", 40);
+	put_fixture("formats/export_stacks_gpt2_profile.txt", "stacks.txt", 40);
+	put_fixture("formats/key_averages_cuda_kernelheim.txt", "key_averages.txt", 40);
+	put_file("requirements.txt", "torch==2.5.1\nlightning==2.4.0\n", 40);
+	/* a row cut short, 40 s ago: the writer may be mid-line, it waits (60 s before it goes as it is) */
+	put_file("cut.csv", "2026/04/25 16:06:06.780, 0 %, 0 %, 2 MiB, 20146 MiB, 27, 11.64 W\n2026/04/25 16:06:11.7", 40);
+	pid = spawn("formats", args, NULL);
+	ck_assert_uint_eq(wait_artifacts("wf", 5), 5);
+	/* renamed in: finished, at once; written in place now: waits 30 s of quiet */
+	put_renamed(".smi.csv.part", "smi.csv", row);
+	ck_assert_uint_eq(wait_artifacts("wf", 6), 6);
+	put_file("live.csv", row, 0);
+	sleep_ms(2500);	/* anything more would show now */
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	arts = artifacts("wf");
+	ck_assert_int_eq(json_array_size(arts), 6);
+	ck_assert_str_eq(field(arts, "profile.txt", "kind"), "lightning_report");
+	ck_assert_str_eq(field(arts, "gpu_usage.csv", "kind"), "gpu_log");
+	ck_assert_str_eq(field(arts, "stacks.txt", "kind"), "stacks");
+	ck_assert_str_eq(field(arts, "key_averages.txt", "kind"), "key_averages");
+	ck_assert_str_eq(field(arts, "smi.csv", "kind"), "gpu_log");
+	ck_assert_str_eq(field(arts, "requirements.txt", "status"), "error");
+	ck_assert_int_eq(named(arts, "cut.csv") + named(arts, "live.csv"), 0);
+	/* whole: every row of the log is an event */
+	ck_assert_int_eq(json_integer_value(json_object_get(by_name(arts, "gpu_usage.csv"), "events")), (json_int_t)rows);
+	json_decref(arts);
+	err = output("formats", "err");
+	ck_assert_msg(strstr(err, "requirements.txt: 415 unsupported_format"), "%s", err);
+	ck_assert_msg(strstr(err, "stopped by a signal: 5 file(s) shipped, 1 rejected, 2 left waiting"), "%s", err);
+	free(err);
+	/* started again: the 415 is not sent again, nor anything else; the two still wait */
+	pid = spawn("again", again, NULL);
+	sleep_ms(1500);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(reap(pid), 0);
+	err = output("again", "err");
+	ck_assert_msg(!strstr(err, "requirements.txt"), "%s", err);
+	ck_assert_msg(strstr(err, "stopped by a signal: 0 file(s) shipped, 0 rejected, 2 left waiting"), "%s", err);
+	free(err);
+	ck_assert_int_eq(uploads_answered(201) + uploads_answered(200), 5);	/* the 415 is counted apart */
+	ck_assert_int_eq(count_artifacts("wf"), 6);
+}
+END_TEST
+
 /*
  * A server that reads slowly (32 KiB every 10 ms, about 3 MB/s, from a small
  * receive buffer), so that an upload takes seconds, then answers 201:
@@ -1349,6 +1433,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_raw_is_the_file);
 	tcase_add_test(tc, test_ports_checked);
 	tcase_add_test(tc, test_watch_says_what_it_did);
+	tcase_add_test(tc, test_watch_formats);
 	tcase_add_test(tc, test_upload_progress);
 	suite_add_tcase(s, tc);
 	return s;

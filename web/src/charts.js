@@ -464,3 +464,47 @@ export function pathChart(el, cp) {
 			draw();
 	}).observe(el);
 }
+
+// nvidia-smi columns of one unit (GET /gpu) on one chart: a line per GPU and column, the
+// GPUs told apart by colour, a unit's columns (utilization.gpu, utilization.memory) by dash.
+// x: the log's timestamps, wall-clock time as nvidia-smi wrote it (the server reads it as UTC,
+// so it is shown in UTC: the clock of the file), or the row number where the log has none.
+// lines: [{gpu, name, t_ns, values}]. el.dataset.points: the points drawn per line.
+const GPU_COLORS = ['#4477aa', '#ee6677', '#228833', '#ccbb44', '#66ccee', '#aa3377', '#bbbbbb', '#000000'];
+const GPU_DASHES = [null, [6, 4], [2, 3], [10, 3, 2, 3]];
+const HZ_UNITS = [[1e9, 'GHz'], [1e6, 'MHz'], [1e3, 'kHz'], [1, 'Hz']];
+const GPU_UNITS = {
+	'%': { fmt: (v) => v.toFixed(v % 1 ? 1 : 0) + ' %', ticks: (u, s) => s.map((v) => v + ' %'), floor: 100 },
+	B: { fmt: fmtBytes, ticks: byteTicks, incrs: BYTE_INCRS },
+	W: { fmt: (v) => v.toFixed(2) + ' W', ticks: (u, s) => s.map((v) => v + ' W') },
+	C: { fmt: (v) => v + ' °C', ticks: (u, s) => s.map((v) => v + ' °C') },
+	Hz: { fmt: (v) => ticks(HZ_UNITS)(null, [v])[0], ticks: ticks(HZ_UNITS) },
+};
+
+export function gpuChart(el, unit, lines) {
+	const timed = lines.every((l) => l.t_ns.every((t) => t != null));
+	const xs = (l) => (timed ? l.t_ns.map((t) => t / 1e9) : l.values.map((v, i) => i));
+	const data = uPlot.join(lines.map((l) => [xs(l), l.values]));
+	const gpus = [...new Set(lines.map((l) => l.gpu))];
+	const u = GPU_UNITS[unit] || { fmt: String, ticks: (u, s) => s };
+	const nth = {};	/* a line's rank among its GPU's columns on this chart: its dash */
+	const series = lines.map((l) => {
+		nth[l.gpu] = (nth[l.gpu] ?? -1) + 1;
+		const color = GPU_COLORS[gpus.indexOf(l.gpu) % GPU_COLORS.length];
+		return { label: `GPU ${l.gpu} ${l.name}`, stroke: color, width: 1.5, dash: GPU_DASHES[nth[l.gpu] % GPU_DASHES.length] ?? undefined,
+			spanGaps: true, points: { show: false }, value: (self, v) => (v == null ? '' : u.fmt(v)) };
+	});
+	el.dataset.points = JSON.stringify(Object.fromEntries(series.map((s, i) =>
+		[s.label, data[i + 1].filter((v) => v != null).length])));
+	return mount(el, {
+		class: 'chart', height: 220,
+		tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
+		cursor: { drag: { x: true, y: false }, points: { show: false } },
+		scales: { x: { time: timed }, y: { range: (self, min, max) => [0, Math.max(u.floor || 0, max * 1.08) || 1] } },
+		axes: [
+			{ ...axisStyle, label: timed ? null : 'row' },
+			{ ...axisStyle, size: 80, values: u.ticks, incrs: u.incrs },
+		],
+		series: [{ label: timed ? 'time (UTC)' : 'row', value: timed ? '{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}' : (self, v) => v ?? '' }, ...series],
+	}, data);
+}

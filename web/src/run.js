@@ -1,15 +1,18 @@
 // A run's page (/runs/{run}[?rank=R]): headline numbers, step time by
-// component, the memory timeline (click the peak for what was alive), top
-// operators and kernels, the diagnosis, ranks, the trace window (download or
-// open in Perfetto) and the artifacts.
+// component, the memory timeline (click the peak for what was alive), the
+// nvidia-smi series, the Lightning profiler's actions, top operators (from a
+// trace or a key_averages table) and kernels, the flame graph of folded stacks,
+// the diagnosis, ranks, the trace window (download or open in Perfetto) and the
+// artifacts. Each card shows only when the rank has what it draws.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, runUrl } from './api.js';
 import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
 import { openInViewer } from './viewer.js';
+import { actionsView, gpuView, meanUtilization, readyOf, stacksView } from './formats.js';
 import { nameCell, table } from './table.js';
 import { CATEGORIES, card, fmtBytes, fmtDate, fmtInt, fmtNs, fmtPct, fmtSignedPct, h, label, ready,
-	setCrumbs } from './util.js';
+	segmented, setCrumbs } from './util.js';
 
 const TOP_N = 25;
 const FETCH_MAX = 2000;	// the tables show TOP_N, the rest behind "show all" and the filter
@@ -37,6 +40,10 @@ export async function runPage(app, run) {
 	const devices = ranks.ranks.find((r) => r.rank === rank)?.memory_devices ?? [];
 	const device = devices.includes(params.get('device')) ? params.get('device') : devices[0];
 	const hasMemory = devices.length > 0;
+	const stacks = readyOf(info, rank, 'stacks');
+	const hasActions = readyOf(info, rank, 'lightning_report').length > 0;
+	const hasGpu = readyOf(info, rank, 'gpu_log').length > 0;
+	const hasOps = hasTrace || readyOf(info, rank, 'key_averages').length > 0;
 
 	const headline = h('div', { class: 'headline' });
 	const stepsBox = h('div', { class: 'chart-box' });
@@ -44,6 +51,9 @@ export async function runPage(app, run) {
 	const peakBox = h('div', { id: 'peak-detail' });
 	const segBox = h('div', { id: 'segments' });
 	const opsBox = h('div');
+	const gpuBox = h('div', { id: 'gpu' });
+	const actionsBox = h('div', { id: 'actions' });
+	const stacksBox = h('div', { id: 'stacks' });
 	const kernelsBox = h('div');
 	const diagBox = h('div');
 	const traceBox = h('div');
@@ -75,9 +85,12 @@ export async function runPage(app, run) {
 		hasTrace && card('Whole run', h('p', { class: 'muted small', id: 'whole-run-note' }), wholeBox, cyclesBox),
 		memCard,
 		segCard,
+		hasGpu && card('GPUs (nvidia-smi)', gpuBox),
+		hasActions && card('Lightning profiler', actionsBox),
 		// full width each: kernel names need the room to stay told apart
-		hasTrace && card('Top operators', opsBox),
+		hasOps && card('Top operators', opsBox),
 		hasTrace && card('Top GPU kernels', kernelsBox),
+		stacks.length && card('Stacks', stacksBox),
 		hasTrace && card('Diagnosis', diagBox),
 		ranks.ranks.length && card('Ranks', ranksTable(ranks, run)),
 		multi && card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox),
@@ -91,7 +104,7 @@ export async function runPage(app, run) {
 			box.replaceChildren(errorBox(err));
 		}
 	};
-	let steps = [], mem = null;
+	let steps = [], mem = null, gpu = null;
 	const timeline = hasTrace ? api(runUrl(run, '/timeline', { rank, points: 2000 })) : null;
 	timeline?.catch(() => {});	/* answered in the cards that use it */
 	await Promise.all([
@@ -140,13 +153,16 @@ export async function runPage(app, run) {
 					api(runUrl(run, '/memory', { rank, device: mem.device, points, start_ns, end_ns })),
 			});
 		}),
-		hasTrace && load(opsBox, () => opsTable(opsBox, run, rank)),
+		hasOps && load(opsBox, () => opsTable(opsBox, run, rank)),
+		hasGpu && load(gpuBox, async () => { gpu = await gpuView(gpuBox, run, rank); }),
+		hasActions && load(actionsBox, () => actionsView(actionsBox, run, rank, Object.fromEntries(info.artifacts.map((a) => [a.id, a.name])))),
+		stacks.length && load(stacksBox, () => stacksView(stacksBox, run, rank, stacks)),
 		hasTrace && load(kernelsBox, () => kernelsTable(kernelsBox, run, rank)),
 		hasTrace && load(diagBox, async () => diagnosis(diagBox, (await api(runUrl(run, '/diagnosis', { rank }))).findings)),
 		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
 		multi && load(distBox, async () => distributed(distBox, run, await api(runUrl(run, '/distributed')))),
 	]);
-	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info));
+	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info, gpu));
 	ready(app);
 	live(app, run, signature(info));
 }
@@ -199,7 +215,7 @@ function stat(title, value, sub) {
 		sub ? h('div', { class: 'stat-sub', text: sub }) : null);
 }
 
-function headlines(r, all, mem, info) {
+function headlines(r, all, mem, info, gpu) {
 	const steps = all.filter((s) => !s.incomplete);	/* as the API's means */
 	const dur = steps.reduce((a, s) => a + s.dur_ns, 0);
 	const busy = steps.reduce((a, s) => a + (s.gpu_utilization_pct ?? 0) / 100 * s.dur_ns, 0);
@@ -207,20 +223,20 @@ function headlines(r, all, mem, info) {
 	if (mem?.peak)
 		dominant = CATEGORIES.reduce((a, c) => (mem.peak.by_category[c] > mem.peak.by_category[a] ? c : a));
 	const events = info.artifacts.reduce((a, x) => a + (x.events || 0), 0);
+	const smi = meanUtilization(gpu);
 	return [
 		r?.steps && stat('Mean step', fmtNs(r.mean_ns), `${r.steps} steps`),
 		r?.steps && stat('Median step', fmtNs(r.median_ns), `min ${fmtNs(r.min_ns)} · max ${fmtNs(r.max_ns)}`),
 		dur && stat('GPU utilization', fmtPct(busy / dur), 'share of step time with a kernel running'),
+		smi && stat('nvidia-smi utilization', fmtPct(smi.pct / 100), `mean over ${smi.gpus === 1 ? 'the log' : smi.gpus + ' GPUs'}`),
 		stat('Peak memory', fmtBytes(mem?.peak?.bytes ?? info.run.peak_allocated_bytes),
 			dominant ? `mostly ${label(dominant)} (${fmtPct(mem.peak.by_category[dominant] / mem.peak.bytes, 0)})` : null),
 		stat('Events', fmtInt(events), `${info.artifacts.length} artifact${info.artifacts.length === 1 ? '' : 's'}`),
 	].filter(Boolean);
 }
 
-function segmented(options, current, onpick) {
-	return h('div', { class: 'segmented' }, options.map(([value, text]) =>
-		h('button', { type: 'button', class: value === current ? 'on' : null, onclick: () => onpick(value), text })));
-}
+// /ops's source, where the answer says it (a key_averages table when no trace covers the run)
+const OPS_SOURCES = { trace: 'from the trace', key_averages: 'from a key_averages() table' };
 
 async function opsTable(box, run, rank, device = 'cpu') {
 	const ans = await api(runUrl(run, '/ops', { rank, device, limit: FETCH_MAX }));
@@ -238,6 +254,7 @@ async function opsTable(box, run, rank, device = 'cpu') {
 	box.replaceChildren(h('div', { class: 'toolbar' },
 		segmented([['cpu', 'Host'], ['gpu', 'GPU']], device, (d) => opsTable(box, run, rank, d)),
 		h('span', { class: 'muted small', text: `${fmtInt(ans.total.names)} operators, ${fmtNs(ans.total.self_ns)}` }),
+		ans.source && h('span', { class: 'chip', id: 'ops-source', title: 'what these figures come from', text: OPS_SOURCES[ans.source] || label(ans.source) }),
 		h('span', { class: 'spacer' }),
 		downloadLink({ class: 'button small', href: runUrl(run, '/ops', { rank, device, format: 'csv' }), download: `${run}.ops.${device}.csv` }, 'CSV')),
 	t.el);

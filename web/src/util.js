@@ -22,6 +22,12 @@ export function h(tag, attrs, ...kids) {
 
 export const DASH = '–';
 
+// A row of buttons, one on: [[value, text]...]; onpick(value) on a click.
+export function segmented(options, current, onpick) {
+	return h('div', { class: 'segmented' }, options.map(([value, text]) =>
+		h('button', { type: 'button', class: value === current ? 'on' : null, onclick: () => onpick(value), text })));
+}
+
 export function fmtNs(ns) {
 	if (ns == null || Number.isNaN(ns))
 		return DASH;

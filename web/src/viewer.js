@@ -2,24 +2,25 @@
 // server at /viewer/) on a trace window. The tab is opened inside the click, so
 // that popup blockers let it through; the trace is fetched with the page's
 // token meanwhile and handed over as a blob: URL (#profileURL=), so the viewer
-// needs neither the network nor the token.
-export function openInViewer(fetchTrace, title, note) {
+// needs neither the network nor the token. prepare(bytes): what the viewer gets (folded
+// stacks give their text as it is; speedscope tells the formats apart by content).
+export function openInViewer(fetchTrace, title, note, prepare = forSpeedscope) {
 	const win = window.open('', '_blank');
 	if (!win) {
 		note.textContent = 'The browser blocked the new tab: allow pop-ups for this page.';
 		return;
 	}
-	win.document.title = 'Loading the trace…';
-	note.textContent = 'fetching the trace…';
+	win.document.title = 'Loading…';
+	note.textContent = 'fetching…';
 	fetchTrace().then((b) => {
-		const url = URL.createObjectURL(new Blob([forSpeedscope(b)], { type: 'application/json' }));
+		const url = URL.createObjectURL(new Blob([prepare(b)]));
 		// the viewer reads it at once; the blob lives as long as this page, or ten minutes
 		setTimeout(() => URL.revokeObjectURL(url), 600000);
 		win.location.href = `/viewer/index.html#profileURL=${encodeURIComponent(url)}&title=${encodeURIComponent(title)}`;
-		note.textContent = `${(b.byteLength / 1048576).toFixed(1)} MiB opened in the viewer`;
+		note.textContent = `${((b.byteLength ?? b.length) / 1048576).toFixed(1)} MiB opened in the viewer`;
 	}, (err) => {
 		win.close();
-		note.textContent = 'could not fetch the trace: ' + err.message;
+		note.textContent = 'could not fetch it: ' + err.message;
 	});
 }
 

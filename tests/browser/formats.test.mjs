@@ -294,3 +294,49 @@ test('functions per action, where /actions carries them, open under their action
 	assert.equal(await page.textContent(`${details} th.sorted.desc`), 'cumulative');
 	assert.deepEqual(page.problems, []);
 });
+
+// rlhf-canary metrics.json (tests/formats/: the synthetic example and the notebook's batch-1 run,
+// README there): the run page's canary card and its findings, and the compare page's canary table
+// with the notebook's figures, each computed here from the two files.
+test('canary metrics: the run page shows its figures and findings, compare shows the notebook\'s table', async () => {
+	const dir = path.resolve('tests/formats');
+	const files = ['canary_baseline.json', 'canary_slow.json'].map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
+	await upload(srv.base, 'canary-base', path.join(dir, 'canary_baseline.json'));
+	await upload(srv.base, 'canary-slow', path.join(dir, 'canary_slow.json'));
+	const [base, slow] = files.map((f) => f.perf);
+
+	const page = await open('canary-slow');
+	const box = '#canary';
+	const figures = await page.$$eval(`${box} .stat`, (els) => Object.fromEntries(els.map((e) =>
+		[e.querySelector('.stat-title').textContent, e.querySelector('.stat-value').textContent])));
+	const [secs, tol] = shownSeconds(figures['Step time']);
+	assert.ok(Math.abs(secs - slow.step_time.mean) <= tol, `${figures['Step time']} for ${slow.step_time.mean} s`);
+	assert.equal(figures['Tokens/s'], Math.round(slow.approx_tokens_per_sec).toLocaleString('en-US'));
+	assert.equal(figures['Max memory'], `${(slow.max_mem_mb / 1024).toFixed(2)} GiB`);	/* MiB in the file */
+	// the top ops tables: as many rows as the file lists
+	const prof = files[1].profiler;
+	const opRows = await page.$$eval(`${box} .canary-ops table`, (ts) => ts.map((t) => t.querySelectorAll('tbody tr').length));
+	assert.deepEqual(opRows, [prof.top_cuda_ops.length, prof.top_cpu_ops.length]);
+	// the diagnosis card exists without a trace and shows what /diagnosis says
+	const diag = await (await fetch(`${srv.base}/api/v1/runs/canary-slow/diagnosis`)).json();
+	assert.ok(diag.findings.some((f) => f.id.startsWith('canary_')), 'a canary finding');
+	const titles = await page.$$eval(`${cardOf('Diagnosis')} article.finding h3`, (els) => els.map((e) => e.textContent));
+	assert.deepEqual(titles.sort(), diag.findings.map((f) => f.title).sort());
+	await page.screenshot({ path: path.join(shots, 'formats-canary.png'), fullPage: true });
+	await page.close();
+
+	// compare: step time +x %, tokens/s -y %, memory +z MB, as the notebook prints them
+	const cmp = await newPage(browser);
+	await cmp.goto(`${srv.base}/compare?base=canary-base&target=canary-slow`);
+	await cmp.waitForSelector('#app[data-ready]');
+	const row = async (key) => cmp.$$eval(`#canary-compare tr[data-key=${key}] td`, (tds) => tds.map((td) => td.textContent));
+	const pct = (a, b) => ((b - a) / a) * 100;
+	const sign = (p) => (p > 0 ? '+' : '') + p.toFixed(1) + '%';
+	assert.ok((await row('step_time'))[2].startsWith(sign(pct(base.step_time.mean, slow.step_time.mean))));
+	assert.equal((await row('tokens_per_s'))[2], sign(pct(base.approx_tokens_per_sec, slow.approx_tokens_per_sec)));
+	const dmb = slow.max_mem_mb - base.max_mem_mb;
+	assert.equal((await row('max_mem'))[2], `${dmb > 0 ? '+' : ''}${dmb.toFixed(0)} MB`);
+	assert.equal((await cmp.locator('#verdict .verdict-word').textContent()).toLowerCase(), 'regression');
+	await cmp.screenshot({ path: path.join(shots, 'formats-canary-compare.png'), fullPage: true });
+	await cmp.close();
+});

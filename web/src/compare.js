@@ -33,7 +33,11 @@ export async function comparePage(app) {
 		return;
 	}
 	const names = [runName(cmp.base) || base, runName(cmp.target) || target];
-	const st = cmp.step_time || {};
+	// runs without trace steps but with canary metrics: the canary's step time and memory head the page
+	const canaryHead = cmp.canary && cmp.step_time?.base_ns == null;
+	const st = (canaryHead ? cmp.canary.step_time : cmp.step_time) || {};
+	const peaks = canaryHead ? [cmp.canary.max_mem.base_bytes, cmp.canary.max_mem.target_bytes]
+		: [cmp.memory?.base_peak_bytes, cmp.memory?.target_peak_bytes];
 
 	// per: "step" (means per step) or "trace" (whole traces: a run without steps)
 	const per = cmp.per === 'trace' ? 'trace' : 'step';
@@ -45,10 +49,10 @@ export async function comparePage(app) {
 				h('a', { href: runUrl(names[1]).replace('/api/v1', ''), text: names[1] }))),
 		!comparable && h('p', { class: 'verdict-why', text: 'These runs cannot be compared: no change is claimed either way.' }),
 		h('div', { class: 'headline' },
-			stat(per === 'step' ? 'Mean step, base' : 'Whole trace, base', fmtNs(st.base_ns)),
-			stat(per === 'step' ? 'Mean step, target' : 'Whole trace, target', fmtNs(st.target_ns)),
+			stat(canaryHead ? 'Canary step, base' : per === 'step' ? 'Mean step, base' : 'Whole trace, base', fmtNs(st.base_ns)),
+			stat(canaryHead ? 'Canary step, target' : per === 'step' ? 'Mean step, target' : 'Whole trace, target', fmtNs(st.target_ns)),
 			stat('Change', fmtSignedPct(st.delta_pct), st.p_value != null ? `p = ${st.p_value.toPrecision(2)}` : null),
-			stat('Peak memory', `${fmtBytes(cmp.memory?.base_peak_bytes)} → ${fmtBytes(cmp.memory?.target_peak_bytes)}`)),
+			stat(canaryHead ? 'Max memory (canary)' : 'Peak memory', `${fmtBytes(peaks[0])} → ${fmtBytes(peaks[1])}`)),
 		h('ul', { class: 'reasons' }, (cmp.reasons || []).map((r) => h('li', { text: reasonText(r) }))));
 
 	const stepBoxes = names.map(() => h('div', { class: 'chart-box' }));
@@ -58,14 +62,16 @@ export async function comparePage(app) {
 	const hasMemory = infos.map((info, i) => info.run.peak_allocated_bytes != null || cm[i ? 'target_peak_bytes' : 'base_peak_bytes'] != null);
 	const devices = [cm.base_device, cm.target_device];
 	app.replaceChildren(...[verdict,
-		card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
+		// (two runs of canary metrics alone have no trace: nothing for these cards)
+		!(canaryHead && !steps.flat().length) && card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
 			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' })))), breakdownTable(steps, names)),
 		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
 			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
 		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
 		cmp.distributed && card('Distributed', distTable(cmp.distributed, names)),
-		card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
-		card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
+		cmp.canary && card('rlhf-canary metrics', canaryTable(cmp.canary, names)),
+		!(canaryHead && !cmp.ops?.length) && card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
+		!(canaryHead && !cmp.kernels?.length) && card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
 
 	const yMax = Math.max(...steps.flat().map((s) => s.dur_ns)) * 1.05;
 	steps.forEach((s, i) => s.length && stepChart(stepBoxes[i], s, { yMax }));
@@ -169,4 +175,25 @@ function distTable(d, names) {
 				h('td', { class: 'num', text: fmtInt(d.target.matched) }), h('td')),
 			h('tr', null, h('th', { text: 'Last to arrive most often' }), h('td', { class: 'num', text: last(d.base) }),
 				h('td', { class: 'num', text: last(d.target) }), h('td')))));
+}
+
+// Two runs' rlhf-canary metrics.json as its profiler notebook compares them: step time (with
+// our Welch test from the canary's count, mean and std), tokens/s, max memory in MB, profiler totals.
+function canaryTable(c, names) {
+	const row = (text, key, base, target, change) => h('tr', { 'data-key': key }, h('th', { text }),
+		h('td', { class: 'num', text: base }), h('td', { class: 'num', text: target }), h('td', { class: 'num', text: change }));
+	const st = c.step_time, tok = c.tokens_per_s, mem = c.max_mem;
+	const mb = (d) => (d == null ? '–' : `${d > 0 ? '+' : ''}${d.toFixed(0)} MB`);
+	return h('div', { class: 'table-wrap' }, h('table', { class: 'data', id: 'canary-compare' },
+		h('caption', { class: 'muted small', text: 'The newest metrics.json of each run, as the canary notebook prints them (its MB are MiB).' }),
+		h('thead', null, h('tr', null, h('th', { text: '' }), h('th', { class: 'num', text: names[0] }),
+			h('th', { class: 'num', text: names[1] }), h('th', { class: 'num', text: 'Change' }))),
+		h('tbody', null,
+			row('Step time', 'step_time', fmtNs(st.base_ns), fmtNs(st.target_ns),
+				`${fmtSignedPct(st.delta_pct)}${st.p_value != null ? ` (p = ${st.p_value.toPrecision(2)})` : ''}`),
+			row('Tokens/s', 'tokens_per_s', tok.base == null ? '–' : fmtInt(Math.round(tok.base)),
+				tok.target == null ? '–' : fmtInt(Math.round(tok.target)), fmtSignedPct(tok.delta_pct)),
+			row('Max memory', 'max_mem', fmtBytes(mem.base_bytes), fmtBytes(mem.target_bytes), mb(mem.delta_mb)),
+			Object.entries(c.profiler || {}).map(([k, v]) => row(k.replace(/_/g, ' '), k, fmtNs(v.base_ns), fmtNs(v.target_ns),
+				fmtSignedPct(v.delta_pct))))));
 }

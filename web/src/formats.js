@@ -158,3 +158,40 @@ export function meanUtilization(gpu) {
 			}
 	return n ? { pct: sum / n, gpus: gpu.gpus.length } : null;
 }
+
+// ---- rlhf-canary metrics.json ----
+
+// The canary's figures as its notebook prints them (step time, tokens/s, max memory), its
+// step-time distribution and stability, and its profiler summary's top CUDA and CPU ops.
+export async function canaryView(box, run, rank) {
+	const c = await api(runUrl(run, '/canary', { rank }));
+	const st = c.step_time;
+	const fig = (title, value, sub) => h('div', { class: 'stat' }, h('div', { class: 'stat-title', text: title }),
+		h('div', { class: 'stat-value', text: value }), sub ? h('div', { class: 'stat-sub', text: sub }) : null);
+	const p = c.profiler;
+	const opsTable = (rows, total) => table({
+		sort: 'self_ns', rows, empty: 'None recorded.',
+		columns: [
+			{ key: 'name', label: 'Operator', name: true },
+			{ key: 'calls', label: 'Calls', num: true, fmt: fmtInt },
+			{ key: 'self_ns', label: 'Self', num: true, fmt: fmtNs },
+			{ key: 'share', label: 'Of total', num: true, value: (r) => (total ? r.self_ns / total : null), fmt: (v) => fmtPct(v) },
+		],
+	}).el;
+	box.dataset.canaryRun = c.run_id;
+	box.replaceChildren(
+		h('p', { class: 'muted small', text: `${c.run_id}${c.timestamp ? ' · ' + c.timestamp : ''}${c.status ? ' · ' + c.status : ''}; step times after the canary's warm-up steps` }),
+		h('div', { class: 'headline canary-figures' },
+			fig('Step time', st.count ? fmtNs(st.mean_ns) : DASH, st.count ? `mean of ${fmtInt(st.count)} · p95 ${fmtNs(st.p95_ns)} · std ${fmtNs(st.std_ns)}` : 'no steps'),
+			fig('Tokens/s', c.tokens_per_s == null ? DASH : fmtInt(Math.round(c.tokens_per_s)), 'approximate: padding counted'),
+			fig('Max memory', fmtBytes(c.max_mem_bytes), 'max allocated'),
+			c.gpu_utilization_pct != null && fig('GPU utilization', fmtPct(c.gpu_utilization_pct / 100)),
+			c.dataloader_wait_pct != null && fig('Dataloader wait', fmtPct(c.dataloader_wait_pct / 100)),
+			c.stability && fig('Stability', c.stability.loss_diverged ? 'loss diverged' : 'stable',
+				`${fmtInt(c.stability.nan_steps ?? 0)} NaN · ${fmtInt(c.stability.inf_steps ?? 0)} Inf steps`)),
+		p ? h('div', { class: 'canary-ops' },
+			h('h3', { text: `Top CUDA ops (CUDA total ${fmtNs(p.cuda_time_total_ns)})` }), opsTable(p.top_cuda_ops, p.self_cuda_time_total_ns ?? p.cuda_time_total_ns),
+			h('h3', { text: `Top CPU ops (CPU total ${fmtNs(p.cpu_time_total_ns)})` }), opsTable(p.top_cpu_ops, p.cpu_time_total_ns))
+			: h('p', { class: 'muted', text: 'No profiler summary in this file (profiling was off).' }));
+	return c;
+}

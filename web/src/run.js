@@ -9,7 +9,7 @@ import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepCha
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
 import { openInViewer } from './viewer.js';
-import { actionsView, gpuView, meanUtilization, readyOf, stacksView } from './formats.js';
+import { actionsView, canaryView, gpuView, meanUtilization, readyOf, stacksView } from './formats.js';
 import { nameCell, table } from './table.js';
 import { CATEGORIES, card, fmtBytes, fmtDate, fmtInt, fmtNs, fmtPct, fmtSignedPct, h, label, ready,
 	segmented, setCrumbs } from './util.js';
@@ -44,6 +44,9 @@ export async function runPage(app, run) {
 	const hasActions = readyOf(info, rank, 'lightning_report').length > 0;
 	const hasGpu = readyOf(info, rank, 'gpu_log').length > 0;
 	const hasOps = hasTrace || readyOf(info, rank, 'key_averages').length > 0;
+	const hasCanary = readyOf(info, rank, 'canary_metrics').length > 0;
+	/* findings come from traces and from the other profilers' files alike */
+	const hasDiag = hasTrace || hasActions || hasGpu || hasCanary;
 
 	const headline = h('div', { class: 'headline' });
 	const stepsBox = h('div', { class: 'chart-box' });
@@ -54,6 +57,7 @@ export async function runPage(app, run) {
 	const gpuBox = h('div', { id: 'gpu' });
 	const actionsBox = h('div', { id: 'actions' });
 	const stacksBox = h('div', { id: 'stacks' });
+	const canaryBox = h('div', { id: 'canary' });
 	const kernelsBox = h('div');
 	const diagBox = h('div');
 	const traceBox = h('div');
@@ -87,11 +91,12 @@ export async function runPage(app, run) {
 		segCard,
 		hasGpu && card('GPUs (nvidia-smi)', gpuBox),
 		hasActions && card('Lightning profiler', actionsBox),
+		hasCanary && card('rlhf-canary metrics', canaryBox),
 		// full width each: kernel names need the room to stay told apart
 		hasOps && card('Top operators', opsBox),
 		hasTrace && card('Top GPU kernels', kernelsBox),
 		stacks.length && card('Stacks', stacksBox),
-		hasTrace && card('Diagnosis', diagBox),
+		hasDiag && card('Diagnosis', diagBox),
 		ranks.ranks.length && card('Ranks', ranksTable(ranks, run)),
 		multi && card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox),
 		hasTrace && card('Trace', traceBox),
@@ -158,7 +163,8 @@ export async function runPage(app, run) {
 		hasActions && load(actionsBox, () => actionsView(actionsBox, run, rank, Object.fromEntries(info.artifacts.map((a) => [a.id, a.name])))),
 		stacks.length && load(stacksBox, () => stacksView(stacksBox, run, rank, stacks)),
 		hasTrace && load(kernelsBox, () => kernelsTable(kernelsBox, run, rank)),
-		hasTrace && load(diagBox, async () => diagnosis(diagBox, (await api(runUrl(run, '/diagnosis', { rank }))).findings)),
+		hasCanary && load(canaryBox, () => canaryView(canaryBox, run, rank)),
+		hasDiag && load(diagBox, async () => diagnosis(diagBox, (await api(runUrl(run, '/diagnosis', { rank }))).findings)),
 		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
 		multi && load(distBox, async () => distributed(distBox, run, await api(runUrl(run, '/distributed')))),
 	]);

@@ -449,6 +449,153 @@ static int rule_canary_copies(const struct canary_metrics *m, json_t *out)
 		   " lists (at most 10), as its notebook computes it.");
 }
 
+/* ---- Lightning profiler reports ---- */
+
+/* A callback's hook: "[Callback]Class.hook" (Lightning >= 1.6), or "on_*" (1.x reports, where the
+ * hooks of every callback are timed together under the hook's name). */
+static int is_callback(const char *name)
+{
+	return !strncmp(name, "[Callback]", 10) || !strncmp(name, "on_", 3);
+}
+
+static int rule_slow_callbacks(const struct diag_input *in, json_t *out)
+{
+	json_t *slow = json_array();
+	int64_t worst = 0;
+	char title[200];
+	const char *worst_name = NULL;
+
+	for (size_t i = 0; slow && i < in->nactions; i++) {
+		const struct diag_action *a = &in->actions[i];
+		/* per call when the report prints a mean; AdvancedProfiler's prints a total only */
+		int64_t t = a->mean_ns >= 0 ? a->mean_ns : a->total_ns;
+		if (!is_callback(a->name) || t <= DIAG_CALLBACK_SLOW_NS)
+			continue;
+		if (json_array_append_new(slow, json_pack("{s:s, s:I, s:I, s:I}", "action", a->name, "calls",
+							   (json_int_t)a->calls, "mean_ns", (json_int_t)a->mean_ns,
+							   "total_ns", (json_int_t)a->total_ns)))
+			return json_decref(slow), -1;
+		if (t > worst) {
+			worst = t;
+			worst_name = a->name;
+		}
+	}
+	if (!slow || !json_array_size(slow))
+		return json_decref(slow), slow ? 0 : -1;
+	snprintf(title, sizeof(title), "%s takes %.2f s%s", worst_name, (double)worst / 1e9,
+		 json_array_size(slow) > 1 ? " (and other callbacks over a second)" : "");
+	return add(out, "lightning_slow_callback", "warning", title,
+		   json_pack("{s:o, s:I}", "callbacks", slow, "threshold_ns", (json_int_t)DIAG_CALLBACK_SLOW_NS),
+		   "A callback that runs for seconds stops training while it runs (checkpointing, logging images,"
+		   " computing metrics on the whole validation set). Run it less often (every_n_epochs,"
+		   " every_n_train_steps), make it asynchronous (save checkpoints with an async CheckpointIO,"
+		   " log fewer samples), or move the work to a separate process.");
+}
+
+/* The action with the largest printed share among those whose name contains one of words. */
+static const struct diag_action *largest_share(const struct diag_input *in, const char *const *words, size_t nwords)
+{
+	const struct diag_action *best = NULL;
+
+	for (size_t i = 0; i < in->nactions; i++) {
+		const struct diag_action *a = &in->actions[i];
+		size_t k = 0;
+		while (k < nwords && !contains_nocase(a->name, words[k]))
+			k++;
+		if (k < nwords && a->share_bp >= 0 && (!best || a->share_bp > best->share_bp))
+			best = a;
+	}
+	return best;
+}
+
+static int rule_optimizer_share(const struct diag_input *in, json_t *out)
+{
+	static const char *const words[] = { "optimizer_step" };
+	const struct diag_action *a = largest_share(in, words, 1);
+	char title[200];
+
+	if (!a || a->share_bp <= DIAG_OPTIMIZER_SHARE_BP)
+		return 0;
+	snprintf(title, sizeof(title), "The optimizer step (%s) is %.1f%% of the Lightning report's time", a->name,
+		 a->share_bp / 100.0);
+	return add(out, "lightning_optimizer_step", "warning", title,
+		   json_pack("{s:s, s:I, s:I, s:f, s:f}", "action", a->name, "calls", (json_int_t)a->calls,
+			     "total_ns", (json_int_t)a->total_ns, "share_pct", a->share_bp / 100.0, "threshold_pct",
+			     DIAG_OPTIMIZER_SHARE_BP / 100.0),
+		   "Lightning times the closure (forward and backward) inside optimizer_step, so a large share"
+		   " is often the model itself; past that: a fused or foreach optimizer (torch.optim.AdamW(...,"
+		   " fused=True)), fewer optimizer steps (accumulate_grad_batches), and no per-step"
+		   " .item() or logging of every parameter. A torch.profiler trace of a few steps shows which.");
+}
+
+static int rule_validation_share(const struct diag_input *in, json_t *out)
+{
+	static const char *const words[] = { "validation", "visuali" };
+	const struct diag_action *a = largest_share(in, words, 2);
+	char title[200];
+
+	if (!a || a->share_bp <= DIAG_VALIDATION_SHARE_BP)
+		return 0;
+	snprintf(title, sizeof(title), "Validation between epochs (%s) takes %.1f%% of the Lightning report's time",
+		 a->name, a->share_bp / 100.0);
+	return add(out, "lightning_validation", "info", title,
+		   json_pack("{s:s, s:I, s:I, s:f, s:f}", "action", a->name, "calls", (json_int_t)a->calls,
+			     "total_ns", (json_int_t)a->total_ns, "share_pct", a->share_bp / 100.0, "threshold_pct",
+			     DIAG_VALIDATION_SHARE_BP / 100.0),
+		   "Training waits while validation (and any visualisation hooked to it) runs: validate less"
+		   " often (check_val_every_n_epoch, val_check_interval), on fewer batches (limit_val_batches),"
+		   " and keep image or plot logging out of the validation loop.");
+}
+
+/* ---- nvidia-smi logs ---- */
+
+static int rule_smi_util(const struct diag_input *in, json_t *out)
+{
+	for (size_t i = 0; i < in->ngpus; i++) {
+		const struct diag_gpu *g = &in->gpus[i];
+		char title[160];
+		if (!g->util_samples || !(g->util_mean_pct < DIAG_GPU_UTIL_LOW_PCT))
+			continue;
+		snprintf(title, sizeof(title), "GPU %d was %.1f%% utilized on average in the nvidia-smi log", g->index,
+			 g->util_mean_pct);
+		if (add(out, "gpu_log_low_utilization", g->util_mean_pct < 50 ? "warning" : "info", title,
+			json_pack("{s:i, s:f, s:I, s:I, s:f, s:i}", "gpu", g->index, "mean_utilization_pct",
+				  g->util_mean_pct, "samples", (json_int_t)g->util_samples, "samples_under_threshold",
+				  (json_int_t)g->util_low, "share_under_threshold_pct",
+				  100.0 * (double)g->util_low / (double)g->util_samples, "threshold_pct",
+				  DIAG_GPU_UTIL_LOW_PCT),
+			"The training guide's mark is over 80 %. A GPU below it waits: for data (more DataLoader"
+			" workers, pin_memory, prefetching), for the host (launch overhead: torch.compile, CUDA"
+			" graphs, a larger batch), or for other ranks. nvidia-smi's utilization counts any kernel"
+			" running, not how busy it keeps the GPU: a profiler trace of the same steps says which."))
+			return -1;
+	}
+	return 0;
+}
+
+static int rule_smi_memory(const struct diag_input *in, json_t *out)
+{
+	for (size_t i = 0; i < in->ngpus; i++) {
+		const struct diag_gpu *g = &in->gpus[i];
+		char title[160];
+		if (!(g->mem_total_bytes > 0) || g->mem_used_bytes / g->mem_total_bytes < DIAG_GPU_MEM_FULL)
+			continue;
+		snprintf(title, sizeof(title), "GPU %d's memory reached %.1f%% of its capacity in the nvidia-smi log",
+			 g->index, 100 * g->mem_used_bytes / g->mem_total_bytes);
+		if (add(out, "gpu_log_memory_full", "warning", title,
+			json_pack("{s:i, s:f, s:f, s:f, s:f}", "gpu", g->index, "used_bytes", g->mem_used_bytes,
+				  "capacity_bytes", g->mem_total_bytes, "used_pct",
+				  100 * g->mem_used_bytes / g->mem_total_bytes, "threshold_pct", DIAG_GPU_MEM_FULL * 100),
+			"Memory this close to capacity is one allocation from an out-of-memory error, and the"
+			" caching allocator may be freeing and retrying already (cudaMalloc retries in a memory"
+			" snapshot). Lower the batch or sequence length, use activation checkpointing or mixed"
+			" precision, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against"
+			" fragmentation. nvidia-smi counts every process's memory and the allocator's cache."))
+			return -1;
+	}
+	return 0;
+}
+
 json_t *diagnosis_run(const struct diag_input *in)
 {
 	json_t *f = json_array();
@@ -488,6 +635,9 @@ done:
 		goto oom;
 	if (in->canary && in->canary->perf.has_profiler &&
 	    (rule_canary_cpu(in->canary, f) || rule_canary_no_cuda(in->canary, f) || rule_canary_copies(in->canary, f)))
+		goto oom;
+	if (rule_slow_callbacks(in, f) || rule_optimizer_share(in, f) || rule_validation_share(in, f) ||
+	    rule_smi_util(in, f) || rule_smi_memory(in, f))
 		goto oom;
 	json_t *o = json_pack("{s:i, s:o}", "rank", in->rank, "findings", f);
 	return o;

@@ -18,6 +18,31 @@
 #define DIAG_MAX_STEPS 256
 extern const char *const diag_sync_names[DIAG_NSYNC];
 
+/* A Lightning report's action; -1 where the report does not print the figure. */
+struct diag_action {
+	const char *name;
+	int64_t calls, mean_ns, total_ns;
+	int64_t share_bp;			/* of the report's total, hundredths of a percent */
+};
+
+/* The training guide: "GPU utilization should be > 80 %"; memory this full is near capacity. */
+#define DIAG_GPU_UTIL_LOW_PCT 80
+#define DIAG_GPU_MEM_FULL 0.95
+/* The guides' Lightning rules: a callback over a second, an optimizer step over 20 % of the
+ * report's total, validation (or visualisation) between epochs over 10 %. */
+#define DIAG_CALLBACK_SLOW_NS 1000000000LL
+#define DIAG_OPTIMIZER_SHARE_BP 2000
+#define DIAG_VALIDATION_SHARE_BP 1000
+
+/* One GPU of the rank's nvidia-smi logs: utilization.gpu over its samples, and the fullest
+ * memory sample (memory.used over used + free, or over memory.total). */
+struct diag_gpu {
+	int index;
+	int64_t util_samples, util_low;		/* samples with utilization.gpu, those under DIAG_GPU_UTIL_LOW_PCT */
+	double util_mean_pct;			/* NaN: no samples */
+	double mem_used_bytes, mem_total_bytes;	/* at the fullest sample; 0: no memory columns */
+};
+
 struct diag_input {
 	int rank;
 	int64_t traces;			/* ready trace artifacts of the rank */
@@ -44,7 +69,14 @@ struct diag_input {
 	int64_t step_alloc[DIAG_MAX_STEPS];	/* allocated at the end of each of the first steps */
 	/* the rank's newest rlhf-canary metrics.json (borrowed); NULL: none */
 	const struct canary_metrics *canary;
+	/* the rank's newest Lightning profiler report (borrowed) */
+	const struct diag_action *actions;
+	size_t nactions;
+	/* the rank's nvidia-smi logs, per GPU index (borrowed) */
+	const struct diag_gpu *gpus;
+	size_t ngpus;
 };
+
 
 /* {"findings": [...]} for shared/api.md; NULL when out of memory. */
 json_t *diagnosis_run(const struct diag_input *in);

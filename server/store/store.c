@@ -70,12 +70,17 @@ struct store_writer {
 };
 
 static void writer_free(struct store_writer *w);
+struct store_reader;
+static void diag_lent_clear(struct store_reader *r);
 
 struct store_reader {
 	struct store *store;
 	sqlite3 *db;
 	sqlite3_stmt *raw;	/* kept for chunk-by-chunk reads */
 	struct canary_metrics canary;	/* what store_diag_input lends (diag_input.canary) */
+	struct diag_action *actions;	/* and diag_input.actions, their names after them */
+	size_t nactions;
+	struct diag_gpu *gpus;		/* and diag_input.gpus */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -1871,6 +1876,7 @@ void store_reader_close(struct store_reader *r)
 		return;
 	sqlite3_finalize(r->raw);
 	canary_metrics_clear(&r->canary);
+	diag_lent_clear(r);
 	/* back to the pool, unless it is full or the connection is inside a transaction */
 	pthread_mutex_lock(&r->store->mu);
 	if (r->store->nidle < READER_POOL && sqlite3_get_autocommit(r->db) && !sqlite3_next_stmt(r->db, NULL)) {
@@ -4139,6 +4145,104 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
 }
 
+/* What an earlier store_diag_input on r lent. */
+static void diag_lent_clear(struct store_reader *r)
+{
+	for (size_t i = 0; i < r->nactions; i++)
+		tp_free((char *)r->actions[i].name);
+	tp_free(r->actions);
+	tp_free(r->gpus);
+	r->actions = NULL;
+	r->nactions = 0;
+	r->gpus = NULL;
+}
+
+static int64_t col_or(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+/* The actions of the rank's newest Lightning report, lent from r (valid until it closes). */
+static int diag_lightning(struct store_reader *r, const char *run, int rank, struct diag_input *in,
+			  struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare_rank(r, "SELECT action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
+					   " WHERE artifact_id=(SELECT MAX(id) FROM (" RANK_ARTIFACTS
+					   " AND a.kind='lightning_report')) ORDER BY n", run, rank, err);
+	int step;
+
+	if (!st)
+		return TP_ERR_DB;
+	diag_lent_clear(r);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct diag_action *a = tp_realloc(r->actions, (r->nactions + 1) * sizeof(*a));
+		char *name = tp_strdup((const char *)sqlite3_column_text(st, 0));
+		if (!a || !name) {
+			if (a)
+				r->actions = a;
+			tp_free(name);
+			sqlite3_finalize(st);
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		}
+		r->actions = a;
+		r->actions[r->nactions++] = (struct diag_action){ .name = name, .calls = col_or(st, 1),
+			.mean_ns = col_or(st, 2), .total_ns = col_or(st, 3), .share_bp = col_or(st, 4) };
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE)
+		return db_fail(err, r->db, "read lightning actions");
+	in->actions = r->actions;
+	in->nactions = r->nactions;
+	return TP_OK;
+}
+
+/*
+ * The rank's nvidia-smi samples per GPU index: utilization.gpu's mean and samples under
+ * DIAG_GPU_UTIL_LOW_PCT, and the fullest memory sample (used over used + free, or over
+ * memory.total), lent from r. A sample shipped twice (a log uploaded again after it grew)
+ * counts once: samples are told apart by GPU, time and column.
+ */
+static int diag_gpu(struct store_reader *r, const char *run, int rank, struct diag_input *in, struct tp_errbuf *err)
+{
+	sqlite3_stmt *st = prepare_rank(r,
+		"WITH s AS (SELECT gpu, t_ns, n, artifact_id, name, value FROM gpu_samples"
+		" WHERE artifact_id IN (" RANK_ARTIFACTS " AND a.kind='gpu_log')),"
+		" u AS (SELECT gpu, AVG(value) mean, COUNT(*) k, SUM(value < ?3) low FROM"
+		"  (SELECT gpu, t_ns, MIN(value) value FROM s WHERE name='utilization.gpu' AND value IS NOT NULL"
+		"   GROUP BY gpu, COALESCE(t_ns, artifact_id * 1000000000 + n)) GROUP BY gpu),"
+		" m AS (SELECT x.gpu, x.value used, x.value + y.value total FROM s x JOIN s y ON y.artifact_id=x.artifact_id"
+		"  AND y.n=x.n AND y.gpu=x.gpu AND y.name='memory.free' WHERE x.name='memory.used'"
+		"  UNION ALL SELECT x.gpu, x.value, y.value FROM s x JOIN s y ON y.artifact_id=x.artifact_id"
+		"  AND y.n=x.n AND y.gpu=x.gpu AND y.name='memory.total' WHERE x.name='memory.used'),"
+		" f AS (SELECT gpu, used, total FROM (SELECT gpu, used, total, ROW_NUMBER() OVER (PARTITION BY gpu"
+		"  ORDER BY used / total DESC) k FROM m WHERE total > 0) WHERE k=1)"
+		" SELECT g.gpu, u.mean, COALESCE(u.k, 0), COALESCE(u.low, 0), f.used, f.total"
+		" FROM (SELECT DISTINCT gpu FROM s) g LEFT JOIN u ON u.gpu=g.gpu LEFT JOIN f ON f.gpu=g.gpu ORDER BY g.gpu",
+		run, rank, err);
+	int step;
+
+	if (!st)
+		return TP_ERR_DB;
+	sqlite3_bind_int(st, 3, DIAG_GPU_UTIL_LOW_PCT);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct diag_gpu *g = tp_realloc(r->gpus, (in->ngpus + 1) * sizeof(*g));
+		if (!g) {
+			sqlite3_finalize(st);
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		}
+		r->gpus = g;
+		r->gpus[in->ngpus++] = (struct diag_gpu){ .index = sqlite3_column_int(st, 0),
+			.util_mean_pct = sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1),
+			.util_samples = sqlite3_column_int64(st, 2), .util_low = sqlite3_column_int64(st, 3),
+			.mem_used_bytes = sqlite3_column_double(st, 4), .mem_total_bytes = sqlite3_column_double(st, 5) };
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE)
+		return db_fail(err, r->db, "read gpu samples");
+	in->gpus = r->gpus;
+	return TP_OK;
+}
+
 /* The rank's newest canary metrics, lent from r (valid until it closes). */
 static int diag_canary(struct store_reader *r, const char *run, int rank, struct diag_input *in, struct tp_errbuf *err)
 {
@@ -4240,7 +4344,8 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	sqlite3_finalize(st);
 	if (i != DIAG_NSYNC)
 		return db_fail(err, r->db, "read ops");
-	return diag_memory(r, run, rank, in, err) || diag_canary(r, run, rank, in, err) ? err->rc : TP_OK;
+	return diag_memory(r, run, rank, in, err) || diag_canary(r, run, rank, in, err) ||
+	       diag_lightning(r, run, rank, in, err) || diag_gpu(r, run, rank, in, err) ? err->rc : TP_OK;
 }
 
 json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err)

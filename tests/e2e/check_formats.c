@@ -590,6 +590,106 @@ static double copy_share(json_t *m)
 	return copy / all;
 }
 
+/* A SimpleProfiler row's fields: "action | mean | calls | total | percentage |" (generation 1.2). */
+struct lrow {
+	char action[128];
+	double share;
+};
+
+static size_t lightning_rows(const uint8_t *d, size_t len, struct lrow *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t a = 0; a < len && n < max;) {
+		const uint8_t *nl = memchr(d + a, '\n', len - a);
+		size_t b = nl ? (size_t)(nl - d) : len, k = 0;
+		char line[512], *f[6], *save = NULL, *t;
+		snprintf(line, sizeof(line), "%.*s", (int)(b - a), (const char *)d + a);
+		a = b + 1;
+		for (t = strtok_r(line, "|", &save); t && k < 6; t = strtok_r(NULL, "|", &save))
+			f[k++] = t;
+		if (k < 5 || !strchr(f[4], '.'))	/* the header, the Total row (100 %) */
+			continue;
+		sscanf(f[0], " %127s", out[n].action);
+		out[n].share = strtod(f[4], NULL);
+		n++;
+	}
+	return n;
+}
+
+/* The guides' rules on a Lightning report and an nvidia-smi log, figures read from the files;
+ * a log uploaded again after it grew counts each sample once. */
+START_TEST(test_report_findings)
+{
+	size_t len, slen, n, i;
+	uint8_t *d = sample("lightning_simple_pl1.2_hannah.txt", &len), *smi = sample("nvidia_smi_noheader_plato.csv", &slen);
+	struct lrow rows[64];
+	const struct lrow *opt = NULL, *val = NULL;
+	double sum = 0, fullest = 0;
+	long low = 0, samples = 0;
+	json_t *j, *o;
+
+	n = lightning_rows(d, len, rows, 64);
+	ck_assert_uint_eq(n, 33);
+	for (i = 0; i < n; i++) {
+		if (strstr(rows[i].action, "optimizer_step") && (!opt || rows[i].share > opt->share))
+			opt = &rows[i];
+		if (strstr(rows[i].action, "validation") && (!val || rows[i].share > val->share))
+			val = &rows[i];
+	}
+	ck_assert(opt && val && opt->share > 20 && val->share > 10);
+	post("guided", "profile.txt", d, len, 201);
+	/* the log: utilization.gpu the second column, memory.used and memory.free the fourth and fifth */
+	for (size_t a = 0; a < slen;) {
+		const uint8_t *nl = memchr(smi + a, '\n', slen - a);
+		size_t b = nl ? (size_t)(nl - smi) : slen;
+		char line[256];
+		double u, used, freeb;
+		snprintf(line, sizeof(line), "%.*s", (int)(b - a), (const char *)smi + a);
+		a = b + 1;
+		if (sscanf(line, "%*[^,], %lf %%, %*[^,], %lf MiB, %lf MiB", &u, &used, &freeb) != 3)
+			continue;
+		sum += u;
+		samples++;
+		low += u < 80;
+		if (used / (used + freeb) > fullest)
+			fullest = used / (used + freeb);
+	}
+	ck_assert_int_eq(samples, 1923);
+	post("guided", "gpu.csv", smi, slen, 201);
+	/* the same log grown by a row, shipped again (watch does so): its samples count once */
+	{
+		const char extra[] = "2026/04/25 16:20:40.000, 100 %, 0 %, 2 MiB, 20146 MiB, 27, 11.00 W\n";
+		uint8_t *grown = malloc(slen + sizeof(extra));
+		ck_assert_ptr_nonnull(grown);
+		memcpy(grown, smi, slen);
+		memcpy(grown + slen, extra, sizeof(extra) - 1);
+		post("guided", "gpu.csv", grown, slen + sizeof(extra) - 1, 201);
+		free(grown);
+	}
+	j = get_json("/api/v1/runs/guided/diagnosis", 200);
+	ck_assert_ptr_nonnull(o = finding(j, "lightning_optimizer_step"));
+	ck_assert_str_eq(json_string_value(json_object_get(o, "action")), opt->action);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "share_pct")), opt->share,
+				0.005);
+	ck_assert_ptr_nonnull(o = finding(j, "lightning_validation"));
+	ck_assert_str_eq(json_string_value(json_object_get(o, "action")), val->action);
+	/* 1.2's hooks are named on_*: none runs for a second a call here */
+	ck_assert_ptr_null(finding(j, "lightning_slow_callback"));
+	ck_assert_ptr_nonnull(o = finding(j, "gpu_log_low_utilization"));
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "samples")), samples + 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "samples_under_threshold")), low);
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "mean_utilization_pct")), (sum + 100) / (samples + 1), 1e-9);
+	ck_assert_ptr_nonnull(o = finding(j, "gpu_log_memory_full"));
+	ck_assert_double_eq_tol(json_real_value(json_object_get(o, "used_pct")), fullest * 100,
+				1e-9);
+	ck_assert(fullest >= 0.95);
+	json_decref(j);
+	free(d);
+	free(smi);
+}
+END_TEST
+
 START_TEST(test_canary)
 {
 	uint8_t *bd, *sd;
@@ -697,6 +797,7 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_key_averages_ops);
 	tcase_add_test(tc, test_canary);
+	tcase_add_test(tc, test_report_findings);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -637,6 +637,47 @@ START_TEST(test_healthy_trace_has_no_findings)
 END_TEST
 
 /* Each rule: its knob turned fires it with its evidence; the healthy trace (above) does not. */
+/* The Lightning and nvidia-smi rules at their thresholds, from a diag_input made here. */
+START_TEST(test_rule_reports_thresholds)
+{
+	struct diag_action acts[] = {
+		{ "[Callback]ModelCheckpoint{'monitor': 'val_loss'}.on_train_epoch_end", 3, 1500000000, 4500000000, 900 },
+		{ "on_validation_epoch_end", 2, DIAG_CALLBACK_SLOW_NS, 2 * DIAG_CALLBACK_SLOW_NS, 500 },	/* not over */
+		{ "[Callback]TQDMProgressBar.setup", -1, -1, 1200000000, -1 },	/* AdvancedProfiler: its total */
+		{ "optimizer_step_and_closure_0", 10, 1000, 10000, DIAG_OPTIMIZER_SHARE_BP },	/* not over */
+		{ "validation_step", 5, 1000, 5000, DIAG_VALIDATION_SHARE_BP + 1 },
+	};
+	struct diag_gpu gpus[] = {
+		{ .index = 0, .util_samples = 4, .util_low = 1, .util_mean_pct = 79.9, .mem_used_bytes = 95, .mem_total_bytes = 100 },
+		{ .index = 1, .util_samples = 4, .util_low = 0, .util_mean_pct = DIAG_GPU_UTIL_LOW_PCT, .mem_used_bytes = 94.9,
+		  .mem_total_bytes = 100 },
+		{ .index = 2, .util_samples = 0, .util_mean_pct = NAN },	/* no utilization column */
+	};
+	struct diag_input in = { .actions = acts, .nactions = 5, .gpus = gpus, .ngpus = 3 };
+	json_t *d = diagnosis_run(&in), *f, *e;
+
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_nonnull(f = finding(d, "lightning_slow_callback"));
+	e = json_object_get(json_object_get(f, "evidence"), "callbacks");
+	ck_assert_uint_eq(json_array_size(e), 2);	/* the checkpoint (1.5 s a call) and the 1.2 s total */
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(f, "title")), "ModelCheckpoint"));
+	ck_assert_ptr_null(finding(d, "lightning_optimizer_step"));
+	ck_assert_ptr_nonnull(finding(d, "lightning_validation"));
+	/* GPU 0 under 80 % and at 95 % of its memory; GPU 1 at 80 % and 94.9 %: neither */
+	ck_assert_ptr_nonnull(f = finding(d, "gpu_log_low_utilization"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(f, "evidence"), "gpu")), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(f, "severity")), "info");
+	ck_assert_ptr_nonnull(f = finding(d, "gpu_log_memory_full"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(f, "evidence"), "gpu")), 0);
+	ck_assert_int_eq(json_array_size(json_object_get(d, "findings")), 5);	/* and no_trace */
+	json_decref(d);
+	acts[3].share_bp++;
+	d = diagnosis_run(&in);
+	ck_assert_ptr_nonnull(finding(d, "lightning_optimizer_step"));
+	json_decref(d);
+}
+END_TEST
+
 START_TEST(test_rule_dataloader)
 {
 	struct synth s = healthy;
@@ -852,6 +893,7 @@ Suite *suite_analysis(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_healthy_trace_has_no_findings);
 	tcase_add_test(tc, test_rule_dataloader);
+	tcase_add_test(tc, test_rule_reports_thresholds);
 	tcase_add_test(tc, test_rule_low_util_not_cpu_bound);
 	tcase_add_test(tc, test_rule_cpu_bound);
 	tcase_add_test(tc, test_rule_memcpy);

@@ -67,6 +67,12 @@ void compare_run_release(struct compare_run *r)
 		tp_free(r->kernels[i].name);
 	for (i = 0; i < r->nmetrics; i++)
 		tp_free(r->metrics[i].name);
+	for (i = 0; i < r->nactions; i++)
+		tp_free(r->actions[i].name);
+	for (i = 0; i < r->nframes; i++)
+		tp_free(r->frames[i].name);
+	tp_free(r->actions);
+	tp_free(r->frames);
 	tp_free(r->ops);
 	tp_free(r->kernels);
 	tp_free(r->metrics);
@@ -706,12 +712,72 @@ static int time_reason(json_t *reasons, const struct time_cmp *tc, const struct 
 	return add_reason(reasons, text);
 }
 
+/*
+ * Two runs' Lightning actions or stacks' frames joined by name, largest change of ns first
+ * (whole reports, not per step: a report does not say its steps), at most limit rows; JSON
+ * null when either run has none. ns_key and calls_key name the figures ("total_ns" and "calls"
+ * for actions, "total" and "self" for frames); *top: the row that grew most, NULL when none did.
+ */
+static json_t *items_json(struct compare_item *a, size_t na, struct compare_item *b, size_t nb, long limit,
+			  const char *ns_key, const char *calls_key, struct row **rows_out, const struct row **top)
+{
+	json_t *list;
+	size_t n, i;
+	char k[6][32];
+
+	*rows_out = NULL;
+	*top = NULL;
+	if (!na || !nb)
+		return json_null();
+	if (!(list = json_array()) || !(*rows_out = join(a, na, b, nb, 1, 1, &n)))
+		return json_decref(list), NULL;
+	snprintf(k[0], sizeof(k[0]), "base_%s", ns_key);
+	snprintf(k[1], sizeof(k[1]), "target_%s", ns_key);
+	snprintf(k[2], sizeof(k[2]), "delta_%s", ns_key);
+	snprintf(k[3], sizeof(k[3]), "base_%s", calls_key);
+	snprintf(k[4], sizeof(k[4]), "target_%s", calls_key);
+	snprintf(k[5], sizeof(k[5]), "delta_%s", calls_key);
+	for (i = 0; i < n; i++) {
+		const struct row *r = &(*rows_out)[i];
+		if (r->a && r->b && r->delta_ns > 0 && (!*top || r->delta_ns > (*top)->delta_ns))
+			*top = r;
+		if ((long)i >= limit)
+			continue;
+		if (json_array_append_new(list, json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o, s:o, s:I}", "name",
+				row_name(r), "status", row_status(r), k[0], int_or_null(r->a != NULL, r->a_ns),
+				k[1], int_or_null(r->b != NULL, r->b_ns), k[2], (json_int_t)r->delta_ns,
+				"delta_pct", real_or_null(r->a ? pct(r->a_ns, r->b_ns) : NAN),
+				k[3], int_or_null(r->a != NULL, r->a_calls), k[4], int_or_null(r->b != NULL, r->b_calls),
+				k[5], (json_int_t)llround(r->b_calls - r->a_calls))))
+			return json_decref(list), NULL;
+	}
+	return list;
+}
+
+/* "Lightning action X grew by 1.2 s (+40.0 %)" for the row that grew most */
+static int grew_reason(json_t *reasons, const struct row *r, const char *what, int times)
+{
+	char text[512], name[80], d[32];
+
+	if (!r)
+		return 0;
+	fmt_name(name, sizeof(name), row_name(r));
+	if (times)
+		fmt_ns(d, sizeof(d), (double)r->delta_ns, 1);
+	else
+		snprintf(d, sizeof(d), "+%lld", (long long)r->delta_ns);
+	snprintf(text, sizeof(text), "%s %s grew most: %s (%+.1f %%)", what, name, d, pct(r->a_ns, r->b_ns));
+	return add_reason(reasons, text);
+}
+
 json_t *compare_runs(struct compare_run *base, struct compare_run *target, const struct compare_opts *o)
 {
 	struct time_cmp tc = { 0 };
 	struct table ops = { 0 }, kernels = { 0 };
 	json_t *reasons = json_array(), *out = NULL, *ops_j = NULL, *kern_j = NULL, *ops_c = NULL, *kern_c = NULL;
-	json_t *mem = NULL, *thr = NULL, *why = NULL, *can = NULL;
+	json_t *mem = NULL, *thr = NULL, *why = NULL, *can = NULL, *acts = NULL, *frames = NULL;
+	struct row *act_rows = NULL, *frame_rows = NULL;
+	const struct row *act_top, *frame_top;
 	struct canary_cmp cc;
 	int per_step = base->nsteps > 0 && target->nsteps > 0, mem_dir = 0, fail = 0, nc;
 	double da = per_step ? (double)base->nsteps : 1, db = per_step ? (double)target->nsteps : 1;
@@ -740,6 +806,12 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 	    only_reason(reasons, &ops, "operators", 1) || only_reason(reasons, &ops, "operators", 0) ||
 	    only_reason(reasons, &kernels, "kernels", 1) || only_reason(reasons, &kernels, "kernels", 0))
 		goto out;
+	if (!(acts = items_json(base->actions, base->nactions, target->actions, target->nactions, o->limit, "total_ns",
+				"calls", &act_rows, &act_top)) ||
+	    !(frames = items_json(base->frames, base->nframes, target->frames, target->nframes, o->limit, "total", "self",
+				  &frame_rows, &frame_top)) ||
+	    grew_reason(reasons, act_top, "Lightning action", 1) || grew_reason(reasons, frame_top, "stack frame", 0))
+		goto out;
 	if (!(why = json_array()) || (nc = comparability(base, target, &ops, &kernels, why)) < 0 ||
 	    json_array_extend(why, reasons))
 		goto out;
@@ -762,6 +834,10 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 			"throughput", thr, "memory", mem, "ops", ops_j, "ops_counts", ops_c, "kernels", kern_j,
 			"kernels_counts", kern_c, "ops_source", "base", base->ops_source ? base->ops_source : "trace",
 			"target", target->ops_source ? target->ops_source : "trace", "canary", can);
+	if (out && (json_object_set(out, "actions", acts) || json_object_set(out, "frames", frames))) {
+		json_decref(out);
+		out = NULL;
+	}
 out:
 	tp_free(ops.rows);
 	tp_free(kernels.rows);
@@ -774,5 +850,9 @@ out:
 	json_decref(mem);
 	json_decref(thr);
 	json_decref(can);
+	json_decref(acts);
+	json_decref(frames);
+	tp_free(act_rows);
+	tp_free(frame_rows);
 	return out;
 }

@@ -6,7 +6,8 @@
  * improvement, no_change, or not_comparable when the runs cannot have one; for
  * runs with rlhf-canary metrics, what its notebook compares (step time,
  * tokens/s, peak memory) and, where no trace has steps, the verdict from
- * them. The store
+ * them; Lightning reports' actions and folded stacks' frames joined by name
+ * (what grew). The store
  * gathers each run's figures into a struct compare_run; this module only
  * computes. Pure: no SQL, no HTTP.
  */
@@ -53,6 +54,10 @@ struct compare_run {
 	const char *ops_source;		/* "trace" or "key_averages" (static) */
 	int has_canary;			/* canary is the rank's newest rlhf-canary metrics.json */
 	struct canary_perf canary;
+	struct compare_item *actions;	/* the newest Lightning report's actions: calls, ns = total */
+	size_t nactions;
+	struct compare_item *frames;	/* folded stacks' frames: calls = self, ns = total (the files' unit) */
+	size_t nframes;
 };
 
 void compare_run_release(struct compare_run *r);

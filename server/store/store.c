@@ -4490,6 +4490,16 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 		return rc ? rc : TP_ERR_DB;
 	if ((rc = compare_memory(r, run, out, err)))
 		return rc;
+	/* the newest Lightning report's actions (one name may be printed twice: summed), the stacks' frames */
+	if (!(st = prepare_rank(r, "SELECT action, COALESCE(SUM(calls), 0), SUM(total_ns), 0 FROM lightning_actions"
+			       " WHERE artifact_id=(SELECT MAX(id) FROM (" RANK_ARTIFACTS " AND a.kind='lightning_report'))"
+			       " AND total_ns IS NOT NULL GROUP BY action", run, out->rank, err)) ||
+	    (rc = load_items(r, st, &out->actions, &out->nactions, err)))
+		return rc ? rc : TP_ERR_DB;
+	if (!(st = prepare_rank(r, "SELECT frame, SUM(self), SUM(total), 0 FROM stack_frames WHERE artifact_id IN ("
+			       RANK_ARTIFACTS " AND a.kind='stacks') GROUP BY frame", run, out->rank, err)) ||
+	    (rc = load_items(r, st, &out->frames, &out->nframes, err)))
+		return rc ? rc : TP_ERR_DB;
 	if (!(st = prepare(r, "SELECT m.name, AVG(m.value), COUNT(*) FROM metrics m JOIN runs r ON r.id=m.run_id"
 			      " WHERE r.name=?1 GROUP BY m.name", err)))
 		return TP_ERR_DB;

@@ -340,3 +340,39 @@ test('canary metrics: the run page shows its figures and findings, compare shows
 	await cmp.screenshot({ path: path.join(shots, 'formats-canary-compare.png'), fullPage: true });
 	await cmp.close();
 });
+
+// Compare for the other kinds: a Lightning report whose optimizer step took 2 s longer (a copy
+// edited here), and folded stacks with one stack's weight doubled: the compare page's cards put
+// what grew first.
+test('compare: Lightning actions and stack frames, what grew first', async () => {
+	const text = read(LIGHTNING);
+	assert.ok(text.includes('|  8.7402 '));
+	fs.writeFileSync(path.join(tmp, 'slow-profile.txt'), text.replace('|  8.7402 ', '|  10.7402'));
+	await upload(srv.base, 'lbase', LIGHTNING);
+	await upload(srv.base, 'lslow', path.join(tmp, 'slow-profile.txt'));
+	const stacks = read(STACKS);
+	const first = stacks.slice(0, stacks.indexOf('\n'));
+	const cut = first.lastIndexOf(' ');
+	const w = +first.slice(cut + 1);
+	fs.writeFileSync(path.join(tmp, 'grown-stacks.txt'), stacks.replace(first, `${first.slice(0, cut)} ${2 * w}`));
+	await upload(srv.base, 'sbase', STACKS);
+	await upload(srv.base, 'sgrown', path.join(tmp, 'grown-stacks.txt'));
+
+	const page = await newPage(browser);
+	await page.goto(`${srv.base}/compare?base=lbase&target=lslow`);
+	await page.waitForSelector('#app[data-ready]');
+	assert.equal(await page.locator('h2:text-is("Step time")').count(), 0, 'no trace: no step time card');
+	const rows = await cells(page, cardOf('Lightning actions'));
+	assert.equal(rows[0][0], 'optimizer_step_and_closure_0');
+	assert.equal(rows[0][1], 'changed');
+	assert.ok(rows[0].some((c) => /^\+?2\.00 s$/.test(c)), `a change of 2.00 s in ${rows[0]}`);
+	await page.screenshot({ path: path.join(shots, 'formats-compare-actions.png'), fullPage: true });
+
+	await page.goto(`${srv.base}/compare?base=sbase&target=sgrown`);
+	await page.waitForSelector('#app[data-ready]');
+	const frames = await cells(page, cardOf('Stack frames'));
+	const stackFrames = first.slice(0, cut).split(';');
+	assert.ok(stackFrames.includes(frames[0][0]), `${frames[0][0]} is on the grown stack`);
+	assert.equal(frames[0][1], 'changed');
+	await page.close();
+});

@@ -690,6 +690,98 @@ START_TEST(test_report_findings)
 }
 END_TEST
 
+/* Replace the first occurrence of from in d (len) with to: a copy, malloc'd. */
+static uint8_t *edited(const uint8_t *d, size_t len, const char *from, const char *to, size_t *out_len)
+{
+	size_t a = 0, f = strlen(from), t = strlen(to);
+	uint8_t *o;
+
+	while (a + f <= len && memcmp(d + a, from, f))
+		a++;
+	ck_assert_msg(a + f <= len, "no %s", from);
+	o = malloc(len - f + t);
+	ck_assert_ptr_nonnull(o);
+	memcpy(o, d, a);
+	memcpy(o + a, to, t);
+	memcpy(o + a + t, d + a + f, len - a - f);
+	*out_len = len - f + t;
+	return o;
+}
+
+static json_t *row_named(json_t *list, const char *name)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(list, i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "name")), name))
+			return r;
+	return NULL;
+}
+
+/* Compare for the other profilers' kinds against the same kind: a Lightning report whose
+ * optimizer step took longer, and folded stacks where one stack weighs more (copies edited
+ * here from the fixtures): what grew, by how much, first. */
+START_TEST(test_compare_reports)
+{
+	size_t len, elen, slen, eslen;
+	uint8_t *d = sample("lightning_simple_pl1.2_hannah.txt", &len), *s = sample("export_stacks_gpt2_profile.txt", &slen);
+	/* optimizer_step_and_closure_0's total 8.7402 s printed as 10.7402 s: 2 s more */
+	uint8_t *e = edited(d, len, "|  8.7402 ", "|  10.7402", &elen), *es;
+	const char *nl = memchr(s, '\n', slen), *sp;
+	char line[4096], grown[4200];
+	long long w;
+	json_t *j, *r;
+
+	post("lbase", "profile.txt", d, len, 201);
+	post("lslow", "profile.txt", e, elen, 201);
+	j = get_json("/api/v1/compare?base=lbase&target=lslow", 200);
+	r = json_array_get(json_object_get(j, "actions"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "name")), "optimizer_step_and_closure_0");
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "delta_total_ns")), 2000000000);
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "base_total_ns")), 8740200000);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "changed");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "actions"), 1), "status")),
+			 "unchanged");
+	ck_assert(json_is_null(json_object_get(j, "frames")));
+	json_decref(j);
+
+	/* the stacks: the first line's weight doubled; its leaf frame's self and every frame's total on it grow */
+	ck_assert_ptr_nonnull(nl);
+	snprintf(line, sizeof(line), "%.*s", (int)((const uint8_t *)nl - s), (const char *)s);
+	ck_assert_ptr_nonnull(sp = strrchr(line, ' '));
+	w = atoll(sp + 1);
+	ck_assert_int_gt(w, 0);
+	snprintf(grown, sizeof(grown), "%.*s %lld", (int)(sp - line), line, 2 * w);
+	es = edited(s, slen, line, grown, &eslen);
+	post("sbase", "stacks.txt", s, slen, 201);
+	post("sslow", "stacks.txt", es, eslen, 201);
+	j = get_json("/api/v1/compare?base=sbase&target=sslow&limit=100000", 200);
+	ck_assert(json_is_array(json_object_get(j, "frames")));
+	r = json_array_get(json_object_get(j, "frames"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "delta_total")), w);
+	/* every frame of that stack grew by w in total, no other frame changed */
+	{
+		char copy[4096], *save = NULL, *f;
+		size_t nframes = 0, changed = 0, i;
+		snprintf(copy, sizeof(copy), "%.*s", (int)(sp - line), line);
+		for (f = strtok_r(copy, ";", &save); f; f = strtok_r(NULL, ";", &save), nframes++) {
+			json_t *row = row_named(json_object_get(j, "frames"), f);
+			ck_assert_msg(row != NULL, "frame %s", f);
+			ck_assert_int_eq(json_integer_value(json_object_get(row, "delta_total")), w);
+		}
+		json_array_foreach(json_object_get(j, "frames"), i, r)
+			changed += strcmp(json_string_value(json_object_get(r, "status")), "unchanged") != 0;
+		ck_assert_uint_eq(changed, nframes);
+	}
+	json_decref(j);
+	free(d);
+	free(e);
+	free(s);
+	free(es);
+}
+END_TEST
+
 START_TEST(test_canary)
 {
 	uint8_t *bd, *sd;
@@ -798,6 +890,7 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_key_averages_ops);
 	tcase_add_test(tc, test_canary);
 	tcase_add_test(tc, test_report_findings);
+	tcase_add_test(tc, test_compare_reports);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -35,6 +35,8 @@ export async function comparePage(app) {
 	const names = [runName(cmp.base) || base, runName(cmp.target) || target];
 	// runs without trace steps but with canary metrics: the canary's step time and memory head the page
 	const canaryHead = cmp.canary && cmp.step_time?.base_ns == null;
+	/* runs of the other profilers' files alone: no trace cards, theirs instead */
+	const reportsOnly = (cmp.canary || cmp.actions || cmp.frames) && cmp.step_time?.base_ns == null;
 	const st = (canaryHead ? cmp.canary.step_time : cmp.step_time) || {};
 	const peaks = canaryHead ? [cmp.canary.max_mem.base_bytes, cmp.canary.max_mem.target_bytes]
 		: [cmp.memory?.base_peak_bytes, cmp.memory?.target_peak_bytes];
@@ -62,16 +64,20 @@ export async function comparePage(app) {
 	const hasMemory = infos.map((info, i) => info.run.peak_allocated_bytes != null || cm[i ? 'target_peak_bytes' : 'base_peak_bytes'] != null);
 	const devices = [cm.base_device, cm.target_device];
 	app.replaceChildren(...[verdict,
-		// (two runs of canary metrics alone have no trace: nothing for these cards)
-		!(canaryHead && !steps.flat().length) && card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
+		// (runs of the other profilers' files alone have no trace: nothing for these cards)
+		!(reportsOnly && !steps.flat().length) && card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
 			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' })))), breakdownTable(steps, names)),
 		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
 			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
 		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
 		cmp.distributed && card('Distributed', distTable(cmp.distributed, names)),
 		cmp.canary && card('rlhf-canary metrics', canaryTable(cmp.canary, names)),
-		!(canaryHead && !cmp.ops?.length) && card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
-		!(canaryHead && !cmp.kernels?.length) && card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
+		cmp.actions && card('Lightning actions', h('p', { class: 'muted small', text: 'Each run\'s newest Lightning report, action by action: the largest change of total time first.' }),
+			deltaTable(cmp.actions, 'Action', per)),
+		cmp.frames && card('Stack frames', h('p', { class: 'muted small', text: 'The folded stacks of each run, frame by frame (in the files\' unit: µs for export_stacks, samples for py-spy): the largest change of total first.' }),
+			deltaTable(cmp.frames, 'Frame', per)),
+		!(reportsOnly && !cmp.ops?.length) && card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
+		!(reportsOnly && !cmp.kernels?.length) && card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
 
 	const yMax = Math.max(...steps.flat().map((s) => s.dur_ns)) * 1.05;
 	steps.forEach((s, i) => s.length && stepChart(stepBoxes[i], s, { yMax }));

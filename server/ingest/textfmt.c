@@ -299,6 +299,9 @@ struct textfmt_parser {
 	/* lightning */
 	struct tf_action *act;
 	size_t cap_act;
+	struct tf_function *fn;
+	size_t cap_fn;
+	int fn_rows;			/* -1: before the current action's table header; else its rows kept */
 	int lcol[5];			/* header: which '|' cell holds name, mean, calls, total, share */
 	int have_lhdr;
 	/* key_averages */
@@ -378,6 +381,53 @@ static int toobig(struct textfmt_parser *p, struct tp_errbuf *err)
 
 /* -- Lightning -- */
 
+/*
+ * A row of cProfile's table: "ncalls tottime percall cumtime percall location", ncalls
+ * "3" or "3/1" (calls/primitive calls), the location the rest of the line (it may hold
+ * spaces: "{method 'disable' of '_lsprof.Profiler' objects}"). The first
+ * TF_FUNCTIONS_PER_ACTION of each action are kept; the others only checked.
+ */
+static int function_row(struct textfmt_parser *p, const char *t, size_t tn, struct tp_errbuf *err)
+{
+	const char *f[5], *e = t + tn, *c = t;
+	size_t fn[5], k;
+	int64_t calls, prim, tot, cum, per;
+	const char *slash;
+
+	for (k = 0; k < 5; k++) {
+		while (c < e && (*c == ' ' || *c == '\t'))
+			c++;
+		f[k] = c;
+		while (c < e && *c != ' ' && *c != '\t')
+			c++;
+		fn[k] = (size_t)(c - f[k]);
+		if (!fn[k])
+			return bad(p, err, "a cProfile row has fewer than six columns");
+	}
+	while (c < e && (*c == ' ' || *c == '\t'))
+		c++;
+	if (c == e)
+		return bad(p, err, "a cProfile row has no location");
+	slash = memchr(f[0], '/', fn[0]);
+	if (dec_scaled(f[0], slash ? (size_t)(slash - f[0]) : fn[0], 0, &calls) ||
+	    (slash ? dec_scaled(slash + 1, fn[0] - (size_t)(slash + 1 - f[0]), 0, &prim) : (prim = calls, 0)) ||
+	    calls < 0 || prim < 0 || dec_scaled(f[1], fn[1], 9, &tot) || dec_scaled(f[2], fn[2], 9, &per) ||
+	    dec_scaled(f[3], fn[3], 9, &cum) || dec_scaled(f[4], fn[4], 9, &per) || tot < 0 || cum < 0)
+		return bad(p, err, "a cProfile row's calls or times are not numbers");
+	if (p->fn_rows >= TF_FUNCTIONS_PER_ACTION)
+		return TP_OK;
+	if (grow((void **)&p->fn, &p->cap_fn, p->r.nfunctions, sizeof(*p->fn), p->lim.max_rows))
+		return toobig(p, err);
+	struct tf_function *x = &p->fn[p->r.nfunctions];
+	*x = (struct tf_function){ .action = p->r.nactions - 1, .ncalls = calls, .primitive_calls = prim,
+				   .tottime_ns = tot, .cumtime_ns = cum };
+	if (!(x->location = keep_str(p, c, (size_t)(e - c))))
+		return toobig(p, err);
+	p->r.nfunctions++;
+	p->fn_rows++;
+	return TP_OK;
+}
+
 static int lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_errbuf *err)
 {
 	const char *t = s;
@@ -398,6 +448,7 @@ static int lightning_line(struct textfmt_parser *p, const char *s, size_t n, str
 		x->calls = x->mean_ns = x->total_ns = x->share_bp = -1;
 		p->r.nactions++;
 		p->r.advanced = 1;
+		p->fn_rows = -1;
 		return TP_OK;
 	}
 	if (p->r.advanced) {
@@ -407,8 +458,16 @@ static int lightning_line(struct textfmt_parser *p, const char *s, size_t n, str
 			const char *v = find(t, tn, " in ");
 			if (!v || v > sec || dec_scaled(v + 4, (size_t)(sec - v - 4), 9, &p->act[p->r.nactions - 1].total_ns))
 				return bad(p, err, "a section's total time is not a number");
+			return TP_OK;
 		}
-		return TP_OK;	/* the pstats rows themselves are not kept */
+		if (starts(t, tn, "ncalls") && find(t, tn, "cumtime")) {
+			p->fn_rows = 0;
+			return TP_OK;
+		}
+		if (p->r.nactions && p->fn_rows >= 0 && *t >= '0' && *t <= '9')
+			return function_row(p, t, tn, err);
+		p->fn_rows = -1;	/* the table ended: a title, another report, a note */
+		return TP_OK;
 	}
 	if (!memchr(t, '|', tn))
 		return TP_OK;	/* title, dashes, a log prefix line */
@@ -1156,6 +1215,7 @@ int textfmt_parser_finish(struct textfmt_parser *p, const struct tf_result **res
 			return bad(p, err, "no rows");
 	}
 	p->r.actions = p->act;
+	p->r.functions = p->fn;
 	p->r.col_names = (const char *const *)p->colname;
 	p->r.col_units = p->colunit;
 	p->r.ops = p->ops;
@@ -1176,6 +1236,7 @@ void textfmt_parser_free(struct textfmt_parser *p)
 	tp_free(p->strs);
 	tp_free(p->line);
 	tp_free(p->act);
+	tp_free(p->fn);
 	tp_free(p->ops);
 	tp_free(p->fr);
 	tp_free(p->first_sum);

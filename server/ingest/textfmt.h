@@ -55,6 +55,16 @@ struct tf_action {
 	int64_t share_bp;		/* hundredths of a percent; -1: not printed */
 };
 
+/* AdvancedProfiler: a row of an action's cProfile table, the first TF_FUNCTIONS_PER_ACTION
+ * rows of each as printed (cProfile orders them by cumulative time). */
+#define TF_FUNCTIONS_PER_ACTION 20
+struct tf_function {
+	size_t action;			/* index into actions */
+	const char *location;		/* "file.py:12(name)" or "{built-in method ...}" */
+	int64_t ncalls, primitive_calls;	/* "3/1": 3 calls, 1 not recursive; else both the same */
+	int64_t tottime_ns, cumtime_ns;
+};
+
 /* key_averages: a column's unit. */
 enum tf_unit { TF_U_TEXT, TF_U_NS, TF_U_BYTES, TF_U_BP, TF_U_COUNT, TF_U_OTHER };
 #define TF_MAX_COLS 24
@@ -85,6 +95,8 @@ struct tf_result {
 	size_t nactions;
 	int64_t total_ns;		/* the Total row (SimpleProfiler); -1 none */
 	int advanced;			/* 1: AdvancedProfiler report */
+	const struct tf_function *functions;	/* its cProfile rows, by action in file order */
+	size_t nfunctions;
 	/* TF_KEYAVG */
 	const char *const *col_names;
 	const int *col_units;		/* enum tf_unit */

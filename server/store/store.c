@@ -499,7 +499,7 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
 					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
-					     "lightning_actions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
+					     "lightning_actions", "lightning_functions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
 					     "canary_metrics", "canary_ops" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
@@ -1240,6 +1240,26 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 		bind_opt(st, 5, x->mean_ns);
 		bind_opt(st, 6, x->total_ns);
 		bind_opt(st, 7, x->share_bp);
+		rc = step_reset(w, st, err);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!rc && t->nfunctions &&
+	    sqlite3_prepare_v2(w->db, "INSERT INTO lightning_functions(artifact_id, action, n, location, ncalls,"
+				      " primitive_calls, tottime_ns, cumtime_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+				      -1, &st, NULL) != SQLITE_OK)
+		rc = db_fail(err, w->db, "prepare");
+	for (size_t i = 0, k = 0; i < t->nfunctions && !rc; i++) {
+		const struct tf_function *f = &t->functions[i];
+		k = i && f->action == t->functions[i - 1].action ? k + 1 : 0;
+		sqlite3_bind_int64(st, 1, artifact);
+		sqlite3_bind_int64(st, 2, (int64_t)f->action);
+		sqlite3_bind_int64(st, 3, (int64_t)k);
+		bind_text(st, 4, f->location);
+		sqlite3_bind_int64(st, 5, f->ncalls);
+		sqlite3_bind_int64(st, 6, f->primitive_calls);
+		sqlite3_bind_int64(st, 7, f->tottime_ns);
+		sqlite3_bind_int64(st, 8, f->cumtime_ns);
 		rc = step_reset(w, st, err);
 	}
 	sqlite3_finalize(st);
@@ -3426,28 +3446,60 @@ json_t *store_run_canary(struct store_reader *r, const char *run, int rank, stru
 json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st = NULL;
-	json_t *acts = json_array(), *o = NULL;
+	json_t *acts = json_array(), *o = NULL, *byn = NULL;
 	int step;
 
 	if (!acts)
 		goto oom;
 	if ((rank = rank_of(r, run, rank, err)) < 0)
 		goto out;
-	if (!(st = prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
+	if (!(st = prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp, n FROM lightning_actions"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
 				   " artifact_id, n", run, rank, err)))
 		goto out;
+	if (!(byn = json_object()))
+		goto oom;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *a = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "artifact", (json_int_t)sqlite3_column_int64(st, 0),
 				      "action", col_json(st, 1), "calls", col_opt(st, 2), "mean_ns", col_opt(st, 3),
 				      "total_ns", col_opt(st, 4),
 				      "share", sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null()
 					      : json_real((double)sqlite3_column_int64(st, 5) / 100.0));
-		if (append(acts, a))
+		char key[48];
+		snprintf(key, sizeof(key), "%lld:%lld", (long long)sqlite3_column_int64(st, 0),
+			 (long long)sqlite3_column_int64(st, 6));
+		if (!a || json_object_set(byn, key, a) || append(acts, a))
 			goto oom;
 	}
 	if (step != SQLITE_DONE) {
 		db_fail(err, r->db, "read actions");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	/* AdvancedProfiler's cProfile rows, under their action */
+	if (!(st = prepare_rank(r, "SELECT artifact_id, action, location, ncalls, primitive_calls, tottime_ns, cumtime_ns"
+				   " FROM lightning_functions WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY artifact_id,"
+				   " action, n", run, rank, err)))
+		goto out;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		char key[48];
+		json_t *a, *fns;
+		snprintf(key, sizeof(key), "%lld:%lld", (long long)sqlite3_column_int64(st, 0),
+			 (long long)sqlite3_column_int64(st, 1));
+		if (!(a = json_object_get(byn, key)))
+			continue;
+		if (!(fns = json_object_get(a, "functions")) &&
+		    (!(fns = json_array()) || json_object_set_new(a, "functions", fns)))
+			goto oom;
+		if (append(fns, json_pack("{s:o, s:I, s:I, s:I, s:I}", "location", col_json(st, 2), "ncalls",
+					  (json_int_t)sqlite3_column_int64(st, 3), "primitive_calls",
+					  (json_int_t)sqlite3_column_int64(st, 4), "tottime_ns",
+					  (json_int_t)sqlite3_column_int64(st, 5), "cumtime_ns",
+					  (json_int_t)sqlite3_column_int64(st, 6))))
+			goto oom;
+	}
+	if (step != SQLITE_DONE) {
+		db_fail(err, r->db, "read functions");
 		goto out;
 	}
 	if (!json_array_size(acts)) {
@@ -3463,6 +3515,7 @@ oom:
 out:
 	sqlite3_finalize(st);
 	json_decref(acts);
+	json_decref(byn);
 	return o;
 }
 

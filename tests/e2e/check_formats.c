@@ -782,6 +782,78 @@ START_TEST(test_compare_reports)
 }
 END_TEST
 
+/* AdvancedProfiler: each action's cProfile rows, the first 20 as printed. Every table of the
+ * file is read here (action, rows, a row's figures) and checked against /actions. */
+START_TEST(test_advanced_functions)
+{
+	size_t len, nact = 0, checked = 0;
+	uint8_t *d = sample("lightning_advanced_pl1.4_doc_robustness.txt", &len);
+	char action[1024] = "", line[1024];
+	long rows = -1;
+	json_t *j, *acts, *a, *f;
+	size_t i;
+
+	post("advanced", "profile.txt", d, len, 201);
+	j = get_json("/api/v1/runs/advanced/actions", 200);
+	acts = json_object_get(j, "actions");
+	for (size_t at = 0; at < len;) {
+		const uint8_t *nl = memchr(d + at, '\n', len - at);
+		size_t b = nl ? (size_t)(nl - d) : len;
+		long long calls, prim;
+		double tot, per, cum;
+		char loc[512];
+		int got;
+		snprintf(line, sizeof(line), "%.*s", (int)(b - at), (const char *)d + at);
+		at = b + 1;
+		if (!strncmp(line, "Profile stats for: ", 19)) {
+			snprintf(action, sizeof(action), "%s", line + 19);
+			rows = -1;
+			nact++;
+			continue;
+		}
+		if (strstr(line, "ncalls") && strstr(line, "cumtime")) {
+			rows = 0;
+			continue;
+		}
+		if (rows < 0 || (got = sscanf(line, " %lld/%lld %lf %lf %lf %*f %511[^\n]", &calls, &prim, &tot, &per, &cum, loc)) < 1)
+			continue;
+		if (got != 6) {
+			prim = calls;
+			if (sscanf(line, " %lld %lf %lf %lf %*f %511[^\n]", &calls, &tot, &per, &cum, loc) != 5) {
+				rows = -1;
+				continue;
+			}
+		}
+		if (rows >= 20) {
+			rows++;
+			continue;
+		}
+		/* its action in the answer (its name is unique in this file), then the row at the same place */
+		a = NULL;
+		json_array_foreach(acts, i, a)
+			if (!strcmp(json_string_value(json_object_get(a, "action")), action))
+				break;
+		ck_assert_msg(a != NULL && i < json_array_size(acts), "action %s", action);
+		f = json_array_get(json_object_get(a, "functions"), (size_t)rows);
+		ck_assert_msg(f != NULL, "%s: row %ld", action, rows);
+		ck_assert_str_eq(json_string_value(json_object_get(f, "location")), loc);
+		ck_assert_int_eq(json_integer_value(json_object_get(f, "ncalls")), calls);
+		ck_assert_int_eq(json_integer_value(json_object_get(f, "primitive_calls")), prim);
+		ck_assert_int_eq(json_integer_value(json_object_get(f, "cumtime_ns")), llround(cum * 1e9));
+		ck_assert_int_eq(json_integer_value(json_object_get(f, "tottime_ns")), llround(tot * 1e9));
+		rows++;
+		checked++;
+	}
+	ck_assert_uint_eq(nact, 35);
+	ck_assert_uint_gt(checked, 300);
+	/* no action has more than 20 rows, and one that printed more has exactly 20 */
+	json_array_foreach(acts, i, a)
+		ck_assert_uint_le(json_array_size(json_object_get(a, "functions")), 20);
+	json_decref(j);
+	free(d);
+}
+END_TEST
+
 START_TEST(test_canary)
 {
 	uint8_t *bd, *sd;
@@ -891,6 +963,7 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_canary);
 	tcase_add_test(tc, test_report_findings);
 	tcase_add_test(tc, test_compare_reports);
+	tcase_add_test(tc, test_advanced_functions);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -135,6 +135,11 @@ put('formats/json_neither.json', '{"hello": 1}')
 put('formats/lightning_missing_total.txt',
     'FIT Profiler Report\n\nAction\t|  Mean duration (s)\t|  Num calls\t|  Total time (s)\t|  Percentage %\t|\n'
     + '-' * 80 + '\nrun_training_epoch\t|  21.692\t|  1\t|\n')
+# AdvancedProfiler: a cProfile row whose time is not a number; ncalls of 2^64 (past int64)
+adv = ('FIT Profiler Report\nProfile stats for: run_training_epoch\n         3 function calls in 0.500 seconds\n\n'
+       '   Ordered by: cumulative time\n\n   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n')
+put('formats/lightning_advanced_bad_row.txt', adv + '        1    0.100    0.100    x.500    0.500 train.py:1(step)\n')
+put('formats/lightning_advanced_calls_overflow.txt', adv + '18446744073709551616/1    0.100    0.100    0.500    0.500 a.py:1(f)\n')
 put('formats/stacks_long_line.txt', ';'.join(['f%d' % i for i in range(20000)]) + ' 5\n')
 put('formats/stacks_weight_overflow.txt', 'a;b 9223372036854775807\na;c 9223372036854775807\n')
 put('formats/smi_year_overflow.csv', '9999/12/31 23:59:59.999, 50 %, 1 MiB\n')

@@ -132,6 +132,46 @@ START_TEST(test_lightning_advanced)
 }
 END_TEST
 
+/* cProfile rows: "3/1" ncalls, locations with spaces, at most TF_FUNCTIONS_PER_ACTION per action,
+ * the table ended by the next report's title; fed in pieces of 7 bytes */
+START_TEST(test_lightning_functions)
+{
+	char text[8192];
+	size_t n = 0;
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+	static const char head[] = "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n";
+
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "FIT Profiler Report\nProfile stats for: a\n"
+			      "         9 function calls (7 primitive calls) in 1.250 seconds\n\n   Ordered by: cumulative time\n\n%s"
+			      "      3/1    0.001    0.000    1.250    1.250 train.py:10(step)\n"
+			      "        2    0.250    0.125    0.250    0.125 {method 'disable' of '_lsprof.Profiler' objects}\n\n\n",
+			      head);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "FIT Profiler Report\nProfile stats for: b\n"
+			      "         30 function calls in 0.030 seconds\n\n%s", head);
+	for (int i = 0; i < 25; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "        1    0.001    0.001    0.%03d    0.001 m.py:%d(f)\n",
+				      30 - i, i);
+	ck_assert_msg(parse(TF_LIGHTNING, (const uint8_t *)text, n, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->nactions, 2);
+	ck_assert_uint_eq(r->nfunctions, 2 + TF_FUNCTIONS_PER_ACTION);
+	ck_assert_uint_eq(r->functions[0].action, 0);
+	ck_assert_int_eq(r->functions[0].ncalls, 3);
+	ck_assert_int_eq(r->functions[0].primitive_calls, 1);
+	ck_assert_int_eq(r->functions[0].cumtime_ns, 1250000000);
+	ck_assert_int_eq(r->functions[0].tottime_ns, 1000000);
+	ck_assert_str_eq(r->functions[1].location, "{method 'disable' of '_lsprof.Profiler' objects}");
+	ck_assert_int_eq(r->functions[1].ncalls, 2);
+	ck_assert_int_eq(r->functions[1].primitive_calls, 2);
+	ck_assert_uint_eq(r->functions[2].action, 1);
+	ck_assert_str_eq(r->functions[2].location, "m.py:0(f)");
+	ck_assert_int_eq(r->functions[2 + TF_FUNCTIONS_PER_ACTION - 1].cumtime_ns, (30 - TF_FUNCTIONS_PER_ACTION + 1) * 1000000);
+	ck_assert_int_eq(r->actions[0].total_ns, 1250000000);
+	textfmt_parser_free(p);
+}
+END_TEST
+
 START_TEST(test_key_averages)
 {
 	size_t len;
@@ -486,6 +526,7 @@ Suite *suite_textfmt(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_lightning_simple);
 	tcase_add_test(tc, test_lightning_advanced);
+	tcase_add_test(tc, test_lightning_functions);
 	tcase_add_test(tc, test_key_averages);
 	tcase_add_test(tc, test_key_averages_units);
 	tcase_add_test(tc, test_key_averages_roles);

@@ -173,15 +173,90 @@ int h_run_canary(struct request *req)
 }
 
 /* nvidia-smi logs per GPU (GET /runs/{run}/gpu) */
+/* The first and last timestamps of every column of a /gpu answer; 0 when it has none. */
+static int log_span(json_t *o, int64_t *first, int64_t *last)
+{
+	json_t *g, *c, *t;
+	size_t i, j, k;
+	int any = 0;
+
+	json_array_foreach(json_object_get(o, "gpus"), i, g)
+		json_array_foreach(json_object_get(g, "columns"), j, c)
+			json_array_foreach(json_object_get(c, "t_ns"), k, t) {
+				int64_t v = json_integer_value(t);
+				if (!json_is_integer(t))
+					continue;
+				*first = any && *first < v ? *first : v;
+				*last = any && *last > v ? *last : v;
+				any = 1;
+			}
+	return any;
+}
+
+/*
+ * The rank's trace steps on the log's clock ("steps" of /gpu): shifted by the node's
+ * UTC offset, given (?utc_offset_min) or found (runline_log_offset); null when the log
+ * has no timestamps, the rank no trace steps, or no shift puts a step in the log's span.
+ */
+static json_t *steps_on_log(struct store_reader *r, const char *run, int rank, json_t *o, long long given,
+			    struct tp_errbuf *err)
+{
+	struct rl_step *s = NULL;
+	size_t n = 0, inside, i;
+	int64_t first = 0, last = 0, off;
+	int got;
+	json_t *list, *out;
+
+	if (!log_span(o, &first, &last))
+		return json_null();
+	if (store_timeline(r, run, rank, &s, &n, &got, NULL, err)) {
+		if (err->rc != TP_ERR_NOTFOUND)
+			return NULL;
+		memset(err, 0, sizeof(*err));
+		return json_null();
+	}
+	if (given != INT64_MIN) {
+		off = given * 60 * 1000000000LL;
+		for (inside = 0, i = 0; i < n; i++)
+			inside += s[i].start_ns + off >= first && s[i].start_ns + off <= last;
+	} else
+		inside = runline_log_offset(s, n, first, last, &off);
+	if (!n || (given == INT64_MIN && !inside)) {
+		tp_free(s);
+		return json_null();
+	}
+	list = json_array();
+	for (i = 0; list && i < n; i++)
+		if (json_array_append_new(list, json_pack("{s:I, s:I, s:I}", "step", (json_int_t)s[i].step, "start_ns",
+							  (json_int_t)tp_sat_add(s[i].start_ns, off), "end_ns",
+							  (json_int_t)tp_sat_add(tp_sat_add(s[i].start_ns, s[i].dur_ns), off))))
+			json_decref(list), list = NULL;
+	tp_free(s);
+	out = list ? json_pack("{s:s, s:I, s:f, s:I, s:o}", "clock", given != INT64_MIN ? "given" : off ? "shifted" : "utc",
+			       "offset_ns", (json_int_t)off, "utc_offset_min", (double)off / 60e9, "inside", (json_int_t)inside,
+			       "steps", list) : NULL;
+	if (!out)
+		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	return out;
+}
+
 int h_run_gpu(struct request *req)
 {
 	struct tp_errbuf err = { 0 };
 	struct store_reader *r;
-	long long rank;
+	long long rank, given;
+	json_t *o, *steps;
 
-	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
+	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) ||
+	    h_arg_int(req, "utc_offset_min", -12 * 60, 14 * 60, INT64_MIN, &given) || h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_run_gpu(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+	o = store_run_gpu(r, req->params[0], (int)rank, &err);
+	if (o && (!(steps = steps_on_log(r, req->params[0], (int)json_integer_value(json_object_get(o, "rank")), o,
+					 given, &err)) || json_object_set_new(o, "steps", steps))) {
+		json_decref(o);
+		o = NULL;
+	}
+	return h_answer(req, o, r, &err, NULL, 0);
 }
 
 /* folded stacks' frames, by total (GET /runs/{run}/stacks?top=N) */

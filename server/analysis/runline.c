@@ -161,3 +161,36 @@ json_t *runline_findings(const struct rl_step *s, size_t n, int ncycles)
 	}
 	return out;
 }
+
+static size_t starts_within(const struct rl_step *s, size_t n, int64_t first, int64_t last, int64_t off)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t t = tp_sat_add(s[i].start_ns, off);
+		k += t >= first && t <= last;
+	}
+	return k;
+}
+
+size_t runline_log_offset(const struct rl_step *s, size_t n, int64_t first, int64_t last, int64_t *offset)
+{
+	size_t best = starts_within(s, n, first, last, 0), k;
+	int64_t q;
+
+	*offset = 0;
+	if (best == n)
+		return best;
+	/* nearer shifts first, east before west: the first of the most wins */
+	for (int64_t d = 1; d <= 14 * 4; d++)
+		for (int sign = 1; sign >= -1; sign -= 2) {
+			if (sign < 0 && d > 12 * 4)
+				continue;
+			q = sign * d * RUNLINE_TZ_STEP_NS;
+			if ((k = starts_within(s, n, first, last, q)) > best) {
+				best = k;
+				*offset = q;
+			}
+		}
+	return best;
+}

@@ -40,6 +40,17 @@ size_t runline_pick(const struct rl_step *s, size_t n, size_t points, size_t *ke
 /* The findings across cycles, as diagnosis.h shapes them; NULL when out of memory. */
 json_t *runline_findings(const struct rl_step *s, size_t n, int ncycles);
 
+/*
+ * nvidia-smi writes its timestamps in the node's local time, without a zone; traces
+ * carry UTC epoch times. The offset (ns) to add to the steps' times to put them on a
+ * log's clock whose samples span [first, last] (read as UTC): 0 when the steps fall
+ * in that span as they are, else the whole quarter-hour within -12 h .. +14 h (the
+ * zones there are) that puts the most step starts in it, the smallest such shift
+ * on a tie. Returns how many step starts fall in the span with it: 0, no alignment.
+ */
+#define RUNLINE_TZ_STEP_NS (15 * 60 * 1000000000LL)
+size_t runline_log_offset(const struct rl_step *s, size_t n, int64_t first, int64_t last, int64_t *offset);
+
 /* Thresholds */
 #define RL_DRIFT_PCT 20.0		/* last cycle's mean step over the first's */
 #define RL_SLOW_CYCLE_RATIO 1.5		/* a cycle's mean step over its neighbours' */

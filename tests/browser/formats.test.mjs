@@ -379,3 +379,24 @@ test('compare: Lightning actions and stack frames, what grew first', async () =>
 	assert.equal(frames[0][1], 'changed');
 	await page.close();
 });
+
+// nvidia-smi writes local time: a log written at UTC-5 over the V100 trace's steps. The GPU
+// chart shades the trace's steps where the log's clock has them (shifted by -5 h).
+test('the GPU chart shades the trace\'s steps on the log\'s clock', async () => {
+	const rows = ['timestamp, index, utilization.gpu [%], memory.used [MiB], memory.free [MiB]'];
+	for (let i = 0; i < 8; i++)	/* 23:48:05.000 to 23:48:08.500 local = 04:48:05 UTC on the 30th */
+		rows.push(`2022/11/29 23:48:${String(5 + Math.floor(i / 2)).padStart(2, '0')}.${i % 2 ? '500' : '000'}, 0, ${50 + i} %, 1000 MiB, 9000 MiB`);
+	fs.writeFileSync(path.join(tmp, 'local.csv'), rows.join('\n') + '\n');
+	await upload(srv.base, 'aligned', 'traces/hta_v100_train_memory.json.gz');
+	await upload(srv.base, 'aligned', path.join(tmp, 'local.csv'));
+	const gpu = await (await fetch(`${srv.base}/api/v1/runs/aligned/gpu?rank=0`)).json();
+	assert.equal(gpu.steps.utc_offset_min, -300);
+	const page = await open('aligned');
+	const shaded = await page.$eval('#gpu .gpu-chart[data-unit="%"]', (e) => +e.dataset.steps);
+	assert.equal(shaded, gpu.steps.steps.length);
+	assert.ok(shaded > 0);
+	assert.match(await page.textContent('#gpu p.muted'), /shifted by -5 h/);
+	await page.screenshot({ path: path.join(shots, 'formats-gpu-steps.png'), fullPage: true });
+	assert.deepEqual(page.problems, []);
+	await page.close();
+});

@@ -854,6 +854,56 @@ START_TEST(test_advanced_functions)
 }
 END_TEST
 
+/* nvidia-smi writes local time: a log written at UTC-5 over the V100 trace's steps (2022-11-30
+ * 04:48:07 UTC) has its steps shifted by -5 h onto its clock; ?utc_offset_min gives the offset */
+START_TEST(test_gpu_log_steps)
+{
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz"), log[4096];
+	size_t len, n = 0, inside = 0, k;
+	uint8_t *d = tu_read_file(path, &len);
+	const long long t0 = 1669765685000LL;	/* 2022-11-29 23:48:05.000 local = 04:48:05 UTC, in ms */
+	json_t *j, *st, *steps, *s;
+
+	ck_assert_ptr_nonnull(d);
+	post("smi_steps", "trace.json.gz&rank=0", d, len, 201);	/* (its distributedInfo says rank 1) */
+	n += (size_t)snprintf(log + n, sizeof(log) - n, "timestamp, index, utilization.gpu [%%], memory.used [MiB], memory.free [MiB]\n");
+	for (int i = 0; i < 8; i++) {	/* 23:48:05.000 to 23:48:08.500, every 500 ms */
+		long long ms = t0 + i * 500LL;
+		n += (size_t)snprintf(log + n, sizeof(log) - n, "2022/11/29 23:48:%02lld.%03lld, 0, %d %%, 1000 MiB, 9000 MiB\n",
+				      (ms / 1000) % 60, ms % 1000, 50 + i);
+	}
+	post("smi_steps", "gpu.csv&rank=0", log, n, 201);
+	j = get_json("/api/v1/runs/smi_steps/steps", 200);
+	steps = json_object_get(j, "steps");
+	json_array_foreach(steps, k, s) {
+		long long at = (long long)(json_integer_value(json_object_get(s, "start_ns")) / 1000000) - 5 * 3600 * 1000LL;
+		inside += at >= t0 && at <= t0 + 3500;
+	}
+	ck_assert_msg(inside > 0, "%zu steps, first at %lld", json_array_size(steps),
+		      (long long)json_integer_value(json_object_get(json_array_get(steps, 0), "start_ns")));
+	st = get_json("/api/v1/runs/smi_steps/gpu", 200);
+	s = json_object_get(st, "steps");
+	ck_assert_str_eq(json_string_value(json_object_get(s, "clock")), "shifted");
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "offset_ns")), -5 * 3600 * 1000000000LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "inside")), (json_int_t)inside);
+	ck_assert_uint_eq(json_array_size(json_object_get(s, "steps")), json_array_size(steps));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(s, "steps"), 0), "start_ns")),
+			 json_integer_value(json_object_get(json_array_get(steps, 0), "start_ns")) - 5 * 3600 * 1000000000LL);
+	json_decref(st);
+	st = get_json("/api/v1/runs/smi_steps/gpu?utc_offset_min=-300", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "steps"), "clock")), "given");
+	json_decref(st);
+	/* an offset past the zones there are is refused; a log of another time has no steps */
+	json_decref(get_json("/api/v1/runs/smi_steps/gpu?utc_offset_min=900", 400));
+	st = get_json("/api/v1/runs/smi_steps/gpu?utc_offset_min=0", 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "steps"), "inside")), 0);
+	json_decref(st);
+	json_decref(j);
+	free(d);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_canary)
 {
 	uint8_t *bd, *sd;
@@ -964,6 +1014,7 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_report_findings);
 	tcase_add_test(tc, test_compare_reports);
 	tcase_add_test(tc, test_advanced_functions);
+	tcase_add_test(tc, test_gpu_log_steps);
 	suite_add_tcase(s, tc);
 	return s;
 }

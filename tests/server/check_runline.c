@@ -125,6 +125,37 @@ START_TEST(test_findings)
 }
 END_TEST
 
+/* Steps at UTC times, a log written in local time: the offset found is the zone's */
+START_TEST(test_log_offset)
+{
+	struct rl_step st[6] = { { 0 } };
+	const int64_t t0 = 1669783687000000000LL, s = 1000000000LL, h = 3600 * s;
+	int64_t off;
+
+	for (int i = 0; i < 6; i++) {
+		st[i].step = i;
+		st[i].start_ns = t0 + i * s;
+		st[i].dur_ns = s;
+	}
+	/* the log read as UTC already covers the steps */
+	ck_assert_uint_eq(runline_log_offset(st, 6, t0 - s, t0 + 10 * s, &off), 6);
+	ck_assert_int_eq(off, 0);
+	/* a node at UTC-5 (New York in winter): its log is 5 h behind the trace */
+	ck_assert_uint_eq(runline_log_offset(st, 6, t0 - 5 * h - s, t0 - 5 * h + 3 * s, &off), 4);
+	ck_assert_int_eq(off, -5 * h);
+	/* UTC+5:30 (India): a half hour is a whole quarter */
+	ck_assert_uint_eq(runline_log_offset(st, 6, t0 + 5 * h + 30 * 60 * s, t0 + 5 * h + 30 * 60 * s + 10 * s, &off), 6);
+	ck_assert_int_eq(off, 5 * h + 30 * 60 * s);
+	/* a log of another day: nothing within 14 h puts a step in it */
+	ck_assert_uint_eq(runline_log_offset(st, 6, t0 + 48 * h, t0 + 49 * h, &off), 0);
+	ck_assert_int_eq(off, 0);
+	/* past the zones there are: -13 h is refused, +14 h taken */
+	ck_assert_uint_eq(runline_log_offset(st, 6, t0 - 13 * h, t0 - 13 * h + 10 * s, &off), 0);
+	ck_assert_uint_eq(runline_log_offset(st, 6, t0 + 14 * h, t0 + 14 * h + 10 * s, &off), 6);
+	ck_assert_int_eq(off, 14 * h);
+}
+END_TEST
+
 Suite *suite_runline(void)
 {
 	Suite *s = suite_create("runline");
@@ -133,6 +164,7 @@ Suite *suite_runline(void)
 	tcase_add_test(tc, test_cycles);
 	tcase_add_test(tc, test_pick);
 	tcase_add_test(tc, test_findings);
+	tcase_add_test(tc, test_log_offset);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -481,8 +481,12 @@ const GPU_UNITS = {
 	Hz: { fmt: (v) => ticks(HZ_UNITS)(null, [v])[0], ticks: ticks(HZ_UNITS) },
 };
 
-export function gpuChart(el, unit, lines) {
+// steps: the rank's trace steps on the log's clock (GET /gpu's steps), drawn as alternate bands
+// under the lines, each labelled with its number when there is room.
+export function gpuChart(el, unit, lines, steps = null) {
 	const timed = lines.every((l) => l.t_ns.every((t) => t != null));
+	const bands = timed && steps ? steps.map((s) => [s.start_ns / 1e9, s.end_ns / 1e9, s.step]) : [];
+	el.dataset.steps = bands.length;
 	const xs = (l) => (timed ? l.t_ns.map((t) => t / 1e9) : l.values.map((v, i) => i));
 	const data = uPlot.join(lines.map((l) => [xs(l), l.values]));
 	const gpus = [...new Set(lines.map((l) => l.gpu))];
@@ -505,6 +509,24 @@ export function gpuChart(el, unit, lines) {
 			{ ...axisStyle, label: timed ? null : 'row' },
 			{ ...axisStyle, size: 80, values: u.ticks, incrs: u.incrs },
 		],
-		series: [{ label: timed ? 'time (UTC)' : 'row', value: timed ? '{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}' : (self, v) => v ?? '' }, ...series],
+		series: [{ label: timed ? 'time (as logged)' : 'row', value: timed ? '{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}' : (self, v) => v ?? '' }, ...series],
+		hooks: { drawClear: [(u) => {
+			const ctx = u.ctx;
+			ctx.save();
+			ctx.font = `${Math.round(10 * devicePixelRatio)}px system-ui, sans-serif`;
+			bands.forEach(([a, b, n], i) => {
+				const l = Math.max(u.bbox.left, u.valToPos(a, 'x', true));
+				const r = Math.min(u.bbox.left + u.bbox.width, u.valToPos(b, 'x', true));
+				if (r <= l)
+					return;
+				ctx.fillStyle = i % 2 ? 'rgba(37, 99, 235, 0.07)' : 'rgba(37, 99, 235, 0.14)';
+				ctx.fillRect(l, u.bbox.top, r - l, u.bbox.height);
+				if (r - l > 40 * devicePixelRatio) {
+					ctx.fillStyle = 'rgba(30, 64, 175, 0.8)';
+					ctx.fillText(`step ${n}`, l + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+				}
+			});
+			ctx.restore();
+		}] },
 	}, data);
 }

@@ -129,7 +129,10 @@ export async function gpuView(box, run, rank) {
 		return { unit, el, part: h('div', null, h('h3', { text: title }), el) };
 	});
 	const fmt = (l, v) => (v == null ? DASH : (UNIT_FMT[l.unit] || String)(v));
-	box.replaceChildren(h('p', { class: 'muted small', text: `${ans.gpus.length} GPU${ans.gpus.length === 1 ? '' : 's'}, as the log's rows give them. Drag to zoom, double-click to reset.` }),
+	const st = ans.steps;
+	const clock = !st ? '' : st.clock === 'utc' ? ' The trace\'s steps are shaded (the log\'s clock read as UTC).'
+		: ` The trace's steps are shaded, shifted by ${st.utc_offset_min / 60} h: the log is in the node's local time (${st.clock === 'given' ? 'the offset given' : 'the offset that puts the steps in the log'}).`;
+	box.replaceChildren(h('p', { class: 'muted small', text: `${ans.gpus.length} GPU${ans.gpus.length === 1 ? '' : 's'}, as the log's rows give them. Drag to zoom, double-click to reset.${clock}` }),
 		...charts.map((c) => c.part),
 		table({
 			sort: null, rows: lines,
@@ -143,7 +146,7 @@ export async function gpuView(box, run, rank) {
 			],
 		}).el);
 	for (const c of charts)
-		gpuChart(c.el, c.unit, lines.filter((l) => l.unit === c.unit));
+		gpuChart(c.el, c.unit, lines.filter((l) => l.unit === c.unit), st?.steps);
 	return ans;
 }
 

@@ -37,7 +37,7 @@ static const struct route routes[] = {
 	{ "GET", "/api/v1/runs/{run}/memory/segments", ROUTE_CACHE | ROUTE_DERIVED, h_run_memory_segments, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/actions", ROUTE_CACHE, h_run_actions, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/stacks", ROUTE_CACHE, h_run_stacks, NULL, NULL, NULL },
-	{ "GET", "/api/v1/runs/{run}/gpu", ROUTE_CACHE, h_run_gpu, NULL, NULL, NULL },
+	{ "GET", "/api/v1/runs/{run}/gpu", ROUTE_CACHE | ROUTE_DERIVED, h_run_gpu, NULL, NULL, NULL },	/* its steps */
 	{ "GET", "/api/v1/runs/{run}/canary", ROUTE_CACHE, h_run_canary, NULL, NULL, NULL },
 	{ "POST", "/api/v1/runs/{run}/artifacts", ROUTE_WRITE | ROUTE_BODY | ROUTE_UPLOAD, h_artifact_upload_begin,
 	  h_artifact_upload_data, h_artifact_upload_end, h_artifact_upload_cleanup },

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "alloc.h"
+#include "reads.h"
 #include "handlers.h"
 #include "http.h"
 #include "utf8.h"
@@ -135,7 +136,7 @@ static json_t *artifact_json(struct request *req, int64_t id, struct tp_errbuf *
 	json_t *a = NULL;
 
 	if (store_reader_open(http_store(req), &r, err) == TP_OK) {
-		a = store_artifact_get(r, req->params[0], id, err);
+		a = read_artifact(r, req->params[0], id, err);
 		store_reader_close(r);
 	}
 	return a;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "reads.h"
 #include "handlers.h"
 #include "http.h"
 #include "pipeline/runrank.h"
@@ -59,13 +60,13 @@ static int answer(struct request *req, json_t *(*query)(struct store_reader *, c
 static json_t *q_runs(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
 	(void)run, (void)rank;
-	return store_runs_list(r, err);
+	return read_runs(r, err);
 }
 
 static json_t *q_run(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
 	(void)rank;
-	return store_run_get(r, run, err);
+	return read_run(r, run, err);
 }
 
 int h_runs_list(struct request *req)

@@ -10,6 +10,14 @@
  * packed into one row per block, a transaction per batch, and no secondary
  * index on the tables written during ingest: their keys are
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
+ *
+ * Reads return rows and structs that answer.c shapes (store_runs,
+ * store_artifacts, store_diag_input, store_compare_input, store_timeline, ...).
+ * These still build their JSON here, to move the same way (issue 15; the
+ * answers must stay byte for byte: scripts/answers.py): store_steps,
+ * store_ops, store_kernels, store_ranks, store_memory (and its text stream),
+ * store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
+ * store_run_stacks, store_metrics, store_run_canary.
  */
 #include <malloc.h>
 #include <math.h>
@@ -1968,17 +1976,6 @@ static json_t *col_json(sqlite3_stmt *st, int col)
 	}
 }
 
-/* A column holding JSON text we wrote, parsed; fallback (stolen) when NULL. */
-static json_t *col_parsed(sqlite3_stmt *st, int col, json_t *fallback)
-{
-	const char *s = (const char *)sqlite3_column_text(st, col);
-
-	if (!s)
-		return fallback;
-	json_decref(fallback);
-	return json_loads(s, 0, NULL);	/* NULL only when out of memory */
-}
-
 /* Append item (stolen) to arr; -1 when either is missing or the append fails. */
 static int append(json_t *arr, json_t *item)
 {
@@ -1999,52 +1996,52 @@ static int cmp_i64(const void *a, const void *b)
  * Step count and mean/median step time of a run, at its lowest rank with
  * steps (the summary a run list shows; per-rank views come from store_steps).
  */
-static int run_step_summary(struct store_reader *r, int64_t run_id, json_t *obj, struct tp_errbuf *err)
+/* A text column, copied; NULL for SQL NULL. *fail set when out of memory. */
+static char *col_strdup(sqlite3_stmt *st, int col, int *fail)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	char *c;
+
+	if (!t)
+		return NULL;
+	if (!(c = tp_strdup(t)))
+		*fail = 1;
+	return c;
+}
+
+static int64_t col_i64(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, col);
+}
+
+/* The complete steps' durations of the run's lowest rank with steps, in r->step_dur_ns. */
+static int run_step_durations(struct store_reader *r, int64_t run_id, struct store_run_info *ri,
+			      struct tp_errbuf *err)
 {
 	sqlite3_stmt *st = prepare(r,
 		"SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s JOIN artifacts a"
 		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND s.incomplete=0 AND"
 		" s.whole_trace=0 AND a.rank= (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2"
 		" ON s2.artifact_id=a2.id WHERE a2.run_id=?1 AND a2.status='ready' AND s2.whole_trace=0)", err);
-	int64_t *d = NULL;
-	size_t n = 0, cap = 0;
-	double sum = 0;
-	json_t *times;
+	size_t cap = 0;
 	int step;
 
 	if (!st)
 		return TP_ERR_DB;
 	sqlite3_bind_int64(st, 1, run_id);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			int64_t *nd = tp_realloc(d, (cap = cap ? cap * 2 : 64) * sizeof(*d));
+		if (ri->nsteps == cap) {
+			int64_t *nd = tp_realloc(ri->step_dur_ns, (cap = cap ? cap * 2 : 64) * sizeof(*nd));
 			if (!nd)
 				break;
-			d = nd;
+			ri->step_dur_ns = nd;
 		}
-		d[n] = sqlite3_column_int64(st, 2);
-		sum += (double)d[n++];
+		ri->step_dur_ns[ri->nsteps++] = sqlite3_column_int64(st, 2);
 	}
 	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
-		tp_free(d);
-		return step == SQLITE_ROW ? (nomem(err), TP_ERR_NOMEM) : db_fail(err, r->db, "step summary");
-	}
-	if (n) {
-		qsort(d, n, sizeof(*d), cmp_i64);
-		json_int_t median = n % 2 ? d[n / 2] : tp_mid(d[n / 2 - 1], d[n / 2]);
-		times = json_pack("{s:I, s:I}", "mean", (json_int_t)tp_round_i64(sum / (double)n), "median", median);
-	} else {
-		times = json_pack("{s:n, s:n}", "mean", "median");
-	}
-	tp_free(d);
-	if (json_object_set_new(obj, "steps", json_integer((json_int_t)n))) {
-		json_decref(times);
-		return nomem(err), TP_ERR_NOMEM;
-	}
-	if (json_object_set_new(obj, "step_time_ns", times))
-		return nomem(err), TP_ERR_NOMEM;
-	return TP_OK;
+	if (step == SQLITE_DONE)
+		return TP_OK;
+	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "step summary");
 }
 
 static const char run_cols[] =
@@ -2054,139 +2051,143 @@ static const char run_cols[] =
 	" (SELECT MAX(peak_allocated) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready')"
 	" FROM runs r WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')";
 
-static json_t *run_json(struct store_reader *r, sqlite3_stmt *st, int full, struct tp_errbuf *err)
+void store_runs_free(struct store_run_info *v, size_t n)
 {
-	/* json_pack fails, freeing what it took, when any value could not be built */
-	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "name", col_json(st, 1),
-			      "project", col_json(st, 2), "created_ns", col_json(st, 3),
-			      "artifacts", col_json(st, 7), "ranks", col_json(st, 8),
-			      "peak_allocated_bytes", col_json(st, 9), "baseline", sqlite3_column_int(st, 6),
-			      "tags", col_parsed(st, 4, json_array()));
-
-	if (!o)
-		return nomem(err);
-	if ((full && json_object_set_new(o, "metadata", col_parsed(st, 5, json_object()))) ||
-	    run_step_summary(r, sqlite3_column_int64(st, 0), o, err)) {
-		json_decref(o);
-		return nomem(err);
+	for (size_t i = 0; v && i < n; i++) {
+		tp_free(v[i].name);
+		tp_free(v[i].project);
+		tp_free(v[i].tags_json);
+		tp_free(v[i].metadata_json);
+		tp_free(v[i].step_dur_ns);
 	}
-	return o;
+	tp_free(v);
 }
 
-json_t *store_runs_list(struct store_reader *r, struct tp_errbuf *err)
+int store_runs(struct store_reader *r, const char *run, struct store_run_info **out, size_t *n,
+	       struct tp_errbuf *err)
 {
 	char sql[1024];
 	sqlite3_stmt *st;
-	json_t *runs;
-	int step;
+	size_t cap = 0;
+	int step, fail = 0, rc = TP_OK;
 
-	snprintf(sql, sizeof(sql), "%s ORDER BY r.created_ns DESC, r.id DESC", run_cols);
+	*out = NULL;
+	*n = 0;
+	snprintf(sql, sizeof(sql), "%s %s", run_cols, run ? "AND r.name=?1" : "ORDER BY r.created_ns DESC, r.id DESC");
 	if (!(st = prepare(r, sql, err)))
-		return NULL;
-	runs = json_array();
-	while ((step = sqlite3_step(st)) == SQLITE_ROW)
-		if (append(runs, run_json(r, st, 0, err)))
+		return TP_ERR_DB;
+	if (run)
+		bind_text(st, 1, run);
+	while (!fail && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_run_info *ri;
+		if (*n == cap) {
+			struct store_run_info *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof(*nv));
+			if (!nv) {
+				fail = 1;
+				break;
+			}
+			*out = nv;
+		}
+		ri = &(*out)[(*n)++];
+		memset(ri, 0, sizeof(*ri));
+		ri->name = col_strdup(st, 1, &fail);
+		ri->project = col_strdup(st, 2, &fail);
+		ri->created_ns = col_i64(st, 3);
+		ri->tags_json = col_strdup(st, 4, &fail);
+		ri->metadata_json = col_strdup(st, 5, &fail);
+		ri->baseline = sqlite3_column_int(st, 6);
+		ri->artifacts = col_i64(st, 7);
+		ri->ranks = col_i64(st, 8);
+		ri->peak_allocated = col_i64(st, 9);
+		if (!fail && (rc = run_step_durations(r, sqlite3_column_int64(st, 0), ri, err)))
 			break;
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
-		json_decref(runs);
-		return step == SQLITE_ROW ? nomem(err) : (db_fail(err, r->db, "list runs"), NULL);
 	}
-	return runs ? json_pack("{s:o}", "runs", runs) : nomem(err);
+	sqlite3_finalize(st);
+	if (!rc && fail)
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	else if (!rc && step != SQLITE_DONE)
+		rc = db_fail(err, r->db, "list runs");
+	else if (!rc && run && !*n)
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+	if (rc) {
+		store_runs_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
 }
 
 static const char artifact_cols[] =
 	"SELECT a.id, r.name, a.rank, a.kind, a.name, a.sha256, a.bytes, a.status, a.events,"
 	" a.error_code, a.error, a.created_ns FROM artifacts a JOIN runs r ON r.id=a.run_id";
 
-static json_t *artifact_json(sqlite3_stmt *st)
+void store_artifacts_free(struct store_artifact_info *v, size_t n)
 {
-	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-			      "id", col_json(st, 0), "run", col_json(st, 1), "rank", col_json(st, 2),
-			      "kind", col_json(st, 3), "name", col_json(st, 4), "sha256", col_json(st, 5),
-			      "bytes", col_json(st, 6), "status", col_json(st, 7),
-			      "events", col_json(st, 8), "created_ns", col_json(st, 11));
-
-	if (o && sqlite3_column_type(st, 10) != SQLITE_NULL &&
-	    json_object_set_new(o, "error", json_pack("{s:o, s:o}", "code", col_json(st, 9),
-						       "message", col_json(st, 10)))) {
-		json_decref(o);
-		return NULL;
+	for (size_t i = 0; v && i < n; i++) {
+		tp_free(v[i].run);
+		tp_free(v[i].kind);
+		tp_free(v[i].name);
+		tp_free(v[i].sha256);
+		tp_free(v[i].status);
+		tp_free(v[i].error_code);
+		tp_free(v[i].error);
 	}
-	return o;
+	tp_free(v);
 }
 
-json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf *err)
-{
-	char sql[1024];
-	sqlite3_stmt *st;
-	json_t *arts, *o;
-	int step;
-
-	snprintf(sql, sizeof(sql), "%s AND r.name=?1", run_cols);
-	if (!(st = prepare(r, sql, err)))
-		return NULL;
-	bind_text(st, 1, run);
-	step = sqlite3_step(st);
-	if (step != SQLITE_ROW) {
-		sqlite3_finalize(st);
-		if (step == SQLITE_DONE)
-			tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
-		else
-			db_fail(err, r->db, "read run");
-		return NULL;
-	}
-	o = run_json(r, st, 1, err);
-	sqlite3_finalize(st);
-	if (!o)
-		return NULL;
-	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.status!='ingesting' ORDER BY a.id",
-		 artifact_cols);
-	if (!(st = prepare(r, sql, err))) {
-		json_decref(o);
-		return NULL;
-	}
-	bind_text(st, 1, run);
-	arts = json_array();
-	while ((step = sqlite3_step(st)) == SQLITE_ROW)
-		if (append(arts, artifact_json(st)))
-			break;
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE || !arts) {
-		json_decref(o);
-		json_decref(arts);
-		return step == SQLITE_DONE || step == SQLITE_ROW ? nomem(err)
-								 : (db_fail(err, r->db, "read artifacts"), NULL);
-	}
-	o = json_pack("{s:o, s:o}", "run", o, "artifacts", arts);
-	return o ? o : nomem(err);
-}
-
-json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err)
+int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct store_artifact_info **out,
+		    size_t *n, struct tp_errbuf *err)
 {
 	char sql[512];
 	sqlite3_stmt *st;
-	json_t *o = NULL;
-	int step;
+	size_t cap = 0;
+	int step, fail = 0, rc = TP_OK;
 
-	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.id=?2 AND a.status!='ingesting'", artifact_cols);
+	*out = NULL;
+	*n = 0;
+	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.status!='ingesting'%s ORDER BY a.id", artifact_cols,
+		 id ? " AND a.id=?2" : "");
 	if (!(st = prepare(r, sql, err)))
-		return NULL;
+		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	sqlite3_bind_int64(st, 2, id);
-	step = sqlite3_step(st);
-	if (step == SQLITE_ROW && !(o = artifact_json(st)))
-		nomem(err);
-	else if (step == SQLITE_DONE)
-		tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run,
-			(long long)id);
-	else if (step != SQLITE_ROW)
-		db_fail(err, r->db, "read artifact");
+	if (id)
+		sqlite3_bind_int64(st, 2, id);
+	while (!fail && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_artifact_info *a;
+		if (*n == cap) {
+			struct store_artifact_info *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof(*nv));
+			if (!nv) {
+				fail = 1;
+				break;
+			}
+			*out = nv;
+		}
+		a = &(*out)[(*n)++];
+		*a = (struct store_artifact_info){ .id = col_i64(st, 0), .rank = col_i64(st, 2), .bytes = col_i64(st, 6),
+						   .events = col_i64(st, 8), .created_ns = col_i64(st, 11) };
+		a->run = col_strdup(st, 1, &fail);
+		a->kind = col_strdup(st, 3, &fail);
+		a->name = col_strdup(st, 4, &fail);
+		a->sha256 = col_strdup(st, 5, &fail);
+		a->status = col_strdup(st, 7, &fail);
+		if (sqlite3_column_type(st, 10) != SQLITE_NULL) {
+			a->error_code = col_strdup(st, 9, &fail);
+			a->error = col_strdup(st, 10, &fail);
+		}
+	}
 	sqlite3_finalize(st);
-	if (!o)
-		return NULL;
-	o = json_pack("{s:o}", "artifact", o);
-	return o ? o : nomem(err);
+	if (fail)
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	else if (step != SQLITE_DONE)
+		rc = db_fail(err, r->db, "read artifacts");
+	else if (id && !*n)
+		rc = tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run, (long long)id);
+	if (rc) {
+		store_artifacts_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
 }
 
 static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)

@@ -177,12 +177,37 @@ int store_metrics_put(struct store_writer *w, const char *run, const struct stor
 int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err);
 void store_reader_close(struct store_reader *r);
 
-/* {"runs": [...]} per shared/api.md. New reference, or NULL with err set. */
-json_t *store_runs_list(struct store_reader *r, struct tp_errbuf *err);
-/* {"run": {...}, "artifacts": [...]}; TP_ERR_NOTFOUND in err when no such run. */
-json_t *store_run_get(struct store_reader *r, const char *run, struct tp_errbuf *err);
-/* {"artifact": {...}} for one artifact id of a run (any status but ingesting). */
-json_t *store_artifact_get(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
+/*
+ * A run as GET /runs and /runs/{run} show it (answer.h shapes it). Owned;
+ * NULL strings and -1 numbers are what the database does not have.
+ */
+struct store_run_info {
+	char *name, *project;
+	int64_t created_ns;
+	char *tags_json, *metadata_json;	/* as stored (JSON text) */
+	int baseline;
+	int64_t artifacts;			/* not ingesting */
+	int64_t ranks;				/* with a ready artifact */
+	int64_t peak_allocated;			/* the highest of its ready artifacts */
+	int64_t *step_dur_ns;			/* the complete steps of its lowest rank with steps */
+	size_t nsteps;
+};
+/* Every run, newest first (run NULL), or the one named run (TP_ERR_NOTFOUND run_not_found). */
+int store_runs(struct store_reader *r, const char *run, struct store_run_info **out, size_t *n,
+	       struct tp_errbuf *err);
+void store_runs_free(struct store_run_info *v, size_t n);
+
+/* An artifact as GET /runs/{run}/artifacts/{id} and the upload's answer show it. Owned. */
+struct store_artifact_info {
+	int64_t id, rank, bytes, events, created_ns;	/* -1: NULL */
+	char *run, *kind, *name, *sha256, *status;
+	char *error_code, *error;		/* NULL: no error */
+};
+/* The artifacts of run, any status but ingesting, by id (id 0), or the one with id
+ * (TP_ERR_NOTFOUND artifact_not_found). *out may be NULL when there are none. */
+int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct store_artifact_info **out,
+		    size_t *n, struct tp_errbuf *err);
+void store_artifacts_free(struct store_artifact_info *v, size_t n);
 /*
  * Per-rank analysis, summed over the rank's ready artifacts; rank -1: the
  * run's lowest rank with data. TP_ERR_NOTFOUND in err when no such run.

@@ -16,6 +16,7 @@
 #include "pipeline/ingest.h"
 #include "pipeline/runrank.h"
 #include "analysis/diagnosis.h"
+#include "reads.h"
 #include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -218,8 +219,8 @@ START_TEST(test_reads)
 		tp_alloc_fail_after(n);
 		opened = store_reader_open(st, &r, &err) == TP_OK;
 		if (opened) {
-			j[0] = store_runs_list(r, &err);
-			j[1] = store_run_get(r, "r", &err);
+			j[0] = read_runs(r, &err);
+			j[1] = read_run(r, "r", &err);
 			j[2] = store_steps(r, "r", -1, &err);
 			j[3] = store_ops(r, "r", -1, AN_DEV_CPU, "self_ns", 50, &err);
 			j[4] = store_kernels(r, "r", -1, AN_GPU_KERNEL, 50, &err);

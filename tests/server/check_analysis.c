@@ -17,6 +17,7 @@
 #include "pipeline/ingest.h"
 #include "ingest/timeline.h"
 #include "ingest/trace.h"
+#include "reads.h"
 #include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -1258,7 +1259,7 @@ START_TEST(test_runs_peak_from_rebuilt_series)
 
 	ingest_fixture("resnet", "traces/kineto_resnet50_workers0.json.gz");
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	runs = store_runs_list(r, &err);
+	runs = read_runs(r, &err);
 	mem = store_memory(r, "resnet", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
 	store_reader_close(r);
 	ck_assert_ptr_nonnull(runs);

@@ -9,6 +9,7 @@
 
 #include "pipeline/ingest.h"
 #include "ingest/trace.h"
+#include "reads.h"
 #include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -71,7 +72,7 @@ static json_t *query_artifact(const char *run, int64_t id)
 	json_t *j;
 
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	j = store_artifact_get(r, run, id, &err);
+	j = read_artifact(r, run, id, &err);
 	store_reader_close(r);
 	return j;
 }
@@ -402,7 +403,7 @@ START_TEST(test_memory_events_round_trip)
 	ck_assert_int_eq(store_events_each(r, res.artifact, STORE_MEMORY_EVENTS, collect_mem, &m, &err), 0);
 	/* every event but the 28,010 [memory] ones and the 64,663 ac2g flow events */
 	ck_assert_int_eq(store_events_each(r, res.artifact, STORE_EVENTS, count_events, &stored, &err), 0);
-	runs = store_runs_list(r, &err);
+	runs = read_runs(r, &err);
 	store_reader_close(r);
 	ck_assert_uint_eq(m.all, 28010);
 	ck_assert_uint_eq(m.n, 26770);

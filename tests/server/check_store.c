@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reads.h"
 #include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -103,10 +104,10 @@ START_TEST(test_ingesting_is_invisible)
 	json_t *j;
 
 	filled_artifact("hidden");
-	j = store_runs_list(r, &err);
+	j = read_runs(r, &err);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "runs")), 0);
 	json_decref(j);
-	ck_assert_ptr_null(store_run_get(r, "hidden", &err));
+	ck_assert_ptr_null(read_run(r, "hidden", &err));
 	ck_assert_int_eq(err.rc, TP_ERR_NOTFOUND);
 	ck_assert_str_eq(err.code, "run_not_found");
 	memset(&err, 0, sizeof(err));
@@ -124,7 +125,7 @@ START_TEST(test_commit_answers)
 
 	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
 	ck_assert_int_eq(dup, 0);
-	j = store_run_get(r, "run1", &err);
+	j = read_run(r, "run1", &err);
 	ck_assert_ptr_nonnull(j);
 	run = json_object_get(j, "run");
 	ck_assert_str_eq(json_string_value(json_object_get(run, "name")), "run1");
@@ -218,7 +219,7 @@ START_TEST(test_fail_keeps_raw_only)
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM strings"), 0);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 0);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM raw_chunks"), 1);
-	j = store_artifact_get(r, "bad", id, &err);
+	j = read_artifact(r, "bad", id, &err);
 	a = json_object_get(j, "artifact");
 	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "error");
 	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 0);

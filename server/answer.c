@@ -1,0 +1,129 @@
+/*
+ * answer.c: GET answers' JSON from the store's rows (answer.h). Members are
+ * inserted in the order the API has always written them: answers stay byte
+ * for byte what they were (scripts/answers.py).
+ */
+#include <string.h>
+
+#include "alloc.h"
+#include "analysis/stats.h"
+#include "answer.h"
+#include "utf8.h"
+
+/* A string (NULL: null); text that is not UTF-8 (stored before it was checked) has '?' for each bad byte. */
+static json_t *str(const char *s)
+{
+	size_t len;
+	json_t *j;
+	char *copy;
+
+	if (!s)
+		return json_null();
+	len = strlen(s);
+	if ((j = json_stringn(s, len)) || !(copy = tp_malloc(len + 1)))
+		return j;
+	for (size_t i = 0; i < len;) {
+		size_t n = tp_utf8_len((const unsigned char *)s + i, (const unsigned char *)s + len);
+		if (!n) {
+			copy[i++] = '?';
+			continue;
+		}
+		memcpy(copy + i, s + i, n);
+		i += n;
+	}
+	j = json_stringn(copy, len);
+	tp_free(copy);
+	return j;
+}
+
+/* An integer, or null for -1 (what the store has no value for). */
+static json_t *int_or_null(int64_t v)
+{
+	return v == -1 ? json_null() : json_integer((json_int_t)v);
+}
+
+/* JSON text we wrote, parsed; fallback (stolen) when there is none. */
+static json_t *parsed(const char *s, json_t *fallback)
+{
+	if (!s)
+		return fallback;
+	json_decref(fallback);
+	return json_loads(s, 0, NULL);	/* NULL only when out of memory */
+}
+
+static json_t *run_object(const struct store_run_info *r, int full)
+{
+	struct stats_sample s;
+	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "name", str(r->name), "project", str(r->project),
+			      "created_ns", int_or_null(r->created_ns), "artifacts", int_or_null(r->artifacts), "ranks",
+			      int_or_null(r->ranks), "peak_allocated_bytes", int_or_null(r->peak_allocated), "baseline",
+			      r->baseline, "tags", parsed(r->tags_json, json_array()));
+	json_t *times;
+
+	if (!o)
+		return NULL;
+	if (full && json_object_set_new(o, "metadata", parsed(r->metadata_json, json_object())))
+		goto oom;
+	if (r->nsteps) {
+		/* mean and median of a copy: the rows stay as the store gave them */
+		int64_t *d = tp_malloc(r->nsteps * sizeof(*d));
+		if (!d)
+			goto oom;
+		memcpy(d, r->step_dur_ns, r->nsteps * sizeof(*d));
+		stats_summarise(d, r->nsteps, &s);
+		tp_free(d);
+		times = json_pack("{s:I, s:I}", "mean", (json_int_t)tp_round_i64(s.mean), "median", (json_int_t)s.median);
+	} else
+		times = json_pack("{s:n, s:n}", "mean", "median");
+	if (json_object_set_new(o, "steps", json_integer((json_int_t)r->nsteps)) ||
+	    json_object_set_new(o, "step_time_ns", times))
+		goto oom;
+	return o;
+oom:
+	json_decref(o);
+	return NULL;
+}
+
+json_t *answer_runs(const struct store_run_info *v, size_t n)
+{
+	json_t *runs = json_array();
+
+	for (size_t i = 0; runs && i < n; i++)
+		if (json_array_append_new(runs, run_object(&v[i], 0))) {
+			json_decref(runs);
+			return NULL;
+		}
+	return runs ? json_pack("{s:o}", "runs", runs) : NULL;
+}
+
+static json_t *artifact_object(const struct store_artifact_info *a)
+{
+	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", int_or_null(a->id), "run",
+			      str(a->run), "rank", int_or_null(a->rank), "kind", str(a->kind), "name", str(a->name),
+			      "sha256", str(a->sha256), "bytes", int_or_null(a->bytes), "status", str(a->status),
+			      "events", int_or_null(a->events), "created_ns", int_or_null(a->created_ns));
+
+	if (o && a->error && json_object_set_new(o, "error", json_pack("{s:o, s:o}", "code", str(a->error_code),
+								       "message", str(a->error)))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *answer_run(const struct store_run_info *run, const struct store_artifact_info *a, size_t n)
+{
+	json_t *arts = json_array();
+
+	for (size_t i = 0; arts && i < n; i++)
+		if (json_array_append_new(arts, artifact_object(&a[i]))) {
+			json_decref(arts);
+			return NULL;
+		}
+	return arts ? json_pack("{s:o, s:o}", "run", run_object(run, 1), "artifacts", arts) : NULL;
+}
+
+json_t *answer_artifact(const struct store_artifact_info *a)
+{
+	return json_pack("{s:o}", "artifact", artifact_object(a));
+}

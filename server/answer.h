@@ -1,0 +1,22 @@
+/*
+ * answer.h: the JSON of GET answers, shaped from what the store returns
+ * (store/store.h's rows and structs) and what analysis computes from them.
+ * The store speaks SQL and returns data; analysis computes; this shapes; the
+ * handlers glue them. Every answer moves here as its store function stops
+ * building JSON (store.c's comment lists those that still do).
+ */
+#ifndef ANSWER_H
+#define ANSWER_H
+
+#include <jansson.h>
+
+#include "store/store.h"
+
+/* {"runs": [...]} (GET /runs); NULL when out of memory. */
+json_t *answer_runs(const struct store_run_info *v, size_t n);
+/* {"run": {...}, "artifacts": [...]} (GET /runs/{run}). */
+json_t *answer_run(const struct store_run_info *run, const struct store_artifact_info *a, size_t n);
+/* {"artifact": {...}} (GET /runs/{run}/artifacts/{id}, an upload's answer). */
+json_t *answer_artifact(const struct store_artifact_info *a);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * reads.c: store reads shaped into answers (reads.h).
+ */
+#include "alloc.h"
+#include "answer.h"
+#include "reads.h"
+
+static json_t *shaped(json_t *o, struct tp_errbuf *err)
+{
+	if (!o)
+		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	return o;
+}
+
+json_t *read_runs(struct store_reader *r, struct tp_errbuf *err)
+{
+	struct store_run_info *v;
+	size_t n;
+	json_t *o;
+
+	if (store_runs(r, NULL, &v, &n, err))
+		return NULL;
+	o = shaped(answer_runs(v, n), err);
+	store_runs_free(v, n);
+	return o;
+}
+
+json_t *read_run(struct store_reader *r, const char *run, struct tp_errbuf *err)
+{
+	struct store_run_info *v;
+	struct store_artifact_info *a = NULL;
+	size_t n, na = 0;
+	json_t *o = NULL;
+
+	if (store_runs(r, run, &v, &n, err))
+		return NULL;
+	if (!store_artifacts(r, run, 0, &a, &na, err))
+		o = shaped(answer_run(&v[0], a, na), err);
+	store_runs_free(v, n);
+	store_artifacts_free(a, na);
+	return o;
+}
+
+json_t *read_artifact(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err)
+{
+	struct store_artifact_info *v = NULL;
+	size_t n = 0;
+	json_t *o = NULL;
+
+	if (!store_artifacts(r, run, id, &v, &n, err))
+		o = shaped(answer_artifact(&v[0]), err);
+	store_artifacts_free(v, n);
+	return o;
+}

@@ -1,0 +1,22 @@
+/*
+ * reads.h: GET answers made of one store read and its shaping (answer.h), for
+ * the handlers and for tests that read a store without a server. New
+ * reference, or NULL with err set.
+ */
+#ifndef READS_H
+#define READS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "tp.h"
+
+/* GET /runs */
+json_t *read_runs(struct store_reader *r, struct tp_errbuf *err);
+/* GET /runs/{run} */
+json_t *read_run(struct store_reader *r, const char *run, struct tp_errbuf *err);
+/* GET /runs/{run}/artifacts/{id} */
+json_t *read_artifact(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
+
+#endif

@@ -3,6 +3,7 @@
  * inserted in the order the API has always written them: answers stay byte
  * for byte what they were (scripts/answers.py).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -126,4 +127,49 @@ json_t *answer_run(const struct store_run_info *run, const struct store_artifact
 json_t *answer_artifact(const struct store_artifact_info *a)
 {
 	return json_pack("{s:o}", "artifact", artifact_object(a));
+}
+
+static json_t *step_object(const struct store_step *s)
+{
+	json_t *bd = json_object(), *o;
+	int c;
+
+	for (c = 0; bd && c < AN_NCOMP; c++)
+		if (json_object_set_new(bd, an_comp_names[c], json_integer((json_int_t)s->comp_ns[c])))
+			json_decref(bd), bd = NULL;
+	/* torch-tb-profiler's GPU utilization: the share of the step with any kernel running,
+	 * computation or communication */
+	o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:b, s:b, s:o, s:f, s:o}", "step",
+		      s->whole_trace ? json_null() : json_integer((json_int_t)s->step), "start_ns", (json_int_t)s->start_ns,
+		      "dur_ns", (json_int_t)s->dur_ns, "cpu_dur_ns", (json_int_t)s->cpu_dur_ns, "comm_overlap_ns",
+		      (json_int_t)s->comm_overlap_ns, "incomplete", s->incomplete > 0, "whole_trace", s->whole_trace,
+		      "breakdown_ns", bd, "gpu_utilization_pct",
+		      s->dur_ns > 0 ? 100.0 * (double)s->gpu_busy_ns / (double)s->dur_ns : 0.0, "note",
+		      s->incomplete > 0 && s->incomplete < 3 ? json_string(an_incomplete_notes[s->incomplete]) : json_null());
+	return o;
+}
+
+json_t *answer_steps(int rank, const struct store_step *v, size_t n)
+{
+	json_t *steps = json_array(), *notes = json_array();
+	int inc = 0;
+	char text[160];
+
+	for (size_t i = 0; steps && i < n; i++) {
+		inc += v[i].incomplete > 0;
+		if (json_array_append_new(steps, step_object(&v[i])))
+			json_decref(steps), steps = NULL;
+	}
+	if (inc && notes) {
+		snprintf(text, sizeof(text), "%d incomplete step%s left out of means, medians, compare and drift", inc,
+			 inc > 1 ? "s are" : " is");
+		if (json_array_append_new(notes, json_string(text)))
+			json_decref(notes), notes = NULL;
+	}
+	if (!steps || !notes) {
+		json_decref(steps);
+		json_decref(notes);
+		return NULL;
+	}
+	return json_pack("{s:i, s:o, s:o}", "rank", rank, "steps", steps, "notes", notes);
 }

@@ -19,4 +19,7 @@ json_t *answer_run(const struct store_run_info *run, const struct store_artifact
 /* {"artifact": {...}} (GET /runs/{run}/artifacts/{id}, an upload's answer). */
 json_t *answer_artifact(const struct store_artifact_info *a);
 
+/* {"rank", "steps": [...], "notes": [...]} (GET /runs/{run}/steps). */
+json_t *answer_steps(int rank, const struct store_step *v, size_t n);
+
 #endif

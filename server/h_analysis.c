@@ -18,6 +18,7 @@
 #include "analysis/distributed.h"
 #include "analysis/runline.h"
 #include "handlers.h"
+#include "reads.h"
 #include "http.h"
 
 #define LIMIT_DEFAULT 100
@@ -229,7 +230,7 @@ int h_run_steps(struct request *req)
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_steps(r, req->params[0], (int)rank, &err), r, &err, "steps", csv);
+	return h_answer(req, read_steps(r, req->params[0], (int)rank, &err), r, &err, "steps", csv);
 }
 
 int h_run_ops(struct request *req)

@@ -52,3 +52,16 @@ json_t *read_artifact(struct store_reader *r, const char *run, int64_t id, struc
 	store_artifacts_free(v, n);
 	return o;
 }
+
+json_t *read_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	struct store_step *v;
+	size_t n;
+	json_t *o;
+
+	if (store_steps(r, run, rank, &rank, &v, &n, err))
+		return NULL;
+	o = shaped(answer_steps(rank, v, n), err);
+	tp_free(v);
+	return o;
+}

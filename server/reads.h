@@ -19,4 +19,7 @@ json_t *read_run(struct store_reader *r, const char *run, struct tp_errbuf *err)
 /* GET /runs/{run}/artifacts/{id} */
 json_t *read_artifact(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
 
+/* GET /runs/{run}/steps (rank -1: the run's lowest with data) */
+json_t *read_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+
 #endif

@@ -14,8 +14,7 @@
  * Reads return rows and structs that answer.c shapes (store_runs,
  * store_artifacts, store_diag_input, store_compare_input, store_timeline, ...).
  * These still build their JSON here, to move the same way (issue 15; the
- * answers must stay byte for byte: scripts/answers.py): store_steps,
- * store_ops, store_kernels, store_ranks, store_memory (and its text stream),
+ * answers must stay byte for byte: scripts/answers.py): store_ops, store_kernels, store_ranks, store_memory (and its text stream),
  * store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
  * store_run_stacks, store_metrics, store_run_canary.
  */
@@ -2309,77 +2308,50 @@ static sqlite3_stmt *prepare_rank(struct store_reader *r, const char *sql, const
 }
 
 /* Reshape one /steps row: components into breakdown_ns, utilization, flags as booleans, a note. */
-static int step_json(json_t *s, int *incomplete)
+int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_step **out,
+		size_t *n, struct tp_errbuf *err)
 {
-	json_t *bd = json_object();
-	json_int_t dur = json_integer_value(json_object_get(s, "dur_ns"));
-	int inc = (int)json_integer_value(json_object_get(s, "incomplete")), c;
-	int whole = json_integer_value(json_object_get(s, "whole_trace")) != 0;
-
-	for (c = 0; bd && c < AN_NCOMP; c++) {
-		if (json_object_set(bd, an_comp_names[c], json_object_get(s, an_comp_names[c]))) {
-			json_decref(bd);
-			bd = NULL;
-		}
-		json_object_del(s, an_comp_names[c]);
-	}
-	*incomplete = inc > 0;
-	if (!bd)
-		return -1;
-	/* torch-tb-profiler's: the share with any kernel running, computation or communication
-	 * (rows analysed before gpu_busy_ns: kernel was all kernels then) */
-	json_t *busy = json_object_get(s, "gpu_busy_ns");
-	json_int_t k = json_is_integer(busy) ? json_integer_value(busy) : json_integer_value(json_object_get(bd, "kernel"));
-	json_object_del(s, "gpu_busy_ns");
-	/* rows analysed before cpu_dur_ns existed: dur_ns was the CPU span */
-	if (json_is_null(json_object_get(s, "cpu_dur_ns")) && json_object_set(s, "cpu_dur_ns", json_object_get(s, "dur_ns"))) {
-		json_decref(bd);
-		return -1;
-	}
-	return json_object_set_new(s, "breakdown_ns", bd) ||
-	       json_object_set_new(s, "gpu_utilization_pct", json_real(dur > 0 ? 100.0 * (double)k / (double)dur : 0)) ||
-	       (whole && json_object_set_new(s, "step", json_null())) ||
-	       json_object_set_new(s, "whole_trace", json_boolean(whole)) ||
-	       json_object_set_new(s, "incomplete", json_boolean(inc > 0)) ||
-	       json_object_set_new(s, "note", inc > 0 && inc < 3 ? json_string(an_incomplete_notes[inc]) : json_null());
-}
-
-json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
-{
-	static const char *const cols[] = { "step", "start_ns", "dur_ns", "cpu_dur_ns", "kernel", "memcpy", "memset",
-					    "communication", "runtime", "dataloader", "cpu", "idle", "comm_overlap_ns",
-					    "incomplete", "whole_trace", "gpu_busy_ns" };
 	sqlite3_stmt *st;
-	json_t *steps, *s, *notes, *o;
-	size_t i;
-	int n = 0, inc;
-	char text[160];
+	size_t cap = 0;
+	int step, c;
 
+	*out = NULL;
+	*n = 0;
 	if ((rank = rank_of(r, run, rank, err)) < 0)
-		return NULL;
-	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, cpu_dur_ns, " STEP_COMPS ", comm_overlap_ns,"
-			     " incomplete, whole_trace, gpu_busy_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-			     " ORDER BY start_ns, dur_ns, step", run, rank, err);
-	if (!st || !(steps = rows_json(r, st, cols, 16, err)))
-		return NULL;
-	json_array_foreach(steps, i, s) {
-		if (step_json(s, &inc)) {
-			json_decref(steps);
-			return nomem(err);
+		return err->rc ? err->rc : TP_ERR_DB;
+	*rank_out = rank;
+	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, COALESCE(cpu_dur_ns, dur_ns), " STEP_COMPS ","
+			     " comm_overlap_ns, incomplete, whole_trace, COALESCE(gpu_busy_ns, kernel_ns) FROM steps"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_step *s;
+		if (*n == cap) {
+			struct store_step *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
+			if (!nv)
+				break;
+			*out = nv;
 		}
-		n += inc;
+		s = &(*out)[(*n)++];
+		s->step = sqlite3_column_int64(st, 0);
+		s->start_ns = sqlite3_column_int64(st, 1);
+		s->dur_ns = sqlite3_column_int64(st, 2);
+		s->cpu_dur_ns = sqlite3_column_int64(st, 3);
+		for (c = 0; c < AN_NCOMP; c++)
+			s->comp_ns[c] = sqlite3_column_int64(st, 4 + c);
+		s->comm_overlap_ns = sqlite3_column_int64(st, 4 + AN_NCOMP);
+		s->incomplete = sqlite3_column_int(st, 5 + AN_NCOMP);
+		s->whole_trace = sqlite3_column_int(st, 6 + AN_NCOMP) != 0;
+		s->gpu_busy_ns = sqlite3_column_int64(st, 7 + AN_NCOMP);
 	}
-	notes = json_array();
-	if (n) {
-		snprintf(text, sizeof(text), "%d incomplete step%s left out of means, medians, compare and drift", n,
-			 n > 1 ? "s are" : " is");
-		if (json_array_append_new(notes, json_string(text)))
-			json_decref(notes), notes = NULL;
-	}
-	o = notes ? json_pack("{s:i, s:o, s:o}", "rank", rank, "steps", steps, "notes", notes) : NULL;
-	if (!notes)
-		json_decref(steps);
-	return o ? o : nomem(err);
+	sqlite3_finalize(st);
+	if (step == SQLITE_DONE)
+		return TP_OK;
+	tp_free(*out);
+	*out = NULL;
+	*n = 0;
+	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read steps");
 }
 
 /*

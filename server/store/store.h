@@ -212,8 +212,19 @@ void store_artifacts_free(struct store_artifact_info *v, size_t n);
  * Per-rank analysis, summed over the rank's ready artifacts; rank -1: the
  * run's lowest rank with data. TP_ERR_NOTFOUND in err when no such run.
  */
-/* {"rank", "steps": [{"step", "start_ns", "dur_ns", "breakdown_ns": {...}, "gpu_utilization_pct"}]} */
-json_t *store_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+/* A step of a rank as stored (GET /runs/{run}/steps shapes them). */
+struct store_step {
+	int64_t step, start_ns, dur_ns;
+	int64_t cpu_dur_ns;			/* the ProfilerStep span on the host (rows before 007: dur_ns) */
+	int64_t comp_ns[AN_NCOMP];
+	int64_t comm_overlap_ns;
+	int64_t gpu_busy_ns;			/* any kernel running (rows before 007: kernel) */
+	int incomplete;				/* enum in analysis.h: 0, or why (an_incomplete_notes) */
+	int whole_trace;
+};
+/* The rank's steps in time order (*out tp_free'd, NULL when none); *rank_out the rank read. */
+int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_step **out,
+		size_t *n, struct tp_errbuf *err);
 /*
  * The rank's steps across the whole run (runline.h), in time order, with allocated memory at
  * each step's end from the series /memory answers by default (its device in device, "" when

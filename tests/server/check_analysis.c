@@ -74,7 +74,7 @@ static json_t *query(const char *run, enum q what)
 
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
 	switch (what) {
-	case Q_STEPS: j = store_steps(r, run, 0, &err); break;
+	case Q_STEPS: j = read_steps(r, run, 0, &err); break;
 	case Q_OPS_CPU: j = store_ops(r, run, 0, AN_DEV_CPU, "self_ns", 100000, &err); break;
 	case Q_OPS_GPU: j = store_ops(r, run, 0, AN_DEV_GPU, "self_ns", 100000, &err); break;
 	case Q_KERNELS: j = store_kernels(r, run, 0, AN_GPU_KERNEL, 100000, &err); break;

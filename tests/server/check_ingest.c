@@ -59,7 +59,7 @@ static json_t *query_steps(const char *run, int rank)
 	json_t *j;
 
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	j = store_steps(r, run, rank, &err);
+	j = read_steps(r, run, rank, &err);
 	store_reader_close(r);
 	ck_assert_ptr_nonnull(j);
 	return j;

@@ -111,7 +111,7 @@ START_TEST(test_ingesting_is_invisible)
 	ck_assert_int_eq(err.rc, TP_ERR_NOTFOUND);
 	ck_assert_str_eq(err.code, "run_not_found");
 	memset(&err, 0, sizeof(err));
-	ck_assert_ptr_null(store_steps(r, "hidden", 0, &err));
+	ck_assert_ptr_null(read_steps(r, "hidden", 0, &err));
 	ck_assert_int_eq(err.rc, TP_ERR_NOTFOUND);
 }
 END_TEST
@@ -143,13 +143,13 @@ START_TEST(test_commit_answers)
 	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")), 3);
 	json_decref(j);
 	/* steps: start as written plus the artifact's base */
-	j = store_steps(r, "run1", 2, &err);
+	j = read_steps(r, "run1", 2, &err);
 	s = json_array_get(json_object_get(j, "steps"), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), 7);
 	ck_assert_int_eq(json_integer_value(json_object_get(s, "start_ns")), 1001000);
 	ck_assert_int_eq(json_integer_value(json_object_get(s, "dur_ns")), 1500);
 	json_decref(j);
-	j = store_steps(r, "run1", 0, &err);	/* another rank: none */
+	j = read_steps(r, "run1", 0, &err);	/* another rank: none */
 	ck_assert_int_eq(json_array_size(json_object_get(j, "steps")), 0);
 	json_decref(j);
 }

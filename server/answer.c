@@ -173,3 +173,82 @@ json_t *answer_steps(int rank, const struct store_step *v, size_t n)
 	}
 	return json_pack("{s:i, s:o, s:o}", "rank", rank, "steps", steps, "notes", notes);
 }
+
+/* Row i of rows as an object of its columns, in their order. */
+static json_t *row_object(const struct store_rows *rows, size_t i)
+{
+	json_t *o = json_object();
+
+	for (size_t c = 0; o && c < rows->ncols; c++) {
+		const struct store_val *x = &rows->v[i * rows->ncols + c];
+		json_t *v = x->type == SV_INT ? json_integer((json_int_t)x->i) : x->type == SV_REAL ? json_real(x->r)
+			  : x->type == SV_TEXT ? str(x->s) : json_null();
+		if (json_object_set_new(o, rows->cols[c], v))
+			json_decref(o), o = NULL;
+	}
+	return o;
+}
+
+static json_t *rows_array(const struct store_rows *rows)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < rows->nrows; i++)
+		if (json_array_append_new(a, row_object(rows, i)))
+			json_decref(a), a = NULL;
+	return a;
+}
+
+/* The first row of a one-row result (an aggregate), or null when it has none. */
+static json_t *first_row(const struct store_rows *rows)
+{
+	return rows->nrows ? row_object(rows, 0) : json_null();
+}
+
+/* {"rank", key: label, member: list, "total": first row of total}; each list row given extra's member. */
+static json_t *table_object(const struct store_table *t, const char *key, const char *label, const char *member,
+			    const char *extra, json_t *(*value)(const char *name, int sel))
+{
+	json_t *list = rows_array(&t->list), *row;
+	size_t i;
+
+	json_array_foreach(list, i, row)
+		if (json_object_set_new(row, extra, value(json_string_value(json_object_get(row, "name")), t->sel))) {
+			json_decref(list);
+			return NULL;
+		}
+	return list ? json_pack("{s:i, s:s, s:o, s:o}", "rank", t->rank, key, label, member, list, "total",
+				first_row(&t->total)) : NULL;
+}
+
+/* an operator's group: the host-side collectives are "communication" */
+static json_t *op_group(const char *name, int sel)
+{
+	(void)sel;
+	return name && an_op_is_comm(name) ? json_string("communication") : json_null();
+}
+
+static json_t *kernel_class(const char *name, int kind)
+{
+	return json_string(an_kclass_names[an_kernel_class(name ? name : "", kind)]);
+}
+
+json_t *answer_ops(const struct store_table *t)
+{
+	json_t *o = table_object(t, "device", t->sel == AN_DEV_GPU ? "gpu" : "cpu", "ops", "group", op_group);
+
+	if (o && (json_object_set_new(o, "source", json_string(t->source)) ||
+		  json_object_set_new(o, "communication", first_row(&t->communication)) ||
+		  (t->footers.ncols && json_object_set_new(o, "key_averages", first_row(&t->footers))))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *answer_kernels(const struct store_table *t)
+{
+	static const char *const kinds[] = { "kernel", "memcpy", "memset" };
+
+	return table_object(t, "kind", kinds[t->sel], "kernels", "class", kernel_class);
+}

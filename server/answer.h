@@ -22,4 +22,9 @@ json_t *answer_artifact(const struct store_artifact_info *a);
 /* {"rank", "steps": [...], "notes": [...]} (GET /runs/{run}/steps). */
 json_t *answer_steps(int rank, const struct store_step *v, size_t n);
 
+/* {"rank", "device", "ops": [...], "total", "source", "communication"[, "key_averages"]} (GET /ops). */
+json_t *answer_ops(const struct store_table *t);
+/* {"rank", "kind", "kernels": [...], "total"} (GET /kernels). */
+json_t *answer_kernels(const struct store_table *t);
+
 #endif

@@ -246,7 +246,7 @@ int h_run_ops(struct request *req)
 	    (dev = arg_choice(req, "device", devices, 2, AN_DEV_CPU)) < 0 ||
 	    (sort = arg_choice(req, "sort", sorts, 4, 0)) < 0 || h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_ops(r, req->params[0], (int)rank, dev, sorts[sort], (long)limit, &err), r, &err,
+	return h_answer(req, read_ops(r, req->params[0], (int)rank, dev, sorts[sort], (long)limit, &err), r, &err,
 		      "ops", csv);
 }
 
@@ -262,7 +262,7 @@ int h_run_kernels(struct request *req)
 	    (kind = arg_choice(req, "kind", kinds, 3, AN_GPU_KERNEL)) < 0 ||
 	    h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_kernels(r, req->params[0], (int)rank, kind, (long)limit, &err), r, &err,
+	return h_answer(req, read_kernels(r, req->params[0], (int)rank, kind, (long)limit, &err), r, &err,
 		      "kernels", csv);
 }
 

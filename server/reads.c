@@ -65,3 +65,28 @@ json_t *read_steps(struct store_reader *r, const char *run, int rank, struct tp_
 	tp_free(v);
 	return o;
 }
+
+json_t *read_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort, long limit,
+		 struct tp_errbuf *err)
+{
+	struct store_table t;
+	json_t *o;
+
+	if (store_ops(r, run, rank, device, sort, limit, &t, err))
+		return NULL;
+	o = shaped(answer_ops(&t), err);
+	store_table_free(&t);
+	return o;
+}
+
+json_t *read_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit, struct tp_errbuf *err)
+{
+	struct store_table t;
+	json_t *o;
+
+	if (store_kernels(r, run, rank, kind, limit, &t, err))
+		return NULL;
+	o = shaped(answer_kernels(&t), err);
+	store_table_free(&t);
+	return o;
+}

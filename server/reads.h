@@ -22,4 +22,9 @@ json_t *read_artifact(struct store_reader *r, const char *run, int64_t id, struc
 /* GET /runs/{run}/steps (rank -1: the run's lowest with data) */
 json_t *read_steps(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 
+/* GET /runs/{run}/ops and /kernels */
+json_t *read_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort, long limit,
+		 struct tp_errbuf *err);
+json_t *read_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit, struct tp_errbuf *err);
+
 #endif

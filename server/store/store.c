@@ -14,8 +14,8 @@
  * Reads return rows and structs that answer.c shapes (store_runs,
  * store_artifacts, store_diag_input, store_compare_input, store_timeline, ...).
  * These still build their JSON here, to move the same way (issue 15; the
- * answers must stay byte for byte: scripts/answers.py): store_ops, store_kernels, store_ranks, store_memory (and its text stream),
- * store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
+ * answers must stay byte for byte: scripts/answers.py): store_ranks,
+ * store_memory (and its text stream), store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
  * store_run_stacks, store_metrics, store_run_canary.
  */
 #include <malloc.h>
@@ -2258,6 +2258,56 @@ static json_t *rows_json(struct store_reader *r, sqlite3_stmt *st, const char *c
 	return arr;
 }
 
+void store_rows_free(struct store_rows *rows)
+{
+	for (size_t i = 0; rows->v && i < rows->nrows * rows->ncols; i++)
+		tp_free(rows->v[i].s);
+	tp_free(rows->v);
+	memset(rows, 0, sizeof(*rows));
+}
+
+/* Every row of st (finalized here) into out, its columns named cols. */
+static int rows_read(struct store_reader *r, sqlite3_stmt *st, const char *const *cols, int ncols,
+		     struct store_rows *out, struct tp_errbuf *err)
+{
+	size_t cap = 0;
+	int step, i, fail = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->cols = cols;
+	out->ncols = (size_t)ncols;
+	while (!fail && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (out->nrows == cap) {
+			struct store_val *nv = tp_realloc(out->v, (cap = cap ? cap * 2 : 64) * (size_t)ncols * sizeof(*nv));
+			if (!nv) {
+				fail = 1;
+				break;
+			}
+			out->v = nv;
+		}
+		struct store_val *row = &out->v[out->nrows++ * (size_t)ncols];
+		for (i = 0; i < ncols; i++) {
+			struct store_val *x = &row[i];
+			memset(x, 0, sizeof(*x));
+			switch (sqlite3_column_type(st, i)) {
+			case SQLITE_INTEGER: x->type = SV_INT; x->i = sqlite3_column_int64(st, i); break;
+			case SQLITE_FLOAT: x->type = SV_REAL; x->r = sqlite3_column_double(st, i); break;
+			case SQLITE_TEXT:
+				x->type = SV_TEXT;
+				if (!(x->s = tp_strdup((const char *)sqlite3_column_text(st, i))))
+					fail = 1;
+				break;
+			default: x->type = SV_NULL;
+			}
+		}
+	}
+	sqlite3_finalize(st);
+	if (!fail && step == SQLITE_DONE)
+		return TP_OK;
+	store_rows_free(out);
+	return fail || step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
+}
+
 /* 0 when the run has an artifact of rank (any status), else -1 with err set (rank_not_found: 404). */
 static int rank_exists(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
@@ -2354,37 +2404,36 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read steps");
 }
 
+void store_table_free(struct store_table *t)
+{
+	store_rows_free(&t->list);
+	store_rows_free(&t->total);
+	store_rows_free(&t->communication);
+	store_rows_free(&t->footers);
+}
+
 /*
- * A table of one rank and its total row: {"rank", key: label, member: rows, "total": {...}}.
- * Both queries take ?1 run, ?2 rank, ?3 sel; the list also ?4 limit.
+ * A rank's table and its total row into out. Both queries take ?1 run, ?2 rank, ?3 sel; the
+ * list also ?4 limit.
  */
-static json_t *table(struct store_reader *r, const char *run, int rank, int sel, long limit,
-		     const char *list_sql, const char *const *cols, int ncols, const char *total_sql,
-		     const char *const *tcols, const char *key, const char *label, const char *member,
-		     struct tp_errbuf *err)
+static int table(struct store_reader *r, const char *run, int rank, int sel, long limit, const char *list_sql,
+		 const char *const *cols, int ncols, const char *total_sql, const char *const *tcols,
+		 struct store_table *out, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st;
-	json_t *rows, *total, *o;
 
-	if ((rank = rank_of(r, run, rank, err)) < 0 || !(st = prepare_rank(r, list_sql, run, rank, err)))
-		return NULL;
+	out->rank = rank;
+	out->sel = sel;
+	if (!(st = prepare_rank(r, list_sql, run, rank, err)))
+		return TP_ERR_DB;
 	sqlite3_bind_int(st, 3, sel);
 	sqlite3_bind_int64(st, 4, limit);
-	if (!(rows = rows_json(r, st, cols, ncols, err)))
-		return NULL;
-	if (!(st = prepare_rank(r, total_sql, run, rank, err))) {
-		json_decref(rows);
-		return NULL;
-	}
+	if (rows_read(r, st, cols, ncols, &out->list, err))
+		return err->rc;
+	if (!(st = prepare_rank(r, total_sql, run, rank, err)))
+		return TP_ERR_DB;
 	sqlite3_bind_int(st, 3, sel);
-	if (!(total = rows_json(r, st, tcols, 3, err))) {
-		json_decref(rows);
-		return NULL;
-	}
-	o = json_pack("{s:i, s:s, s:o, s:O}", "rank", rank, key, label, member, rows, "total",
-		      json_array_get(total, 0));
-	json_decref(total);
-	return o ? o : nomem(err);
+	return rows_read(r, st, tcols, 3, &out->total, err);
 }
 
 static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" };
@@ -2422,68 +2471,26 @@ static int ops_source(struct store_reader *r, const char *run, int rank, struct 
 	return step == SQLITE_ROW ? src : (db_fail(err, r->db, "read artifacts"), -1);
 }
 
-/* The host-side collectives among the operators, as a group: their total into o's "communication"
- * and, on each row, whether it is one (the GLOBs are an_op_is_comm's prefixes). */
-static int ops_communication(struct store_reader *r, const char *run, int device, int src, json_t *o,
-			     struct tp_errbuf *err)
-{
-	char sql[1024];
-	sqlite3_stmt *st;
-	json_t *row, *comm;
-	size_t i;
-
-	json_array_foreach(json_object_get(o, "ops"), i, row)
-		if (json_object_set_new(row, "group", an_op_is_comm(json_string_value(json_object_get(row, "name")))
-							? json_string("communication") : json_null()))
-			return nomem(err), TP_ERR_NOMEM;
-	snprintf(sql, sizeof(sql), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
-		 " COALESCE(SUM(total_ns), 0) FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-		 " AND (name GLOB 'nccl:*' OR name GLOB 'gloo:*' OR name GLOB 'c10d::*' OR name = 'record_param_comms')",
-		 ops_from[src]);
-	if (!(st = prepare_rank(r, sql, run, (int)json_integer_value(json_object_get(o, "rank")), err)))
-		return TP_ERR_DB;
-	sqlite3_bind_int(st, 3, device);
-	if (!(comm = rows_json(r, st, (const char *const[]){ "names", "calls", "self_ns", "total_ns" }, 4, err)))
-		return err->rc;
-	int rc = json_object_set(o, "communication", json_array_get(comm, 0)) ? (nomem(err), TP_ERR_NOMEM) : TP_OK;
-	json_decref(comm);
-	return rc;
-}
-
-/* A key_averages answer's footers, summed over the rank's tables, and their device word. */
-static int ops_footers(struct store_reader *r, const char *run, json_t *o, struct tp_errbuf *err)
-{
-	static const char *const cols[] = { "tables", "device", "self_cpu_time_total_ns", "self_device_time_total_ns" };
-	sqlite3_stmt *st = prepare_rank(r, "SELECT COUNT(*), MAX(device), SUM(self_cpu_total_ns), SUM(self_dev_total_ns)"
-				       " FROM keyavg_tables WHERE artifact_id IN (" RANK_ARTIFACTS ")", run,
-				       (int)json_integer_value(json_object_get(o, "rank")), err);
-	json_t *rows;
-	int rc;
-
-	if (!st || !(rows = rows_json(r, st, cols, 4, err)))
-		return TP_ERR_DB;
-	rc = json_object_set(o, "key_averages", json_array_get(rows, 0)) ? (nomem(err), TP_ERR_NOMEM) : TP_OK;
-	json_decref(rows);
-	return rc;
-}
-
-json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
-		  long limit, struct tp_errbuf *err)
+int store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort, long limit,
+	      struct store_table *out, struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "name", "calls", "self_ns", "total_ns", "mem_bytes", "self_mem_bytes" };
 	static const char *const tcols[] = { "names", "calls", "self_ns" };
+	static const char *const ccols[] = { "names", "calls", "self_ns", "total_ns" };
+	static const char *const fcols[] = { "tables", "device", "self_cpu_time_total_ns", "self_device_time_total_ns" };
 	char sql[2048], total[2048];
+	sqlite3_stmt *st;
 	size_t i;
 	int src;
-	json_t *o;
 
+	memset(out, 0, sizeof(*out));
 	for (i = 0; i < sizeof(op_sorts) / sizeof(op_sorts[0]) && strcmp(sort, op_sorts[i]); i++)
 		;
 	if (i == sizeof(op_sorts) / sizeof(op_sorts[0]))
-		return tp_fail(err, TP_ERR_INVALID, "invalid_parameter",
-			       "sort must be self_ns, total_ns, calls or name"), NULL;
+		return tp_fail(err, TP_ERR_INVALID, "invalid_parameter", "sort must be self_ns, total_ns, calls or name");
 	if ((rank = rank_of(r, run, rank, err)) < 0 || (src = ops_source(r, run, rank, err)) < 0)
-		return NULL;
+		return err->rc ? err->rc : TP_ERR_DB;
+	out->source = ops_sources[src];
 	/* memory columns only where key_averages printed them */
 	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns%s"
 		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY name ORDER BY %s%s, name LIMIT ?4",
@@ -2491,43 +2498,52 @@ json_t *store_ops(struct store_reader *r, const char *run, int rank, int device,
 		 i < 3 ? " DESC" : "");
 	snprintf(total, sizeof(total), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
 		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")", ops_from[src]);
-	if (!(o = table(r, run, rank, device, limit, sql, cols, src == OPS_KEYAVG ? 6 : 4, total, tcols, "device",
-			device == AN_DEV_GPU ? "gpu" : "cpu", "ops", err)))
-		return NULL;
-	if (json_object_set_new(o, "source", json_string(ops_sources[src])) ||
-	    ops_communication(r, run, device, src, o, err) || (src == OPS_KEYAVG && ops_footers(r, run, o, err))) {
-		json_decref(o);
-		return err->rc ? NULL : nomem(err);
+	if (table(r, run, rank, device, limit, sql, cols, src == OPS_KEYAVG ? 6 : 4, total, tcols, out, err))
+		goto fail;
+	/* the host-side collectives among them, as a group (the GLOBs are an_op_is_comm's prefixes) */
+	snprintf(sql, sizeof(sql), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
+		 " COALESCE(SUM(total_ns), 0) FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+		 " AND (name GLOB 'nccl:*' OR name GLOB 'gloo:*' OR name GLOB 'c10d::*' OR name = 'record_param_comms')",
+		 ops_from[src]);
+	if (!(st = prepare_rank(r, sql, run, rank, err)))
+		goto fail;
+	sqlite3_bind_int(st, 3, device);
+	if (rows_read(r, st, ccols, 4, &out->communication, err))
+		goto fail;
+	/* a key_averages answer's footers, summed over the rank's tables, and their device word */
+	if (src == OPS_KEYAVG) {
+		if (!(st = prepare_rank(r, "SELECT COUNT(*), MAX(device), SUM(self_cpu_total_ns), SUM(self_dev_total_ns)"
+				       " FROM keyavg_tables WHERE artifact_id IN (" RANK_ARTIFACTS ")", run, rank, err)) ||
+		    rows_read(r, st, fcols, 4, &out->footers, err))
+			goto fail;
 	}
-	return o;
+	return TP_OK;
+fail:
+	store_table_free(out);
+	return err->rc ? err->rc : TP_ERR_DB;
 }
 
-static const char *const kernel_kinds[] = { "kernel", "memcpy", "memset" };
-
-json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit,
-		      struct tp_errbuf *err)
+int store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit, struct store_table *out,
+		  struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "name", "calls", "total_ns", "mean_ns", "max_ns", "min_ns",
 					    "blocks_per_sm", "achieved_occupancy_pct" };
 	static const char *const tcols[] = { "names", "calls", "total_ns" };
 
-	json_t *o = table(r, run, rank, kind, limit,
-		     "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
-		     " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
-		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
-		     " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", cols, 8,
-		     "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
-		     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3",
-		     tcols, "kind", kernel_kinds[kind], "kernels", err), *row;
-	size_t i;
-
-	json_array_foreach(json_object_get(o, "kernels"), i, row)
-		if (json_object_set_new(row, "class", json_string(an_kclass_names[an_kernel_class(
-				json_string_value(json_object_get(row, "name")), kind)]))) {
-			json_decref(o);
-			return nomem(err);
-		}
-	return o;
+	memset(out, 0, sizeof(*out));
+	if ((rank = rank_of(r, run, rank, err)) < 0)
+		return err->rc ? err->rc : TP_ERR_DB;
+	if (table(r, run, rank, kind, limit,
+		  "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
+		  " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
+		  " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
+		  " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", cols, 8,
+		  "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
+		  " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3", tcols, out, err)) {
+		store_table_free(out);
+		return err->rc ? err->rc : TP_ERR_DB;
+	}
+	return TP_OK;
 }
 
 /* ---- memory timelines ---- */

@@ -233,13 +233,42 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 struct rl_step;
 int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_step **out, size_t *n,
 		   int *rank_out, char device[16], struct tp_errbuf *err);
-/* {"rank", "device", "ops": [{"name", "calls", "self_ns", "total_ns"}], "total": {...}};
- * device enum an_device; sort "self_ns", "total_ns", "calls" or "name"; at most limit rows. */
-json_t *store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort,
-		  long limit, struct tp_errbuf *err);
-/* {"rank", "kind", "kernels": [...], "total": {"names", "calls", "total_ns"}}; kind enum an_gpu_kind */
-json_t *store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit,
-		      struct tp_errbuf *err);
+/*
+ * A result set as the engine gives it: ncols named columns (static names), nrows rows of
+ * typed values, row-major. What answer.c turns into a JSON array of objects.
+ */
+enum store_type { SV_NULL, SV_INT, SV_REAL, SV_TEXT };
+struct store_val {
+	int type;			/* enum store_type */
+	int64_t i;
+	double r;
+	char *s;			/* SV_TEXT, owned */
+};
+struct store_rows {
+	size_t ncols, nrows;
+	const char *const *cols;
+	struct store_val *v;		/* v[row * ncols + col] */
+};
+void store_rows_free(struct store_rows *rows);
+
+/* A rank's table of operators or kernels: the rows asked for, and the total over all. */
+struct store_table {
+	int rank;
+	int sel;			/* ops: enum an_device; kernels: enum an_gpu_kind */
+	struct store_rows list, total;
+	/* ops only */
+	const char *source;		/* "trace" or "key_averages" (static) */
+	struct store_rows communication;	/* the collectives among the operators, summed */
+	struct store_rows footers;	/* key_averages: its tables' footers (ncols 0 otherwise) */
+};
+void store_table_free(struct store_table *t);
+/* The rank's operators on device (enum an_device), sorted by "self_ns", "total_ns", "calls" or
+ * "name", at most limit rows: {name, calls, self_ns, total_ns[, mem_bytes, self_mem_bytes]}. */
+int store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort, long limit,
+	      struct store_table *out, struct tp_errbuf *err);
+/* The rank's GPU spans of kind (enum an_gpu_kind) by name, largest total first. */
+int store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit, struct store_table *out,
+		  struct tp_errbuf *err);
 /* {"ranks": [{"rank", "steps", "mean_ns", ...}], "slowest_rank", "stragglers": [...]} */
 json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err);
 /*

@@ -75,10 +75,10 @@ static json_t *query(const char *run, enum q what)
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
 	switch (what) {
 	case Q_STEPS: j = read_steps(r, run, 0, &err); break;
-	case Q_OPS_CPU: j = store_ops(r, run, 0, AN_DEV_CPU, "self_ns", 100000, &err); break;
-	case Q_OPS_GPU: j = store_ops(r, run, 0, AN_DEV_GPU, "self_ns", 100000, &err); break;
-	case Q_KERNELS: j = store_kernels(r, run, 0, AN_GPU_KERNEL, 100000, &err); break;
-	case Q_MEMCPY: j = store_kernels(r, run, 0, AN_GPU_MEMCPY, 100000, &err); break;
+	case Q_OPS_CPU: j = read_ops(r, run, 0, AN_DEV_CPU, "self_ns", 100000, &err); break;
+	case Q_OPS_GPU: j = read_ops(r, run, 0, AN_DEV_GPU, "self_ns", 100000, &err); break;
+	case Q_KERNELS: j = read_kernels(r, run, 0, AN_GPU_KERNEL, 100000, &err); break;
+	case Q_MEMCPY: j = read_kernels(r, run, 0, AN_GPU_MEMCPY, 100000, &err); break;
 	case Q_RANKS: j = store_ranks(r, run, &err); break;
 	}
 	store_reader_close(r);

@@ -3,6 +3,7 @@
  * inserted in the order the API has always written them: answers stay byte
  * for byte what they were (scripts/answers.py).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -251,4 +252,41 @@ json_t *answer_kernels(const struct store_table *t)
 	static const char *const kinds[] = { "kernel", "memcpy", "memset" };
 
 	return table_object(t, "kind", kinds[t->sel], "kernels", "class", kernel_class);
+}
+
+json_t *answer_ranks(struct store_rank *v, size_t n)
+{
+	struct rank_steps *rs = tp_calloc(n + 1, sizeof(*rs));
+	json_t *ranks = json_array(), *strag = json_array(), *o = NULL;
+	int slowest;
+	size_t i;
+
+	if (!rs || !ranks || !strag)
+		goto out;
+	for (i = 0; i < n; i++)
+		rs[i] = (struct rank_steps){ .dur_ns = v[i].dur_ns, .n = v[i].nsteps };
+	if ((slowest = stats_ranks(rs, n)) == -2)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct rank_steps *k = &rs[i];
+		json_t *devs = json_array();
+		for (size_t d = 0; devs && d < v[i].ndevices; d++)
+			if (json_array_append_new(devs, str(v[i].devices[d])))
+				json_decref(devs), devs = NULL;
+		if (json_array_append_new(ranks, json_pack("{s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "rank",
+				v[i].rank, "steps", (json_int_t)k->n, "mean_ns", int_or_null(k->mean_ns), "median_ns",
+				int_or_null(k->median_ns), "min_ns", int_or_null(k->min_ns), "max_ns", int_or_null(k->max_ns),
+				"memory_devices", devs, "vs_median_pct", isnan(k->vs_median_pct) ? json_null()
+				: json_real(k->vs_median_pct), "straggler", k->straggler)) ||
+		    (k->straggler && json_array_append_new(strag, json_integer(v[i].rank))))
+			goto out;
+	}
+	o = json_pack("{s:O, s:o, s:O, s:f}", "ranks", ranks, "slowest_rank",
+		      slowest >= 0 ? json_integer(v[slowest].rank) : json_null(), "stragglers", strag,
+		      "straggler_threshold_pct", STATS_STRAGGLER_PCT);
+out:
+	tp_free(rs);
+	json_decref(ranks);
+	json_decref(strag);
+	return o;
 }

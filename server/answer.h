@@ -27,4 +27,8 @@ json_t *answer_ops(const struct store_table *t);
 /* {"rank", "kind", "kernels": [...], "total"} (GET /kernels). */
 json_t *answer_kernels(const struct store_table *t);
 
+/* {"ranks": [...], "slowest_rank", "stragglers", "straggler_threshold_pct"} (GET /ranks); NULL when out
+ * of memory. Sorts each rank's durations. */
+json_t *answer_ranks(struct store_rank *v, size_t n);
+
 #endif

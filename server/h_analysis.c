@@ -274,7 +274,7 @@ int h_run_ranks(struct request *req)
 
 	if (h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_ranks(r, req->params[0], &err), r, &err, "ranks", csv);
+	return h_answer(req, read_ranks(r, req->params[0], &err), r, &err, "ranks", csv);
 }
 
 /*

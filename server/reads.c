@@ -90,3 +90,16 @@ json_t *read_kernels(struct store_reader *r, const char *run, int rank, int kind
 	store_table_free(&t);
 	return o;
 }
+
+json_t *read_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err)
+{
+	struct store_rank *v;
+	size_t n;
+	json_t *o;
+
+	if (store_ranks(r, run, &v, &n, err))
+		return NULL;
+	o = shaped(answer_ranks(v, n), err);
+	store_ranks_free(v, n);
+	return o;
+}

@@ -27,4 +27,7 @@ json_t *read_ops(struct store_reader *r, const char *run, int rank, int device, 
 		 struct tp_errbuf *err);
 json_t *read_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit, struct tp_errbuf *err);
 
+/* GET /runs/{run}/ranks */
+json_t *read_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err);
+
 #endif

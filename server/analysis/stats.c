@@ -15,7 +15,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "analysis/stats.h"
+#include "tp.h"
 
 #define BETA_EPS 1e-15
 #define BETA_TINY 1e-300
@@ -143,4 +145,53 @@ int stats_welch(const struct stats_sample *a, const struct stats_sample *b, stru
 	out->df = se2 * se2 / (sa * sa / (double)(a->n - 1) + sb * sb / (double)(b->n - 1));
 	out->p = stats_t_two_sided(out->t, out->df);
 	return 0;
+}
+
+int stats_ranks(struct rank_steps *v, size_t n)
+{
+	double *sorted, median = 0, worst = -1;
+	size_t m = 0, i;
+	int slowest = -1;
+
+	for (i = 0; i < n; i++) {
+		struct rank_steps *r = &v[i];
+		double sum = 0;
+		size_t k = r->n;
+		for (size_t j = 0; j < k; j++)	/* in time order, before sorting: the mean as always summed */
+			sum += (double)r->dur_ns[j];
+		r->mean = k ? sum / (double)k : 0;
+		if (k)
+			qsort(r->dur_ns, k, sizeof(*r->dur_ns), cmp_i64);
+		r->mean_ns = k ? tp_round_i64(r->mean) : -1;
+		r->median_ns = !k ? -1 : k % 2 ? r->dur_ns[k / 2] : tp_mid(r->dur_ns[k / 2 - 1], r->dur_ns[k / 2]);
+		r->min_ns = k ? r->dur_ns[0] : -1;
+		r->max_ns = k ? r->dur_ns[k - 1] : -1;
+	}
+	/* the median of the means of the ranks with steps (ranks are few: insertion sort) */
+	if (!(sorted = tp_malloc((n + 1) * sizeof(*sorted))))
+		return -2;
+	{
+		for (i = 0; i < n; i++)
+			if (v[i].mean > 0)
+				sorted[m++] = v[i].mean;
+		for (size_t a = 1; a < m; a++)
+			for (size_t b = a; b > 0 && sorted[b - 1] > sorted[b]; b--) {
+				double t = sorted[b];
+				sorted[b] = sorted[b - 1];
+				sorted[b - 1] = t;
+			}
+		median = m ? (m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2) : 0;
+		tp_free(sorted);
+	}
+	for (i = 0; i < n; i++) {
+		struct rank_steps *r = &v[i];
+		double pct = median > 0 && r->mean > 0 ? (r->mean / median - 1) * 100 : 0;
+		r->vs_median_pct = r->mean > 0 ? pct : NAN;
+		r->straggler = n > 1 && pct > STATS_STRAGGLER_PCT;
+		if (r->mean > worst) {
+			worst = r->mean;
+			slowest = (int)i;
+		}
+	}
+	return worst > 0 ? slowest : -1;
 }

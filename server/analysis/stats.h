@@ -39,4 +39,23 @@ struct stats_welch {
  */
 int stats_welch(const struct stats_sample *a, const struct stats_sample *b, struct stats_welch *out);
 
+/* A rank is a straggler when its mean step time is this much above the median rank's. */
+#define STATS_STRAGGLER_PCT 5.0
+
+/* One rank's complete steps, and what ranks_compare says of them. */
+struct rank_steps {
+	int64_t *dur_ns;		/* in time order; sorted in place by ranks_compare */
+	size_t n;
+	/* out: the figures of GET /ranks (-1: no steps) */
+	int64_t mean_ns, median_ns, min_ns, max_ns;
+	double mean;			/* 0: no steps */
+	double vs_median_pct;		/* how far the mean is above the median rank's mean; NaN: no steps */
+	int straggler;			/* over STATS_STRAGGLER_PCT above it, with more than one rank */
+};
+
+/* Each rank's summary, the median of the ranks' means, the stragglers; the index of the
+ * slowest rank (the first with the highest mean), -1 when no rank has steps, -2 when out of
+ * memory. */
+int stats_ranks(struct rank_steps *v, size_t n);
+
 #endif

@@ -14,8 +14,7 @@
  * Reads return rows and structs that answer.c shapes (store_runs,
  * store_artifacts, store_diag_input, store_compare_input, store_timeline, ...).
  * These still build their JSON here, to move the same way (issue 15; the
- * answers must stay byte for byte: scripts/answers.py): store_ranks,
- * store_memory (and its text stream), store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
+ * answers must stay byte for byte: scripts/answers.py): store_memory (and its text stream), store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
  * store_run_stacks, store_metrics, store_run_canary.
  */
 #include <malloc.h>
@@ -1985,12 +1984,6 @@ static int append(json_t *arr, json_t *item)
 	return json_array_append_new(arr, item);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Step count and mean/median step time of a run, at its lowest rank with
  * steps (the summary a run list shows; per-rank views come from store_steps).
@@ -3876,24 +3869,27 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 				  : db_fail(err, r->db, "read steps");
 }
 
-/* o's "memory_devices": the devices with a memory timeline on that rank, GPUs first, as /memory picks */
-static int rank_devices(struct store_reader *r, const char *run, int rank, json_t *o, struct tp_errbuf *err)
+/* The devices with a memory timeline on a rank, GPUs first, as /memory picks. */
+static int rank_devices(struct store_reader *r, const char *run, struct store_rank *k, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT device FROM memory_series"
 				       " WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-				       " ORDER BY device LIKE 'cuda:%' DESC, length(device), device", run, rank, err);
-	json_t *devs, *d;
-	size_t i;
+				       " ORDER BY device LIKE 'cuda:%' DESC, length(device), device", run, k->rank, err);
+	struct store_rows rows;
+	int rc;
 
-	if (!st || !(devs = rows_json(r, st, (const char *const[]){ "device" }, 1, err)))
-		return -1;
-	json_array_foreach(devs, i, d)
-		json_array_set(devs, i, json_object_get(d, "device"));
-	return json_object_set_new(o, "memory_devices", devs) ? (nomem(err), -1) : 0;
+	if (!st || rows_read(r, st, (const char *const[]){ "device" }, 1, &rows, err))
+		return err->rc ? err->rc : TP_ERR_DB;
+	rc = TP_OK;
+	if (rows.nrows && !(k->devices = tp_calloc(rows.nrows, sizeof(*k->devices))))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	for (size_t i = 0; !rc && i < rows.nrows; i++) {
+		k->devices[k->ndevices++] = rows.v[i].s;	/* taken from the rows */
+		rows.v[i].s = NULL;
+	}
+	store_rows_free(&rows);
+	return rc;
 }
-
-/* A rank is a straggler when its mean step time is this much above the median rank's. */
-#define STRAGGLER_PCT 5.0
 
 /* ---- GET /runs/{run}/distributed ---- */
 
@@ -4039,94 +4035,48 @@ fail:
 	return TP_ERR_DB;
 }
 
-json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err)
+void store_ranks_free(struct store_rank *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		tp_free(v[i].dur_ns);
+		for (size_t d = 0; d < v[i].ndevices; d++)
+			tp_free(v[i].devices[d]);
+		tp_free(v[i].devices);
+	}
+	tp_free(v);
+}
+
+int store_ranks(struct store_reader *r, const char *run, struct store_rank **out, size_t *n, struct tp_errbuf *err)
 {
 	sqlite3_stmt *st;
-	json_t *ranks, *o, *slowest = json_null(), *strag = json_array();
-	double *means = NULL, median_mean = 0, worst = -1;
-	size_t i, n;
+	struct store_rows rows;
+	int rc = TP_OK;
 
-	if (run_exists(r, run, err) || !strag)
-		return json_decref(strag), NULL;
-	st = prepare(r, "SELECT DISTINCT a.rank FROM artifacts a JOIN runs r ON r.id=a.run_id"
-			" WHERE r.name=?1 AND a.status='ready' ORDER BY a.rank", err);
-	if (!st)
-		return json_decref(strag), NULL;
+	*out = NULL;
+	*n = 0;
+	if (run_exists(r, run, err))
+		return err->rc;
+	if (!(st = prepare(r, "SELECT DISTINCT a.rank FROM artifacts a JOIN runs r ON r.id=a.run_id"
+			      " WHERE r.name=?1 AND a.status='ready' ORDER BY a.rank", err)))
+		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	if (!(ranks = rows_json(r, st, (const char *const[]){ "rank" }, 1, err)))
-		return json_decref(strag), NULL;
-	n = json_array_size(ranks);
-	if (!(means = tp_calloc(n + 1, sizeof(*means))))
-		goto oom;
-	json_array_foreach(ranks, i, o) {
-		int64_t *d;
-		size_t nd;
-		int rank = (int)json_integer_value(json_object_get(o, "rank"));
-		if (rank_durations(r, run, rank, &d, &nd, err))
-			goto fail;
-		double sum = 0;
-		for (size_t k = 0; k < nd; k++)
-			sum += (double)d[k];
-		means[i] = nd ? sum / (double)nd : 0;
-		if (nd)
-			qsort(d, nd, sizeof(*d), cmp_i64);
-		int bad = json_object_set_new(o, "steps", json_integer((json_int_t)nd)) ||
-			  json_object_set_new(o, "mean_ns", nd ? json_integer(tp_round_i64(means[i])) : json_null()) ||
-			  json_object_set_new(o, "median_ns", nd ? json_integer(nd % 2 ? d[nd / 2] : tp_mid(d[nd / 2 - 1], d[nd / 2])) : json_null()) ||
-			  json_object_set_new(o, "min_ns", nd ? json_integer(d[0]) : json_null()) ||
-			  json_object_set_new(o, "max_ns", nd ? json_integer(d[nd - 1]) : json_null());
-		tp_free(d);
-		if (bad)
-			goto oom;
-		if (rank_devices(r, run, rank, o, err))
-			goto fail;
+	if (rows_read(r, st, (const char *const[]){ "rank" }, 1, &rows, err))
+		return err->rc;
+	if (rows.nrows && !(*out = tp_calloc(rows.nrows, sizeof(**out))))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	for (size_t i = 0; !rc && i < rows.nrows; i++) {
+		struct store_rank *k = &(*out)[(*n)++];
+		k->rank = (int)rows.v[i].i;
+		if (!(rc = rank_durations(r, run, k->rank, &k->dur_ns, &k->nsteps, err)))
+			rc = rank_devices(r, run, k, err);
 	}
-	{
-		double *sorted = tp_malloc((n + 1) * sizeof(*sorted));
-		size_t m = 0;
-		if (!sorted)
-			goto oom;
-		for (i = 0; i < n; i++)
-			if (means[i] > 0)
-				sorted[m++] = means[i];
-		for (size_t a = 1; a < m; a++)	/* insertion sort: ranks are few */
-			for (size_t b = a; b > 0 && sorted[b - 1] > sorted[b]; b--) {
-				double t = sorted[b];
-				sorted[b] = sorted[b - 1];
-				sorted[b - 1] = t;
-			}
-		median_mean = m ? (m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2) : 0;
-		tp_free(sorted);
+	store_rows_free(&rows);
+	if (rc) {
+		store_ranks_free(*out, *n);
+		*out = NULL;
+		*n = 0;
 	}
-	json_array_foreach(ranks, i, o) {
-		double pct = median_mean > 0 && means[i] > 0 ? (means[i] / median_mean - 1) * 100 : 0;
-		int is = n > 1 && pct > STRAGGLER_PCT;
-		if (json_object_set_new(o, "vs_median_pct", means[i] > 0 ? json_real(pct) : json_null()) ||
-		    json_object_set_new(o, "straggler", json_boolean(is)) ||
-		    (is && json_array_append(strag, json_object_get(o, "rank"))))
-			goto oom;
-		if (means[i] > worst) {
-			worst = means[i];
-			json_decref(slowest);
-			slowest = json_incref(json_object_get(o, "rank"));
-		}
-	}
-	if (worst <= 0) {
-		json_decref(slowest);
-		slowest = json_null();
-	}
-	tp_free(means);
-	o = json_pack("{s:o, s:o, s:o, s:f}", "ranks", ranks, "slowest_rank", slowest, "stragglers", strag,
-		      "straggler_threshold_pct", STRAGGLER_PCT);
-	return o ? o : nomem(err);
-oom:
-	nomem(err);
-fail:
-	tp_free(means);
-	json_decref(ranks);
-	json_decref(slowest);
-	json_decref(strag);
-	return NULL;
+	return rc;
 }
 
 /*

@@ -269,8 +269,18 @@ int store_ops(struct store_reader *r, const char *run, int rank, int device, con
 /* The rank's GPU spans of kind (enum an_gpu_kind) by name, largest total first. */
 int store_kernels(struct store_reader *r, const char *run, int rank, int kind, long limit, struct store_table *out,
 		  struct tp_errbuf *err);
-/* {"ranks": [{"rank", "steps", "mean_ns", ...}], "slowest_rank", "stragglers": [...]} */
-json_t *store_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err);
+/* A rank of a run: its complete steps' durations and its memory devices, /memory's order. */
+struct store_rank {
+	int rank;
+	int64_t *dur_ns;		/* in time order */
+	size_t nsteps;
+	char **devices;
+	size_t ndevices;
+};
+/* The run's ranks with a ready artifact, in order (TP_ERR_NOTFOUND run_not_found). */
+int store_ranks(struct store_reader *r, const char *run, struct store_rank **out, size_t *n,
+		struct tp_errbuf *err);
+void store_ranks_free(struct store_rank *v, size_t n);
 /*
  * {"source", "device", "t_ns", "categories": {eight}, "allocated", "reserved", "peak"} per
  * shared/api.md: the rank's timeline for device (NULL: its first GPU with memory data, else

@@ -224,7 +224,7 @@ START_TEST(test_reads)
 			j[2] = read_steps(r, "r", -1, &err);
 			j[3] = read_ops(r, "r", -1, AN_DEV_CPU, "self_ns", 50, &err);
 			j[4] = read_kernels(r, "r", -1, AN_GPU_KERNEL, 50, &err);
-			j[5] = store_ranks(r, "r", &err);
+			j[5] = read_ranks(r, "r", &err);
 			if (store_diag_input(r, "r", -1, &in, &durs, &err) == TP_OK)
 				j[6] = diagnosis_run(&in);
 			free(durs);

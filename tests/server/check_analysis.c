@@ -79,7 +79,7 @@ static json_t *query(const char *run, enum q what)
 	case Q_OPS_GPU: j = read_ops(r, run, 0, AN_DEV_GPU, "self_ns", 100000, &err); break;
 	case Q_KERNELS: j = read_kernels(r, run, 0, AN_GPU_KERNEL, 100000, &err); break;
 	case Q_MEMCPY: j = read_kernels(r, run, 0, AN_GPU_MEMCPY, 100000, &err); break;
-	case Q_RANKS: j = store_ranks(r, run, &err); break;
+	case Q_RANKS: j = read_ranks(r, run, &err); break;
 	}
 	store_reader_close(r);
 	ck_assert_msg(j != NULL, "query %s: %s", run, err.msg);

@@ -208,6 +208,32 @@ START_TEST(test_sort_as_qsort)
 }
 END_TEST
 
+/* Ranks: means 100, 104 and 120 (median 104): the third is 15.4 % above it, a straggler; a rank
+ * without steps has no figures and is never the slowest. */
+START_TEST(test_ranks_stragglers)
+{
+	int64_t a[] = { 90, 110, 100 }, b[] = { 104 }, c[] = { 130, 110 };
+	struct rank_steps v[4] = { { .dur_ns = a, .n = 3 }, { .dur_ns = b, .n = 1 }, { .dur_ns = c, .n = 2 },
+				   { .dur_ns = NULL, .n = 0 } };
+
+	ck_assert_int_eq(stats_ranks(v, 4), 2);
+	ck_assert_int_eq(v[0].mean_ns, 100);
+	ck_assert_int_eq(v[0].median_ns, 100);
+	ck_assert_int_eq(v[0].min_ns, 90);
+	ck_assert_int_eq(v[0].max_ns, 110);
+	ck_assert_int_eq(v[2].median_ns, 120);	/* the mean of the middle two */
+	near(v[2].vs_median_pct, (120.0 / 104 - 1) * 100, 1e-12);
+	near(v[0].vs_median_pct, (100.0 / 104 - 1) * 100, 1e-12);
+	ck_assert(!v[0].straggler && !v[1].straggler && v[2].straggler && !v[3].straggler);
+	ck_assert(isnan(v[3].vs_median_pct));
+	ck_assert_int_eq(v[3].mean_ns, -1);
+	/* one rank alone is never a straggler; none with steps: no slowest */
+	ck_assert_int_eq(stats_ranks(v + 2, 1), 0);
+	ck_assert(!v[2].straggler);
+	ck_assert_int_eq(stats_ranks(v + 3, 1), -1);
+}
+END_TEST
+
 Suite *suite_stats(void)
 {
 	Suite *s = suite_create("stats");
@@ -221,6 +247,7 @@ Suite *suite_stats(void)
 	tc = tcase_create("samples");
 	tcase_add_test(tc, test_summarise);
 	tcase_add_test(tc, test_welch);
+	tcase_add_test(tc, test_ranks_stragglers);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sort");
 	tcase_add_test(tc, test_sort_as_qsort);

@@ -290,3 +290,13 @@ out:
 	json_decref(strag);
 	return o;
 }
+
+json_t *answer_metrics(const char *run, const struct store_rows *rows)
+{
+	return json_pack("{s:s, s:o}", "run", run, "metrics", rows_array(rows));
+}
+
+json_t *answer_stacks(const char *run, int rank, const struct store_rows *rows)
+{
+	return json_pack("{s:s, s:i, s:o}", "run", run, "rank", rank, "frames", rows_array(rows));
+}

@@ -31,4 +31,9 @@ json_t *answer_kernels(const struct store_table *t);
  * of memory. Sorts each rank's durations. */
 json_t *answer_ranks(struct store_rank *v, size_t n);
 
+/* {"run", "metrics": [...]} (GET /metrics). */
+json_t *answer_metrics(const char *run, const struct store_rows *rows);
+/* {"run", "rank", "frames": [...]} (GET /stacks). */
+json_t *answer_stacks(const char *run, int rank, const struct store_rows *rows);
+
 #endif

@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "analysis/runline.h"
 #include "handlers.h"
+#include "reads.h"
 #include "http.h"
 #include "store/store.h"
 
@@ -269,7 +270,7 @@ int h_run_stacks(struct request *req)
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_arg_int(req, "top", 1, 100000, 50, &top) ||
 	    h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_run_stacks(r, req->params[0], (int)rank, (int)top, &err), r, &err, NULL, 0);
+	return h_answer(req, read_stacks(r, req->params[0], (int)rank, (int)top, &err), r, &err, NULL, 0);
 }
 
 /* a snapshot's segments and blocks at dump time (the newest, or ?artifact) */

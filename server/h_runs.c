@@ -346,5 +346,5 @@ int h_run_metrics(struct request *req)
 
 	if (h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_metrics(r, req->params[0], http_arg(req, "name"), &err), r, &err, "metrics", 0);
+	return h_answer(req, read_metrics(r, req->params[0], http_arg(req, "name"), &err), r, &err, "metrics", 0);
 }

@@ -103,3 +103,27 @@ json_t *read_ranks(struct store_reader *r, const char *run, struct tp_errbuf *er
 	store_ranks_free(v, n);
 	return o;
 }
+
+json_t *read_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err)
+{
+	struct store_rows rows;
+	json_t *o;
+
+	if (store_metrics(r, run, name, &rows, err))
+		return NULL;
+	o = shaped(answer_metrics(run, &rows), err);
+	store_rows_free(&rows);
+	return o;
+}
+
+json_t *read_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err)
+{
+	struct store_rows rows;
+	json_t *o;
+
+	if (store_run_stacks(r, run, rank, top, &rank, &rows, err))
+		return NULL;
+	o = shaped(answer_stacks(run, rank, &rows), err);
+	store_rows_free(&rows);
+	return o;
+}

@@ -30,4 +30,8 @@ json_t *read_kernels(struct store_reader *r, const char *run, int rank, int kind
 /* GET /runs/{run}/ranks */
 json_t *read_ranks(struct store_reader *r, const char *run, struct tp_errbuf *err);
 
+/* GET /runs/{run}/metrics (name NULL: every name) and /stacks */
+json_t *read_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err);
+json_t *read_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err);
+
 #endif

@@ -15,7 +15,7 @@
  * store_artifacts, store_diag_input, store_compare_input, store_timeline, ...).
  * These still build their JSON here, to move the same way (issue 15; the
  * answers must stay byte for byte: scripts/answers.py): store_memory (and its text stream), store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
- * store_run_stacks, store_metrics, store_run_canary.
+ * store_run_canary.
  */
 #include <malloc.h>
 #include <math.h>
@@ -2220,37 +2220,6 @@ static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf
 }
 
 /* Rows of st (bound, not yet stepped) as an array of objects named by cols; finalizes st. */
-static json_t *rows_json(struct store_reader *r, sqlite3_stmt *st, const char *const *cols, int ncols,
-			 struct tp_errbuf *err)
-{
-	json_t *arr = json_array();
-	int step, i;
-
-	while (arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		for (i = 0; o && i < ncols; i++)
-			if (json_object_set_new(o, cols[i], col_json(st, i))) {
-				json_decref(o);
-				o = NULL;
-			}
-		if (append(arr, o)) {
-			json_decref(arr);
-			arr = NULL;
-		}
-	}
-	if (!arr) {
-		sqlite3_finalize(st);
-		return nomem(err);
-	}
-	if (step != SQLITE_DONE) {
-		db_fail(err, r->db, "read");
-		json_decref(arr);
-		arr = NULL;
-	}
-	sqlite3_finalize(st);
-	return arr;
-}
-
 void store_rows_free(struct store_rows *rows)
 {
 	for (size_t i = 0; rows->v && i < rows->nrows * rows->ncols; i++)
@@ -3590,48 +3559,28 @@ out:
 	return o;
 }
 
-json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err)
+int store_run_stacks(struct store_reader *r, const char *run, int rank, int top, int *rank_out,
+		     struct store_rows *out, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
-	json_t *frames = json_array(), *o = NULL;
-	int step, n = 0;
+	static const char *const cols[] = { "frame", "self", "total" };
+	sqlite3_stmt *st;
 
-	if (!frames)
-		goto oom;
+	memset(out, 0, sizeof(*out));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
-		goto out;
+		return err->rc ? err->rc : TP_ERR_DB;
+	*rank_out = rank;
 	/* SUM of int64 weights that may overflow: TOTAL() is a double and never fails */
 	if (!(st = prepare_rank(r, "SELECT frame, CAST(MIN(TOTAL(self), 9.2e18) AS INTEGER),"
 				   " CAST(MIN(TOTAL(total), 9.2e18) AS INTEGER) FROM stack_frames"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY frame ORDER BY 3 DESC, 2 DESC, frame LIMIT ?3",
 				run, rank, err)))
-		goto out;
+		return TP_ERR_DB;
 	sqlite3_bind_int(st, 3, top);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (append(frames, json_pack("{s:o, s:I, s:I}", "frame", col_json(st, 0),
-					     "self", (json_int_t)sqlite3_column_int64(st, 1),
-					     "total", (json_int_t)sqlite3_column_int64(st, 2))))
-			goto oom;
-		n++;
-	}
-	if (step != SQLITE_DONE) {
-		db_fail(err, r->db, "read stacks");
-		goto out;
-	}
-	if (!n) {
-		tp_fail(err, TP_ERR_NOTFOUND, "no_stacks", "run '%s' has no folded stacks for rank %d", run, rank);
-		goto out;
-	}
-	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "frames", frames);
-	if (!o)
-		goto oom;
-	goto out;
-oom:
-	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-out:
-	sqlite3_finalize(st);
-	json_decref(frames);
-	return o;
+	if (rows_read(r, st, cols, 3, out, err))
+		return err->rc;
+	if (!out->nrows)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_stacks", "run '%s' has no folded stacks for rank %d", run, rank);
+	return TP_OK;
 }
 
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
@@ -4340,23 +4289,21 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	       diag_lightning(r, run, rank, in, err) || diag_gpu(r, run, rank, in, err) ? err->rc : TP_OK;
 }
 
-json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err)
+int store_metrics(struct store_reader *r, const char *run, const char *name, struct store_rows *out,
+		  struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "step", "name", "value" };
 	sqlite3_stmt *st;
-	json_t *rows, *o;
 
+	memset(out, 0, sizeof(*out));
 	if (run_exists(r, run, err))
-		return NULL;
+		return err->rc;
 	if (!(st = prepare(r, "SELECT m.step, m.name, m.value FROM metrics m JOIN runs r ON r.id=m.run_id"
 			      " WHERE r.name=?1 AND (?2 IS NULL OR m.name=?2) ORDER BY m.name, m.step", err)))
-		return NULL;
+		return TP_ERR_DB;
 	bind_text(st, 1, run);
 	bind_text(st, 2, name);
-	if (!(rows = rows_json(r, st, cols, 3, err)))
-		return NULL;
-	o = json_pack("{s:s, s:o}", "run", run, "metrics", rows);
-	return o ? o : nomem(err);
+	return rows_read(r, st, cols, 3, out, err);
 }
 
 int store_baseline_of(struct store_reader *r, const char *run, char out[129], struct tp_errbuf *err)

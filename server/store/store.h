@@ -327,7 +327,9 @@ json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct 
  * newest rlhf-canary metrics.json of (run, rank), in ns and bytes (store.c); NOTFOUND no_canary when none.
  */
 json_t *store_run_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
-json_t *store_run_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err);
+/* The rank's folded stacks' frames {frame, self, total}, the top by total (TP_ERR_NOTFOUND no_stacks). */
+int store_run_stacks(struct store_reader *r, const char *run, int rank, int top, int *rank_out,
+		     struct store_rows *out, struct tp_errbuf *err);
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err);
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
@@ -344,7 +346,8 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 int store_dist_input(struct store_reader *r, const char *run, struct dist_input *in, struct tp_errbuf *err);
 
 /* {"run", "metrics": [{"step", "name", "value"}]} by name then step; name NULL: every name. */
-json_t *store_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err);
+int store_metrics(struct store_reader *r, const char *run, const char *name, struct store_rows *out,
+		  struct tp_errbuf *err);
 /*
  * The baseline of run's project (runs without a project share one): its name
  * into out (129 bytes); TP_ERR_NOTFOUND ("no_baseline") when the project has none.

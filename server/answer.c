@@ -175,16 +175,20 @@ json_t *answer_steps(int rank, const struct store_step *v, size_t n)
 	return json_pack("{s:i, s:o, s:o}", "rank", rank, "steps", steps, "notes", notes);
 }
 
+/* One value as JSON. */
+static json_t *val_json(const struct store_val *x)
+{
+	return x->type == SV_INT ? json_integer((json_int_t)x->i) : x->type == SV_REAL ? json_real(x->r)
+		: x->type == SV_TEXT ? str(x->s) : json_null();
+}
+
 /* Row i of rows as an object of its columns, in their order. */
 static json_t *row_object(const struct store_rows *rows, size_t i)
 {
 	json_t *o = json_object();
 
 	for (size_t c = 0; o && c < rows->ncols; c++) {
-		const struct store_val *x = &rows->v[i * rows->ncols + c];
-		json_t *v = x->type == SV_INT ? json_integer((json_int_t)x->i) : x->type == SV_REAL ? json_real(x->r)
-			  : x->type == SV_TEXT ? str(x->s) : json_null();
-		if (json_object_set_new(o, rows->cols[c], v))
+		if (json_object_set_new(o, rows->cols[c], val_json(&rows->v[i * rows->ncols + c])))
 			json_decref(o), o = NULL;
 	}
 	return o;
@@ -299,4 +303,52 @@ json_t *answer_metrics(const char *run, const struct store_rows *rows)
 json_t *answer_stacks(const char *run, int rank, const struct store_rows *rows)
 {
 	return json_pack("{s:s, s:i, s:o}", "run", run, "rank", rank, "frames", rows_array(rows));
+}
+
+static int64_t int_at(const struct store_rows *rows, size_t row, size_t col)
+{
+	return rows->v[row * rows->ncols + col].i;
+}
+
+/* The first of functions (by artifact, action) at or after (artifact, action). */
+static size_t functions_of(const struct store_rows *f, int64_t artifact, int64_t action)
+{
+	size_t lo = 0, hi = f->nrows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int64_t a = int_at(f, mid, 0), n = int_at(f, mid, 1);
+		if (a < artifact || (a == artifact && n < action))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+json_t *answer_actions(const char *run, int rank, const struct store_rows *actions, const struct store_rows *functions)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < actions->nrows; i++) {
+		const struct store_val *v = &actions->v[i * actions->ncols];
+		int64_t artifact = v[0].i, n = v[6].i;
+		json_t *a = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "artifact", (json_int_t)artifact, "action",
+				      v[1].type == SV_TEXT ? str(v[1].s) : json_null(), "calls", val_json(&v[2]), "mean_ns",
+				      val_json(&v[3]), "total_ns", val_json(&v[4]), "share",
+				      v[5].type == SV_INT ? json_real((double)v[5].i / 100.0) : json_null());
+		json_t *fns = NULL;
+		for (size_t k = functions_of(functions, artifact, n);
+		     a && k < functions->nrows && int_at(functions, k, 0) == artifact && int_at(functions, k, 1) == n; k++) {
+			const struct store_val *f = &functions->v[k * functions->ncols];
+			if ((!fns && (!(fns = json_array()) || json_object_set_new(a, "functions", fns))) ||
+			    json_array_append_new(fns, json_pack("{s:o, s:I, s:I, s:I, s:I}", "location", str(f[2].s),
+					"ncalls", (json_int_t)f[3].i, "primitive_calls", (json_int_t)f[4].i,
+					"tottime_ns", (json_int_t)f[5].i, "cumtime_ns", (json_int_t)f[6].i)))
+				json_decref(a), a = NULL;
+		}
+		if (json_array_append_new(list, a))
+			json_decref(list), list = NULL;
+	}
+	return list ? json_pack("{s:s, s:i, s:o}", "run", run, "rank", rank, "actions", list) : NULL;
 }

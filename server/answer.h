@@ -36,4 +36,7 @@ json_t *answer_metrics(const char *run, const struct store_rows *rows);
 /* {"run", "rank", "frames": [...]} (GET /stacks). */
 json_t *answer_stacks(const char *run, int rank, const struct store_rows *rows);
 
+/* {"run", "rank", "actions": [...]} (GET /actions): each action with its cProfile rows, where it has any. */
+json_t *answer_actions(const char *run, int rank, const struct store_rows *actions, const struct store_rows *functions);
+
 #endif

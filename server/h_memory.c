@@ -158,7 +158,7 @@ int h_run_actions(struct request *req)
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_run_actions(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+	return h_answer(req, read_actions(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
 }
 
 /* rlhf-canary metrics.json (GET /runs/{run}/canary) */

@@ -127,3 +127,16 @@ json_t *read_stacks(struct store_reader *r, const char *run, int rank, int top, 
 	store_rows_free(&rows);
 	return o;
 }
+
+json_t *read_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	struct store_rows a, f;
+	json_t *o;
+
+	if (store_run_actions(r, run, rank, &rank, &a, &f, err))
+		return NULL;
+	o = shaped(answer_actions(run, rank, &a, &f), err);
+	store_rows_free(&a);
+	store_rows_free(&f);
+	return o;
+}

@@ -34,4 +34,7 @@ json_t *read_ranks(struct store_reader *r, const char *run, struct tp_errbuf *er
 json_t *read_metrics(struct store_reader *r, const char *run, const char *name, struct tp_errbuf *err);
 json_t *read_stacks(struct store_reader *r, const char *run, int rank, int top, struct tp_errbuf *err);
 
+/* GET /runs/{run}/actions */
+json_t *read_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+
 #endif

@@ -3194,16 +3194,6 @@ static int seg_close(json_t *segs, json_t *seg, int64_t alloc)
 	return append(segs, seg);
 }
 
-/*
- * A snapshot's segments at dump time: the rank's snapshot with segments on
- * device (default as pick_series: the first GPU), the newest unless artifact
- * names another of them.
- */
-static json_t *col_opt(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(st, i));
-}
-
 /* ---- rlhf-canary metrics ---- */
 
 static double col_real(sqlite3_stmt *st, int i)
@@ -3394,80 +3384,35 @@ json_t *store_run_canary(struct store_reader *r, const char *run, int rank, stru
 	return o ? o : nomem(err);
 }
 
-json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+int store_run_actions(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *actions,
+		      struct store_rows *functions, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
-	json_t *acts = json_array(), *o = NULL, *byn = NULL;
-	int step;
+	static const char *const acols[] = { "artifact", "action", "calls", "mean_ns", "total_ns", "share_bp", "n" };
+	static const char *const fcols[] = { "artifact", "action", "location", "ncalls", "primitive_calls", "tottime_ns",
+					     "cumtime_ns" };
+	sqlite3_stmt *st;
 
-	if (!acts)
-		goto oom;
+	memset(actions, 0, sizeof(*actions));
+	memset(functions, 0, sizeof(*functions));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
-		goto out;
+		return err->rc ? err->rc : TP_ERR_DB;
+	*rank_out = rank;
 	if (!(st = prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp, n FROM lightning_actions"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
-				   " artifact_id, n", run, rank, err)))
-		goto out;
-	if (!(byn = json_object()))
-		goto oom;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *a = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "artifact", (json_int_t)sqlite3_column_int64(st, 0),
-				      "action", col_json(st, 1), "calls", col_opt(st, 2), "mean_ns", col_opt(st, 3),
-				      "total_ns", col_opt(st, 4),
-				      "share", sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null()
-					      : json_real((double)sqlite3_column_int64(st, 5) / 100.0));
-		char key[48];
-		snprintf(key, sizeof(key), "%lld:%lld", (long long)sqlite3_column_int64(st, 0),
-			 (long long)sqlite3_column_int64(st, 6));
-		if (!a || json_object_set(byn, key, a) || append(acts, a))
-			goto oom;
-	}
-	if (step != SQLITE_DONE) {
-		db_fail(err, r->db, "read actions");
-		goto out;
-	}
-	sqlite3_finalize(st);
-	/* AdvancedProfiler's cProfile rows, under their action */
+				   " artifact_id, n", run, rank, err)) ||
+	    rows_read(r, st, acols, 7, actions, err))
+		return err->rc ? err->rc : TP_ERR_DB;
+	if (!actions->nrows)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_actions", "run '%s' has no Lightning profiler report for rank %d",
+			       run, rank);
 	if (!(st = prepare_rank(r, "SELECT artifact_id, action, location, ncalls, primitive_calls, tottime_ns, cumtime_ns"
 				   " FROM lightning_functions WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY artifact_id,"
-				   " action, n", run, rank, err)))
-		goto out;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		char key[48];
-		json_t *a, *fns;
-		snprintf(key, sizeof(key), "%lld:%lld", (long long)sqlite3_column_int64(st, 0),
-			 (long long)sqlite3_column_int64(st, 1));
-		if (!(a = json_object_get(byn, key)))
-			continue;
-		if (!(fns = json_object_get(a, "functions")) &&
-		    (!(fns = json_array()) || json_object_set_new(a, "functions", fns)))
-			goto oom;
-		if (append(fns, json_pack("{s:o, s:I, s:I, s:I, s:I}", "location", col_json(st, 2), "ncalls",
-					  (json_int_t)sqlite3_column_int64(st, 3), "primitive_calls",
-					  (json_int_t)sqlite3_column_int64(st, 4), "tottime_ns",
-					  (json_int_t)sqlite3_column_int64(st, 5), "cumtime_ns",
-					  (json_int_t)sqlite3_column_int64(st, 6))))
-			goto oom;
+				   " action, n", run, rank, err)) ||
+	    rows_read(r, st, fcols, 7, functions, err)) {
+		store_rows_free(actions);
+		return err->rc ? err->rc : TP_ERR_DB;
 	}
-	if (step != SQLITE_DONE) {
-		db_fail(err, r->db, "read functions");
-		goto out;
-	}
-	if (!json_array_size(acts)) {
-		tp_fail(err, TP_ERR_NOTFOUND, "no_actions", "run '%s' has no Lightning profiler report for rank %d", run, rank);
-		goto out;
-	}
-	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "actions", acts);
-	if (!o)
-		goto oom;
-	goto out;
-oom:
-	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-out:
-	sqlite3_finalize(st);
-	json_decref(acts);
-	json_decref(byn);
-	return o;
+	return TP_OK;
 }
 
 /*
@@ -3583,6 +3528,11 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
 	return TP_OK;
 }
 
+/*
+ * A snapshot's segments at dump time: the rank's snapshot with segments on
+ * device (default as pick_series: the first GPU), the newest unless artifact
+ * names another of them.
+ */
 json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
 			      int64_t artifact, struct tp_errbuf *err)
 {

@@ -318,7 +318,13 @@ void store_mem_text_free(struct store_mem_text *m);
  * NOTFOUND no_segments when there is none.
  */
 /* {"run", "rank", "actions": [...]}: the Lightning reports' actions of (run, rank), largest total first. */
-json_t *store_run_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+/*
+ * The rank's Lightning actions {artifact, action, calls, mean_ns, total_ns, share_bp, n}, largest
+ * total first, and AdvancedProfiler's cProfile rows {artifact, action (its n), location, ncalls,
+ * primitive_calls, tottime_ns, cumtime_ns} by artifact, action, row (TP_ERR_NOTFOUND no_actions).
+ */
+int store_run_actions(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *actions,
+		      struct store_rows *functions, struct tp_errbuf *err);
 /* {"run", "rank", "frames": [{frame, self, total}]}: the folded stacks of (run, rank), the top frames by total. */
 /* {"run", "rank", "gpus": [...]}: the nvidia-smi logs of (run, rank) per GPU index and column (store.c). */
 json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);

@@ -77,8 +77,11 @@ static json_t *run_object(const struct store_run_info *r, int full)
 		times = json_pack("{s:I, s:I}", "mean", (json_int_t)tp_round_i64(s.mean), "median", (json_int_t)s.median);
 	} else
 		times = json_pack("{s:n, s:n}", "mean", "median");
-	if (json_object_set_new(o, "steps", json_integer((json_int_t)r->nsteps)) ||
-	    json_object_set_new(o, "step_time_ns", times))
+	if (json_object_set_new(o, "steps", json_integer((json_int_t)r->nsteps))) {
+		json_decref(times);
+		goto oom;
+	}
+	if (json_object_set_new(o, "step_time_ns", times))
 		goto oom;
 	return o;
 oom:

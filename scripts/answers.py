@@ -40,7 +40,21 @@ UPLOADS = [  # run, rank, fixture
     ("fmt", 0, "formats/export_stacks_gpt2_profile.txt"),
     ("adv", 0, "formats/lightning_advanced_pl1.4_doc_robustness.txt"),
     ("adv", 0, "formats/key_averages_cuda_kernelheim.txt"),
+    ("adv", 0, "formats/canary_metrics_example_SYNTHETIC.json"),
+    ("adv", 1, "formats/nvidia_smi_repeated_header_slowfast.csv"),
+    ("export", 0, "memory/hta_memory_timeline.raw.json.gz"),
+    ("export", 0, "traces/hta_v100_train_memory.json.gz"),
 ]
+# the memory reads' variants: windows, devices, a run whose parameters are said (param_bytes)
+EXTRA = ["/api/v1/runs/whole/memory?start_ns=1669783687000000000&end_ns=1669783688000000000&points=40",
+         "/api/v1/runs/whole/memory?start_ns=1669783687000000000&end_ns=1669783688000000000&points=0",
+         "/api/v1/runs/whole/memory?device=cpu&points=30", "/api/v1/runs/whole/memory/peak?device=cpu",
+         "/api/v1/runs/whole/memory?device=cuda:7", "/api/v1/runs/export/memory?points=3",
+         "/api/v1/runs/export/memory?points=2", "/api/v1/runs/export/memory?points=1",
+         "/api/v1/runs/mem/memory/segments?device=cuda:0&artifact=5", "/api/v1/runs/adv/gpu?rank=1",
+         "/api/v1/runs/adv/canary?rank=0", "/api/v1/runs/adv/gpu?rank=1&utc_offset_min=60",
+         "/api/v1/runs/param/memory?points=25", "/api/v1/runs/param/memory/peak",
+         "/api/v1/runs/param/memory?points=0", "/api/v1/compare?base=whole&target=export"]
 PER_RUN = ["", "/steps", "/steps?format=csv", "/ops", "/ops?device=gpu", "/ops?sort=calls&limit=5",
            "/ops?format=csv", "/kernels", "/kernels?kind=memcpy", "/kernels?format=csv", "/ranks",
            "/ranks?format=csv", "/diagnosis", "/distributed", "/critical_path", "/timeline", "/memory",
@@ -106,11 +120,16 @@ def main():
         for i, c in enumerate(chunks(os.path.join(FX, "traces/hta_v100_train_memory.json.gz"), 3)[::-1]):
             st, b = call(base, "POST", f"/api/v1/runs/chunked/artifacts?rank=0&name=part{i}.json", c)
             assert st in (200, 201), (st, b)
+        st, b = call(base, "POST", "/api/v1/runs/param/artifacts?rank=0&name=t.json.gz",
+                     open(os.path.join(FX, "traces/kineto_resnet50_workers0.json.gz"), "rb").read())
+        assert st in (200, 201), (st, b)
+        st, b = call(base, "PATCH", "/api/v1/runs/param", b'{"metadata": {"param_bytes": 40000000}}')
+        assert st == 200, (st, b)
         os.makedirs(a.out, exist_ok=True)
-        runs = [r for r, _, _ in UPLOADS] + ["chunked"]
+        runs = [r for r, _, _ in UPLOADS] + ["chunked", "param"]
         paths = ["/api/v1/runs", "/api/v1/runs/nope", "/api/v1/compare?base=whole&target=chunked",
                  "/api/v1/compare?base=fmt&target=adv", "/api/v1/runs/whole/artifacts/1"]
-        paths += [f"/api/v1/runs/{r}{p}" for r in dict.fromkeys(runs) for p in PER_RUN]
+        paths += [f"/api/v1/runs/{r}{p}" for r in dict.fromkeys(runs) for p in PER_RUN] + EXTRA
         for p in paths:
             st, b = call(base, "GET", p)
             name = re.sub(r"[^A-Za-z0-9._=-]+", "_", p.strip("/"))

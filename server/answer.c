@@ -355,3 +355,146 @@ json_t *answer_actions(const char *run, int rank, const struct store_rows *actio
 	}
 	return list ? json_pack("{s:s, s:i, s:o}", "run", run, "rank", rank, "actions", list) : NULL;
 }
+
+/* ---- rlhf-canary metrics ---- */
+
+static json_t *canary_ops_json(const struct canary_metrics *m, int d)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < m->nops[d]; i++)
+		if (json_array_append_new(a, json_pack("{s:o, s:I, s:I}", "name", str(m->ops[d][i].name), "self_ns",
+							(json_int_t)tp_round_i64(m->ops[d][i].self_ms * 1e6), "calls",
+							(json_int_t)m->ops[d][i].count)))
+			return json_decref(a), NULL;
+	return a;
+}
+
+/* seconds (or ms with scale 1e6) as integer ns; null for NaN */
+static json_t *ns_json(double v, double scale)
+{
+	return isnan(v) ? json_null() : json_integer(tp_round_i64(v * scale));
+}
+
+static json_t *real_json(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *canary_profiler_json(const struct canary_metrics *m)
+{
+	const struct canary_perf *f = &m->perf;
+
+	if (!f->has_profiler)
+		return json_null();
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "trace_path", m->trace_path ? json_string(m->trace_path)
+			 : json_null(), "cuda_time_total_ns", ns_json(f->cuda_total_ms, 1e6), "cpu_time_total_ns",
+			 ns_json(f->cpu_total_ms, 1e6), "self_cuda_time_total_ns", ns_json(f->self_cuda_total_ms, 1e6),
+			 "top_cuda_ops", canary_ops_json(m, CANARY_CUDA), "top_cpu_ops", canary_ops_json(m, CANARY_CPU));
+}
+
+static json_t *canary_step_json(const struct canary_perf *f)
+{
+	json_t *o = json_pack("{s:I}", "count", (json_int_t)f->steps);
+	char key[16];
+
+	for (int i = 0; o && i < CANARY_NSTAT; i++) {
+		snprintf(key, sizeof(key), "%s_ns", canary_stat_names[i]);
+		if (json_object_set_new(o, key, ns_json(f->step_s[i], 1e9)))
+			return json_decref(o), NULL;
+	}
+	return o;
+}
+
+/* A stored object member (env, config): the JSON text as kept, null when none. */
+static json_t *kept_json(const char *text)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+	return j ? j : json_null();
+}
+
+json_t *answer_canary(const char *run, int rank, int64_t artifact, const struct canary_metrics *m)
+{
+	return json_pack("{s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o,"
+			 " s:{s:o, s:o, s:o, s:o}, s:o}",
+			 "run", run, "rank", rank, "artifact", (json_int_t)artifact, "run_id", str(m->run_id),
+			 "timestamp", str(m->timestamp), "status", str(m->status), "duration_ns", ns_json(m->duration_s, 1e9),
+			 "env", kept_json(m->env_json), "config", kept_json(m->config_json),
+			 "step_time", canary_step_json(&m->perf), "tokens_per_s", real_json(m->perf.tokens_per_s),
+			 "max_mem_bytes", (json_int_t)tp_round_i64(m->perf.max_mem_mb * 1048576.0),
+			 "gpu_utilization_pct", real_json(m->perf.gpu_util_pct),
+			 "dataloader_wait_pct", real_json(m->perf.dataloader_wait_pct),
+			 "stability", "nan_steps", int_or_null(m->nan_steps < 0 ? -1 : m->nan_steps),
+			 "inf_steps", int_or_null(m->inf_steps < 0 ? -1 : m->inf_steps),
+			 "final_loss", real_json(m->final_loss),
+			 "loss_diverged", m->loss_diverged < 0 ? json_null() : json_boolean(m->loss_diverged),
+			 "profiler", canary_profiler_json(m));
+}
+
+/* ---- nvidia-smi logs ---- */
+
+/* Column c of row i as a number (values were stored as REAL; NaN for null). */
+static double real_at(const struct store_rows *rows, size_t i, size_t c)
+{
+	const struct store_val *x = &rows->v[i * rows->ncols + c];
+
+	return x->type == SV_REAL ? x->r : x->type == SV_INT ? (double)x->i : NAN;
+}
+
+/* The samples' column from row i on (same GPU and name): {"name", "unit", "t_ns", "values", "mean", "min", "max"}. */
+static json_t *gpu_column(const struct store_rows *rows, size_t i, size_t *next)
+{
+	const struct store_val *row = &rows->v[i * rows->ncols];
+	json_t *ts = json_array(), *vs = json_array(), *col;
+	double sum = 0, mn = 0, mx = 0;
+	size_t nv = 0, j;
+
+	col = json_pack("{s:o, s:o, s:o, s:o}", "name", val_json(&row[1]), "unit", val_json(&row[2]), "t_ns", ts,
+			"values", vs);
+	for (j = i; col && j < rows->nrows; j++) {
+		const struct store_val *x = &rows->v[j * rows->ncols];
+		if (x[0].i != row[0].i || strcmp(x[1].s ? x[1].s : "", row[1].s ? row[1].s : ""))
+			break;
+		double v = real_at(rows, j, 4);
+		if (json_array_append_new(ts, val_json(&x[3])) || json_array_append_new(vs, isnan(v) ? json_null()
+														       : json_real(v)))
+			json_decref(col), col = NULL;
+		if (isnan(v))
+			continue;
+		mn = nv && mn < v ? mn : v;
+		mx = nv && mx > v ? mx : v;
+		sum += v, nv++;
+	}
+	*next = j;
+	if (col && (json_object_set_new(col, "mean", nv ? json_real(sum / (double)nv) : json_null()) ||
+		    json_object_set_new(col, "min", nv ? json_real(mn) : json_null()) ||
+		    json_object_set_new(col, "max", nv ? json_real(mx) : json_null())))
+		json_decref(col), col = NULL;
+	return col;
+}
+
+json_t *answer_gpu(const char *run, int rank, const struct store_rows *rows)
+{
+	json_t *gpus = json_array(), *gpu = NULL, *cols = NULL;
+	int64_t cur = -1;
+	size_t i = 0;
+
+	while (gpus && i < rows->nrows) {
+		int64_t g = rows->v[i * rows->ncols].i;
+		if (!gpu || g != cur) {
+			cols = json_array();
+			gpu = json_pack("{s:I, s:o}", "index", (json_int_t)g, "columns", cols);
+			if (json_array_append_new(gpus, gpu)) {
+				json_decref(gpus);
+				return NULL;
+			}
+			cur = g;
+		}
+		if (json_array_append_new(cols, gpu_column(rows, i, &i))) {
+			json_decref(gpus);
+			return NULL;
+		}
+	}
+	return gpus ? json_pack("{s:s, s:i, s:o}", "run", run, "rank", rank, "gpus", gpus) : NULL;
+}

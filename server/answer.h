@@ -39,4 +39,12 @@ json_t *answer_stacks(const char *run, int rank, const struct store_rows *rows);
 /* {"run", "rank", "actions": [...]} (GET /actions): each action with its cProfile rows, where it has any. */
 json_t *answer_actions(const char *run, int rank, const struct store_rows *actions, const struct store_rows *functions);
 
+/* {"run", "rank", "artifact", "run_id", "step_time", "tokens_per_s", "max_mem_bytes", "profiler", ...} (GET /canary):
+ * the metrics in ns and bytes. */
+json_t *answer_canary(const char *run, int rank, int64_t artifact, const struct canary_metrics *m);
+
+/* {"run", "rank", "gpus": [{"index", "columns": [{"name", "unit", "t_ns", "values", "mean", "min", "max"}]}]}
+ * (GET /gpu, less its steps): samples grouped by GPU and column, as store_run_gpu reads them. */
+json_t *answer_gpu(const char *run, int rank, const struct store_rows *rows);
+
 #endif

@@ -170,7 +170,7 @@ int h_run_canary(struct request *req)
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_run_canary(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
+	return h_answer(req, read_canary(r, req->params[0], (int)rank, &err), r, &err, NULL, 0);
 }
 
 /* nvidia-smi logs per GPU (GET /runs/{run}/gpu) */
@@ -251,7 +251,7 @@ int h_run_gpu(struct request *req)
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) ||
 	    h_arg_int(req, "utc_offset_min", -12 * 60, 14 * 60, INT64_MIN, &given) || h_reader_open(req, &r))
 		return 0;
-	o = store_run_gpu(r, req->params[0], (int)rank, &err);
+	o = read_gpu(r, req->params[0], (int)rank, &err);
 	if (o && (!(steps = steps_on_log(r, req->params[0], (int)json_integer_value(json_object_get(o, "rank")), o,
 					 given, &err)) || json_object_set_new(o, "steps", steps))) {
 		json_decref(o);

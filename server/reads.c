@@ -140,3 +140,26 @@ json_t *read_actions(struct store_reader *r, const char *run, int rank, struct t
 	store_rows_free(&f);
 	return o;
 }
+
+json_t *read_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	struct canary_metrics m;
+	int64_t artifact;
+	json_t *o = NULL;
+
+	if (!store_run_canary(r, run, rank, &rank, &m, &artifact, err))
+		o = shaped(answer_canary(run, rank, artifact, &m), err);
+	canary_metrics_clear(&m);
+	return o;
+}
+
+json_t *read_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+{
+	struct store_rows rows;
+	json_t *o = NULL;
+
+	if (!store_run_gpu(r, run, rank, &rank, &rows, err))
+		o = shaped(answer_gpu(run, rank, &rows), err);
+	store_rows_free(&rows);
+	return o;
+}

@@ -37,4 +37,10 @@ json_t *read_stacks(struct store_reader *r, const char *run, int rank, int top, 
 /* GET /runs/{run}/actions */
 json_t *read_actions(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 
+/* GET /runs/{run}/canary */
+json_t *read_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+
+/* GET /runs/{run}/gpu, less its "steps" (h_memory.c puts them on the log's clock) */
+json_t *read_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+
 #endif

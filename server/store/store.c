@@ -3297,91 +3297,17 @@ static int canary_load(struct store_reader *r, const char *run, int rank, struct
 	return *artifact ? canary_ops_load(r, *artifact, m, err) : TP_OK;
 }
 
-static json_t *canary_ops_json(const struct canary_metrics *m, int d)
+int store_run_canary(struct store_reader *r, const char *run, int rank, int *rank_out, struct canary_metrics *m,
+		     int64_t *artifact, struct tp_errbuf *err)
 {
-	json_t *a = json_array();
-
-	for (size_t i = 0; a && i < m->nops[d]; i++)
-		if (append(a, json_pack("{s:s, s:I, s:I}", "name", m->ops[d][i].name, "self_ns",
-					(json_int_t)tp_round_i64(m->ops[d][i].self_ms * 1e6), "calls",
-					(json_int_t)m->ops[d][i].count)))
-			return json_decref(a), NULL;
-	return a;
-}
-
-/* seconds (or ms with scale 1e6) as integer ns; null for NaN */
-static json_t *ns_json(double v, double scale)
-{
-	return isnan(v) ? json_null() : json_integer(tp_round_i64(v * scale));
-}
-
-static json_t *real_json(double v)
-{
-	return isnan(v) ? json_null() : json_real(v);
-}
-
-static json_t *canary_profiler_json(const struct canary_metrics *m)
-{
-	const struct canary_perf *f = &m->perf;
-
-	if (!f->has_profiler)
-		return json_null();
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "trace_path", m->trace_path ? json_string(m->trace_path)
-			 : json_null(), "cuda_time_total_ns", ns_json(f->cuda_total_ms, 1e6), "cpu_time_total_ns",
-			 ns_json(f->cpu_total_ms, 1e6), "self_cuda_time_total_ns", ns_json(f->self_cuda_total_ms, 1e6),
-			 "top_cuda_ops", canary_ops_json(m, CANARY_CUDA), "top_cpu_ops", canary_ops_json(m, CANARY_CPU));
-}
-
-static json_t *canary_step_json(const struct canary_perf *f)
-{
-	json_t *o = json_pack("{s:I}", "count", (json_int_t)f->steps);
-	char key[16];
-
-	for (int i = 0; o && i < CANARY_NSTAT; i++) {
-		snprintf(key, sizeof(key), "%s_ns", canary_stat_names[i]);
-		if (json_object_set_new(o, key, ns_json(f->step_s[i], 1e9)))
-			return json_decref(o), NULL;
-	}
-	return o;
-}
-
-/* A stored object member (env, config): the JSON text as kept, null when none. */
-static json_t *kept_json(const char *text)
-{
-	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-
-	return j ? j : json_null();
-}
-
-json_t *store_run_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
-{
-	struct canary_metrics m = { 0 };
-	int64_t artifact;
-	json_t *o;
-
-	if ((rank = rank_of(r, run, rank, err)) < 0 || canary_load(r, run, rank, &m, &artifact, err))
-		return NULL;
-	if (!artifact) {
-		tp_fail(err, TP_ERR_NOTFOUND, "no_canary", "run '%s' has no rlhf-canary metrics.json for rank %d", run, rank);
-		return NULL;
-	}
-	o = json_pack("{s:s, s:i, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o,"
-		      " s:{s:o, s:o, s:o, s:o}, s:o}",
-		      "run", run, "rank", rank, "artifact", (json_int_t)artifact, "run_id", m.run_id,
-		      "timestamp", m.timestamp ? json_string(m.timestamp) : json_null(),
-		      "status", m.status ? json_string(m.status) : json_null(), "duration_ns", ns_json(m.duration_s, 1e9),
-		      "env", kept_json(m.env_json), "config", kept_json(m.config_json),
-		      "step_time", canary_step_json(&m.perf), "tokens_per_s", real_json(m.perf.tokens_per_s),
-		      "max_mem_bytes", (json_int_t)tp_round_i64(m.perf.max_mem_mb * 1048576.0),
-		      "gpu_utilization_pct", real_json(m.perf.gpu_util_pct),
-		      "dataloader_wait_pct", real_json(m.perf.dataloader_wait_pct),
-		      "stability", "nan_steps", m.nan_steps < 0 ? json_null() : json_integer(m.nan_steps),
-		      "inf_steps", m.inf_steps < 0 ? json_null() : json_integer(m.inf_steps),
-		      "final_loss", real_json(m.final_loss),
-		      "loss_diverged", m.loss_diverged < 0 ? json_null() : json_boolean(m.loss_diverged),
-		      "profiler", canary_profiler_json(&m));
-	canary_metrics_clear(&m);
-	return o ? o : nomem(err);
+	memset(m, 0, sizeof(*m));
+	if ((rank = rank_of(r, run, rank, err)) < 0 || canary_load(r, run, rank, m, artifact, err))
+		return err->rc ? err->rc : TP_ERR_DB;
+	*rank_out = rank;
+	if (!*artifact)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_canary", "run '%s' has no rlhf-canary metrics.json for rank %d",
+			       run, rank);
+	return TP_OK;
 }
 
 int store_run_actions(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *actions,
@@ -3415,93 +3341,24 @@ int store_run_actions(struct store_reader *r, const char *run, int rank, int *ra
 	return TP_OK;
 }
 
-/*
- * {"run", "rank", "gpus": [{"index", "columns": [{"name", "unit", "mean", "min", "max", "t_ns": [...],
- * "values": [...]}]}]}: the nvidia-smi logs of (run, rank), per GPU index and column, in time order.
- */
-json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+int store_run_gpu(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *out,
+		  struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
-	json_t *gpus = json_array(), *o = NULL, *gpu = NULL, *cols = NULL, *col = NULL, *ts = NULL, *vs = NULL;
-	int step, cur_gpu = -1;
-	char cur_name[128] = "";
-	double sum = 0, mn = 0, mx = 0;
-	size_t nv = 0;
+	static const char *const cols[] = { "gpu", "name", "unit", "t_ns", "value" };
+	sqlite3_stmt *st;
 
-	if (!gpus)
-		goto oom;
+	memset(out, 0, sizeof(*out));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
-		goto out;
+		return err->rc ? err->rc : TP_ERR_DB;
+	*rank_out = rank;
 	if (!(st = prepare_rank(r, "SELECT gpu, name, unit, t_ns, value FROM gpu_samples"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY gpu, name, t_ns, artifact_id, n",
-				run, rank, err)))
-		goto out;
-	for (;;) {
-		step = sqlite3_step(st);
-		int g = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-		const char *name = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 1) : "";
-		if (col && (step != SQLITE_ROW || g != cur_gpu || strcmp(name, cur_name))) {
-			/* close the column */
-			if (json_object_set_new(col, "mean", nv ? json_real(sum / (double)nv) : json_null()) ||
-			    json_object_set_new(col, "min", nv ? json_real(mn) : json_null()) ||
-			    json_object_set_new(col, "max", nv ? json_real(mx) : json_null()))
-				goto oom;
-			col = NULL;
-		}
-		if (gpu && (step != SQLITE_ROW || g != cur_gpu))
-			gpu = NULL;
-		if (step != SQLITE_ROW)
-			break;
-		if (!gpu) {
-			cols = json_array();
-			gpu = json_pack("{s:i, s:o}", "index", g, "columns", cols);
-			if (append(gpus, gpu))
-				goto oom;
-			cur_gpu = g;
-		}
-		if (!col) {
-			ts = json_array();
-			vs = json_array();
-			col = json_pack("{s:o, s:o, s:o, s:o}", "name", col_json(st, 1), "unit", col_json(st, 2),
-					"t_ns", ts, "values", vs);
-			if (append(cols, col))
-				goto oom;
-			snprintf(cur_name, sizeof(cur_name), "%s", name);
-			sum = 0, nv = 0;
-		}
-		if (append(ts, sqlite3_column_type(st, 3) == SQLITE_NULL ? json_null()
-								  : json_integer(sqlite3_column_int64(st, 3))))
-			goto oom;
-		if (sqlite3_column_type(st, 4) == SQLITE_NULL) {
-			if (append(vs, json_null()))
-				goto oom;
-		} else {
-			double v = sqlite3_column_double(st, 4);
-			if (append(vs, json_real(v)))
-				goto oom;
-			mn = nv && mn < v ? mn : v;
-			mx = nv && mx > v ? mx : v;
-			sum += v, nv++;
-		}
-	}
-	if (step != SQLITE_DONE) {
-		db_fail(err, r->db, "read gpu samples");
-		goto out;
-	}
-	if (!json_array_size(gpus)) {
-		tp_fail(err, TP_ERR_NOTFOUND, "no_gpu_log", "run '%s' has no nvidia-smi log for rank %d", run, rank);
-		goto out;
-	}
-	o = json_pack("{s:s, s:i, s:O}", "run", run, "rank", rank, "gpus", gpus);
-	if (!o)
-		goto oom;
-	goto out;
-oom:
-	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-out:
-	sqlite3_finalize(st);
-	json_decref(gpus);
-	return o;
+				run, rank, err)) ||
+	    rows_read(r, st, cols, 5, out, err))
+		return err->rc ? err->rc : TP_ERR_DB;
+	if (!out->nrows)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_gpu_log", "run '%s' has no nvidia-smi log for rank %d", run, rank);
+	return TP_OK;
 }
 
 int store_run_stacks(struct store_reader *r, const char *run, int rank, int top, int *rank_out,

@@ -326,13 +326,18 @@ void store_mem_text_free(struct store_mem_text *m);
 int store_run_actions(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *actions,
 		      struct store_rows *functions, struct tp_errbuf *err);
 /* {"run", "rank", "frames": [{frame, self, total}]}: the folded stacks of (run, rank), the top frames by total. */
-/* {"run", "rank", "gpus": [...]}: the nvidia-smi logs of (run, rank) per GPU index and column (store.c). */
-json_t *store_run_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 /*
- * {"run", "rank", "artifact", "run_id", "step_time", "tokens_per_s", "max_mem_bytes", "profiler", ...}: the
- * newest rlhf-canary metrics.json of (run, rank), in ns and bytes (store.c); NOTFOUND no_canary when none.
+ * The nvidia-smi logs' samples of (run, rank) {gpu, name, unit, t_ns, value} by GPU index, column name
+ * and time (TP_ERR_NOTFOUND no_gpu_log when none).
  */
-json_t *store_run_canary(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
+int store_run_gpu(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *out,
+		  struct tp_errbuf *err);
+/*
+ * The newest rlhf-canary metrics.json of (run, rank) into *m (canary_metrics_clear frees it, also
+ * on failure), its artifact and rank (TP_ERR_NOTFOUND no_canary when the rank has none).
+ */
+int store_run_canary(struct store_reader *r, const char *run, int rank, int *rank_out, struct canary_metrics *m,
+		     int64_t *artifact, struct tp_errbuf *err);
 /* The rank's folded stacks' frames {frame, self, total}, the top by total (TP_ERR_NOTFOUND no_stacks). */
 int store_run_stacks(struct store_reader *r, const char *run, int rank, int top, int *rank_out,
 		     struct store_rows *out, struct tp_errbuf *err);

@@ -4,6 +4,7 @@
  * for byte what they were (scripts/answers.py).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -497,4 +498,58 @@ json_t *answer_gpu(const char *run, int rank, const struct store_rows *rows)
 		}
 	}
 	return gpus ? json_pack("{s:s, s:i, s:o}", "run", run, "rank", rank, "gpus", gpus) : NULL;
+}
+
+/* ---- a snapshot's segments ---- */
+
+/* the segment last appended to segs is closed with the bytes alive in it; -1 when out of memory */
+static int seg_close(json_t *segs, int64_t alloc)
+{
+	return json_object_set_new(json_array_get(segs, json_array_size(segs) - 1), "allocated_bytes",
+				   json_integer((json_int_t)alloc));
+}
+
+json_t *answer_segments(const struct store_segments *g)
+{
+	const struct store_rows *rows = &g->rows;
+	json_t *snaps = json_array(), *segs = json_array(), *blocks = NULL;
+	int64_t reserved = 0, allocated = 0, seg_alloc = 0;
+	int bad = !snaps || !segs;
+	size_t i;
+
+	for (i = 0; !bad && i < g->nsnapshots; i++)
+		bad = json_array_append_new(snaps, json_integer((json_int_t)g->snapshots[i]));
+	for (i = 0; !bad && i < rows->nrows; i++) {
+		const struct store_val *x = &rows->v[i * rows->ncols];
+		if (!i || x[0].i != x[-(ptrdiff_t)rows->ncols].i) {
+			if (i && seg_close(segs, seg_alloc))
+				break;
+			allocated = tp_sat_add(allocated, seg_alloc);
+			seg_alloc = 0;
+			reserved = tp_sat_add(reserved, x[2].i);
+			blocks = json_array();
+			bad = json_array_append_new(segs, json_pack("{s:o, s:o, s:o, s:o, s:o}", "address", val_json(&x[1]),
+								    "total_size", val_json(&x[2]), "stream",
+								    val_json(&x[3]), "segment_type", val_json(&x[4]),
+								    "blocks", blocks));
+		}
+		if (bad || x[5].type == SV_NULL)
+			continue;
+		if (x[9].type != SV_NULL)	/* alive at dump time */
+			seg_alloc = tp_sat_add(seg_alloc, x[6].i);
+		bad = json_array_append_new(blocks, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "offset", val_json(&x[5]),
+							      "size", val_json(&x[6]), "requested_size",
+							      val_json(&x[7]), "state", val_json(&x[8]), "category",
+							      val_json(&x[9]), "op", val_json(&x[10])));
+	}
+	bad = bad || i < rows->nrows || (rows->nrows && seg_close(segs, seg_alloc));
+	allocated = tp_sat_add(allocated, seg_alloc);
+	if (bad) {
+		json_decref(snaps);
+		json_decref(segs);
+		return NULL;
+	}
+	return json_pack("{s:i, s:s, s:I, s:o, s:I, s:I, s:o}", "rank", g->rank, "device", g->device, "artifact",
+			 (json_int_t)g->artifact, "snapshots", snaps, "reserved_bytes", (json_int_t)reserved,
+			 "allocated_bytes", (json_int_t)allocated, "segments", segs);
 }

@@ -47,4 +47,8 @@ json_t *answer_canary(const char *run, int rank, int64_t artifact, const struct 
  * (GET /gpu, less its steps): samples grouped by GPU and column, as store_run_gpu reads them. */
 json_t *answer_gpu(const char *run, int rank, const struct store_rows *rows);
 
+/* {"rank", "device", "artifact", "snapshots", "reserved_bytes", "allocated_bytes", "segments": [{..., "blocks"}]}
+ * (GET /memory/segments): the store's rows grouped by segment, the bytes reserved and alive summed. */
+json_t *answer_segments(const struct store_segments *g);
+
 #endif

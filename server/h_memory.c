@@ -285,5 +285,5 @@ int h_run_memory_segments(struct request *req)
 		return 0;
 	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
 		return 0;
-	return h_answer(req, store_memory_segments(r, req->params[0], (int)rank, device, artifact, &err), r, &err, NULL, 0);
+	return h_answer(req, read_segments(r, req->params[0], (int)rank, device, artifact, &err), r, &err, NULL, 0);
 }

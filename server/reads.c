@@ -163,3 +163,15 @@ json_t *read_gpu(struct store_reader *r, const char *run, int rank, struct tp_er
 	store_rows_free(&rows);
 	return o;
 }
+
+json_t *read_segments(struct store_reader *r, const char *run, int rank, const char *device, int64_t artifact,
+		      struct tp_errbuf *err)
+{
+	struct store_segments g;
+	json_t *o = NULL;
+
+	if (!store_memory_segments(r, run, rank, device, artifact, &g, err))
+		o = shaped(answer_segments(&g), err);
+	store_segments_free(&g);
+	return o;
+}

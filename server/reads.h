@@ -43,4 +43,8 @@ json_t *read_canary(struct store_reader *r, const char *run, int rank, struct tp
 /* GET /runs/{run}/gpu, less its "steps" (h_memory.c puts them on the log's clock) */
 json_t *read_gpu(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);
 
+/* GET /runs/{run}/memory/segments */
+json_t *read_segments(struct store_reader *r, const char *run, int rank, const char *device, int64_t artifact,
+		      struct tp_errbuf *err);
+
 #endif

@@ -3184,16 +3184,6 @@ out:
 	return o;
 }
 
-/* seg (stolen) closed with the bytes alive in it, onto segs; -1 when out of memory */
-static int seg_close(json_t *segs, json_t *seg, int64_t alloc)
-{
-	if (json_object_set_new(seg, "allocated_bytes", json_integer(alloc))) {
-		json_decref(seg);
-		return -1;
-	}
-	return append(segs, seg);
-}
-
 /* ---- rlhf-canary metrics ---- */
 
 static double col_real(sqlite3_stmt *st, int i)
@@ -3390,109 +3380,78 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
  * device (default as pick_series: the first GPU), the newest unless artifact
  * names another of them.
  */
-json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
-			      int64_t artifact, struct tp_errbuf *err)
+int store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device, int64_t artifact,
+			  struct store_segments *out, struct tp_errbuf *err)
 {
+	static const char *const cols[] = { "seg", "address", "total_size", "stream", "segment_type", "offset", "size",
+					    "requested_size", "state", "category", "op" };
 	sqlite3_stmt *st = NULL;
-	json_t *o = NULL, *snaps = json_array(), *segs = json_array(), *blocks = NULL, *seg = NULL;
-	char dev[16] = "";
-	int64_t chosen = 0, reserved = 0, allocated = 0, seg_alloc = 0;
-	int step, n = -1;
+	int step;
 
-	if (!snaps || !segs)
-		goto oom;
+	memset(out, 0, sizeof(*out));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
-		goto out;
+		return err->rc ? err->rc : TP_ERR_DB;
+	out->rank = rank;
 	if (!(st = prepare_rank(r, "SELECT DISTINCT device, artifact_id FROM memory_segments"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
 				   " ORDER BY device LIKE 'cuda:%' DESC, length(device), device, artifact_id DESC",
 				run, rank, err)))
-		goto out;
+		return TP_ERR_DB;
 	bind_text(st, 3, device);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *d = (const char *)sqlite3_column_text(st, 0);
-		int64_t id = sqlite3_column_int64(st, 1);
-		if (dev[0] && strcmp(dev, d))
+		int64_t id = sqlite3_column_int64(st, 1), *v;
+		if (out->device[0] && strcmp(out->device, d))
 			break;
-		snprintf(dev, sizeof(dev), "%s", d);
-		if (!chosen || id == artifact)
-			chosen = id;
-		if (append(snaps, json_integer(id)))
-			goto oom;
-	}
-	if (step != SQLITE_ROW && step != SQLITE_DONE) {
-		db_fail(err, r->db, "read segments");
-		goto out;
+		snprintf(out->device, sizeof(out->device), "%s", d);
+		if (!out->artifact || id == artifact)
+			out->artifact = id;
+		if (!(v = tp_realloc(out->snapshots, (out->nsnapshots + 1) * sizeof(*v)))) {
+			sqlite3_finalize(st);
+			store_segments_free(out);
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		}
+		out->snapshots = v;
+		v[out->nsnapshots++] = id;
 	}
 	sqlite3_finalize(st);
-	st = NULL;
-	if (!dev[0] || (artifact && chosen != artifact)) {
-		if (artifact && dev[0])
-			tp_fail(err, TP_ERR_NOTFOUND, "no_segments", "artifact %lld of run '%s' is not a snapshot with segments"
-				" for rank %d on %s", (long long)artifact, run, rank, dev);
-		else
-			tp_fail(err, TP_ERR_NOTFOUND, "no_segments", "run '%s' has no memory snapshot with segments for rank %d%s%s",
-				run, rank, device ? " on " : "", device ? device : "");
-		goto out;
+	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+		store_segments_free(out);
+		return db_fail(err, r->db, "read segments");
+	}
+	if (!out->device[0] || (artifact && out->artifact != artifact)) {
+		int found = out->device[0] != 0;
+		char dev[sizeof(out->device)];
+		memcpy(dev, out->device, sizeof(dev));
+		store_segments_free(out);
+		if (artifact && found)
+			return tp_fail(err, TP_ERR_NOTFOUND, "no_segments", "artifact %lld of run '%s' is not a snapshot with"
+				       " segments for rank %d on %s", (long long)artifact, run, rank, dev);
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_segments", "run '%s' has no memory snapshot with segments for"
+			       " rank %d%s%s", run, rank, device ? " on " : "", device ? device : "");
 	}
 	/* segments and their blocks in one pass: the join keeps a segment without blocks */
 	if (!(st = prepare(r, "SELECT s.n, s.address, s.total_size, s.stream, s.segment_type, b.offset, b.size,"
 			      " b.requested_size, b.state, b.category, b.op FROM memory_segments s LEFT JOIN memory_blocks b"
 			      " ON b.artifact_id=s.artifact_id AND b.device=s.device AND b.seg=s.n"
-			      " WHERE s.artifact_id=?1 AND s.device=?2 ORDER BY s.n, b.n", err)))
-		goto out;
-	sqlite3_bind_int64(st, 1, chosen);
-	bind_text(st, 2, dev);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_int(st, 0) != n) {
-			allocated = tp_sat_add(allocated, seg_alloc);
-			if (seg && seg_close(segs, seg, seg_alloc)) {
-				seg = NULL;
-				goto oom;
-			}
-			n = sqlite3_column_int(st, 0);
-			seg_alloc = 0;
-			reserved = tp_sat_add(reserved, sqlite3_column_int64(st, 2));
-			if (!(blocks = json_array()) ||
-			    !(seg = json_pack("{s:o, s:o, s:o, s:o, s:o}", "address", col_json(st, 1), "total_size",
-					      col_json(st, 2), "stream", col_json(st, 3), "segment_type", col_json(st, 4),
-					      "blocks", blocks)))
-				goto oom;
-		}
-		if (sqlite3_column_type(st, 5) == SQLITE_NULL)
-			continue;
-		if (sqlite3_column_type(st, 9) != SQLITE_NULL)	/* alive at dump time */
-			seg_alloc = tp_sat_add(seg_alloc, sqlite3_column_int64(st, 6));
-		if (append(blocks, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "offset", col_json(st, 5), "size",
-					     col_json(st, 6), "requested_size", col_json(st, 7), "state", col_json(st, 8),
-					     "category", col_json(st, 9), "op", col_json(st, 10))))
-			goto oom;
+			      " WHERE s.artifact_id=?1 AND s.device=?2 ORDER BY s.n, b.n", err))) {
+		store_segments_free(out);
+		return TP_ERR_DB;
 	}
-	if (step != SQLITE_DONE) {
-		db_fail(err, r->db, "read segments");
-		goto out;
+	sqlite3_bind_int64(st, 1, out->artifact);
+	bind_text(st, 2, out->device);
+	if (rows_read(r, st, cols, 11, &out->rows, err)) {
+		store_segments_free(out);
+		return err->rc ? err->rc : TP_ERR_DB;
 	}
-	if (seg) {
-		int bad = seg_close(segs, seg, seg_alloc);
-		allocated = tp_sat_add(allocated, seg_alloc);
-		seg = NULL;
-		if (bad)
-			goto oom;
-	}
-	o = json_pack("{s:i, s:s, s:I, s:O, s:I, s:I, s:O}", "rank", rank, "device", dev, "artifact", (json_int_t)chosen,
-		      "snapshots", snaps, "reserved_bytes", (json_int_t)reserved, "allocated_bytes", (json_int_t)allocated,
-		      "segments", segs);
-	if (!o)
-		goto oom;
-	goto out;
-oom:
-	nomem(err);
-out:
-	sqlite3_finalize(st);
-	json_decref(seg);
-	json_decref(snaps);
-	json_decref(segs);
-	return o;
+	return TP_OK;
+}
+
+void store_segments_free(struct store_segments *s)
+{
+	tp_free(s->snapshots);
+	store_rows_free(&s->rows);
+	memset(s, 0, sizeof(*s));
 }
 
 /* A rank's step durations, in time order. */

@@ -341,8 +341,24 @@ int store_run_canary(struct store_reader *r, const char *run, int rank, int *ran
 /* The rank's folded stacks' frames {frame, self, total}, the top by total (TP_ERR_NOTFOUND no_stacks). */
 int store_run_stacks(struct store_reader *r, const char *run, int rank, int top, int *rank_out,
 		     struct store_rows *out, struct tp_errbuf *err);
-json_t *store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device,
-			      int64_t artifact, struct tp_errbuf *err);
+/*
+ * A snapshot's segments at dump time: the rank's snapshot with segments on device (NULL: as
+ * store_memory picks, the first GPU), the newest unless artifact names another of them; rows
+ * {seg, address, total_size, stream, segment_type, offset, size, requested_size, state, category,
+ * op} by segment then block (a segment without blocks: one row, its block columns null; a block
+ * with a category was alive at dump time). TP_ERR_NOTFOUND no_segments when there is none.
+ */
+struct store_segments {
+	int rank;
+	char device[16];
+	int64_t artifact;		/* the snapshot read */
+	int64_t *snapshots;		/* the rank's snapshots with segments on device, newest first */
+	size_t nsnapshots;
+	struct store_rows rows;
+};
+int store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device, int64_t artifact,
+			  struct store_segments *out, struct tp_errbuf *err);
+void store_segments_free(struct store_segments *s);
 json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
 			  struct tp_errbuf *err);
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */

@@ -553,3 +553,125 @@ json_t *answer_segments(const struct store_segments *g)
 			 (json_int_t)g->artifact, "snapshots", snaps, "reserved_bytes", (json_int_t)reserved,
 			 "allocated_bytes", (json_int_t)allocated, "segments", segs);
 }
+
+/* ---- memory timelines ---- */
+
+/* A point as {"t_ns", "bytes", "by_category": {...}}; all null when row is NULL (the series has no peak). */
+static json_t *point_json(const int64_t *row)
+{
+	json_t *by;
+
+	if (!row)
+		return json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
+	by = json_object();
+	for (int c = 0; by && c < MEM_NCAT; c++)
+		if (json_object_set_new(by, mem_cat_names[c], json_integer((json_int_t)row[1 + c])))
+			json_decref(by), by = NULL;
+	return by ? json_pack("{s:I, s:I, s:o}", "t_ns", (json_int_t)row[0], "bytes",
+			      (json_int_t)row[MEM_COL_ALLOCATED], "by_category", by) : NULL;
+}
+
+/* {"bytes", "param_bytes", "note"}: how the memory from before recording began is reported (null: PyTorch's export) */
+static json_t *baseline_json(const struct store_mem_series *s, int64_t base)
+{
+	const char *when = !strcmp(s->source, "trace") ? "before the trace began" : "before recording began";
+
+	if (!strcmp(s->source, "pytorch"))
+		return json_null();
+	if (s->param_bytes)
+		return json_pack("{s:I, s:I, s:s++}", "bytes", (json_int_t)base, "param_bytes",
+				 (json_int_t)s->param_bytes, "note", "memory allocated ", when,
+				 ": parameter holds the run's param_bytes, the rest is optimizer_state");
+	return json_pack("{s:I, s:n, s:s++}", "bytes", (json_int_t)base, "param_bytes", "note", "memory allocated ", when,
+			 ", reported as parameter; PATCH the run's metadata with param_bytes to split it into"
+			 " parameters and optimizer state");
+}
+
+static json_t *gaps_json(const int64_t *g, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_pack("{s:I, s:I}", "start_ns", (json_int_t)g[2 * i], "end_ns",
+						       (json_int_t)g[2 * i + 1])))
+			json_decref(a), a = NULL;
+	return a;
+}
+
+json_t *answer_memory_head(const struct answer_mem *m)
+{
+	json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o}", "rank", m->s->rank, "source", m->s->source,
+			      "device", m->s->device, "points_total", (json_int_t)m->total, "peak", point_json(m->peak),
+			      "baseline", baseline_json(m->s, m->baseline), "gaps", gaps_json(m->gaps, m->ngaps));
+
+	if (o && m->window_points >= 0 &&
+	    json_object_set_new(o, "window_points", json_integer((json_int_t)m->window_points)))
+		json_decref(o), o = NULL;
+	return o;
+}
+
+json_t *answer_memory(const struct answer_mem *m, const int64_t (*row)[MEM_POINT_COLS], const uint8_t *reserved_null,
+		      const size_t *pick, size_t npick)
+{
+	json_t *arr[MEM_POINT_COLS] = { NULL }, *cats = json_object(), *o = NULL;
+	int c, bad = !cats;
+
+	for (c = 0; c < MEM_POINT_COLS; c++)
+		bad |= !(arr[c] = json_array());
+	for (size_t i = 0; !bad && i < npick; i++)
+		for (c = 0; !bad && c < MEM_POINT_COLS; c++)
+			bad = json_array_append_new(arr[c], c == MEM_COL_RESERVED && reserved_null[pick[i]]
+								    ? json_null() : json_integer((json_int_t)row[pick[i]][c]));
+	for (c = 0; !bad && c < MEM_NCAT; c++) {
+		bad = json_object_set_new(cats, mem_cat_names[c], arr[1 + c]);
+		arr[1 + c] = NULL;
+	}
+	if (!bad)
+		o = json_pack("{s:i, s:s, s:s, s:I, s:O, s:O, s:O, s:O, s:o, s:o, s:o}", "rank", m->s->rank, "source",
+			      m->s->source, "device", m->s->device, "points_total", (json_int_t)m->total, "t_ns", arr[0],
+			      "categories", cats, "allocated", arr[MEM_COL_ALLOCATED], "reserved", arr[MEM_COL_RESERVED],
+			      "peak", point_json(m->peak), "baseline", baseline_json(m->s, m->baseline), "gaps",
+			      gaps_json(m->gaps, m->ngaps));
+	if (o && m->window_points >= 0 &&
+	    json_object_set_new(o, "window_points", json_integer((json_int_t)m->window_points)))
+		json_decref(o), o = NULL;
+	for (c = 0; c < MEM_POINT_COLS; c++)
+		json_decref(arr[c]);
+	json_decref(cats);
+	return o;
+}
+
+json_t *answer_memory_peak(const struct store_mem_series *s, const int64_t *peak, const struct store_rows *groups)
+{
+	json_t *a = json_array();
+	int bad = !a;
+
+	for (size_t i = 0; !bad && i < groups->nrows; i++) {
+		const struct store_val *x = &groups->v[i * groups->ncols];
+		int64_t bytes = x[2].i;
+		if (x[1].type == SV_NULL && s->param_bytes) {
+			/* what was there before recording began, split as in the timeline */
+			int64_t param = bytes < s->param_bytes ? bytes : s->param_bytes;
+			bad = json_array_append_new(a, json_pack("{s:s, s:n, s:I, s:n}", "category", "parameter", "bytes",
+								 (json_int_t)param, "count")) ||
+			      (bytes > param && json_array_append_new(a, json_pack("{s:s, s:n, s:I, s:n}", "category",
+										   "optimizer_state", "bytes",
+										   (json_int_t)(bytes - param), "count")));
+			continue;
+		}
+		bad = json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o}", "category", val_json(&x[0]), "op",
+							 val_json(&x[1]), "bytes", val_json(&x[2]), "count",
+							 val_json(&x[3])));
+	}
+	/* an export: the categories alone */
+	for (int c = 0; !bad && !groups->nrows && c < MEM_NCAT; c++)
+		bad = peak[1 + c] > 0 && json_array_append_new(a, json_pack("{s:s, s:n, s:I, s:n}", "category",
+									 mem_cat_names[c], "op", "bytes",
+									 (json_int_t)peak[1 + c], "count"));
+	if (bad) {
+		json_decref(a);
+		return NULL;
+	}
+	return json_pack("{s:i, s:s, s:s, s:I, s:I, s:o}", "rank", s->rank, "source", s->source, "device", s->device,
+			 "t_ns", (json_int_t)peak[0], "bytes", (json_int_t)peak[MEM_COL_ALLOCATED], "groups", a);
+}

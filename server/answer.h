@@ -51,4 +51,25 @@ json_t *answer_gpu(const char *run, int rank, const struct store_rows *rows);
  * (GET /memory/segments): the store's rows grouped by segment, the bytes reserved and alive summed. */
 json_t *answer_segments(const struct store_segments *g);
 
+/* What a memory answer says besides its points. */
+struct answer_mem {
+	const struct store_mem_series *s;
+	size_t total;			/* points_total: the stitched series' */
+	const int64_t *peak;		/* the peak's row (NULL: none) */
+	int64_t baseline;		/* what was allocated before the first recording began */
+	const int64_t *gaps;		/* [start, end) pairs where nothing recorded */
+	size_t ngaps;
+	long window_points;		/* -1: no window asked */
+};
+/*
+ * {"rank", "source", "device", "points_total", "t_ns", "categories": {...}, "allocated", "reserved",
+ * "peak", "baseline", "gaps"[, "window_points"]} (GET /memory): the points row[pick[i]].
+ */
+json_t *answer_memory(const struct answer_mem *m, const int64_t (*row)[MEM_POINT_COLS], const uint8_t *reserved_null,
+		      const size_t *pick, size_t npick);
+/* The same less its arrays, in the order points=0 sends them (the arrays follow, column after column). */
+json_t *answer_memory_head(const struct answer_mem *m);
+/* {"rank", "source", "device", "t_ns", "bytes", "groups"} (GET /memory/peak): peak is the split peak row. */
+json_t *answer_memory_peak(const struct store_mem_series *s, const int64_t *peak, const struct store_rows *groups);
+
 #endif

@@ -36,18 +36,18 @@ static const char *arg_device(struct request *req)
 
 static ssize_t text_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	size_t n = store_mem_text_read(cls, buf, max);
+	size_t n = mem_text_read(cls, buf, max);
 
 	(void)pos;
 	if (n)
 		return (ssize_t)n;
 	/* the database failed mid-way: the client sees the answer cut off, never a short JSON that parses */
-	return store_mem_text_failed(cls) ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+	return mem_text_failed(cls) ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void text_free(void *cls)
 {
-	store_mem_text_free(cls);
+	mem_text_free(cls);
 }
 
 /* points=0: every point, as text made while it is sent (a JSON tree of a million points was 486 MB) */
@@ -55,15 +55,15 @@ static int all_points(struct request *req, struct store_reader *r, int rank, con
 		      int64_t end, const int64_t *gaps, size_t ngaps)
 {
 	struct tp_errbuf err = { 0 };
-	struct store_mem_text *m = NULL;
+	struct mem_text *m = NULL;
 	struct MHD_Response *resp;
 	/* r is the stream's now: it reads the points again for each column, in one snapshot */
-	int rc = store_memory_text(r, req->params[0], rank, device, start, end, gaps, ngaps, &m, &err);
+	int rc = read_memory_text(r, req->params[0], rank, device, start, end, gaps, ngaps, &m, &err);
 
 	if (rc)
 		return http_reply_fail(req, rc, &err, NULL);
 	if (!(resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, text_read, m, text_free))) {
-		store_mem_text_free(m);
+		mem_text_free(m);
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -120,7 +120,7 @@ static int answer(struct request *req, int peak)
 	if (((device = arg_device(req)) && !*device) || h_reader_open(req, &r))
 		return 0;
 	if (peak)
-		return h_answer(req, store_memory_peak(r, req->params[0], (int)rank, device, &err), r, &err, NULL, 0);
+		return h_answer(req, read_memory_peak(r, req->params[0], (int)rank, device, &err), r, &err, NULL, 0);
 	/* a trace's memory is not recorded between its profiling cycles: those are its gaps */
 	int64_t *gaps = NULL;
 	size_t ngaps = 0;
@@ -134,7 +134,7 @@ static int answer(struct request *req, int peak)
 		tp_free(gaps);
 		return rc;
 	}
-	json_t *o = store_memory(r, req->params[0], (int)rank, device, (long)points, start, end, gaps, ngaps, &err);
+	json_t *o = read_memory(r, req->params[0], (int)rank, device, (long)points, start, end, gaps, ngaps, &err);
 	tp_free(gaps);
 	return h_answer(req, o, r, &err, NULL, 0);
 }

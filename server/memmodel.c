@@ -15,6 +15,15 @@ const char *const mem_cat_names[MEM_NCAT] = {
 
 const char *const mem_block_states[4] = { "inactive", "active_allocated", "active_pending_free", "other" };
 
+void mem_split_param(int64_t row[MEM_POINT_COLS], int64_t param_bytes)
+{
+	if (param_bytes <= 0)
+		return;
+	int64_t pre = row[1 + CAT_PARAMETER], param = pre < param_bytes ? pre : param_bytes;
+	row[1 + CAT_PARAMETER] = param;
+	row[1 + CAT_OPTIMIZER_STATE] += pre - param;
+}
+
 int64_t mem_point_total(const struct mem_point *p)
 {
 	int64_t sum = 0;

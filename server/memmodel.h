@@ -18,6 +18,20 @@ enum { CAT_PARAMETER, CAT_OPTIMIZER_STATE, CAT_INPUT, CAT_TEMPORARY, CAT_ACTIVAT
        CAT_AUTOGRAD_DETAIL, CAT_UNKNOWN };
 extern const char *const mem_cat_names[MEM_NCAT];
 
+/*
+ * A stored point, as the store reads it and memory answers are made from:
+ * t_ns, the MEM_NCAT categories in this order, allocated, reserved.
+ */
+#define MEM_POINT_COLS (3 + MEM_NCAT)
+#define MEM_COL_ALLOCATED (1 + MEM_NCAT)
+#define MEM_COL_RESERVED (2 + MEM_NCAT)
+/*
+ * A stored point's parameter bytes (a trace's or a snapshot's baseline: what
+ * was allocated before recording began) split at the run's param_bytes, the
+ * rest optimizer state (param_bytes <= 0: unchanged).
+ */
+void mem_split_param(int64_t row[MEM_POINT_COLS], int64_t param_bytes);
+
 struct mem_point {
 	int64_t t_ns;
 	int64_t cat[MEM_NCAT];		/* bytes live per category; they sum to allocated */

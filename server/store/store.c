@@ -11,11 +11,13 @@
  * index on the tables written during ingest: their keys are
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
  *
- * Reads return rows and structs that answer.c shapes (store_runs,
- * store_artifacts, store_diag_input, store_compare_input, store_timeline, ...).
- * These still build their JSON here, to move the same way (issue 15; the
- * answers must stay byte for byte: scripts/answers.py): store_memory (and its text stream), store_memory_peak, store_memory_segments, store_run_actions, store_run_gpu,
- * store_run_canary.
+ * Reads return rows and structs (store_rows for plain tables, structs where
+ * the reader computes: store_steps, store_ranks, store_mem_series and its
+ * point cursor, store_diag_input, store_compare_input, store_timeline, ...),
+ * never JSON: analysis/ computes from them, answer.c shapes them, reads.c and
+ * memread.c glue the two (scripts/answers.py guards every answer's bytes).
+ * The one JSON left is the run's metadata, a JSON document by nature, merged
+ * by PATCH in its write transaction.
  */
 #include <malloc.h>
 #include <math.h>
@@ -1926,65 +1928,6 @@ static sqlite3_stmt *prepare(struct store_reader *r, const char *sql, struct tp_
 }
 
 /*
- * Reads answer whole or not at all: a value that cannot be built, an
- * append that fails, or a step that ends in anything but SQLITE_DONE fails
- * the answer, and a NULL always comes with err set.
- */
-static json_t *nomem(struct tp_errbuf *err)
-{
-	tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	return NULL;
-}
-
-/*
- * Text that is not UTF-8 with each bad byte as '?': a row written before its
- * input was checked (an artifact name of an older server) still reads.
- */
-static json_t *text_json(const unsigned char *s, size_t len)
-{
-	json_t *j = json_stringn((const char *)s, len);
-	char *copy;
-
-	if (j || !(copy = tp_malloc(len + 1)))
-		return j;
-	for (size_t i = 0; i < len;) {
-		size_t n = tp_utf8_len(s + i, s + len);
-		if (!n) {
-			copy[i++] = '?';
-			continue;
-		}
-		memcpy(copy + i, s + i, n);
-		i += n;
-	}
-	j = json_stringn(copy, len);
-	tp_free(copy);
-	return j;
-}
-
-static json_t *col_json(sqlite3_stmt *st, int col)
-{
-	switch (sqlite3_column_type(st, col)) {
-	case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(st, col));
-	case SQLITE_FLOAT: return json_real(sqlite3_column_double(st, col));
-	case SQLITE_TEXT: {
-		const unsigned char *t = sqlite3_column_text(st, col);
-		return t ? text_json(t, strlen((const char *)t)) : NULL;
-	}
-	default: return json_null();
-	}
-}
-
-/* Append item (stolen) to arr; -1 when either is missing or the append fails. */
-static int append(json_t *arr, json_t *item)
-{
-	if (!arr || !item) {
-		json_decref(item);
-		return -1;
-	}
-	return json_array_append_new(arr, item);
-}
-
-/*
  * Step count and mean/median step time of a run, at its lowest rank with
  * steps (the summary a run list shows; per-rank views come from store_steps).
  */
@@ -2557,631 +2500,175 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 	return db_fail(err, r->db, "read memory");
 }
 
-#define POINT_COLS 11	/* t_ns, eight categories, allocated, reserved */
-
 static const char point_sql[] =
 	"SELECT t_ns, parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail,"
-	" unknown, allocated, reserved FROM memory_points WHERE artifact_id=?1 AND device=?2";
+	" unknown, allocated, reserved, seq FROM memory_points WHERE artifact_id=?1 AND device=?2";
 
-struct points {
-	int64_t (*row)[POINT_COLS];
-	uint8_t *nul;		/* reserved unknown */
-	size_t n;
-	int64_t param_bytes;	/* the run's metadata param_bytes; 0: not given */
-	int64_t first;		/* the artifact of the first point (its baseline is the series') */
-	int64_t peak;		/* the row of the series' peak (-1: none) */
-	int64_t *gaps;		/* [start, end) pairs: between two artifacts' recordings, none recorded */
-	size_t ngaps;
-};
-
-static void points_free(struct points *p)
+/* The run's metadata param_bytes for a series of source (PyTorch's export has its own categories: 0). */
+static int param_bytes_of(struct store_reader *r, const char *run, const char *source, int64_t *out,
+			  struct tp_errbuf *err)
 {
-	tp_free(p->row);
-	tp_free(p->nul);
-	tp_free(p->gaps);
-}
-
-/*
- * A walk over a series' points in time order (every recording of its source
- * on its device, stitched: pick_series), one row at a time, so that a read
- * of every point holds none of them (store_memory_text). A recording that
- * overlaps an earlier one joins where the earlier ends; where one starts
- * after the last row given, that is a gap. For a trace or a snapshot, the
- * pre-existing baseline (in parameter) is split into parameter and optimizer
- * state when the run's metadata gives param_bytes: parameters first, the
- * rest optimizer state.
- */
-struct pcur {
-	struct store_reader *r;
-	const struct series *s;
-	int64_t only_seq;		/* >= 0: that point of s->artifact alone */
-	int64_t *arts;
-	size_t narts, ai;
 	sqlite3_stmt *st;
-	int64_t seq, last_t;
-	size_t given, here;		/* rows given, rows given of the current artifact */
-	int64_t param_bytes;		/* 0: no split */
-	/* what the walk found */
-	int64_t first;			/* the artifact of the first row */
-	int64_t *gaps;			/* [start, end) pairs */
-	size_t ngaps;
-	int at_peak;			/* the row just given is the series' peak */
-};
+	int step;
 
-static void pcur_close(struct pcur *c)
-{
-	sqlite3_finalize(c->st);
-	tp_free(c->arts);
-	tp_free(c->gaps);
-	memset(c, 0, sizeof(*c));
+	*out = 0;
+	if (!strcmp(source, "pytorch"))
+		return TP_OK;
+	if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, run);
+	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_int64(st, 0) > 0)
+			*out = sqlite3_column_int64(st, 0);
+		step = SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	return step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory");
 }
 
-static int pcur_open(struct pcur *c, struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
-		     struct tp_errbuf *err)
+void store_mem_series_free(struct store_mem_series *s)
 {
+	tp_free(s->recordings);
+	tp_free(s->baselines);
+	s->recordings = s->baselines = NULL;
+	s->nrecordings = 0;
+}
+
+int store_mem_series(struct store_reader *r, const char *run, int rank, const char *device,
+		     struct store_mem_series *out, struct tp_errbuf *err)
+{
+	struct series s;
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int step = SQLITE_DONE;
+	int step;
 
-	memset(c, 0, sizeof(*c));
-	c->r = r;
-	c->s = s;
-	c->only_seq = only_seq;
-	if (only_seq >= 0) {
-		if (!(c->arts = tp_malloc(sizeof(*c->arts))))
-			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-		c->arts[c->narts++] = s->artifact;
-	} else {
-		if (!(st = prepare_rank(r, "SELECT m.artifact_id FROM memory_series m WHERE m.artifact_id IN"
-					   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
-					   " (SELECT t_ns FROM memory_points WHERE artifact_id=m.artifact_id AND"
-					   " device=m.device ORDER BY seq LIMIT 1), m.artifact_id", run, s->rank, err)))
-			return TP_ERR_DB;
-		bind_text(st, 3, s->device);
-		bind_text(st, 4, s->source);
-		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-			if (c->narts == cap) {
-				int64_t *na = tp_realloc(c->arts, (cap = cap ? cap * 2 : 8) * sizeof(*na));
-				if (!na)
-					break;
-				c->arts = na;
-			}
-			c->arts[c->narts++] = sqlite3_column_int64(st, 0);
+	memset(out, 0, sizeof(*out));
+	if (pick_series(r, run, rank, device, &s, err))
+		return err->rc ? err->rc : TP_ERR_DB;
+	out->rank = s.rank;
+	out->artifact = s.artifact;
+	out->peak_seq = s.peak_seq;
+	memcpy(out->device, s.device, sizeof(out->device));
+	memcpy(out->source, s.source, sizeof(out->source));
+	if (!(st = prepare_rank(r, "SELECT m.artifact_id, m.baseline FROM memory_series m WHERE m.artifact_id IN"
+				   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
+				   " (SELECT t_ns FROM memory_points WHERE artifact_id=m.artifact_id AND"
+				   " device=m.device ORDER BY seq LIMIT 1), m.artifact_id", run, s.rank, err)))
+		return TP_ERR_DB;
+	bind_text(st, 3, s.device);
+	bind_text(st, 4, s.source);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (out->nrecordings == cap) {
+			cap = cap ? cap * 2 : 8;
+			int64_t *na = tp_realloc(out->recordings, cap * sizeof(*na));
+			if (na)
+				out->recordings = na;
+			int64_t *nb = na ? tp_realloc(out->baselines, cap * sizeof(*nb)) : NULL;
+			if (!nb)
+				break;
+			out->baselines = nb;
 		}
-		sqlite3_finalize(st);
+		out->recordings[out->nrecordings] = sqlite3_column_int64(st, 0);
+		out->baselines[out->nrecordings++] = sqlite3_column_int64(st, 1);
 	}
-	if (step == SQLITE_DONE && strcmp(s->source, "pytorch")) {	/* PyTorch's export has its own categories */
-		if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err))) {
-			pcur_close(c);
-			return TP_ERR_DB;
-		}
-		bind_text(st, 1, run);
-		if ((step = sqlite3_step(st)) == SQLITE_ROW) {
-			if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_int64(st, 0) > 0)
-				c->param_bytes = sqlite3_column_int64(st, 0);
-			step = SQLITE_DONE;
-		}
-		sqlite3_finalize(st);
-	}
+	sqlite3_finalize(st);
 	if (step != SQLITE_DONE) {
-		pcur_close(c);
+		store_mem_series_free(out);
 		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read memory");
 	}
-	return TP_OK;
-}
-
-/* The next row: 1, 0 at the end, or a tp_err. */
-static int pcur_next(struct pcur *c, int64_t row[POINT_COLS], uint8_t *nul, struct tp_errbuf *err)
-{
-	char sql[512];
-	int step, k;
-
-	for (;;) {
-		if (!c->st) {
-			if (c->ai == c->narts)
-				return 0;
-			snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, c->only_seq >= 0 ? " AND seq=?3" : "");
-			if (sqlite3_prepare_v2(c->r->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
-				c->st = NULL;
-				return db_fail(err, c->r->db, "prepare");
-			}
-			sqlite3_bind_int64(c->st, 1, c->arts[c->ai++]);
-			bind_text(c->st, 2, c->s->device);
-			if (c->only_seq >= 0)
-				sqlite3_bind_int64(c->st, 3, c->only_seq);
-			c->seq = c->only_seq >= 0 ? c->only_seq - 1 : -1;
-			c->here = 0;
-		}
-		if ((step = sqlite3_step(c->st)) == SQLITE_DONE) {
-			sqlite3_finalize(c->st);
-			c->st = NULL;
-			continue;
-		}
-		if (step != SQLITE_ROW)
-			return db_fail(err, c->r->db, "read memory");
-		c->seq++;
-		int64_t t = sqlite3_column_int64(c->st, 0), art = c->arts[c->ai - 1];
-		/* before this recording's first row, last_t is the earlier ones' end */
-		if (c->given && !c->here && t <= c->last_t)
-			continue;
-		if (c->given && !c->here) {
-			int64_t *g = tp_realloc(c->gaps, (c->ngaps + 1) * 2 * sizeof(*g));
-			if (!g)
-				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-			g[c->ngaps * 2] = c->last_t;
-			g[c->ngaps * 2 + 1] = t;
-			c->gaps = g;
-			c->ngaps++;
-		}
-		for (k = 0; k < POINT_COLS; k++)
-			row[k] = sqlite3_column_int64(c->st, k);
-		*nul = sqlite3_column_type(c->st, POINT_COLS - 1) == SQLITE_NULL;
-		if (c->param_bytes) {
-			int64_t pre = row[1], param = pre < c->param_bytes ? pre : c->param_bytes;
-			row[1] = param;
-			row[2] += pre - param;
-		}
-		c->at_peak = art == c->s->artifact && c->seq == c->s->peak_seq;
-		if (!c->given)
-			c->first = art;
-		c->given++;
-		c->here++;
-		c->last_t = t;
-		return 1;
-	}
-}
-
-/* A series' points, all of them, or (only_seq >= 0) the one of its peak artifact (pcur). */
-static int load_points(struct store_reader *r, const char *run, const struct series *s, int64_t only_seq,
-		       struct points *p, struct tp_errbuf *err)
-{
-	struct pcur c;
-	size_t cap = 0;
-	int rc;
-
-	memset(p, 0, sizeof(*p));
-	p->peak = -1;
-	if ((rc = pcur_open(&c, r, run, s, only_seq, err)))
-		return rc;
-	for (;;) {
-		if (p->n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			void *nr = tp_realloc(p->row, cap * sizeof(*p->row));
-			if (nr)
-				p->row = nr;
-			uint8_t *nn = nr ? tp_realloc(p->nul, cap) : NULL;
-			if (!nn) {
-				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-				break;
-			}
-			p->nul = nn;
-		}
-		if ((rc = pcur_next(&c, p->row[p->n], &p->nul[p->n], err)) <= 0)
-			break;
-		if (c.at_peak || only_seq >= 0)
-			p->peak = (int64_t)p->n;
-		p->n++;
-	}
-	p->param_bytes = c.param_bytes;
-	p->first = c.first;
-	p->gaps = c.gaps;
-	p->ngaps = c.ngaps;
-	c.gaps = NULL;
-	pcur_close(&c);
-	if (rc < 0) {
-		points_free(p);
-		return rc;
+	if (param_bytes_of(r, run, s.source, &out->param_bytes, err)) {
+		store_mem_series_free(out);
+		return TP_ERR_DB;
 	}
 	return TP_OK;
 }
 
-/* Point i as {"t_ns", "bytes", "by_category": {...}}. */
-static json_t *point_json(const struct points *p, size_t i)
-{
-	json_t *by = json_object();
-	int c;
-
-	for (c = 0; by && c < MEM_NCAT; c++)
-		if (json_object_set_new(by, mem_cat_names[c], json_integer(p->row[i][1 + c]))) {
-			json_decref(by);
-			by = NULL;
-		}
-	return by ? json_pack("{s:I, s:I, s:o}", "t_ns", (json_int_t)p->row[i][0], "bytes", (json_int_t)p->row[i][9],
-			      "by_category", by) : NULL;
-}
-
-/* {"bytes", "split", "note"}: how the memory from before the trace is reported */
-static json_t *baseline_json(struct store_reader *r, const struct series *s, const struct points *p)
-{
-	sqlite3_stmt *st = prepare(r, "SELECT baseline FROM memory_series WHERE artifact_id=?1 AND device=?2", NULL);
-	int64_t base = 0;
-
-	if (st) {
-		sqlite3_bind_int64(st, 1, p->first ? p->first : s->artifact);
-		bind_text(st, 2, s->device);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			base = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
-	const char *when = !strcmp(s->source, "trace") ? "before the trace began" : "before recording began";
-	if (!strcmp(s->source, "pytorch"))
-		return json_null();
-	if (p->param_bytes)
-		return json_pack("{s:I, s:I, s:s++}", "bytes", (json_int_t)base, "param_bytes", (json_int_t)p->param_bytes,
-				 "note", "memory allocated ", when,
-				 ": parameter holds the run's param_bytes, the rest is optimizer_state");
-	return json_pack("{s:I, s:n, s:s++}", "bytes", (json_int_t)base, "param_bytes", "note", "memory allocated ", when,
-			 ", reported as parameter; PATCH the run's metadata with param_bytes to split it into"
-			 " parameters and optimizer state");
-}
-
-/* "gaps": the stitched recordings' (an export's, a snapshot's), else the trace's between its cycles */
-static json_t *gaps_json(const struct series *s, const struct points *p, const int64_t *cycle_gaps, size_t ncycle_gaps)
-{
-	const int64_t *g = strcmp(s->source, "trace") ? p->gaps : cycle_gaps;
-	size_t n = strcmp(s->source, "trace") ? p->ngaps : ncycle_gaps;
-	json_t *a = json_array();
-
-	for (size_t i = 0; a && i < n; i++)
-		if (json_array_append_new(a, json_pack("{s:I, s:I}", "start_ns", (json_int_t)g[2 * i], "end_ns",
-						       (json_int_t)g[2 * i + 1]))) {
-			json_decref(a);
-			a = NULL;
-		}
-	return a;
-}
-
-json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
-		     int64_t start_ns, int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps,
-		     struct tp_errbuf *err)
-{
-	struct series s;
-	struct points p;
-	json_t *arr[POINT_COLS] = { NULL }, *cats = NULL, *peak = NULL, *o = NULL;
-	size_t n, i, w0 = 0, w1;
-	int c, windowed = start_ns != INT64_MIN || end_ns != INT64_MAX;
-
-	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, -1, &p, err))
-		return NULL;
-	/*
-	 * A window: its points, from the last one at or before start_ns (the state
-	 * the window opens with) to the last one at or before end_ns.
-	 */
-	for (w1 = p.n; w1 > 1 && p.row[w1 - 1][0] > end_ns; w1--)
-		;
-	while (w0 + 1 < w1 && p.row[w0 + 1][0] <= start_ns)
-		w0++;
-	n = w1 - w0;
-	for (c = 0; c < POINT_COLS; c++)
-		if (!(arr[c] = json_array()))
-			goto oom;
-	/*
-	 * Downsampling: n points into `points` buckets of consecutive points, each
-	 * drawn by its point of highest allocated, with every category from that
-	 * same point: the peak always survives and the stack stays consistent.
-	 * The first and last points are always kept too, so a chart spans the run.
-	 */
-	size_t buckets = points <= 0 || (size_t)points >= n ? n : (size_t)points;
-	int ends = buckets < n && buckets >= 3;
-	size_t inner = ends ? buckets - 2 : buckets, from = w0 + (ends ? 1 : 0), span = ends ? n - 2 : n;
-	for (size_t b = 0; b < buckets; b++) {
-		size_t best;
-		if (ends && (b == 0 || b == buckets - 1)) {
-			best = b == 0 ? w0 : w1 - 1;
-		} else {
-			size_t k = ends ? b - 1 : b, lo = from + k * span / inner, hi = from + (k + 1) * span / inner;
-			best = lo;
-			for (i = lo + 1; i < hi; i++)
-				if (p.row[i][9] > p.row[best][9])
-					best = i;
-		}
-		for (c = 0; c < POINT_COLS; c++)
-			if (json_array_append_new(arr[c], c == POINT_COLS - 1 && p.nul[best] ? json_null()
-											   : json_integer(p.row[best][c])))
-				goto oom;
-	}
-	if (!(cats = json_object()))
-		goto oom;
-	for (c = 0; c < MEM_NCAT; c++) {
-		if (json_object_set_new(cats, mem_cat_names[c], arr[1 + c]))
-			goto oom;
-		arr[1 + c] = NULL;
-	}
-	if (p.peak >= 0)
-		peak = point_json(&p, (size_t)p.peak);
-	else
-		peak = json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
-	if (!peak)
-		goto oom;
-	o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rank", s.rank, "source", s.source,
-		      "device", s.device, "points_total", (json_int_t)p.n, "t_ns", arr[0], "categories", cats,
-		      "allocated", arr[9], "reserved", arr[10], "peak", peak, "baseline", baseline_json(r, &s, &p),
-		      "gaps", gaps_json(&s, &p, cycle_gaps, ncycle_gaps));
-	arr[0] = arr[9] = arr[10] = NULL;
-	cats = peak = NULL;
-	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)n))))
-		goto oom;
-	goto out;
-oom:
-	nomem(err);
-out:
-	for (c = 0; c < POINT_COLS; c++)
-		json_decref(arr[c]);
-	json_decref(cats);
-	json_decref(peak);
-	points_free(&p);
-	return o;
-}
-
-/* ---- every point of a series, as JSON text made while it is sent ---- */
-
-/*
- * The arrays are column after column, so the points are walked once per
- * column (pcur), none of them held: a read of every point of a long run
- * costs one row of memory. The walks run in one read snapshot, so that
- * every column has the same points.
- */
-struct store_mem_text {
-	struct store_reader *r;		/* owned */
-	int snap;			/* r holds a read snapshot until freed */
-	struct series s;
-	char *run;
-	char *head;			/* the object's other members, '{' and no '}' */
-	size_t from, to;		/* the points [from, to) */
-	int col;			/* -1: the head; 0..POINT_COLS-1: that column's array; POINT_COLS: done */
-	struct pcur c;			/* the walk of the column being sent */
-	size_t row;			/* rows of it walked */
-	int failed;
-	char pend[96];			/* text made but not yet taken */
-	size_t pend_len, pend_off;
+struct store_mem_points {
+	struct store_reader *r;
+	sqlite3_stmt *st;
 };
 
-/* Open column col's walk and skip to the window's first point. */
-static int col_walk(struct store_mem_text *m)
+int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
+			  struct store_mem_points **out, struct tp_errbuf *err)
 {
-	struct tp_errbuf err = { 0 };
-	int64_t row[POINT_COLS];
-	uint8_t nul;
+	struct store_mem_points *c = tp_calloc(1, sizeof(*c));
+	char sql[512];
 
-	pcur_close(&m->c);
-	m->row = 0;
-	if (pcur_open(&m->c, m->r, m->run, &m->s, -1, &err))
-		return -1;
-	for (; m->row < m->from; m->row++)
-		if (pcur_next(&m->c, row, &nul, &err) != 1)
-			return -1;
-	return 0;
+	*out = NULL;
+	if (!c)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	c->r = r;
+	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
+	if (sqlite3_prepare_v2(r->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
+		tp_free(c);
+		return db_fail(err, r->db, "prepare");
+	}
+	sqlite3_bind_int64(c->st, 1, artifact);
+	bind_text(c->st, 2, device);
+	if (only_seq >= 0)
+		sqlite3_bind_int64(c->st, 3, only_seq);
+	*out = c;
+	return TP_OK;
 }
 
-/* The next piece of text into m->pend; 0 at the end (or on failure: m->failed). */
-static int mem_text_next(struct store_mem_text *m)
+int store_mem_points_next(struct store_mem_points *c, int64_t row[MEM_POINT_COLS], uint8_t *reserved_null,
+			  int64_t *seq, struct tp_errbuf *err)
 {
-	static const char *const open_col[POINT_COLS] = {
-		"\"t_ns\":[", "\"categories\":{\"parameter\":[", "\"optimizer_state\":[", "\"input\":[",
-		"\"temporary\":[", "\"activation\":[", "\"gradient\":[", "\"autograd_detail\":[", "\"unknown\":[",
-		"\"allocated\":[", "\"reserved\":[",
-	};
-	struct tp_errbuf err = { 0 };
-	int64_t row[POINT_COLS];
-	uint8_t nul;
-	int n;
+	int step = sqlite3_step(c->st);
 
-	if (m->col >= POINT_COLS || m->failed)
+	if (step == SQLITE_DONE)
 		return 0;
-	m->pend_off = 0;
-	if (m->col < 0) {
-		m->col = 0;
-		if (col_walk(m))
-			return m->failed = 1, 0;
-		n = snprintf(m->pend, sizeof(m->pend), "%s", open_col[0]);
-	} else if (m->row < m->to) {
-		int col = m->col, first = m->row == m->from;
-		if (pcur_next(&m->c, row, &nul, &err) != 1)
-			return m->failed = 1, 0;
-		m->row++;
-		if (col == POINT_COLS - 1 && nul)
-			n = snprintf(m->pend, sizeof(m->pend), "%snull", first ? "" : ",");
-		else
-			n = snprintf(m->pend, sizeof(m->pend), "%s%lld", first ? "" : ",", (long long)row[col]);
-	} else {
-		int col = ++m->col;
-		if (col == POINT_COLS) {
-			pcur_close(&m->c);
-			n = snprintf(m->pend, sizeof(m->pend), "]}");
-		} else {
-			if (col_walk(m))
-				return m->failed = 1, 0;
-			n = snprintf(m->pend, sizeof(m->pend), "]%s,%s", col == 9 ? "}" : "", open_col[col]);
-		}
-	}
-	m->pend_len = n > 0 ? (size_t)n : 0;
+	if (step != SQLITE_ROW)
+		return db_fail(err, c->r->db, "read memory");
+	for (int k = 0; k < MEM_POINT_COLS; k++)
+		row[k] = sqlite3_column_int64(c->st, k);
+	*reserved_null = sqlite3_column_type(c->st, MEM_COL_RESERVED) == SQLITE_NULL;
+	*seq = sqlite3_column_int64(c->st, MEM_POINT_COLS);
 	return 1;
 }
 
-size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max)
+void store_mem_points_close(struct store_mem_points *c)
 {
-	size_t out = 0;
-
-	if (m->col < 0 && m->head) {
-		size_t hl = strlen(m->head + m->pend_off);
-		size_t k = hl < max ? hl : max;
-		memcpy(buf, m->head + m->pend_off, k);
-		m->pend_off += k;
-		if (k < hl)
-			return k;
-		out = k;
-		m->pend_off = m->pend_len = 0;
-		tp_free(m->head);
-		m->head = NULL;
-	}
-	while (out < max) {
-		if (m->pend_off == m->pend_len && !mem_text_next(m))
-			break;
-		size_t k = m->pend_len - m->pend_off < max - out ? m->pend_len - m->pend_off : max - out;
-		memcpy(buf + out, m->pend + m->pend_off, k);
-		m->pend_off += k;
-		out += k;
-	}
-	return out;
-}
-
-int store_mem_text_failed(const struct store_mem_text *m)
-{
-	return m->failed;
-}
-
-void store_mem_text_free(struct store_mem_text *m)
-{
-	if (!m)
+	if (!c)
 		return;
-	pcur_close(&m->c);
-	if (m->snap)
-		store_read_snapshot(m->r, 0, NULL);
-	store_reader_close(m->r);
-	tp_free(m->run);
-	tp_free(m->head);
-	tp_free(m);
+	sqlite3_finalize(c->st);
+	tp_free(c);
 }
 
-int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
-		      int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps, struct store_mem_text **out,
-		      struct tp_errbuf *err)
+int store_mem_groups(struct store_reader *r, int64_t artifact, const char *device, struct store_rows *out,
+		     struct tp_errbuf *err)
 {
-	struct store_mem_text *m = tp_calloc(1, sizeof(*m));
-	struct points pk = { .peak = -1 };	/* the peak's row alone */
-	int64_t row[POINT_COLS];
+	static const char *const cols[] = { "category", "op", "bytes", "count" };
+	sqlite3_stmt *st = prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
+				      " AND device=?2 ORDER BY n", err);
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return TP_ERR_DB;
+	sqlite3_bind_int64(st, 1, artifact);
+	bind_text(st, 2, device);
+	return rows_read(r, st, cols, 4, out, err);
+}
+
+/* The peak point of series s, split as /memory reads it: 1, 0 when it has none, or a tp_err. */
+static int series_peak(struct store_reader *r, const char *run, const struct series *s, int64_t row[MEM_POINT_COLS],
+		       struct tp_errbuf *err)
+{
+	struct store_mem_points *c;
+	int64_t param, seq;
 	uint8_t nul;
-	size_t n = 0, below_start = 0, to_end = 0;
-	json_t *o = NULL, *peak;
-	char *text;
-	int rc, windowed = start_ns != INT64_MIN || end_ns != INT64_MAX;
+	int rc;
 
-	if (!m || !(m->run = tp_strdup(run))) {
-		tp_free(m);
-		store_reader_close(r);
-		return nomem(err), TP_ERR_NOMEM;
-	}
-	m->col = -1;
-	m->r = r;	/* owned: store_mem_text_free ends the snapshot and closes it */
-	if ((rc = store_read_snapshot(r, 1, err))) {
-		store_mem_text_free(m);
+	if (s->peak_seq < 0)
+		return 0;
+	if ((rc = param_bytes_of(r, run, s->source, &param, err)) ||
+	    (rc = store_mem_points_open(r, s->artifact, s->device, s->peak_seq, &c, err)))
 		return rc;
-	}
-	m->snap = 1;
-	if (pick_series(r, run, rank, device, &m->s, err) || pcur_open(&m->c, r, run, &m->s, -1, err)) {
-		rc = err->rc ? err->rc : TP_ERR_DB;
-		store_mem_text_free(m);
-		return rc;
-	}
-	/* a first walk: how many, the window's bounds (as in store_memory), the peak, the gaps */
-	if (!(pk.row = tp_malloc(sizeof(*pk.row))) || !(pk.nul = tp_malloc(1)))
-		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	while (!rc && (rc = pcur_next(&m->c, row, &nul, err)) == 1) {
-		n++;
-		below_start += row[0] <= start_ns;
-		to_end += row[0] <= end_ns;
-		if (m->c.at_peak) {
-			memcpy(pk.row[0], row, sizeof(row));
-			pk.nul[0] = nul;
-			pk.peak = 0;
-			pk.n = 1;
-		}
-		rc = 0;
-	}
-	if (rc < 0) {
-		points_free(&pk);
-		store_mem_text_free(m);
-		return rc;
-	}
-	pk.first = m->c.first;
-	pk.param_bytes = m->c.param_bytes;
-	pk.gaps = m->c.gaps;
-	pk.ngaps = m->c.ngaps;
-	m->c.gaps = NULL;
-	pcur_close(&m->c);
-	m->to = to_end > 1 ? to_end : (n ? 1 : 0);
-	m->from = below_start > 1 ? below_start - 1 : 0;
-	if (m->to && m->from >= m->to)
-		m->from = m->to - 1;
-	peak = pk.peak >= 0 ? point_json(&pk, 0) : json_pack("{s:n, s:n, s:n}", "t_ns", "bytes", "by_category");
-	if (peak)
-		o = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o}", "rank", m->s.rank, "source", m->s.source, "device",
-			      m->s.device, "points_total", (json_int_t)n, "peak", peak, "baseline",
-			      baseline_json(r, &m->s, &pk), "gaps", gaps_json(&m->s, &pk, cycle_gaps, ncycle_gaps));
-	points_free(&pk);
-	if (!o || (windowed && json_object_set_new(o, "window_points", json_integer((json_int_t)(m->to - m->from)))) ||
-	    !(text = json_dumps(o, JSON_COMPACT))) {
-		json_decref(o);
-		store_mem_text_free(m);
-		return nomem(err), TP_ERR_NOMEM;
-	}
-	json_decref(o);
-	text[strlen(text) - 1] = ',';	/* the '}' gives way to the arrays */
-	m->head = text;
-	*out = m;
-	return TP_OK;
-}
-
-json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
-			  struct tp_errbuf *err)
-{
-	struct series s;
-	struct points p;
-	sqlite3_stmt *st;
-	json_t *peak = NULL, *groups = NULL, *o = NULL, *v;
-	const char *key;
-
-	if (pick_series(r, run, rank, device, &s, err) || load_points(r, run, &s, s.peak_seq < 0 ? INT64_MAX : s.peak_seq, &p, err))
-		return NULL;
-	if (p.n != 1 || !(peak = point_json(&p, 0)) ||
-	    !(groups = json_array()))
-		goto oom;
-	/* a trace: what its allocations were and who made them; an export: categories only */
-	if (!(st = prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1 AND device=?2"
-			      " ORDER BY n", err)))
-		goto out;
-	sqlite3_bind_int64(st, 1, s.artifact);
-	bind_text(st, 2, s.device);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int pre = sqlite3_column_type(st, 1) == SQLITE_NULL;
-		int64_t bytes = sqlite3_column_int64(st, 2);
-		if (pre && p.param_bytes) {
-			/* the baseline split as in the timeline */
-			int64_t param = bytes < p.param_bytes ? bytes : p.param_bytes;
-			if (append(groups, json_pack("{s:s, s:n, s:I, s:n}", "category", "parameter", "bytes",
-						     (json_int_t)param, "count")) ||
-			    (bytes > param && append(groups, json_pack("{s:s, s:n, s:I, s:n}", "category", "optimizer_state",
-								       "bytes", (json_int_t)(bytes - param), "count")))) {
-				sqlite3_finalize(st);
-				goto oom;
-			}
-			continue;
-		}
-		if (append(groups, json_pack("{s:o, s:o, s:o, s:o}", "category", col_json(st, 0), "op", col_json(st, 1),
-					     "bytes", col_json(st, 2), "count", col_json(st, 3)))) {
-			sqlite3_finalize(st);
-			goto oom;
-		}
-	}
-	sqlite3_finalize(st);
-	if (!json_array_size(groups))
-		json_object_foreach(json_object_get(peak, "by_category"), key, v)
-			if (json_integer_value(v) > 0 &&
-			    append(groups, json_pack("{s:s, s:n, s:O, s:n}", "category", key, "op", "bytes", v, "count")))
-				goto oom;
-	o = json_pack("{s:i, s:s, s:s, s:O, s:O, s:O}", "rank", s.rank, "source", s.source, "device", s.device, "t_ns",
-		      json_object_get(peak, "t_ns"), "bytes", json_object_get(peak, "bytes"), "groups", groups);
-	if (!o)
-		goto oom;
-	goto out;
-oom:
-	nomem(err);
-out:
-	json_decref(peak);
-	json_decref(groups);
-	points_free(&p);
-	return o;
+	if ((rc = store_mem_points_next(c, row, &nul, &seq, err)) == 1)
+		mem_split_param(row, param);
+	store_mem_points_close(c);
+	return rc;
 }
 
 /* ---- rlhf-canary metrics ---- */
@@ -3804,24 +3291,21 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 {
 	struct tp_errbuf none = { 0 };
 	struct series s;
-	struct points p;
+	int64_t row[MEM_POINT_COLS];
 	sqlite3_stmt *st;
-	int step, c;
+	int step, c, rc;
 
 	if (pick_series(r, run, rank, NULL, &s, &none))
 		return none.rc == TP_ERR_NOTFOUND ? TP_OK : (*err = none, none.rc);
-	if (s.peak_seq < 0)
-		return TP_OK;
-	if (load_points(r, run, &s, s.peak_seq, &p, err))
-		return err->rc;
-	if (p.n) {
+	if ((rc = series_peak(r, run, &s, row, err)) < 0)
+		return rc;
+	if (rc) {
 		snprintf(in->mem_source, sizeof(in->mem_source), "%s", s.source);
 		snprintf(in->mem_device, sizeof(in->mem_device), "%s", s.device);
-		in->mem_peak = p.row[0][9];
+		in->mem_peak = row[MEM_COL_ALLOCATED];
 		for (c = 0; c < MEM_NCAT; c++)
-			in->mem_peak_cat[c] = p.row[0][1 + c];
+			in->mem_peak_cat[c] = row[1 + c];
 	}
-	points_free(&p);
 	if (!in->mem_source[0])
 		return TP_OK;
 	if (!strncmp(s.device, "cuda:", 5)) {
@@ -4129,7 +3613,7 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 {
 	struct tp_errbuf none = { 0 };
 	struct series s;
-	struct points p;
+	int64_t row[MEM_POINT_COLS];
 	sqlite3_stmt *st;
 	int rc = pick_series(r, run, out->rank, NULL, &s, &none), step;
 
@@ -4139,16 +3623,15 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 		return tp_fail(err, rc, none.code, "%s", none.msg);
 	if (s.peak_seq < 0)
 		return TP_OK;
-	if ((rc = load_points(r, run, &s, s.peak_seq, &p, err)))
+	if ((rc = series_peak(r, run, &s, row, err)) < 0)
 		return rc;
-	if (p.n == 1) {
+	if (rc) {
 		out->has_memory = 1;
 		snprintf(out->mem_device, sizeof(out->mem_device), "%s", s.device);
 		snprintf(out->mem_source, sizeof(out->mem_source), "%s", s.source);
-		memcpy(out->peak_cat, &p.row[0][1], sizeof(out->peak_cat));
-		out->peak_bytes = p.row[0][9];
+		memcpy(out->peak_cat, &row[1], sizeof(out->peak_cat));
+		out->peak_bytes = row[MEM_COL_ALLOCATED];
 	}
-	points_free(&p);
 	if (!(st = prepare(r, "SELECT MAX(reserved) FROM memory_points WHERE artifact_id=?1 AND device=?2", err)))
 		return TP_ERR_DB;
 	sqlite3_bind_int64(st, 1, s.artifact);

@@ -282,36 +282,39 @@ int store_ranks(struct store_reader *r, const char *run, struct store_rank **out
 		struct tp_errbuf *err);
 void store_ranks_free(struct store_rank *v, size_t n);
 /*
- * {"source", "device", "t_ns", "categories": {eight}, "allocated", "reserved", "peak"} per
- * shared/api.md: the rank's timeline for device (NULL: its first GPU with memory data, else
- * cpu), at most points points keeping each bucket's highest (0: every point). With a window
- * (start_ns > INT64_MIN or end_ns < INT64_MAX), the points from the last at or before start_ns
- * to the last at or before end_ns, and "window_points"; the peak stays the series'. Every
- * recording of the source on the device is stitched in time (one export per profiling cycle),
- * "gaps" saying where none recorded: between the recordings, or for a trace's own [memory]
- * events, cycle_gaps ([start, end) pairs: between the rank's profiling cycles, runline.h).
+ * The memory series a rank's memory reads answer from (analysis/memseries.h
+ * stitches it): on device (NULL: the rank's first GPU with memory data, else
+ * cpu), from the best source (PyTorch's export, then a snapshot, then trace
+ * inference); every recording of that source on that device, in the order
+ * of their first point, with each one's baseline (what was allocated before
+ * it began); artifact and peak_seq are the recording and point of the
+ * highest peak (peak_seq -1: none). TP_ERR_NOTFOUND no_memory_data.
  */
-json_t *store_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
-		     int64_t start_ns, int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps,
-		     struct tp_errbuf *err);
-/* {"t_ns", "bytes", "groups": [{"category", "op", "bytes", "count"}]}: what was alive at the peak. */
+struct store_mem_series {
+	int rank;
+	char device[16], source[16];	/* source: "pytorch", "snapshot" or "trace" */
+	int64_t artifact, peak_seq;
+	int64_t *recordings, *baselines;
+	size_t nrecordings;
+	int64_t param_bytes;		/* the run's metadata param_bytes (0: none, or PyTorch's own categories) */
+};
+int store_mem_series(struct store_reader *r, const char *run, int rank, const char *device,
+		     struct store_mem_series *out, struct tp_errbuf *err);
+void store_mem_series_free(struct store_mem_series *s);
 /*
- * Every point of the series that store_memory picks (points=0), as JSON text
- * made while it is sent: the same members, no point held (a JSON tree of a
- * million points was 486 MB for one read, an array of them 88 MB): the points
- * are read again for each column, in one read snapshot of r. r is the
- * stream's, whatever the result: store_mem_text_free (or the failure) closes
- * it. store_mem_text_read fills buf, 0 at the end; then
- * store_mem_text_failed says whether the end was a failure (the database),
- * the text cut short.
+ * A recording's points on device in order, one at a time (only_seq >= 0: that
+ * point alone): next gives a row (memmodel.h's MEM_POINT_COLS, as stored),
+ * whether its reserved is unknown and its seq: 1, 0 at the end, or a tp_err.
  */
-struct store_mem_text;
-int store_memory_text(struct store_reader *r, const char *run, int rank, const char *device, int64_t start_ns,
-		      int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps, struct store_mem_text **out,
-		      struct tp_errbuf *err);
-size_t store_mem_text_read(struct store_mem_text *m, char *buf, size_t max);
-int store_mem_text_failed(const struct store_mem_text *m);
-void store_mem_text_free(struct store_mem_text *m);
+struct store_mem_points;
+int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
+			  struct store_mem_points **out, struct tp_errbuf *err);
+int store_mem_points_next(struct store_mem_points *c, int64_t row[MEM_POINT_COLS], uint8_t *reserved_null,
+			  int64_t *seq, struct tp_errbuf *err);
+void store_mem_points_close(struct store_mem_points *c);
+/* What was alive at a recording's peak on device: {category, op, bytes, count} (op null: pre-existing or an export). */
+int store_mem_groups(struct store_reader *r, int64_t artifact, const char *device, struct store_rows *out,
+		     struct tp_errbuf *err);
 /*
  * GET /runs/{run}/memory/segments: a snapshot's segments and blocks at dump
  * time (artifact 0: the rank's newest snapshot with segments on device);
@@ -359,8 +362,7 @@ struct store_segments {
 int store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device, int64_t artifact,
 			  struct store_segments *out, struct tp_errbuf *err);
 void store_segments_free(struct store_segments *s);
-json_t *store_memory_peak(struct store_reader *r, const char *run, int rank, const char *device,
-			  struct tp_errbuf *err);
+
 /* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err);

@@ -154,7 +154,7 @@ START_TEST(test_resnet_and_nccl_figures)
 		json_t *m, *a;
 		size_t i, c;
 		ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-		m = store_memory(r, "resnet", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
+		m = read_memory(r, "resnet", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
 		store_reader_close(r);
 		ck_assert_msg(m != NULL, "%s", err.msg);
 		for (c = 0; c < MEM_NCAT; c++)
@@ -1024,7 +1024,7 @@ START_TEST(test_memory_rules)
 	ingest("mem", t.p, t.n);
 	free(t.p);
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	j = store_memory(r, "mem", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
+	j = read_memory(r, "mem", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
 	store_reader_close(r);
 	ck_assert_msg(j != NULL, "%s", err.msg);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), "trace");
@@ -1060,7 +1060,7 @@ START_TEST(test_memory_v100)
 
 	ingest_fixture("v100", "traces/hta_v100_train_memory.json.gz");
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	j = store_memory(r, "v100", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
+	j = read_memory(r, "v100", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
 	store_reader_close(r);
 	ck_assert_msg(j != NULL, "%s", err.msg);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "device")), "cuda:1");
@@ -1260,7 +1260,7 @@ START_TEST(test_runs_peak_from_rebuilt_series)
 	ingest_fixture("resnet", "traces/kineto_resnet50_workers0.json.gz");
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
 	runs = read_runs(r, &err);
-	mem = store_memory(r, "resnet", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
+	mem = read_memory(r, "resnet", -1, NULL, 0, INT64_MIN, INT64_MAX, NULL, 0, &err);
 	store_reader_close(r);
 	ck_assert_ptr_nonnull(runs);
 	ck_assert_ptr_nonnull(mem);

@@ -10,7 +10,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "analysis/memseries.h"
 #include "analysis/sort.h"
 #include "analysis/stats.h"
 #include "suites.h"
@@ -234,6 +236,85 @@ START_TEST(test_ranks_stragglers)
 }
 END_TEST
 
+
+/* A point at t with allocated a (all of it in one category) */
+static void mpoint(int64_t row[MEM_POINT_COLS], int64_t t, int64_t param, int64_t a)
+{
+	memset(row, 0, MEM_POINT_COLS * sizeof(row[0]));
+	row[0] = t;
+	row[1 + CAT_PARAMETER] = param;
+	row[1 + CAT_ACTIVATION] = a - param;
+	row[MEM_COL_ALLOCATED] = a;
+	row[MEM_COL_RESERVED] = 2 * a;
+}
+
+/* memseries: recordings stitched in time, the baseline split, a chart's points */
+START_TEST(test_memseries)
+{
+	/* three recordings: 10..40; 30..60 overlaps (joins after 40); 100..120 after a gap */
+	static const int64_t rec[3][4] = { { 10, 20, 30, 40 }, { 30, 40, 50, 60 }, { 100, 110, 120, -1 } };
+	int64_t kept[16][MEM_POINT_COLS], row[MEM_POINT_COLS];
+	struct memstitch st;
+	size_t n = 0, pick[16];
+
+	memstitch_init(&st, 300);
+	for (size_t r = 0; r < 3; r++) {
+		memstitch_recording(&st);
+		for (size_t i = 0; i < 4 && rec[r][i] >= 0; i++) {
+			mpoint(row, rec[r][i], 1000, 1000 + rec[r][i]);
+			int k = memstitch_point(&st, r, row);
+			ck_assert_int_ge(k, 0);
+			if (k)
+				memcpy(kept[n++], row, sizeof(row));
+		}
+	}
+	ck_assert_uint_eq(n, 9);	/* 30 and 40 of the second are the first's */
+	ck_assert_int_eq(kept[4][0], 50);
+	ck_assert_uint_eq(st.first, 0);
+	ck_assert_uint_eq(st.ngaps, 1);
+	ck_assert_int_eq(st.gaps[0], 60);
+	ck_assert_int_eq(st.gaps[1], 100);
+	/* 1000 bytes before recording began, param_bytes 300: 300 parameters, 700 optimizer state */
+	ck_assert_int_eq(kept[0][1 + CAT_PARAMETER], 300);
+	ck_assert_int_eq(kept[0][1 + CAT_OPTIMIZER_STATE], 700);
+	ck_assert_int_eq(kept[0][MEM_COL_ALLOCATED], 1010);
+	memstitch_free(&st);
+
+	/* a recording that starts exactly where the last point was is inside it */
+	memstitch_init(&st, 0);
+	mpoint(row, 5, 0, 1);
+	ck_assert_int_eq(memstitch_point(&st, 0, row), 1);
+	memstitch_recording(&st);
+	mpoint(row, 5, 0, 2);
+	ck_assert_int_eq(memstitch_point(&st, 1, row), 0);
+	ck_assert_uint_eq(st.ngaps, 0);
+	memstitch_free(&st);
+
+	/* downsampling: the ends always, each stretch by its highest allocated */
+	for (size_t i = 0; i < 10; i++)
+		mpoint(kept[i], (int64_t)i, 0, i == 6 ? 500 : (int64_t)i);
+	ck_assert_uint_eq(memseries_downsample((const int64_t (*)[MEM_POINT_COLS])kept, 0, 10, 4, pick), 4);
+	/* inner stretches [1, 5) and [5, 9): 4 and the peak at 6 */
+	ck_assert_uint_eq(pick[0], 0);
+	ck_assert_uint_eq(pick[1], 4);
+	ck_assert_uint_eq(pick[2], 6);
+	ck_assert_uint_eq(pick[3], 9);
+	ck_assert_uint_eq(memseries_downsample((const int64_t (*)[MEM_POINT_COLS])kept, 0, 10, 0, pick), 10);
+	ck_assert_uint_eq(memseries_downsample((const int64_t (*)[MEM_POINT_COLS])kept, 0, 10, 2, pick), 2);
+	ck_assert_uint_eq(pick[1], 6);	/* two stretches, no ends kept apart: [0, 5) and [5, 10) */
+	ck_assert_uint_eq(pick[0], 4);
+
+	/* a window opens with the state before it and ends at the last point at or before its end */
+	size_t w0, w1;
+	memseries_window((const int64_t (*)[MEM_POINT_COLS])kept, 10, 3, 7, &w0, &w1);
+	ck_assert_uint_eq(w0, 3);
+	ck_assert_uint_eq(w1, 8);
+	memseries_window((const int64_t (*)[MEM_POINT_COLS])kept, 10, INT64_MIN, -1, &w0, &w1);
+	ck_assert_uint_eq(w0, 0);
+	ck_assert_uint_eq(w1, 1);
+}
+END_TEST
+
 Suite *suite_stats(void)
 {
 	Suite *s = suite_create("stats");
@@ -249,6 +330,7 @@ Suite *suite_stats(void)
 	tcase_add_test(tc, test_welch);
 	tcase_add_test(tc, test_ranks_stragglers);
 	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_memseries);
 	tc = tcase_create("sort");
 	tcase_add_test(tc, test_sort_as_qsort);
 	suite_add_tcase(s, tc);

@@ -1,9 +1,10 @@
 /*
- * answer.h: the JSON of GET answers, shaped from what the store returns
+ * answer.h: the JSON and CSV of GET answers, shaped from what the store returns
  * (store/store.h's rows and structs) and what analysis computes from them.
  * The store speaks SQL and returns data; analysis computes; this shapes; the
- * handlers glue them. Every answer moves here as its store function stops
- * building JSON (store.c's comment lists those that still do).
+ * handlers glue them (reads.c, memread.c). Not yet here: the answers that
+ * analysis/ builds as JSON itself (diagnosis, distributed, critical path,
+ * compare, the run's timeline findings).
  */
 #ifndef ANSWER_H
 #define ANSWER_H
@@ -71,5 +72,14 @@ json_t *answer_memory(const struct answer_mem *m, const int64_t (*row)[MEM_POINT
 json_t *answer_memory_head(const struct answer_mem *m);
 /* {"rank", "source", "device", "t_ns", "bytes", "groups"} (GET /memory/peak): peak is the split peak row. */
 json_t *answer_memory_peak(const struct store_mem_series *s, const int64_t *peak, const struct store_rows *groups);
+
+/* Whether an answer's table member (steps, ops, kernels, ranks) has a CSV form (?format=csv). */
+int answer_csv_table(const char *member);
+/*
+ * That table as CSV (RFC 4180, a header always, the body's "rank" as a first column where the
+ * table is per rank, fields a spreadsheet would run as formulas neutralised): text to tp_free
+ * and its length; NULL when out of memory. member must have a CSV form.
+ */
+char *answer_csv(const json_t *body, const char *member, size_t *len);
 
 #endif

@@ -17,6 +17,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
 #include "analysis/runline.h"
+#include "answer.h"
 #include "handlers.h"
 #include "reads.h"
 #include "http.h"
@@ -24,159 +25,19 @@
 #define LIMIT_DEFAULT 100
 #define LIMIT_MAX 100000
 
-/* ---- CSV: an array of flat objects, nested objects flattened as "key.sub" ---- */
-
-struct buf {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void put(struct buf *b, const char *s, size_t len)
-{
-	if (b->oom)
-		return;
-	if (b->n + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap < b->n + len + 1)
-			cap *= 2;
-		char *np = tp_realloc(b->p, cap);
-		if (!np) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, len);
-	b->n += len;
-	b->p[b->n] = 0;
-}
-
-static void put_s(struct buf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
-/*
- * A text field a spreadsheet would run as a formula (OWASP's CSV injection
- * rule: it starts with = + - @, a tab or a carriage return): an operator named
- * "=HYPERLINK(...)" is written as the text '=HYPERLINK(...), quoted.
- */
-static int csv_formula(const char *s)
-{
-	return s[0] && strchr("=+-@\t\r", s[0]) != NULL;
-}
-
-/* RFC 4180: quote when needed, doubling quotes; formulas neutralised */
-static void put_field(struct buf *b, const char *s)
-{
-	int formula = csv_formula(s);
-
-	if (!formula && !strpbrk(s, ",\"\r\n")) {
-		put_s(b, s);
-		return;
-	}
-	put_s(b, formula ? "\"'" : "\"");
-	for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-		put(b, s, (size_t)(q - s));
-		put_s(b, "\"\"");
-	}
-	put_s(b, s);
-	put_s(b, "\"");
-}
-
-static void put_value(struct buf *b, json_t *v)
-{
-	char num[64];
-
-	switch (json_typeof(v)) {
-	case JSON_STRING: put_field(b, json_string_value(v)); break;
-	case JSON_INTEGER: snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)); put_s(b, num); break;
-	case JSON_REAL: snprintf(num, sizeof(num), "%.12g", json_real_value(v)); put_s(b, num); break;
-	case JSON_TRUE: put_s(b, "true"); break;
-	case JSON_FALSE: put_s(b, "false"); break;
-	default: break;		/* null: empty */
-	}
-}
-
-/*
- * The columns of each CSV table, in order: the header is written from these,
- * so an empty table is still a header, and each row is read by them, so the
- * two always agree ("a.b" is member b of object a). A test checks them
- * against the JSON rows.
- */
-static const char *const steps_cols[] = { "step", "start_ns", "dur_ns", "cpu_dur_ns", "comm_overlap_ns",
-	"incomplete", "whole_trace", "breakdown_ns.kernel", "breakdown_ns.memcpy", "breakdown_ns.memset",
-	"breakdown_ns.communication", "breakdown_ns.runtime", "breakdown_ns.dataloader", "breakdown_ns.cpu",
-	"breakdown_ns.idle", "gpu_utilization_pct", "note", NULL };
-static const char *const ops_cols[] = { "name", "calls", "self_ns", "total_ns", "group", NULL };
-static const char *const kernels_cols[] = { "name", "calls", "total_ns", "mean_ns", "max_ns", "min_ns",
-	"blocks_per_sm", "achieved_occupancy_pct", "class", NULL };
-static const char *const ranks_cols[] = { "rank", "steps", "mean_ns", "median_ns", "min_ns", "max_ns",
-	"vs_median_pct", "straggler", NULL };
-
-struct csv_table {
-	const char *member;		/* the array of rows in the JSON body */
-	const char *const *cols;
-	int ranked;			/* a first column "rank", from the body's "rank" */
-};
-
-static const struct csv_table csv_tables[] = {
-	{ "steps", steps_cols, 1 },
-	{ "ops", ops_cols, 1 },
-	{ "kernels", kernels_cols, 1 },
-	{ "ranks", ranks_cols, 0 },
-};
-
-/* column col ("a" or "a.b") of row o; NULL when absent */
-static json_t *column(json_t *o, const char *col)
-{
-	const char *dot = strchr(col, '.');
-	char head[64];
-
-	if (!dot)
-		return json_object_get(o, col);
-	snprintf(head, sizeof(head), "%.*s", (int)(dot - col), col);
-	return json_object_get(json_object_get(o, head), dot + 1);
-}
-
 /* Answer body (stolen) as JSON, or its table member as CSV when csv (?format=csv). */
 static int reply(struct request *req, json_t *body, const char *member, int csv)
 {
-	const struct csv_table *t = NULL;
-	struct buf b = { 0 };
-	json_t *rows, *row, *rank;
-	size_t i, k;
+	size_t len;
+	char *text;
 
-	for (k = 0; csv && k < sizeof(csv_tables) / sizeof(csv_tables[0]); k++)
-		if (!strcmp(csv_tables[k].member, member))
-			t = &csv_tables[k];
-	if (!t || !body)
+	if (!csv || !body || !answer_csv_table(member))
 		return http_reply_json(req, 200, body);
-	put_s(&b, t->ranked ? "rank" : "");
-	for (k = 0; t->cols[k]; k++) {
-		put_s(&b, k || t->ranked ? "," : "");
-		put_field(&b, t->cols[k]);
-	}
-	put_s(&b, "\r\n");
-	rows = json_object_get(body, member);
-	rank = json_object_get(body, "rank");
-	json_array_foreach(rows, i, row) {
-		if (t->ranked)
-			put_value(&b, rank);
-		for (k = 0; t->cols[k]; k++) {
-			put_s(&b, k || t->ranked ? "," : "");
-			put_value(&b, column(row, t->cols[k]));
-		}
-		put_s(&b, "\r\n");
-	}
+	text = answer_csv(body, member, &len);
 	json_decref(body);
-	if (b.oom) {
-		tp_free(b.p);
+	if (!text)
 		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	}
-	return http_reply_text(req, 200, "text/csv; charset=utf-8", b.p, b.n);
+	return http_reply_text(req, 200, "text/csv; charset=utf-8", text, len);
 }
 
 /* ?format=csv (the dispatcher refuses other values, and csv where the route has no ROUTE_CSV) */

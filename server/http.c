@@ -755,17 +755,28 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 static int dispatch(struct request *req, const char *url)
 {
 	const char *p = req->route->pattern;
+	const char *wait = http_arg(req, "wait");
+	const char *run = !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : NULL;
 
-	/* reads of what traces derive answer for every trace uploaded before them: marked ranks first */
-	if (req->route->flags & ROUTE_DERIVED) {
+	if (wait && strcmp(wait, "0") && strcmp(wait, "1"))
+		return http_reply_error(req, 400, "invalid_parameter", NULL, "wait must be 0 or 1");
+	/*
+	 * wait=0: the analysis as it stands, the newest traces derived in the
+	 * background (runrank_kick; GET /runs/{run} says analysis_pending until
+	 * they are): a page that follows a growing run never waits for it.
+	 */
+	if ((req->route->flags & ROUTE_DERIVED) && wait && !strcmp(wait, "0")) {
+		if (runrank_kick(req->srv->store, run))
+			tp_warn("could not start deriving run '%s' in the background", run ? run : "*");
+	} else if (req->route->flags & ROUTE_DERIVED) {
+		/* reads of what traces derive answer for every trace uploaded before them: marked ranks first */
 		struct tp_errbuf err = { 0 };
-		int rc = runrank_settle(req->srv->store, !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : NULL,
-					&err);
+		int rc = runrank_settle(req->srv->store, run, &err);
 		/* never a failed read for it: the tables as they are (each trace's commit left them whole),
 		 * the ranks still marked for the next read to derive */
 		if (rc)
 			tp_warn("deriving run '%s' for a read failed (%s); answered without its newest traces",
-				req->params[0] && !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : "*", err.msg);
+				run ? run : "*", err.msg);
 	}
 	if ((req->route->flags & ROUTE_CACHE) && !strcmp(req->method, "GET") && req->srv->cache)
 		return cached(req, url);
@@ -1004,6 +1015,8 @@ void server_stop(struct server *srv)
 		if (ls != MHD_INVALID_SOCKET)
 			close(ls);
 	}
+	/* the derivations reads started in the background use the store too */
+	runrank_drain(srv->store);
 	store_close(srv->store);
 	cache_free(srv->cache);
 	for (i = 0; i < srv->ntokens; i++)

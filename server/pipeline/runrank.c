@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#define LOG_PREFIX "runrank"
+
 #include "alloc.h"
 #include "analysis/analysis.h"
 #include "metrics.h"
@@ -515,4 +517,90 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
 	store_writer_close(w);
 	store_pending_free(all, nall);
 	return rc;
+}
+
+/*
+ * Background derivations (runrank_kick): one thread per run at most, each
+ * settling its run as a read would, counted so that runrank_drain can wait
+ * for them before the store closes.
+ */
+#define MAX_KICKED 64
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	struct kicked {
+		char *run;		/* NULL: free slot; "" stands for every run */
+		struct store *st;
+	} k[MAX_KICKED];
+	int running;
+} kicked = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { { 0 } }, 0 };
+
+static void *kick_main(void *arg)
+{
+	struct kicked *k = arg;
+	struct tp_errbuf err = { 0 };
+
+	tp_thread_name("ts-derive");
+	if (runrank_settle(k->st, *k->run ? k->run : NULL, &err))
+		tp_warn("deriving run '%s' in the background failed (%s); the next read tries again",
+			*k->run ? k->run : "*", err.msg);
+	pthread_mutex_lock(&kicked.mu);
+	tp_free(k->run);
+	k->run = NULL;
+	kicked.running--;
+	pthread_cond_broadcast(&kicked.idle);
+	pthread_mutex_unlock(&kicked.mu);
+	return NULL;
+}
+
+int runrank_kick(struct store *st, const char *run)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int i, free_slot = -1, rc = 0;
+
+	if (!store_maybe_pending(st))
+		return 0;
+	pthread_mutex_lock(&kicked.mu);
+	for (i = 0; i < MAX_KICKED; i++) {
+		if (!kicked.k[i].run) {
+			free_slot = free_slot < 0 ? i : free_slot;
+			continue;
+		}
+		/* under way already: it settles what joined before it claimed the run, the next kick the rest */
+		if (kicked.k[i].st == st && !strcmp(kicked.k[i].run, run ? run : ""))
+			goto out;
+	}
+	if (free_slot < 0 || !(kicked.k[free_slot].run = tp_strdup(run ? run : ""))) {
+		rc = -1;
+		goto out;
+	}
+	kicked.k[free_slot].st = st;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, kick_main, &kicked.k[free_slot])) {
+		tp_free(kicked.k[free_slot].run);
+		kicked.k[free_slot].run = NULL;
+		rc = -1;
+	} else {
+		kicked.running++;
+	}
+	pthread_attr_destroy(&attr);
+out:
+	pthread_mutex_unlock(&kicked.mu);
+	return rc;
+}
+
+void runrank_drain(struct store *st)
+{
+	pthread_mutex_lock(&kicked.mu);
+	for (;;) {
+		int busy = 0;
+		for (int i = 0; i < MAX_KICKED; i++)
+			busy |= kicked.k[i].run && kicked.k[i].st == st;
+		if (!busy)
+			break;
+		pthread_cond_wait(&kicked.idle, &kicked.mu);
+	}
+	pthread_mutex_unlock(&kicked.mu);
 }

@@ -38,4 +38,17 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_
  */
 int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err);
 
+/*
+ * Settle run (every run when NULL) in the background, as runrank_settle
+ * would, and return at once: for reads that answer from the analysis as it
+ * stands (?wait=0: a page that follows a growing run never waits for a
+ * derivation). Nothing is started when nothing is marked, or when one is
+ * under way for the run already (the next kick after it ends settles what
+ * joined meanwhile). -1 when no thread could be started (a later read
+ * derives instead).
+ */
+int runrank_kick(struct store *st, const char *run);
+/* Wait for st's background derivations to end (before store_close). */
+void runrank_drain(struct store *st);
+
 #endif

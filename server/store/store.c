@@ -1983,7 +1983,8 @@ static const char run_cols[] =
 	"SELECT r.id, r.name, r.project, r.created_ns, r.tags, r.metadata, r.baseline,"
 	" (SELECT COUNT(*) FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting'),"
 	" (SELECT COUNT(DISTINCT rank) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready'),"
-	" (SELECT MAX(peak_allocated) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready')"
+	" (SELECT MAX(peak_allocated) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready'),"
+	" EXISTS (SELECT 1 FROM rank_pending p WHERE p.run_id=r.id)"
 	" FROM runs r WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')";
 
 void store_runs_free(struct store_run_info *v, size_t n)
@@ -2034,6 +2035,7 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 		ri->artifacts = col_i64(st, 7);
 		ri->ranks = col_i64(st, 8);
 		ri->peak_allocated = col_i64(st, 9);
+		ri->analysis_pending = sqlite3_column_int(st, 10);
 		if (!fail && (rc = run_step_durations(r, sqlite3_column_int64(st, 0), ri, err)))
 			break;
 	}

@@ -189,6 +189,7 @@ struct store_run_info {
 	int64_t artifacts;			/* not ingesting */
 	int64_t ranks;				/* with a ready artifact */
 	int64_t peak_allocated;			/* the highest of its ready artifacts */
+	int analysis_pending;			/* traces joined a rank since its analysis (runrank.h) */
 	int64_t *step_dur_ns;			/* the complete steps of its lowest rank with steps */
 	size_t nsteps;
 };

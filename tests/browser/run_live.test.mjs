@@ -63,12 +63,20 @@ test('a run of 2 ranks, 20 chunks, 2 cycles updates live', async () => {
 	assert.equal((await page.$$(`section:has(h2:text-is("Artifacts")) tbody tr`)).length, 10);
 	const navigations = [];
 	page.on('framenavigated', (f) => f === page.mainFrame() && navigations.push(f.url()));
+	// once drawn, the page never waits for an analysis: its reads of derived data say wait=0
+	const derivedReads = [];
+	page.on('request', (r) => /\/api\/v1\/runs\/live\/(steps|ops|kernels|ranks|timeline|diagnosis|distributed)/.test(r.url()) &&
+		derivedReads.push(r.url()));
 
 	// the second cycle lands while the page is open: it shows without a reload
 	for (const [r, c] of all.filter(([, c]) => c.name.includes('c1')))
 		await post(r, c);
 	await page.waitForSelector(`${whole} .chart-box[data-steps="10"]`, { timeout: 15000 });
 	assert.deepEqual(navigations, []);
+	assert.ok(derivedReads.length >= 4, derivedReads.join(' '));
+	assert.deepEqual(derivedReads.filter((u) => !/[?&]wait=0(&|$)/.test(u)), []);
+	const info = await (await fetch(srv.base + '/api/v1/runs/live')).json();
+	assert.equal(info.run.analysis_pending, false);
 	assert.equal(await page.getAttribute(`${whole} .chart-box`, 'data-cycles'), '2');
 	assert.match(await page.textContent(whole), /10 steps in 2 profiling cycles/);
 	const cycles = await page.$$eval(`${whole} table.data tbody tr`, (trs) => trs.map((tr) => tr.textContent));

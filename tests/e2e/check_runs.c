@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "suites.h"
 #include "testutil.h"
@@ -837,6 +838,72 @@ START_TEST(test_reads_derive_once)
 }
 END_TEST
 
+
+/* the run's analysis_pending, from GET /runs/{run} */
+static int pending(const char *run)
+{
+	char url[128];
+	json_t *j;
+	int v;
+
+	snprintf(url, sizeof(url), "/api/v1/runs/%s", run);
+	j = call("GET", url, NULL, 0, 200);
+	ck_assert(json_is_boolean(json_object_get(json_object_get(j, "run"), "analysis_pending")));
+	v = json_is_true(json_object_get(json_object_get(j, "run"), "analysis_pending"));
+	json_decref(j);
+	return v;
+}
+
+static size_t steps_of(const char *url)
+{
+	json_t *j = call("GET", url, NULL, 0, 200);
+	size_t n = json_array_size(json_object_get(j, "steps"));
+
+	json_decref(j);
+	return n;
+}
+
+/* ?wait=0: the analysis as it stands, the joined traces derived in the background */
+START_TEST(test_read_without_waiting)
+{
+	int i;
+
+	upload_cycle("grow", 1, 0, 100);
+	ck_assert(!pending("grow"));
+	ck_assert_uint_eq(steps_of("/api/v1/runs/grow/steps?wait=0"), 3);
+	/* a second cycle joins: pending until something derives it */
+	upload_cycle("grow", 11, 10, 100);
+	ck_assert(pending("grow"));
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 0);
+	/* answered from the first cycle's analysis, a derivation started behind it */
+	size_t n = steps_of("/api/v1/runs/grow/steps?wait=0");
+	ck_assert(n == 3 || n == 6);	/* 6 only if the background one was quicker than this read */
+	for (i = 0; i < 300 && pending("grow"); i++)
+		usleep(20000);
+	ck_assert(!pending("grow"));
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 1);
+	ck_assert_uint_eq(steps_of("/api/v1/runs/grow/steps?wait=0"), 6);
+	/* the same bytes as a read that waits, and nothing left to derive for it */
+	json_t *a = call("GET", "/api/v1/runs/grow/ops?wait=0", NULL, 0, 200);
+	json_t *b = call("GET", "/api/v1/runs/grow/ops", NULL, 0, 200);
+	ck_assert(json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 1);
+	/* a read that waits still answers for every trace before it */
+	upload_cycle("grow", 21, 20, 100);
+	ck_assert_uint_eq(steps_of("/api/v1/runs/grow/steps?wait=1"), 9);
+	ck_assert(!pending("grow"));
+	/* wait is 0 or 1 */
+	json_t *e = call("GET", "/api/v1/runs/grow/steps?wait=yes", NULL, 0, 400);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "error"), "code")), "invalid_parameter");
+	json_decref(e);
+	/* a server stopped while a background derivation runs waits for it (the fixture's stop) */
+	upload_cycle("grow", 31, 30, 100);
+	json_decref(call("GET", "/api/v1/runs/grow/kernels?wait=0", NULL, 0, 200));
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -851,6 +918,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_memory_across_cycles);
 	tcase_add_test(tc, test_reads_derive_once);
+	tcase_add_test(tc, test_read_without_waiting);
 	tcase_add_test(tc, test_joined_trace_alone);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chunks");

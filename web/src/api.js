@@ -12,7 +12,18 @@ export class ApiError extends Error {
 	}
 }
 
+// While a page follows a growing run, its reads of what traces derive answer from the
+// analysis as it stands (?wait=0): traces that joined since are analysed in the background
+// and the page is drawn again once they are (GET /runs/{run}'s analysis_pending), so a
+// redraw never waits for an analysis.
+let following = false;
+export function follow(on) {
+	following = on;
+}
+
 export function runUrl(run, tail = '', params = {}) {
+	if (following && tail)
+		params = { ...params, wait: 0 };
 	const q = new URLSearchParams(Object.entries(params).filter(([, v]) => v != null && v !== ''));
 	const qs = q.toString();
 	return `/api/v1/runs/${encodeURIComponent(run)}${tail}${qs ? '?' + qs : ''}`;

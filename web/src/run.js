@@ -4,7 +4,7 @@
 // trace or a key_averages table) and kernels, the flame graph of folded stacks,
 // the diagnosis, ranks, the trace window (download or open in Perfetto) and the
 // artifacts. Each card shows only when the rank has what it draws.
-import { api, apiBuffer, apiDelete, downloadLink, errorBox, runUrl } from './api.js';
+import { api, apiBuffer, apiDelete, downloadLink, errorBox, follow, runUrl } from './api.js';
 import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
@@ -17,13 +17,19 @@ import { CATEGORIES, card, fmtBytes, fmtDate, fmtInt, fmtNs, fmtPct, fmtSignedPc
 const TOP_N = 25;
 const FETCH_MAX = 2000;	// the tables show TOP_N, the rest behind "show all" and the filter
 const LIVE_MS = 3000;	// how often an open page asks whether the run changed
+const PENDING_MS = 1000;	// how often while what joined is being analysed
+const FOLLOW_MS = 10000;	// a run that keeps growing is drawn at least this often
 let liveTimer = null;
 
-// What changes when an upload lands or goes: the page is drawn again when it does.
-const signature = (info) => info.artifacts.map((a) => `${a.id}:${a.status}`).join(',');
+// What changes when an upload lands or goes, or when the traces that joined are analysed:
+// the page is drawn again when it does.
+const signature = (info) => info.artifacts.map((a) => `${a.id}:${a.status}`).join(',') +
+	(info.run.analysis_pending ? ' pending' : '');
 
-export async function runPage(app, run) {
+// following: drawn again for live(), reading without waiting for the analysis (api.js follow)
+export async function runPage(app, run, following = false) {
 	clearTimeout(liveTimer);
+	follow(following);
 	setCrumbs(h('a', { href: '/', text: 'Runs' }), run);
 	document.title = run + ' · Trainscope';
 	let info, ranks;
@@ -173,20 +179,34 @@ export async function runPage(app, run) {
 	live(app, run, signature(info));
 }
 
-// Poll the run while the page is visible; when an upload landed or went, draw the page again.
+// Poll the run while the page is visible, and draw the page again, without waiting for an
+// analysis, when an upload landed or went and what joined is analysed. Traces that joined
+// are analysed in the background (asked for here, once per run at a time by the server) and
+// polled for sooner; a run that keeps growing is drawn every FOLLOW_MS meanwhile, its
+// analysis a little behind, and once more when it has caught up.
 function live(app, run, sig) {
+	const drawnAt = Date.now();
 	const tick = async () => {
-		if (document.visibilityState !== 'visible' || !document.body.contains(app))
-			return schedule();
-		try {
-			const info = await api(runUrl(run));
-			if (signature(info) !== sig)
-				return runPage(app, run);
-		} catch { /* the run went, or the server is away: the next tick tells */ }
-		schedule();
+		let next = LIVE_MS;
+		if (document.visibilityState === 'visible' && document.body.contains(app)) {
+			try {
+				const info = await api(runUrl(run));
+				const now = signature(info);
+				if (now !== sig && !info.run.analysis_pending)
+					return runPage(app, run, true);
+				if (info.run.analysis_pending) {
+					await api(runUrl(run, '/ranks', { wait: 0 }));
+					if (now !== sig && Date.now() - drawnAt >= FOLLOW_MS)
+						return runPage(app, run, true);
+					next = PENDING_MS;
+				}
+			} catch { /* the run went, or the server is away: the next tick tells */ }
+		} else if (!document.body.contains(app)) {
+			return;
+		}
+		liveTimer = setTimeout(tick, next);
 	};
-	const schedule = () => { liveTimer = setTimeout(tick, LIVE_MS); };
-	schedule();
+	liveTimer = setTimeout(tick, LIVE_MS);
 }
 
 // The rank's whole training: every step across its cycles and chunks, and the cycles.

@@ -10,7 +10,9 @@ whole file as one run and the chunks, one after another, as another run
 the first and last chunks, the first read after the last chunk (it derives the
 rank from every chunk once: server/pipeline/runrank.h), the same uploads with a
 page open on the run (a reader of /steps every --poll-s seconds, as the live
-page does), and whether /steps, /ops and /kernels of the runs are the same bytes.
+page did), the same with reads that do not wait (?wait=0, as the page follows a run
+now) and how long after the last chunk the background derivation caught up, and
+whether /steps, /ops and /kernels of the runs are the same bytes.
 
 Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--poll-s 1] [--server build/trainscope-server]
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
@@ -64,6 +66,33 @@ def post(base, path, body):
 def get(base, path):
     with urllib.request.urlopen(base + path, timeout=600) as r:
         return r.read()
+
+
+def uploads_watched(base, bodies, run, read, poll_s):
+    """The chunks uploaded as run, one after another, with a reader of run's read every
+    poll_s seconds from the first on: the uploads' time and each read's."""
+    stop = threading.Event()
+    reads = []
+
+    def reader():
+        while not stop.is_set():
+            r0 = time.monotonic()
+            try:
+                get(base, f"/api/v1/runs/{run}{read}")
+            except OSError:
+                pass
+            reads.append(time.monotonic() - r0)
+            stop.wait(poll_s)
+    th = threading.Thread(target=reader)
+    t0 = time.monotonic()
+    for i, b in enumerate(bodies):
+        post(base, f"/api/v1/runs/{run}/artifacts?rank=0&name=part{i}.json", b)
+        if i == 0:
+            th.start()
+    took = time.monotonic() - t0
+    stop.set()
+    th.join()
+    return took, reads
 
 
 def main():
@@ -120,33 +149,21 @@ def main():
         get(base, "/api/v1/runs/chunks/steps")
         t_read = time.monotonic() - t1
         # again, with a page open on the run: a reader every poll_s seconds while the chunks land
-        stop = threading.Event()
-        reads = []
-
-        def reader():
-            while not stop.is_set():
-                r0 = time.monotonic()
-                try:
-                    get(base, "/api/v1/runs/live/steps")
-                except OSError:
-                    pass
-                reads.append(time.monotonic() - r0)
-                stop.wait(args.poll_s)
-        th = threading.Thread(target=reader)
-        t0 = time.monotonic()
-        for i, b in enumerate(bodies):
-            post(base, f"/api/v1/runs/live/artifacts?rank=0&name=part{i}.json", b)
-            if i == 0:
-                th.start()
-        t_live = time.monotonic() - t0
-        stop.set()
-        th.join()
+        t_live, reads = uploads_watched(base, bodies, "live", "/steps", args.poll_s)
         t1 = time.monotonic()
         get(base, "/api/v1/runs/live/steps")
         t_live_read = time.monotonic() - t1
+        # and as the run page follows a run now: reads that do not wait (?wait=0), the rank derived
+        # in the background, then how long after the last chunk the analysis caught up
+        t_follow, freads = uploads_watched(base, bodies, "follow", "/steps?wait=0", args.poll_s)
+        t1 = time.monotonic()
+        while json.loads(get(base, "/api/v1/runs/follow"))["run"]["analysis_pending"]:
+            get(base, "/api/v1/runs/follow/ranks?wait=0")
+            time.sleep(0.05)
+        t_caught = time.monotonic() - t1
         mib = len(whole) / 1048576
         same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}") ==
-                   get(base, f"/api/v1/runs/live/{p}")
+                   get(base, f"/api/v1/runs/live/{p}") == get(base, f"/api/v1/runs/follow/{p}")
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
         print(f"trace: {mib:.1f} MiB, {made.get('events', '?')} events; "
@@ -161,7 +178,10 @@ def main():
         print(f"with a reader every {args.poll_s:g} s: uploads {t_live:.2f} s, then a read {t_live_read:.2f} s; "
               f"{len(reads)} reads, slowest {max(reads, default=0):.2f} s, median "
               f"{sorted(reads)[len(reads) // 2] if reads else 0:.2f} s")
-        print(f"steps, ops, kernels of the three runs the same bytes: {same}")
+        print(f"with a reader every {args.poll_s:g} s that does not wait (?wait=0): uploads {t_follow:.2f} s; "
+              f"{len(freads)} reads, slowest {max(freads, default=0):.3f} s, median "
+              f"{sorted(freads)[len(freads) // 2] if freads else 0:.3f} s; analysed {t_caught:.2f} s after the last chunk")
+        print(f"steps, ops, kernels of the four runs the same bytes: {same}")
     finally:
         if srv:
             srv.terminate()

@@ -332,6 +332,7 @@ Suite *suite_stats(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_memseries);
 	tc = tcase_create("sort");
+	tcase_set_timeout(tc, 60);	/* 66 patterns up to 30,000 elements, each checked element by element */
 	tcase_add_test(tc, test_sort_as_qsort);
 	suite_add_tcase(s, tc);
 	return s;

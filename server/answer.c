@@ -613,17 +613,17 @@ json_t *answer_memory_head(const struct answer_mem *m)
 }
 
 json_t *answer_memory(const struct answer_mem *m, const int64_t (*row)[MEM_POINT_COLS], const uint8_t *reserved_null,
-		      const size_t *pick, size_t npick)
+		      size_t n)
 {
 	json_t *arr[MEM_POINT_COLS] = { NULL }, *cats = json_object(), *o = NULL;
 	int c, bad = !cats;
 
 	for (c = 0; c < MEM_POINT_COLS; c++)
 		bad |= !(arr[c] = json_array());
-	for (size_t i = 0; !bad && i < npick; i++)
+	for (size_t i = 0; !bad && i < n; i++)
 		for (c = 0; !bad && c < MEM_POINT_COLS; c++)
-			bad = json_array_append_new(arr[c], c == MEM_COL_RESERVED && reserved_null[pick[i]]
-								    ? json_null() : json_integer((json_int_t)row[pick[i]][c]));
+			bad = json_array_append_new(arr[c], c == MEM_COL_RESERVED && reserved_null[i]
+								    ? json_null() : json_integer((json_int_t)row[i][c]));
 	for (c = 0; !bad && c < MEM_NCAT; c++) {
 		bad = json_object_set_new(cats, mem_cat_names[c], arr[1 + c]);
 		arr[1 + c] = NULL;

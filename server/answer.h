@@ -64,10 +64,10 @@ struct answer_mem {
 };
 /*
  * {"rank", "source", "device", "points_total", "t_ns", "categories": {...}, "allocated", "reserved",
- * "peak", "baseline", "gaps"[, "window_points"]} (GET /memory): the points row[pick[i]].
+ * "peak", "baseline", "gaps"[, "window_points"]} (GET /memory): the n points row.
  */
 json_t *answer_memory(const struct answer_mem *m, const int64_t (*row)[MEM_POINT_COLS], const uint8_t *reserved_null,
-		      const size_t *pick, size_t npick);
+		      size_t n);
 /* The same less its arrays, in the order points=0 sends them (the arrays follow, column after column). */
 json_t *answer_memory_head(const struct answer_mem *m);
 /* {"rank", "source", "device", "t_ns", "bytes", "groups"} (GET /memory/peak): peak is the split peak row. */

@@ -17,15 +17,18 @@ struct walk {
 	const struct store_mem_series *s;
 	struct store_mem_points *c;	/* the recording being read */
 	size_t rec;			/* recordings opened */
+	uint32_t cols;			/* the columns read (store_mem_points_next) */
 	struct memstitch st;
 	int at_peak;			/* the point just given is the series' peak */
 };
 
-static void walk_open(struct walk *w, struct store_reader *r, const struct store_mem_series *s)
+/* A walk reading the columns cols names (store_mem_points_next) and what the stitch needs (time, the split's two). */
+static void walk_open(struct walk *w, struct store_reader *r, const struct store_mem_series *s, uint32_t cols)
 {
 	memset(w, 0, sizeof(*w));
 	w->r = r;
 	w->s = s;
+	w->cols = cols | 1u | (s->param_bytes > 0 ? 1u << (1 + CAT_PARAMETER) | 1u << (1 + CAT_OPTIMIZER_STATE) : 0);
 	memstitch_init(&w->st, s->param_bytes);
 }
 
@@ -51,7 +54,7 @@ static int walk_next(struct walk *w, int64_t row[MEM_POINT_COLS], uint8_t *reser
 			w->rec++;
 			memstitch_recording(&w->st);
 		}
-		if ((rc = store_mem_points_next(w->c, row, reserved_null, &seq, err)) < 0)
+		if ((rc = store_mem_points_next(w->c, w->cols, row, reserved_null, &seq, err)) < 0)
 			return rc;
 		if (!rc) {
 			store_mem_points_close(w->c);
@@ -61,7 +64,8 @@ static int walk_next(struct walk *w, int64_t row[MEM_POINT_COLS], uint8_t *reser
 		if ((rc = memstitch_point(&w->st, w->rec - 1, row)) < 0)
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		if (rc) {
-			w->at_peak = w->s->recordings[w->rec - 1] == w->s->artifact && seq == w->s->peak_seq;
+			w->at_peak = (w->cols & STORE_MEM_SEQ) && w->s->recordings[w->rec - 1] == w->s->artifact &&
+				     seq == w->s->peak_seq;
 			return 1;
 		}
 	}
@@ -94,63 +98,77 @@ static void mem_head(struct answer_mem *a, const struct store_mem_series *s, con
 	a->window_points = window_points;
 }
 
+/*
+ * A chart's points, streamed: a first walk counts the points, finds the window
+ * and the peak (time and seq alone), a second keeps each bucket's highest
+ * point (memseries_buckets), so a read holds a row per point it answers with,
+ * not per point of the series. Both walks in one read snapshot.
+ */
 json_t *read_memory(struct store_reader *r, const char *run, int rank, const char *device, long points,
 		    int64_t start_ns, int64_t end_ns, const int64_t *cycle_gaps, size_t ncycle_gaps,
 		    struct tp_errbuf *err)
 {
-	struct store_mem_series s;
-	struct walk w;
+	struct store_mem_series s = { 0 };
+	struct walk w = { 0 };
 	struct answer_mem a;
-	int64_t (*row)[MEM_POINT_COLS] = NULL;
-	uint8_t *nul = NULL;
-	size_t n = 0, cap = 0, w0, w1, npick, *pick = NULL;
-	long peak = -1;
+	int64_t (*pick)[MEM_POINT_COLS] = NULL, row[MEM_POINT_COLS], peak[MEM_POINT_COLS];
+	uint8_t *pnul = NULL, nul = 0;
+	size_t n = 0, below_start = 0, to_end = 0, w0, w1, nb = 0, b = 0, i, *bounds = NULL, peak_at = SIZE_MAX;
 	json_t *o = NULL;
-	int rc;
+	int rc, snap;
 
-	if (store_mem_series(r, run, rank, device, &s, err))
+	if ((rc = store_read_snapshot(r, 1, err)))
 		return NULL;
-	walk_open(&w, r, &s);
-	for (;;) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			void *nr = tp_realloc(row, cap * sizeof(*row));
-			if (nr)
-				row = nr;
-			uint8_t *nn = nr ? tp_realloc(nul, cap) : NULL;
-			if (!nn) {
-				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-				break;
-			}
-			nul = nn;
-		}
-		if ((rc = walk_next(&w, row[n], &nul[n], err)) <= 0)
-			break;
+	snap = 1;
+	if (store_mem_series(r, run, rank, device, &s, err))
+		goto out;
+	walk_open(&w, r, &s, 1u | STORE_MEM_SEQ);
+	while ((rc = walk_next(&w, row, &nul, err)) == 1) {
+		below_start += row[0] <= start_ns;
+		to_end += row[0] <= end_ns;
 		if (w.at_peak)
-			peak = (long)n;
+			peak_at = n;
 		n++;
 	}
 	if (rc < 0)
 		goto out;
 	/* a window: its points, from the state it opens with to the last at or before its end */
-	memseries_window((const int64_t (*)[MEM_POINT_COLS])row, n, start_ns, end_ns, &w0, &w1);
-	npick = points > 0 && (size_t)points < w1 - w0 ? (size_t)points : w1 - w0;
-	if (!(pick = tp_malloc((npick ? npick : 1) * sizeof(*pick)))) {
+	memseries_window(n, below_start, to_end, &w0, &w1);
+	nb = points > 0 && (size_t)points < w1 - w0 ? (size_t)points : w1 - w0;
+	if (!(bounds = tp_malloc((nb + 1) * sizeof(*bounds))) || !(pick = tp_malloc((nb ? nb : 1) * sizeof(*pick))) ||
+	    !(pnul = tp_malloc(nb ? nb : 1))) {
 		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	npick = memseries_downsample((const int64_t (*)[MEM_POINT_COLS])row, w0, w1, (size_t)(points > 0 ? points : 0),
-				     pick);
-	mem_head(&a, &s, &w.st, n, peak >= 0 ? row[peak] : NULL, cycle_gaps, ncycle_gaps,
+	nb = memseries_buckets(w0, w1, (size_t)(points > 0 ? points : 0), bounds);
+	walk_close(&w);
+	walk_open(&w, r, &s, STORE_MEM_ALL);
+	for (i = 0; (rc = walk_next(&w, row, &nul, err)) == 1; i++) {
+		if (i == peak_at)
+			memcpy(peak, row, sizeof(row));
+		if (i < w0 || i >= w1)
+			continue;
+		while (i >= bounds[b + 1])
+			b++;
+		if (i == bounds[b] || row[MEM_COL_ALLOCATED] > pick[b][MEM_COL_ALLOCATED]) {
+			memcpy(pick[b], row, sizeof(row));
+			pnul[b] = nul;
+		}
+	}
+	if (rc < 0)
+		goto out;
+	mem_head(&a, &s, &w.st, n, peak_at < n ? peak : NULL, cycle_gaps, ncycle_gaps,
 		 start_ns != INT64_MIN || end_ns != INT64_MAX ? (long)(w1 - w0) : -1);
-	if (!(o = answer_memory(&a, (const int64_t (*)[MEM_POINT_COLS])row, nul, pick, npick)))
+	if (!(o = answer_memory(&a, (const int64_t (*)[MEM_POINT_COLS])pick, pnul, nb)))
 		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 out:
 	walk_close(&w);
+	if (snap)
+		store_read_snapshot(r, 0, NULL);
 	store_mem_series_free(&s);
-	tp_free(row);
-	tp_free(nul);
+	tp_free(bounds);
 	tp_free(pick);
+	tp_free(pnul);
 	return o;
 }
 
@@ -171,7 +189,7 @@ json_t *read_memory_peak(struct store_reader *r, const char *run, int rank, cons
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory peak for rank %d on %s", run,
 			     s.rank, s.device);
 	else if (!(rc = store_mem_points_open(r, s.artifact, s.device, s.peak_seq, &c, err)) &&
-		 (rc = store_mem_points_next(c, row, &nul, &seq, err)) == 0)
+		 (rc = store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, err)) == 0)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory peak for rank %d on %s",
 			     run, s.rank, s.device);
 	if (rc == 1) {
@@ -208,6 +226,23 @@ struct mem_text {
 	size_t pend_len, pend_off;
 };
 
+/* v in decimal at out (room for 21 bytes); its length */
+static int i64_text(char *out, int64_t v)
+{
+	char tmp[24];
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	int n = 0, k = 0;
+
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		out[k++] = '-';
+	while (n)
+		out[k++] = tmp[--n];
+	return k;
+}
+
 /* Open column col's walk and skip to the window's first point. */
 static int col_walk(struct mem_text *m)
 {
@@ -216,7 +251,7 @@ static int col_walk(struct mem_text *m)
 	uint8_t nul;
 
 	walk_close(&m->w);
-	walk_open(&m->w, m->r, &m->s);
+	walk_open(&m->w, m->r, &m->s, 1u << m->col);
 	for (m->row = 0; m->row < m->from; m->row++)
 		if (walk_next(&m->w, row, &nul, &err) != 1)
 			return -1;
@@ -249,10 +284,15 @@ static int mem_text_next(struct mem_text *m)
 		if (walk_next(&m->w, row, &nul, &err) != 1)
 			return m->failed = 1, 0;
 		m->row++;
-		if (col == MEM_COL_RESERVED && nul)
-			n = snprintf(m->pend, sizeof(m->pend), "%snull", first ? "" : ",");
-		else
-			n = snprintf(m->pend, sizeof(m->pend), "%s%lld", first ? "" : ",", (long long)row[col]);
+		n = 0;
+		if (!first)
+			m->pend[n++] = ',';
+		if (col == MEM_COL_RESERVED && nul) {
+			memcpy(m->pend + n, "null", 4);
+			n += 4;
+		} else {
+			n += i64_text(m->pend + n, row[col]);
+		}
 	} else {
 		int col = ++m->col;
 		if (col == MEM_POINT_COLS) {
@@ -342,8 +382,8 @@ int read_memory_text(struct store_reader *r, const char *run, int rank, const ch
 		mem_text_free(m);
 		return rc;
 	}
-	/* a first walk: how many, the window's bounds (as memseries_window), the peak, the gaps */
-	walk_open(&m->w, r, &m->s);
+	/* a first walk: how many, the window's bounds, the peak, the gaps */
+	walk_open(&m->w, r, &m->s, STORE_MEM_ALL);
 	while ((rc = walk_next(&m->w, row, &nul, err)) == 1) {
 		n++;
 		below_start += row[0] <= start_ns;
@@ -357,10 +397,7 @@ int read_memory_text(struct store_reader *r, const char *run, int rank, const ch
 		mem_text_free(m);
 		return rc;
 	}
-	m->to = to_end > 1 ? to_end : (n ? 1 : 0);
-	m->from = below_start > 1 ? below_start - 1 : 0;
-	if (m->to && m->from >= m->to)
-		m->from = m->to - 1;
+	memseries_window(n, below_start, to_end, &m->from, &m->to);
 	mem_head(&a, &m->s, &m->w.st, n, got_peak ? peak : NULL, cycle_gaps, ncycle_gaps,
 		 start_ns != INT64_MIN || end_ns != INT64_MAX ? (long)(m->to - m->from) : -1);
 	o = answer_memory_head(&a);

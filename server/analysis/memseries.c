@@ -64,20 +64,15 @@ void memstitch_free(struct memstitch *m)
 	m->ngaps = 0;
 }
 
-void memseries_window(const int64_t (*row)[MEM_POINT_COLS], size_t n, int64_t start_ns, int64_t end_ns, size_t *w0,
-		      size_t *w1)
+void memseries_window(size_t n, size_t below_start, size_t to_end, size_t *w0, size_t *w1)
 {
-	size_t a = 0, b;
-
-	for (b = n; b > 1 && row[b - 1][0] > end_ns; b--)
-		;
-	while (a + 1 < b && row[a + 1][0] <= start_ns)
-		a++;
-	*w0 = a;
-	*w1 = b;
+	*w1 = to_end > 1 ? to_end : (n ? 1 : 0);
+	*w0 = below_start > 1 ? below_start - 1 : 0;
+	if (*w1 && *w0 >= *w1)
+		*w0 = *w1 - 1;
 }
 
-size_t memseries_downsample(const int64_t (*row)[MEM_POINT_COLS], size_t w0, size_t w1, size_t buckets, size_t *pick)
+size_t memseries_buckets(size_t w0, size_t w1, size_t buckets, size_t *bounds)
 {
 	size_t n = w1 - w0;
 
@@ -86,17 +81,11 @@ size_t memseries_downsample(const int64_t (*row)[MEM_POINT_COLS], size_t w0, siz
 	int ends = buckets < n && buckets >= 3;
 	size_t inner = ends ? buckets - 2 : buckets, from = w0 + (ends ? 1 : 0), span = ends ? n - 2 : n;
 	for (size_t b = 0; b < buckets; b++) {
-		size_t best;
-		if (ends && (b == 0 || b == buckets - 1)) {
-			best = b == 0 ? w0 : w1 - 1;
-		} else {
-			size_t k = ends ? b - 1 : b, lo = from + k * span / inner, hi = from + (k + 1) * span / inner;
-			best = lo;
-			for (size_t i = lo + 1; i < hi; i++)
-				if (row[i][MEM_COL_ALLOCATED] > row[best][MEM_COL_ALLOCATED])
-					best = i;
-		}
-		pick[b] = best;
+		if (ends && (b == 0 || b == buckets - 1))
+			bounds[b] = b == 0 ? w0 : w1 - 1;
+		else
+			bounds[b] = from + (ends ? b - 1 : b) * span / inner;
 	}
+	bounds[buckets] = w1;
 	return buckets;
 }

@@ -43,21 +43,22 @@ int memstitch_point(struct memstitch *m, size_t rec, int64_t row[MEM_POINT_COLS]
 void memstitch_free(struct memstitch *m);
 
 /*
- * The window [start_ns, end_ns] of n points in time order: [*w0, *w1) from the
- * last point at or before start_ns (the state the window opens with) to the
- * last at or before end_ns; at least one point when n > 0.
+ * The window [start_ns, end_ns] of n points in time order, from how many are
+ * at or before start_ns (below_start) and at or before end_ns (to_end):
+ * [*w0, *w1) from the last point at or before start_ns (the state the window
+ * opens with) to the last at or before end_ns; at least one point when n > 0.
  */
-void memseries_window(const int64_t (*row)[MEM_POINT_COLS], size_t n, int64_t start_ns, int64_t end_ns, size_t *w0,
-		      size_t *w1);
+void memseries_window(size_t n, size_t below_start, size_t to_end, size_t *w0, size_t *w1);
 
 /*
- * Which of the points [w0, w1) a chart of at most `buckets` points draws (0:
- * all): consecutive stretches, each drawn by its point of highest allocated
- * (the peak always survives, and every category comes from that same point
- * so the stack stays consistent), the first and last points always kept.
- * Writes the indexes into pick (room for min(buckets, w1 - w0)) and returns
- * how many.
+ * The stretches a chart of at most `buckets` points draws of the points
+ * [w0, w1) (0: all): bucket b is [bounds[b], bounds[b + 1]), drawn by its
+ * point of highest allocated (the first of equal ones), so the peak always
+ * survives and every category comes from that same point (the stack stays
+ * consistent); with 3 buckets or more, the first and last points are
+ * buckets of their own, so a chart spans the series. bounds has room for
+ * min(buckets, w1 - w0) + 1; returns how many buckets.
  */
-size_t memseries_downsample(const int64_t (*row)[MEM_POINT_COLS], size_t w0, size_t w1, size_t buckets, size_t *pick);
+size_t memseries_buckets(size_t w0, size_t w1, size_t buckets, size_t *bounds);
 
 #endif

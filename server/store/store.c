@@ -2614,8 +2614,8 @@ int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *
 	return TP_OK;
 }
 
-int store_mem_points_next(struct store_mem_points *c, int64_t row[MEM_POINT_COLS], uint8_t *reserved_null,
-			  int64_t *seq, struct tp_errbuf *err)
+int store_mem_points_next(struct store_mem_points *c, uint32_t cols, int64_t row[MEM_POINT_COLS],
+			  uint8_t *reserved_null, int64_t *seq, struct tp_errbuf *err)
 {
 	int step = sqlite3_step(c->st);
 
@@ -2624,9 +2624,12 @@ int store_mem_points_next(struct store_mem_points *c, int64_t row[MEM_POINT_COLS
 	if (step != SQLITE_ROW)
 		return db_fail(err, c->r->db, "read memory");
 	for (int k = 0; k < MEM_POINT_COLS; k++)
-		row[k] = sqlite3_column_int64(c->st, k);
-	*reserved_null = sqlite3_column_type(c->st, MEM_COL_RESERVED) == SQLITE_NULL;
-	*seq = sqlite3_column_int64(c->st, MEM_POINT_COLS);
+		if (cols & (1u << k))
+			row[k] = sqlite3_column_int64(c->st, k);
+	if (cols & (1u << MEM_COL_RESERVED))
+		*reserved_null = sqlite3_column_type(c->st, MEM_COL_RESERVED) == SQLITE_NULL;
+	if (cols & STORE_MEM_SEQ)
+		*seq = sqlite3_column_int64(c->st, MEM_POINT_COLS);
 	return 1;
 }
 
@@ -2667,7 +2670,7 @@ static int series_peak(struct store_reader *r, const char *run, const struct ser
 	if ((rc = param_bytes_of(r, run, s->source, &param, err)) ||
 	    (rc = store_mem_points_open(r, s->artifact, s->device, s->peak_seq, &c, err)))
 		return rc;
-	if ((rc = store_mem_points_next(c, row, &nul, &seq, err)) == 1)
+	if ((rc = store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, err)) == 1)
 		mem_split_param(row, param);
 	store_mem_points_close(c);
 	return rc;

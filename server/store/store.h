@@ -304,14 +304,19 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 void store_mem_series_free(struct store_mem_series *s);
 /*
  * A recording's points on device in order, one at a time (only_seq >= 0: that
- * point alone): next gives a row (memmodel.h's MEM_POINT_COLS, as stored),
- * whether its reserved is unknown and its seq: 1, 0 at the end, or a tp_err.
+ * point alone): next gives the columns of a row that cols names (bit k: row[k]
+ * of memmodel.h's MEM_POINT_COLS, as stored; with MEM_COL_RESERVED whether it
+ * is unknown; STORE_MEM_SEQ: the point's seq), the others left as they were:
+ * 1, 0 at the end, or a tp_err. A walk of one column reads only it (a read of
+ * every point walks the series once per column).
  */
+#define STORE_MEM_SEQ (1u << MEM_POINT_COLS)
+#define STORE_MEM_ALL ((1u << (MEM_POINT_COLS + 1)) - 1)
 struct store_mem_points;
 int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
 			  struct store_mem_points **out, struct tp_errbuf *err);
-int store_mem_points_next(struct store_mem_points *c, int64_t row[MEM_POINT_COLS], uint8_t *reserved_null,
-			  int64_t *seq, struct tp_errbuf *err);
+int store_mem_points_next(struct store_mem_points *c, uint32_t cols, int64_t row[MEM_POINT_COLS],
+			  uint8_t *reserved_null, int64_t *seq, struct tp_errbuf *err);
 void store_mem_points_close(struct store_mem_points *c);
 /* What was alive at a recording's peak on device: {category, op, bytes, count} (op null: pre-existing or an export). */
 int store_mem_groups(struct store_reader *r, int64_t artifact, const char *device, struct store_rows *out,

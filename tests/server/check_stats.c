@@ -255,7 +255,7 @@ START_TEST(test_memseries)
 	static const int64_t rec[3][4] = { { 10, 20, 30, 40 }, { 30, 40, 50, 60 }, { 100, 110, 120, -1 } };
 	int64_t kept[16][MEM_POINT_COLS], row[MEM_POINT_COLS];
 	struct memstitch st;
-	size_t n = 0, pick[16];
+	size_t n = 0;
 
 	memstitch_init(&st, 300);
 	for (size_t r = 0; r < 3; r++) {
@@ -290,28 +290,43 @@ START_TEST(test_memseries)
 	ck_assert_uint_eq(st.ngaps, 0);
 	memstitch_free(&st);
 
-	/* downsampling: the ends always, each stretch by its highest allocated */
-	for (size_t i = 0; i < 10; i++)
-		mpoint(kept[i], (int64_t)i, 0, i == 6 ? 500 : (int64_t)i);
-	ck_assert_uint_eq(memseries_downsample((const int64_t (*)[MEM_POINT_COLS])kept, 0, 10, 4, pick), 4);
-	/* inner stretches [1, 5) and [5, 9): 4 and the peak at 6 */
-	ck_assert_uint_eq(pick[0], 0);
-	ck_assert_uint_eq(pick[1], 4);
-	ck_assert_uint_eq(pick[2], 6);
-	ck_assert_uint_eq(pick[3], 9);
-	ck_assert_uint_eq(memseries_downsample((const int64_t (*)[MEM_POINT_COLS])kept, 0, 10, 0, pick), 10);
-	ck_assert_uint_eq(memseries_downsample((const int64_t (*)[MEM_POINT_COLS])kept, 0, 10, 2, pick), 2);
-	ck_assert_uint_eq(pick[1], 6);	/* two stretches, no ends kept apart: [0, 5) and [5, 10) */
-	ck_assert_uint_eq(pick[0], 4);
+	/* a chart's stretches: the ends alone, the inner points shared out */
+	size_t bounds[16], w0, w1;
+	ck_assert_uint_eq(memseries_buckets(0, 10, 4, bounds), 4);
+	/* inner stretches [1, 5) and [5, 9) */
+	ck_assert_uint_eq(bounds[0], 0);
+	ck_assert_uint_eq(bounds[1], 1);
+	ck_assert_uint_eq(bounds[2], 5);
+	ck_assert_uint_eq(bounds[3], 9);
+	ck_assert_uint_eq(bounds[4], 10);
+	ck_assert_uint_eq(memseries_buckets(0, 10, 0, bounds), 10);	/* all */
+	ck_assert_uint_eq(bounds[3], 3);
+	ck_assert_uint_eq(memseries_buckets(0, 10, 50, bounds), 10);
+	/* two stretches, no ends kept apart: [0, 5) and [5, 10) */
+	ck_assert_uint_eq(memseries_buckets(0, 10, 2, bounds), 2);
+	ck_assert_uint_eq(bounds[1], 5);
+	ck_assert_uint_eq(bounds[2], 10);
+	/* a window's points: 3 of 10 from 20 */
+	ck_assert_uint_eq(memseries_buckets(20, 23, 3, bounds), 3);
+	ck_assert_uint_eq(bounds[0], 20);
+	ck_assert_uint_eq(bounds[1], 21);
+	ck_assert_uint_eq(bounds[2], 22);
+	ck_assert_uint_eq(bounds[3], 23);
+	ck_assert_uint_eq(memseries_buckets(5, 5, 7, bounds), 0);
 
-	/* a window opens with the state before it and ends at the last point at or before its end */
-	size_t w0, w1;
-	memseries_window((const int64_t (*)[MEM_POINT_COLS])kept, 10, 3, 7, &w0, &w1);
+	/* a window opens with the state before it and ends at the last point at or before its end:
+	 * times 0..9, [3, 7]: 4 at or before 3, 8 at or before 7 */
+	memseries_window(10, 4, 8, &w0, &w1);
 	ck_assert_uint_eq(w0, 3);
 	ck_assert_uint_eq(w1, 8);
-	memseries_window((const int64_t (*)[MEM_POINT_COLS])kept, 10, INT64_MIN, -1, &w0, &w1);
+	memseries_window(10, 0, 0, &w0, &w1);	/* before the first point: the first alone */
 	ck_assert_uint_eq(w0, 0);
 	ck_assert_uint_eq(w1, 1);
+	memseries_window(10, 10, 10, &w0, &w1);	/* after the last: the last alone */
+	ck_assert_uint_eq(w0, 9);
+	ck_assert_uint_eq(w1, 10);
+	memseries_window(0, 0, 0, &w0, &w1);
+	ck_assert_uint_eq(w1, 0);
 }
 END_TEST
 

@@ -101,6 +101,7 @@ def main():
     ap.add_argument("--chunk-mb", type=float, default=1.0)
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
     ap.add_argument("--poll-s", type=float, default=1.0)
+    ap.add_argument("--no-follow", action="store_true", help="skip the ?wait=0 phase (a server before it)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="chunks-bench-")
     srv = None
@@ -155,15 +156,16 @@ def main():
         t_live_read = time.monotonic() - t1
         # and as the run page follows a run now: reads that do not wait (?wait=0), the rank derived
         # in the background, then how long after the last chunk the analysis caught up
-        t_follow, freads = uploads_watched(base, bodies, "follow", "/steps?wait=0", args.poll_s)
-        t1 = time.monotonic()
-        while json.loads(get(base, "/api/v1/runs/follow"))["run"]["analysis_pending"]:
-            get(base, "/api/v1/runs/follow/ranks?wait=0")
-            time.sleep(0.05)
-        t_caught = time.monotonic() - t1
+        if not args.no_follow:
+            t_follow, freads = uploads_watched(base, bodies, "follow", "/steps?wait=0", args.poll_s)
+            t1 = time.monotonic()
+            while json.loads(get(base, "/api/v1/runs/follow"))["run"]["analysis_pending"]:
+                get(base, "/api/v1/runs/follow/ranks?wait=0")
+                time.sleep(0.05)
+            t_caught = time.monotonic() - t1
         mib = len(whole) / 1048576
-        same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}") ==
-                   get(base, f"/api/v1/runs/live/{p}") == get(base, f"/api/v1/runs/follow/{p}")
+        runs = ["whole", "chunks", "live"] + ([] if args.no_follow else ["follow"])
+        same = all(len({get(base, f"/api/v1/runs/{r}/{p}") for r in runs}) == 1
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
         print(f"trace: {mib:.1f} MiB, {made.get('events', '?')} events; "
@@ -178,10 +180,11 @@ def main():
         print(f"with a reader every {args.poll_s:g} s: uploads {t_live:.2f} s, then a read {t_live_read:.2f} s; "
               f"{len(reads)} reads, slowest {max(reads, default=0):.2f} s, median "
               f"{sorted(reads)[len(reads) // 2] if reads else 0:.2f} s")
-        print(f"with a reader every {args.poll_s:g} s that does not wait (?wait=0): uploads {t_follow:.2f} s; "
-              f"{len(freads)} reads, slowest {max(freads, default=0):.3f} s, median "
-              f"{sorted(freads)[len(freads) // 2] if freads else 0:.3f} s; analysed {t_caught:.2f} s after the last chunk")
-        print(f"steps, ops, kernels of the four runs the same bytes: {same}")
+        if not args.no_follow:
+            print(f"with a reader every {args.poll_s:g} s that does not wait (?wait=0): uploads {t_follow:.2f} s; "
+                  f"{len(freads)} reads, slowest {max(freads, default=0):.3f} s, median "
+                  f"{sorted(freads)[len(freads) // 2] if freads else 0:.3f} s; analysed {t_caught:.2f} s after the last chunk")
+        print(f"steps, ops, kernels of the {len(runs)} runs the same bytes: {same}")
     finally:
         if srv:
             srv.terminate()

@@ -925,6 +925,10 @@ async function main() {
 	await expect('GET', '/api/v1/runs/v100/ops?sort=bogus', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/kernels?kind=bogus', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/steps?format=xml', 400, 'error');
+	await expect('GET', '/api/v1/runs/v100/steps?wait=2', 400, 'error');
+	// without waiting for an analysis: the same answers' shapes
+	for (const ep of ['steps', 'ops', 'memory', 'timeline', 'diagnosis'])
+		await expect('GET', `/api/v1/runs/v100/${ep}?wait=0`, 200, ep);
 	await expect('GET', '/api/v1/runs/v100/steps?rank=65536', 400, 'error');
 	await expect('GET', '/api/v1/runs/v100/steps?rank=7', 404, 'error');
 	await expect('GET', '/api/v1/runs/v100/memory?format=csv', 400, 'error');

@@ -250,6 +250,99 @@ START_TEST(test_reads)
 }
 END_TEST
 
+
+/* The length of run m's every-point memory stream, read whole. */
+static size_t stream_len(struct store *st)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_reader *r;
+	struct mem_text *m;
+	char buf[4096];
+	size_t got = 0, g;
+
+	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
+	ck_assert_int_eq(read_memory_text(r, "m", -1, NULL, INT64_MIN, INT64_MAX, NULL, 0, &m, &err), 0);
+	while ((g = mem_text_read(m, buf, sizeof(buf))))
+		got += g;
+	ck_assert(!mem_text_failed(m));
+	mem_text_free(m);
+	return got;
+}
+
+/*
+ * The memory reads of a snapshot (a timeline and segments): every allocation
+ * failure gives NULL and an error, or for the every-point stream an answer
+ * cut short and said failed, never a crash, a leak or a half answer.
+ */
+START_TEST(test_memory_reads)
+{
+	char *dir = scratch_dir(), db[512], *path = tu_fixture("memory/cs336_memory_snapshot.pickle");
+	struct tp_errbuf err = { 0 };
+	struct ingest_request req = { .run = "m", .rank = 0, .name = "s.pickle" };
+	struct ingest_result res;
+	struct store *st;
+	struct store_reader *r;
+	size_t len, whole = 0;
+	uint8_t *data = tu_read_file(path, &len);
+	long n, refused = 1;
+	char buf[4096];
+
+	snprintf(db, sizeof(db), "%s/m.db", dir);
+	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	ingest_buffer(st, NULL, &req, data, len, &res);
+	ck_assert_int_eq(res.rc, 0);
+	whole = stream_len(st);
+	ck_assert_uint_gt(whole, 1000);
+	for (n = 0; n < MAX_N && refused; n++) {
+		json_t *j[5] = { NULL };
+		struct mem_text *m = NULL;
+		size_t got = 0, k;
+		int ok = 1, failed = 1;
+		memset(&err, 0, sizeof(err));
+		tp_alloc_fail_after(n);
+		if (store_reader_open(st, &r, &err) == TP_OK) {
+			j[0] = read_memory(r, "m", -1, NULL, 12, INT64_MIN, INT64_MAX, NULL, 0, &err);
+			j[1] = read_memory(r, "m", -1, NULL, 0, 0, INT64_MAX - 1, NULL, 0, &err);
+			j[2] = read_memory_peak(r, "m", -1, NULL, &err);
+			j[3] = read_segments(r, "m", -1, NULL, 0, &err);
+			j[4] = read_runs(r, &err);
+			store_reader_close(r);
+		}
+		/* the stream owns its reader */
+		if (store_reader_open(st, &r, &err) == TP_OK &&
+		    read_memory_text(r, "m", -1, NULL, INT64_MIN, INT64_MAX, NULL, 0, &m, &err) == TP_OK) {
+			size_t g;
+			while ((g = mem_text_read(m, buf, sizeof(buf))))
+				got += g;
+			failed = mem_text_failed(m);
+			mem_text_free(m);
+		}
+		refused = tp_alloc_failures();
+		tp_alloc_fail_after(-1);
+		for (k = 0; k < 5; k++)
+			ok &= j[k] != NULL;
+		/* a stream that ends without saying it failed is whole */
+		if (!failed)
+			ck_assert_uint_eq(got, whole);
+		if (!refused) {
+			ck_assert(ok);
+			ck_assert(!failed);
+			ck_assert_int_eq(json_integer_value(json_object_get(j[0], "points_total")),
+					 json_integer_value(json_object_get(j[1], "points_total")));
+			ck_assert_uint_eq(json_array_size(json_object_get(j[0], "t_ns")), 12);
+		}
+		for (k = 0; k < 5; k++)
+			json_decref(j[k]);
+	}
+	ck_assert_int_gt(n, 20);
+	store_close(st);
+	tu_rmtree(dir);
+	free(dir);
+	free(data);
+	free(path);
+}
+END_TEST
+
 /*
  * Disk full: write, truncate or sync N fails, for N = 0, 1, 2 ... through an
  * ingest. A clean storage error, the database whole, nothing half-written,
@@ -380,6 +473,7 @@ Suite *suite_alloc(void)
 	tcase_add_test(tc, test_ingest_snapshot);
 	tcase_add_test(tc, test_failed_parse);
 	tcase_add_test(tc, test_reads);
+	tcase_add_test(tc, test_memory_reads);
 	tcase_add_test(tc, test_ingest_disk_full);
 	tcase_add_test(tc, test_settle);
 	suite_add_tcase(s, tc);

@@ -20,6 +20,7 @@ const char *tp_strerror(int rc)
 	case TP_ERR_DB: return "database_error";
 	case TP_ERR_UNSUPPORTED: return "unsupported";
 	case TP_ERR_CONFLICT: return "conflict";
+	case TP_ERR_UNAVAILABLE: return "unavailable";
 	}
 	return "error";
 }

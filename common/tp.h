@@ -23,6 +23,7 @@ enum tp_err {
 	TP_ERR_DB = -6,
 	TP_ERR_UNSUPPORTED = -7,	/* well-formed but not something we take */
 	TP_ERR_CONFLICT = -8,
+	TP_ERR_UNAVAILABLE = -9,	/* a service we need (the database server) is down: try again */
 };
 
 /* A short machine-readable name ("invalid", "too_big", ...). */

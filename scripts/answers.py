@@ -3,7 +3,7 @@
 guard of refactors that must not change a byte (capture before, diff after),
 and of a second store engine that must answer as the first.
 
-  scripts/answers.py OUTDIR [--server build/trainscope-server]
+  scripts/answers.py OUTDIR [--server build/trainscope-server] [--db postgresql://...]
   diff -r BEFORE AFTER
 
 Uploads traces (one whole, one cut in three chunks, a 2-rank pair), a memory
@@ -100,11 +100,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
+    ap.add_argument("--db", help="the server's --db (default: a new SQLite file); a PostgreSQL URI must name an empty database")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="answers-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([a.server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
+    srv = subprocess.Popen([a.server, "--listen", f"127.0.0.1:{port}", "--db", a.db or os.path.join(work, "t.db"),
                             "--log-level", "warn"], stdout=subprocess.DEVNULL)
     try:
         for _ in range(300):

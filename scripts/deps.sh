@@ -2,7 +2,7 @@
 # Installs, on Debian 12, the packages Trainscope builds and tests with,
 # skipping those already there. Needs root (or sudo) only when something is missing.
 set -eu
-pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev zlib1g-dev \
+pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev \
 libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium python3 curl"
 missing=""
 for p in $pkgs; do

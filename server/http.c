@@ -115,6 +115,7 @@ unsigned http_status_of(int rc)
 	case TP_ERR_TOOBIG: return 413;
 	case TP_ERR_UNSUPPORTED: return 422;
 	case TP_ERR_NOMEM: return 503;
+	case TP_ERR_UNAVAILABLE: return 503;
 	case TP_ERR_IO: return 507;
 	default: return 500;
 	}

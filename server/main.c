@@ -19,6 +19,7 @@
 #include "http.h"
 #include "pipeline/ingest.h"
 #include "port.h"
+#include "store/db.h"
 
 #define LOG_PREFIX "main"
 
@@ -30,7 +31,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: trainscope-server [options]\n"
 		"  --listen HOST:PORT     address to serve on (default " DEFAULT_LISTEN "; port 0 = any free)\n"
-		"  --db PATH              SQLite database, created if missing (default " DEFAULT_DB ")\n"
+		"  --db PATH|URI          SQLite database file, created if missing (default " DEFAULT_DB "),\n"
+		"                         or a PostgreSQL connection URI (postgresql://...), which\n"
+		"                         several servers may share; TRAINSCOPE_DB sets the default\n"
 		"  --token-file FILE      tokens, one per line (at most 32, 16 to 512 characters,\n"
 		"                         '#' comments): a line 'TOKEN' is a write token, uploads\n"
 		"                         then need 'Authorization: Bearer TOKEN'; a line\n"
@@ -132,6 +135,8 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int c, sig;
 
+	if (getenv("TRAINSCOPE_DB") && *getenv("TRAINSCOPE_DB"))
+		cfg.db_path = getenv("TRAINSCOPE_DB");
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
@@ -218,15 +223,18 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	make_parent(cfg.db_path);
+	if (!db_is_postgres(cfg.db_path))
+		make_parent(cfg.db_path);
 	if (server_start(&cfg, &srv, &err)) {
 		fprintf(stderr, "trainscope-server: %s\n", err.msg);
 		return 1;
 	}
 	{
 		const char *colon = strrchr(cfg.listen, ':');
+		/* a URI may hold a password: only its engine is printed */
 		printf("trainscope-server listening on http://%.*s:%u (database %s)\n",
-		       (int)(colon - cfg.listen), cfg.listen, server_port(srv), cfg.db_path);
+		       (int)(colon - cfg.listen), cfg.listen, server_port(srv),
+		       db_is_postgres(cfg.db_path) ? "PostgreSQL" : cfg.db_path);
 		fflush(stdout);
 	}
 	tp_info("serving; SIGINT or SIGTERM stops");

@@ -23,13 +23,13 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "store/db.h"
 #include "store/evpack.h"
 #include "store/store.h"
 #include "utf8.h"
@@ -52,7 +52,7 @@ extern const int store_nmigrations;
 struct store {
 	char *path;
 	pthread_mutex_t mu;		/* guards idle */
-	sqlite3 *idle[READER_POOL];
+	struct db *idle[READER_POOL];
 	int nidle;
 	struct store_writer *widle[WRITER_POOL];	/* writers closed with no transaction open, kept warm */
 	int nwidle;
@@ -68,8 +68,8 @@ enum wstmt { W_BLOCK, W_STR, W_RAW, W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT };
 
 struct store_writer {
 	struct store *store;
-	sqlite3 *db;
-	sqlite3_stmt *st[W_NSTMT];
+	struct db *db;
+	struct db_stmt *st[W_NSTMT];
 	uint32_t next_block;	/* of the artifact being written */
 	uint8_t *pack;		/* evpack buffer */
 	size_t pack_cap;
@@ -83,400 +83,55 @@ static void diag_lent_clear(struct store_reader *r);
 
 struct store_reader {
 	struct store *store;
-	sqlite3 *db;
-	sqlite3_stmt *raw;	/* kept for chunk-by-chunk reads */
+	struct db *db;
+	struct db_stmt *raw;	/* kept for chunk-by-chunk reads */
 	struct canary_metrics canary;	/* what store_diag_input lends (diag_input.canary) */
 	struct diag_action *actions;	/* and diag_input.actions, their names after them */
 	size_t nactions;
 	struct diag_gpu *gpus;		/* and diag_input.gpus */
 };
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-/* SQLite's allocator interface, on top of ours (alloc.h), so tests can fail allocation N */
-static void *sq_malloc(int n)
+static int db_fail(struct tp_errbuf *err, struct db *db, const char *what)
 {
-	return tp_malloc((size_t)n);
-}
-
-static void *sq_realloc(void *p, int n)
-{
-	return tp_realloc(p, (size_t)n);
-}
-
-static int sq_size(void *p)
-{
-	return p ? (int)malloc_usable_size(p) : 0;
-}
-
-static int sq_roundup(int n)
-{
-	return (n + 7) & ~7;
-}
-
-static int sq_init(void *app)
-{
-	(void)app;
-	return SQLITE_OK;
-}
-
-static void sq_shutdown(void *app)
-{
-	(void)app;
-}
-
-/*
- * I/O faults for tests (store_fail_io_after): a VFS over the default one,
- * used by every connection, whose writes, truncates and syncs fail from the
- * n-th on, as a full disk would. Off, it costs one atomic load per write.
- */
-static sqlite3_vfs *base_vfs;
-static sqlite3_vfs fault_vfs;
-static atomic_long io_countdown = -1;
-static atomic_long io_failures;
-
-struct fault_file {
-	sqlite3_file base;
-	sqlite3_file *real;	/* the base VFS's file, allocated right after this struct */
-};
-
-static int io_refuse(void)
-{
-	long left = atomic_load_explicit(&io_countdown, memory_order_relaxed);
-
-	if (left < 0)
-		return 0;
-	if (left == 0 || atomic_fetch_sub(&io_countdown, 1) <= 0) {
-		atomic_store(&io_countdown, 0);
-		atomic_fetch_add(&io_failures, 1);
-		return 1;
-	}
-	return 0;
-}
-
-void store_fail_io_after(long n)
-{
-	atomic_store(&io_failures, 0);
-	atomic_store(&io_countdown, n < 0 ? -1 : n);
-}
-
-long store_io_failures(void)
-{
-	return atomic_load(&io_failures);
-}
-
-#define REAL(f) (((struct fault_file *)(f))->real)
-
-static int f_close(sqlite3_file *f)
-{
-	int rc = REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
-	return rc;
-}
-static int f_read(sqlite3_file *f, void *b, int n, sqlite3_int64 off)
-{
-	return REAL(f)->pMethods->xRead(REAL(f), b, n, off);
-}
-static int f_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 off)
-{
-	return io_refuse() ? SQLITE_FULL : REAL(f)->pMethods->xWrite(REAL(f), b, n, off);
-}
-static int f_truncate(sqlite3_file *f, sqlite3_int64 size)
-{
-	return io_refuse() ? SQLITE_IOERR_TRUNCATE : REAL(f)->pMethods->xTruncate(REAL(f), size);
-}
-static int f_sync(sqlite3_file *f, int flags)
-{
-	return io_refuse() ? SQLITE_IOERR_FSYNC : REAL(f)->pMethods->xSync(REAL(f), flags);
-}
-static int f_size(sqlite3_file *f, sqlite3_int64 *size)
-{
-	return REAL(f)->pMethods->xFileSize(REAL(f), size);
-}
-static int f_lock(sqlite3_file *f, int l)
-{
-	return REAL(f)->pMethods->xLock(REAL(f), l);
-}
-static int f_unlock(sqlite3_file *f, int l)
-{
-	return REAL(f)->pMethods->xUnlock(REAL(f), l);
-}
-static int f_check_lock(sqlite3_file *f, int *out)
-{
-	return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
-}
-static int f_control(sqlite3_file *f, int op, void *arg)
-{
-	return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
-}
-static int f_sector(sqlite3_file *f)
-{
-	return REAL(f)->pMethods->xSectorSize(REAL(f));
-}
-static int f_device(sqlite3_file *f)
-{
-	return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
-}
-static int f_shm_map(sqlite3_file *f, int pg, int sz, int extend, void volatile **p)
-{
-	return REAL(f)->pMethods->xShmMap(REAL(f), pg, sz, extend, p);
-}
-static int f_shm_lock(sqlite3_file *f, int off, int n, int flags)
-{
-	return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
-}
-static void f_shm_barrier(sqlite3_file *f)
-{
-	REAL(f)->pMethods->xShmBarrier(REAL(f));
-}
-static int f_shm_unmap(sqlite3_file *f, int del)
-{
-	return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
-}
-static int f_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **p)
-{
-	return REAL(f)->pMethods->xFetch(REAL(f), off, n, p);
-}
-static int f_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
-{
-	return REAL(f)->pMethods->xUnfetch(REAL(f), off, p);
-}
-
-static const sqlite3_io_methods fault_methods = {
-	3, f_close, f_read, f_write, f_truncate, f_sync, f_size, f_lock, f_unlock, f_check_lock,
-	f_control, f_sector, f_device, f_shm_map, f_shm_lock, f_shm_barrier, f_shm_unmap, f_fetch,
-	f_unfetch,
-};
-
-static int f_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *out_flags)
-{
-	struct fault_file *ff = (struct fault_file *)file;
-	int rc;
-
-	(void)vfs;
-	ff->real = (sqlite3_file *)(ff + 1);
-	rc = base_vfs->xOpen(base_vfs, name, ff->real, flags, out_flags);
-	/* xClose is called even when xOpen fails, as long as pMethods is set */
-	ff->base.pMethods = &fault_methods;
-	return rc;
-}
-
-static int f_delete(sqlite3_vfs *v, const char *name, int sync)
-{
-	(void)v;
-	return base_vfs->xDelete(base_vfs, name, sync);
-}
-static int f_access(sqlite3_vfs *v, const char *name, int flags, int *out)
-{
-	(void)v;
-	return base_vfs->xAccess(base_vfs, name, flags, out);
-}
-static int f_fullpath(sqlite3_vfs *v, const char *name, int n, char *out)
-{
-	(void)v;
-	return base_vfs->xFullPathname(base_vfs, name, n, out);
-}
-static int f_random(sqlite3_vfs *v, int n, char *out)
-{
-	(void)v;
-	return base_vfs->xRandomness(base_vfs, n, out);
-}
-static int f_sleep(sqlite3_vfs *v, int us)
-{
-	(void)v;
-	return base_vfs->xSleep(base_vfs, us);
-}
-static int f_time(sqlite3_vfs *v, sqlite3_int64 *out)
-{
-	(void)v;
-	return base_vfs->xCurrentTimeInt64(base_vfs, out);
-}
-static int f_time_d(sqlite3_vfs *v, double *out)
-{
-	(void)v;
-	return base_vfs->xCurrentTime(base_vfs, out);
-}
-static void *f_dlopen(sqlite3_vfs *v, const char *name)
-{
-	(void)v;
-	return base_vfs->xDlOpen(base_vfs, name);
-}
-static void f_dlerror(sqlite3_vfs *v, int n, char *out)
-{
-	(void)v;
-	base_vfs->xDlError(base_vfs, n, out);
-}
-static void (*f_dlsym(sqlite3_vfs *v, void *h, const char *sym))(void)
-{
-	(void)v;
-	return base_vfs->xDlSym(base_vfs, h, sym);
-}
-static void f_dlclose(sqlite3_vfs *v, void *h)
-{
-	(void)v;
-	base_vfs->xDlClose(base_vfs, h);
-}
-static int f_last_error(sqlite3_vfs *v, int n, char *out)
-{
-	(void)v;
-	return base_vfs->xGetLastError(base_vfs, n, out);
-}
-
-static void register_fault_vfs(void)
-{
-	base_vfs = sqlite3_vfs_find(NULL);
-	fault_vfs = (sqlite3_vfs){
-		.iVersion = 2,
-		.szOsFile = (int)sizeof(struct fault_file) + base_vfs->szOsFile,
-		.mxPathname = base_vfs->mxPathname,
-		.zName = "trainscope",
-		.xOpen = f_open,
-		.xDelete = f_delete,
-		.xAccess = f_access,
-		.xFullPathname = f_fullpath,
-		.xRandomness = f_random,
-		.xSleep = f_sleep,
-		.xCurrentTime = f_time_d,
-		.xDlOpen = f_dlopen,
-		.xDlError = f_dlerror,
-		.xDlSym = f_dlsym,
-		.xDlClose = f_dlclose,
-		.xGetLastError = f_last_error,
-		.xCurrentTimeInt64 = f_time,
-	};
-	sqlite3_vfs_register(&fault_vfs, 1);	/* the default for every connection */
-}
-
-static void global_init(void)
-{
-	static const sqlite3_mem_methods mem = { sq_malloc, tp_free, sq_realloc, sq_size, sq_roundup,
-						 sq_init, sq_shutdown, NULL };
-
-	tp_alloc_install();
-	sqlite3_config(SQLITE_CONFIG_MALLOC, &mem);	/* before SQLite initializes */
-	/* no global memory statistics: they take a mutex on every allocation */
-	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-	sqlite3_initialize();
-	register_fault_vfs();
-}
-
-static int db_fail(struct tp_errbuf *err, sqlite3 *db, const char *what)
-{
-	int code = db ? sqlite3_errcode(db) : SQLITE_ERROR;
-
-	tp_err("%s: %s", what, db ? sqlite3_errmsg(db) : "no connection");
-	if (code == SQLITE_FULL || code == SQLITE_IOERR)
-		return tp_fail(err, TP_ERR_IO, "storage_error", "%s: %s", what, sqlite3_errstr(code));
-	return tp_fail(err, TP_ERR_DB, "database_error", "%s: %s", what, sqlite3_errstr(code));
-}
-
-static int exec(sqlite3 *db, const char *sql, struct tp_errbuf *err)
-{
-	char *msg = NULL;
-
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int rc = db_fail(err, db, msg ? msg : "exec");
-		sqlite3_free(msg);
-		return rc;
-	}
-	return TP_OK;
-}
-
-/*
- * SUM() over integers, saturated at the int64 range instead of failing with
- * "integer overflow": a run's durations and sizes come from its uploads, and
- * no accepted upload may make a later read fail. It replaces SQLite's own
- * sum() on every connection; over reals (or a mix) it is their double sum,
- * as sum() is. Aggregate only: a window SUM() OVER (...) would need xInverse.
- */
-struct sat_sum {
-	int64_t i;
-	double d;
-	int any, real;
-};
-
-static void sat_sum_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-	struct sat_sum *a = sqlite3_aggregate_context(ctx, (int)sizeof(*a));
-
-	(void)argc;
-	if (!a) {
-		sqlite3_result_error_nomem(ctx);
-		return;
-	}
-	switch (sqlite3_value_numeric_type(argv[0])) {
-	case SQLITE_NULL:
-		return;
-	case SQLITE_INTEGER:
-		a->i = tp_sat_add(a->i, sqlite3_value_int64(argv[0]));
-		break;
+	tp_err("%s: %s", what, db ? db_errmsg(db) : "no connection");
+	switch (db ? db_errkind(db) : DB_ERR_OTHER) {
+	case DB_ERR_IO:
+		return tp_fail(err, TP_ERR_IO, "storage_error", "%s: %s", what, db_errstr(db));
+	case DB_ERR_UNAVAILABLE:
+		return tp_fail(err, TP_ERR_UNAVAILABLE, "database_unavailable", "%s: database unavailable", what);
 	default:
-		a->real = 1;
-		break;
+		return tp_fail(err, TP_ERR_DB, "database_error", "%s: %s", what, db ? db_errstr(db) : "no connection");
 	}
-	a->d += sqlite3_value_double(argv[0]);
-	a->any = 1;
 }
 
-static void sat_sum_final(sqlite3_context *ctx)
+static int exec(struct db *db, const char *sql, struct tp_errbuf *err)
 {
-	struct sat_sum *a = sqlite3_aggregate_context(ctx, 0);
-
-	if (!a || !a->any)
-		sqlite3_result_null(ctx);
-	else if (a->real)
-		sqlite3_result_double(ctx, a->d);
-	else
-		sqlite3_result_int64(ctx, a->i);
+	return db_exec(db, sql) ? db_fail(err, db, "exec") : TP_OK;
 }
 
-static int db_connect(const char *path, int flags, sqlite3 **out, struct tp_errbuf *err)
+static int migrate(struct db *db, struct tp_errbuf *err)
 {
-	sqlite3 *db = NULL;
+	int version = db_schema_version(db), i;
 
-	pthread_once(&global_once, global_init);
-	if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
-		int rc = tp_fail(err, TP_ERR_IO, "storage_error", "cannot open database %s: %s", path,
-				 db ? sqlite3_errmsg(db) : "out of memory");
-		sqlite3_close(db);
-		return rc;
-	}
-	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
-	sqlite3_extended_result_codes(db, 0);
-	if (sqlite3_create_function(db, "sum", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL, sat_sum_step,
-				    sat_sum_final) != SQLITE_OK) {
-		int rc = db_fail(err, db, "register sum()");
-		sqlite3_close(db);
-		return rc;
-	}
-	if (exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;", err)) {
-		sqlite3_close(db);
-		return TP_ERR_DB;
-	}
-	*out = db;
-	return TP_OK;
-}
-
-static int migrate(sqlite3 *db, struct tp_errbuf *err)
-{
-	sqlite3_stmt *st;
-	int version = 0, i;
-
-	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+	if (version < 0)
 		return db_fail(err, db, "read schema version");
-	if (sqlite3_step(st) == SQLITE_ROW)
-		version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
 	if (version > store_nmigrations)
 		return tp_fail(err, TP_ERR_DB, "database_error",
 			       "the database has schema version %d, newer than this server's %d",
 			       version, store_nmigrations);
 	for (i = version; i < store_nmigrations; i++) {
-		char bump[64];
-		snprintf(bump, sizeof(bump), "PRAGMA user_version=%d;", i + 1);
-		if (exec(db, "BEGIN IMMEDIATE", err))
+		if (exec(db, "BEGIN IMMEDIATE", err) || (db_begin_write(db) && db_fail(err, db, "lock")))
 			return TP_ERR_DB;
-		if (exec(db, store_migrations[i], err) || exec(db, bump, err)) {
-			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		/* another server may have applied it while this one waited for the lock */
+		if ((version = db_schema_version(db)) > i) {
+			if (exec(db, "COMMIT", err))
+				return TP_ERR_DB;
+			i = version - 1;
+			continue;
+		}
+		if (db_migrate(db, i + 1, store_migrations[i])) {
+			db_fail(err, db, "migrate");
+			db_exec(db, "ROLLBACK");
 			return TP_ERR_DB;
 		}
 		if (exec(db, "COMMIT", err))
@@ -487,22 +142,22 @@ static int migrate(sqlite3 *db, struct tp_errbuf *err)
 }
 
 /* Rows of every per-artifact table, except (keep_raw) the raw bytes. */
-static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
+static int delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
 {
 	static const char *const tables[] = { "event_blocks", "strings", "raw_chunks" };
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	char sql[128];
 	size_t i;
 
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]) - (keep_raw ? 1 : 0); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key BETWEEN ?1 AND ?2", tables[i]);
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		if (db_prepare(db, sql, 0, &st) != DB_OK)
 			return db_fail(err, db, "prepare delete");
-		sqlite3_bind_int64(st, 1, artifact << 32);
-		sqlite3_bind_int64(st, 2, (artifact << 32) | 0xffffffffLL);
-		int r = sqlite3_step(st);
-		sqlite3_finalize(st);
-		if (r != SQLITE_DONE)
+		db_bind_int64(st, 1, artifact << 32);
+		db_bind_int64(st, 2, (artifact << 32) | 0xffffffffLL);
+		int r = db_step(st);
+		db_finalize(st);
+		if (r != DB_DONE)
 			return db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
@@ -511,29 +166,29 @@ static int delete_rows(sqlite3 *db, int64_t artifact, int keep_raw, struct tp_er
 					     "canary_metrics", "canary_ops" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
-		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		if (db_prepare(db, sql, 0, &st) != DB_OK)
 			return db_fail(err, db, "prepare delete");
-		sqlite3_bind_int64(st, 1, artifact);
-		int r = sqlite3_step(st);
-		sqlite3_finalize(st);
-		if (r != SQLITE_DONE)
+		db_bind_int64(st, 1, artifact);
+		int r = db_step(st);
+		db_finalize(st);
+		if (r != DB_DONE)
 			return db_fail(err, db, "delete rows");
 	}
 	return TP_OK;
 }
 
-static int drop_artifact(sqlite3 *db, int64_t artifact, struct tp_errbuf *err)
+static int drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int rc;
 
 	if ((rc = delete_rows(db, artifact, 0, err)))
 		return rc;
-	if (sqlite3_prepare_v2(db, "DELETE FROM artifacts WHERE id=?1", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(db, "DELETE FROM artifacts WHERE id=?1", 0, &st) != DB_OK)
 		return db_fail(err, db, "prepare delete");
-	sqlite3_bind_int64(st, 1, artifact);
-	rc = sqlite3_step(st) == SQLITE_DONE ? TP_OK : db_fail(err, db, "delete artifact");
-	sqlite3_finalize(st);
+	db_bind_int64(st, 1, artifact);
+	rc = db_step(st) == DB_DONE ? TP_OK : db_fail(err, db, "delete artifact");
+	db_finalize(st);
 	return rc;
 }
 
@@ -543,29 +198,33 @@ static const char empty_runs_sql[] =
 	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id)";
 
 /* Interrupted ingests: see the top of store.h. */
-static int recover(sqlite3 *db, struct tp_errbuf *err)
+static int recover(struct db *db, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int64_t ids[256];
 	int n, i, rc = TP_OK, total = 0;
 
 	do {
-		if (sqlite3_prepare_v2(db, "SELECT id FROM artifacts WHERE status='ingesting' LIMIT 256",
-				       -1, &st, NULL) != SQLITE_OK)
+		if (db_prepare(db, "SELECT id FROM artifacts WHERE status='ingesting' LIMIT 256", 0, &st) != DB_OK)
 			return db_fail(err, db, "recover");
-		for (n = 0; n < 256 && sqlite3_step(st) == SQLITE_ROW; n++)
-			ids[n] = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
+		for (n = 0; n < 256 && db_step(st) == DB_ROW; n++)
+			ids[n] = db_column_int64(st, 0);
+		db_finalize(st);
 		if (!n)
 			break;
 		if ((rc = exec(db, "BEGIN IMMEDIATE", err)))
 			return rc;
+		if (db_begin_write(db)) {
+			rc = db_fail(err, db, "lock");
+			db_exec(db, "ROLLBACK");
+			return rc;
+		}
 		for (i = 0; i < n && !rc; i++)
 			rc = drop_artifact(db, ids[i], err);
 		if (!rc)
 			rc = exec(db, empty_runs_sql, err);
 		if (rc) {
-			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			db_exec(db, "ROLLBACK");
 			return rc;
 		}
 		if ((rc = exec(db, "COMMIT", err)))
@@ -580,15 +239,12 @@ static int recover(sqlite3 *db, struct tp_errbuf *err)
 int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 {
 	struct store *st = NULL;
-	sqlite3 *db = NULL;
+	struct db *db = NULL;
 	int rc;
 
-	if ((rc = db_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			  &db, err)))
+	if ((rc = db_open(path, DB_OPEN_CREATE, &db, err)))
 		return rc;
-	/* page_size only takes effect before the first table exists */
-	if ((rc = exec(db, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;", err)) ||
-	    (rc = migrate(db, err)) || (rc = recover(db, err)))
+	if ((rc = migrate(db, err)) || (rc = recover(db, err)))
 		goto out;
 	st = tp_calloc(1, sizeof(*st));
 	if (st) {
@@ -606,25 +262,25 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 	}
 	*out = st;
 out:
-	sqlite3_close(db);
+	db_close(db);
 	return rc;
 }
 
 void store_close(struct store *st)
 {
-	sqlite3 *db;
+	struct db *db;
 
 	if (!st)
 		return;
 	while (st->nidle)
-		sqlite3_close(st->idle[--st->nidle]);
+		db_close(st->idle[--st->nidle]);
 	while (st->nwidle)
 		writer_free(st->widle[--st->nwidle]);
 	pthread_mutex_destroy(&st->mu);
 	/* fold the WAL back into the main file so the database is one file at rest */
-	if (db_connect(st->path, SQLITE_OPEN_READWRITE, &db, NULL) == TP_OK) {
-		sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
-		sqlite3_close(db);
+	if (db_open(st->path, 0, &db, NULL) == TP_OK) {
+		db_checkpoint(db);
+		db_close(db);
 	}
 	tp_free(st->path);
 	tp_free(st);
@@ -679,7 +335,7 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	if (!(w = tp_calloc(1, sizeof(*w))))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	w->store = st;
-	if ((rc = db_connect(st->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, &w->db, err)))
+	if ((rc = db_open(st->path, 0, &w->db, err)))
 		goto fail;
 	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data)"
 			      " VALUES(?,?,?,?,?,?,?)");
@@ -693,8 +349,8 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			goto fail;
 		}
-		if (sqlite3_prepare_v3(w->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i], NULL) !=
-		    SQLITE_OK) {
+		if (db_prepare(w->db, sql[i], 1, &w->st[i]) !=
+		    DB_OK) {
 			rc = db_fail(err, w->db, "prepare");
 			goto fail;
 		}
@@ -718,13 +374,13 @@ static void writer_free(struct store_writer *w)
 	if (!w)
 		return;
 	if (w->as_reader) {
-		sqlite3_finalize(w->as_reader->raw);
+		db_finalize(w->as_reader->raw);
 		canary_metrics_clear(&w->as_reader->canary);
 	}
 	tp_free(w->as_reader);
 	for (i = 0; i < W_NSTMT; i++)
-		sqlite3_finalize(w->st[i]);
-	sqlite3_close(w->db);
+		db_finalize(w->st[i]);
+	db_close(w->db);
 	tp_free(w->pack);
 	tp_free(w);
 }
@@ -737,7 +393,7 @@ void store_writer_close(struct store_writer *w)
 		return;
 	st = w->store;
 	pthread_mutex_lock(&st->mu);
-	if (w->db && !w->depth && sqlite3_get_autocommit(w->db) && st->nwidle < WRITER_POOL) {
+	if (w->db && !w->depth && !db_in_tx(w->db) && st->nwidle < WRITER_POOL) {
 		w->next_block = 0;
 		st->widle[st->nwidle++] = w;
 		w = NULL;
@@ -746,13 +402,13 @@ void store_writer_close(struct store_writer *w)
 	writer_free(w);
 }
 
-static int step_done(struct store_writer *w, sqlite3_stmt *st, const char *what, struct tp_errbuf *err)
+static int step_done(struct store_writer *w, struct db_stmt *st, const char *what, struct tp_errbuf *err)
 {
-	int r = sqlite3_step(st);
+	int r = db_step(st);
 
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, what);
+	db_reset(st);
+	db_clear_bindings(st);
+	return r == DB_DONE ? TP_OK : db_fail(err, w->db, what);
 }
 
 /* Transactions nest: only the outermost begin and commit reach SQLite (store_tx_begin). */
@@ -764,8 +420,14 @@ static int begin(struct store_writer *w, struct tp_errbuf *err)
 		w->depth++;
 		return TP_OK;
 	}
-	if (!(rc = step_done(w, w->st[W_BEGIN], "begin", err)))
-		w->depth = 1;
+	if ((rc = step_done(w, w->st[W_BEGIN], "begin", err)))
+		return rc;
+	if (db_begin_write(w->db)) {
+		rc = db_fail(err, w->db, "lock");
+		step_done(w, w->st[W_ROLLBACK], "rollback", NULL);
+		return rc;
+	}
+	w->depth = 1;
 	return rc;
 }
 
@@ -792,7 +454,7 @@ static void rollback(struct store_writer *w)
 		return;
 	}
 	w->depth = 0;
-	if (!sqlite3_get_autocommit(w->db))
+	if (!!db_in_tx(w->db))
 		step_done(w, w->st[W_ROLLBACK], "rollback", NULL);
 }
 
@@ -828,7 +490,7 @@ struct store_reader *store_writer_reader(struct store_writer *w)
 static int write_block(struct store_writer *w, int64_t artifact, int kind, const struct tp_event *ev,
 		       size_t n, uint64_t first, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = w->st[W_BLOCK];
+	struct db_stmt *st = w->st[W_BLOCK];
 	int64_t min_ts, max_end;
 	size_t need = evpack_bound(n), len;
 
@@ -842,15 +504,15 @@ static int write_block(struct store_writer *w, int64_t artifact, int kind, const
 		w->pack_cap = need;
 	}
 	len = evpack_encode(w->pack, ev, n, &min_ts, &max_end);
-	sqlite3_bind_int64(st, 1, artifact << 32 | w->next_block++);
-	sqlite3_bind_int(st, 2, kind);
-	sqlite3_bind_int64(st, 3, (int64_t)n);
-	sqlite3_bind_int64(st, 4, (int64_t)first);
+	db_bind_int64(st, 1, artifact << 32 | w->next_block++);
+	db_bind_int(st, 2, kind);
+	db_bind_int64(st, 3, (int64_t)n);
+	db_bind_int64(st, 4, (int64_t)first);
 	if (min_ts <= max_end) {
-		sqlite3_bind_int64(st, 5, min_ts);
-		sqlite3_bind_int64(st, 6, max_end);
+		db_bind_int64(st, 5, min_ts);
+		db_bind_int64(st, 6, max_end);
 	}
-	sqlite3_bind_blob(st, 7, w->pack, (int)len, SQLITE_STATIC);
+	db_bind_blob(st, 7, w->pack, (int)len, DB_STATIC);
 	return step_done(w, st, "insert events", err);
 }
 
@@ -862,9 +524,9 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 	int rc;
 
 	for (i = 0; i < b->nstr; i++) {
-		sqlite3_stmt *st = w->st[W_STR];
-		sqlite3_bind_int64(st, 1, base | b->str[i].id);
-		sqlite3_bind_text(st, 2, b->str[i].s, (int)b->str[i].len, SQLITE_STATIC);
+		struct db_stmt *st = w->st[W_STR];
+		db_bind_int64(st, 1, base | b->str[i].id);
+		db_bind_text(st, 2, b->str[i].s, (int)b->str[i].len, DB_STATIC);
 		if ((rc = step_done(w, st, "insert strings", err)))
 			return rc;
 	}
@@ -872,9 +534,9 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 	    (rc = write_block(w, artifact, 1, b->mev, b->nmev, b->mev_first, err)))
 		return rc;
 	if (b->nraw) {
-		sqlite3_stmt *st = w->st[W_RAW];
-		sqlite3_bind_int64(st, 1, base | b->raw_seq);
-		sqlite3_bind_blob(st, 2, b->raw, (int)b->nraw, SQLITE_STATIC);
+		struct db_stmt *st = w->st[W_RAW];
+		db_bind_int64(st, 1, base | b->raw_seq);
+		db_bind_blob(st, 2, b->raw, (int)b->nraw, DB_STATIC);
 		if ((rc = step_done(w, st, "insert raw bytes", err)))
 			return rc;
 	}
@@ -894,54 +556,57 @@ int store_write_batch(struct store_writer *w, int64_t artifact, const struct sto
 }
 
 /* Bind text or NULL. */
-static void bind_text(sqlite3_stmt *st, int col, const char *s)
+static void bind_text(struct db_stmt *st, int col, const char *s)
 {
 	if (s)
-		sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT);
+		db_bind_text(st, col, s, -1, DB_TRANSIENT);
 	else
-		sqlite3_bind_null(st, col);
+		db_bind_null(st, col);
 }
 
 int store_artifact_begin(struct store_writer *w, const char *run, int rank, const char *kind,
 			 const char *name, int64_t *id_out, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc;
 
 	if ((rc = begin(w, err)))
 		return rc;
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO runs(name, created_ns) VALUES(?1, ?2)"
-				      " ON CONFLICT(name) DO NOTHING", -1, &st, NULL) != SQLITE_OK) {
+	if (db_prepare(w->db, "INSERT INTO runs(name, created_ns) VALUES(?1, ?2)"
+				      " ON CONFLICT(name) DO NOTHING", 0, &st) != DB_OK) {
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	bind_text(st, 1, run);
-	sqlite3_bind_int64(st, 2, tp_now_ns());
-	if (sqlite3_step(st) != SQLITE_DONE) {
+	db_bind_int64(st, 2, tp_now_ns());
+	if (db_step(st) != DB_DONE) {
 		rc = db_fail(err, w->db, "create run");
 		goto out;
 	}
-	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO artifacts(run_id, rank, kind, name, created_ns)"
-				      " SELECT id, ?2, ?3, ?4, ?5 FROM runs WHERE name=?1", -1, &st,
-			       NULL) != SQLITE_OK) {
+	db_finalize(st);
+	if (db_prepare(w->db, "INSERT INTO artifacts(run_id, rank, kind, name, created_ns)"
+				      " SELECT id, ?2, ?3, ?4, ?5 FROM runs WHERE name=?1 RETURNING id", 0, &st) != DB_OK) {
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	bind_text(st, 1, run);
-	sqlite3_bind_int(st, 2, rank);
+	db_bind_int(st, 2, rank);
 	bind_text(st, 3, kind);
 	bind_text(st, 4, name);
-	sqlite3_bind_int64(st, 5, tp_now_ns());
-	if (sqlite3_step(st) != SQLITE_DONE) {
+	db_bind_int64(st, 5, tp_now_ns());
+	if (db_step(st) != DB_ROW) {
 		rc = db_fail(err, w->db, "create artifact");
 		goto out;
 	}
-	*id_out = sqlite3_last_insert_rowid(w->db);
+	*id_out = db_column_int64(st, 0);
+	if (db_step(st) != DB_DONE) {
+		rc = db_fail(err, w->db, "create artifact");
+		goto out;
+	}
 	w->next_block = 0;
 	rc = commit(w, err);
 out:
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (rc)
 		rollback(w);
 	return rc;
@@ -951,153 +616,152 @@ out:
 static int find_duplicate(struct store_writer *w, int64_t artifact, const char *sha, int64_t *out,
 			  struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int r;
 
 	*out = 0;
-	if (sqlite3_prepare_v2(w->db, "SELECT b.id FROM artifacts a JOIN artifacts b"
+	if (db_prepare(w->db, "SELECT b.id FROM artifacts a JOIN artifacts b"
 				      " ON b.run_id=a.run_id AND b.sha256=?2 AND b.id!=a.id"
-				      " AND b.status!='ingesting' WHERE a.id=?1 ORDER BY b.id LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
+				      " AND b.status!='ingesting' WHERE a.id=?1 ORDER BY b.id LIMIT 1", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
-	sqlite3_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, artifact);
 	bind_text(st, 2, sha);
-	r = sqlite3_step(st);
-	if (r == SQLITE_ROW)
-		*out = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return r == SQLITE_ROW || r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "find duplicate");
+	r = db_step(st);
+	if (r == DB_ROW)
+		*out = db_column_int64(st, 0);
+	db_finalize(st);
+	return r == DB_ROW || r == DB_DONE ? TP_OK : db_fail(err, w->db, "find duplicate");
 }
 
 /* Run one prepared statement per row: bind(st, i) binds row i. */
 static int insert_rows(struct store_writer *w, const char *sql, size_t n,
-		       void (*bind)(sqlite3_stmt *, const struct store_final *, int64_t, size_t),
+		       void (*bind)(struct db_stmt *, const struct store_final *, int64_t, size_t),
 		       const struct store_final *f, int64_t artifact, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t i;
 	int rc = TP_OK;
 
 	if (!n)
 		return TP_OK;
-	if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
 	for (i = 0; i < n && !rc; i++) {
 		bind(st, f, artifact, i);
-		if (sqlite3_step(st) != SQLITE_DONE)
+		if (db_step(st) != DB_DONE)
 			rc = db_fail(err, w->db, "insert analysis");
-		sqlite3_reset(st);
+		db_reset(st);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
 /* The columns of the step components, in enum an_comp order. */
 #define STEP_COMPS "kernel_ns, memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
 
-static void bind_step(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_step(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
 	const struct an_step *s = &f->analysis->steps[i];
 	int c;
 
-	sqlite3_bind_int64(st, 1, artifact);
-	sqlite3_bind_int64(st, 2, s->step);
-	sqlite3_bind_int64(st, 3, tp_sat_add(s->start_ns, f->base_ns));
-	sqlite3_bind_int64(st, 4, s->dur_ns);
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, s->step);
+	db_bind_int64(st, 3, tp_sat_add(s->start_ns, f->base_ns));
+	db_bind_int64(st, 4, s->dur_ns);
 	for (c = 0; c < AN_NCOMP; c++)
-		sqlite3_bind_int64(st, 5 + c, s->comp_ns[c]);
-	sqlite3_bind_int64(st, 5 + AN_NCOMP, s->cpu_dur_ns);
-	sqlite3_bind_int64(st, 6 + AN_NCOMP, s->comm_overlap_ns);
-	sqlite3_bind_int(st, 7 + AN_NCOMP, s->incomplete);
-	sqlite3_bind_int(st, 8 + AN_NCOMP, s->whole_trace);
-	sqlite3_bind_int64(st, 9 + AN_NCOMP, s->gpu_busy_ns);
+		db_bind_int64(st, 5 + c, s->comp_ns[c]);
+	db_bind_int64(st, 5 + AN_NCOMP, s->cpu_dur_ns);
+	db_bind_int64(st, 6 + AN_NCOMP, s->comm_overlap_ns);
+	db_bind_int(st, 7 + AN_NCOMP, s->incomplete);
+	db_bind_int(st, 8 + AN_NCOMP, s->whole_trace);
+	db_bind_int64(st, 9 + AN_NCOMP, s->gpu_busy_ns);
 	if (f->step_src && f->step_src[i])
-		sqlite3_bind_int64(st, 10 + AN_NCOMP, f->step_src[i]);
+		db_bind_int64(st, 10 + AN_NCOMP, f->step_src[i]);
 	else
-		sqlite3_bind_null(st, 10 + AN_NCOMP);
+		db_bind_null(st, 10 + AN_NCOMP);
 }
 
-static void bind_op(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_op(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
 	const struct an_op *o = &f->analysis->ops[i];
 
-	sqlite3_bind_int64(st, 1, artifact);
-	sqlite3_bind_int(st, 2, o->device);
-	sqlite3_bind_text(st, 3, f->str(f->str_payload, o->name), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, o->calls);
-	sqlite3_bind_int64(st, 5, o->self_ns);
-	sqlite3_bind_int64(st, 6, o->total_ns);
+	db_bind_int64(st, 1, artifact);
+	db_bind_int(st, 2, o->device);
+	db_bind_text(st, 3, f->str(f->str_payload, o->name), -1, DB_STATIC);
+	db_bind_int64(st, 4, o->calls);
+	db_bind_int64(st, 5, o->self_ns);
+	db_bind_int64(st, 6, o->total_ns);
 }
 
-static void bind_kernel(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_kernel(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
 	const struct an_kernel *k = &f->analysis->kernels[i];
 
-	sqlite3_bind_int64(st, 1, artifact);
-	sqlite3_bind_int(st, 2, k->kind);
-	sqlite3_bind_text(st, 3, f->str(f->str_payload, k->name), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, k->calls);
-	sqlite3_bind_int64(st, 5, k->total_ns);
-	sqlite3_bind_int64(st, 6, k->min_ns);
-	sqlite3_bind_int64(st, 7, k->max_ns);
-	sqlite3_bind_int64(st, 8, k->tiny_calls);
-	sqlite3_bind_int64(st, 9, k->tiny_ns);
-	sqlite3_bind_int64(st, 10, k->bps_ns);
-	sqlite3_bind_double(st, 11, k->bps_sum);
-	sqlite3_bind_int64(st, 12, k->occ_ns);
-	sqlite3_bind_double(st, 13, k->occ_sum);
+	db_bind_int64(st, 1, artifact);
+	db_bind_int(st, 2, k->kind);
+	db_bind_text(st, 3, f->str(f->str_payload, k->name), -1, DB_STATIC);
+	db_bind_int64(st, 4, k->calls);
+	db_bind_int64(st, 5, k->total_ns);
+	db_bind_int64(st, 6, k->min_ns);
+	db_bind_int64(st, 7, k->max_ns);
+	db_bind_int64(st, 8, k->tiny_calls);
+	db_bind_int64(st, 9, k->tiny_ns);
+	db_bind_int64(st, 10, k->bps_ns);
+	db_bind_double(st, 11, k->bps_sum);
+	db_bind_int64(st, 12, k->occ_ns);
+	db_bind_double(st, 13, k->occ_sum);
 }
 
-static void bind_coll(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
 	const struct an_coll *c = &f->analysis->colls[i];
 
-	sqlite3_bind_int64(st, 1, artifact);
-	sqlite3_bind_int64(st, 2, (int64_t)i);
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, (int64_t)i);
 	if (c->step >= 0)
-		sqlite3_bind_int64(st, 3, c->step);
+		db_bind_int64(st, 3, c->step);
 	else
-		sqlite3_bind_null(st, 3);
-	sqlite3_bind_text(st, 4, an_ckind_names[c->kind], -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, c->pg ? f->str(f->str_payload, c->pg) : "", -1, SQLITE_STATIC);
+		db_bind_null(st, 3);
+	db_bind_text(st, 4, an_ckind_names[c->kind], -1, DB_STATIC);
+	db_bind_text(st, 5, c->pg ? f->str(f->str_payload, c->pg) : "", -1, DB_STATIC);
 	if (c->seq >= 0)
-		sqlite3_bind_int64(st, 6, c->seq);
+		db_bind_int64(st, 6, c->seq);
 	else
-		sqlite3_bind_null(st, 6);
-	sqlite3_bind_int64(st, 7, tp_sat_add(c->launch_ns, f->base_ns));
-	sqlite3_bind_int64(st, 8, tp_sat_add(c->start_ns, f->base_ns));
-	sqlite3_bind_int64(st, 9, tp_sat_add(c->end_ns, f->base_ns));
-	sqlite3_bind_int64(st, 10, c->time_ns);
-	sqlite3_bind_int64(st, 11, c->kernels);
+		db_bind_null(st, 6);
+	db_bind_int64(st, 7, tp_sat_add(c->launch_ns, f->base_ns));
+	db_bind_int64(st, 8, tp_sat_add(c->start_ns, f->base_ns));
+	db_bind_int64(st, 9, tp_sat_add(c->end_ns, f->base_ns));
+	db_bind_int64(st, 10, c->time_ns);
+	db_bind_int64(st, 11, c->kernels);
 	if (c->bytes >= 0)
-		sqlite3_bind_int64(st, 12, c->bytes);
+		db_bind_int64(st, 12, c->bytes);
 	else
-		sqlite3_bind_null(st, 12);
+		db_bind_null(st, 12);
 	if (c->group_size > 0)
-		sqlite3_bind_int64(st, 13, c->group_size);
+		db_bind_int64(st, 13, c->group_size);
 	else
-		sqlite3_bind_null(st, 13);
+		db_bind_null(st, 13);
 	if (c->before_op)
-		sqlite3_bind_text(st, 14, f->str(f->str_payload, c->before_op), -1, SQLITE_STATIC);
+		db_bind_text(st, 14, f->str(f->str_payload, c->before_op), -1, DB_STATIC);
 	else
-		sqlite3_bind_null(st, 14);
-	sqlite3_bind_int64(st, 15, c->before_ns);
+		db_bind_null(st, 14);
+	db_bind_int64(st, 15, c->before_ns);
 }
 
 /* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
-static int step_reset(struct store_writer *w, sqlite3_stmt *st, struct tp_errbuf *err)
+static int step_reset(struct store_writer *w, struct db_stmt *st, struct tp_errbuf *err)
 {
-	int r = sqlite3_step(st);
+	int r = db_step(st);
 
-	sqlite3_reset(st);
-	return r == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "insert memory");
+	db_reset(st);
+	return r == DB_DONE ? TP_OK : db_fail(err, w->db, "insert memory");
 }
 
 static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
 			   struct tp_errbuf *err);
 
 static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			 const struct mem_series *ms, sqlite3_stmt *pt, sqlite3_stmt *se, sqlite3_stmt *gr,
+			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *se, struct db_stmt *gr,
 			 struct tp_errbuf *err)
 {
 	int64_t best = INT64_MIN, peak = -1;
@@ -1108,17 +772,17 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 		const struct mem_point *p = &ms->pts[i];
 		int64_t sum = mem_point_total(p), t = strcmp(ms->source, "pytorch") ? tp_sat_add(p->t_ns, f->base_ns) : p->t_ns;
 		int c;
-		sqlite3_bind_int64(pt, 1, artifact);
-		sqlite3_bind_text(pt, 2, ms->device, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(pt, 3, (int64_t)i);
-		sqlite3_bind_int64(pt, 4, t);
+		db_bind_int64(pt, 1, artifact);
+		db_bind_text(pt, 2, ms->device, -1, DB_STATIC);
+		db_bind_int64(pt, 3, (int64_t)i);
+		db_bind_int64(pt, 4, t);
 		for (c = 0; c < MEM_NCAT; c++)
-			sqlite3_bind_int64(pt, 5 + c, p->cat[c]);
-		sqlite3_bind_int64(pt, 13, sum);
+			db_bind_int64(pt, 5 + c, p->cat[c]);
+		db_bind_int64(pt, 13, sum);
 		if (p->reserved >= 0)
-			sqlite3_bind_int64(pt, 14, p->reserved);
+			db_bind_int64(pt, 14, p->reserved);
 		else
-			sqlite3_bind_null(pt, 14);
+			db_bind_null(pt, 14);
 		rc = step_reset(w, pt, err);
 		if (sum > best) {
 			best = sum;
@@ -1127,31 +791,31 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	}
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
-		sqlite3_bind_int64(gr, 1, artifact);
-		sqlite3_bind_text(gr, 2, ms->device, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(gr, 3, (int64_t)i);
-		sqlite3_bind_text(gr, 4, mem_cat_names[g->cat & 7], -1, SQLITE_STATIC);
+		db_bind_int64(gr, 1, artifact);
+		db_bind_text(gr, 2, ms->device, -1, DB_STATIC);
+		db_bind_int64(gr, 3, (int64_t)i);
+		db_bind_text(gr, 4, mem_cat_names[g->cat & 7], -1, DB_STATIC);
 		bind_text(gr, 5, g->op);
-		sqlite3_bind_int64(gr, 6, g->bytes);
+		db_bind_int64(gr, 6, g->bytes);
 		if (g->count >= 0)
-			sqlite3_bind_int64(gr, 7, g->count);
+			db_bind_int64(gr, 7, g->count);
 		else
-			sqlite3_bind_null(gr, 7);
+			db_bind_null(gr, 7);
 		rc = step_reset(w, gr, err);
 	}
 	if (!rc && ms->nsegs)
 		rc = insert_segments(w, artifact, ms, err);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(se, 1, artifact);
+	db_bind_int64(se, 1, artifact);
 	bind_text(se, 2, ms->device);
 	bind_text(se, 3, ms->source);
-	sqlite3_bind_int64(se, 4, (int64_t)ms->n);
+	db_bind_int64(se, 4, (int64_t)ms->n);
 	if (peak >= 0)
-		sqlite3_bind_int64(se, 5, peak);
+		db_bind_int64(se, 5, peak);
 	else
-		sqlite3_bind_null(se, 5);
-	sqlite3_bind_int64(se, 6, ms->baseline);
+		db_bind_null(se, 5);
+	db_bind_int64(se, 6, ms->baseline);
 	return step_reset(w, se, err);
 }
 
@@ -1159,90 +823,90 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
 			   struct tp_errbuf *err)
 {
-	sqlite3_stmt *sg = NULL, *bl = NULL;
+	struct db_stmt *sg = NULL, *bl = NULL;
 	int rc = TP_OK;
 
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO memory_segments(artifact_id, device, n, address, total_size, stream,"
-				      " segment_type) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &sg, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(w->db, "INSERT INTO memory_blocks(artifact_id, device, seg, n, offset, size, requested_size,"
-				      " state, category, op) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-			       -1, &bl, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "INSERT INTO memory_segments(artifact_id, device, n, address, total_size, stream,"
+				      " segment_type) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &sg) != DB_OK ||
+	    db_prepare(w->db, "INSERT INTO memory_blocks(artifact_id, device, seg, n, offset, size, requested_size,"
+				      " state, category, op) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", 0, &bl) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < ms->nsegs && !rc; i++) {
 		const struct mem_segment *x = &ms->segs[i];
-		sqlite3_bind_int64(sg, 1, artifact);
+		db_bind_int64(sg, 1, artifact);
 		bind_text(sg, 2, ms->device);
-		sqlite3_bind_int64(sg, 3, (int64_t)i);
-		sqlite3_bind_int64(sg, 4, x->address);
-		sqlite3_bind_int64(sg, 5, x->total_size);
-		sqlite3_bind_int64(sg, 6, x->stream);
+		db_bind_int64(sg, 3, (int64_t)i);
+		db_bind_int64(sg, 4, x->address);
+		db_bind_int64(sg, 5, x->total_size);
+		db_bind_int64(sg, 6, x->stream);
 		bind_text(sg, 7, x->type[0] ? x->type : NULL);
 		rc = step_reset(w, sg, err);
 		for (size_t k = 0; k < x->nblocks && !rc; k++) {
 			const struct mem_block *b = &x->blocks[k];
-			sqlite3_bind_int64(bl, 1, artifact);
+			db_bind_int64(bl, 1, artifact);
 			bind_text(bl, 2, ms->device);
-			sqlite3_bind_int64(bl, 3, (int64_t)i);
-			sqlite3_bind_int64(bl, 4, (int64_t)k);
-			sqlite3_bind_int64(bl, 5, b->offset);
-			sqlite3_bind_int64(bl, 6, b->size);
-			sqlite3_bind_int64(bl, 7, b->requested);
+			db_bind_int64(bl, 3, (int64_t)i);
+			db_bind_int64(bl, 4, (int64_t)k);
+			db_bind_int64(bl, 5, b->offset);
+			db_bind_int64(bl, 6, b->size);
+			db_bind_int64(bl, 7, b->requested);
 			bind_text(bl, 8, mem_block_states[b->state & 3]);
 			bind_text(bl, 9, b->cat >= 0 ? mem_cat_names[b->cat & 7] : NULL);
 			bind_text(bl, 10, b->op);
 			rc = step_reset(w, bl, err);
 		}
 	}
-	sqlite3_finalize(sg);
-	sqlite3_finalize(bl);
+	db_finalize(sg);
+	db_finalize(bl);
 	return rc;
 }
 
 static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			 struct tp_errbuf *err)
 {
-	sqlite3_stmt *pt = NULL, *se = NULL, *gr = NULL;
+	struct db_stmt *pt = NULL, *se = NULL, *gr = NULL;
 	int rc = TP_OK;
 	size_t i;
 
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO memory_points(artifact_id, device, seq, t_ns, parameter,"
+	if (db_prepare(w->db, "INSERT INTO memory_points(artifact_id, device, seq, t_ns, parameter,"
 				      " optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown,"
-				      " allocated, reserved) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-			       -1, &pt, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO memory_series(artifact_id, device, source, points, peak_seq,"
-				      " baseline) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1, &se, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
-				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &gr, NULL) != SQLITE_OK)
+				      " allocated, reserved) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", 0, &pt) != DB_OK ||
+	    db_prepare(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
+				      " baseline) VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(artifact_id, device) DO UPDATE"
+				      " SET source=excluded.source, points=excluded.points, peak_seq=excluded.peak_seq,"
+				      " baseline=excluded.baseline", 0, &se) != DB_OK ||
+	    db_prepare(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (i = 0; i < f->nmem && !rc; i++)
 		rc = insert_series(w, artifact, f, &f->mem[i], pt, se, gr, err);
-	sqlite3_finalize(pt);
-	sqlite3_finalize(se);
-	sqlite3_finalize(gr);
+	db_finalize(pt);
+	db_finalize(se);
+	db_finalize(gr);
 	return rc;
 }
 
-static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+static void bind_opt(struct db_stmt *st, int i, int64_t v)
 {
 	if (v < 0)
-		sqlite3_bind_null(st, i);
+		db_bind_null(st, i);
 	else
-		sqlite3_bind_int64(st, i, v);
+		db_bind_int64(st, i, v);
 }
 
 /* A Lightning report's actions. */
 static int insert_actions(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc = TP_OK;
 
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO lightning_actions(artifact_id, n, action, calls, mean_ns, total_ns,"
-				      " share_bp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "INSERT INTO lightning_actions(artifact_id, n, action, calls, mean_ns, total_ns,"
+				      " share_bp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &st) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < t->nactions && !rc; i++) {
 		const struct tf_action *x = &t->actions[i];
-		sqlite3_bind_int64(st, 1, artifact);
-		sqlite3_bind_int64(st, 2, (int64_t)i);
+		db_bind_int64(st, 1, artifact);
+		db_bind_int64(st, 2, (int64_t)i);
 		bind_text(st, 3, x->name);
 		bind_opt(st, 4, x->calls);
 		bind_opt(st, 5, x->mean_ns);
@@ -1250,105 +914,103 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 		bind_opt(st, 7, x->share_bp);
 		rc = step_reset(w, st, err);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	st = NULL;
 	if (!rc && t->nfunctions &&
-	    sqlite3_prepare_v2(w->db, "INSERT INTO lightning_functions(artifact_id, action, n, location, ncalls,"
-				      " primitive_calls, tottime_ns, cumtime_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-				      -1, &st, NULL) != SQLITE_OK)
+	    db_prepare(w->db, "INSERT INTO lightning_functions(artifact_id, action, n, location, ncalls,"
+				      " primitive_calls, tottime_ns, cumtime_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (size_t i = 0, k = 0; i < t->nfunctions && !rc; i++) {
 		const struct tf_function *f = &t->functions[i];
 		k = i && f->action == t->functions[i - 1].action ? k + 1 : 0;
-		sqlite3_bind_int64(st, 1, artifact);
-		sqlite3_bind_int64(st, 2, (int64_t)f->action);
-		sqlite3_bind_int64(st, 3, (int64_t)k);
+		db_bind_int64(st, 1, artifact);
+		db_bind_int64(st, 2, (int64_t)f->action);
+		db_bind_int64(st, 3, (int64_t)k);
 		bind_text(st, 4, f->location);
-		sqlite3_bind_int64(st, 5, f->ncalls);
-		sqlite3_bind_int64(st, 6, f->primitive_calls);
-		sqlite3_bind_int64(st, 7, f->tottime_ns);
-		sqlite3_bind_int64(st, 8, f->cumtime_ns);
+		db_bind_int64(st, 5, f->ncalls);
+		db_bind_int64(st, 6, f->primitive_calls);
+		db_bind_int64(st, 7, f->tottime_ns);
+		db_bind_int64(st, 8, f->cumtime_ns);
 		rc = step_reset(w, st, err);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
 /* Folded stacks' frames. */
 static int insert_frames(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc = TP_OK;
 
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO stack_frames(artifact_id, frame, self, total) VALUES(?1, ?2, ?3, ?4)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "INSERT INTO stack_frames(artifact_id, frame, self, total) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < t->nframes && !rc; i++) {
-		sqlite3_bind_int64(st, 1, artifact);
+		db_bind_int64(st, 1, artifact);
 		bind_text(st, 2, t->frames[i].name);
-		sqlite3_bind_int64(st, 3, t->frames[i].self);
-		sqlite3_bind_int64(st, 4, t->frames[i].total);
+		db_bind_int64(st, 3, t->frames[i].self);
+		db_bind_int64(st, 4, t->frames[i].total);
 		rc = step_reset(w, st, err);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
 /* An nvidia-smi log's numeric cells (text columns such as name and pstate are not kept). */
 static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc = TP_OK;
 
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO gpu_samples(artifact_id, n, col, gpu, t_ns, name, unit, value)"
-				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "INSERT INTO gpu_samples(artifact_id, n, col, gpu, t_ns, name, unit, value)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < t->ngpu_rows && !rc; i++) {
 		const struct tf_gpu_row *g = &t->gpu_rows[i];
 		for (size_t k = 0; k < t->ngpu_cols && !rc; k++) {
 			if (!t->gpu_units[k][0])
 				continue;	/* timestamp, index, name, pstate */
-			sqlite3_bind_int64(st, 1, artifact);
-			sqlite3_bind_int64(st, 2, (int64_t)i);
-			sqlite3_bind_int64(st, 3, (int64_t)k);
-			sqlite3_bind_int(st, 4, g->gpu);
+			db_bind_int64(st, 1, artifact);
+			db_bind_int64(st, 2, (int64_t)i);
+			db_bind_int64(st, 3, (int64_t)k);
+			db_bind_int(st, 4, g->gpu);
 			if (g->t_ns == INT64_MIN)
-				sqlite3_bind_null(st, 5);
+				db_bind_null(st, 5);
 			else
-				sqlite3_bind_int64(st, 5, g->t_ns);
+				db_bind_int64(st, 5, g->t_ns);
 			bind_text(st, 6, t->gpu_cols[k]);
 			bind_text(st, 7, t->gpu_units[k]);
 			if (isnan(g->v[k]))
-				sqlite3_bind_null(st, 8);
+				db_bind_null(st, 8);
 			else
-				sqlite3_bind_double(st, 8, g->v[k]);
+				db_bind_double(st, 8, g->v[k]);
 			rc = step_reset(w, st, err);
 		}
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
 /* A key_averages cell by its meaning (textfmt's roles): NULL when the table has no such column. */
-static void bind_cell(sqlite3_stmt *st, int i, const struct tf_result *t, const struct tf_op *o, int role)
+static void bind_cell(struct db_stmt *st, int i, const struct tf_result *t, const struct tf_op *o, int role)
 {
 	int c = t->ka_col[role];
 
 	if (c < 0 || o->v[c] == INT64_MIN)
-		sqlite3_bind_null(st, i);
+		db_bind_null(st, i);
 	else
-		sqlite3_bind_int64(st, i, o->v[c]);
+		db_bind_int64(st, i, o->v[c]);
 }
 
-static void bind_keyavg(sqlite3_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_keyavg(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
 	static const int roles[] = { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL, TF_KA_SELF_DEV, TF_KA_DEV_TOTAL,
 				     TF_KA_CPU_MEM, TF_KA_SELF_CPU_MEM, TF_KA_DEV_MEM, TF_KA_SELF_DEV_MEM };
 	const struct tf_op *o = &f->text->ops[i];
 
-	sqlite3_bind_int64(st, 1, artifact);
-	sqlite3_bind_int64(st, 2, (int64_t)i);
-	sqlite3_bind_text(st, 3, o->name, -1, SQLITE_STATIC);
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, (int64_t)i);
+	db_bind_text(st, 3, o->name, -1, DB_STATIC);
 	for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
 		bind_cell(st, 4 + (int)k, f->text, o, roles[k]);
 }
@@ -1357,7 +1019,7 @@ static void bind_keyavg(sqlite3_stmt *st, const struct store_final *f, int64_t a
 static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
 {
 	const struct tf_result *t = f->text;
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc;
 
 	if ((rc = insert_rows(w, "INSERT INTO keyavg_ops(artifact_id, n, name, calls, self_cpu_ns, cpu_total_ns,"
@@ -1365,24 +1027,24 @@ static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct 
 				 " self_dev_mem_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 			      t->nops, bind_keyavg, f, artifact, err)))
 		return rc;
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO keyavg_tables(artifact_id, device, self_cpu_total_ns,"
-				      " self_dev_total_ns) VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "INSERT INTO keyavg_tables(artifact_id, device, self_cpu_total_ns,"
+				      " self_dev_total_ns) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
-	sqlite3_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, artifact);
 	bind_text(st, 2, t->ka_device[0] ? t->ka_device : NULL);
 	bind_opt(st, 3, t->self_cpu_total_ns);
 	bind_opt(st, 4, t->self_dev_total_ns);
 	rc = step_reset(w, st, err);
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
-static void bind_real(sqlite3_stmt *st, int i, double v)
+static void bind_real(struct db_stmt *st, int i, double v)
 {
 	if (isnan(v))
-		sqlite3_bind_null(st, i);
+		db_bind_null(st, i);
 	else
-		sqlite3_bind_double(st, i, v);
+		db_bind_double(st, i, v);
 }
 
 /* An rlhf-canary metrics.json: its figures, then its profiler block's top ops. */
@@ -1390,21 +1052,21 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 			 struct tp_errbuf *err)
 {
 	const struct canary_perf *f = &m->perf;
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc, c = 1;
 
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO canary_metrics VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+	if (db_prepare(w->db, "INSERT INTO canary_metrics VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
 				      " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,"
-				      " ?28, ?29)", -1, &st, NULL) != SQLITE_OK)
+				      " ?28, ?29)", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
-	sqlite3_bind_int64(st, c++, artifact);
+	db_bind_int64(st, c++, artifact);
 	bind_text(st, c++, m->run_id);
 	bind_text(st, c++, m->timestamp);
 	bind_text(st, c++, m->status);
 	bind_real(st, c++, m->duration_s);
 	bind_text(st, c++, m->env_json);
 	bind_text(st, c++, m->config_json);
-	sqlite3_bind_int64(st, c++, f->steps);
+	db_bind_int64(st, c++, f->steps);
 	for (int i = 0; i < CANARY_NSTAT; i++)
 		bind_real(st, c++, f->step_s[i]);
 	bind_real(st, c++, f->tokens_per_s);
@@ -1415,27 +1077,27 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 	bind_opt(st, c++, m->inf_steps);
 	bind_real(st, c++, m->final_loss);
 	bind_opt(st, c++, m->loss_diverged);
-	sqlite3_bind_int(st, c++, f->has_profiler);
+	db_bind_int(st, c++, f->has_profiler);
 	bind_text(st, c++, m->trace_path);
 	bind_real(st, c++, f->has_profiler ? f->cuda_total_ms : NAN);
 	bind_real(st, c++, f->has_profiler ? f->cpu_total_ms : NAN);
 	bind_real(st, c++, f->has_profiler ? f->self_cuda_total_ms : NAN);
 	rc = step_reset(w, st, err);
-	sqlite3_finalize(st);
-	if (rc || sqlite3_prepare_v2(w->db, "INSERT INTO canary_ops(artifact_id, device, n, name, self_ms, count)"
-					    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1, &st, NULL) != SQLITE_OK)
+	db_finalize(st);
+	if (rc || db_prepare(w->db, "INSERT INTO canary_ops(artifact_id, device, n, name, self_ms, count)"
+					    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", 0, &st) != DB_OK)
 		return rc ? rc : db_fail(err, w->db, "prepare");
 	for (int d = 0; d < 2; d++)
 		for (size_t i = 0; i < m->nops[d] && !rc; i++) {
-			sqlite3_bind_int64(st, 1, artifact);
-			sqlite3_bind_int(st, 2, d);
-			sqlite3_bind_int64(st, 3, (int64_t)i);
+			db_bind_int64(st, 1, artifact);
+			db_bind_int(st, 2, d);
+			db_bind_int64(st, 3, (int64_t)i);
 			bind_text(st, 4, m->ops[d][i].name);
-			sqlite3_bind_double(st, 5, m->ops[d][i].self_ms);
-			sqlite3_bind_int64(st, 6, m->ops[d][i].count);
+			db_bind_double(st, 5, m->ops[d][i].self_ms);
+			db_bind_int64(st, 6, m->ops[d][i].count);
 			rc = step_reset(w, st, err);
 		}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
@@ -1481,7 +1143,7 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 static int finish(struct store_writer *w, int64_t artifact, const struct store_final *f, int failed,
 		  int64_t *existing_out, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int rc;
 
 	if ((rc = begin(w, err)))
@@ -1498,34 +1160,33 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 		rc = insert_analysis(w, artifact, f, err);
 	if (rc)
 		goto out;
-	if (sqlite3_prepare_v2(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
+	if (db_prepare(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
 				      " base_ns=?6, rank=?7, kind=?8, raw_encoding=?9, meta=?10,"
-				      " peak_allocated=?11, error_code=?12, error=?13 WHERE id=?1",
-			       -1, &st, NULL) != SQLITE_OK) {
+				      " peak_allocated=?11, error_code=?12, error=?13 WHERE id=?1", 0, &st) != DB_OK) {
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
-	sqlite3_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, artifact);
 	bind_text(st, 2, failed ? "error" : "ready");
 	bind_text(st, 3, f->sha256);
-	sqlite3_bind_int64(st, 4, (int64_t)f->bytes);
-	sqlite3_bind_int64(st, 5, failed ? 0 : (int64_t)f->events);
-	sqlite3_bind_int64(st, 6, f->base_ns);
-	sqlite3_bind_int(st, 7, f->rank);
+	db_bind_int64(st, 4, (int64_t)f->bytes);
+	db_bind_int64(st, 5, failed ? 0 : (int64_t)f->events);
+	db_bind_int64(st, 6, f->base_ns);
+	db_bind_int(st, 7, f->rank);
 	bind_text(st, 8, f->kind);
 	bind_text(st, 9, f->raw_encoding);
 	bind_text(st, 10, f->meta_json);
 	if (f->peak_allocated >= 0 && !failed)
-		sqlite3_bind_int64(st, 11, f->peak_allocated);
+		db_bind_int64(st, 11, f->peak_allocated);
 	bind_text(st, 12, failed ? f->error_code : NULL);
 	bind_text(st, 13, failed ? f->error_msg : NULL);
-	if (sqlite3_step(st) != SQLITE_DONE) {
+	if (db_step(st) != DB_DONE) {
 		rc = db_fail(err, w->db, "finish artifact");
 		goto out;
 	}
 	rc = TP_OK;
 out:
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (!rc)
 		rc = commit(w, err);
 	if (rc)
@@ -1599,26 +1260,26 @@ static json_t *merge_patch(json_t *target, json_t *patch)
 /* In a write transaction: the run's id, and its metadata (new reference; NULL when none) when meta is given. */
 static int writer_run(struct store_writer *w, const char *run, int64_t *id, json_t **meta, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int rc = TP_OK;
 
-	if (sqlite3_prepare_v2(w->db, "SELECT id, metadata FROM runs WHERE name=?1", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "SELECT id, metadata FROM runs WHERE name=?1", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
 	bind_text(st, 1, run);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	if (db_step(st) != DB_ROW) {
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
 	} else {
-		*id = sqlite3_column_int64(st, 0);
+		*id = db_column_int64(st, 0);
 		if (meta)
-			*meta = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+			*meta = json_loads((const char *)db_column_text(st, 1), 0, NULL);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
 int store_run_patch(struct store_writer *w, const char *run, json_t *patch, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	json_t *meta = NULL, *v;
 	char *text = NULL;
 	int64_t run_id;
@@ -1645,19 +1306,19 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 			goto out;
 		}
 	}
-	if (sqlite3_prepare_v2(w->db, "UPDATE runs SET"
-				      " project = CASE WHEN ?2 THEN ?3 ELSE project END,"
+	if (db_prepare(w->db, "UPDATE runs SET"
+				      " project = CASE WHEN ?2 <> 0 THEN ?3 ELSE project END,"
 				      " tags = COALESCE(?4, tags), metadata = COALESCE(?5, metadata),"
-				      " baseline = COALESCE(?6, baseline) WHERE id=?1", -1, &st, NULL) != SQLITE_OK) {
+				      " baseline = COALESCE(?6, baseline) WHERE id=?1", 0, &st) != DB_OK) {
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
-	sqlite3_bind_int64(st, 1, run_id);
+	db_bind_int64(st, 1, run_id);
 	if ((v = json_object_get(patch, "project"))) {
-		sqlite3_bind_int(st, 2, 1);
+		db_bind_int(st, 2, 1);
 		bind_text(st, 3, json_string_value(v));	/* NULL for null */
 	} else {
-		sqlite3_bind_int(st, 2, 0);
+		db_bind_int(st, 2, 0);
 	}
 	if ((v = json_object_get(patch, "tags"))) {
 		char *tags = json_dumps(v, JSON_COMPACT);
@@ -1665,35 +1326,34 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			goto out;
 		}
-		sqlite3_bind_text(st, 4, tags, -1, tp_free);
+		db_bind_text(st, 4, tags, -1, tp_free);
 	}
 	if (text)
-		sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
+		db_bind_text(st, 5, text, -1, DB_TRANSIENT);
 	if ((v = json_object_get(patch, "baseline")))
-		sqlite3_bind_int(st, 6, json_is_true(v));
-	if (sqlite3_step(st) != SQLITE_DONE) {
+		db_bind_int(st, 6, json_is_true(v));
+	if (db_step(st) != DB_DONE) {
 		rc = db_fail(err, w->db, "update run");
 		goto out;
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	st = NULL;
 	if (json_is_true(json_object_get(patch, "baseline"))) {
 		/* one baseline per project (runs without a project count as one project) */
-		if (sqlite3_prepare_v2(w->db, "UPDATE runs SET baseline=0 WHERE id!=?1 AND baseline"
-					      " AND project IS (SELECT project FROM runs WHERE id=?1)",
-				       -1, &st, NULL) != SQLITE_OK) {
+		if (db_prepare(w->db, "UPDATE runs SET baseline=0 WHERE id!=?1 AND baseline <> 0"
+					      " AND project IS NOT DISTINCT FROM (SELECT project FROM runs WHERE id=?1)", 0, &st) != DB_OK) {
 			rc = db_fail(err, w->db, "prepare");
 			goto out;
 		}
-		sqlite3_bind_int64(st, 1, run_id);
-		if (sqlite3_step(st) != SQLITE_DONE) {
+		db_bind_int64(st, 1, run_id);
+		if (db_step(st) != DB_DONE) {
 			rc = db_fail(err, w->db, "update baselines");
 			goto out;
 		}
 	}
 	rc = commit(w, err);
 out:
-	sqlite3_finalize(st);
+	db_finalize(st);
 	json_decref(meta);
 	tp_free(text);
 	if (rc)
@@ -1704,7 +1364,7 @@ out:
 int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, int64_t *deleted,
 		     int *run_gone, int *trace_rank, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int64_t run_id, *ids = NULL;
 	size_t n = 0, cap = 0, i;
 	int rc, step, busy = 0;
@@ -1716,16 +1376,15 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 		return rc;
 	if ((rc = writer_run(w, run, &run_id, NULL, err)))
 		goto out;
-	if (sqlite3_prepare_v2(w->db, "SELECT id, status, kind, rank FROM artifacts WHERE run_id=?1 AND (?2=0 OR id=?2)",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (db_prepare(w->db, "SELECT id, status, kind, rank FROM artifacts WHERE run_id=?1 AND (?2=0 OR id=?2)", 0, &st) != DB_OK) {
 		st = NULL;
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
-	sqlite3_bind_int64(st, 1, run_id);
-	sqlite3_bind_int64(st, 2, artifact);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!strcmp((const char *)sqlite3_column_text(st, 1), "ingesting")) {
+	db_bind_int64(st, 1, run_id);
+	db_bind_int64(st, 2, artifact);
+	while ((step = db_step(st)) == DB_ROW) {
+		if (!strcmp((const char *)db_column_text(st, 1), "ingesting")) {
 			busy = 1;
 			continue;
 		}
@@ -1737,14 +1396,14 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 			}
 			ids = nids;
 		}
-		ids[n++] = sqlite3_column_int64(st, 0);
-		if (artifact && !strcmp((const char *)sqlite3_column_text(st, 1), "ready") &&
-		    !strcmp((const char *)sqlite3_column_text(st, 2), "trace"))
-			*trace_rank = sqlite3_column_int(st, 3);
+		ids[n++] = db_column_int64(st, 0);
+		if (artifact && !strcmp((const char *)db_column_text(st, 1), "ready") &&
+		    !strcmp((const char *)db_column_text(st, 2), "trace"))
+			*trace_rank = db_column_int(st, 3);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	st = NULL;
-	if (step != SQLITE_DONE) {
+	if (step != DB_DONE) {
 		rc = db_fail(err, w->db, "read artifacts");
 		goto out;
 	}
@@ -1766,19 +1425,19 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 		if ((rc = drop_artifact(w->db, ids[i], err)))
 			goto out;
 	/* the whole run goes with its metrics; one artifact takes its run along only when that was all */
-	if (sqlite3_prepare_v2(w->db, artifact ? "DELETE FROM runs WHERE id=?1 AND NOT EXISTS"
+	if (db_prepare(w->db, artifact ? "DELETE FROM runs WHERE id=?1 AND NOT EXISTS"
 						 " (SELECT 1 FROM artifacts WHERE run_id=?1)"
 						 " AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=?1)"
-					       : "DELETE FROM metrics WHERE run_id=?1", -1, &st, NULL) != SQLITE_OK ||
-	    (sqlite3_bind_int64(st, 1, run_id), sqlite3_step(st)) != SQLITE_DONE) {
+					       : "DELETE FROM metrics WHERE run_id=?1", 0, &st) != DB_OK ||
+	    (db_bind_int64(st, 1, run_id), db_step(st)) != DB_DONE) {
 		rc = db_fail(err, w->db, "delete run");
 		goto out;
 	}
-	*run_gone = artifact ? sqlite3_changes(w->db) > 0 : 1;
-	sqlite3_finalize(st);
+	*run_gone = artifact ? db_changes(w->db) > 0 : 1;
+	db_finalize(st);
 	st = NULL;
-	if (!artifact && (sqlite3_prepare_v2(w->db, "DELETE FROM runs WHERE id=?1", -1, &st, NULL) != SQLITE_OK ||
-			  (sqlite3_bind_int64(st, 1, run_id), sqlite3_step(st)) != SQLITE_DONE)) {
+	if (!artifact && (db_prepare(w->db, "DELETE FROM runs WHERE id=?1", 0, &st) != DB_OK ||
+			  (db_bind_int64(st, 1, run_id), db_step(st)) != DB_DONE)) {
 		rc = db_fail(err, w->db, "delete run");
 		goto out;
 	}
@@ -1787,7 +1446,7 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 	*deleted = (int64_t)n;
 	rc = commit(w, err);
 out:
-	sqlite3_finalize(st);
+	db_finalize(st);
 	tp_free(ids);
 	if (rc) {
 		rollback(w);
@@ -1812,17 +1471,17 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	if ((rc = begin(w, err)))
 		return rc;
 	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
-		sqlite3_stmt *st;
+		struct db_stmt *st;
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
 			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')", rank_tables[i]);
-		if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 			rc = db_fail(err, w->db, "prepare");
 		else {
 			bind_text(st, 1, run);
-			sqlite3_bind_int(st, 2, rank);
-			if (sqlite3_step(st) != SQLITE_DONE)
+			db_bind_int(st, 2, rank);
+			if (db_step(st) != DB_DONE)
 				rc = db_fail(err, w->db, "replace rank analysis");
-			sqlite3_finalize(st);
+			db_finalize(st);
 		}
 	}
 	if (!rc && owner)
@@ -1837,7 +1496,7 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 int store_metrics_put(struct store_writer *w, const char *run, const struct store_metric *m, size_t n,
 		      struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int64_t run_id;
 	size_t i;
 	int rc;
@@ -1846,26 +1505,26 @@ int store_metrics_put(struct store_writer *w, const char *run, const struct stor
 		return rc;
 	if ((rc = writer_run(w, run, &run_id, NULL, err)))
 		goto out;
-	if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO metrics(run_id, name, step, value) VALUES(?1, ?2, ?3, ?4)",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (db_prepare(w->db, "INSERT INTO metrics(run_id, name, step, value) VALUES(?1, ?2, ?3, ?4)"
+				  " ON CONFLICT(run_id, name, step) DO UPDATE SET value=excluded.value", 0, &st) != DB_OK) {
 		st = NULL;
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, run_id);
+		db_reset(st);
+		db_bind_int64(st, 1, run_id);
 		bind_text(st, 2, m[i].name);
-		sqlite3_bind_int64(st, 3, m[i].step);
-		sqlite3_bind_double(st, 4, m[i].value);
-		if (sqlite3_step(st) != SQLITE_DONE) {
+		db_bind_int64(st, 3, m[i].step);
+		db_bind_double(st, 4, m[i].value);
+		if (db_step(st) != DB_DONE) {
 			rc = db_fail(err, w->db, "write metrics");
 			goto out;
 		}
 	}
 	rc = commit(w, err);
 out:
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (rc)
 		rollback(w);
 	return rc;
@@ -1885,7 +1544,7 @@ int store_reader_open(struct store *st, struct store_reader **out, struct tp_err
 	if (st->nidle)
 		r->db = st->idle[--st->nidle];
 	pthread_mutex_unlock(&st->mu);
-	if (!r->db && (rc = db_connect(st->path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &r->db, err))) {
+	if (!r->db && (rc = db_open(st->path, DB_OPEN_READONLY, &r->db, err))) {
 		tp_free(r);
 		return rc;
 	}
@@ -1902,25 +1561,25 @@ void store_reader_close(struct store_reader *r)
 {
 	if (!r)
 		return;
-	sqlite3_finalize(r->raw);
+	db_finalize(r->raw);
 	canary_metrics_clear(&r->canary);
 	diag_lent_clear(r);
 	/* back to the pool, unless it is full or the connection is inside a transaction */
 	pthread_mutex_lock(&r->store->mu);
-	if (r->store->nidle < READER_POOL && sqlite3_get_autocommit(r->db) && !sqlite3_next_stmt(r->db, NULL)) {
+	if (r->store->nidle < READER_POOL && !db_in_tx(r->db) && !db_busy(r->db)) {
 		r->store->idle[r->store->nidle++] = r->db;
 		r->db = NULL;
 	}
 	pthread_mutex_unlock(&r->store->mu);
-	sqlite3_close(r->db);
+	db_close(r->db);
 	tp_free(r);
 }
 
-static sqlite3_stmt *prepare(struct store_reader *r, const char *sql, struct tp_errbuf *err)
+static struct db_stmt *prepare(struct store_reader *r, const char *sql, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 
-	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+	if (db_prepare(r->db, sql, 0, &st) != DB_OK) {
 		db_fail(err, r->db, "prepare");
 		return NULL;
 	}
@@ -1932,9 +1591,9 @@ static sqlite3_stmt *prepare(struct store_reader *r, const char *sql, struct tp_
  * steps (the summary a run list shows; per-rank views come from store_steps).
  */
 /* A text column, copied; NULL for SQL NULL. *fail set when out of memory. */
-static char *col_strdup(sqlite3_stmt *st, int col, int *fail)
+static char *col_strdup(struct db_stmt *st, int col, int *fail)
 {
-	const char *t = (const char *)sqlite3_column_text(st, col);
+	const char *t = (const char *)db_column_text(st, col);
 	char *c;
 
 	if (!t)
@@ -1944,16 +1603,16 @@ static char *col_strdup(sqlite3_stmt *st, int col, int *fail)
 	return c;
 }
 
-static int64_t col_i64(sqlite3_stmt *st, int col)
+static int64_t col_i64(struct db_stmt *st, int col)
 {
-	return sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, col);
+	return db_column_type(st, col) == DB_NULL ? -1 : db_column_int64(st, col);
 }
 
 /* The complete steps' durations of the run's lowest rank with steps, in r->step_dur_ns. */
 static int run_step_durations(struct store_reader *r, int64_t run_id, struct store_run_info *ri,
 			      struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r,
+	struct db_stmt *st = prepare(r,
 		"SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s JOIN artifacts a"
 		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND s.incomplete=0 AND"
 		" s.whole_trace=0 AND a.rank= (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2"
@@ -1963,20 +1622,20 @@ static int run_step_durations(struct store_reader *r, int64_t run_id, struct sto
 
 	if (!st)
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, run_id);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	db_bind_int64(st, 1, run_id);
+	while ((step = db_step(st)) == DB_ROW) {
 		if (ri->nsteps == cap) {
 			int64_t *nd = tp_realloc(ri->step_dur_ns, (cap = cap ? cap * 2 : 64) * sizeof(*nd));
 			if (!nd)
 				break;
 			ri->step_dur_ns = nd;
 		}
-		ri->step_dur_ns[ri->nsteps++] = sqlite3_column_int64(st, 2);
+		ri->step_dur_ns[ri->nsteps++] = db_column_int64(st, 2);
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_DONE)
+	db_finalize(st);
+	if (step == DB_DONE)
 		return TP_OK;
-	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "step summary");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "step summary");
 }
 
 static const char run_cols[] =
@@ -2003,7 +1662,7 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 	       struct tp_errbuf *err)
 {
 	char sql[1024];
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int step, fail = 0, rc = TP_OK;
 
@@ -2014,7 +1673,7 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 		return TP_ERR_DB;
 	if (run)
 		bind_text(st, 1, run);
-	while (!fail && (step = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!fail && (step = db_step(st)) == DB_ROW) {
 		struct store_run_info *ri;
 		if (*n == cap) {
 			struct store_run_info *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof(*nv));
@@ -2031,18 +1690,18 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 		ri->created_ns = col_i64(st, 3);
 		ri->tags_json = col_strdup(st, 4, &fail);
 		ri->metadata_json = col_strdup(st, 5, &fail);
-		ri->baseline = sqlite3_column_int(st, 6);
+		ri->baseline = db_column_int(st, 6);
 		ri->artifacts = col_i64(st, 7);
 		ri->ranks = col_i64(st, 8);
 		ri->peak_allocated = col_i64(st, 9);
-		ri->analysis_pending = sqlite3_column_int(st, 10);
-		if (!fail && (rc = run_step_durations(r, sqlite3_column_int64(st, 0), ri, err)))
+		ri->analysis_pending = db_column_int(st, 10);
+		if (!fail && (rc = run_step_durations(r, db_column_int64(st, 0), ri, err)))
 			break;
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (!rc && fail)
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	else if (!rc && step != SQLITE_DONE)
+	else if (!rc && step != DB_DONE)
 		rc = db_fail(err, r->db, "list runs");
 	else if (!rc && run && !*n)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
@@ -2076,7 +1735,7 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 		    size_t *n, struct tp_errbuf *err)
 {
 	char sql[512];
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int step, fail = 0, rc = TP_OK;
 
@@ -2088,8 +1747,8 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
 	if (id)
-		sqlite3_bind_int64(st, 2, id);
-	while (!fail && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		db_bind_int64(st, 2, id);
+	while (!fail && (step = db_step(st)) == DB_ROW) {
 		struct store_artifact_info *a;
 		if (*n == cap) {
 			struct store_artifact_info *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof(*nv));
@@ -2107,15 +1766,15 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 		a->name = col_strdup(st, 4, &fail);
 		a->sha256 = col_strdup(st, 5, &fail);
 		a->status = col_strdup(st, 7, &fail);
-		if (sqlite3_column_type(st, 10) != SQLITE_NULL) {
+		if (db_column_type(st, 10) != DB_NULL) {
 			a->error_code = col_strdup(st, 9, &fail);
 			a->error = col_strdup(st, 10, &fail);
 		}
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (fail)
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	else if (step != SQLITE_DONE)
+	else if (step != DB_DONE)
 		rc = db_fail(err, r->db, "read artifacts");
 	else if (id && !*n)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run, (long long)id);
@@ -2129,7 +1788,7 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 
 static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
+	struct db_stmt *st = prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
 				      " (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')",
 				   err);
 	int step;
@@ -2137,11 +1796,11 @@ static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf 
 	if (!st)
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	step = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (step == SQLITE_ROW)
+	step = db_step(st);
+	db_finalize(st);
+	if (step == DB_ROW)
 		return TP_OK;
-	if (step == SQLITE_DONE)
+	if (step == DB_DONE)
 		return tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
 	return db_fail(err, r->db, "read run");
 }
@@ -2149,18 +1808,18 @@ static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf 
 /* The lowest rank of the run's ready artifacts (0 when none); -1 on error. */
 static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	struct db_stmt *st = prepare(r, "SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.status='ready'", err);
 	int rank, step;
 
 	if (!st)
 		return -1;
 	bind_text(st, 1, run);
-	step = sqlite3_step(st);
-	rank = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-	if (step != SQLITE_ROW)
+	step = db_step(st);
+	rank = step == DB_ROW ? db_column_int(st, 0) : -1;
+	if (step != DB_ROW)
 		db_fail(err, r->db, "read ranks");
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rank;
 }
 
@@ -2174,7 +1833,7 @@ void store_rows_free(struct store_rows *rows)
 }
 
 /* Every row of st (finalized here) into out, its columns named cols. */
-static int rows_read(struct store_reader *r, sqlite3_stmt *st, const char *const *cols, int ncols,
+static int rows_read(struct store_reader *r, struct db_stmt *st, const char *const *cols, int ncols,
 		     struct store_rows *out, struct tp_errbuf *err)
 {
 	size_t cap = 0;
@@ -2183,7 +1842,7 @@ static int rows_read(struct store_reader *r, sqlite3_stmt *st, const char *const
 	memset(out, 0, sizeof(*out));
 	out->cols = cols;
 	out->ncols = (size_t)ncols;
-	while (!fail && (step = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!fail && (step = db_step(st)) == DB_ROW) {
 		if (out->nrows == cap) {
 			struct store_val *nv = tp_realloc(out->v, (cap = cap ? cap * 2 : 64) * (size_t)ncols * sizeof(*nv));
 			if (!nv) {
@@ -2196,41 +1855,41 @@ static int rows_read(struct store_reader *r, sqlite3_stmt *st, const char *const
 		for (i = 0; i < ncols; i++) {
 			struct store_val *x = &row[i];
 			memset(x, 0, sizeof(*x));
-			switch (sqlite3_column_type(st, i)) {
-			case SQLITE_INTEGER: x->type = SV_INT; x->i = sqlite3_column_int64(st, i); break;
-			case SQLITE_FLOAT: x->type = SV_REAL; x->r = sqlite3_column_double(st, i); break;
-			case SQLITE_TEXT:
+			switch (db_column_type(st, i)) {
+			case DB_INTEGER: x->type = SV_INT; x->i = db_column_int64(st, i); break;
+			case DB_FLOAT: x->type = SV_REAL; x->r = db_column_double(st, i); break;
+			case DB_TEXT:
 				x->type = SV_TEXT;
-				if (!(x->s = tp_strdup((const char *)sqlite3_column_text(st, i))))
+				if (!(x->s = tp_strdup((const char *)db_column_text(st, i))))
 					fail = 1;
 				break;
 			default: x->type = SV_NULL;
 			}
 		}
 	}
-	sqlite3_finalize(st);
-	if (!fail && step == SQLITE_DONE)
+	db_finalize(st);
+	if (!fail && step == DB_DONE)
 		return TP_OK;
 	store_rows_free(out);
-	return fail || step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
+	return fail || step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
 }
 
 /* 0 when the run has an artifact of rank (any status), else -1 with err set (rank_not_found: 404). */
 static int rank_exists(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT 1 FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	struct db_stmt *st = prepare(r, "SELECT 1 FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.rank=?2 LIMIT 1", err);
 	int step;
 
 	if (!st)
 		return -1;
 	bind_text(st, 1, run);
-	sqlite3_bind_int(st, 2, rank);
-	step = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (step == SQLITE_ROW)
+	db_bind_int(st, 2, rank);
+	step = db_step(st);
+	db_finalize(st);
+	if (step == DB_ROW)
 		return 0;
-	if (step == SQLITE_DONE)
+	if (step == DB_DONE)
 		tp_fail(err, TP_ERR_NOTFOUND, "rank_not_found", "run '%s' has no rank %d (GET /api/v1/runs/%s/ranks"
 			" lists its ranks)", run, rank, run);
 	else
@@ -2252,14 +1911,14 @@ static int rank_of(struct store_reader *r, const char *run, int rank, struct tp_
 #define RANK_ARTIFACTS "SELECT a.id FROM artifacts a JOIN runs r ON r.id=a.run_id" \
 	" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready'"
 
-static sqlite3_stmt *prepare_rank(struct store_reader *r, const char *sql, const char *run, int rank,
+static struct db_stmt *prepare_rank(struct store_reader *r, const char *sql, const char *run, int rank,
 				  struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, sql, err);
+	struct db_stmt *st = prepare(r, sql, err);
 
 	if (st) {
 		bind_text(st, 1, run);
-		sqlite3_bind_int(st, 2, rank);
+		db_bind_int(st, 2, rank);
 	}
 	return st;
 }
@@ -2268,7 +1927,7 @@ static sqlite3_stmt *prepare_rank(struct store_reader *r, const char *sql, const
 int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_step **out,
 		size_t *n, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int step, c;
 
@@ -2282,7 +1941,7 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		struct store_step *s;
 		if (*n == cap) {
 			struct store_step *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
@@ -2291,24 +1950,24 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 			*out = nv;
 		}
 		s = &(*out)[(*n)++];
-		s->step = sqlite3_column_int64(st, 0);
-		s->start_ns = sqlite3_column_int64(st, 1);
-		s->dur_ns = sqlite3_column_int64(st, 2);
-		s->cpu_dur_ns = sqlite3_column_int64(st, 3);
+		s->step = db_column_int64(st, 0);
+		s->start_ns = db_column_int64(st, 1);
+		s->dur_ns = db_column_int64(st, 2);
+		s->cpu_dur_ns = db_column_int64(st, 3);
 		for (c = 0; c < AN_NCOMP; c++)
-			s->comp_ns[c] = sqlite3_column_int64(st, 4 + c);
-		s->comm_overlap_ns = sqlite3_column_int64(st, 4 + AN_NCOMP);
-		s->incomplete = sqlite3_column_int(st, 5 + AN_NCOMP);
-		s->whole_trace = sqlite3_column_int(st, 6 + AN_NCOMP) != 0;
-		s->gpu_busy_ns = sqlite3_column_int64(st, 7 + AN_NCOMP);
+			s->comp_ns[c] = db_column_int64(st, 4 + c);
+		s->comm_overlap_ns = db_column_int64(st, 4 + AN_NCOMP);
+		s->incomplete = db_column_int(st, 5 + AN_NCOMP);
+		s->whole_trace = db_column_int(st, 6 + AN_NCOMP) != 0;
+		s->gpu_busy_ns = db_column_int64(st, 7 + AN_NCOMP);
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_DONE)
+	db_finalize(st);
+	if (step == DB_DONE)
 		return TP_OK;
 	tp_free(*out);
 	*out = NULL;
 	*n = 0;
-	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read steps");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read steps");
 }
 
 void store_table_free(struct store_table *t)
@@ -2327,19 +1986,19 @@ static int table(struct store_reader *r, const char *run, int rank, int sel, lon
 		 const char *const *cols, int ncols, const char *total_sql, const char *const *tcols,
 		 struct store_table *out, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 
 	out->rank = rank;
 	out->sel = sel;
 	if (!(st = prepare_rank(r, list_sql, run, rank, err)))
 		return TP_ERR_DB;
-	sqlite3_bind_int(st, 3, sel);
-	sqlite3_bind_int64(st, 4, limit);
+	db_bind_int(st, 3, sel);
+	db_bind_int64(st, 4, limit);
 	if (rows_read(r, st, cols, ncols, &out->list, err))
 		return err->rc;
 	if (!(st = prepare_rank(r, total_sql, run, rank, err)))
 		return TP_ERR_DB;
-	sqlite3_bind_int(st, 3, sel);
+	db_bind_int(st, 3, sel);
 	return rows_read(r, st, tcols, 3, &out->total, err);
 }
 
@@ -2366,16 +2025,16 @@ static const char *const ops_from[] = {
 /* OPS_KEYAVG when the rank has key_averages tables and no trace, else OPS_TRACE; -1 on failure. */
 static int ops_source(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare_rank(r, "SELECT EXISTS (" RANK_ARTIFACTS " AND a.kind='key_averages'),"
+	struct db_stmt *st = prepare_rank(r, "SELECT EXISTS (" RANK_ARTIFACTS " AND a.kind='key_averages'),"
 				       " EXISTS (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err);
 	int step, src;
 
 	if (!st)
 		return -1;
-	step = sqlite3_step(st);
-	src = step == SQLITE_ROW && sqlite3_column_int(st, 0) && !sqlite3_column_int(st, 1) ? OPS_KEYAVG : OPS_TRACE;
-	sqlite3_finalize(st);
-	return step == SQLITE_ROW ? src : (db_fail(err, r->db, "read artifacts"), -1);
+	step = db_step(st);
+	src = step == DB_ROW && db_column_int(st, 0) && !db_column_int(st, 1) ? OPS_KEYAVG : OPS_TRACE;
+	db_finalize(st);
+	return step == DB_ROW ? src : (db_fail(err, r->db, "read artifacts"), -1);
 }
 
 int store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort, long limit,
@@ -2386,7 +2045,7 @@ int store_ops(struct store_reader *r, const char *run, int rank, int device, con
 	static const char *const ccols[] = { "names", "calls", "self_ns", "total_ns" };
 	static const char *const fcols[] = { "tables", "device", "self_cpu_time_total_ns", "self_device_time_total_ns" };
 	char sql[2048], total[2048];
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t i;
 	int src;
 
@@ -2407,14 +2066,15 @@ int store_ops(struct store_reader *r, const char *run, int rank, int device, con
 		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")", ops_from[src]);
 	if (table(r, run, rank, device, limit, sql, cols, src == OPS_KEYAVG ? 6 : 4, total, tcols, out, err))
 		goto fail;
-	/* the host-side collectives among them, as a group (the GLOBs are an_op_is_comm's prefixes) */
+	/* the host-side collectives among them, as a group (the prefixes are an_op_is_comm's) */
 	snprintf(sql, sizeof(sql), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
 		 " COALESCE(SUM(total_ns), 0) FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-		 " AND (name GLOB 'nccl:*' OR name GLOB 'gloo:*' OR name GLOB 'c10d::*' OR name = 'record_param_comms')",
+		 " AND (substr(name, 1, 5) IN ('nccl:', 'gloo:') OR substr(name, 1, 6) = 'c10d::'"
+		 " OR name = 'record_param_comms')",
 		 ops_from[src]);
 	if (!(st = prepare_rank(r, sql, run, rank, err)))
 		goto fail;
-	sqlite3_bind_int(st, 3, device);
+	db_bind_int(st, 3, device);
 	if (rows_read(r, st, ccols, 4, &out->communication, err))
 		goto fail;
 	/* a key_averages answer's footers, summed over the rank's tables, and their device word */
@@ -2470,7 +2130,7 @@ struct series {
 static int pick_series(struct store_reader *r, const char *run, int rank, const char *device, struct series *out,
 		       struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	if ((rank = rank_of(r, run, rank, err)) < 0)
@@ -2478,7 +2138,7 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 	out->rank = rank;
 	st = prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
-			     " ORDER BY device LIKE 'cuda:%' DESC, length(device), device,"
+			     " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
 			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END,"
 			     " (SELECT allocated FROM memory_points p WHERE p.artifact_id=memory_series.artifact_id"
 			     " AND p.device=memory_series.device AND p.seq=memory_series.peak_seq) DESC, artifact_id DESC"
@@ -2486,17 +2146,17 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 	if (!st)
 		return TP_ERR_DB;
 	bind_text(st, 3, device);
-	step = sqlite3_step(st);
-	if (step == SQLITE_ROW) {
-		out->artifact = sqlite3_column_int64(st, 0);
-		snprintf(out->device, sizeof(out->device), "%s", sqlite3_column_text(st, 1));
-		snprintf(out->source, sizeof(out->source), "%s", sqlite3_column_text(st, 2));
-		out->peak_seq = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+	step = db_step(st);
+	if (step == DB_ROW) {
+		out->artifact = db_column_int64(st, 0);
+		snprintf(out->device, sizeof(out->device), "%s", db_column_text(st, 1));
+		snprintf(out->source, sizeof(out->source), "%s", db_column_text(st, 2));
+		out->peak_seq = db_column_type(st, 3) == DB_NULL ? -1 : db_column_int64(st, 3);
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_ROW)
+	db_finalize(st);
+	if (step == DB_ROW)
 		return TP_OK;
-	if (step == SQLITE_DONE)
+	if (step == DB_DONE)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory data for rank %d%s%s",
 			       run, rank, device ? " on " : "", device ? device : "");
 	return db_fail(err, r->db, "read memory");
@@ -2510,22 +2170,26 @@ static const char point_sql[] =
 static int param_bytes_of(struct store_reader *r, const char *run, const char *source, int64_t *out,
 			  struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	*out = 0;
 	if (!strcmp(source, "pytorch"))
 		return TP_OK;
-	if (!(st = prepare(r, "SELECT json_extract(metadata, '$.param_bytes') FROM runs WHERE name=?1", err)))
+	if (!(st = prepare(r, "SELECT metadata FROM runs WHERE name=?1", err)))
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_type(st, 0) == SQLITE_INTEGER && sqlite3_column_int64(st, 0) > 0)
-			*out = sqlite3_column_int64(st, 0);
-		step = SQLITE_DONE;
+	if ((step = db_step(st)) == DB_ROW) {
+		/* a JSON document: read here, so that every engine reads it alike */
+		json_t *meta = json_loads((const char *)db_column_text(st, 0), 0, NULL),
+		       *v = json_object_get(meta, "param_bytes");
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			*out = json_integer_value(v);
+		json_decref(meta);
+		step = DB_DONE;
 	}
-	sqlite3_finalize(st);
-	return step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory");
+	db_finalize(st);
+	return step == DB_DONE ? TP_OK : db_fail(err, r->db, "read memory");
 }
 
 void store_mem_series_free(struct store_mem_series *s)
@@ -2540,7 +2204,7 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 		     struct store_mem_series *out, struct tp_errbuf *err)
 {
 	struct series s;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int step;
 
@@ -2559,7 +2223,7 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 		return TP_ERR_DB;
 	bind_text(st, 3, s.device);
 	bind_text(st, 4, s.source);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (out->nrecordings == cap) {
 			cap = cap ? cap * 2 : 8;
 			int64_t *na = tp_realloc(out->recordings, cap * sizeof(*na));
@@ -2570,13 +2234,13 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 				break;
 			out->baselines = nb;
 		}
-		out->recordings[out->nrecordings] = sqlite3_column_int64(st, 0);
-		out->baselines[out->nrecordings++] = sqlite3_column_int64(st, 1);
+		out->recordings[out->nrecordings] = db_column_int64(st, 0);
+		out->baselines[out->nrecordings++] = db_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
+	db_finalize(st);
+	if (step != DB_DONE) {
 		store_mem_series_free(out);
-		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read memory");
 	}
 	if (param_bytes_of(r, run, s.source, &out->param_bytes, err)) {
@@ -2588,7 +2252,7 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 
 struct store_mem_points {
 	struct store_reader *r;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 };
 
 int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
@@ -2602,14 +2266,14 @@ int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	c->r = r;
 	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
-	if (sqlite3_prepare_v2(r->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
+	if (db_prepare(r->db, sql, 0, &c->st) != DB_OK) {
 		tp_free(c);
 		return db_fail(err, r->db, "prepare");
 	}
-	sqlite3_bind_int64(c->st, 1, artifact);
+	db_bind_int64(c->st, 1, artifact);
 	bind_text(c->st, 2, device);
 	if (only_seq >= 0)
-		sqlite3_bind_int64(c->st, 3, only_seq);
+		db_bind_int64(c->st, 3, only_seq);
 	*out = c;
 	return TP_OK;
 }
@@ -2617,19 +2281,19 @@ int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *
 int store_mem_points_next(struct store_mem_points *c, uint32_t cols, int64_t row[MEM_POINT_COLS],
 			  uint8_t *reserved_null, int64_t *seq, struct tp_errbuf *err)
 {
-	int step = sqlite3_step(c->st);
+	int step = db_step(c->st);
 
-	if (step == SQLITE_DONE)
+	if (step == DB_DONE)
 		return 0;
-	if (step != SQLITE_ROW)
+	if (step != DB_ROW)
 		return db_fail(err, c->r->db, "read memory");
 	for (int k = 0; k < MEM_POINT_COLS; k++)
 		if (cols & (1u << k))
-			row[k] = sqlite3_column_int64(c->st, k);
+			row[k] = db_column_int64(c->st, k);
 	if (cols & (1u << MEM_COL_RESERVED))
-		*reserved_null = sqlite3_column_type(c->st, MEM_COL_RESERVED) == SQLITE_NULL;
+		*reserved_null = db_column_type(c->st, MEM_COL_RESERVED) == DB_NULL;
 	if (cols & STORE_MEM_SEQ)
-		*seq = sqlite3_column_int64(c->st, MEM_POINT_COLS);
+		*seq = db_column_int64(c->st, MEM_POINT_COLS);
 	return 1;
 }
 
@@ -2637,7 +2301,7 @@ void store_mem_points_close(struct store_mem_points *c)
 {
 	if (!c)
 		return;
-	sqlite3_finalize(c->st);
+	db_finalize(c->st);
 	tp_free(c);
 }
 
@@ -2645,13 +2309,13 @@ int store_mem_groups(struct store_reader *r, int64_t artifact, const char *devic
 		     struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "category", "op", "bytes", "count" };
-	sqlite3_stmt *st = prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
+	struct db_stmt *st = prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
 				      " AND device=?2 ORDER BY n", err);
 
 	memset(out, 0, sizeof(*out));
 	if (!st)
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, artifact);
 	bind_text(st, 2, device);
 	return rows_read(r, st, cols, 4, out, err);
 }
@@ -2678,32 +2342,32 @@ static int series_peak(struct store_reader *r, const char *run, const struct ser
 
 /* ---- rlhf-canary metrics ---- */
 
-static double col_real(sqlite3_stmt *st, int i)
+static double col_real(struct db_stmt *st, int i)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+	return db_column_type(st, i) == DB_NULL ? NAN : db_column_double(st, i);
 }
 
-static int64_t col_i64_opt(sqlite3_stmt *st, int i)
+static int64_t col_i64_opt(struct db_stmt *st, int i)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+	return db_column_type(st, i) == DB_NULL ? -1 : db_column_int64(st, i);
 }
 
 /* A text column copied into *out (NULL stays NULL); -1 when out of memory. */
-static int col_dup(sqlite3_stmt *st, int i, char **out)
+static int col_dup(struct db_stmt *st, int i, char **out)
 {
-	const char *t = (const char *)sqlite3_column_text(st, i);
+	const char *t = (const char *)db_column_text(st, i);
 
 	*out = NULL;
 	return t && !(*out = tp_strdup(t)) ? -1 : 0;
 }
 
-static void canary_row(sqlite3_stmt *st, struct canary_metrics *m)
+static void canary_row(struct db_stmt *st, struct canary_metrics *m)
 {
 	struct canary_perf *f = &m->perf;
 	int c = 7;
 
 	m->duration_s = col_real(st, 4);
-	f->steps = sqlite3_column_int64(st, c++);
+	f->steps = db_column_int64(st, c++);
 	for (int i = 0; i < CANARY_NSTAT; i++)
 		f->step_s[i] = col_real(st, c++);
 	f->tokens_per_s = col_real(st, c++);
@@ -2714,7 +2378,7 @@ static void canary_row(sqlite3_stmt *st, struct canary_metrics *m)
 	m->inf_steps = col_i64_opt(st, c++);
 	m->final_loss = col_real(st, c++);
 	m->loss_diverged = (int)col_i64_opt(st, c++);
-	f->has_profiler = sqlite3_column_int(st, c++);
+	f->has_profiler = db_column_int(st, c++);
 	c++;	/* trace_path, copied with the strings */
 	f->cuda_total_ms = col_real(st, c++);
 	f->cpu_total_ms = col_real(st, c++);
@@ -2723,15 +2387,15 @@ static void canary_row(sqlite3_stmt *st, struct canary_metrics *m)
 
 static int canary_ops_load(struct store_reader *r, int64_t artifact, struct canary_metrics *m, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT device, name, self_ms, count FROM canary_ops WHERE artifact_id=?1"
+	struct db_stmt *st = prepare(r, "SELECT device, name, self_ms, count FROM canary_ops WHERE artifact_id=?1"
 				      " ORDER BY device, n", err);
 	int step, d;
 
 	if (!st)
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, artifact);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		d = sqlite3_column_int(st, 0) & 1;
+	db_bind_int64(st, 1, artifact);
+	while ((step = db_step(st)) == DB_ROW) {
+		d = db_column_int(st, 0) & 1;
 		struct canary_op *ops = tp_realloc(m->ops[d], (m->nops[d] + 1) * sizeof(*ops));
 		if (!ops)
 			break;
@@ -2739,15 +2403,15 @@ static int canary_ops_load(struct store_reader *r, int64_t artifact, struct cana
 		ops += m->nops[d];
 		memset(ops, 0, sizeof(*ops));
 		m->nops[d]++;
-		ops->self_ms = sqlite3_column_double(st, 2);
-		ops->count = sqlite3_column_int64(st, 3);
+		ops->self_ms = db_column_double(st, 2);
+		ops->count = db_column_int64(st, 3);
 		if (col_dup(st, 1, &ops->name))
 			break;
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_DONE)
+	db_finalize(st);
+	if (step == DB_DONE)
 		return TP_OK;
-	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read canary");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read canary");
 }
 
 /*
@@ -2757,7 +2421,7 @@ static int canary_ops_load(struct store_reader *r, int64_t artifact, struct cana
 static int canary_load(struct store_reader *r, const char *run, int rank, struct canary_metrics *m, int64_t *artifact,
 		       struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare_rank(r, "SELECT * FROM canary_metrics WHERE artifact_id=(SELECT MAX(id) FROM ("
+	struct db_stmt *st = prepare_rank(r, "SELECT * FROM canary_metrics WHERE artifact_id=(SELECT MAX(id) FROM ("
 				       RANK_ARTIFACTS " AND a.kind='canary_metrics'))", run, rank, err);
 	int step, oom = 0;
 
@@ -2765,16 +2429,16 @@ static int canary_load(struct store_reader *r, const char *run, int rank, struct
 	*artifact = 0;
 	if (!st)
 		return TP_ERR_DB;
-	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		*artifact = sqlite3_column_int64(st, 0);
+	if ((step = db_step(st)) == DB_ROW) {
+		*artifact = db_column_int64(st, 0);
 		canary_row(st, m);
 		oom = col_dup(st, 1, &m->run_id) || col_dup(st, 2, &m->timestamp) || col_dup(st, 3, &m->status) ||
 		      col_dup(st, 5, &m->env_json) || col_dup(st, 6, &m->config_json) || col_dup(st, 25, &m->trace_path);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (oom)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (step != SQLITE_ROW && step != SQLITE_DONE)
+	if (step != DB_ROW && step != DB_DONE)
 		return db_fail(err, r->db, "read canary");
 	return *artifact ? canary_ops_load(r, *artifact, m, err) : TP_OK;
 }
@@ -2798,7 +2462,7 @@ int store_run_actions(struct store_reader *r, const char *run, int rank, int *ra
 	static const char *const acols[] = { "artifact", "action", "calls", "mean_ns", "total_ns", "share_bp", "n" };
 	static const char *const fcols[] = { "artifact", "action", "location", "ncalls", "primitive_calls", "tottime_ns",
 					     "cumtime_ns" };
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 
 	memset(actions, 0, sizeof(*actions));
 	memset(functions, 0, sizeof(*functions));
@@ -2827,7 +2491,7 @@ int store_run_gpu(struct store_reader *r, const char *run, int rank, int *rank_o
 		  struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "gpu", "name", "unit", "t_ns", "value" };
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
@@ -2847,7 +2511,7 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
 		     struct store_rows *out, struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "frame", "self", "total" };
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
@@ -2859,7 +2523,7 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY frame ORDER BY 3 DESC, 2 DESC, frame LIMIT ?3",
 				run, rank, err)))
 		return TP_ERR_DB;
-	sqlite3_bind_int(st, 3, top);
+	db_bind_int(st, 3, top);
 	if (rows_read(r, st, cols, 3, out, err))
 		return err->rc;
 	if (!out->nrows)
@@ -2877,37 +2541,37 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 {
 	static const char *const cols[] = { "seg", "address", "total_size", "stream", "segment_type", "offset", "size",
 					    "requested_size", "state", "category", "op" };
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	int step;
 
 	memset(out, 0, sizeof(*out));
 	if ((rank = rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = rank;
-	if (!(st = prepare_rank(r, "SELECT DISTINCT device, artifact_id FROM memory_segments"
-				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
-				   " ORDER BY device LIKE 'cuda:%' DESC, length(device), device, artifact_id DESC",
+	if (!(st = prepare_rank(r, "SELECT device, artifact_id FROM memory_segments"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3) GROUP BY device, artifact_id"
+				   " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device, artifact_id DESC",
 				run, rank, err)))
 		return TP_ERR_DB;
 	bind_text(st, 3, device);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *d = (const char *)sqlite3_column_text(st, 0);
-		int64_t id = sqlite3_column_int64(st, 1), *v;
+	while ((step = db_step(st)) == DB_ROW) {
+		const char *d = (const char *)db_column_text(st, 0);
+		int64_t id = db_column_int64(st, 1), *v;
 		if (out->device[0] && strcmp(out->device, d))
 			break;
 		snprintf(out->device, sizeof(out->device), "%s", d);
 		if (!out->artifact || id == artifact)
 			out->artifact = id;
 		if (!(v = tp_realloc(out->snapshots, (out->nsnapshots + 1) * sizeof(*v)))) {
-			sqlite3_finalize(st);
+			db_finalize(st);
 			store_segments_free(out);
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		}
 		out->snapshots = v;
 		v[out->nsnapshots++] = id;
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+	db_finalize(st);
+	if (step != DB_ROW && step != DB_DONE) {
 		store_segments_free(out);
 		return db_fail(err, r->db, "read segments");
 	}
@@ -2930,7 +2594,7 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 		store_segments_free(out);
 		return TP_ERR_DB;
 	}
-	sqlite3_bind_int64(st, 1, out->artifact);
+	db_bind_int64(st, 1, out->artifact);
 	bind_text(st, 2, out->device);
 	if (rows_read(r, st, cols, 11, &out->rows, err)) {
 		store_segments_free(out);
@@ -2959,7 +2623,7 @@ static int cmp_end(const void *a, const void *b)
 static int step_allocs(struct store_reader *r, const struct series *s, struct rl_step *v, size_t n,
 		       struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT t_ns, allocated FROM memory_points WHERE artifact_id=?1 AND device=?2"
+	struct db_stmt *st = prepare(r, "SELECT t_ns, allocated FROM memory_points WHERE artifact_id=?1 AND device=?2"
 				      " ORDER BY seq", err);
 	struct rl_step **by_end = tp_malloc((n + 1) * sizeof(*by_end));
 	size_t k = 0, i;
@@ -2967,26 +2631,26 @@ static int step_allocs(struct store_reader *r, const struct series *s, struct rl
 	int step;
 
 	if (!st || !by_end) {
-		sqlite3_finalize(st);
+		db_finalize(st);
 		tp_free(by_end);
 		return st ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_ERR_DB;
 	}
 	for (i = 0; i < n; i++)
 		by_end[i] = &v[i];
 	qsort(by_end, n, sizeof(*by_end), cmp_end);
-	sqlite3_bind_int64(st, 1, s->artifact);
+	db_bind_int64(st, 1, s->artifact);
 	bind_text(st, 2, s->device);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(st, 0);
+	while ((step = db_step(st)) == DB_ROW) {
+		int64_t t = db_column_int64(st, 0);
 		for (; k < n && by_end[k]->start_ns + by_end[k]->dur_ns < t; k++)
 			by_end[k]->alloc = last;
-		last = sqlite3_column_int64(st, 1);
+		last = db_column_int64(st, 1);
 	}
 	for (; k < n; k++)
 		by_end[k]->alloc = last;
-	sqlite3_finalize(st);
+	db_finalize(st);
 	tp_free(by_end);
-	return step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
+	return step == DB_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
 }
 
 int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_step **out, size_t *n,
@@ -2994,7 +2658,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 {
 	struct tp_errbuf none = { 0 };
 	struct series ser;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int step, c;
 
@@ -3010,7 +2674,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (*n == cap) {
 			struct rl_step *nv = tp_realloc(*out, (cap = cap ? cap * 2 : 256) * sizeof(*nv));
 			if (!nv)
@@ -3018,21 +2682,21 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 			*out = nv;
 		}
 		struct rl_step *s = &(*out)[(*n)++];
-		s->step = sqlite3_column_int64(st, 0);
-		s->start_ns = sqlite3_column_int64(st, 1);
-		s->dur_ns = sqlite3_column_int64(st, 2);
+		s->step = db_column_int64(st, 0);
+		s->start_ns = db_column_int64(st, 1);
+		s->dur_ns = db_column_int64(st, 2);
 		for (c = 0; c < AN_NCOMP; c++)
-			s->comp_ns[c] = sqlite3_column_int64(st, 3 + c);
-		s->artifact = sqlite3_column_int64(st, 3 + AN_NCOMP);
+			s->comp_ns[c] = db_column_int64(st, 3 + c);
+		s->artifact = db_column_int64(st, 3 + AN_NCOMP);
 		s->alloc = -1;
 		s->cycle = 0;
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
+	db_finalize(st);
+	if (step != DB_DONE) {
 		tp_free(*out);
 		*out = NULL;
 		*n = 0;
-		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read steps");
 	}
 	/* memory as /memory answers it by default */
@@ -3048,7 +2712,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, size_t *n,
 			  struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
+	struct db_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
 				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0 AND whole_trace=0"
 				       " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	size_t cap = 0;
@@ -3058,30 +2722,30 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 	*n = 0;
 	if (!st)
 		return TP_ERR_DB;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (*n == cap) {
 			int64_t *nd = tp_realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out));
 			if (!nd)
 				break;
 			*out = nd;
 		}
-		(*out)[(*n)++] = sqlite3_column_int64(st, 2);
+		(*out)[(*n)++] = db_column_int64(st, 2);
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_DONE)
+	db_finalize(st);
+	if (step == DB_DONE)
 		return TP_OK;
 	tp_free(*out);
 	*out = NULL;
-	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 				  : db_fail(err, r->db, "read steps");
 }
 
 /* The devices with a memory timeline on a rank, GPUs first, as /memory picks. */
 static int rank_devices(struct store_reader *r, const char *run, struct store_rank *k, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare_rank(r, "SELECT DISTINCT device FROM memory_series"
-				       " WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-				       " ORDER BY device LIKE 'cuda:%' DESC, length(device), device", run, k->rank, err);
+	struct db_stmt *st = prepare_rank(r, "SELECT device FROM memory_series"
+				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY device"
+				       " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device", run, k->rank, err);
 	struct store_rows rows;
 	int rc;
 
@@ -3147,7 +2811,7 @@ static int dist_kind(const unsigned char *s)
 
 int store_dist_input(struct store_reader *r, const char *run, struct dist_input *in, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	size_t cap = 0, scap = 0;
 	int rc, step;
 
@@ -3157,84 +2821,91 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 	if (!(st = prepare(r, "SELECT DISTINCT rank FROM (" RUN_TRACES ") ORDER BY rank", err)))
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (grow_array((void **)&in->ranks, &cap, in->nranks + 1, sizeof(*in->ranks)))
 			goto oom;
-		in->ranks[in->nranks++] = sqlite3_column_int(st, 0);
+		in->ranks[in->nranks++] = db_column_int(st, 0);
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		goto db;
-	sqlite3_finalize(st);
+	db_finalize(st);
 	cap = 0;
 	if (!(st = prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
 			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns FROM steps s"
 			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.dur_ns, s.step", err)))
 		goto fail;
 	bind_text(st, 1, run);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (grow_array((void **)&in->steps, &cap, in->nsteps + 1, sizeof(*in->steps)))
 			goto oom;
 		in->steps[in->nsteps++] = (struct dist_step){
-			.rank = sqlite3_column_int(st, 0), .step = sqlite3_column_int64(st, 1),
-			.start_ns = sqlite3_column_int64(st, 2), .dur_ns = sqlite3_column_int64(st, 3),
-			.compute_ns = sqlite3_column_int64(st, 4), .communication_ns = sqlite3_column_int64(st, 5),
-			.overlap_ns = sqlite3_column_int64(st, 6), .idle_ns = sqlite3_column_int64(st, 7),
-			.incomplete = sqlite3_column_int(st, 8), .whole_trace = sqlite3_column_int(st, 9),
+			.rank = db_column_int(st, 0), .step = db_column_int64(st, 1),
+			.start_ns = db_column_int64(st, 2), .dur_ns = db_column_int64(st, 3),
+			.compute_ns = db_column_int64(st, 4), .communication_ns = db_column_int64(st, 5),
+			.overlap_ns = db_column_int64(st, 6), .idle_ns = db_column_int64(st, 7),
+			.incomplete = db_column_int(st, 8), .whole_trace = db_column_int(st, 9),
 			/* gpu_busy = |kernel u comm| = compute + |comm| - overlap */
-			.comm_total_ns = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1
-					 : sqlite3_column_int64(st, 10) - sqlite3_column_int64(st, 4) + sqlite3_column_int64(st, 6),
+			.comm_total_ns = db_column_type(st, 10) == DB_NULL ? -1
+					 : db_column_int64(st, 10) - db_column_int64(st, 4) + db_column_int64(st, 6),
 		};
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		goto db;
-	sqlite3_finalize(st);
+	db_finalize(st);
 	cap = 0;
 	if (!(st = prepare(r, "SELECT t.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
 			      " c.time_ns, c.kernels, c.bytes, c.group_size, c.before_op, c.before_ns FROM collectives c"
 			      " JOIN (" RUN_TRACES ") t ON t.id=c.artifact_id ORDER BY t.rank, c.launch_ns, c.start_ns", err)))
 		goto fail;
 	bind_text(st, 1, run);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *pg = dist_str(in, &scap, sqlite3_column_text(st, 3), 1);
-		const unsigned char *bt = sqlite3_column_text(st, 12);
+	while ((step = db_step(st)) == DB_ROW) {
+		const char *pg = dist_str(in, &scap, db_column_text(st, 3), 1);
+		const unsigned char *bt = db_column_text(st, 12);
 		const char *before = bt ? dist_str(in, &scap, bt, 0) : NULL;
 		if (!pg || (bt && !before) || grow_array((void **)&in->colls, &cap, in->ncolls + 1, sizeof(*in->colls)))
 			goto oom;
 		in->colls[in->ncolls++] = (struct dist_coll){
-			.rank = sqlite3_column_int(st, 0),
-			.step = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1),
-			.kind = dist_kind(sqlite3_column_text(st, 2)), .pg = pg,
-			.seq = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4),
-			.launch_ns = sqlite3_column_int64(st, 5), .start_ns = sqlite3_column_int64(st, 6),
-			.end_ns = sqlite3_column_int64(st, 7), .time_ns = sqlite3_column_int64(st, 8),
-			.kernels = sqlite3_column_int64(st, 9),
-			.bytes = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 10),
-			.group_size = sqlite3_column_type(st, 11) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 11),
-			.before_op = before, .before_ns = sqlite3_column_int64(st, 13),
+			.rank = db_column_int(st, 0),
+			.step = db_column_type(st, 1) == DB_NULL ? -1 : db_column_int64(st, 1),
+			.kind = dist_kind(db_column_text(st, 2)), .pg = pg,
+			.seq = db_column_type(st, 4) == DB_NULL ? -1 : db_column_int64(st, 4),
+			.launch_ns = db_column_int64(st, 5), .start_ns = db_column_int64(st, 6),
+			.end_ns = db_column_int64(st, 7), .time_ns = db_column_int64(st, 8),
+			.kernels = db_column_int64(st, 9),
+			.bytes = db_column_type(st, 10) == DB_NULL ? -1 : db_column_int64(st, 10),
+			.group_size = db_column_type(st, 11) == DB_NULL ? 0 : db_column_int64(st, 11),
+			.before_op = before, .before_ns = db_column_int64(st, 13),
 		};
 	}
-	if (step != SQLITE_DONE)
+	if (step != DB_DONE)
 		goto db;
-	sqlite3_finalize(st);
+	db_finalize(st);
 	/* the GPU's model, for what bandwidth its links allow: the first trace's first deviceProperties */
-	if (!(st = prepare(r, "SELECT json_extract(a.meta, '$.deviceProperties[0].name') FROM artifacts a JOIN (" RUN_TRACES
-			      ") t ON t.id=a.id WHERE json_valid(a.meta) AND json_type(a.meta, '$.deviceProperties[0].name')"
-			      " = 'text' ORDER BY t.rank, a.id LIMIT 1", err)))
+	if (!(st = prepare(r, "SELECT a.meta FROM artifacts a JOIN (" RUN_TRACES ") t ON t.id=a.id"
+			      " WHERE a.meta IS NOT NULL ORDER BY t.rank, a.id", err)))
 		goto fail;
 	bind_text(st, 1, run);
-	if ((step = sqlite3_step(st)) == SQLITE_ROW)
-		snprintf(in->device, sizeof(in->device), "%s", (const char *)sqlite3_column_text(st, 0));
-	else if (step != SQLITE_DONE)
+	while ((step = db_step(st)) == DB_ROW) {
+		json_t *meta = json_loads((const char *)db_column_text(st, 0), JSON_ALLOW_NUL, NULL);
+		const char *name = json_string_value(
+			json_object_get(json_array_get(json_object_get(meta, "deviceProperties"), 0), "name"));
+		if (name)
+			snprintf(in->device, sizeof(in->device), "%s", name);
+		json_decref(meta);
+		if (name)
+			break;
+	}
+	if (step != DB_ROW && step != DB_DONE)
 		goto db;
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return TP_OK;
 oom:
-	sqlite3_finalize(st);
+	db_finalize(st);
 	dist_input_release(in);
 	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 db:
 	rc = db_fail(err, r->db, "read distributed");
-	sqlite3_finalize(st);
+	db_finalize(st);
 	dist_input_release(in);
 	return rc;
 fail:
@@ -3255,7 +2926,7 @@ void store_ranks_free(struct store_rank *v, size_t n)
 
 int store_ranks(struct store_reader *r, const char *run, struct store_rank **out, size_t *n, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	struct store_rows rows;
 	int rc = TP_OK;
 
@@ -3297,7 +2968,7 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	struct tp_errbuf none = { 0 };
 	struct series s;
 	int64_t row[MEM_POINT_COLS];
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step, c, rc;
 
 	if (pick_series(r, run, rank, NULL, &s, &none))
@@ -3314,16 +2985,33 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	if (!in->mem_source[0])
 		return TP_OK;
 	if (!strncmp(s.device, "cuda:", 5)) {
-		st = prepare_rank(r, "SELECT MAX(json_extract(d.value, '$.totalGlobalMem')) FROM artifacts a,"
-				     " json_each(a.meta, '$.deviceProperties') d WHERE a.id IN (" RANK_ARTIFACTS ")"
-				     " AND json_valid(a.meta) AND json_extract(d.value, '$.id') = ?3", run, rank, err);
+		/* the device's totalGlobalMem in the traces' deviceProperties: JSON read here, as every engine would */
+		json_int_t id = atoi(s.device + 5);
+		double best = -INFINITY;
+		int best_int = 0;
+		st = prepare_rank(r, "SELECT a.meta FROM artifacts a WHERE a.id IN (" RANK_ARTIFACTS ")"
+				     " AND a.meta IS NOT NULL", run, rank, err);
 		if (!st)
 			return TP_ERR_DB;
-		sqlite3_bind_int(st, 3, atoi(s.device + 5));
-		if ((step = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
-			in->mem_capacity = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-		if (step != SQLITE_ROW)
+		while ((step = db_step(st)) == DB_ROW) {
+			json_t *meta = json_loads((const char *)db_column_text(st, 0), JSON_ALLOW_NUL, NULL), *d;
+			size_t i;
+			json_array_foreach(json_object_get(meta, "deviceProperties"), i, d) {
+				json_t *dev = json_object_get(d, "id"), *mem = json_object_get(d, "totalGlobalMem");
+				if (json_is_number(dev) && json_number_value(dev) == (double)id && json_is_number(mem) &&
+				    json_number_value(mem) > best) {
+					best = json_number_value(mem);
+					best_int = json_is_integer(mem);
+					if (best_int)
+						in->mem_capacity = json_integer_value(mem);
+				}
+			}
+			json_decref(meta);
+		}
+		if (!best_int)
+			in->mem_capacity = 0;
+		db_finalize(st);
+		if (step != DB_DONE)
 			return db_fail(err, r->db, "read device properties");
 	}
 	st = prepare_rank(r, "SELECT (SELECT allocated FROM memory_points WHERE artifact_id=?3 AND device=?4"
@@ -3332,13 +3020,13 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 			     " k ORDER BY k.start_ns, k.dur_ns, k.step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 3, s.artifact);
+	db_bind_int64(st, 3, s.artifact);
 	bind_text(st, 4, s.device);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW && in->nstep_alloc < DIAG_MAX_STEPS)
-		if (sqlite3_column_type(st, 0) == SQLITE_INTEGER)
-			in->step_alloc[in->nstep_alloc++] = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
+	while ((step = db_step(st)) == DB_ROW && in->nstep_alloc < DIAG_MAX_STEPS)
+		if (db_column_type(st, 0) == DB_INTEGER)
+			in->step_alloc[in->nstep_alloc++] = db_column_int64(st, 0);
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
 }
 
 /* What an earlier store_diag_input on r lent. */
@@ -3353,16 +3041,16 @@ static void diag_lent_clear(struct store_reader *r)
 	r->gpus = NULL;
 }
 
-static int64_t col_or(sqlite3_stmt *st, int i)
+static int64_t col_or(struct db_stmt *st, int i)
 {
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+	return db_column_type(st, i) == DB_NULL ? -1 : db_column_int64(st, i);
 }
 
 /* The actions of the rank's newest Lightning report, lent from r (valid until it closes). */
 static int diag_lightning(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 			  struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare_rank(r, "SELECT action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
+	struct db_stmt *st = prepare_rank(r, "SELECT action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
 					   " WHERE artifact_id=(SELECT MAX(id) FROM (" RANK_ARTIFACTS
 					   " AND a.kind='lightning_report')) ORDER BY n", run, rank, err);
 	int step;
@@ -3370,22 +3058,22 @@ static int diag_lightning(struct store_reader *r, const char *run, int rank, str
 	if (!st)
 		return TP_ERR_DB;
 	diag_lent_clear(r);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		struct diag_action *a = tp_realloc(r->actions, (r->nactions + 1) * sizeof(*a));
-		char *name = tp_strdup((const char *)sqlite3_column_text(st, 0));
+		char *name = tp_strdup((const char *)db_column_text(st, 0));
 		if (!a || !name) {
 			if (a)
 				r->actions = a;
 			tp_free(name);
-			sqlite3_finalize(st);
+			db_finalize(st);
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		}
 		r->actions = a;
 		r->actions[r->nactions++] = (struct diag_action){ .name = name, .calls = col_or(st, 1),
 			.mean_ns = col_or(st, 2), .total_ns = col_or(st, 3), .share_bp = col_or(st, 4) };
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE)
+	db_finalize(st);
+	if (step != DB_DONE)
 		return db_fail(err, r->db, "read lightning actions");
 	in->actions = r->actions;
 	in->nactions = r->nactions;
@@ -3400,11 +3088,11 @@ static int diag_lightning(struct store_reader *r, const char *run, int rank, str
  */
 static int diag_gpu(struct store_reader *r, const char *run, int rank, struct diag_input *in, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare_rank(r,
+	struct db_stmt *st = prepare_rank(r,
 		"WITH s AS (SELECT gpu, t_ns, n, artifact_id, name, value FROM gpu_samples"
 		" WHERE artifact_id IN (" RANK_ARTIFACTS " AND a.kind='gpu_log')),"
 		" u AS (SELECT gpu, AVG(value) mean, COUNT(*) k, SUM(value < ?3) low FROM"
-		"  (SELECT gpu, t_ns, MIN(value) value FROM s WHERE name='utilization.gpu' AND value IS NOT NULL"
+		"  (SELECT gpu, MIN(value) value FROM s WHERE name='utilization.gpu' AND value IS NOT NULL"
 		"   GROUP BY gpu, COALESCE(t_ns, artifact_id * 1000000000 + n)) GROUP BY gpu),"
 		" m AS (SELECT x.gpu, x.value used, x.value + y.value total FROM s x JOIN s y ON y.artifact_id=x.artifact_id"
 		"  AND y.n=x.n AND y.gpu=x.gpu AND y.name='memory.free' WHERE x.name='memory.used'"
@@ -3419,21 +3107,21 @@ static int diag_gpu(struct store_reader *r, const char *run, int rank, struct di
 
 	if (!st)
 		return TP_ERR_DB;
-	sqlite3_bind_int(st, 3, DIAG_GPU_UTIL_LOW_PCT);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	db_bind_int(st, 3, DIAG_GPU_UTIL_LOW_PCT);
+	while ((step = db_step(st)) == DB_ROW) {
 		struct diag_gpu *g = tp_realloc(r->gpus, (in->ngpus + 1) * sizeof(*g));
 		if (!g) {
-			sqlite3_finalize(st);
+			db_finalize(st);
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		}
 		r->gpus = g;
-		r->gpus[in->ngpus++] = (struct diag_gpu){ .index = sqlite3_column_int(st, 0),
-			.util_mean_pct = sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1),
-			.util_samples = sqlite3_column_int64(st, 2), .util_low = sqlite3_column_int64(st, 3),
-			.mem_used_bytes = sqlite3_column_double(st, 4), .mem_total_bytes = sqlite3_column_double(st, 5) };
+		r->gpus[in->ngpus++] = (struct diag_gpu){ .index = db_column_int(st, 0),
+			.util_mean_pct = db_column_type(st, 1) == DB_NULL ? NAN : db_column_double(st, 1),
+			.util_samples = db_column_int64(st, 2), .util_low = db_column_int64(st, 3),
+			.mem_used_bytes = db_column_double(st, 4), .mem_total_bytes = db_column_double(st, 5) };
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE)
+	db_finalize(st);
+	if (step != DB_DONE)
 		return db_fail(err, r->db, "read gpu samples");
 	in->gpus = r->gpus;
 	return TP_OK;
@@ -3452,7 +3140,7 @@ static int diag_canary(struct store_reader *r, const char *run, int rank, struct
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 		     int64_t **durs, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t i;
 	int step, c;
 
@@ -3463,10 +3151,10 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	in->rank = rank;
 	if (!(st = prepare_rank(r, "SELECT COUNT(*) FROM (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err)))
 		return TP_ERR_DB;
-	step = sqlite3_step(st);
-	in->traces = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-	sqlite3_finalize(st);
-	if (step != SQLITE_ROW)
+	step = db_step(st);
+	in->traces = step == DB_ROW ? db_column_int64(st, 0) : 0;
+	db_finalize(st);
+	if (step != DB_ROW)
 		return db_fail(err, r->db, "read artifacts");
 	if (rank_durations(r, run, rank, durs, &in->nsteps, err))
 		return err->rc;
@@ -3481,63 +3169,63 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 			     " FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0)", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	if ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		in->steps_ns = sqlite3_column_int64(st, 0);
+	if ((step = db_step(st)) == DB_ROW) {
+		in->steps_ns = db_column_int64(st, 0);
 		for (c = 0; c < AN_NCOMP; c++)
-			in->comp_ns[c] = sqlite3_column_int64(st, 1 + c);
-		in->comm_overlap_ns = sqlite3_column_int64(st, 1 + AN_NCOMP);
-		in->whole_trace = sqlite3_column_int64(st, 2 + AN_NCOMP) > 0;
-		in->gpu_busy_ns = sqlite3_column_int64(st, 3 + AN_NCOMP);
+			in->comp_ns[c] = db_column_int64(st, 1 + c);
+		in->comm_overlap_ns = db_column_int64(st, 1 + AN_NCOMP);
+		in->whole_trace = db_column_int64(st, 2 + AN_NCOMP) > 0;
+		in->gpu_busy_ns = db_column_int64(st, 3 + AN_NCOMP);
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_ROW)
+	db_finalize(st);
+	if (step != DB_ROW)
 		return db_fail(err, r->db, "read steps");
 	st = prepare_rank(r, "SELECT kind, COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0),"
 			     " COALESCE(SUM(tiny_calls), 0), COALESCE(SUM(tiny_ns), 0),"
-			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN calls END), 0),"
-			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN total_ns END), 0),"
-			     " COALESCE(SUM(CASE WHEN name LIKE '%DtoD%' THEN total_ns END), 0),"
-			     " COALESCE(SUM(CASE WHEN name LIKE '%Pageable%' THEN total_ns END), 0),"
-			     " COALESCE(SUM(CASE WHEN name LIKE '%Pinned%' THEN total_ns END), 0)"
+			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%dtoh%' THEN calls END), 0),"
+			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%dtoh%' THEN total_ns END), 0),"
+			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%dtod%' THEN total_ns END), 0),"
+			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%pageable%' THEN total_ns END), 0),"
+			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%pinned%' THEN total_ns END), 0)"
 			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY kind", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		int kind = sqlite3_column_int(st, 0);
-		int64_t calls = sqlite3_column_int64(st, 1), ns = sqlite3_column_int64(st, 2);
+	while ((step = db_step(st)) == DB_ROW) {
+		int kind = db_column_int(st, 0);
+		int64_t calls = db_column_int64(st, 1), ns = db_column_int64(st, 2);
 		if (kind == AN_GPU_KERNEL) {
 			in->kernel_calls = calls;
 			in->kernel_ns = ns;
-			in->tiny_calls = sqlite3_column_int64(st, 3);
-			in->tiny_ns = sqlite3_column_int64(st, 4);
+			in->tiny_calls = db_column_int64(st, 3);
+			in->tiny_ns = db_column_int64(st, 4);
 		} else if (kind == AN_GPU_MEMCPY) {
 			in->memcpy_calls = calls;
 			in->memcpy_ns = ns;
-			in->dtoh_calls = sqlite3_column_int64(st, 5);
-			in->dtoh_ns = sqlite3_column_int64(st, 6);
-			in->dtod_ns = sqlite3_column_int64(st, 7);
-			in->pageable_ns = sqlite3_column_int64(st, 8);
-			in->pinned_ns = sqlite3_column_int64(st, 9);
+			in->dtoh_calls = db_column_int64(st, 5);
+			in->dtoh_ns = db_column_int64(st, 6);
+			in->dtod_ns = db_column_int64(st, 7);
+			in->pageable_ns = db_column_int64(st, 8);
+			in->pinned_ns = db_column_int64(st, 9);
 		} else if (kind == AN_GPU_MEMSET) {
 			in->memset_ns = ns;
 		}
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE)
+	db_finalize(st);
+	if (step != DB_DONE)
 		return db_fail(err, r->db, "read kernels");
 	st = prepare_rank(r, "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) FROM op_stats"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=0 AND name=?3", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	for (i = 0; i < DIAG_NSYNC; i++) {
-		sqlite3_reset(st);
+		db_reset(st);
 		bind_text(st, 3, diag_sync_names[i]);
-		if ((step = sqlite3_step(st)) != SQLITE_ROW)
+		if ((step = db_step(st)) != DB_ROW)
 			break;
-		in->sync_calls[i] = sqlite3_column_int64(st, 0);
-		in->sync_ns[i] = sqlite3_column_int64(st, 1);
+		in->sync_calls[i] = db_column_int64(st, 0);
+		in->sync_ns[i] = db_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	if (i != DIAG_NSYNC)
 		return db_fail(err, r->db, "read ops");
 	return diag_memory(r, run, rank, in, err) || diag_canary(r, run, rank, in, err) ||
@@ -3548,7 +3236,7 @@ int store_metrics(struct store_reader *r, const char *run, const char *name, str
 		  struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "step", "name", "value" };
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
 	if (run_exists(r, run, err))
@@ -3563,36 +3251,36 @@ int store_metrics(struct store_reader *r, const char *run, const char *name, str
 
 int store_baseline_of(struct store_reader *r, const char *run, char out[129], struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	if (run_exists(r, run, err))
 		return err->rc;
 	/* the newest, should two ever be marked (PATCH keeps one per project) */
-	if (!(st = prepare(r, "SELECT b.name FROM runs b, runs t WHERE t.name=?1 AND b.baseline"
-			      " AND b.project IS t.project ORDER BY b.id DESC LIMIT 1", err)))
+	if (!(st = prepare(r, "SELECT b.name FROM runs b, runs t WHERE t.name=?1 AND b.baseline <> 0"
+			      " AND b.project IS NOT DISTINCT FROM t.project ORDER BY b.id DESC LIMIT 1", err)))
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	step = sqlite3_step(st);
-	if (step == SQLITE_ROW)
-		snprintf(out, 129, "%s", sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	if (step == SQLITE_ROW)
+	step = db_step(st);
+	if (step == DB_ROW)
+		snprintf(out, 129, "%s", db_column_text(st, 0));
+	db_finalize(st);
+	if (step == DB_ROW)
 		return TP_OK;
-	if (step == SQLITE_DONE)
+	if (step == DB_DONE)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_baseline", "the project of run '%s' has no baseline run:"
 			       " PATCH one with {\"baseline\": true}, or give base", run);
 	return db_fail(err, r->db, "read baseline");
 }
 
 /* Rows (name, calls, ns[, kind]) of st (bound) into items; finalizes st. */
-static int load_items(struct store_reader *r, sqlite3_stmt *st, struct compare_item **items, size_t *n,
+static int load_items(struct store_reader *r, struct db_stmt *st, struct compare_item **items, size_t *n,
 		      struct tp_errbuf *err)
 {
 	size_t cap = 0;
 	int step;
 
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (*n == cap) {
 			struct compare_item *ni = tp_realloc(*items, (cap = cap ? cap * 2 : 64) * sizeof(**items));
 			if (!ni)
@@ -3600,17 +3288,17 @@ static int load_items(struct store_reader *r, sqlite3_stmt *st, struct compare_i
 			*items = ni;
 		}
 		struct compare_item *it = &(*items)[*n];
-		if (!(it->name = tp_strdup((const char *)sqlite3_column_text(st, 0))))
+		if (!(it->name = tp_strdup((const char *)db_column_text(st, 0))))
 			break;
-		it->calls = sqlite3_column_int64(st, 1);
-		it->ns = sqlite3_column_int64(st, 2);
-		it->kind = sqlite3_column_int(st, 3);
+		it->calls = db_column_int64(st, 1);
+		it->ns = db_column_int64(st, 2);
+		it->kind = db_column_int(st, 3);
 		(*n)++;
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_DONE)
+	db_finalize(st);
+	if (step == DB_DONE)
 		return TP_OK;
-	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
 }
 
 /* The peak of the series memory reads answer from, when there is one. */
@@ -3619,7 +3307,7 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 	struct tp_errbuf none = { 0 };
 	struct series s;
 	int64_t row[MEM_POINT_COLS];
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int rc = pick_series(r, run, out->rank, NULL, &s, &none), step;
 
 	if (rc == TP_ERR_NOTFOUND)
@@ -3639,19 +3327,19 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 	}
 	if (!(st = prepare(r, "SELECT MAX(reserved) FROM memory_points WHERE artifact_id=?1 AND device=?2", err)))
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, s.artifact);
+	db_bind_int64(st, 1, s.artifact);
 	bind_text(st, 2, s.device);
-	step = sqlite3_step(st);
-	out->reserved_bytes = step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : -1;
-	sqlite3_finalize(st);
-	return step == SQLITE_ROW ? TP_OK : db_fail(err, r->db, "read memory");
+	step = db_step(st);
+	out->reserved_bytes = step == DB_ROW && db_column_type(st, 0) != DB_NULL ? db_column_int64(st, 0) : -1;
+	db_finalize(st);
+	return step == DB_ROW ? TP_OK : db_fail(err, r->db, "read memory");
 }
 
 int store_compare_input(struct store_reader *r, const char *run, int rank, struct compare_run *out,
 			struct tp_errbuf *err)
 {
 	struct diag_input in;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int rc, step, src;
 	char sql[1024];
@@ -3674,7 +3362,7 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 		 RANK_ARTIFACTS ") GROUP BY name", ops_from[src]);
 	if (!(st = prepare_rank(r, sql, run, out->rank, err)))
 		return TP_ERR_DB;
-	sqlite3_bind_int(st, 3, AN_DEV_CPU);
+	db_bind_int(st, 3, AN_DEV_CPU);
 	if ((rc = load_items(r, st, &out->ops, &out->nops, err)))
 		return rc;
 	if (!(st = prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE artifact_id IN ("
@@ -3697,7 +3385,7 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 			      " WHERE r.name=?1 GROUP BY m.name", err)))
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (out->nmetrics == cap) {
 			struct compare_metric *nm = tp_realloc(out->metrics, (cap = cap ? cap * 2 : 8) * sizeof(*nm));
 			if (!nm)
@@ -3705,22 +3393,22 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 			out->metrics = nm;
 		}
 		struct compare_metric *m = &out->metrics[out->nmetrics];
-		if (!(m->name = tp_strdup((const char *)sqlite3_column_text(st, 0))))
+		if (!(m->name = tp_strdup((const char *)db_column_text(st, 0))))
 			break;
-		m->mean = sqlite3_column_double(st, 1);
-		m->count = sqlite3_column_int64(st, 2);
+		m->mean = db_column_double(st, 1);
+		m->count = db_column_int64(st, 2);
 		out->nmetrics++;
 	}
-	sqlite3_finalize(st);
-	if (step == SQLITE_DONE)
+	db_finalize(st);
+	if (step == DB_DONE)
 		return TP_OK;
-	return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read metrics");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read metrics");
 }
 
 int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err)
 {
 	struct store_reader *r;
-	sqlite3_stmt *q;
+	struct db_stmt *q;
 	struct stat sb;
 	char wal[4096];
 	int rc;
@@ -3731,22 +3419,21 @@ int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *e
 	q = prepare(r, "SELECT (SELECT COUNT(*) FROM runs),"
 		       " (SELECT COUNT(*) FROM artifacts WHERE status='ready'),"
 		       " (SELECT COUNT(*) FROM artifacts WHERE status='error'),"
-		       " (SELECT COUNT(*) FROM artifacts WHERE status='ingesting'),"
-		       " (SELECT page_count * page_size FROM pragma_page_count, pragma_page_size)", err);
+		       " (SELECT COUNT(*) FROM artifacts WHERE status='ingesting')", err);
 	if (!q) {
 		store_reader_close(r);
 		return TP_ERR_DB;
 	}
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		out->runs = sqlite3_column_int64(q, 0);
-		out->ready = sqlite3_column_int64(q, 1);
-		out->error = sqlite3_column_int64(q, 2);
-		out->ingesting = sqlite3_column_int64(q, 3);
-		out->db_bytes = sqlite3_column_int64(q, 4);
+	if (db_step(q) == DB_ROW) {
+		out->runs = db_column_int64(q, 0);
+		out->ready = db_column_int64(q, 1);
+		out->error = db_column_int64(q, 2);
+		out->ingesting = db_column_int64(q, 3);
+		out->db_bytes = db_size(r->db);
 	} else {
 		rc = db_fail(err, r->db, "count");
 	}
-	sqlite3_finalize(q);
+	db_finalize(q);
 	store_reader_close(r);
 	snprintf(wal, sizeof(wal), "%s-wal", st->path);
 	if (!rc && stat(wal, &sb) == 0)
@@ -3769,17 +3456,17 @@ static void strmap_free(struct strmap *m)
 
 static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *m, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT key & 4294967295, s FROM strings WHERE key BETWEEN ?1 AND ?2"
+	struct db_stmt *st = prepare(r, "SELECT key & 4294967295, s FROM strings WHERE key BETWEEN ?1 AND ?2"
 				      " ORDER BY key", err);
 	int rc = TP_OK;
 
 	memset(m, 0, sizeof(*m));
 	if (!st)
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, artifact << 32);
-	sqlite3_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
+	db_bind_int64(st, 1, artifact << 32);
+	db_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
+	while (db_step(st) == DB_ROW) {
+		uint32_t id = (uint32_t)db_column_int64(st, 0);
 		if (id >= m->n) {
 			uint32_t n = id + 1 > m->n * 2 ? id + 1 : m->n * 2;
 			char **ns = tp_realloc(m->s, n * sizeof(*ns));
@@ -3792,12 +3479,12 @@ static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *
 			m->n = n;
 		}
 		tp_free(m->s[id]);
-		if (!(m->s[id] = tp_strdup((const char *)sqlite3_column_text(st, 1)))) {
+		if (!(m->s[id] = tp_strdup((const char *)db_column_text(st, 1)))) {
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			break;
 		}
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
@@ -3812,7 +3499,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 	struct strmap strs;
 	struct tp_event *ev = NULL;
 	size_t cap = 0, i;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int rc;
 
 	if ((rc = strmap_load(r, artifact, &strs, err)))
@@ -3823,13 +3510,13 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 		strmap_free(&strs);
 		return TP_ERR_DB;
 	}
-	sqlite3_bind_int64(st, 1, artifact << 32);
-	sqlite3_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
-	sqlite3_bind_int(st, 3, kind);
-	while (rc == TP_OK && sqlite3_step(st) == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_int64(st, 0);
-		const uint8_t *data = sqlite3_column_blob(st, 1);
-		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+	db_bind_int64(st, 1, artifact << 32);
+	db_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
+	db_bind_int(st, 3, kind);
+	while (rc == TP_OK && db_step(st) == DB_ROW) {
+		size_t n = (size_t)db_column_int64(st, 0);
+		const uint8_t *data = db_column_blob(st, 1);
+		size_t len = (size_t)db_column_bytes(st, 1);
 		if (n > (1u << 24)) {
 			rc = tp_fail(err, TP_ERR_DB, "database_error", "event block of artifact %lld is corrupt",
 				     (long long)artifact);
@@ -3857,7 +3544,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 		}
 		rc = fn(payload, ev, n);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	tp_free(ev);
 	strmap_free(&strs);
 	return rc;
@@ -3866,7 +3553,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct store_raw_info *out,
 		   struct tp_errbuf *err)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT a.raw_encoding, a.name, a.bytes,"
+	struct db_stmt *st = prepare(r, "SELECT a.raw_encoding, a.name, a.bytes,"
 				      " (SELECT COUNT(*) FROM raw_chunks WHERE key BETWEEN a.id<<32 AND (a.id<<32)|4294967295)"
 				      " FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.id=?2 AND a.status!='ingesting'", err);
@@ -3875,17 +3562,17 @@ int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct s
 	if (!st)
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	sqlite3_bind_int64(st, 2, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		snprintf(out->encoding, sizeof(out->encoding), "%s", sqlite3_column_text(st, 0));
-		snprintf(out->name, sizeof(out->name), "%s", sqlite3_column_text(st, 1));
-		out->bytes = (uint64_t)sqlite3_column_int64(st, 2);
-		out->nchunks = (uint32_t)sqlite3_column_int64(st, 3);
+	db_bind_int64(st, 2, id);
+	if (db_step(st) == DB_ROW) {
+		snprintf(out->encoding, sizeof(out->encoding), "%s", db_column_text(st, 0));
+		snprintf(out->name, sizeof(out->name), "%s", db_column_text(st, 1));
+		out->bytes = (uint64_t)db_column_int64(st, 2);
+		out->nchunks = (uint32_t)db_column_int64(st, 3);
 	} else {
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld",
 			     run, (long long)id);
 	}
-	sqlite3_finalize(st);
+	db_finalize(st);
 	return rc;
 }
 
@@ -3894,13 +3581,13 @@ int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void
 {
 	if (!r->raw && !(r->raw = prepare(r, "SELECT data FROM raw_chunks WHERE key=?1", err)))
 		return TP_ERR_DB;
-	sqlite3_reset(r->raw);
-	sqlite3_bind_int64(r->raw, 1, (id << 32) | seq);
-	if (sqlite3_step(r->raw) != SQLITE_ROW)
+	db_reset(r->raw);
+	db_bind_int64(r->raw, 1, (id << 32) | seq);
+	if (db_step(r->raw) != DB_ROW)
 		return tp_fail(err, TP_ERR_NOTFOUND, "raw_missing", "raw chunk %u of artifact %lld is missing",
 			       seq, (long long)id);
-	*data = sqlite3_column_blob(r->raw, 0);
-	*len = (size_t)sqlite3_column_bytes(r->raw, 0);
+	*data = db_column_blob(r->raw, 0);
+	*len = (size_t)db_column_bytes(r->raw, 0);
 	return TP_OK;
 }
 
@@ -3911,7 +3598,7 @@ struct store_trace {
 	int64_t *ids, *bases;		/* the rank's ready trace artifacts */
 	size_t nart, cur;
 	int64_t start, end;		/* absolute ns */
-	sqlite3_stmt *blocks;		/* of artifact ids[cur - 1] */
+	struct db_stmt *blocks;		/* of artifact ids[cur - 1] */
 	struct strmap strs;
 	struct tp_event *ev;
 	size_t cap;
@@ -3921,7 +3608,7 @@ void store_trace_close(struct store_trace *t)
 {
 	if (!t)
 		return;
-	sqlite3_finalize(t->blocks);
+	db_finalize(t->blocks);
 	strmap_free(&t->strs);
 	tp_free(t->ids);
 	tp_free(t->bases);
@@ -3933,7 +3620,7 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 		     struct store_trace **out, int *rank_out, struct tp_errbuf *err)
 {
 	struct store_trace *t;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	size_t cap = 0;
 	int step;
 
@@ -3950,7 +3637,7 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 		store_trace_close(t);
 		return TP_ERR_DB;
 	}
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (t->nart == cap) {
 			cap = cap ? cap * 2 : 8;
 			int64_t *ni = tp_realloc(t->ids, cap * sizeof(*ni));
@@ -3961,13 +3648,13 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 				break;
 			t->bases = nb;
 		}
-		t->ids[t->nart] = sqlite3_column_int64(st, 0);
-		t->bases[t->nart++] = sqlite3_column_int64(st, 1);
+		t->ids[t->nart] = db_column_int64(st, 0);
+		t->bases[t->nart++] = db_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
+	db_finalize(st);
+	if (step != DB_DONE) {
 		store_trace_close(t);
-		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read artifacts");
 	}
 	*out = t;
@@ -3977,7 +3664,7 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 
 int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	*meta = NULL;
@@ -3986,15 +3673,15 @@ int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, str
 		return TP_OK;
 	if (!(st = prepare(t->r, "SELECT meta FROM artifacts WHERE id=?1", err)))
 		return TP_ERR_DB;
-	sqlite3_bind_int64(st, 1, t->ids[0]);
-	step = sqlite3_step(st);
-	if (step == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT &&
-	    !(*meta = tp_strdup((const char *)sqlite3_column_text(st, 0)))) {
-		sqlite3_finalize(st);
+	db_bind_int64(st, 1, t->ids[0]);
+	step = db_step(st);
+	if (step == DB_ROW && db_column_type(st, 0) == DB_TEXT &&
+	    !(*meta = tp_strdup((const char *)db_column_text(st, 0)))) {
+		db_finalize(st);
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
-	sqlite3_finalize(st);
-	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, t->r->db, "read artifact");
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, t->r->db, "read artifact");
 }
 
 int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
@@ -4017,27 +3704,27 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 						  " ORDER BY kind, key", err);
 			if (!t->blocks)
 				return TP_ERR_DB;
-			sqlite3_bind_int64(t->blocks, 1, a << 32);
-			sqlite3_bind_int64(t->blocks, 2, a << 32 | 0xffffffffLL);
+			db_bind_int64(t->blocks, 1, a << 32);
+			db_bind_int64(t->blocks, 2, a << 32 | 0xffffffffLL);
 			int64_t lo, hi;
 			if (t->start == INT64_MIN || __builtin_sub_overflow(t->start, base, &lo))
 				lo = INT64_MIN;
 			if (t->end == INT64_MAX || __builtin_sub_overflow(t->end, base, &hi))
 				hi = INT64_MAX;
-			sqlite3_bind_int64(t->blocks, 3, lo);
-			sqlite3_bind_int64(t->blocks, 4, hi);
+			db_bind_int64(t->blocks, 3, lo);
+			db_bind_int64(t->blocks, 4, hi);
 		}
-		int step = sqlite3_step(t->blocks);
-		if (step == SQLITE_DONE) {
-			sqlite3_finalize(t->blocks);
+		int step = db_step(t->blocks);
+		if (step == DB_DONE) {
+			db_finalize(t->blocks);
 			t->blocks = NULL;
 			continue;
 		}
-		if (step != SQLITE_ROW)
+		if (step != DB_ROW)
 			return db_fail(err, t->r->db, "read events");
-		size_t cnt = (size_t)sqlite3_column_int64(t->blocks, 0);
-		const uint8_t *data = sqlite3_column_blob(t->blocks, 1);
-		size_t len = (size_t)sqlite3_column_bytes(t->blocks, 1);
+		size_t cnt = (size_t)db_column_int64(t->blocks, 0);
+		const uint8_t *data = db_column_blob(t->blocks, 1);
+		size_t len = (size_t)db_column_bytes(t->blocks, 1);
 		if (cnt > (1u << 24))
 			return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
 		if (cnt > t->cap) {
@@ -4087,24 +3774,24 @@ const char *store_trace_string(const struct store_trace *t, uint32_t id)
 static int rank_trace_run(struct store_writer *w, const char *run, int rank, int64_t artifact, int any_run,
 			  int64_t *run_id, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	*run_id = 0;
-	if (sqlite3_prepare_v2(w->db, any_run ? "SELECT id FROM runs WHERE name=?1" :
+	if (db_prepare(w->db, any_run ? "SELECT id FROM runs WHERE name=?1" :
 				      "SELECT a.run_id FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace'"
-				      " AND a.id<>?3 LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+				      " AND a.id<>?3 LIMIT 1", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
 	bind_text(st, 1, run);
 	if (!any_run) {
-		sqlite3_bind_int(st, 2, rank);
-		sqlite3_bind_int64(st, 3, artifact);
+		db_bind_int(st, 2, rank);
+		db_bind_int64(st, 3, artifact);
 	}
-	if ((step = sqlite3_step(st)) == SQLITE_ROW)
-		*run_id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "read rank");
+	if ((step = db_step(st)) == DB_ROW)
+		*run_id = db_column_int64(st, 0);
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, w->db, "read rank");
 }
 
 int store_rank_has_trace(struct store_writer *w, const char *run, int rank, int *has, struct tp_errbuf *err)
@@ -4119,7 +3806,7 @@ int store_rank_has_trace(struct store_writer *w, const char *run, int rank, int 
 int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int force,
 		     int *deferred, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int64_t run_id = 0;
 	int rc = TP_OK, step;
 	size_t i;
@@ -4130,24 +3817,24 @@ int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t 
 		return rc;
 	if (!run_id)
 		return TP_OK;
-	if (sqlite3_prepare_v2(w->db, "INSERT INTO rank_pending(run_id, rank, seq) VALUES(?1, ?2, 1)"
-				      " ON CONFLICT(run_id, rank) DO UPDATE SET seq=seq+1", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "INSERT INTO rank_pending(run_id, rank, seq) VALUES(?1, ?2, 1)"
+				      " ON CONFLICT(run_id, rank) DO UPDATE SET seq=rank_pending.seq+1", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
-	sqlite3_bind_int64(st, 1, run_id);
-	sqlite3_bind_int(st, 2, rank);
-	step = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE)
+	db_bind_int64(st, 1, run_id);
+	db_bind_int(st, 2, rank);
+	step = db_step(st);
+	db_finalize(st);
+	if (step != DB_DONE)
 		return db_fail(err, w->db, "mark rank");
 	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
 		char sql[128];
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", rank_tables[i]);
-		if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 			return db_fail(err, w->db, "prepare");
-		sqlite3_bind_int64(st, 1, artifact);
-		if (sqlite3_step(st) != SQLITE_DONE)
+		db_bind_int64(st, 1, artifact);
+		if (db_step(st) != DB_DONE)
 			rc = db_fail(err, w->db, "defer rank analysis");
-		sqlite3_finalize(st);
+		db_finalize(st);
 	}
 	if (!rc) {
 		atomic_fetch_add(&w->store->marks, 1);
@@ -4174,7 +3861,7 @@ int store_rank_pending(struct store_reader *r, const char *run, struct store_pen
 	uint64_t marks = atomic_load(&r->store->marks);
 	struct store_pending *v = NULL;
 	size_t cap = 0;
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	*out = NULL;
@@ -4183,7 +3870,7 @@ int store_rank_pending(struct store_reader *r, const char *run, struct store_pen
 			      " WHERE ?1 IS NULL OR r.name=?1 ORDER BY r.name, p.rank", err)))
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((step = db_step(st)) == DB_ROW) {
 		if (*n == cap) {
 			size_t nc = cap ? cap * 2 : 8;
 			struct store_pending *nv = tp_realloc(v, nc * sizeof(*nv));
@@ -4192,16 +3879,16 @@ int store_rank_pending(struct store_reader *r, const char *run, struct store_pen
 			v = nv;
 			cap = nc;
 		}
-		if (!(v[*n].run = tp_strdup((const char *)sqlite3_column_text(st, 0))))
+		if (!(v[*n].run = tp_strdup((const char *)db_column_text(st, 0))))
 			break;
-		v[*n].rank = sqlite3_column_int(st, 1);
-		v[(*n)++].seq = sqlite3_column_int64(st, 2);
+		v[*n].rank = db_column_int(st, 1);
+		v[(*n)++].seq = db_column_int64(st, 2);
 	}
-	sqlite3_finalize(st);
-	if (step != SQLITE_DONE) {
+	db_finalize(st);
+	if (step != DB_DONE) {
 		store_pending_free(v, *n);
 		*n = 0;
-		return step == SQLITE_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read pending ranks");
 	}
 	if (!run && !*n)
@@ -4212,7 +3899,7 @@ int store_rank_pending(struct store_reader *r, const char *run, struct store_pen
 
 int store_rank_seq(struct store_reader *r, const char *run, int rank, int64_t *seq, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
 	*seq = 0;
@@ -4220,27 +3907,27 @@ int store_rank_seq(struct store_reader *r, const char *run, int rank, int64_t *s
 			      " WHERE r.name=?1 AND p.rank=?2", err)))
 		return TP_ERR_DB;
 	bind_text(st, 1, run);
-	sqlite3_bind_int(st, 2, rank);
-	if ((step = sqlite3_step(st)) == SQLITE_ROW)
-		*seq = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return step == SQLITE_ROW || step == SQLITE_DONE ? TP_OK : db_fail(err, r->db, "read pending rank");
+	db_bind_int(st, 2, rank);
+	if ((step = db_step(st)) == DB_ROW)
+		*seq = db_column_int64(st, 0);
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, r->db, "read pending rank");
 }
 
 int store_rank_settled(struct store_writer *w, const char *run, int rank, int64_t seq, struct tp_errbuf *err)
 {
-	sqlite3_stmt *st;
+	struct db_stmt *st;
 	int step;
 
-	if (sqlite3_prepare_v2(w->db, "DELETE FROM rank_pending WHERE rank=?2 AND (?3 < 0 OR seq=?3)"
-				      " AND run_id=(SELECT id FROM runs WHERE name=?1)", -1, &st, NULL) != SQLITE_OK)
+	if (db_prepare(w->db, "DELETE FROM rank_pending WHERE rank=?2 AND (?3 < 0 OR seq=?3)"
+				      " AND run_id=(SELECT id FROM runs WHERE name=?1)", 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
 	bind_text(st, 1, run);
-	sqlite3_bind_int(st, 2, rank);
-	sqlite3_bind_int64(st, 3, seq);
-	step = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return step == SQLITE_DONE ? TP_OK : db_fail(err, w->db, "unmark rank");
+	db_bind_int(st, 2, rank);
+	db_bind_int64(st, 3, seq);
+	step = db_step(st);
+	db_finalize(st);
+	return step == DB_DONE ? TP_OK : db_fail(err, w->db, "unmark rank");
 }
 
 int store_read_snapshot(struct store_reader *r, int on, struct tp_errbuf *err)

@@ -3,6 +3,8 @@
  */
 #define _GNU_SOURCE
 #include <curl/curl.h>
+#include <libpq-fe.h>
+#include "store/db.h"
 #include <sqlite3.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -152,13 +154,50 @@ char *tu_source_path(const char *rel)
 
 static int start_on(struct tu_server *s, const char *listen, const char *const extra[]);
 
+/* Run one statement on the PostgreSQL cluster's maintenance database; 0 on success. */
+static int pg_admin(const char *host, const char *sql)
+{
+	char uri[600];
+	PGconn *c;
+	PGresult *res;
+	int ok;
+
+	snprintf(uri, sizeof(uri), "postgresql:///postgres?host=%s&user=trainscope", host);
+	c = PQconnectdb(uri);
+	res = PQexec(c, sql);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	if (!ok)
+		fprintf(stderr, "testutil: %s: %s", sql, PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+	return ok ? 0 : -1;
+}
+
 int tu_server_start(struct tu_server *s, const char *const extra[])
 {
+	static int seq;
+	const char *pg = getenv("TRAINSCOPE_TEST_PG");
+
 	memset(s, 0, sizeof(*s));
 	if (!(s->dir = tu_tmpdir()))
 		return -1;
 	snprintf(s->db, sizeof(s->db), "%s/t.db", s->dir);
+	if (pg && *pg) {	/* a database of its own on the suite's PostgreSQL (scripts/pg.sh) */
+		char sql[128];
+		snprintf(s->pgname, sizeof(s->pgname), "t%d_%d", (int)getpid(), seq++);
+		snprintf(sql, sizeof(sql), "CREATE DATABASE %s", s->pgname);
+		if (pg_admin(pg, sql))
+			return -1;
+		snprintf(s->db, sizeof(s->db), "postgresql:///%s?host=%s&user=trainscope", s->pgname, pg);
+	}
 	return tu_server_restart(s, extra);
+}
+
+int tu_postgres(void)
+{
+	const char *pg = getenv("TRAINSCOPE_TEST_PG");
+
+	return pg && *pg;
 }
 
 int tu_server_restart(struct tu_server *s, const char *const extra[])
@@ -226,6 +265,12 @@ static int start_on(struct tu_server *s, const char *listen, const char *const e
 void tu_server_cleanup(struct tu_server *s)
 {
 	tu_server_stop(s);
+	if (s->pgname[0]) {
+		char sql[128];
+		snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", s->pgname);
+		pg_admin(getenv("TRAINSCOPE_TEST_PG"), sql);
+		s->pgname[0] = 0;
+	}
 	tu_rmtree(s->dir);
 	free(s->dir);
 	s->dir = NULL;
@@ -402,12 +447,32 @@ const char *tu_error_code(json_t *j)
 	return c ? c : "";
 }
 
+/* The first column of the first row, on PostgreSQL (the store's schema first in the path). */
+static long long pg_scalar(const char *db, const char *sql)
+{
+	PGconn *c = PQconnectdb(db);
+	PGresult *res;
+	long long v = -1;
+
+	ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
+	PQclear(PQexec(c, "SET search_path = trainscope, pg_catalog"));
+	res = PQexec(c, sql);
+	ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage(c));
+	if (PQntuples(res) > 0)
+		v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	PQfinish(c);
+	return v;
+}
+
 long long tu_db_scalar(const char *db, const char *sql)
 {
 	sqlite3 *h;
 	sqlite3_stmt *s;
 	long long v = -1;
 
+	if (db_is_postgres(db))
+		return pg_scalar(db, sql);
 	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(h));
 	if (sqlite3_step(s) == SQLITE_ROW)
@@ -423,6 +488,9 @@ int tu_db_integrity_ok(const char *db)
 	sqlite3_stmt *s;
 	int ok = 0;
 
+	/* PostgreSQL keeps its own: that the store's tables answer is what is asked */
+	if (db_is_postgres(db))
+		return pg_scalar(db, "SELECT COUNT(*) FROM artifacts") >= 0;
 	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
 	if (sqlite3_step(s) == SQLITE_ROW)

@@ -30,9 +30,12 @@ struct tu_server {
 	pid_t pid;
 	int port;
 	char *dir;		/* temporary folder holding the database */
-	char db[512];
+	char db[512];		/* its --db: a file in dir, or a PostgreSQL URI (TRAINSCOPE_TEST_PG) */
+	char pgname[64];	/* the PostgreSQL database made for it, dropped by tu_server_cleanup */
 	char base[64];		/* "http://127.0.0.1:PORT" */
 };
+/* 1 when the suite runs on PostgreSQL: TRAINSCOPE_TEST_PG names the socket folder of scripts/pg.sh's cluster */
+int tu_postgres(void);
 /* Start with extra flags (NULL-terminated); 0 on success. */
 int tu_server_start(struct tu_server *s, const char *const extra[]);
 /* Start again on the same database (after a stop or a kill). */

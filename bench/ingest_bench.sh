@@ -13,8 +13,9 @@
 # and compares with `python3 -c 'import json; json.load(open(F))'` on the
 # uncompressed file (time, and peak RSS via /usr/bin/time if installed).
 #
-# Usage:  bench/ingest_bench.sh [--size-mb N] [--plain] [--keep]
+# Usage:  bench/ingest_bench.sh [--size-mb N] [--plain] [--keep] [--db URI]
 #   --size-mb N  trace size in MiB (default: $SIZE_MB or 1024)
+#   --db URI     a PostgreSQL database (empty) instead of a fresh SQLite file
 #   --plain      also upload the uncompressed file (second run)
 #   --keep       keep the generated traces in bench/out/
 # Server binary: $TRAINSCOPE_SERVER, default build/trainscope-server, built with
@@ -26,9 +27,10 @@ ROOT=$(cd "$HERE/.." && pwd)
 OUT=$HERE/out
 SERVER=${TRAINSCOPE_SERVER:-$ROOT/build/trainscope-server}
 SIZE_MB=${SIZE_MB:-1024}
-PLAIN=0 KEEP=0
+PLAIN=0 KEEP=0 URI=
 while [ $# -gt 0 ]; do
 	case $1 in
+	--db) URI=$2; shift 2 ;;
 	--size-mb) SIZE_MB=$2; shift 2 ;;
 	--plain) PLAIN=1; shift ;;
 	--keep) KEEP=1; shift ;;
@@ -68,7 +70,7 @@ FIX_EVENTS=$(jget "$INFO" fixture_events) COPIES=$(jget "$INFO" copies)
 # 2. Fresh server on an empty database; the port is read from its first line.
 DB=$OUT/t.db
 rm -f "$DB" "$DB-wal" "$DB-shm"
-"$SERVER" --listen 127.0.0.1:0 --db "$DB" --max-ratio 100000 \
+"$SERVER" --listen 127.0.0.1:0 --db "${URI:-$DB}" --max-ratio 100000 \
 	>"$OUT/server.out" 2>"$OUT/server.err" &
 SPID=$!
 PORT=
@@ -112,6 +114,7 @@ if [ "$PLAIN" = 1 ]; then
 fi
 
 # 3. Stop the server cleanly (checkpoints the WAL), then size the database.
+PG_BYTES=$(curl -sS "http://127.0.0.1:$PORT/metrics" | awk '/^trainscope_database_bytes / {print $2}')
 kill -TERM "$SPID"; wait "$SPID" || die "server exited with status $?"
 SPID=
 DB_FILES= DB_BYTES=0
@@ -151,6 +154,10 @@ printf "$FMT" "" "input MiB" events seconds "MiB/s" "peak RSS MiB" "vs python"
 row "trainscope (gzip)" "$GZ_MB" "$GZ_SECS" "$GZ_HWM"
 [ "$PLAIN" = 1 ] && row "trainscope (plain)" "$MB" "$PL_SECS" "$PL_HWM"
 row "python3 json.load" "$MB" "$PY_SECS" "$PY_RSS"
-echo "SQLite database after ingest: $(mib "$DB_BYTES") MiB (${DB_FILES%, })"
+if [ -n "$URI" ]; then
+	echo "PostgreSQL database after ingest: $(mib "${PG_BYTES:-0}") MiB (pg_database_size)"
+else
+	echo "SQLite database after ingest: $(mib "$DB_BYTES") MiB (${DB_FILES%, })"
+fi
 echo "(MiB/s = uncompressed MiB / seconds; vs python = python seconds / seconds;"
 echo " MiB = 2^20 bytes; server peak RSS = VmHWM during that upload)"

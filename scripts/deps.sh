@@ -3,7 +3,7 @@
 # skipping those already there. Needs root (or sudo) only when something is missing.
 set -eu
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev \
-libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium python3 curl"
+libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium python3 curl postgresql"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -17,6 +17,11 @@ echo "installing:$missing" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# postgresql: its binaries only (scripts/pg.sh runs throwaway clusters); no system cluster, no service
+case " $missing " in *" postgresql "*)
+	$sudo mkdir -p /etc/postgresql-common/createcluster.d
+	echo "create_main_cluster = false" | $sudo tee /etc/postgresql-common/createcluster.d/trainscope.conf >/dev/null ;;
+esac
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

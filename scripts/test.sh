@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds and runs the whole test suite (unit + end to end, then the API's
 # JSON Schemas against a live server, then the dashboards in headless
-# chromium, screenshots in $dir/browser/) in build/, then the Release build
+# chromium, screenshots in $dir/browser/) in build/, then the end-to-end suite,
+# the schema walk and every answer again on PostgreSQL, then the Release build
 # the Dockerfile makes (in build-release/, its unit suite run); with
 # SANITIZE=1, in build-asan/ with AddressSanitizer and UBSan.
 set -eu
@@ -23,6 +24,25 @@ node tests/schema/validate.mjs "$dir"
 BUILD_DIR="$dir" node --test --test-concurrency=1 tests/browser/pages.test.mjs tests/browser/compare.test.mjs \
 	tests/browser/dashboards.test.mjs tests/browser/run_multi.test.mjs tests/browser/run_live.test.mjs \
 	tests/browser/distributed.test.mjs tests/browser/formats.test.mjs
+# the same suites on PostgreSQL (a throwaway cluster, scripts/pg.sh): every e2e test (those tagged sqlite
+# read SQLite's file itself), the schema walk, and every GET answer on the fixtures byte for byte as SQLite's
+if [ "${SANITIZE:-0}" != 1 ]; then
+	pg=$(mktemp -d)
+	trap 'scripts/pg.sh stop "$pg" 2>/dev/null || true; rm -rf "$pg"' EXIT
+	uri=$(scripts/pg.sh start "$pg")
+	TRAINSCOPE_TEST_PG=$pg CK_EXCLUDE_TAGS=sqlite ctest --test-dir "$dir" -R e2e --output-on-failure
+	SCHEMA_DB=$uri node tests/schema/validate.mjs "$dir"
+	# answers.py wants an empty database: the schema walk's is dropped
+	"$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" -q -h "$pg" -U trainscope -d postgres \
+		-c "DROP DATABASE trainscope WITH (FORCE)" -c "CREATE DATABASE trainscope"
+	python3 scripts/answers.py "$pg/answers-sqlite" --server "$dir/trainscope-server"
+	python3 scripts/answers.py "$pg/answers-pg" --server "$dir/trainscope-server" --db "$uri"
+	diff -r "$pg/answers-sqlite" "$pg/answers-pg"
+	echo "PostgreSQL: $(ls "$pg/answers-pg" | wc -l) answers byte-identical to SQLite's"
+	scripts/pg.sh stop "$pg"
+	rm -rf "$pg"
+	trap - EXIT
+fi
 # the Release configuration users build (the Dockerfile's): -O3 finds warnings -O2 does not
 if [ "${SANITIZE:-0}" != 1 ]; then
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -1,6 +1,7 @@
 /*
  * h_health.c: GET /healthz, for load balancers and the tests: answers once
- * the server serves, without touching the database; and GET /metrics, for
+ * the server serves, "ok" (200) or "database unavailable" (503: PostgreSQL
+ * down; an SQLite file is not touched); and GET /metrics, for
  * Prometheus; and GET /api/v1/openapi.yaml with the JSON schemas it refers
  * to (GET /api/v1/api/NAME.schema.json, where its relative $refs lead): the
  * API's description, compiled in from schemas/, so it matches the binary.
@@ -12,6 +13,7 @@
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
+#include "store/store.h"
 
 struct embedded_file {
 	const char *name, *data;
@@ -21,6 +23,10 @@ extern const struct embedded_file api_description[];	/* openapi.yaml, then schem
 
 int h_health_get(struct request *req)
 {
+	struct tp_errbuf err = { 0 };
+
+	if (store_health(http_store(req), &err))
+		return http_reply_json(req, 503, json_pack("{s:s}", "status", "database unavailable"));
 	return http_reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
 }
 

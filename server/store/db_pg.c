@@ -223,7 +223,8 @@ static int unaliased(const char *sql, const char **out, int max)
 				break;
 			continue;
 		}
-		if (!at_word(sql, s, "FROM") || *(w = next_word(s + 4)) != '(' || !(e = close_paren(w, &comma)))
+		if (!at_word(sql, s, "FROM") || *(w = next_word(s + 4)) != '(' || !(e = close_paren(w, &comma)) ||
+		    (s - sql >= 9 && !strncasecmp(s - 9, "DISTINCT ", 9)))	/* IS NOT DISTINCT FROM (...) */
 			continue;
 		w = next_word(e + 1);
 		for (i = 0; i < sizeof(follow) / sizeof(follow[0]) && !at_word(sql, w, follow[i]); i++)
@@ -800,6 +801,9 @@ static const char setup_sql[] =
 	"SELECT pg_advisory_lock(7411202611);"
 	"CREATE SCHEMA IF NOT EXISTS trainscope;"
 	"CREATE TABLE IF NOT EXISTS trainscope.schema_version(version BIGINT NOT NULL);"
+	/* the store's generation, bumped by every write transaction: one answer cache rule on every server */
+	"CREATE TABLE IF NOT EXISTS trainscope.generation(n BIGINT NOT NULL);"
+	"INSERT INTO trainscope.generation SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM trainscope.generation);"
 	"CREATE OR REPLACE FUNCTION trainscope.sat_add(a bigint, b bigint) RETURNS bigint"
 	" LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN b IS NULL THEN a WHEN a IS NULL THEN b"
 	"  ELSE GREATEST(LEAST(a::numeric + b, 9223372036854775807), -9223372036854775808)::bigint END $$;"

@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "store/db.h"
@@ -57,6 +59,19 @@ struct store {
 	struct store_writer *widle[WRITER_POOL];	/* writers closed with no transaction open, kept warm */
 	int nwidle;
 	_Atomic uint64_t gen;		/* bumped by every write that commits */
+	/* PostgreSQL: other servers write too, so the generation is the database's (table generation),
+	 * read on gen_db (under mu) */
+	int shared;
+	struct db *gen_db;
+	/* PostgreSQL: this server in table servers, its heartbeat (which also drops uploads of servers gone) */
+	int64_t server_id;
+	pthread_t beat;
+	int beating, stopping;
+	pthread_cond_t beat_cv;
+	/* setup() done (migrations, recovery, registration); waiting: the database was down at start */
+	pthread_mutex_t setup_mu;
+	_Atomic int ready;
+	int waiting;
 	/* uploads whose drop failed (a full disk): dropped by the next writer (under mu) */
 	int64_t undropped[16];
 	int nundropped;
@@ -197,16 +212,23 @@ static const char empty_runs_sql[] =
 	" AND metadata='{}' AND tags='[]' AND project IS NULL"
 	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id)";
 
-/* Interrupted ingests: see the top of store.h. */
-static int recover(struct db *db, struct tp_errbuf *err)
+/*
+ * Interrupted ingests: see the top of store.h. Alone on the database
+ * (shared 0), every upload still 'ingesting' was cut by a stop; sharing it,
+ * those of servers that have not beaten since dead_ns.
+ */
+static int recover(struct db *db, int shared, int64_t dead_ns, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	int64_t ids[256];
 	int n, i, rc = TP_OK, total = 0;
 
 	do {
-		if (db_prepare(db, "SELECT id FROM artifacts WHERE status='ingesting' LIMIT 256", 0, &st) != DB_OK)
+		if (db_prepare(db, "SELECT id FROM artifacts WHERE status='ingesting' AND (?1 = 0 OR owner NOT IN"
+				   " (SELECT id FROM servers WHERE alive_ns >= ?2)) LIMIT 256", 0, &st) != DB_OK)
 			return db_fail(err, db, "recover");
+		db_bind_int(st, 1, shared);
+		db_bind_int64(st, 2, dead_ns);
 		for (n = 0; n < 256 && db_step(st) == DB_ROW; n++)
 			ids[n] = db_column_int64(st, 0);
 		db_finalize(st);
@@ -223,6 +245,8 @@ static int recover(struct db *db, struct tp_errbuf *err)
 			rc = drop_artifact(db, ids[i], err);
 		if (!rc)
 			rc = exec(db, empty_runs_sql, err);
+		if (!rc && shared)
+			rc = exec(db, "UPDATE generation SET n = n + 1", err);
 		if (rc) {
 			db_exec(db, "ROLLBACK");
 			return rc;
@@ -232,38 +256,187 @@ static int recover(struct db *db, struct tp_errbuf *err)
 		total += n;
 	} while (n == 256);
 	if (total)
-		tp_warn("removed %d interrupted upload(s) left by an earlier stop", total);
+		tp_warn("removed %d interrupted upload(s) left by %s", total, shared ? "a server gone" : "an earlier stop");
 	return TP_OK;
+}
+
+static int setup(struct store *st, struct tp_errbuf *err);
+
+/*
+ * A server silent this long is gone, and its uploads are dropped: 30 s, or
+ * TRAINSCOPE_DEAD_AFTER seconds (1 to 3600; the tests use 2). Servers beat
+ * five times as often, at least every 2 s.
+ */
+static int64_t dead_after_ns(void)
+{
+	const char *v = getenv("TRAINSCOPE_DEAD_AFTER");
+	long s = v ? strtol(v, NULL, 10) : 0;
+
+	return (s >= 1 && s <= 3600 ? s : 30) * 1000000000LL;
+}
+#define DEAD_NS dead_after_ns()
+#define BEAT_NS (DEAD_NS / 5 < 2000000000LL ? DEAD_NS / 5 : 2000000000LL)
+
+/* Register (or beat for) server id at now; 0 or a db error. */
+static int beat_once(struct db *db, int64_t id, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int rc;
+
+	if (db_prepare(db, "INSERT INTO servers(id, alive_ns) VALUES(?1, ?2)"
+			   " ON CONFLICT(id) DO UPDATE SET alive_ns=excluded.alive_ns", 0, &st))
+		return db_fail(err, db, "beat");
+	db_bind_int64(st, 1, id);
+	db_bind_int64(st, 2, tp_now_ns());
+	rc = db_step(st) == DB_DONE ? TP_OK : db_fail(err, db, "beat");
+	db_finalize(st);
+	return rc;
+}
+
+/*
+ * The heartbeat of a server sharing its database: beat every BEAT_NS, drop
+ * the uploads of servers silent for DEAD_NS, and forget those servers. Its
+ * own connection, made again after PostgreSQL comes back.
+ */
+static void *beat_main(void *arg)
+{
+	struct store *st = arg;
+	struct db *db = NULL;
+
+	pthread_mutex_lock(&st->mu);
+	while (!st->stopping) {
+		struct timespec until;
+		struct tp_errbuf err = { 0 };
+		pthread_mutex_unlock(&st->mu);
+		if (!atomic_load(&st->ready) && setup(st, &err)) {
+			/* still down */
+		} else if (db || !db_open(st->path, 0, &db, NULL)) {
+			int64_t dead = tp_now_ns() - DEAD_NS;
+			if (beat_once(db, st->server_id, &err) || recover(db, 1, dead, &err)) {
+				db_close(db);
+				db = NULL;
+			} else {
+				struct db_stmt *q;
+				if (!db_prepare(db, "DELETE FROM servers WHERE alive_ns < ?1 AND NOT EXISTS"
+						    " (SELECT 1 FROM artifacts WHERE owner=servers.id AND status='ingesting')",
+						0, &q)) {
+					db_bind_int64(q, 1, dead);
+					db_step(q);
+				}
+				db_finalize(q);
+			}
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		{
+			int64_t ns = until.tv_nsec + BEAT_NS;
+			until.tv_sec += ns / 1000000000LL;
+			until.tv_nsec = ns % 1000000000LL;
+		}
+		pthread_mutex_lock(&st->mu);
+		if (!st->stopping)
+			pthread_cond_timedwait(&st->beat_cv, &st->mu, &until);
+	}
+	pthread_mutex_unlock(&st->mu);
+	if (db) {
+		struct db_stmt *q;
+		if (!db_prepare(db, "DELETE FROM servers WHERE id=?1", 0, &q)) {
+			db_bind_int64(q, 1, st->server_id);
+			db_step(q);
+		}
+		db_finalize(q);
+		db_close(db);
+	}
+	return NULL;
+}
+
+/*
+ * Migrate, drop interrupted uploads, and (sharing the database) register
+ * this server: once, before the first reader or writer. 0, or the error.
+ */
+static int setup(struct store *st, struct tp_errbuf *err)
+{
+	struct db *db = NULL;
+	int rc;
+
+	pthread_mutex_lock(&st->setup_mu);
+	if (atomic_load(&st->ready)) {
+		pthread_mutex_unlock(&st->setup_mu);
+		return TP_OK;
+	}
+	if (!(rc = db_open(st->path, DB_OPEN_CREATE, &db, err)) && !(rc = migrate(db, err)) &&
+	    !(rc = recover(db, st->shared, tp_now_ns() - DEAD_NS, err)) &&
+	    !(rc = st->shared ? beat_once(db, st->server_id, err) : TP_OK)) {
+		atomic_store(&st->ready, 1);
+		if (st->waiting)
+			tp_info("the database is back");
+	}
+	db_close(db);
+	pthread_mutex_unlock(&st->setup_mu);
+	return rc;
+}
+
+static int ready(struct store *st, struct tp_errbuf *err)
+{
+	return atomic_load(&st->ready) ? TP_OK : setup(st, err);
 }
 
 int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 {
-	struct store *st = NULL;
-	struct db *db = NULL;
+	struct store *st = tp_calloc(1, sizeof(*st));
 	int rc;
 
-	if ((rc = db_open(path, DB_OPEN_CREATE, &db, err)))
-		return rc;
-	if ((rc = migrate(db, err)) || (rc = recover(db, err)))
-		goto out;
-	st = tp_calloc(1, sizeof(*st));
-	if (st) {
-		pthread_mutex_init(&st->mu, NULL);
-		/* marks left by an earlier process: the first read settles them */
-		atomic_store(&st->marks, 1);
-	}
 	if (!st || !(st->path = tp_strdup(path))) {
-		if (st)
-			pthread_mutex_destroy(&st->mu);
 		tp_free(st);
-		st = NULL;
-		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-		goto out;
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_mutex_init(&st->setup_mu, NULL);
+	pthread_cond_init(&st->beat_cv, NULL);
+	/* marks left by an earlier process: the first read settles them */
+	atomic_store(&st->marks, 1);
+	st->shared = db_is_postgres(path);
+	if (st->shared) {
+		uint64_t id = 0;
+		if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+			id = (uint64_t)tp_now_ns() ^ ((uint64_t)getpid() << 32);
+		st->server_id = (int64_t)(id >> 1);
+	}
+	rc = setup(st, err);
+	/* a PostgreSQL not there yet: serve 503s, and set up once it is (the heartbeat tries) */
+	if (rc == TP_ERR_UNAVAILABLE) {
+		tp_warn("%s: waiting for it; every request gets 503 until it answers", err->msg);
+		st->waiting = 1;
+		rc = TP_OK;
+		memset(err, 0, sizeof(*err));
+	}
+	if (!rc && st->shared) {
+		if (pthread_create(&st->beat, NULL, beat_main, st))
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "cannot start the heartbeat");
+		else
+			st->beating = 1;
+	}
+	if (rc) {
+		pthread_cond_destroy(&st->beat_cv);
+		pthread_mutex_destroy(&st->setup_mu);
+		pthread_mutex_destroy(&st->mu);
+		tp_free(st->path);
+		tp_free(st);
+		return rc;
 	}
 	*out = st;
-out:
-	db_close(db);
-	return rc;
+	return TP_OK;
+}
+
+int store_health(struct store *st, struct tp_errbuf *err)
+{
+	uint64_t gen;
+
+	if (!st->shared)
+		return TP_OK;	/* a file: nothing to reach */
+	if (ready(st, err))
+		return err->rc ? err->rc : TP_ERR_UNAVAILABLE;
+	gen = store_generation(st);
+	return gen >> 63 ? tp_fail(err, TP_ERR_UNAVAILABLE, "database_unavailable", "database unavailable") : TP_OK;
 }
 
 void store_close(struct store *st)
@@ -272,13 +445,23 @@ void store_close(struct store *st)
 
 	if (!st)
 		return;
+	if (st->beating) {
+		pthread_mutex_lock(&st->mu);
+		st->stopping = 1;
+		pthread_cond_signal(&st->beat_cv);
+		pthread_mutex_unlock(&st->mu);
+		pthread_join(st->beat, NULL);
+	}
+	pthread_cond_destroy(&st->beat_cv);
+	pthread_mutex_destroy(&st->setup_mu);
 	while (st->nidle)
 		db_close(st->idle[--st->nidle]);
 	while (st->nwidle)
 		writer_free(st->widle[--st->nwidle]);
+	db_close(st->gen_db);
 	pthread_mutex_destroy(&st->mu);
 	/* fold the WAL back into the main file so the database is one file at rest */
-	if (db_open(st->path, 0, &db, NULL) == TP_OK) {
+	if (!st->shared && db_open(st->path, 0, &db, NULL) == TP_OK) {
 		db_checkpoint(db);
 		db_close(db);
 	}
@@ -323,6 +506,8 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	char *sql[W_NSTMT] = { 0 };
 	int rc, i;
 
+	if ((rc = ready(st, err)))
+		return rc;
 	pthread_mutex_lock(&st->mu);
 	if (st->nwidle) {
 		w = st->widle[--st->nwidle];
@@ -439,6 +624,8 @@ static int commit(struct store_writer *w, struct tp_errbuf *err)
 		w->depth--;
 		return TP_OK;
 	}
+	if (w->store->shared && db_exec(w->db, "UPDATE generation SET n = n + 1"))
+		return db_fail(err, w->db, "commit");
 	if (!(rc = step_done(w, w->st[W_COMMIT], "commit", err))) {
 		w->depth = 0;
 		atomic_fetch_add(&w->store->gen, 1);
@@ -584,8 +771,8 @@ int store_artifact_begin(struct store_writer *w, const char *run, int rank, cons
 		goto out;
 	}
 	db_finalize(st);
-	if (db_prepare(w->db, "INSERT INTO artifacts(run_id, rank, kind, name, created_ns)"
-				      " SELECT id, ?2, ?3, ?4, ?5 FROM runs WHERE name=?1 RETURNING id", 0, &st) != DB_OK) {
+	if (db_prepare(w->db, "INSERT INTO artifacts(run_id, rank, kind, name, created_ns, owner)"
+				      " SELECT id, ?2, ?3, ?4, ?5, ?6 FROM runs WHERE name=?1 RETURNING id", 0, &st) != DB_OK) {
 		rc = db_fail(err, w->db, "prepare");
 		goto out;
 	}
@@ -594,6 +781,7 @@ int store_artifact_begin(struct store_writer *w, const char *run, int rank, cons
 	bind_text(st, 3, kind);
 	bind_text(st, 4, name);
 	db_bind_int64(st, 5, tp_now_ns());
+	db_bind_int64(st, 6, w->store->server_id);
 	if (db_step(st) != DB_ROW) {
 		rc = db_fail(err, w->db, "create artifact");
 		goto out;
@@ -1184,7 +1372,10 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 		rc = db_fail(err, w->db, "finish artifact");
 		goto out;
 	}
-	rc = TP_OK;
+	/* sharing the database, others drop the uploads of a server they think gone: this one, if so */
+	rc = db_changes(w->db) == 1 ? TP_OK : tp_fail(err, TP_ERR_UNAVAILABLE, "upload_lost",
+						       "the upload was dropped while this server was out of reach of the"
+						       " database: send it again");
 out:
 	db_finalize(st);
 	if (!rc)
@@ -1534,10 +1725,12 @@ out:
 
 int store_reader_open(struct store *st, struct store_reader **out, struct tp_errbuf *err)
 {
-	struct store_reader *r = tp_calloc(1, sizeof(*r));
+	struct store_reader *r;
 	int rc;
 
-	if (!r)
+	if ((rc = ready(st, err)))
+		return rc;
+	if (!(r = tp_calloc(1, sizeof(*r))))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	r->store = st;
 	pthread_mutex_lock(&st->mu);
@@ -1552,9 +1745,28 @@ int store_reader_open(struct store *st, struct store_reader **out, struct tp_err
 	return TP_OK;
 }
 
-uint64_t store_generation(const struct store *st)
+uint64_t store_generation(struct store *st)
 {
-	return atomic_load(&st->gen);
+	struct db_stmt *q = NULL;
+	uint64_t gen = 0;
+	int ok = 0;
+
+	if (!st->shared)
+		return atomic_load(&st->gen);
+	pthread_mutex_lock(&st->mu);
+	if ((st->gen_db || !db_open(st->path, DB_OPEN_READONLY, &st->gen_db, NULL)) &&
+	    !db_prepare(st->gen_db, "SELECT n FROM generation", 0, &q) && db_step(q) == DB_ROW) {
+		gen = (uint64_t)db_column_int64(q, 0);
+		ok = 1;
+	}
+	db_finalize(q);
+	if (!ok && st->gen_db && !db_in_tx(st->gen_db)) {
+		db_close(st->gen_db);
+		st->gen_db = NULL;
+	}
+	pthread_mutex_unlock(&st->mu);
+	/* unreadable: a number no cached answer holds, so none is served */
+	return ok ? gen : (1ull << 63) | atomic_fetch_add(&st->gen, 1);
 }
 
 void store_reader_close(struct store_reader *r)
@@ -3852,7 +4064,8 @@ void store_pending_free(struct store_pending *p, size_t n)
 
 int store_maybe_pending(struct store *st)
 {
-	return atomic_load(&st->marks) != atomic_load(&st->marks_clear);
+	/* another server's marks are not counted here: ask the database every time */
+	return st->shared || atomic_load(&st->marks) != atomic_load(&st->marks_clear);
 }
 
 int store_rank_pending(struct store_reader *r, const char *run, struct store_pending **out, size_t *n,

@@ -41,7 +41,12 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err);
  * A number that changes whenever a write commits: answers computed from
  * reads at one generation stay true until it changes (the HTTP layer's cache).
  */
-uint64_t store_generation(const struct store *st);
+uint64_t store_generation(struct store *st);
+/*
+ * Whether the database answers: always for a file; for PostgreSQL, a query
+ * (TP_ERR_UNAVAILABLE while it is down or was never reached).
+ */
+int store_health(struct store *st, struct tp_errbuf *err);
 /* Checkpoint the WAL and close. NULL is a no-op. */
 void store_close(struct store *st);
 

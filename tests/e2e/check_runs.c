@@ -23,6 +23,19 @@ static void stop(void)
 	tu_server_cleanup(&srv);
 }
 
+/* method path through server s, expecting status; the body as JSON */
+static json_t *call_on(const struct tu_server *s, const char *method, const char *path, long status)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(s, method, path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "%s %s: %ld, expected %ld: %s", method, path, r.status, status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
 /* method path (body), expecting status; the body as JSON */
 static json_t *call(const char *method, const char *path, const void *body, size_t len, long status)
 {
@@ -379,8 +392,9 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Upload the events [from, to) of c as one trace to run, rank 0. */
-static void upload_chunk(const struct cut *c, size_t from, size_t to, const char *run, size_t part)
+/* Upload the events [from, to) of c as one trace to run, rank 0, through server s. */
+static void upload_chunk_via(const struct tu_server *s, const struct cut *c, size_t from, size_t to,
+			     const char *run, size_t part)
 {
 	size_t body = (size_t)(c->ev[to] - c->ev[from]);
 	char *buf = malloc(c->nhead + body + c->ntail + 1), url[256];
@@ -395,20 +409,31 @@ static void upload_chunk(const struct cut *c, size_t from, size_t to, const char
 	memcpy(buf + len, c->tail, c->ntail);
 	len += c->ntail;
 	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=0&name=part%zu.json", run, part);
-	json_decref(call("POST", url, buf, len, 201));
+	{
+		struct tu_resp r;
+		ck_assert_int_eq(tu_http(s, "POST", url, buf, len, NULL, &r), 0);
+		ck_assert_msg(r.status == 201, "POST %s: %ld %s", url, r.status, r.body);
+		tu_resp_free(&r);
+	}
 	free(buf);
 }
 
-/* GET path of both runs: the same bytes. */
-static void same_answer(const char *whole, const char *cut, const char *tail)
+static void upload_chunk(const struct cut *c, size_t from, size_t to, const char *run, size_t part)
+{
+	upload_chunk_via(&srv, c, from, to, run, part);
+}
+
+/* GET tail of run whole through sa and of run cut through sb: the same bytes. */
+static void same_answer_via(const struct tu_server *sa, const char *whole, const struct tu_server *sb,
+			    const char *cut, const char *tail)
 {
 	char a[256], b[256];
 	struct tu_resp ra, rb;
 
 	snprintf(a, sizeof(a), "/api/v1/runs/%s%s", whole, tail);
 	snprintf(b, sizeof(b), "/api/v1/runs/%s%s", cut, tail);
-	ck_assert_int_eq(tu_http(&srv, "GET", a, NULL, 0, NULL, &ra), 0);
-	ck_assert_int_eq(tu_http(&srv, "GET", b, NULL, 0, NULL, &rb), 0);
+	ck_assert_int_eq(tu_http(sa, "GET", a, NULL, 0, NULL, &ra), 0);
+	ck_assert_int_eq(tu_http(sb, "GET", b, NULL, 0, NULL, &rb), 0);
 	ck_assert_msg(ra.status == 200 && rb.status == 200, "%s: %ld / %ld: %s", tail, ra.status, rb.status, rb.body);
 	if (ra.len != rb.len || memcmp(ra.body, rb.body, ra.len)) {
 		size_t i = 0;
@@ -419,6 +444,11 @@ static void same_answer(const char *whole, const char *cut, const char *tail)
 	}
 	tu_resp_free(&ra);
 	tu_resp_free(&rb);
+}
+
+static void same_answer(const char *whole, const char *cut, const char *tail)
+{
+	same_answer_via(&srv, whole, &srv, cut, tail);
 }
 
 static const char *const answers[] = {
@@ -904,6 +934,71 @@ START_TEST(test_read_without_waiting)
 }
 END_TEST
 
+/* one server's half of a run's chunks: every other one, from first */
+struct half {
+	const struct tu_server *s;
+	const struct cut *c;
+	const size_t *at;
+	size_t k, first;
+};
+
+static void *upload_half(void *arg)
+{
+	const struct half *h = arg;
+
+	for (size_t i = h->first; i < h->k; i += 2)
+		upload_chunk_via(h->s, h->c, h->at[i], h->at[i + 1], "shared-cut", i);
+	return NULL;
+}
+
+/*
+ * Two servers on one PostgreSQL: a run uploaded through one is read through
+ * the other at once (its cached answers do not outlive the other's write),
+ * the two answer alike, and the chunks of one run sent to both at the same
+ * time give the whole file's answers, byte for byte.
+ */
+START_TEST(test_two_servers_one_run)
+{
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
+	size_t glen, len, at[7], i, k = 6;
+	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
+	struct tu_server b;
+	struct cut c;
+	json_t *runs;
+	pthread_t t;
+	struct half ha, hb;
+
+	ck_assert_int_eq(tu_server_start_on(&b, srv.db, NULL), 0);
+	runs = call_on(&b, "GET", "/api/v1/runs", 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(runs, "runs")), 0);
+	json_decref(runs);
+	json_decref(call("POST", "/api/v1/runs/shared-whole/artifacts?rank=0&name=whole.json.gz", gz, glen, 201));
+	runs = call_on(&b, "GET", "/api/v1/runs", 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(runs, "runs")), 1);
+	json_decref(runs);
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		same_answer_via(&srv, "shared-whole", &b, "shared-whole", answers[i]);
+	/* six chunks at even cuts, three through each server at once */
+	cut_find((const char *)text, len, &c);
+	for (i = 0; i <= k; i++)
+		at[i] = c.n * i / k;
+	ha = (struct half){ &srv, &c, at, k, 0 };
+	hb = (struct half){ &b, &c, at, k, 1 };
+	ck_assert_int_eq(pthread_create(&t, NULL, upload_half, &hb), 0);
+	upload_half(&ha);
+	pthread_join(t, NULL);
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+		same_answer_via(&srv, "shared-whole", &srv, "shared-cut", answers[i]);
+		same_answer_via(&srv, "shared-whole", &b, "shared-cut", answers[i]);
+	}
+	tu_server_cleanup(&b);
+	free(c.ev);
+	free(text);
+	free(gz);
+	free(path);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -926,6 +1021,8 @@ Suite *suite_runs(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_chunks_answer_as_whole_v100);
 	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
+	if (tu_postgres())	/* several servers share a PostgreSQL database only */
+		tcase_add_test(tc, test_two_servers_one_run);
 	suite_add_tcase(s, tc);
 	return s;
 }

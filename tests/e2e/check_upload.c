@@ -948,6 +948,51 @@ START_TEST(test_concurrent_uploads)
 }
 END_TEST
 
+/*
+ * Two servers on one PostgreSQL: one is killed mid-upload; the other never
+ * shows the cut upload, drops it once the dead server has been silent for
+ * TRAINSCOPE_DEAD_AFTER, and takes the retry.
+ */
+START_TEST(test_two_servers_kill_9_mid_upload)
+{
+	struct tu_server a, b;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	struct tu_resp r;
+	long long raw;
+	int fd, status;
+
+	setenv("TRAINSCOPE_DEAD_AFTER", "2", 1);
+	ck_assert_int_eq(tu_server_start(&a, NULL), 0);
+	ck_assert_int_eq(tu_server_start_on(&b, a.db, NULL), 0);
+	unsetenv("TRAINSCOPE_DEAD_AFTER");
+	/* acknowledged through a, read through b at once */
+	ck_assert_int_eq(tu_http(&a, "POST", "/api/v1/runs/before/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&b, "GET", "/api/v1/runs/before/steps", NULL, 0, NULL, &r), 0);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"dur_ns\":345770000"));
+	tu_resp_free(&r);
+	raw = tu_db_scalar(a.db, "SELECT COUNT(*) FROM raw_chunks");
+	fd = partial_upload(&a, "cut", len, data, len / 2);
+	ck_assert_msg(wait_ingesting_on(&b, 1), "b never saw a's upload begin");
+	run_absent(&b, "cut");
+	kill(a.pid, SIGKILL);
+	waitpid(a.pid, &status, 0);
+	a.pid = 0;
+	close(fd);
+	ck_assert_msg(wait_ingesting_on(&b, 0), "b never dropped the dead server's upload");
+	run_absent(&b, "cut");
+	ck_assert_int_eq(tu_db_scalar(b.db, "SELECT COUNT(*) FROM raw_chunks"), raw);
+	ck_assert_int_eq(tu_http(&b, "POST", "/api/v1/runs/cut/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	tu_server_cleanup(&b);
+	tu_server_cleanup(&a);
+	free(data);
+}
+END_TEST
+
 Suite *suite_upload(void)
 {
 	Suite *s = suite_create("upload");
@@ -972,6 +1017,8 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);
 	tcase_add_test(tc, test_kill_9_mid_upload_then_restart);
 	tcase_add_test(tc, test_uploads_per_client_bounded);
+	if (tu_postgres())	/* several servers share a PostgreSQL database only */
+		tcase_add_test(tc, test_two_servers_kill_9_mid_upload);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -193,6 +193,15 @@ int tu_server_start(struct tu_server *s, const char *const extra[])
 	return tu_server_restart(s, extra);
 }
 
+int tu_server_start_on(struct tu_server *s, const char *db, const char *const extra[])
+{
+	memset(s, 0, sizeof(*s));
+	if (!(s->dir = tu_tmpdir()))
+		return -1;
+	snprintf(s->db, sizeof(s->db), "%s", db);
+	return tu_server_restart(s, extra);
+}
+
 int tu_postgres(void)
 {
 	const char *pg = getenv("TRAINSCOPE_TEST_PG");

@@ -38,6 +38,8 @@ struct tu_server {
 int tu_postgres(void);
 /* Start with extra flags (NULL-terminated); 0 on success. */
 int tu_server_start(struct tu_server *s, const char *const extra[]);
+/* Start another server on db, another's (PostgreSQL: several servers, one dataset); cleanup leaves db. */
+int tu_server_start_on(struct tu_server *s, const char *db, const char *const extra[]);
 /* Start again on the same database (after a stop or a kill). */
 int tu_server_restart(struct tu_server *s, const char *const extra[]);
 /* Start again on the same database and the same port (clients that keep the URL). */

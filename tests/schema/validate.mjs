@@ -187,7 +187,7 @@ async function startServer() {
 	tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trainscope-schema-'));
 	const port = await freePort();
 	const base = `http://127.0.0.1:${port}`;
-	const args = ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmpDir, 't.db')];
+	const args = ['--listen', `127.0.0.1:${port}`, '--db', process.env.SCHEMA_DB || path.join(tmpDir, 't.db')];
 	server = spawn(wrapper.length ? wrapper[0] : serverBin, [...wrapper.slice(1), ...(wrapper.length ? [serverBin] : []), ...args], {
 		stdio: ['ignore', 'pipe', 'pipe'],
 	});

@@ -30,12 +30,16 @@ struct file {
 };
 
 struct acked {
+	int u;			/* its uploader */
 	char run[64];
 	long long id;
 	const struct file *f;
 };
 
-static const char *base;
+/* the servers (URL is a comma-separated list: several servers on one PostgreSQL); worker i uses
+ * bases[i % nbases], and the final check reads each artifact through another server than its uploader's */
+static char *bases[8];
+static int nbases;
 static struct file *files;
 static size_t nfiles;
 static double deadline;
@@ -102,9 +106,9 @@ static void *uploader(void *arg)
 
 	for (int i = 0; now() < deadline; i++) {
 		const struct file *f = &files[(size_t)(u + i) % nfiles];
-		struct acked a = { .f = f };
+		struct acked a = { .f = f, .u = u };
 		snprintf(a.run, sizeof(a.run), "load-%d-%d", u, i);
-		snprintf(url, sizeof(url), "%s/api/v1/runs/%s/artifacts?rank=%d&name=f%zu", base, a.run, u,
+		snprintf(url, sizeof(url), "%s/api/v1/runs/%s/artifacts?rank=%d&name=f%zu", bases[u % nbases], a.run, u,
 			 (size_t)(f - files));
 		long st = request(c, url, f, &b);
 		json_t *j = st == 200 || st == 201 ? json_loads(b.p, 0, NULL) : NULL;
@@ -157,9 +161,10 @@ static void *reader(void *arg)
 			snprintf(run, sizeof(run), "%s", acks[k % n].run);
 		pthread_mutex_unlock(&mu);
 		if (!n || k % 8 == 7)
-			snprintf(url, sizeof(url), "%s/api/v1/runs", base);
+			snprintf(url, sizeof(url), "%s/api/v1/runs", bases[k % (unsigned)nbases]);
 		else
-			snprintf(url, sizeof(url), "%s/api/v1/runs/%s%s", base, run, paths[(k >> 8) % 7]);
+			snprintf(url, sizeof(url), "%s/api/v1/runs/%s%s", bases[k % (unsigned)nbases], run,
+				 paths[(k >> 8) % 7]);
 		double t0 = now();
 		long st = request(c, url, NULL, &b);
 		double dt = now() - t0;
@@ -217,10 +222,15 @@ int main(int argc, char **argv)
 
 	if (argc < 6 || (seconds = atoi(argv[2])) <= 0 || (nup = atoi(argv[3])) < 0 || (nrd = atoi(argv[4])) < 1 ||
 	    nup + nrd > 256) {
-		fprintf(stderr, "usage: load_test URL SECONDS UPLOADERS READERS FILE...\n");
+		fprintf(stderr, "usage: load_test URL[,URL...] SECONDS UPLOADERS READERS FILE...\n");
 		return 2;
 	}
-	base = argv[1];
+	for (char *save = NULL, *t = strtok_r(argv[1], ",", &save); t && nbases < 8; t = strtok_r(NULL, ",", &save))
+		bases[nbases++] = t;
+	if (!nbases) {
+		fprintf(stderr, "usage: load_test URL[,URL...] SECONDS UPLOADERS READERS FILE...\n");
+		return 2;
+	}
 	nfiles = (size_t)(argc - 5);
 	files = calloc(nfiles, sizeof(*files));
 	for (i = 0; i < nfiles; i++) {
@@ -263,6 +273,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nacks; i++) {
 		struct sha256 s;
 		char hex[65];
+		const char *base = bases[(acks[i].u + 1) % nbases];	/* another server than the one it went to */
 		snprintf(url, sizeof(url), "%s/api/v1/runs/%s/artifacts/%lld", base, acks[i].run, acks[i].id);
 		long st = request(c, url, NULL, &b);
 		json_t *j = st == 200 ? json_loads(b.p, 0, NULL) : NULL;

@@ -15,6 +15,7 @@ as() {	# run as the cluster's owner
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 [ "$(id -u)" = 0 ] && chown nobody "$dir"
+cd "$dir"	# the owner may not enter the caller's folder
 case $cmd in
 start)
 	if [ ! -f "$dir/data/PG_VERSION" ]; then

@@ -31,6 +31,8 @@ int64_t db_size(struct db *db) { return db->ops->size(db); }
 const char *db_errmsg(struct db *db) { return db->ops->errmsg(db); }
 const char *db_errstr(struct db *db) { return db->ops->errstr(db); }
 enum db_errkind db_errkind(struct db *db) { return db->ops->errkind(db); }
+int db_batch_begin(struct db *db) { return db->ops->batch_begin(db); }
+int db_batch_end(struct db *db) { return db->ops->batch_end(db); }
 int db_prepare(struct db *db, const char *sql, int persistent, struct db_stmt **out)
 {
 	return db->ops->prepare(db, sql, persistent, out);

@@ -62,6 +62,15 @@ const char *db_errmsg(struct db *db);
 const char *db_errstr(struct db *db);
 enum db_errkind db_errkind(struct db *db);
 
+/*
+ * Many statements that return no rows (inserts), sent without waiting for
+ * each: between begin and end, db_step answers DB_DONE at once and a failure
+ * is told by db_batch_end (PostgreSQL's pipeline mode: one round trip per
+ * few hundred rows instead of one per row; nothing for SQLite, which has no
+ * round trips). Nothing else may run on the connection in between.
+ */
+int db_batch_begin(struct db *db);
+int db_batch_end(struct db *db);
 /* 0 or DB_ERROR. persistent: kept for many uses (SQLite's hint). */
 int db_prepare(struct db *db, const char *sql, int persistent, struct db_stmt **out);
 void db_bind_int64(struct db_stmt *st, int i, int64_t v);
@@ -102,6 +111,8 @@ struct db_ops {
 	const char *(*errmsg)(struct db *);
 	const char *(*errstr)(struct db *);
 	enum db_errkind (*errkind)(struct db *);
+	int (*batch_begin)(struct db *);
+	int (*batch_end)(struct db *);
 	int (*prepare)(struct db *, const char *, int, struct db_stmt **);
 	void (*bind_int64)(struct db_stmt *, int, int64_t);
 	void (*bind_double)(struct db_stmt *, int, double);

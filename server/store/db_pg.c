@@ -50,6 +50,16 @@ struct pg_db {
 	PGconn *c;
 	int64_t changes;
 	int nstmts;		/* not finalized */
+	int tx;			/* inside BEGIN ... COMMIT/ROLLBACK, as we sent them (a lost connection forgets) */
+	/*
+	 * A batch (db_batch_begin): plain inserts become rows of one COPY ... FROM STDIN (copy_st's,
+	 * in copy, text format), other statements are pipelined (piped; pending: sent since the last
+	 * sync); a failure is kept for db_batch_end (batch_failed).
+	 */
+	int batch, piped, pending, batch_failed;
+	struct pg_stmt *copy_st;
+	char *copy;
+	size_t ncopy, copy_cap;
 	enum db_errkind kind;
 	char err[256];
 };
@@ -70,6 +80,7 @@ struct pg_stmt {
 	struct pg_param *p;
 	PGresult *res;
 	int row, nrows;		/* row: the current one, -1 before the first step */
+	char *copy_sql;		/* "COPY t(cols) FROM STDIN" when sql is a plain INSERT of $1..$n, else NULL */
 	unsigned char *blob;	/* a bytea column decoded, for the current row */
 	int blob_col;
 	size_t blob_len, blob_cap;
@@ -92,11 +103,20 @@ static void set_err(struct pg_db *db, const char *msg)
 		db->err[--n] = 0;
 }
 
-/* A connection lost between transactions is made again (a restarted PostgreSQL); 0 when usable. */
+/*
+ * A connection lost between transactions is made again (a restarted
+ * PostgreSQL); 0 when usable. Inside one it is not: the statements after
+ * would run alone, outside the transaction; they fail until its ROLLBACK.
+ */
 static int ensure(struct pg_db *db)
 {
 	if (PQstatus(db->c) == CONNECTION_OK)
 		return 0;
+	if (db->tx) {
+		set_err(db, "the connection to the database was lost inside a transaction");
+		db->kind = DB_ERR_UNAVAILABLE;
+		return -1;
+	}
 	PQreset(db->c);
 	if (PQstatus(db->c) != CONNECTION_OK) {
 		set_err(db, PQerrorMessage(db->c));
@@ -108,12 +128,25 @@ static int ensure(struct pg_db *db)
 	return 0;
 }
 
+/* Note BEGIN, COMMIT and ROLLBACK (ensure()); a ROLLBACK ends the transaction even when it fails. */
+static void track(struct pg_db *db, const char *sql, int ok)
+{
+	if (!strncmp(sql, "BEGIN", 5))
+		db->tx = ok || db->tx;
+	else if (!strncmp(sql, "ROLLBACK", 8) || (ok && !strncmp(sql, "COMMIT", 6)))
+		db->tx = 0;
+}
+
 /* Run sql, no rows wanted; 0 or DB_ERROR. */
 static int run(struct pg_db *db, const char *sql)
 {
 	PGresult *res;
 	int ok;
 
+	if (!strncmp(sql, "ROLLBACK", 8) && PQstatus(db->c) != CONNECTION_OK) {
+		db->tx = 0;	/* nothing to roll back on a lost connection: the server did */
+		return DB_OK;
+	}
 	if (ensure(db))
 		return DB_ERROR;
 	res = PQexec(db->c, sql);
@@ -123,6 +156,7 @@ static int run(struct pg_db *db, const char *sql)
 	else
 		db->kind = DB_ERR_NONE;
 	PQclear(res);
+	track(db, sql, ok);
 	return ok ? DB_OK : DB_ERROR;
 }
 
@@ -369,6 +403,7 @@ static char *schema(const char *sql)
 
 static void pg_close(struct db *db)
 {
+	tp_free(PDB(db)->copy);
 	PQfinish(PDB(db)->c);
 	tp_free(db);
 }
@@ -436,7 +471,7 @@ static int pg_in_tx(struct db *db)
 {
 	PGTransactionStatusType t = PQtransactionStatus(PDB(db)->c);
 
-	return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
+	return PDB(db)->tx || t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
 
 static int pg_busy(struct db *db)
@@ -478,6 +513,192 @@ static enum db_errkind pg_errkind(struct db *db)
 	return PDB(db)->kind;
 }
 
+/* ---- batches: pipeline mode ---- */
+
+/* statements sent before a sync: their results (a few dozen bytes each) must fit the socket's buffers */
+#define PIPELINE_MAX 256
+/* a batch's COPY rows sent once they reach this many bytes */
+#define COPY_MAX (4 << 20)
+
+/* Sync, and read every result sent since the last; DB_ERROR (the first failure kept) if one failed. */
+static int drain(struct pg_db *db)
+{
+	int failed = 0;
+
+	if (!PQpipelineSync(db->c)) {
+		set_err(db, PQerrorMessage(db->c));
+		return DB_ERROR;
+	}
+	for (;;) {
+		PGresult *res = PQgetResult(db->c);
+		ExecStatusType s;
+		if (!res) {	/* the end of one statement's results */
+			if (PQstatus(db->c) != CONNECTION_OK) {
+				set_err(db, PQerrorMessage(db->c));
+				failed = 1;
+				break;
+			}
+			continue;
+		}
+		s = PQresultStatus(res);
+		if (s == PGRES_FATAL_ERROR && !failed) {
+			set_err(db, PQresultErrorMessage(res));
+			failed = 1;
+		}
+		PQclear(res);
+		if (s == PGRES_PIPELINE_SYNC)
+			break;
+	}
+	db->pending = 0;
+	return failed ? DB_ERROR : DB_OK;
+}
+
+/* Append n bytes to the COPY buffer; -1 when out of memory. */
+static int copy_put(struct pg_db *db, const char *p, size_t n)
+{
+	if (db->ncopy + n > db->copy_cap) {
+		size_t cap = (db->ncopy + n) * 2;
+		char *q = tp_realloc(db->copy, cap);
+		if (!q)
+			return -1;
+		db->copy = q;
+		db->copy_cap = cap;
+	}
+	memcpy(db->copy + db->ncopy, p, n);
+	db->ncopy += n;
+	return 0;
+}
+
+/* One row of st's parameters in COPY's text format. */
+static int copy_row(struct pg_db *db, const struct pg_stmt *st)
+{
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < st->nparams; i++) {
+		const struct pg_param *p = &st->p[i];
+		if (i && copy_put(db, "\t", 1))
+			return -1;
+		if (!p->val) {
+			if (copy_put(db, "\\N", 2))
+				return -1;
+		} else if (p->fmt) {	/* bytea: \x and hex digits, the backslash escaped */
+			if (copy_put(db, "\\\\x", 3))
+				return -1;
+			for (int k = 0; k < p->len; k++) {
+				char h[2] = { hex[(unsigned char)p->val[k] >> 4], hex[(unsigned char)p->val[k] & 15] };
+				if (copy_put(db, h, 2))
+					return -1;
+			}
+		} else {
+			for (const char *c = p->val; *c; c++) {
+				const char *e = *c == '\\' ? "\\\\" : *c == '\n' ? "\\n" : *c == '\r' ? "\\r" :
+						*c == '\t' ? "\\t" : NULL;
+				if (e ? copy_put(db, e, 2) : copy_put(db, c, 1))
+					return -1;
+			}
+		}
+	}
+	return copy_put(db, "\n", 1);
+}
+
+/* Send the buffered rows as one COPY; DB_ERROR (kept for db_batch_end) if it failed. */
+static int copy_flush(struct pg_db *db)
+{
+	PGresult *res;
+	int ok;
+
+	if (!db->copy_st)
+		return DB_OK;
+	res = PQexec(db->c, db->copy_st->copy_sql);
+	ok = PQresultStatus(res) == PGRES_COPY_IN;
+	PQclear(res);
+	if (ok) {
+		ok = PQputCopyData(db->c, db->copy, (int)db->ncopy) == 1;
+		ok = PQputCopyEnd(db->c, ok ? NULL : "cut short") == 1 && ok;
+		while ((res = PQgetResult(db->c))) {
+			if (PQresultStatus(res) != PGRES_COMMAND_OK && ok) {
+				set_err(db, PQresultErrorMessage(res));
+				ok = 0;
+			}
+			PQclear(res);
+		}
+	} else {
+		set_err(db, PQerrorMessage(db->c));
+	}
+	db->copy_st = NULL;
+	db->ncopy = 0;
+	if (!ok)
+		db->batch_failed = 1;
+	return ok ? DB_OK : DB_ERROR;
+}
+
+/* Leave pipeline mode, its results read; DB_ERROR (kept) if one failed. */
+static int unpipe(struct pg_db *db)
+{
+	int rc;
+
+	if (!db->piped)
+		return DB_OK;
+	rc = drain(db);
+	PQexitPipelineMode(db->c);
+	db->piped = 0;
+	if (rc)
+		db->batch_failed = 1;
+	return rc;
+}
+
+static int pg_batch_begin(struct db *db)
+{
+	if (ensure(PDB(db)))
+		return DB_ERROR;
+	PDB(db)->batch = 1;
+	PDB(db)->batch_failed = 0;
+	return DB_OK;
+}
+
+static int pg_batch_end(struct db *db)
+{
+	struct pg_db *d = PDB(db);
+
+	if (!d->batch)
+		return DB_OK;
+	copy_flush(d);
+	unpipe(d);
+	d->batch = 0;
+	return d->batch_failed ? DB_ERROR : DB_OK;
+}
+
+/*
+ * "COPY t(cols) FROM STDIN" for a translated INSERT INTO t(cols) VALUES($1, ..., $n) with nothing
+ * else (no conflict clause, no RETURNING, no expression); NULL otherwise.
+ */
+static char *copy_of(const char *sql, int nparams)
+{
+	const char *v = strstr(sql, ") VALUES("), *p;
+	char *out;
+	int i;
+
+	if (strncmp(sql, "INSERT INTO ", 12) || !v || nparams < 1)
+		return NULL;
+	p = v + 9;
+	for (i = 1; i <= nparams; i++) {
+		char want[16];
+		int n = snprintf(want, sizeof(want), i < nparams ? "$%d," : "$%d)", i);
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, want, (size_t)n))
+			return NULL;
+		p += n;
+	}
+	if (*p)
+		return NULL;
+	if (!(out = tp_malloc((size_t)(v + 1 - sql) + 32)))
+		return NULL;
+	snprintf(out, (size_t)(v + 1 - sql) + 32, "COPY %.*s FROM STDIN", (int)(v + 1 - (sql + 12)), sql + 12);
+	return out;
+}
+
 /* ---- statements ---- */
 
 static const struct db_ops pg_ops;
@@ -498,6 +719,7 @@ static int pg_prepare(struct db *db, const char *sql, int persistent, struct db_
 	}
 	st->base.ops = &pg_ops;
 	st->db = PDB(db);
+	st->copy_sql = copy_of(st->sql, st->nparams);	/* NULL also when out of memory: then pipelined */
 	st->row = -1;
 	st->blob_col = -1;
 	PDB(db)->nstmts++;
@@ -598,7 +820,12 @@ static int pg_step(struct db_stmt *s)
 			set_err(db, "too many parameters");
 			return DB_ERROR;
 		}
-		if (PQtransactionStatus(db->c) == PQTRANS_IDLE && ensure(db))
+		if (!strncmp(st->sql, "ROLLBACK", 8) && PQstatus(db->c) != CONNECTION_OK) {
+			db->tx = 0;
+			st->row = st->nrows = 0;
+			return DB_DONE;
+		}
+		if (ensure(db))
 			return DB_ERROR;
 		for (i = 0; i < st->nparams; i++) {
 			vals[i] = st->p[i].val;
@@ -608,8 +835,46 @@ static int pg_step(struct db_stmt *s)
 			types[i] = st->p[i].type || i >= 64 || !(st->null_tested >> i & 1) ? st->p[i].type : 25;
 		}
 		PQclear(st->res);
+		st->res = NULL;
+		if (db->batch && st->copy_sql) {	/* a row of the batch's COPY */
+			if ((db->copy_st != st && copy_flush(db)) || unpipe(db))
+				return DB_ERROR;
+			db->copy_st = st;
+			if (copy_row(db, st)) {
+				set_err(db, "out of memory");
+				db->batch_failed = 1;
+				return DB_ERROR;
+			}
+			if (db->ncopy >= COPY_MAX && copy_flush(db))
+				return DB_ERROR;
+			st->row = st->nrows = 0;
+			return DB_DONE;
+		}
+		if (db->batch) {	/* sent; its result read at the next sync */
+			if (copy_flush(db))
+				return DB_ERROR;
+			if (!db->piped) {
+				if (!PQenterPipelineMode(db->c)) {
+					set_err(db, PQerrorMessage(db->c));
+					return DB_ERROR;
+				}
+				db->piped = 1;
+			}
+			if (!PQsendQueryParams(db->c, st->sql, st->nparams, types, vals, lens, fmts, 0)) {
+				set_err(db, PQerrorMessage(db->c));
+				db->batch_failed = 1;
+				return DB_ERROR;
+			}
+			if (++db->pending >= PIPELINE_MAX && drain(db)) {
+				db->batch_failed = 1;
+				return DB_ERROR;
+			}
+			st->row = st->nrows = 0;
+			return DB_DONE;
+		}
 		st->res = PQexecParams(db->c, st->sql, st->nparams, types, vals, lens, fmts, 0);
 		status = PQresultStatus(st->res);
+		track(db, st->sql, status == PGRES_COMMAND_OK);
 		if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
 			set_err(db, st->res ? PQresultErrorMessage(st->res) : PQerrorMessage(db->c));
 			return DB_ERROR;
@@ -771,9 +1036,12 @@ static void pg_finalize(struct db_stmt *s)
 {
 	struct pg_stmt *st = PST(s);
 
+	if (st->db->copy_st == st)	/* its rows go before it does */
+		copy_flush(st->db);
 	pg_reset(s);
 	pg_clear_bindings(s);
 	st->db->nstmts--;
+	tp_free(st->copy_sql);
 	tp_free(st->p);
 	tp_free(st->sql);
 	tp_free(st->blob);
@@ -784,7 +1052,7 @@ static const struct db_ops pg_ops = {
 	.close = pg_close, .exec = pg_exec, .schema_version = pg_schema_version, .migrate = pg_migrate,
 	.begin_write = pg_begin_write, .checkpoint = pg_checkpoint, .in_tx = pg_in_tx, .busy = pg_busy,
 	.changes = pg_changes, .size = pg_size, .errmsg = pg_errmsg, .errstr = pg_errstr, .errkind = pg_errkind,
-	.prepare = pg_prepare, .bind_int64 = pg_bind_int64, .bind_double = pg_bind_double,
+	.batch_begin = pg_batch_begin, .batch_end = pg_batch_end, .prepare = pg_prepare, .bind_int64 = pg_bind_int64, .bind_double = pg_bind_double,
 	.bind_null = pg_bind_null, .bind_text = pg_bind_text, .bind_blob = pg_bind_blob, .step = pg_step,
 	.column_type = pg_column_type, .column_int64 = pg_column_int64, .column_double = pg_column_double,
 	.column_text = pg_column_text, .column_blob = pg_column_blob, .column_bytes = pg_column_bytes,
@@ -831,7 +1099,12 @@ int db_pg_open(const char *uri, int flags, struct db **out, struct tp_errbuf *er
 	if (!(db = tp_calloc(1, sizeof(*db))))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	db->base.ops = &pg_ops;
-	db->c = PQconnectdb(uri);
+	{
+		/* a host that does not answer fails a request in 10 s rather than hang it (the URI may say otherwise) */
+		static const char *const keys[] = { "connect_timeout", "dbname", NULL };
+		const char *vals[] = { "10", uri, NULL };
+		db->c = PQconnectdbParams(keys, vals, 1);
+	}
 	if (PQstatus(db->c) != CONNECTION_OK) {
 		int rc = tp_fail(err, TP_ERR_UNAVAILABLE, "database_unavailable", "database unavailable: %s",
 				 db->c ? PQerrorMessage(db->c) : "out of memory");

@@ -448,6 +448,12 @@ static enum db_errkind sq_errkind(struct db *db)
 
 static const struct db_ops sq_ops;
 
+static int sq_batch(struct db *db)
+{
+	(void)db;
+	return DB_OK;
+}
+
 static int sq_prepare(struct db *db, const char *sql, int persistent, struct db_stmt **out)
 {
 	struct sq_stmt *st = tp_malloc(sizeof(*st));
@@ -549,7 +555,7 @@ static void sq_finalize(struct db_stmt *st)
 static const struct db_ops sq_ops = {
 	.close = sq_close, .exec = sq_exec, .schema_version = sq_schema_version, .migrate = sq_migrate,
 	.begin_write = sq_begin_write, .checkpoint = sq_checkpoint, .in_tx = sq_in_tx, .busy = sq_busy,
-	.changes = sq_changes, .size = sq_dbsize, .errmsg = sq_errmsg, .errstr = sq_errstr, .errkind = sq_errkind, .prepare = sq_prepare,
+	.changes = sq_changes, .size = sq_dbsize, .errmsg = sq_errmsg, .errstr = sq_errstr, .errkind = sq_errkind, .batch_begin = sq_batch, .batch_end = sq_batch, .prepare = sq_prepare,
 	.bind_int64 = sq_bind_int64, .bind_double = sq_bind_double, .bind_null = sq_bind_null,
 	.bind_text = sq_bind_text, .bind_blob = sq_bind_blob, .step = sq_step, .column_type = sq_column_type,
 	.column_int64 = sq_column_int64, .column_double = sq_column_double, .column_text = sq_column_text,

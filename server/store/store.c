@@ -708,15 +708,18 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 {
 	int64_t base = artifact << 32;
 	size_t i;
-	int rc;
+	int rc = b->nstr && db_batch_begin(w->db) ? db_fail(err, w->db, "insert strings") : TP_OK;
 
-	for (i = 0; i < b->nstr; i++) {
+	for (i = 0; i < b->nstr && !rc; i++) {
 		struct db_stmt *st = w->st[W_STR];
 		db_bind_int64(st, 1, base | b->str[i].id);
 		db_bind_text(st, 2, b->str[i].s, (int)b->str[i].len, DB_STATIC);
-		if ((rc = step_done(w, st, "insert strings", err)))
-			return rc;
+		rc = step_done(w, st, "insert strings", err);
 	}
+	if (b->nstr && db_batch_end(w->db) && !rc)
+		rc = db_fail(err, w->db, "insert strings");
+	if (rc)
+		return rc;
 	if ((rc = write_block(w, artifact, 0, b->ev, b->nev, b->ev_first, err)) ||
 	    (rc = write_block(w, artifact, 1, b->mev, b->nmev, b->mev_first, err)))
 		return rc;
@@ -834,12 +837,16 @@ static int insert_rows(struct store_writer *w, const char *sql, size_t n,
 		return TP_OK;
 	if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 		return db_fail(err, w->db, "prepare");
+	if (db_batch_begin(w->db))
+		rc = db_fail(err, w->db, "insert analysis");
 	for (i = 0; i < n && !rc; i++) {
 		bind(st, f, artifact, i);
 		if (db_step(st) != DB_DONE)
 			rc = db_fail(err, w->db, "insert analysis");
 		db_reset(st);
 	}
+	if (db_batch_end(w->db) && !rc)
+		rc = db_fail(err, w->db, "insert analysis");
 	db_finalize(st);
 	return rc;
 }
@@ -953,7 +960,7 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 			 struct tp_errbuf *err)
 {
 	int64_t best = INT64_MIN, peak = -1;
-	int rc = TP_OK;
+	int rc = db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
 	size_t i;
 
 	for (i = 0; i < ms->n && !rc; i++) {
@@ -991,6 +998,8 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 			db_bind_null(gr, 7);
 		rc = step_reset(w, gr, err);
 	}
+	if (db_batch_end(w->db) && !rc)
+		rc = db_fail(err, w->db, "insert memory");
 	if (!rc && ms->nsegs)
 		rc = insert_segments(w, artifact, ms, err);
 	if (rc)

@@ -1,5 +1,6 @@
 /*
- * store.h: the database. The only module that speaks SQL (SQLite, WAL).
+ * store.h: the database. The only module that speaks SQL, through db.h: an
+ * SQLite file (WAL), or a PostgreSQL database that several servers share.
  *
  * Writing: each ingest owns a struct store_writer (a private connection,
  * used from one thread). An artifact is begun (status 'ingesting', invisible

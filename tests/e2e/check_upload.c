@@ -993,6 +993,94 @@ START_TEST(test_two_servers_kill_9_mid_upload)
 }
 END_TEST
 
+/* scripts/pg.sh stop|start on the suite's cluster */
+static void pg_ctl(const char *what)
+{
+	char *script = tu_source_path("scripts/pg.sh"), cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s '%s' >/dev/null", script, what, getenv("TRAINSCOPE_TEST_PG"));
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	free(script);
+}
+
+/* GET path until it answers status (up to 30 s); 1 if it did */
+static int wait_status(const struct tu_server *s, const char *path, long status)
+{
+	for (int i = 0; i < 120; i++) {
+		struct tu_resp r;
+		long got;
+		ck_assert_int_eq(tu_http(s, "GET", path, NULL, 0, NULL, &r), 0);
+		got = r.status;
+		tu_resp_free(&r);
+		if (got == status)
+			return 1;
+		usleep(250 * 1000);
+	}
+	return 0;
+}
+
+/*
+ * PostgreSQL stopped under a server and started again: meanwhile every
+ * request is a 503 (uploads too, which the collector retries) and /healthz
+ * says so; after, reads and uploads work again by themselves. A server
+ * started while it is down waits for it the same way.
+ */
+START_TEST(test_postgres_restart)
+{
+	struct tu_server a, b;
+	size_t len;
+	uint8_t *data = fixture("traces/hta_v100_train_memory.json.gz", &len);
+	struct tu_resp r;
+	int fd;
+
+	ck_assert_int_eq(tu_server_start(&a, NULL), 0);
+	ck_assert_int_eq(tu_http(&a, "POST", "/api/v1/runs/before/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	/* an upload in flight when the database goes */
+	fd = partial_upload(&a, "inflight", len, data, len / 2);
+	ck_assert_msg(wait_ingesting_on(&a, 1), "the upload never started");
+	pg_ctl("stop");
+	ck_assert_int_eq(write(fd, data + len / 2, len - len / 2), (ssize_t)(len - len / 2));
+	{
+		char buf[512];
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		ck_assert_int_gt(n, 0);
+		buf[n] = 0;
+		ck_assert_msg(strstr(buf, "HTTP/1.1 503"), "in-flight upload: %s", buf);
+	}
+	close(fd);
+	ck_assert(wait_status(&a, "/healthz", 503));
+	ck_assert_int_eq(tu_http(&a, "GET", "/api/v1/runs/before/steps", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 503);
+	{
+		json_t *j = tu_json(&r);
+		ck_assert_str_eq(tu_error_code(j), "database_unavailable");
+		json_decref(j);
+	}
+	tu_resp_free(&r);
+	ck_assert_int_eq(tu_http(&a, "POST", "/api/v1/runs/during/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 503);
+	tu_resp_free(&r);
+	/* a server started now waits for the database, answering 503 */
+	ck_assert_int_eq(tu_server_start_on(&b, a.db, NULL), 0);
+	ck_assert(wait_status(&b, "/healthz", 503));
+	pg_ctl("start");
+	ck_assert_msg(wait_status(&a, "/healthz", 200), "a never saw the database back");
+	ck_assert_msg(wait_status(&b, "/healthz", 200), "b never set up");
+	ck_assert(wait_status(&a, "/api/v1/runs/before/steps", 200));
+	ck_assert(wait_status(&b, "/api/v1/runs/before/steps", 200));
+	run_absent(&b, "inflight");
+	ck_assert_int_eq(tu_http(&b, "POST", "/api/v1/runs/during/artifacts?name=v.json.gz", data, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	ck_assert(wait_status(&a, "/api/v1/runs/during/steps", 200));
+	tu_server_cleanup(&b);
+	tu_server_cleanup(&a);
+	free(data);
+}
+END_TEST
+
 Suite *suite_upload(void)
 {
 	Suite *s = suite_create("upload");
@@ -1019,6 +1107,8 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_uploads_per_client_bounded);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_kill_9_mid_upload);
+	if (tu_postgres())
+		tcase_add_test(tc, test_postgres_restart);
 	suite_add_tcase(s, tc);
 	return s;
 }

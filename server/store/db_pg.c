@@ -1066,7 +1066,6 @@ static const struct db_ops pg_ops = {
  * gets there first.
  */
 static const char setup_sql[] =
-	"SELECT pg_advisory_lock(7411202611);"
 	"CREATE SCHEMA IF NOT EXISTS trainscope;"
 	"CREATE TABLE IF NOT EXISTS trainscope.schema_version(version BIGINT NOT NULL);"
 	/* the store's generation, bumped by every write transaction: one answer cache rule on every server */
@@ -1082,8 +1081,24 @@ static const char setup_sql[] =
 	"CREATE OR REPLACE FUNCTION trainscope.total_add(a double precision, b double precision)"
 	" RETURNS double precision LANGUAGE sql IMMUTABLE AS $$ SELECT a + COALESCE(b, 0) $$;"
 	"CREATE OR REPLACE AGGREGATE trainscope.total(double precision)"
-	" (SFUNC = trainscope.total_add, STYPE = double precision, INITCOND = '0');"
-	"SELECT pg_advisory_unlock(7411202611);";
+	" (SFUNC = trainscope.total_add, STYPE = double precision, INITCOND = '0');";
+
+/*
+ * setup_sql under a session lock, taken and released apart from it: its
+ * statements commit together, and before the lock goes, so the next server
+ * sees them done (in one query string, the unlock would come before the commit).
+ */
+static int setup(struct pg_db *db)
+{
+	int rc;
+
+	if (run(db, "SELECT pg_advisory_lock(7411202611)"))
+		return DB_ERROR;
+	rc = run(db, setup_sql);
+	if (run(db, "SELECT pg_advisory_unlock(7411202611)"))
+		rc = DB_ERROR;
+	return rc;
+}
 
 static void quiet(void *arg, const char *msg)
 {
@@ -1112,7 +1127,7 @@ int db_pg_open(const char *uri, int flags, struct db **out, struct tp_errbuf *er
 		return rc;
 	}
 	PQsetNoticeProcessor(db->c, quiet, NULL);
-	if (((flags & DB_OPEN_CREATE) && run(db, setup_sql)) ||
+	if (((flags & DB_OPEN_CREATE) && setup(db)) ||
 	    run(db, "SET search_path = trainscope, pg_catalog")) {
 		int rc = tp_fail(err, TP_ERR_DB, "database_error", "set up %s: %s", "PostgreSQL", db->err);
 		pg_close(&db->base);

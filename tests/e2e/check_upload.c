@@ -993,6 +993,60 @@ START_TEST(test_two_servers_kill_9_mid_upload)
 }
 END_TEST
 
+static int wait_status(const struct tu_server *s, const char *path, long status);
+
+struct starter {
+	struct tu_server *s;
+	int rc, hold[2];
+};
+
+/* Start a server, then stay until told (a child is sent SIGTERM when the thread that forked it ends). */
+static void *start_b(void *arg)
+{
+	struct starter *st = arg;
+	char c;
+
+	st->rc = tu_server_restart(st->s, NULL);
+	while (read(st->hold[0], &c, 1) < 0)
+		;
+	return NULL;
+}
+
+/* Two servers started at once on an empty database: one applies each migration, both serve. */
+START_TEST(test_two_servers_start_together)
+{
+	struct tu_server a, b;
+	struct starter sb = { .s = &b };
+	pthread_t t;
+	int ra;
+
+	ck_assert_int_eq(tu_server_prepare(&a), 0);
+	memset(&b, 0, sizeof(b));
+	b.dir = tu_tmpdir();
+	snprintf(b.db, sizeof(b.db), "%s", a.db);
+	ck_assert_int_eq(pipe(sb.hold), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, start_b, &sb), 0);
+	ra = tu_server_restart(&a, NULL);
+	while (!b.port && !sb.rc)	/* b's start, seen from here */
+		usleep(10 * 1000);
+	ck_assert_int_eq(ra, 0);
+	ck_assert_int_eq(sb.rc, 0);
+	ck_assert_int_eq(tu_db_scalar(a.db, "SELECT COUNT(*) FROM schema_version"),
+			 tu_db_scalar(a.db, "SELECT COUNT(DISTINCT version) FROM schema_version"));
+	ck_assert_int_eq(tu_db_scalar(a.db, "SELECT COUNT(*) FROM schema_version"),
+			 tu_db_scalar(a.db, "SELECT MAX(version) FROM schema_version"));
+	ck_assert_int_ge(tu_db_scalar(a.db, "SELECT MAX(version) FROM schema_version"), 13);
+	ck_assert(wait_status(&a, "/healthz", 200));
+	ck_assert(wait_status(&b, "/healthz", 200));
+	tu_server_cleanup(&b);
+	ck_assert_int_eq(write(sb.hold[1], "x", 1), 1);
+	pthread_join(t, NULL);
+	close(sb.hold[0]);
+	close(sb.hold[1]);
+	tu_server_cleanup(&a);
+}
+END_TEST
+
 /* scripts/pg.sh stop|start on the suite's cluster */
 static void pg_ctl(const char *what)
 {
@@ -1107,8 +1161,10 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_uploads_per_client_bounded);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_kill_9_mid_upload);
-	if (tu_postgres())
+	if (tu_postgres()) {
 		tcase_add_test(tc, test_postgres_restart);
+		tcase_add_test(tc, test_two_servers_start_together);
+	}
 	suite_add_tcase(s, tc);
 	return s;
 }

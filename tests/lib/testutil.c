@@ -175,6 +175,11 @@ static int pg_admin(const char *host, const char *sql)
 
 int tu_server_start(struct tu_server *s, const char *const extra[])
 {
+	return tu_server_prepare(s) ? -1 : tu_server_restart(s, extra);
+}
+
+int tu_server_prepare(struct tu_server *s)
+{
 	static int seq;
 	const char *pg = getenv("TRAINSCOPE_TEST_PG");
 
@@ -190,7 +195,7 @@ int tu_server_start(struct tu_server *s, const char *const extra[])
 			return -1;
 		snprintf(s->db, sizeof(s->db), "postgresql:///%s?host=%s&user=trainscope", s->pgname, pg);
 	}
-	return tu_server_restart(s, extra);
+	return 0;
 }
 
 int tu_server_start_on(struct tu_server *s, const char *db, const char *const extra[])

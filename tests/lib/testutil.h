@@ -36,6 +36,8 @@ struct tu_server {
 };
 /* 1 when the suite runs on PostgreSQL: TRAINSCOPE_TEST_PG names the socket folder of scripts/pg.sh's cluster */
 int tu_postgres(void);
+/* Its folder and empty database, not started (tu_server_restart starts it); 0 on success. */
+int tu_server_prepare(struct tu_server *s);
 /* Start with extra flags (NULL-terminated); 0 on success. */
 int tu_server_start(struct tu_server *s, const char *const extra[]);
 /* Start another server on db, another's (PostgreSQL: several servers, one dataset); cleanup leaves db. */

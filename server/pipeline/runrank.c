@@ -558,8 +558,21 @@ int runrank_kick(struct store *st, const char *run)
 	pthread_attr_t attr;
 	pthread_t t;
 	int i, free_slot = -1, rc = 0;
+	struct store_pending *p = NULL;
+	struct tp_errbuf err = { 0 };
+	size_t n = 0;
 
 	if (!store_maybe_pending(st))
+		return 0;
+	/*
+	 * Nothing to derive now: no thread. (Sharing a PostgreSQL database, a store cannot rule
+	 * marks out without asking, and a thread started for nothing could derive what lands
+	 * after this read, racing the read that should.)
+	 */
+	if (pending_of(st, run, &p, &n, &err))
+		return -1;
+	store_pending_free(p, n);
+	if (!n)
 		return 0;
 	pthread_mutex_lock(&kicked.mu);
 	for (i = 0; i < MAX_KICKED; i++) {

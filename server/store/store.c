@@ -59,10 +59,8 @@ struct store {
 	struct store_writer *widle[WRITER_POOL];	/* writers closed with no transaction open, kept warm */
 	int nwidle;
 	_Atomic uint64_t gen;		/* bumped by every write that commits */
-	/* PostgreSQL: other servers write too, so the generation is the database's (table generation),
-	 * read on gen_db (under mu) */
+	/* PostgreSQL: other servers write too, so the generation is the database's (table generation) */
 	int shared;
-	struct db *gen_db;
 	/* PostgreSQL: this server in table servers, its heartbeat (which also drops uploads of servers gone) */
 	int64_t server_id;
 	pthread_t beat;
@@ -89,6 +87,7 @@ struct store_writer {
 	uint8_t *pack;		/* evpack buffer */
 	size_t pack_cap;
 	int depth;		/* of begin() calls inside the open transaction (store_tx_begin nests them) */
+	int quiet;		/* the open transaction changes no answer (store_write_batch): no new generation */
 	struct store_reader *as_reader;	/* reads on this connection (store_writer_reader) */
 };
 
@@ -458,7 +457,6 @@ void store_close(struct store *st)
 		db_close(st->idle[--st->nidle]);
 	while (st->nwidle)
 		writer_free(st->widle[--st->nwidle]);
-	db_close(st->gen_db);
 	pthread_mutex_destroy(&st->mu);
 	/* fold the WAL back into the main file so the database is one file at rest */
 	if (!st->shared && db_open(st->path, 0, &db, NULL) == TP_OK) {
@@ -624,11 +622,12 @@ static int commit(struct store_writer *w, struct tp_errbuf *err)
 		w->depth--;
 		return TP_OK;
 	}
-	if (w->store->shared && db_exec(w->db, "UPDATE generation SET n = n + 1"))
+	if (w->store->shared && !w->quiet && db_exec(w->db, "UPDATE generation SET n = n + 1"))
 		return db_fail(err, w->db, "commit");
 	if (!(rc = step_done(w, w->st[W_COMMIT], "commit", err))) {
 		w->depth = 0;
-		atomic_fetch_add(&w->store->gen, 1);
+		if (!w->quiet)
+			atomic_fetch_add(&w->store->gen, 1);
 	}
 	return rc;
 }
@@ -740,8 +739,11 @@ int store_write_batch(struct store_writer *w, int64_t artifact, const struct sto
 
 	if ((rc = begin(w, err)))
 		return rc;
+	/* rows of an upload still invisible: no answer changes, so the generation stays (one transaction alone) */
+	w->quiet = w->depth == 1;
 	if ((rc = write_rows(w, artifact, b, err)) || (rc = commit(w, err)))
 		rollback(w);
+	w->quiet = 0;
 	return rc;
 }
 
@@ -1756,24 +1758,22 @@ int store_reader_open(struct store *st, struct store_reader **out, struct tp_err
 
 uint64_t store_generation(struct store *st)
 {
+	struct store_reader *r;
 	struct db_stmt *q = NULL;
 	uint64_t gen = 0;
 	int ok = 0;
 
 	if (!st->shared)
 		return atomic_load(&st->gen);
-	pthread_mutex_lock(&st->mu);
-	if ((st->gen_db || !db_open(st->path, DB_OPEN_READONLY, &st->gen_db, NULL)) &&
-	    !db_prepare(st->gen_db, "SELECT n FROM generation", 0, &q) && db_step(q) == DB_ROW) {
-		gen = (uint64_t)db_column_int64(q, 0);
-		ok = 1;
+	/* on a pooled reader, so that the requests' checks run side by side */
+	if (!store_reader_open(st, &r, NULL)) {
+		if (!db_prepare(r->db, "SELECT n FROM generation", 0, &q) && db_step(q) == DB_ROW) {
+			gen = (uint64_t)db_column_int64(q, 0);
+			ok = 1;
+		}
+		db_finalize(q);
+		store_reader_close(r);
 	}
-	db_finalize(q);
-	if (!ok && st->gen_db && !db_in_tx(st->gen_db)) {
-		db_close(st->gen_db);
-		st->gen_db = NULL;
-	}
-	pthread_mutex_unlock(&st->mu);
 	/* unreadable: a number no cached answer holds, so none is served */
 	return ok ? gen : (1ull << 63) | atomic_fetch_add(&st->gen, 1);
 }

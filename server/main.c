@@ -44,7 +44,7 @@ static void usage(FILE *f)
 		"  --max-depth N          deepest JSON nesting (default 64)\n"
 		"  --max-string BYTES     longest JSON string or token (default 8M)\n"
 		"  --max-events N         most events in one upload (default 2147483648)\n"
-		"  --max-pickle-values N  most values in one memory snapshot pickle (default 32M)\n"
+		"  --max-pickle-values N  most values a memory snapshot holds at once, and trace entries (default 32M)\n"
 		"  --threads N            HTTP worker threads (default 16; an upload holds one while it ingests)\n"
 		"  --max-uploads N        uploads at once (default half the threads, so reads keep the rest)\n"
 		"  --max-client-uploads N uploads at once from one address (default 4); more get 429\n"

@@ -33,6 +33,17 @@ int64_t mem_point_total(const struct mem_point *p)
 	return sum;
 }
 
+int mem_series_each(const struct mem_series *s, mem_point_fn fn, void *arg)
+{
+	int rc = 0;
+
+	if (!s->pts && s->replay)
+		return s->replay(s->src, fn, arg);
+	for (size_t i = 0; i < s->n && !rc; i++)
+		rc = fn(arg, &s->pts[i]);
+	return rc;
+}
+
 int mem_amap_init(struct mem_amap *m, size_t n)
 {
 	for (m->cap = 64; m->cap < 2 * n + 2; m->cap *= 2)

@@ -64,12 +64,17 @@ struct mem_segment {
 	size_t nblocks;
 };
 
+typedef int (*mem_point_fn)(void *arg, const struct mem_point *p);
+
 /* One device's timeline, as a source produced it. */
 struct mem_series {
 	char device[16];		/* "cuda:N" or "cpu" */
 	const char *source;		/* "pytorch", "trace" or "snapshot" */
-	const struct mem_point *pts;	/* in time order */
+	const struct mem_point *pts;	/* in time order; NULL: made by replay */
 	size_t n;
+	/* a series too long to hold (a snapshot's): its n points made again, in order, at each call */
+	int (*replay)(const void *src, mem_point_fn fn, void *arg);
+	const void *src;
 	int64_t baseline;		/* trace: bytes allocated before the first event */
 	const struct mem_group *groups;
 	size_t ngroups;
@@ -79,6 +84,9 @@ struct mem_series {
 
 /* The point's categories summed (saturating): its allocated bytes. */
 int64_t mem_point_total(const struct mem_point *p);
+
+/* Each point of s, in order, to fn (held or replayed); stops at fn's first non-zero, which it returns. */
+int mem_series_each(const struct mem_series *s, mem_point_fn fn, void *arg);
 
 /*
  * Address -> allocation index, open addressing, for at most n addresses.

@@ -17,6 +17,9 @@
 #define NODE_CHUNK 4096
 #define BYTE_CHUNK 65536
 
+#define F_MEMO 1		/* in the memo: the pickle may name it again */
+#define F_SHARED 2		/* referenced more than once (DUP, memo GET, PUT twice): never released */
+
 struct nodes {
 	struct nodes *next;
 	size_t n;
@@ -41,10 +44,14 @@ struct pickle_parser {
 	size_t nmarks;
 	struct pk_obj **memo;
 	size_t nmemo, capmemo;
-	uint64_t count;			/* objects made plus items stored */
+	uint64_t count;			/* values held: made plus items stored, less released */
+	uint64_t made;			/* values made, ever */
 	struct nodes *nodes;
+	struct pk_obj *free_nodes;	/* released, for reuse */
+	pk_list_hook hook;
+	void *hook_ctx;
 	struct bytes *bytes;
-	struct pk_obj none, yes, no;
+	struct pk_obj none, yes, no, gone;	/* gone: a closed memo slot */
 	const struct pk_obj *root;
 };
 
@@ -58,6 +65,7 @@ struct pickle_parser *pickle_parser_new(const struct pk_limits *lim)
 	p->none.type = PK_NONE;
 	p->yes = (struct pk_obj){ .type = PK_BOOL, .u.i = 1 };
 	p->no = (struct pk_obj){ .type = PK_BOOL, .u.i = 0 };
+	p->gone = (struct pk_obj){ .type = PK_TAKEN, .u.i = -1 };
 	if (!(p->marks = tp_malloc((lim->max_marks + 1) * sizeof(*p->marks)))) {
 		tp_free(p);
 		return NULL;
@@ -72,7 +80,7 @@ void pickle_parser_free(struct pickle_parser *p)
 	while (p->nodes) {
 		struct nodes *c = p->nodes;
 		for (size_t i = 0; i < c->n; i++)
-			if (c->o[i].type >= PK_LIST)
+			if (c->o[i].type >= PK_LIST && c->o[i].type <= PK_DICT)
 				tp_free(c->o[i].u.items);
 		p->nodes = c->next;
 		tp_free(c);
@@ -93,6 +101,7 @@ void pickle_parser_free(struct pickle_parser *p)
 
 static int count(struct pickle_parser *p, struct tp_errbuf *err)
 {
+	p->made++;
 	if (++p->count > p->lim.max_objects)
 		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "the pickle holds more than %llu values",
 			       (unsigned long long)p->lim.max_objects);
@@ -102,7 +111,14 @@ static int count(struct pickle_parser *p, struct tp_errbuf *err)
 static struct pk_obj *node(struct pickle_parser *p, int type)
 {
 	struct nodes *c = p->nodes;
+	struct pk_obj *o;
 
+	if ((o = p->free_nodes)) {
+		p->free_nodes = o->u.next;
+		memset(o, 0, sizeof(*o));
+		o->type = (uint8_t)type;
+		return o;
+	}
 	if (!c || c->n == NODE_CHUNK) {
 		if (!(c = tp_malloc(sizeof(*c))))
 			return NULL;
@@ -110,7 +126,7 @@ static struct pk_obj *node(struct pickle_parser *p, int type)
 		c->next = p->nodes;
 		p->nodes = c;
 	}
-	struct pk_obj *o = &c->o[c->n++];
+	o = &c->o[c->n++];
 	memset(o, 0, sizeof(*o));
 	o->type = (uint8_t)type;
 	return o;
@@ -173,6 +189,8 @@ static int add_item(struct pickle_parser *p, struct pk_obj *c, struct pk_obj *v,
 {
 	int rc;
 
+	if (c->type == PK_LIST && p->hook && (rc = p->hook(p->hook_ctx, p, c, v, err)))
+		return rc < 0 ? rc : TP_OK;
 	if ((rc = count(p, err)))
 		return rc;
 	if (c->cap == c->n) {
@@ -317,10 +335,12 @@ static int into_below_mark(struct pickle_parser *p, int t, size_t at, int op, st
 
 static int memo_put(struct pickle_parser *p, uint64_t i, size_t at, int op, struct tp_errbuf *err)
 {
+	struct pk_obj *o;
+
 	if (!p->nstack)
 		return fail_at(p, at, err, "nothing to memoize", op);
 	/* a writer numbers memo entries as it makes objects: more entries than objects is hostile */
-	if (i > p->count)
+	if (i > p->made)
 		return fail_at(p, at, err, "a memo index out of range", op);
 	if (i >= p->capmemo) {
 		size_t cap = p->capmemo ? p->capmemo : 256;
@@ -333,7 +353,17 @@ static int memo_put(struct pickle_parser *p, uint64_t i, size_t at, int op, stru
 		p->memo = nm;
 		p->capmemo = cap;
 	}
-	p->memo[i] = p->stack[p->nstack - 1];
+	if (i > UINT32_MAX)
+		return fail_at(p, at, err, "a memo index past 2^32", op);
+	o = p->stack[p->nstack - 1];
+	/* released, a value in two slots would leave one open; one that loses its slot, one closed */
+	if (o->flags & F_MEMO)
+		o->flags |= F_SHARED;
+	if (p->memo[i] && p->memo[i] != o)
+		p->memo[i]->flags |= F_SHARED;
+	o->flags |= F_MEMO;
+	o->memo = (uint32_t)i;
+	p->memo[i] = o;
 	if (i >= p->nmemo)
 		p->nmemo = i + 1;
 	return TP_OK;
@@ -386,6 +416,7 @@ static int exec(struct pickle_parser *p, const uint8_t *b, uint64_t need, size_t
 	case '2':	/* DUP */
 		if (!p->nstack)
 			return fail_at(p, at, err, "DUP on an empty stack", op);
+		p->stack[p->nstack - 1]->flags |= F_SHARED;
 		return push_new(p, p->stack[p->nstack - 1], err);
 	/* shared values cost no node, but a stack slot each: counted like any value */
 	case 'N':
@@ -474,6 +505,9 @@ static int exec(struct pickle_parser *p, const uint8_t *b, uint64_t need, size_t
 		uint64_t i = le(a, op == 'h' ? 1 : 4);
 		if (i >= p->nmemo || !p->memo[i])
 			return fail_at(p, at, err, "a memo index out of range", op);
+		if (p->memo[i] == &p->gone)
+			return fail_at(p, at, err, "a reference to a value already read and released", op);
+		p->memo[i]->flags |= F_SHARED;
 		return push_new(p, p->memo[i], err);
 	}
 	case 'c': case 0x93: case 'R': case 'b': case 0x81: case 0x92: case 'i': case 'o':
@@ -557,6 +591,66 @@ int pickle_parser_finish(struct pickle_parser *p, const struct pk_obj **root, st
 			       (unsigned long long)(p->off + p->nbuf));
 	*root = p->root;
 	return TP_OK;
+}
+
+/* ---- consumers that read as it runs ---- */
+
+void pickle_parser_on_append(struct pickle_parser *p, pk_list_hook hook, void *ctx)
+{
+	p->hook = hook;
+	p->hook_ctx = ctx;
+}
+
+static int own(const struct pickle_parser *p, const struct pk_obj *o)
+{
+	return o != &p->none && o != &p->yes && o != &p->no && o != &p->gone;
+}
+
+static void recycle(struct pickle_parser *p, struct pk_obj *o)
+{
+	o->type = PK_NONE;
+	o->u.next = p->free_nodes;
+	p->free_nodes = o;
+}
+
+static void uncount(struct pickle_parser *p, uint64_t n)
+{
+	p->count = p->count > n ? p->count - n : 0;
+}
+
+/* o's item slots freed: each cost a count when pushed and one when stored */
+static void drop_items(struct pickle_parser *p, struct pk_obj *o, int free_scalars)
+{
+	for (uint32_t i = 0; free_scalars && i < o->n; i++) {
+		struct pk_obj *c = o->u.items[i];
+		if (own(p, c) && c->type < PK_LIST && !(c->flags & (F_MEMO | F_SHARED)))
+			recycle(p, c);
+	}
+	uncount(p, 2 * (uint64_t)o->n);
+	tp_free(o->u.items);
+	o->u.items = NULL;
+	o->n = o->cap = 0;
+}
+
+void pk_release(struct pickle_parser *p, struct pk_obj *o)
+{
+	if (!own(p, o) || o->flags & F_SHARED)
+		return;
+	if (o->type >= PK_LIST && o->type <= PK_DICT)
+		drop_items(p, o, 1);
+	if (o->flags & F_MEMO)
+		p->memo[o->memo] = &p->gone;
+	uncount(p, 1);
+	recycle(p, o);
+}
+
+void pk_take(struct pickle_parser *p, struct pk_obj *o, int64_t h)
+{
+	if (!own(p, o) || o->type < PK_LIST || o->type > PK_DICT)
+		return;
+	drop_items(p, o, 0);
+	o->type = PK_TAKEN;
+	o->u.i = h;
 }
 
 const struct pk_obj *pk_get(const struct pk_obj *d, const char *key)

@@ -10,6 +10,13 @@
  * The input comes in pieces (it is inflated as it arrives); objects go to an
  * arena freed with the parser. The machine has no recursion: nesting costs
  * a stack slot, not a C frame, and is capped like everything else.
+ *
+ * A consumer can read as the pickle runs instead of after it: a hook sees
+ * each value a list receives, and may take it (the list does not keep it)
+ * and release it, so a list of millions of records never exists whole. A
+ * value the pickle may name again (memoized, or DUP'ed) stays valid: one
+ * only memoized is released with its memo slot closed (a later reference is
+ * an error), one referenced twice is not released at all.
  * Pure: no SQL.
  */
 #ifndef PICKLE_H
@@ -20,23 +27,27 @@
 
 #include "tp.h"
 
-enum pk_type { PK_NONE, PK_BOOL, PK_INT, PK_FLOAT, PK_STR, PK_BYTES, PK_LIST, PK_TUPLE, PK_DICT };
+/* PK_TAKEN: a container a consumer kept only a summary of (pk_take); u.i is its handle */
+enum pk_type { PK_NONE, PK_BOOL, PK_INT, PK_FLOAT, PK_STR, PK_BYTES, PK_LIST, PK_TUPLE, PK_DICT, PK_TAKEN };
 
 struct pk_obj {
 	uint8_t type;
 	uint8_t big;			/* PK_INT wider than 64 bits: u.i is saturated */
+	uint8_t flags;			/* the parser's: memoized, referenced more than once */
 	uint32_t n;			/* STR/BYTES: bytes; LIST/TUPLE: items; DICT: 2 x pairs */
 	uint32_t cap;
+	uint32_t memo;			/* its memo index, when memoized */
 	union {
-		int64_t i;		/* BOOL, INT */
+		int64_t i;		/* BOOL, INT; TAKEN: the consumer's handle */
 		double f;
 		char *s;		/* STR/BYTES, NUL-terminated */
 		struct pk_obj **items;	/* LIST/TUPLE; DICT: key, value, key, value, ... */
+		struct pk_obj *next;	/* the parser's list of free nodes */
 	} u;
 };
 
 struct pk_limits {
-	uint64_t max_objects;		/* values made, plus items stored in containers */
+	uint64_t max_objects;		/* values held: made or stored in containers, less those released */
 	uint64_t max_string;		/* bytes in one str or bytes */
 	uint32_t max_marks;		/* open MARKs at once */
 };
@@ -50,6 +61,28 @@ int pickle_parser_feed(struct pickle_parser *p, const uint8_t *data, size_t len,
 /* End of input: the value STOP returned (borrowed until free); fails on a truncated pickle. */
 int pickle_parser_finish(struct pickle_parser *p, const struct pk_obj **root, struct tp_errbuf *err);
 void pickle_parser_free(struct pickle_parser *p);
+
+/*
+ * The hook: called as list receives item (APPEND, APPENDS, LIST). It returns
+ * 1 when it took item (the list does not store it; the hook releases it or
+ * keeps a pointer to it), 0 to let the list store it, or an error (with err
+ * set), which stops the parser.
+ */
+typedef int (*pk_list_hook)(void *ctx, struct pickle_parser *p, const struct pk_obj *list, struct pk_obj *item,
+			    struct tp_errbuf *err);
+void pickle_parser_on_append(struct pickle_parser *p, pk_list_hook hook, void *ctx);
+/*
+ * Done with o, a value the hook took: unless the pickle can name it again
+ * (DUP'ed or referenced from the memo), o, its item slots and those of its
+ * items that nothing else names are freed; a memoized o's slot is closed.
+ */
+void pk_release(struct pickle_parser *p, struct pk_obj *o);
+/*
+ * A container the consumer has summarized, kept as PK_TAKEN with handle h
+ * (every reference to it, earlier or later, sees that): its item slots are
+ * freed, the items themselves stay. Anything else is left alone.
+ */
+void pk_take(struct pickle_parser *p, struct pk_obj *o, int64_t h);
 
 /* The value of a dict's str key, or NULL (not a dict, no such key). */
 const struct pk_obj *pk_get(const struct pk_obj *dict, const char *key);

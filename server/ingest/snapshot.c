@@ -18,6 +18,12 @@
  * by the rule table in categorize(); entries without frames in a snapshot
  * that has frames elsewhere were made by a thread with no Python on it,
  * which in training is the autograd engine's.
+ *
+ * The entries are read as the pickle runs (a hook on every list append):
+ * each becomes a 24-byte record, paired with its allocation by address,
+ * and its dict is released; a frame list becomes a summary once (what
+ * categorize and op_name read), however many entries name it. So what is
+ * held grows with the records, not with the pickle's object tree.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +34,8 @@
 #include "ingest/snapshot.h"
 #include "utf8.h"
 
-enum { A_OTHER, A_ALLOC, A_FREE, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE };
+/* A_BASE: a free of a block allocated before recording (its record holds the size) */
+enum { A_OTHER, A_ALLOC, A_FREE, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_BASE };
 
 /* What the frames of one entry say about where the program was. */
 enum {
@@ -40,23 +47,77 @@ enum {
 	PH_INIT = 1 << 5,	/* building or moving a module (__init__, reset_parameters, _apply) */
 };
 
+/* An entry that changes something: v is its allocation (ALLOC, FREE, FREE_DONE) or bytes (SEG_*, BASE). */
 struct ent {
-	int64_t t, addr, size;
-	const struct pk_obj *frames;
+	int64_t t, v;
 	uint8_t action;
 };
 
 struct salloc {
 	int64_t size;
 	int32_t ta, tf;			/* entry indexes; ta -1: before recording; tf -1: alive at the end */
-	const struct pk_obj *fa, *ff;	/* frames at allocation and at free */
+	uint32_t fa, ff;		/* frame summaries at allocation and at free; 0: none */
 	int cat;
+};
+
+/* What a frame list says, made once per list (index 0: no frames). */
+struct fsum {
+	const struct pk_obj *inner;	/* the innermost frame */
+	const struct pk_obj *user;	/* the frame op_name() names */
+	unsigned ph;			/* phase() of the frames */
+};
+
+/* The entries one list received, read as they came. */
+struct dtrace {
+	const struct pk_obj *list;
+	struct ent *ents;
+	size_t nents, capents;
+	struct salloc *al;
+	size_t nal, capal;
+	struct mem_amap m;
+	size_t mfill;			/* amap slots that may be taken: grown before half */
+	uint64_t seen;			/* entries, every action: an entry's place stands for a missing time */
+	uint64_t allocs, frees_completed;
+	int64_t base;			/* freed without an alloc: allocated before recording */
+	int64_t last_t;
+	int has_t;
+	int used;			/* by a device, at the end */
+};
+
+#define MAX_DEVICES 64
+
+/* pointer -> frame_phase(): open addressing, at most half full */
+struct fcache {
+	const struct pk_obj **key;
+	uint8_t *val;
+	size_t cap, n;
+};
+
+struct snap_reader {
+	struct pickle_parser *p;
+	uint64_t max_entries, entries;
+	struct dtrace tr[MAX_DEVICES];
+	size_t ntr;
+	struct dtrace *last;
+	struct fsum *fs;
+	size_t nfs, capfs;
+	struct fcache fc;
+	int any_frames;
+};
+
+/* What a device's points are replayed from: its records and the state before the first. */
+struct snap_dev {
+	struct dtrace own;		/* a device with no trace list: tr points here */
+	const struct dtrace *tr;
+	const struct salloc *al;
+	int64_t live0[MEM_NCAT], base0, reserved0;
 };
 
 struct snap_result {
 	struct mem_series *series;
 	size_t nseries;
-	struct mem_point **pts;
+	struct snap_dev *dev;		/* ndev of them: a series' replay source */
+	size_t ndev;
 	struct mem_group **groups;
 	struct mem_segment **segs;
 	struct mem_block **blocks;
@@ -68,8 +129,12 @@ void snap_result_free(struct snap_result *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; r->dev && i < r->ndev; i++) {
+		tp_free(r->dev[i].own.ents);
+		tp_free(r->dev[i].own.al);
+		mem_amap_free(&r->dev[i].own.m);
+	}
 	for (size_t i = 0; i < r->nseries; i++) {
-		tp_free(r->pts[i]);
 		tp_free(r->groups[i]);
 		tp_free(r->segs[i]);
 		tp_free(r->blocks[i]);
@@ -78,7 +143,7 @@ void snap_result_free(struct snap_result *r)
 		tp_free(r->names[i]);
 	tp_free(r->names);
 	tp_free(r->series);
-	tp_free(r->pts);
+	tp_free(r->dev);
 	tp_free(r->groups);
 	tp_free(r->segs);
 	tp_free(r->blocks);
@@ -113,41 +178,85 @@ static int has_frames(const struct pk_obj *frames)
 	return frames && frames->type == PK_LIST && frames->n > 0;
 }
 
-static unsigned phase(const struct pk_obj *frames, int any_frames)
-{
-	unsigned ph = 0;
+#define PH_LIBRARY (1 << 6)		/* not a phase: the frame is in installed code (library_file) */
 
-	if (!has_frames(frames))
-		return any_frames ? PH_BACKWARD : 0;
-	for (uint32_t i = 0; i < frames->n; i++) {
-		const char *name = frame_str(frames->u.items[i], "name");
-		const char *file = frame_str(frames->u.items[i], "filename");
-		if (!strcmp(name, "zero_grad"))
-			ph |= PH_ZERO_GRAD;
-		if (path_has(file, "optim"))
-			ph |= PH_OPT;
-		if (!strcmp(name, "backward") || !strcmp(name, "_engine_run_backward"))
-			ph |= PH_BACKWARD;
-		if (path_has(file, "torch/utils/data/") || !strcmp(name, "pin_memory"))
-			ph |= PH_DATA;
-		if (!strcmp(name, "forward") || !strcmp(name, "_call_impl"))
-			ph |= PH_FORWARD;
-		if (!strcmp(name, "__init__") || !strcmp(name, "_apply") || !strcmp(name, "reset_parameters") ||
-		    path_has(file, "torch/nn/init.py"))
-			ph |= PH_INIT;
-	}
+static int library_file(const char *file);
+
+/* the phases one frame names, and whether it is the user's own code */
+static unsigned frame_phase(const struct pk_obj *f)
+{
+	const char *name = frame_str(f, "name"), *file = frame_str(f, "filename");
+	unsigned ph = library_file(file) ? PH_LIBRARY : 0;
+
+	if (!strcmp(name, "zero_grad"))
+		ph |= PH_ZERO_GRAD;
+	if (path_has(file, "optim"))
+		ph |= PH_OPT;
+	if (!strcmp(name, "backward") || !strcmp(name, "_engine_run_backward"))
+		ph |= PH_BACKWARD;
+	if (path_has(file, "torch/utils/data/") || !strcmp(name, "pin_memory"))
+		ph |= PH_DATA;
+	if (!strcmp(name, "forward") || !strcmp(name, "_call_impl"))
+		ph |= PH_FORWARD;
+	if (!strcmp(name, "__init__") || !strcmp(name, "_apply") || !strcmp(name, "reset_parameters") ||
+	    path_has(file, "torch/nn/init.py"))
+		ph |= PH_INIT;
 	return ph;
 }
 
-/* the same innermost frame (function, file, line) */
-static int same_line(const struct pk_obj *a, const struct pk_obj *b)
+/* frame_phase(f), looked up once per frame (a frame dict is named by many lists); > 255: out of memory */
+static unsigned frame_info(struct snap_reader *rd, const struct pk_obj *f)
 {
+	struct fcache *c = &rd->fc;
+	size_t j;
+
+	if (c->n + 1 > c->cap / 2) {
+		struct fcache n = { .cap = c->cap ? c->cap * 2 : 1024 };
+		if (!(n.key = tp_calloc(n.cap, sizeof(*n.key))) || !(n.val = tp_malloc(n.cap))) {
+			tp_free(n.key);
+			return 256;
+		}
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->key[i]) {
+				for (j = ((uintptr_t)c->key[i] >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (n.cap - 1); n.key[j];
+				     j = (j + 1) & (n.cap - 1))
+					;
+				n.key[j] = c->key[i];
+				n.val[j] = c->val[i];
+			}
+		n.n = c->n;
+		tp_free(c->key);
+		tp_free(c->val);
+		*c = n;
+	}
+	for (j = ((uintptr_t)f >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (c->cap - 1); c->key[j] && c->key[j] != f;
+	     j = (j + 1) & (c->cap - 1))
+		;
+	if (!c->key[j]) {
+		c->key[j] = f;
+		c->val[j] = (uint8_t)frame_phase(f);
+		c->n++;
+	}
+	return c->val[j];
+}
+
+static unsigned phase(const struct snap_reader *rd, uint32_t f, int any_frames)
+{
+	if (!f)
+		return any_frames ? PH_BACKWARD : 0;
+	return rd->fs[f].ph;
+}
+
+/* the same innermost frame (function, file, line) */
+static int same_line(const struct snap_reader *rd, uint32_t fa, uint32_t fb)
+{
+	const struct pk_obj *a, *b;
 	int64_t la, lb;
 
-	if (!has_frames(a) || !has_frames(b))
+	if (!fa || !fb)
 		return 0;
-	a = a->u.items[0];
-	b = b->u.items[0];
+	a = rd->fs[fa].inner;
+	b = rd->fs[fb].inner;
 	return pk_int(pk_get(a, "line"), &la) && pk_int(pk_get(b, "line"), &lb) && la == lb &&
 	       !strcmp(frame_str(a, "name"), frame_str(b, "name")) &&
 	       !strcmp(frame_str(a, "filename"), frame_str(b, "filename"));
@@ -158,14 +267,14 @@ static int same_line(const struct pk_obj *a, const struct pk_obj *b)
  * while recording; the phases are those of the frames at the allocation (a)
  * and at the free (f).
  */
-static int categorize(const struct salloc *x, int any_frames)
+static int categorize(const struct snap_reader *rd, const struct salloc *x, int any_frames)
 {
-	unsigned a = phase(x->fa, any_frames), f = x->tf >= 0 ? phase(x->ff, any_frames) : 0;
+	unsigned a = phase(rd, x->fa, any_frames), f = x->tf >= 0 ? phase(rd, x->ff, any_frames) : 0;
 	int freed = x->tf >= 0;
 
 	/* 1. made and released by the same line of Python: a temporary of that statement
 	 *    (PyTorch: TEMPORARY, allocated and freed inside one operator) */
-	if (freed && same_line(x->fa, x->ff))
+	if (freed && same_line(rd, x->fa, x->ff))
 		return CAT_TEMPORARY;
 	/* 2. made while a module is built or moved (__init__, reset_parameters, .to()/.cuda()
 	 *    through _apply) and not in forward, backward or the optimizer: its parameters */
@@ -200,21 +309,59 @@ static int library_file(const char *file)
 	       path_has(file, "/lib/python");
 }
 
-/* "function (file:line)" of the innermost frame of the user's own code, else the innermost; NULL: no frames */
-static const char *op_name(const struct pk_obj *frames, char *buf, size_t size)
+/*
+ * The summary of a frames value: a list with frames gets one, made once
+ * (the list is then taken: its slots freed, every reference to it sees the
+ * summary); anything else is 0, no frames. UINT32_MAX: out of memory.
+ */
+static uint32_t frames_of(struct snap_reader *rd, const struct pk_obj *frames)
+{
+	struct fsum *x;
+
+	if (frames && frames->type == PK_TAKEN && frames->u.i > 0 && (size_t)frames->u.i < rd->nfs)
+		return (uint32_t)frames->u.i;
+	if (!has_frames(frames))
+		return 0;
+	if (rd->nfs == rd->capfs) {
+		size_t cap = rd->capfs ? rd->capfs * 2 : 256;
+		struct fsum *n = cap < UINT32_MAX ? tp_realloc(rd->fs, cap * sizeof(*n)) : NULL;
+		if (!n)
+			return UINT32_MAX;
+		rd->fs = n;
+		rd->capfs = cap;
+		if (!rd->nfs)
+			rd->fs[rd->nfs++] = (struct fsum){ 0 };	/* 0: no frames */
+	}
+	x = &rd->fs[rd->nfs];
+	x->inner = frames->u.items[0];
+	x->user = NULL;
+	x->ph = 0;
+	for (uint32_t i = 0; i < frames->n; i++) {
+		unsigned ph = frame_info(rd, frames->u.items[i]);
+		if (ph > 255)
+			return UINT32_MAX;
+		/* the innermost frame of the user's own code, else the innermost */
+		if (!x->user && !(ph & PH_LIBRARY))
+			x->user = frames->u.items[i];
+		x->ph |= ph & ~(unsigned)PH_LIBRARY;
+	}
+	if (!x->user)
+		x->user = x->inner;
+	if (rd->p)
+		pk_take(rd->p, (struct pk_obj *)frames, (int64_t)rd->nfs);
+	return (uint32_t)rd->nfs++;
+}
+
+/* "function (file:line)" of summary f's user frame; NULL: no frames */
+static const char *op_name(const struct snap_reader *rd, uint32_t fi, char *buf, size_t size)
 {
 	const struct pk_obj *f;
 	const char *file, *base;
 	int64_t line = 0;
 
-	if (!has_frames(frames))
+	if (!fi)
 		return NULL;
-	f = frames->u.items[0];
-	for (uint32_t i = 0; i < frames->n; i++)
-		if (!library_file(frame_str(frames->u.items[i], "filename"))) {
-			f = frames->u.items[i];
-			break;
-		}
+	f = rd->fs[fi].user;
 	file = frame_str(f, "filename");
 	for (base = file; *file; file++)
 		if (*file == '/' || *file == '\\')
@@ -255,44 +402,166 @@ static int64_t us_to_ns(int64_t us)
 	return __builtin_mul_overflow(us, 1000, &ns) ? (us < 0 ? INT64_MIN : INT64_MAX) : ns;
 }
 
-/* device_traces[dev] into ents (n of them) */
-static int read_entries(const struct pk_obj *list, int dev, struct ent *ents, size_t *n, struct snap_stats *st,
-			struct tp_errbuf *err)
+static int grow(void **v, size_t *cap, size_t need, size_t size)
 {
-	*n = 0;
-	if (!list)
-		return TP_OK;
-	if (list->type != PK_LIST)
-		return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "device_traces[%d] is not a list", dev);
-	for (uint32_t i = 0; i < list->n; i++) {
-		const struct pk_obj *e = list->u.items[i];
-		struct ent *x = &ents[*n];
-		int64_t us;
-		if (e->type != PK_DICT)
-			return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "device_traces[%d][%u] is not a dict", dev, i);
-		x->action = (uint8_t)action_of(pk_str(pk_get(e, "action")));
-		st->entries++;
-		if (x->action == A_OTHER)
-			continue;
-		if (!pk_int(pk_get(e, "addr"), &x->addr) || !pk_int(pk_get(e, "size"), &x->size) || x->size < 0)
-			return tp_fail(err, TP_ERR_INVALID, "bad_snapshot",
-				       "device_traces[%d][%u]: a '%s' entry without an integer addr and size", dev, i,
-				       pk_str(pk_get(e, "action")));
-		/* no time_us in older snapshots: the entry's place stands for its time */
-		x->t = pk_int(pk_get(e, "time_us"), &us) ? us_to_ns(us) : (int64_t)i * 1000;
-		if (*n && x->t < ents[*n - 1].t)
-			x->t = ents[*n - 1].t;	/* TSC-converted times may step back a little */
-		x->frames = pk_get(e, "frames");
-		st->allocs += x->action == A_ALLOC;
-		st->frees_completed += x->action == A_FREE_DONE;
-		(*n)++;
+	size_t c = *cap ? *cap : 1024;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	if (!(n = tp_realloc(*v, c * size)))
+		return -1;
+	*v = n;
+	*cap = c;
+	return 0;
+}
+
+/* d's slot for addr (-1: new), the table doubled before it is half full; NULL: out of memory */
+static int32_t *addr_slot(struct dtrace *d, int64_t addr)
+{
+	int32_t *slot = mem_amap_slot(&d->m, addr);
+	struct mem_amap n;
+
+	if (*slot != -1 || ++d->mfill <= d->m.cap / 2)
+		return slot;
+	if (mem_amap_init(&n, d->m.cap / 2))	/* cap >= 2 * n + 2: twice the slots */
+		return NULL;
+	for (size_t j = 0; j < d->m.cap; j++)
+		if (d->m.val[j] != -1)
+			*mem_amap_slot(&n, d->m.key[j]) = d->m.val[j];
+	mem_amap_free(&d->m);
+	d->m = n;
+	return mem_amap_slot(&d->m, addr);
+}
+
+static struct dtrace *trace_of(struct snap_reader *rd, const struct pk_obj *list)
+{
+	for (size_t i = 0; i < rd->ntr; i++)
+		if (rd->tr[i].list == list)
+			return &rd->tr[i];
+	return NULL;
+}
+
+/*
+ * The hook: a dict with an 'action' (a trace entry), or any dict a list of
+ * them receives, becomes a record of its list, paired with its allocation
+ * by address as the device trace goes, and is released.
+ */
+static int take_entry(void *ctx, struct pickle_parser *p, const struct pk_obj *list, struct pk_obj *e,
+		      struct tp_errbuf *err)
+{
+	struct snap_reader *rd = ctx;
+	struct dtrace *d = rd->last && rd->last->list == list ? rd->last : NULL;
+	const struct pk_obj *act, *fr;
+	int64_t addr, size, us, t;
+	int action;
+	uint32_t fs;
+
+	if (e->type != PK_DICT)
+		return 0;
+	act = pk_get(e, "action");
+	if (!d && !(d = trace_of(rd, list))) {
+		if (!act)
+			return 0;
+		if (rd->ntr == MAX_DEVICES)
+			return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "more than %d lists of trace entries",
+				       MAX_DEVICES);
+		d = &rd->tr[rd->ntr++];
+		d->list = list;
+		if (mem_amap_init(&d->m, 64))
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
-	return TP_OK;
+	rd->last = d;
+	if (++rd->entries > rd->max_entries)
+		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
+			       "the devices' trace entries pass the cap of %llu values (a list counts each time it is used)",
+			       (unsigned long long)rd->max_entries);
+	d->seen++;
+	fr = pk_get(e, "frames");
+	rd->any_frames |= has_frames(fr) || (fr && fr->type == PK_TAKEN && fr->u.i > 0);
+	action = action_of(pk_str(act));
+	if (action == A_OTHER)
+		goto done;
+	if (!pk_int(pk_get(e, "addr"), &addr) || !pk_int(pk_get(e, "size"), &size) || size < 0)
+		return tp_fail(err, TP_ERR_INVALID, "bad_snapshot",
+			       "trace entry %llu of its device: a '%s' entry without an integer addr and size",
+			       (unsigned long long)(d->seen - 1), pk_str(act));
+	/* no time_us in older snapshots: the entry's place stands for its time */
+	t = pk_int(pk_get(e, "time_us"), &us) ? us_to_ns(us) : (int64_t)(d->seen - 1) * 1000;
+	if (d->has_t && t < d->last_t)
+		t = d->last_t;	/* TSC-converted times may step back a little */
+	d->last_t = t;
+	d->has_t = 1;
+	d->allocs += action == A_ALLOC;
+	d->frees_completed += action == A_FREE_DONE;
+	if ((fs = frames_of(rd, fr)) == UINT32_MAX ||
+	    grow((void **)&d->ents, &d->capents, d->nents + 1, sizeof(*d->ents)) ||
+	    grow((void **)&d->al, &d->capal, d->nal + 1, sizeof(*d->al)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (d->nents >= INT32_MAX)
+		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "a device has more than 2^31 trace entries");
+	if (action == A_SEG_ALLOC || action == A_SEG_FREE) {
+		d->ents[d->nents++] = (struct ent){ .t = t, .v = size, .action = (uint8_t)action };
+	} else {
+		/* pair allocations and frees by address; a free of a block never allocated here is pre-existing */
+		int32_t *slot = addr_slot(d, addr);
+		if (!slot)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		if (action == A_ALLOC) {
+			d->al[d->nal] = (struct salloc){ .size = size, .ta = (int32_t)d->nents, .tf = -1, .fa = fs };
+			*slot = (int32_t)d->nal;
+			d->ents[d->nents++] = (struct ent){ .t = t, .v = (int64_t)d->nal++, .action = A_ALLOC };
+		} else if (*slot >= 0) {
+			d->al[*slot].tf = (int32_t)d->nents;
+			d->al[*slot].ff = fs;
+			d->ents[d->nents++] = (struct ent){ .t = t, .v = *slot, .action = (uint8_t)action };
+			*slot = -2;
+		} else if (action == A_FREE || *slot == -1) {
+			d->base = tp_sat_add(d->base, size);	/* allocated before recording began */
+			*slot = -2;
+			d->ents[d->nents++] = (struct ent){ .t = t, .v = size, .action = A_BASE };
+		}
+		/* else the completion of a free already counted */
+	}
+done:
+	pk_release(p, e);
+	return 1;
+}
+
+struct snap_reader *snap_reader_new(struct pickle_parser *p, uint64_t max_entries)
+{
+	struct snap_reader *rd = tp_calloc(1, sizeof(*rd));
+
+	if (!rd)
+		return NULL;
+	rd->p = p;
+	rd->max_entries = max_entries;
+	if (p)
+		pickle_parser_on_append(p, take_entry, rd);
+	return rd;
+}
+
+void snap_reader_free(struct snap_reader *rd)
+{
+	if (!rd)
+		return;
+	for (size_t i = 0; i < rd->ntr; i++) {
+		tp_free(rd->tr[i].ents);
+		tp_free(rd->tr[i].al);
+		mem_amap_free(&rd->tr[i].m);
+	}
+	tp_free(rd->fs);
+	tp_free(rd->fc.key);
+	tp_free(rd->fc.val);
+	tp_free(rd);
 }
 
 struct dev {
 	int id;
-	const struct pk_obj *trace;	/* device_traces[id], or NULL */
+	struct dtrace *tr;		/* the entries of device_traces[id], or NULL */
+	int copy;			/* tr is another device's too: each works on a copy */
 	int64_t reserved_end;
 	size_t nblocks;			/* blocks alive at dump time */
 };
@@ -349,8 +618,8 @@ static int cmp_seg(const void *a, const void *b)
  * al, -3 to the pre-existing baseline, reported under parameter as in the
  * timeline). A block without an address follows the one before it.
  */
-static int dump_layout(struct snap_result *r, const struct pk_obj *segments, const struct dev *d,
-		       struct mem_amap *m, const struct salloc *al, struct mem_series *s)
+static int dump_layout(struct snap_result *r, const struct snap_reader *rd, const struct pk_obj *segments,
+		       const struct dev *d, struct mem_amap *m, const struct salloc *al, struct mem_series *s)
 {
 	size_t nseg = 0, nbl = 0, i;
 	struct mem_segment *sv;
@@ -403,7 +672,7 @@ static int dump_layout(struct snap_result *r, const struct pk_obj *segments, con
 			if (is_live_block(bl)) {
 				int32_t slot = *mem_amap_slot(m, addr);
 				y->cat = slot >= 0 ? al[slot].cat : CAT_PARAMETER;
-				const char *op = slot >= 0 ? op_name(al[slot].fa, buf, sizeof(buf)) : NULL;
+				const char *op = slot >= 0 ? op_name(rd, al[slot].fa, buf, sizeof(buf)) : NULL;
 				if (op && !(y->op = keep_name(r, op))) {
 					tp_free(sv);
 					tp_free(bv);
@@ -423,125 +692,158 @@ static int dump_layout(struct snap_result *r, const struct pk_obj *segments, con
 	return 0;
 }
 
-static int one_device(struct snap_result *r, const struct pk_obj *segments, const struct dev *d, int any_frames,
-		      struct snap_stats *st, struct tp_errbuf *err)
+/* d's records into the empty t, for a second device that names the same list: it adds its own blocks */
+static int trace_copy(struct dtrace *t, const struct dtrace *d)
 {
-	size_t nent_max = d->trace && d->trace->type == PK_LIST ? d->trace->n : 0, nent, nal = 0, npts = 0, i;
-	struct ent *ents = tp_calloc(nent_max + 1, sizeof(*ents));
-	int32_t *aidx = tp_malloc((nent_max + 1) * sizeof(*aidx));
-	struct salloc *al = tp_calloc(nent_max + d->nblocks + 1, sizeof(*al));
-	struct mem_point *pts = tp_calloc(nent_max + 1, sizeof(*pts));
+	*t = *d;
+	t->ents = NULL;
+	t->al = NULL;
+	t->m = (struct mem_amap){ 0 };
+	if (!(t->ents = tp_malloc((d->nents + 1) * sizeof(*t->ents))) ||
+	    !(t->al = tp_malloc((d->nal + 1) * sizeof(*t->al))) || mem_amap_init(&t->m, d->m.cap / 2))
+		return -1;
+	memcpy(t->ents, d->ents, d->nents * sizeof(*t->ents));
+	memcpy(t->al, d->al, d->nal * sizeof(*t->al));
+	t->capents = d->nents + 1;
+	t->capal = d->nal + 1;
+	for (size_t j = 0; j < d->m.cap; j++)
+		if (d->m.val[j] != -1)
+			*mem_amap_slot(&t->m, d->m.key[j]) = d->m.val[j];
+	return 0;
+}
+
+/*
+ * Device v's points, in order, to fn (NULL: none), from the state before
+ * its first entry: a point after each entry (each changes something), or
+ * one of what is alive when there is none (a state-only snapshot). *peak
+ * (may be NULL): the entry of the highest, and the baseline there.
+ */
+struct peak {
+	size_t at, n;
+	int64_t base;
+};
+
+static int replay_dev(const struct snap_dev *v, mem_point_fn fn, void *arg, struct peak *pk)
+{
+	const struct dtrace *tr = v->tr;
+	const struct salloc *al = v->al;
+	const struct ent *ents = tr->ents;
+	size_t nent = tr->nents, i;
+	int64_t live[MEM_NCAT], base = v->base0, reserved = v->reserved0, best = INT64_MIN;
+	struct mem_point p;
+	int rc;
+
+	memcpy(live, v->live0, sizeof(live));
+	for (i = 0; i < nent || (!nent && !i); i++) {
+		if (i < nent) {
+			const struct ent *e = &ents[i];
+			if (e->action == A_SEG_ALLOC || e->action == A_SEG_FREE)
+				reserved = e->action == A_SEG_ALLOC ? tp_sat_add(reserved, e->v) : tp_sat_sub(reserved, e->v);
+			else if (e->action == A_BASE)
+				base = tp_sat_sub(base, e->v);
+			else	/* a free as large as its allocation, whatever it says */
+				live[al[e->v].cat] = e->action == A_ALLOC ? tp_sat_add(live[al[e->v].cat], al[e->v].size)
+									  : tp_sat_sub(live[al[e->v].cat], al[e->v].size);
+		}
+		p.t_ns = i < nent ? ents[i].t : 0;
+		memcpy(p.cat, live, sizeof(live));
+		p.cat[CAT_PARAMETER] = tp_sat_add(p.cat[CAT_PARAMETER], base);
+		p.reserved = reserved;
+		if (pk && mem_point_total(&p) > best) {
+			best = mem_point_total(&p);
+			pk->at = i;
+			pk->base = base;
+		}
+		if (fn && (rc = fn(arg, &p)))
+			return rc;
+	}
+	if (pk)
+		pk->n = i;
+	return 0;
+}
+
+static int replay(const void *src, mem_point_fn fn, void *arg)
+{
+	return replay_dev(src, fn, arg, NULL);
+}
+
+static int one_device(struct snap_result *r, struct snap_reader *rd, const struct pk_obj *segments,
+		      const struct dev *d, struct snap_stats *st, struct tp_errbuf *err)
+{
+	struct snap_dev *v = &r->dev[r->nseries];
+	struct dtrace *tr = d->tr && !d->copy ? d->tr : &v->own;
+	size_t nent = tr->nents, i;
+	struct ent *ents = tr->ents;
+	struct salloc *al;
 	struct mem_group *g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
 	struct mem_series *s = &r->series[r->nseries];
-	struct mem_amap m = { 0 };
-	int64_t live[MEM_NCAT] = { 0 }, base = 0, reserved, best = INT64_MIN, base_at_peak = 0;
-	size_t peak = 0, ng = 0;
+	int64_t base = tr->base, reserved;
+	struct peak pk = { 0 };
+	size_t ng = 0;
 	int rc = TP_ERR_NOMEM;
 
-	if (!ents || !aidx || !al || !pts || !g || mem_amap_init(&m, nent_max + d->nblocks))
+	if (!g || (!d->tr && mem_amap_init(&tr->m, 64)) || (d->copy && trace_copy(tr, d->tr)) ||
+	    grow((void **)&tr->al, &tr->capal, tr->nal + d->nblocks + 1, sizeof(*tr->al)))
 		goto out;
-	if ((rc = read_entries(d->trace, d->id, ents, &nent, st, err)))
-		goto out;
-	rc = TP_ERR_NOMEM;
+	nent = tr->nents;
+	ents = tr->ents;
+	al = tr->al;
+	st->entries += tr->seen;
+	st->allocs += tr->allocs;
+	st->frees_completed += tr->frees_completed;
 
-	/* pair allocations and frees by address; a free of a block never allocated here is pre-existing */
+	/* reserved at dump time, counted back to the start */
 	reserved = d->reserved_end;
-	for (i = 0; i < nent; i++) {
-		struct ent *e = &ents[i];
-		int32_t *slot;
-		aidx[i] = -1;
-		if (e->action == A_SEG_ALLOC || e->action == A_SEG_FREE) {
-			reserved = e->action == A_SEG_ALLOC ? tp_sat_sub(reserved, e->size)
-							     : tp_sat_add(reserved, e->size);	/* counted back to the start */
-			continue;
-		}
-		slot = mem_amap_slot(&m, e->addr);
-		if (e->action == A_ALLOC) {
-			al[nal] = (struct salloc){ .size = e->size, .ta = (int32_t)i, .tf = -1, .fa = e->frames };
-			*slot = (int32_t)nal;
-			aidx[i] = (int32_t)nal++;
-		} else if (*slot >= 0 && (e->action == A_FREE || e->action == A_FREE_DONE)) {
-			al[*slot].tf = (int32_t)i;
-			al[*slot].ff = e->frames;
-			aidx[i] = *slot;
-			*slot = -2;
-		} else if (e->action == A_FREE || *slot == -1) {
-			base = tp_sat_add(base, e->size);	/* allocated before recording began */
-			*slot = -2;
-			e->action = A_FREE;	/* aidx -1: out of the baseline */
-		} else {
-			e->action = A_OTHER;	/* the completion of a free already counted */
-		}
-	}
+	for (i = 0; i < nent; i++)
+		if (ents[i].action == A_SEG_ALLOC || ents[i].action == A_SEG_FREE)
+			reserved = ents[i].action == A_SEG_ALLOC ? tp_sat_sub(reserved, ents[i].v)
+								 : tp_sat_add(reserved, ents[i].v);
 	/* blocks alive at dump time that no alloc here made: from before recording */
 	for (i = 0; segments && i < segments->n; i++) {
 		const struct pk_obj *sg = segments->u.items[i], *blocks = pk_get(sg, "blocks");
 		int64_t dev = 0, addr, size;
+		int32_t *slot;
 		pk_int(pk_get(sg, "device"), &dev);
 		if (dev != d->id || !blocks || blocks->type != PK_LIST)
 			continue;
 		for (uint32_t b = 0; b < blocks->n; b++) {
 			const struct pk_obj *bl = blocks->u.items[b];
+			uint32_t fs;
 			if (!is_live_block(bl) || !pk_int(pk_get(bl, "address"), &addr) ||
-			    !pk_int(pk_get(bl, "size"), &size) || size < 0 || *mem_amap_slot(&m, addr) >= 0)
+			    !pk_int(pk_get(bl, "size"), &size) || size < 0)
 				continue;
-			const struct pk_obj *fr = pk_get(bl, "frames");
-			if (has_frames(fr)) {
-				*mem_amap_slot(&m, addr) = (int32_t)nal;
-				al[nal++] = (struct salloc){ .size = size, .ta = -1, .tf = -1, .fa = fr };
+			if (!(slot = addr_slot(tr, addr)) || (fs = frames_of(rd, pk_get(bl, "frames"))) == UINT32_MAX)
+				goto out;
+			if (*slot >= 0)
+				continue;
+			if (fs) {
+				*slot = (int32_t)tr->nal;
+				al[tr->nal++] = (struct salloc){ .size = size, .ta = -1, .tf = -1, .fa = fs };
 			} else {
-				*mem_amap_slot(&m, addr) = -3;	/* the baseline */
+				*slot = -3;	/* the baseline */
 				base = tp_sat_add(base, size);
 			}
 		}
 	}
-	for (i = 0; i < nal; i++) {
-		al[i].cat = categorize(&al[i], any_frames);
+	v->tr = tr;
+	v->al = al;
+	v->base0 = base;
+	v->reserved0 = reserved;
+	for (i = 0; i < tr->nal; i++) {
+		al[i].cat = categorize(rd, &al[i], rd->any_frames);
 		if (al[i].ta < 0)
-			live[al[i].cat] = tp_sat_add(live[al[i].cat], al[i].size);
+			v->live0[al[i].cat] = tp_sat_add(v->live0[al[i].cat], al[i].size);
 	}
 	s->baseline = base;
-
-	/* the timeline: a point after each entry that changed something */
-	for (i = 0; i <= nent; i++) {
-		struct mem_point *p;
-		if (i < nent) {
-			const struct ent *e = &ents[i];
-			if (e->action == A_OTHER)
-				continue;
-			if (e->action == A_SEG_ALLOC || e->action == A_SEG_FREE)
-				reserved = e->action == A_SEG_ALLOC ? tp_sat_add(reserved, e->size)
-								     : tp_sat_sub(reserved, e->size);
-			else if (aidx[i] >= 0)	/* a free as large as its allocation, whatever it says */
-				live[al[aidx[i]].cat] = e->action == A_ALLOC
-								? tp_sat_add(live[al[aidx[i]].cat], al[aidx[i]].size)
-								: tp_sat_sub(live[al[aidx[i]].cat], al[aidx[i]].size);
-			else
-				base = tp_sat_sub(base, e->size);
-		} else if (npts) {
-			break;
-		}
-		/* the end with no change at all (a state-only snapshot): one point of what is alive */
-		p = &pts[npts];
-		p->t_ns = i < nent ? ents[i].t : nent ? ents[nent - 1].t : 0;
-		memcpy(p->cat, live, sizeof(live));
-		p->cat[CAT_PARAMETER] = tp_sat_add(p->cat[CAT_PARAMETER], base);
-		p->reserved = reserved;
-		if (mem_point_total(p) > best) {
-			best = mem_point_total(p);
-			peak = i;
-			base_at_peak = base;
-		}
-		npts++;
-	}
+	replay_dev(v, NULL, NULL, &pk);
 
 	/* what was alive at the peak, by category and the frame that made it */
-	for (i = 0; i < nal; i++) {
+	for (i = 0; i < tr->nal; i++) {
 		char buf[256];
 		int is_new;
-		if (al[i].ta > (int32_t)peak || (al[i].tf >= 0 && al[i].tf <= (int32_t)peak))
+		if (al[i].ta > (int32_t)pk.at || (al[i].tf >= 0 && al[i].tf <= (int32_t)pk.at))
 			continue;
-		struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op_name(al[i].fa, buf, sizeof(buf)), &is_new);
+		struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op_name(rd, al[i].fa, buf, sizeof(buf)), &is_new);
 		if (!x)
 			continue;
 		if (is_new && x->op && !(x->op = keep_name(r, x->op)))
@@ -549,42 +851,36 @@ static int one_device(struct snap_result *r, const struct pk_obj *segments, cons
 		x->bytes = tp_sat_add(x->bytes, al[i].size);
 		x->count++;
 	}
-	if (base_at_peak > 0 && ng < MEM_MAX_GROUPS + 2)
-		g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .bytes = base_at_peak, .count = -1 };
+	if (pk.base > 0 && ng < MEM_MAX_GROUPS + 2)
+		g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .bytes = pk.base, .count = -1 };
 	mem_groups_sort(g, ng);
-	if (segments && dump_layout(r, segments, d, &m, al, s))
+	if (segments && dump_layout(r, rd, segments, d, &tr->m, al, s))
 		goto out;
 
 	snprintf(s->device, sizeof(s->device), "cuda:%d", d->id);
 	s->source = "snapshot";
-	s->pts = r->pts[r->nseries] = pts;
-	s->n = npts;
+	s->pts = NULL;
+	s->n = pk.n;
+	s->replay = replay;
+	s->src = v;
 	s->groups = r->groups[r->nseries] = g;
 	s->ngroups = ng;
 	r->nseries++;
-	pts = NULL;
 	g = NULL;
 	rc = TP_OK;
 out:
-	tp_free(ents);
-	tp_free(aidx);
-	tp_free(al);
-	tp_free(pts);
 	tp_free(g);
-	mem_amap_free(&m);
 	return rc == TP_ERR_NOMEM ? tp_fail(err, rc, NULL, "out of memory") : rc;
 }
 
-#define MAX_DEVICES 64
-
-int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_result **out,
+int snap_timeline(struct snap_reader *rd, const struct pk_obj *root, struct snap_result **out,
 		  const struct mem_series **series, size_t *nseries, struct snap_stats *st, struct tp_errbuf *err)
 {
 	const struct pk_obj *segments, *traces = NULL;
 	struct dev devs[MAX_DEVICES];
 	size_t ndev = 0, i, k;
-	uint64_t entries = 0;	/* trace entries and blocks, each use of a list counted */
-	int any_frames = 0, rc;
+	uint64_t entries = rd->entries;	/* trace entries and blocks, each use of a list counted */
+	int rc;
 	struct snap_result *r;
 
 	memset(st, 0, sizeof(*st));
@@ -603,19 +899,31 @@ int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_r
 	/* the devices: those with trace entries, then those with segments */
 	for (i = 0; traces && i < traces->n; i++) {
 		const struct pk_obj *t = traces->u.items[i];
+		struct dtrace *d;
 		if (t->type != PK_LIST)
 			return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "device_traces[%zu] is not a list", i);
-		if (!t->n)
+		/* what the hook did not take: dicts without an action before the first with one */
+		for (k = 0; k < t->n; k++) {
+			const struct pk_obj *e = t->u.items[k];
+			if (e->type != PK_DICT)
+				return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "device_traces[%zu][%zu] is not a dict",
+					       i, k);
+			rd->any_frames |= has_frames(pk_get(e, "frames"));
+		}
+		d = trace_of(rd, t);
+		if (!t->n && !(d && d->seen))
 			continue;
 		if (ndev == MAX_DEVICES)
 			return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "more than %d devices", MAX_DEVICES);
-		devs[ndev++] = (struct dev){ .id = (int)i, .trace = t };
-		if ((entries += t->n) > max_entries)
+		devs[ndev++] = (struct dev){ .id = (int)i, .tr = d };
+		if (d)
+			d->used++;
+		st->entries += t->n;
+		/* the entries the hook took are counted once; a list used again counts again */
+		if ((entries += t->n + (d && d->used > 1 ? d->seen : 0)) > rd->max_entries)
 			return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
 				       "the devices' trace entries pass the cap of %llu values (a list counts each time "
-				       "it is used)", (unsigned long long)max_entries);
-		for (k = 0; k < t->n && !any_frames; k++)
-			any_frames = has_frames(pk_get(t->u.items[k], "frames"));
+				       "it is used)", (unsigned long long)rd->max_entries);
 	}
 	for (i = 0; i < segments->n; i++) {
 		const struct pk_obj *sg = segments->u.items[i], *blocks = pk_get(sg, "blocks");
@@ -629,31 +937,39 @@ int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_r
 		for (k = 0; k < ndev && devs[k].id != dev; k++)
 			;
 		if (k == ndev) {
+			struct dtrace *d = traces && (uint64_t)dev < traces->n ? trace_of(rd, traces->u.items[dev]) : NULL;
 			if (ndev == MAX_DEVICES)
 				return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "more than %d devices", MAX_DEVICES);
-			devs[ndev++] = (struct dev){ .id = (int)dev, .trace = traces && (uint64_t)dev < traces->n
-								      ? traces->u.items[dev] : NULL };
+			devs[ndev++] = (struct dev){ .id = (int)dev, .tr = d };
+			if (d)
+				d->used++;
+			if (d && d->used > 1 && (entries += d->seen) > rd->max_entries)
+				return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
+					       "the devices' trace entries pass the cap of %llu values (a list counts each "
+					       "time it is used)", (unsigned long long)rd->max_entries);
 		}
 		devs[k].reserved_end = tp_sat_add(devs[k].reserved_end, total);
 		st->reserved_end = tp_sat_add(st->reserved_end, total);
-		if (blocks && blocks->type == PK_LIST && (entries += blocks->n) > max_entries)
+		if (blocks && blocks->type == PK_LIST && (entries += blocks->n) > rd->max_entries)
 			return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big",
 				       "the segments' blocks pass the cap of %llu values (a list counts each time "
-				       "it is used)", (unsigned long long)max_entries);
+				       "it is used)", (unsigned long long)rd->max_entries);
 		for (uint32_t b = 0; blocks && blocks->type == PK_LIST && b < blocks->n; b++)
 			devs[k].nblocks += is_live_block(blocks->u.items[b]);
 	}
 	if (!ndev)
 		return tp_fail(err, TP_ERR_INVALID, "bad_snapshot", "the snapshot has no trace entries and no segments");
+	for (k = 0; k < ndev; k++)
+		devs[k].copy = devs[k].tr && devs[k].tr->used > 1;
 
 	if (!(r = tp_calloc(1, sizeof(*r))) || !(r->series = tp_calloc(ndev, sizeof(*r->series))) ||
-	    !(r->pts = tp_calloc(ndev, sizeof(*r->pts))) || !(r->groups = tp_calloc(ndev, sizeof(*r->groups))) ||
+	    !(r->dev = tp_calloc(r->ndev = ndev, sizeof(*r->dev))) || !(r->groups = tp_calloc(ndev, sizeof(*r->groups))) ||
 	    !(r->segs = tp_calloc(ndev, sizeof(*r->segs))) || !(r->blocks = tp_calloc(ndev, sizeof(*r->blocks)))) {
 		snap_result_free(r);
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	for (i = 0; i < ndev; i++)
-		if ((rc = one_device(r, segments, &devs[i], any_frames, st, err))) {
+		if ((rc = one_device(r, rd, segments, &devs[i], st, err))) {
 			snap_result_free(r);
 			return rc;
 		}

@@ -21,15 +21,24 @@ struct snap_stats {
 };
 
 struct snap_result;
+struct snap_reader;
+
+/*
+ * A reader of the snapshot p will read, attached to it: it takes the trace
+ * entries as the pickle runs (pickle_parser_on_append), so it is made
+ * before the first byte is fed. TP_ERR_TOOBIG from the feed when the entries pass max_entries.
+ */
+struct snap_reader *snap_reader_new(struct pickle_parser *p, uint64_t max_entries);
+void snap_reader_free(struct snap_reader *rd);
 
 /*
  * The snapshot dict (or a bare list of segments, as memory_viz takes it)
  * into series owned by *out until snap_result_free. TP_ERR_INVALID when root
- * is not a snapshot; TP_ERR_TOOBIG when its devices' trace entries, a list
- * counted each time it is used (a memoised list can be every device's), pass
- * max_entries.
+ * is not a snapshot; TP_ERR_TOOBIG when its devices' trace entries and
+ * blocks, a list counted each time it is used (a memoised list can be every
+ * device's), pass max_entries. Once per reader.
  */
-int snap_timeline(const struct pk_obj *root, uint64_t max_entries, struct snap_result **out,
+int snap_timeline(struct snap_reader *rd, const struct pk_obj *root, struct snap_result **out,
 		  const struct mem_series **series, size_t *nseries, struct snap_stats *stats, struct tp_errbuf *err);
 void snap_result_free(struct snap_result *r);
 

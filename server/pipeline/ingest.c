@@ -203,6 +203,7 @@ struct ingest {
 	size_t nmem_points;
 	const char *tl_form;
 	struct pickle_parser *pk;	/* KIND_SNAPSHOT instead of tp */
+	struct snap_reader *snrd;	/* reads pk's trace entries as they come */
 	struct textfmt_parser *tf;	/* the text reports instead of tp */
 	const struct tf_result *tfr;	/* its result, once parsed */
 	struct canary_parser *cn;	/* KIND_CANARY instead of tp */
@@ -450,7 +451,8 @@ static int start_parser(struct ingest *ig)
 		struct pk_limits pl = { .max_objects = ig->lim.max_pickle_values, .max_string = ig->lim.trace.max_token,
 					.max_marks = ig->lim.trace.max_depth };
 		ig->pk = pickle_parser_new(&pl);
-		return ig->pk ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+		ig->snrd = ig->pk ? snap_reader_new(ig->pk, ig->lim.max_pickle_values) : NULL;
+		return ig->snrd ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	ig->tp = trace_parser_new(&ig->lim.trace, &sink);
 	/* a trace joining its rank is analysed with the rank, at the next read (runrank.h) */
@@ -510,10 +512,19 @@ static int parse_end(struct ingest *ig)
 		const struct pk_obj *root;
 		if ((rc = pickle_parser_finish(ig->pk, &root, &ig->b_err)))
 			return rc;
-		return snap_timeline(root, ig->lim.max_pickle_values, &ig->snap, &ig->snap_series, &ig->nsnap_series, &ig->snap_stats,
+		return snap_timeline(ig->snrd, root, &ig->snap, &ig->snap_series, &ig->nsnap_series, &ig->snap_stats,
 				     &ig->b_err);
 	}
 	return trace_parser_finish(ig->tp, &ig->b_err);
+}
+
+static int highest(void *arg, const struct mem_point *p)
+{
+	int64_t *best = arg;
+
+	if (mem_point_total(p) > *best)
+		*best = mem_point_total(p);
+	return 0;
 }
 
 static void *parser_main(void *arg)
@@ -724,6 +735,7 @@ static void ingest_free(struct ingest *ig)
 	inflate_release(&ig->inf_stage);
 	trace_parser_free(ig->tp);
 	timeline_parser_free(ig->tl);
+	snap_reader_free(ig->snrd);
 	pickle_parser_free(ig->pk);
 	textfmt_parser_free(ig->tf);
 	canary_parser_free(ig->cn);
@@ -917,13 +929,9 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	}
 	/* the peak /runs shows: the highest of the rebuilt device series, for every source
 	 * (PyTorch 1.9 traces' [memory] events carry no Total Allocated) */
-	for (size_t k = 0; k < f.nmem; k++) {
-		if (!strcmp(f.mem[k].device, "cpu"))
-			continue;
-		for (size_t i = 0; i < f.mem[k].n; i++)
-			if (mem_point_total(&f.mem[k].pts[i]) > f.peak_allocated)
-				f.peak_allocated = mem_point_total(&f.mem[k].pts[i]);
-	}
+	for (size_t k = 0; k < f.nmem; k++)
+		if (strcmp(f.mem[k].device, "cpu"))
+			mem_series_each(&f.mem[k], highest, &f.peak_allocated);
 	if (rc) {
 		/* the database failed: nothing of this upload can be trusted */
 		res->rc = rc;

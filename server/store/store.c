@@ -957,35 +957,55 @@ static int step_reset(struct store_writer *w, struct db_stmt *st, struct tp_errb
 static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
 			   struct tp_errbuf *err);
 
+struct point_ins {
+	struct store_writer *w;
+	int64_t artifact, base_ns;	/* base_ns: added to the times of a source other than "pytorch" */
+	const struct mem_series *ms;
+	struct db_stmt *pt;
+	struct tp_errbuf *err;
+	int64_t i, best, peak;
+};
+
+static int insert_point(void *arg, const struct mem_point *p)
+{
+	struct point_ins *x = arg;
+	int64_t sum = mem_point_total(p), t = tp_sat_add(p->t_ns, x->base_ns);
+	int rc;
+
+	db_bind_int64(x->pt, 1, x->artifact);
+	db_bind_text(x->pt, 2, x->ms->device, -1, DB_STATIC);
+	db_bind_int64(x->pt, 3, x->i);
+	db_bind_int64(x->pt, 4, t);
+	for (int c = 0; c < MEM_NCAT; c++)
+		db_bind_int64(x->pt, 5 + c, p->cat[c]);
+	db_bind_int64(x->pt, 13, sum);
+	if (p->reserved >= 0)
+		db_bind_int64(x->pt, 14, p->reserved);
+	else
+		db_bind_null(x->pt, 14);
+	if ((rc = step_reset(x->w, x->pt, x->err)))
+		return rc;
+	if (sum > x->best) {
+		x->best = sum;
+		x->peak = x->i;
+	}
+	x->i++;
+	return TP_OK;
+}
+
 static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *se, struct db_stmt *gr,
 			 struct tp_errbuf *err)
 {
-	int64_t best = INT64_MIN, peak = -1;
+	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .err = err, .best = INT64_MIN,
+			       .peak = -1, .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
+	int64_t peak;
 	int rc = db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
 	size_t i;
 
-	for (i = 0; i < ms->n && !rc; i++) {
-		const struct mem_point *p = &ms->pts[i];
-		int64_t sum = mem_point_total(p), t = strcmp(ms->source, "pytorch") ? tp_sat_add(p->t_ns, f->base_ns) : p->t_ns;
-		int c;
-		db_bind_int64(pt, 1, artifact);
-		db_bind_text(pt, 2, ms->device, -1, DB_STATIC);
-		db_bind_int64(pt, 3, (int64_t)i);
-		db_bind_int64(pt, 4, t);
-		for (c = 0; c < MEM_NCAT; c++)
-			db_bind_int64(pt, 5 + c, p->cat[c]);
-		db_bind_int64(pt, 13, sum);
-		if (p->reserved >= 0)
-			db_bind_int64(pt, 14, p->reserved);
-		else
-			db_bind_null(pt, 14);
-		rc = step_reset(w, pt, err);
-		if (sum > best) {
-			best = sum;
-			peak = (int64_t)i;
-		}
-	}
+	if (!rc)
+		rc = mem_series_each(ms, insert_point, &x);
+	peak = x.peak;
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
 		db_bind_int64(gr, 1, artifact);

@@ -17,15 +17,20 @@
 
 static const struct pk_limits lim = { .max_objects = 1u << 24, .max_string = 1u << 20, .max_marks = 64 };
 
-/* Feed in pieces of `piece` bytes; the parser is left in *out for the root. */
+/*
+ * Feed in pieces of `piece` bytes; the parser is left in *out for the root,
+ * with a snapshot reader attached in *rd unless rd is NULL.
+ */
 static int feed(const void *data, size_t len, size_t piece, const struct pk_limits *l, struct pickle_parser **out,
-		const struct pk_obj **root, struct tp_errbuf *err)
+		struct snap_reader **rd, const struct pk_obj **root, struct tp_errbuf *err)
 {
 	struct pickle_parser *p = pickle_parser_new(l);
 	const uint8_t *b = data;
 	int rc = TP_OK;
 
 	ck_assert_ptr_nonnull(p);
+	if (rd)
+		ck_assert_ptr_nonnull(*rd = snap_reader_new(p, l->max_objects));
 	for (size_t i = 0; i < len && !rc; i += piece)
 		rc = pickle_parser_feed(p, b + i, len - i < piece ? len - i : piece, err);
 	if (!rc)
@@ -51,24 +56,71 @@ static void check_points(const struct mem_series *s)
 /* A snapshot read and turned into timelines, both expected to succeed. */
 struct snap {
 	struct pickle_parser *p;
+	struct snap_reader *rd;
 	struct snap_result *r;
-	const struct mem_series *s;
+	const struct mem_series *s;	/* copies of r's, their points held */
 	size_t n;
 	struct snap_stats st;
 };
+
+struct held {
+	struct mem_point *pts;
+	size_t n;
+};
+
+static int hold(void *arg, const struct mem_point *p)
+{
+	struct held *h = arg;
+
+	h->pts[h->n++] = *p;
+	return 0;
+}
+
+/* The series in x->s, replayed into points held; each replay gives the same points. */
+static void hold_points(struct snap *x)
+{
+	struct mem_series *copy = calloc(x->n + 1, sizeof(*copy));
+
+	ck_assert_ptr_nonnull(copy);
+	for (size_t i = 0; i < x->n; i++) {
+		struct held h = { calloc(x->s[i].n + 1, sizeof(*h.pts)), 0 }, again = h;
+		copy[i] = x->s[i];
+		ck_assert_ptr_null(x->s[i].pts);
+		ck_assert_ptr_nonnull(h.pts);
+		ck_assert_int_eq(mem_series_each(&x->s[i], hold, &h), 0);
+		ck_assert_uint_eq(h.n, x->s[i].n);
+		again.pts = calloc(h.n + 1, sizeof(*again.pts));
+		again.n = 0;
+		ck_assert_int_eq(mem_series_each(&x->s[i], hold, &again), 0);
+		ck_assert_int_eq(memcmp(h.pts, again.pts, h.n * sizeof(*h.pts)), 0);
+		free(again.pts);
+		copy[i].pts = h.pts;
+	}
+	x->s = copy;
+}
+
+static void free_points(struct snap *x)
+{
+	for (size_t i = 0; i < x->n; i++)
+		free((void *)x->s[i].pts);
+	free((void *)x->s);
+}
 
 static void snap_read(const void *data, size_t len, size_t piece, struct snap *x)
 {
 	const struct pk_obj *root;
 	struct tp_errbuf err = { 0 };
 
-	ck_assert_msg(feed(data, len, piece, &lim, &x->p, &root, &err) == 0, "%s", err.msg);
-	ck_assert_msg(snap_timeline(root, lim.max_objects, &x->r, &x->s, &x->n, &x->st, &err) == 0, "%s", err.msg);
+	ck_assert_msg(feed(data, len, piece, &lim, &x->p, &x->rd, &root, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_timeline(x->rd, root, &x->r, &x->s, &x->n, &x->st, &err) == 0, "%s", err.msg);
+	hold_points(x);
 }
 
 static void snap_done(struct snap *x)
 {
+	free_points(x);
 	snap_result_free(x->r);
+	snap_reader_free(x->rd);
 	pickle_parser_free(x->p);
 }
 
@@ -270,7 +322,7 @@ START_TEST(test_truncated)
 		struct pickle_parser *p;
 		const struct pk_obj *root;
 		struct tp_errbuf err = { 0 };
-		ck_assert_int_eq(feed(p2, len, 3, &lim, &p, &root, &err), TP_ERR_INVALID);
+		ck_assert_int_eq(feed(p2, len, 3, &lim, &p, NULL, &root, &err), TP_ERR_INVALID);
 		pickle_parser_free(p);
 	}
 }
@@ -284,7 +336,7 @@ START_TEST(test_object_cap)
 	struct tp_errbuf err = { 0 };
 
 	small.max_objects = 20;
-	ck_assert_int_eq(feed(p2, sizeof(p2) - 1, 64, &small, &p, &root, &err), TP_ERR_TOOBIG);
+	ck_assert_int_eq(feed(p2, sizeof(p2) - 1, 64, &small, &p, NULL, &root, &err), TP_ERR_TOOBIG);
 	ck_assert_str_eq(err.code, "pickle_too_big");
 	pickle_parser_free(p);
 	/* values that cost no node cost a stack slot: DUP, None, True, False, a memo GET (5 MB of
@@ -302,7 +354,7 @@ START_TEST(test_object_cap)
 			n += w;
 		}
 		memset(&err, 0, sizeof(err));
-		ck_assert_msg(feed(b, n, 64, &small, &p, &root, &err) == TP_ERR_TOOBIG, "op %zu: %s", k, err.msg);
+		ck_assert_msg(feed(b, n, 64, &small, &p, NULL, &root, &err) == TP_ERR_TOOBIG, "op %zu: %s", k, err.msg);
 		ck_assert_str_eq(err.code, "pickle_too_big");
 		pickle_parser_free(p);
 	}
@@ -528,8 +580,14 @@ static const struct {
 	H("a list that holds itself", "\x80\x04]\x94h\x00" "a.", TP_OK),
 	H("segments that are not dicts", "\x80\x04}\x8c\x08segments](K\x01" "es.", TP_OK),
 	H("a trace entry that is not a dict", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]K\x01" "aau.", TP_OK),
+	/* the entries are read as the pickle runs: a bad one stops the reader */
 	H("an alloc without a size", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]}(\x8c\x06" "action\x8c\x05" "allocuaau.",
-	  TP_OK),
+	  TP_ERR_INVALID),
+	H("a trace entry named again once read", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]}\x94(\x8c\x06"
+	  "action\x8c\x03" "oomuah\x00" "aau.", TP_ERR_INVALID),
+	H("a frame list appended to once summarized", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]}(\x8c\x06"
+	  "action\x8c\x05" "alloc\x8c\x04" "addrK\x01\x8c\x04" "sizeK\x01\x8c\x06" "frames]\x94}\x94" "aua" "h\x00h\x01" "a"
+	  "aau.", TP_ERR_INVALID),
 	H("a segment with a huge device", "\x80\x04}\x8c\x08segments]}(\x8c\x06" "device\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40"
 	  "\x8c\x0atotal_sizeK\x01u" "as.", TP_OK),
 #undef H
@@ -538,6 +596,7 @@ static const struct {
 START_TEST(test_hostile)
 {
 	struct pickle_parser *p;
+	struct snap_reader *rd;
 	const struct pk_obj *root;
 	const struct mem_series *s;
 	struct snap_result *r = NULL;
@@ -548,17 +607,344 @@ START_TEST(test_hostile)
 
 	for (size_t piece = 1; piece <= 64; piece *= 64) {
 		memset(&err, 0, sizeof(err));
-		rc = feed(hostile[_i].bytes, hostile[_i].len, piece, &lim, &p, &root, &err);
+		rc = feed(hostile[_i].bytes, hostile[_i].len, piece, &lim, &p, &rd, &root, &err);
 		ck_assert_msg(rc == hostile[_i].rc, "%s: rc %d (%s), want %d", hostile[_i].what, rc, err.msg,
 			      hostile[_i].rc);
 		if (!rc) {
-			rc = snap_timeline(root, lim.max_objects, &r, &s, &n, &st, &err);
+			rc = snap_timeline(rd, root, &r, &s, &n, &st, &err);
 			ck_assert_msg(rc == TP_ERR_INVALID, "%s: the timeline took it (%d)", hostile[_i].what, rc);
 			ck_assert_str_eq(err.code, "bad_snapshot");
 		}
 		ck_assert_msg(err.msg[0], "%s: no message", hostile[_i].what);
+		snap_reader_free(rd);
 		pickle_parser_free(p);
 	}
+}
+END_TEST
+
+/* ---- entries read as the pickle runs ---- */
+
+/* a growing buffer of pickle bytes */
+struct dw {
+	uint8_t *b;
+	size_t n, cap;
+};
+
+static void dw_put(struct dw *w, const void *s, size_t n)
+{
+	if (w->n + n > w->cap) {
+		w->cap = (w->n + n) * 2;
+		ck_assert_ptr_nonnull(w->b = realloc(w->b, w->cap));
+	}
+	memcpy(w->b + w->n, s, n);
+	w->n += n;
+}
+
+static void dw_s(struct dw *w, const char *s)
+{
+	dw_put(w, s, strlen(s));
+}
+
+/* SHORT_BINUNICODE s, memoized */
+static void dw_str(struct dw *w, const char *s)
+{
+	uint8_t h[2] = { 0x8c, (uint8_t)strlen(s) };
+	dw_put(w, h, 2);
+	dw_s(w, s);
+	dw_s(w, "\x94");
+}
+
+static void dw_int(struct dw *w, int64_t v)
+{
+	uint8_t h[10] = { 0x8a, 8 };
+	for (int i = 0; i < 8; i++)
+		h[2 + i] = (uint8_t)((uint64_t)v >> (8 * i));
+	dw_put(w, h, 10);
+}
+
+static void dw_get(struct dw *w, uint32_t i)
+{
+	uint8_t h[5] = { 'j', (uint8_t)i, (uint8_t)(i >> 8), (uint8_t)(i >> 16), (uint8_t)(i >> 24) };
+	dw_put(w, h, 5);
+}
+
+/*
+ * A trace of n entries, alloc and free_requested of 100 bytes in turn at 64
+ * addresses, each naming one frame list and its keys from the memo, as
+ * Python's pickler writes them, appended 1,000 at a time: the values held
+ * at once are about one batch's, however long the trace, so a cap of 40,000
+ * values reads 20,000 entries (held whole, they are 340,000 values).
+ */
+START_TEST(test_entries_released)
+{
+	struct pk_limits small = lim;
+	struct dw w = { 0 };
+	struct snap x;
+	const struct pk_obj *root;
+	struct tp_errbuf err = { 0 };
+	const size_t n = 20000;
+	/* memo: 0 root, 1 "segments", 2 its list, 3 "device_traces", 4 its list, 5 the device's list,
+	 * 6 the first entry, 7 "frames", 8 the frame list, 9 the frame, 10-14 its keys and values,
+	 * 15 "action", 16 "alloc", 17 "addr", 18 "size", 19 "time_us", 20 the second entry,
+	 * 21 "free_requested", then one per entry */
+	dw_s(&w, "\x80\x04}\x94(");
+	dw_str(&w, "segments");
+	dw_s(&w, "]\x94");
+	dw_str(&w, "device_traces");
+	dw_s(&w, "]\x94]\x94(");
+	for (size_t i = 0; i < n; i++) {
+		dw_s(&w, "}\x94(");
+		if (i == 0) {
+			dw_str(&w, "frames");
+			dw_s(&w, "]\x94}\x94(");
+			dw_str(&w, "name");
+			dw_str(&w, "f");
+			dw_str(&w, "filename");
+			dw_str(&w, "/u/a.py");
+			dw_str(&w, "line");
+			dw_int(&w, 3);
+			dw_s(&w, "ua");
+			dw_str(&w, "action");
+			dw_str(&w, "alloc");
+		} else {
+			dw_get(&w, 7);
+			dw_get(&w, 8);
+			dw_get(&w, 15);
+			if (i == 1)
+				dw_str(&w, "free_requested");
+			else
+				dw_get(&w, i % 2 ? 21 : 16);
+		}
+		if (i == 0) {
+			dw_str(&w, "addr");
+			dw_int(&w, 4096);
+			dw_str(&w, "size");
+			dw_int(&w, 100);
+			dw_str(&w, "time_us");
+		} else {
+			dw_get(&w, 17);
+			dw_int(&w, 4096 * (int64_t)(1 + (i / 2) % 64));
+			dw_get(&w, 18);
+			dw_int(&w, 100);
+			dw_get(&w, 19);
+		}
+		dw_int(&w, 1000 + (int64_t)i);
+		dw_s(&w, "u");
+		if (i % 1000 == 999)
+			dw_s(&w, "e(");	/* APPENDS in batches, as Python's pickler */
+	}
+	dw_s(&w, "eau.");
+	small.max_objects = 40000;
+	memset(&x, 0, sizeof(x));
+	ck_assert_msg(feed(w.b, w.n, 4096, &small, &x.p, &x.rd, &root, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_timeline(x.rd, root, &x.r, &x.s, &x.n, &x.st, &err) == 0, "%s", err.msg);
+	hold_points(&x);
+	ck_assert_uint_eq(x.n, 1);
+	ck_assert_uint_eq(x.st.entries, n);
+	ck_assert_uint_eq(x.st.allocs, n / 2);
+	ck_assert_uint_eq(x.s->n, n);
+	for (size_t i = 0; i < n; i++) {
+		/* made and freed by the same line: temporaries, 100 bytes then none */
+		ck_assert_int_eq(x.s->pts[i].cat[CAT_TEMPORARY], i % 2 ? 0 : 100);
+		ck_assert_int_eq(x.s->pts[i].t_ns, (1000 + (int64_t)i) * 1000);
+	}
+	ck_assert_uint_eq(x.s->ngroups, 1);
+	ck_assert_str_eq(x.s->groups[0].op, "f (a.py:3)");
+	snap_done(&x);
+	/* the same, held whole (no reader): over the cap */
+	{
+		struct pickle_parser *p;
+		ck_assert_int_eq(feed(w.b, w.n, 4096, &small, &p, NULL, &root, &err), TP_ERR_TOOBIG);
+		pickle_parser_free(p);
+	}
+	free(w.b);
+}
+END_TEST
+
+/*
+ * A segment with a live block, and a device trace: an entry DUP'ed, then a
+ * second entry, memoized at 29, left on the stack to be appended; all three
+ * and the block name one frame list. Memo: 0 root, 1 "segments", 2
+ * segments, 3 the segment, 4 "device", 5 "total_size", 6 "blocks", 7 blocks,
+ * 8 the block, 9 "address", 10 "size", 11 "state", 12 "active_allocated",
+ * 13 "frames", 14 the frame list, 15 the frame, 16-20 its keys and values,
+ * 21 "device_traces", 22 traces, 23 the device's list, 24 the first entry,
+ * 25 "action", 26 "alloc", 27 "addr", 28 "time_us", 29 the second entry.
+ */
+static void shared_prefix(struct dw *w)
+{
+	dw_s(w, "\x80\x04}\x94(");
+	dw_str(w, "segments");
+	dw_s(w, "]\x94}\x94(");
+	dw_str(w, "device");
+	dw_int(w, 0);
+	dw_str(w, "total_size");
+	dw_int(w, 1 << 20);
+	dw_str(w, "blocks");
+	dw_s(w, "]\x94}\x94(");
+	dw_str(w, "address");
+	dw_int(w, 8192);
+	dw_str(w, "size");
+	dw_int(w, 512);
+	dw_str(w, "state");
+	dw_str(w, "active_allocated");
+	dw_str(w, "frames");
+	dw_s(w, "]\x94}\x94(");
+	dw_str(w, "name");
+	dw_str(w, "g");
+	dw_str(w, "filename");
+	dw_str(w, "/u/b.py");
+	dw_str(w, "line");
+	dw_int(w, 7);
+	dw_s(w, "ua");		/* the frame into its list */
+	dw_s(w, "ua");		/* the block into blocks */
+	dw_s(w, "ua");		/* the segment into segments */
+	dw_str(w, "device_traces");
+	dw_s(w, "]\x94]\x94(}\x94(");
+	dw_str(w, "action");
+	dw_str(w, "alloc");
+	dw_str(w, "addr");
+	dw_int(w, 4096);
+	dw_get(w, 10);
+	dw_int(w, 100);
+	dw_str(w, "time_us");
+	dw_int(w, 5);
+	dw_get(w, 13);
+	dw_get(w, 14);
+	dw_s(w, "u2");		/* DUP: the same entry twice */
+	dw_s(w, "}\x94(");
+	dw_get(w, 25);
+	dw_get(w, 26);
+	dw_get(w, 27);
+	dw_int(w, 16384);
+	dw_get(w, 10);
+	dw_int(w, 200);
+	dw_get(w, 28);
+	dw_int(w, 6);
+	dw_get(w, 13);
+	dw_get(w, 14);
+	dw_s(w, "u");
+}
+
+/*
+ * Values the pickle names twice are not released under it; one named after
+ * it was read and released is refused. (Under ASan a release too many is a
+ * use after free.)
+ */
+START_TEST(test_shared_values_kept)
+{
+	struct dw w = { 0 };
+	struct snap x;
+	const struct pk_obj *root, *kept;
+	struct tp_errbuf err = { 0 };
+	int64_t v;
+
+	/* the second entry read, then named again */
+	shared_prefix(&w);
+	dw_s(&w, "ea");
+	dw_str(&w, "kept");
+	dw_get(&w, 29);
+	dw_s(&w, "u.");
+	ck_assert_int_eq(feed(w.b, w.n, 7, &lim, &x.p, &x.rd, &root, &err), TP_ERR_INVALID);
+	ck_assert_str_eq(err.code, "bad_pickle");
+	ck_assert_msg(strstr(err.msg, "already read"), "%s", err.msg);
+	snap_reader_free(x.rd);
+	pickle_parser_free(x.p);
+
+	/* named before it is read: kept whole for the other reference */
+	w.n = 0;
+	shared_prefix(&w);
+	dw_s(&w, "0");		/* off the stack, */
+	dw_get(&w, 29);		/* named from the memo, */
+	dw_s(&w, "ea");		/* read, */
+	dw_str(&w, "kept");
+	dw_get(&w, 29);		/* and named again */
+	dw_s(&w, "u.");
+	memset(&x, 0, sizeof(x));
+	ck_assert_msg(feed(w.b, w.n, 7, &lim, &x.p, &x.rd, &root, &err) == 0, "%s", err.msg);
+	kept = pk_get(root, "kept");
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_str_eq(pk_str(pk_get(kept, "action")), "alloc");
+	ck_assert(pk_int(pk_get(kept, "addr"), &v));
+	ck_assert_int_eq(v, 16384);
+	ck_assert_msg(snap_timeline(x.rd, root, &x.r, &x.s, &x.n, &x.st, &err) == 0, "%s", err.msg);
+	hold_points(&x);
+	ck_assert_uint_eq(x.st.entries, 3);
+	ck_assert_uint_eq(x.st.allocs, 3);
+	/* the block alive at dump time that no alloc made (512), then 100, 100 again, 200; none freed:
+	 * nothing tells their category */
+	ck_assert_uint_eq(x.s->n, 3);
+	ck_assert_int_eq(x.s->pts[0].cat[CAT_UNKNOWN], 612);
+	ck_assert_int_eq(x.s->pts[2].cat[CAT_UNKNOWN], 912);
+	/* the frame list, summarized when the first entry was read, still names the block */
+	ck_assert_uint_eq(x.s->ngroups, 1);
+	ck_assert_str_eq(x.s->groups[0].op, "g (b.py:7)");
+	ck_assert_int_eq(x.s->groups[0].count, 4);
+	snap_done(&x);
+	free(w.b);
+}
+END_TEST
+
+/* One memoized trace list named by two devices: each gets the whole timeline, the entries counted twice. */
+START_TEST(test_list_for_two_devices)
+{
+	struct dw w = { 0 };
+	struct snap x;
+	const struct pk_obj *root;
+	struct tp_errbuf err = { 0 };
+
+	/* memo: 0 root, 1 "segments", 2 segments, 3 "device_traces", 4 traces, 5 the list */
+	dw_s(&w, "\x80\x04}\x94(");
+	dw_str(&w, "segments");
+	dw_s(&w, "]\x94");
+	dw_str(&w, "device_traces");
+	dw_s(&w, "]\x94(]\x94(");
+	for (int i = 0; i < 2; i++) {
+		dw_s(&w, "}(");
+		dw_s(&w, "\x8c\x06" "action");
+		dw_s(&w, i ? "\x8c\x0e" "free_requested" : "\x8c\x05" "alloc");
+		dw_s(&w, "\x8c\x04" "addr");
+		dw_int(&w, 4096);
+		dw_s(&w, "\x8c\x04" "size");
+		dw_int(&w, 100);
+		dw_s(&w, "\x8c\x07" "time_us");
+		dw_int(&w, 10 + i);
+		dw_s(&w, "u");
+	}
+	dw_s(&w, "e");
+	dw_get(&w, 5);
+	dw_s(&w, "eu.");
+	memset(&x, 0, sizeof(x));
+	ck_assert_msg(feed(w.b, w.n, 5, &lim, &x.p, &x.rd, &root, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_timeline(x.rd, root, &x.r, &x.s, &x.n, &x.st, &err) == 0, "%s", err.msg);
+	hold_points(&x);
+	ck_assert_uint_eq(x.n, 2);
+	ck_assert_uint_eq(x.st.entries, 4);
+	for (size_t d = 0; d < 2; d++) {
+		ck_assert_uint_eq(x.s[d].n, 2);
+		ck_assert_int_eq(total(&x.s[d].pts[0]), 100);
+		ck_assert_int_eq(total(&x.s[d].pts[1]), 0);
+	}
+	ck_assert_str_eq(x.s[0].device, "cuda:0");
+	ck_assert_str_eq(x.s[1].device, "cuda:1");
+	snap_done(&x);
+	/* counted each time it is used: its 2 entries pass a cap of 3 as the second device's */
+	{
+		struct pickle_parser *p = pickle_parser_new(&lim);
+		struct snap_reader *rd = snap_reader_new(p, 3);
+		struct snap_result *r;
+		const struct mem_series *ss;
+		size_t ns;
+		struct snap_stats st;
+		ck_assert_ptr_nonnull(rd);
+		ck_assert_int_eq(pickle_parser_feed(p, w.b, w.n, &err), 0);
+		ck_assert_int_eq(pickle_parser_finish(p, &root, &err), 0);
+		ck_assert_int_eq(snap_timeline(rd, root, &r, &ss, &ns, &st, &err), TP_ERR_TOOBIG);
+		ck_assert_str_eq(err.code, "pickle_too_big");
+		snap_reader_free(rd);
+		pickle_parser_free(p);
+	}
+	free(w.b);
 }
 END_TEST
 
@@ -723,6 +1109,9 @@ Suite *suite_snapshot(void)
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_object_cap);
 	tcase_add_test(tc, test_amap_high_bits);
+	tcase_add_test(tc, test_entries_released);
+	tcase_add_test(tc, test_shared_values_kept);
+	tcase_add_test(tc, test_list_for_two_devices);
 	tcase_add_loop_test(tc, test_rule, 0, (int)(sizeof(rules) / sizeof(rules[0])));
 	tcase_add_test(tc, test_pre_existing_free);
 	tcase_add_test(tc, test_free_size_differs);

@@ -10,7 +10,8 @@
 # comes once the artifact is stored), the server's peak RSS (VmHWM) and the
 # entries read; then `pickle.load` of the file with /usr/bin/time.
 #
-# Usage:  bench/snapshot_bench.sh [--size-mb N] [--unique-frames] [--keep]
+# Usage:  bench/snapshot_bench.sh [--size-mb N] [--unique-frames] [--keep] [--file F]
+#   --file F  an existing snapshot instead of generating one (kept)
 # Server binary: $TRAINSCOPE_SERVER, default build/trainscope-server.
 set -euo pipefail
 
@@ -18,12 +19,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 OUT=$HERE/out
 SERVER=${TRAINSCOPE_SERVER:-$ROOT/build/trainscope-server}
-SIZE_MB=1024 UNIQUE= KEEP=0
+SIZE_MB=1024 UNIQUE= KEEP=0 FILE=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size-mb) SIZE_MB=$2; shift 2 ;;
 	--unique-frames) UNIQUE=--unique-frames; shift ;;
 	--keep) KEEP=1; shift ;;
+	--file) FILE=$2; KEEP=1; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "unknown option: $1" >&2; exit 2 ;;
 	esac
@@ -31,7 +33,7 @@ done
 die() { echo "snapshot_bench: $*" >&2; exit 1; }
 [ -x "$SERVER" ] || die "no server at $SERVER"
 mkdir -p "$OUT"
-SNAP=$OUT/big_snapshot.pickle
+SNAP=${FILE:-$OUT/big_snapshot.pickle}
 SPID=
 cleanup() {
 	if [ -n "$SPID" ] && kill -0 "$SPID" 2>/dev/null; then kill -TERM "$SPID"; wait "$SPID" || true; fi
@@ -42,8 +44,10 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 calc() { python3 -c "print(format($1, '$2'))"; }
 
-echo "== generating a ${SIZE_MB} MiB snapshot ${UNIQUE}"
-[ "$KEEP" = 1 ] && [ -s "$SNAP" ] || python3 "$HERE/make_big_snapshot.py" "$SNAP" --size-mb "$SIZE_MB" $UNIQUE
+if [ -z "$FILE" ]; then
+	echo "== generating a ${SIZE_MB} MiB snapshot ${UNIQUE}"
+	python3 "$HERE/make_big_snapshot.py" "$SNAP" --size-mb "$SIZE_MB" $UNIQUE
+fi
 BYTES=$(stat -c %s "$SNAP")
 
 rm -f "$OUT/snap.db"*
@@ -75,7 +79,8 @@ read -r PY_SECS PY_KB <"$OUT/py.time"
 
 MB=$(calc "$BYTES / 1048576" .1f)
 echo
-echo "Snapshot: $MB MiB, $EVENTS trace entries ${UNIQUE:-(frames shared)}"
+echo "Snapshot: $(basename "$SNAP"), $MB MiB, $EVENTS trace entries"
+echo "Server: $SERVER"
 printf '%-22s %9s %9s %13s\n' "" seconds "MiB/s" "peak RSS MiB"
 printf '%-22s %9s %9s %13s\n' "trainscope upload" "$SECS" "$(calc "$MB / $SECS" .1f)" "$HWM"
 printf '%-22s %9s %9s %13s\n' "python3 pickle.load" "$PY_SECS" "$(calc "$MB / $PY_SECS" .1f)" "$(calc "$PY_KB / 1024" .0f)"

@@ -19,6 +19,33 @@
 
 #define F_MEMO 1		/* in the memo: the pickle may name it again */
 #define F_SHARED 2		/* referenced more than once (DUP, memo GET, PUT twice): never released */
+#define F_CANON 4		/* pk_new_taken's: its memo field is its index in canon */
+
+/*
+ * The memo in pages of MEMO_PAGE slots. Once the writer has numbered past a
+ * page, it is freed if all its slots were closed (released values), or kept
+ * in 8 KiB instead of 32 if what its open slots hold is canonical (pk_take):
+ * a snapshot's memo is mostly its trace entries, read and released, and
+ * their frame lists, taken.
+ */
+#define MEMO_PAGE 4096
+
+struct memo_page {
+	uint32_t live;			/* slots holding a value not released */
+	uint32_t plain;			/* of those, values not canonical */
+	struct pk_obj *slot[MEMO_PAGE];
+};
+
+/* A page: none written, full, compact (a canonical value's index + 1 per slot, 0 closed), or freed. */
+struct memo_ref {
+	struct memo_page *full;
+	uint16_t *compact;
+	int gone;
+};
+
+/* what a page costs, in values (a node is 24 bytes) */
+#define PAGE_VALUES (sizeof(struct memo_page) / 24)
+#define CPAGE_VALUES (MEMO_PAGE * sizeof(uint16_t) / 24)
 
 struct nodes {
 	struct nodes *next;
@@ -42,9 +69,12 @@ struct pickle_parser {
 	size_t nstack, capstack;
 	size_t *marks;			/* stack heights at each open MARK */
 	size_t nmarks;
-	struct pk_obj **memo;
-	size_t nmemo, capmemo;
-	uint64_t count;			/* values held: made plus items stored, less released */
+	struct memo_ref *memo;		/* pages */
+	size_t nmemo, npages;
+	struct pk_obj **canon;		/* pk_new_taken's values, by index */
+	size_t ncanon, capcanon;
+	/* what is held, in values: nodes, container slots, stack slots, memo slots (see held()) */
+	uint64_t nodes_live, slots, memo_live, pages_full, pages_compact;
 	uint64_t made;			/* values made, ever */
 	struct nodes *nodes;
 	struct pk_obj *free_nodes;	/* released, for reuse */
@@ -93,19 +123,38 @@ void pickle_parser_free(struct pickle_parser *p)
 	tp_free(p->buf);
 	tp_free(p->stack);
 	tp_free(p->marks);
+	for (size_t i = 0; i < p->npages; i++) {
+		tp_free(p->memo[i].full);
+		tp_free(p->memo[i].compact);
+	}
 	tp_free(p->memo);
+	tp_free(p->canon);
 	tp_free(p);
 }
 
 /* ---- values ---- */
 
-static int count(struct pickle_parser *p, struct tp_errbuf *err)
+/*
+ * The values held, each costing memory whatever made it: nodes not
+ * released, slots in containers, on the stack and in the memo (a memo page
+ * counted whole, as the values its 32 KiB would hold). A value
+ * pushed again (DUP, a memo GET, None) costs a stack slot, then a container
+ * slot; a released container gives back its slots and the nodes freed.
+ */
+static int held(struct pickle_parser *p, uint64_t more, struct tp_errbuf *err)
 {
-	p->made++;
-	if (++p->count > p->lim.max_objects)
+	if (p->nodes_live + p->slots + p->nstack + p->memo_live + p->pages_full * PAGE_VALUES +
+		    p->pages_compact * CPAGE_VALUES + more > p->lim.max_objects)
 		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "the pickle holds more than %llu values",
 			       (unsigned long long)p->lim.max_objects);
 	return TP_OK;
+}
+
+/* a value made, about to be pushed or stored */
+static int count(struct pickle_parser *p, struct tp_errbuf *err)
+{
+	p->made++;
+	return held(p, 1, err);
 }
 
 static struct pk_obj *node(struct pickle_parser *p, int type)
@@ -117,6 +166,7 @@ static struct pk_obj *node(struct pickle_parser *p, int type)
 		p->free_nodes = o->u.next;
 		memset(o, 0, sizeof(*o));
 		o->type = (uint8_t)type;
+		p->nodes_live++;
 		return o;
 	}
 	if (!c || c->n == NODE_CHUNK) {
@@ -129,6 +179,7 @@ static struct pk_obj *node(struct pickle_parser *p, int type)
 	o = &c->o[c->n++];
 	memset(o, 0, sizeof(*o));
 	o->type = (uint8_t)type;
+	p->nodes_live++;
 	return o;
 }
 
@@ -189,9 +240,16 @@ static int add_item(struct pickle_parser *p, struct pk_obj *c, struct pk_obj *v,
 {
 	int rc;
 
-	if (c->type == PK_LIST && p->hook && (rc = p->hook(p->hook_ctx, p, c, v, err)))
-		return rc < 0 ? rc : TP_OK;
-	if ((rc = count(p, err)))
+	/* the hook may take a list the pickle names twice: c itself, while it is being filled */
+	if (c->type < PK_LIST || c->type > PK_DICT)
+		return tp_fail(err, TP_ERR_INVALID, "bad_pickle", "a list taken while it was being filled");
+	if (c->type == PK_LIST && p->hook) {
+		if ((rc = p->hook(p->hook_ctx, p, c, v, err)))
+			return rc < 0 ? rc : TP_OK;
+		if (c->type != PK_LIST)
+			return tp_fail(err, TP_ERR_INVALID, "bad_pickle", "a list taken while it was being filled");
+	}
+	if ((rc = held(p, 1, err)))
 		return rc;
 	if (c->cap == c->n) {
 		uint32_t cap = c->cap ? c->cap * 2 : 8;
@@ -204,6 +262,7 @@ static int add_item(struct pickle_parser *p, struct pk_obj *c, struct pk_obj *v,
 		c->cap = cap;
 	}
 	c->u.items[c->n++] = v;
+	p->slots++;
 	return TP_OK;
 }
 
@@ -333,37 +392,128 @@ static int into_below_mark(struct pickle_parser *p, int t, size_t at, int op, st
 	return TP_OK;
 }
 
+/* page k, once the writer has numbered past it: freed if every slot was closed, or made compact */
+static void memo_trim(struct pickle_parser *p, size_t k)
+{
+	struct memo_ref *r = k < p->npages ? &p->memo[k] : NULL;
+	uint16_t *c;
+	size_t j;
+
+	if (!r || !r->full || p->nmemo < (k + 1) * MEMO_PAGE)
+		return;
+	if (!r->full->live) {
+		tp_free(r->full);
+		r->full = NULL;
+		r->gone = 1;
+		p->pages_full--;
+		return;
+	}
+	if (r->full->plain || p->ncanon >= UINT16_MAX)
+		return;
+	if (!(c = tp_malloc(MEMO_PAGE * sizeof(*c))))
+		return;	/* it stays full */
+	for (j = 0; j < MEMO_PAGE; j++) {
+		const struct pk_obj *o = r->full->slot[j];
+		c[j] = o && o != &p->gone ? (uint16_t)(o->memo + 1) : 0;
+	}
+	p->memo_live -= r->full->live;	/* counted in the page's cost from now */
+	tp_free(r->full);
+	r->full = NULL;
+	r->compact = c;
+	p->pages_full--;
+	p->pages_compact++;
+}
+
+/* the value in memo slot i; NULL: unset; &p->gone: released */
+static struct pk_obj *memo_get(struct pickle_parser *p, uint64_t i)
+{
+	const struct memo_ref *r = i < p->nmemo ? &p->memo[i / MEMO_PAGE] : NULL;
+
+	if (!r)
+		return NULL;
+	if (r->full)
+		return r->full->slot[i % MEMO_PAGE];
+	if (r->compact)
+		return r->compact[i % MEMO_PAGE] ? p->canon[r->compact[i % MEMO_PAGE] - 1] : &p->gone;
+	return r->gone ? &p->gone : NULL;
+}
+
+/* page k full again (a PUT into it after the writer moved on): 0, or TP_ERR_NOMEM */
+static int memo_unpack(struct pickle_parser *p, size_t k)
+{
+	struct memo_ref *r = &p->memo[k];
+	struct memo_page *pg = tp_calloc(1, sizeof(*pg));
+
+	if (!pg)
+		return TP_ERR_NOMEM;
+	if (r->compact) {
+		/* a freed page's closed slots read as unset from now: a later GET fails either way */
+		for (size_t j = 0; j < MEMO_PAGE; j++)
+			if (r->compact[j]) {
+				pg->slot[j] = p->canon[r->compact[j] - 1];
+				pg->live++;
+			}	/* canonical: not plain */
+		tp_free(r->compact);
+		r->compact = NULL;
+		p->pages_compact--;
+		p->memo_live += pg->live;
+	}
+	r->full = pg;
+	r->gone = 0;
+	p->pages_full++;
+	return TP_OK;
+}
+
 static int memo_put(struct pickle_parser *p, uint64_t i, size_t at, int op, struct tp_errbuf *err)
 {
-	struct pk_obj *o;
+	struct memo_page *pg;
+	struct pk_obj *o, *old;
+	int rc;
 
 	if (!p->nstack)
 		return fail_at(p, at, err, "nothing to memoize", op);
 	/* a writer numbers memo entries as it makes objects: more entries than objects is hostile */
 	if (i > p->made)
 		return fail_at(p, at, err, "a memo index out of range", op);
-	if (i >= p->capmemo) {
-		size_t cap = p->capmemo ? p->capmemo : 256;
-		while (cap <= i)
-			cap *= 2;
-		struct pk_obj **nm = tp_realloc(p->memo, cap * sizeof(*nm));
-		if (!nm)
-			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-		memset(nm + p->capmemo, 0, (cap - p->capmemo) * sizeof(*nm));
-		p->memo = nm;
-		p->capmemo = cap;
-	}
 	if (i > UINT32_MAX)
 		return fail_at(p, at, err, "a memo index past 2^32", op);
+	if (i / MEMO_PAGE >= p->npages) {
+		size_t n = p->npages ? p->npages : 16;
+		while (n <= i / MEMO_PAGE)
+			n *= 2;
+		struct memo_ref *nm = tp_realloc(p->memo, n * sizeof(*nm));
+		if (!nm)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		memset(nm + p->npages, 0, (n - p->npages) * sizeof(*nm));
+		p->memo = nm;
+		p->npages = n;
+	}
+	if ((rc = held(p, 1 + (p->memo[i / MEMO_PAGE].full ? 0 : PAGE_VALUES), err)))
+		return rc;
+	if (!p->memo[i / MEMO_PAGE].full && memo_unpack(p, i / MEMO_PAGE))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	pg = p->memo[i / MEMO_PAGE].full;
+	/* the writer is past the page before: free it if nothing there is held */
+	if (i % MEMO_PAGE == 0 && i)
+		memo_trim(p, i / MEMO_PAGE - 1);
 	o = p->stack[p->nstack - 1];
+	old = pg->slot[i % MEMO_PAGE];
 	/* released, a value in two slots would leave one open; one that loses its slot, one closed */
 	if (o->flags & F_MEMO)
 		o->flags |= F_SHARED;
-	if (p->memo[i] && p->memo[i] != o)
-		p->memo[i]->flags |= F_SHARED;
+	if (old && old != o)
+		old->flags |= F_SHARED;
+	if (!old || old == &p->gone) {
+		pg->live++;
+		p->memo_live++;
+	} else {
+		pg->plain -= !(old->flags & F_CANON);
+	}
+	pg->plain += !(o->flags & F_CANON);
 	o->flags |= F_MEMO;
-	o->memo = (uint32_t)i;
-	p->memo[i] = o;
+	if (!(o->flags & F_CANON))	/* a canonical value's memo field is its index: it is never released */
+		o->memo = (uint32_t)i;
+	pg->slot[i % MEMO_PAGE] = o;
 	if (i >= p->nmemo)
 		p->nmemo = i + 1;
 	return TP_OK;
@@ -503,12 +653,12 @@ static int exec(struct pickle_parser *p, const uint8_t *b, uint64_t need, size_t
 		return memo_put(p, p->nmemo, at, op, err);
 	case 'h': case 'j': {	/* BINGET LONG_BINGET */
 		uint64_t i = le(a, op == 'h' ? 1 : 4);
-		if (i >= p->nmemo || !p->memo[i])
+		if (!(o = memo_get(p, i)))
 			return fail_at(p, at, err, "a memo index out of range", op);
-		if (p->memo[i] == &p->gone)
+		if (o == &p->gone)
 			return fail_at(p, at, err, "a reference to a value already read and released", op);
-		p->memo[i]->flags |= F_SHARED;
-		return push_new(p, p->memo[i], err);
+		o->flags |= F_SHARED;
+		return push_new(p, o, err);
 	}
 	case 'c': case 0x93: case 'R': case 'b': case 0x81: case 0x92: case 'i': case 'o':
 	case 'P': case 'Q': case 0x82: case 0x83: case 0x84: case 0x97: case 0x98:
@@ -608,25 +758,21 @@ static int own(const struct pickle_parser *p, const struct pk_obj *o)
 
 static void recycle(struct pickle_parser *p, struct pk_obj *o)
 {
+	p->nodes_live--;
 	o->type = PK_NONE;
 	o->u.next = p->free_nodes;
 	p->free_nodes = o;
 }
 
-static void uncount(struct pickle_parser *p, uint64_t n)
+/* o's item slots freed; with free_items, the items only o names (a scalar, or a container already taken) */
+static void drop_items(struct pickle_parser *p, struct pk_obj *o, int free_items)
 {
-	p->count = p->count > n ? p->count - n : 0;
-}
-
-/* o's item slots freed: each cost a count when pushed and one when stored */
-static void drop_items(struct pickle_parser *p, struct pk_obj *o, int free_scalars)
-{
-	for (uint32_t i = 0; free_scalars && i < o->n; i++) {
+	for (uint32_t i = 0; free_items && i < o->n; i++) {
 		struct pk_obj *c = o->u.items[i];
-		if (own(p, c) && c->type < PK_LIST && !(c->flags & (F_MEMO | F_SHARED)))
+		if (own(p, c) && (c->type < PK_LIST || c->type == PK_TAKEN) && !(c->flags & (F_MEMO | F_SHARED)))
 			recycle(p, c);
 	}
-	uncount(p, 2 * (uint64_t)o->n);
+	p->slots -= o->n;
 	tp_free(o->u.items);
 	o->u.items = NULL;
 	o->n = o->cap = 0;
@@ -638,19 +784,61 @@ void pk_release(struct pickle_parser *p, struct pk_obj *o)
 		return;
 	if (o->type >= PK_LIST && o->type <= PK_DICT)
 		drop_items(p, o, 1);
-	if (o->flags & F_MEMO)
-		p->memo[o->memo] = &p->gone;
-	uncount(p, 1);
+	if (o->flags & F_MEMO) {
+		/* its page is full: a page is made compact only when all it holds is canonical */
+		struct memo_page *pg = p->memo[o->memo / MEMO_PAGE].full;
+		pg->slot[o->memo % MEMO_PAGE] = &p->gone;
+		pg->live--;
+		pg->plain--;
+		p->memo_live--;
+		memo_trim(p, o->memo / MEMO_PAGE);
+	}
 	recycle(p, o);
 }
 
-void pk_take(struct pickle_parser *p, struct pk_obj *o, int64_t h)
+void pk_take(struct pickle_parser *p, struct pk_obj *o, int64_t h, struct pk_obj *canon)
 {
 	if (!own(p, o) || o->type < PK_LIST || o->type > PK_DICT)
 		return;
 	drop_items(p, o, 0);
 	o->type = PK_TAKEN;
 	o->u.i = h;
+	if (canon && (o->flags & (F_MEMO | F_SHARED)) == F_MEMO) {
+		/* named only by the memo and the container being read: the memo names canon from now */
+		p->memo[o->memo / MEMO_PAGE].full->slot[o->memo % MEMO_PAGE] = canon;
+		p->memo[o->memo / MEMO_PAGE].full->plain--;
+		memo_trim(p, o->memo / MEMO_PAGE);
+		o->flags = 0;
+	}
+}
+
+void pickle_parser_usage(const struct pickle_parser *p, struct pk_usage *u)
+{
+	u->nodes = p->nodes_live;
+	u->slots = p->slots;
+	u->memo_pages = p->pages_full;
+	u->memo_compact = p->pages_compact;
+}
+
+struct pk_obj *pk_new_taken(struct pickle_parser *p, int64_t h)
+{
+	struct pk_obj *o;
+
+	if (p->ncanon == p->capcanon) {
+		size_t cap = p->capcanon ? p->capcanon * 2 : 64;
+		struct pk_obj **n = tp_realloc(p->canon, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		p->canon = n;
+		p->capcanon = cap;
+	}
+	if (!(o = node(p, PK_TAKEN)))
+		return NULL;
+	o->u.i = h;
+	o->flags = F_SHARED | F_CANON;
+	o->memo = (uint32_t)p->ncanon;
+	p->canon[p->ncanon++] = o;
+	return o;
 }
 
 const struct pk_obj *pk_get(const struct pk_obj *d, const char *key)

@@ -80,9 +80,18 @@ void pk_release(struct pickle_parser *p, struct pk_obj *o);
 /*
  * A container the consumer has summarized, kept as PK_TAKEN with handle h
  * (every reference to it, earlier or later, sees that): its item slots are
- * freed, the items themselves stay. Anything else is left alone.
+ * freed, the items themselves stay. Anything else is left alone. With canon
+ * (from pk_new_taken, the same handle), an o that only the memo and one
+ * container name is freed with that container, and the memo names canon.
  */
-void pk_take(struct pickle_parser *p, struct pk_obj *o, int64_t h);
+void pk_take(struct pickle_parser *p, struct pk_obj *o, int64_t h, struct pk_obj *canon);
+/* What p holds now: nodes, container slots, memo pages (4096 slots: 32 KiB, compact 8 KiB). */
+struct pk_usage {
+	uint64_t nodes, slots, memo_pages, memo_compact;
+};
+void pickle_parser_usage(const struct pickle_parser *p, struct pk_usage *u);
+/* A PK_TAKEN value with handle h, never released; NULL when out of memory. */
+struct pk_obj *pk_new_taken(struct pickle_parser *p, int64_t h);
 
 /* The value of a dict's str key, or NULL (not a dict, no such key). */
 const struct pk_obj *pk_get(const struct pk_obj *dict, const char *key);

@@ -47,39 +47,54 @@ enum {
 	PH_INIT = 1 << 5,	/* building or moving a module (__init__, reset_parameters, _apply) */
 };
 
-/* An entry that changes something: v is its allocation (ALLOC, FREE, FREE_DONE) or bytes (SEG_*, BASE). */
-struct ent {
-	int64_t t, v;
-	uint8_t action;
-};
+/*
+ * An entry that changes something is a record in a byte stream: a byte of
+ * its action (and D1000: its time step is in whole microseconds), the step
+ * from the time before as a varint, then for a free the allocation it frees
+ * (counted back from the newest), for a segment or a pre-recording free its
+ * bytes. An allocation is numbered in order, so its record names nothing.
+ */
+#define D1000 0x08
+#define REC_MAX 21			/* the longest record: a byte and two 10-byte varints */
 
-struct salloc {
-	int64_t size;
-	int32_t ta, tf;			/* entry indexes; ta -1: before recording; tf -1: alive at the end */
-	uint32_t fa, ff;		/* frame summaries at allocation and at free; 0: none */
-	int cat;
-};
+/*
+ * Allocations, by number: bytes, frames at allocation, and category. A
+ * free decides the category at once, as the frames of both ends are there:
+ * for a snapshot without frames anywhere (bits 0-2) and with (bits 3-5,
+ * entries without frames being the autograd engine's), CAT_DECIDED set.
+ * At the end, the others are decided and the byte holds the category.
+ */
+#define CAT_DECIDED 0x40
 
-/* What a frame list says, made once per list (index 0: no frames). */
+/*
+ * What a frame list says, made once per list and kept once per distinct
+ * summary (index 0: no frames): lists of other frames above the same
+ * innermost and user frames with the same phases share one.
+ */
 struct fsum {
 	const struct pk_obj *inner;	/* the innermost frame */
 	const struct pk_obj *user;	/* the frame op_name() names */
 	unsigned ph;			/* phase() of the frames */
+	struct pk_obj *canon;		/* the value the memo names a taken list by */
 };
 
 /* The entries one list received, read as they came. */
 struct dtrace {
 	const struct pk_obj *list;
-	struct ent *ents;
-	size_t nents, capents;
-	struct salloc *al;
+	uint8_t *rec;			/* the records */
+	size_t nrec, caprec;		/* bytes */
+	size_t nents;			/* records */
+	int64_t *asize;			/* allocations */
+	uint32_t *afa;
+	uint8_t *acat;
 	size_t nal, capal;
 	struct mem_amap m;
 	size_t mfill;			/* amap slots that may be taken: grown before half */
 	uint64_t seen;			/* entries, every action: an entry's place stands for a missing time */
 	uint64_t allocs, frees_completed;
 	int64_t base;			/* freed without an alloc: allocated before recording */
-	int64_t last_t;
+	int64_t last_t;			/* of the entries with a time */
+	int64_t first_t, last_rec_t;	/* of the records */
 	int has_t;
 	int used;			/* by a device, at the end */
 };
@@ -101,15 +116,17 @@ struct snap_reader {
 	struct dtrace *last;
 	struct fsum *fs;
 	size_t nfs, capfs;
+	uint32_t *fsh;			/* summary indexes by content, open addressing, at most half full */
+	struct pk_obj *none;		/* what the memo names a taken empty frame list by */
+	size_t fshcap;
 	struct fcache fc;
 	int any_frames;
 };
 
 /* What a device's points are replayed from: its records and the state before the first. */
 struct snap_dev {
-	struct dtrace own;		/* a device with no trace list: tr points here */
+	struct dtrace own;		/* a device with no trace list, or one that shares it: tr points here */
 	const struct dtrace *tr;
-	const struct salloc *al;
 	int64_t live0[MEM_NCAT], base0, reserved0;
 };
 
@@ -125,15 +142,21 @@ struct snap_result {
 	size_t nnames, capnames;
 };
 
+static void trace_free(struct dtrace *d)
+{
+	tp_free(d->rec);
+	tp_free(d->asize);
+	tp_free(d->afa);
+	tp_free(d->acat);
+	mem_amap_free(&d->m);
+}
+
 void snap_result_free(struct snap_result *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; r->dev && i < r->ndev; i++) {
-		tp_free(r->dev[i].own.ents);
-		tp_free(r->dev[i].own.al);
-		mem_amap_free(&r->dev[i].own.m);
-	}
+	for (size_t i = 0; r->dev && i < r->ndev; i++)
+		trace_free(&r->dev[i].own);
 	for (size_t i = 0; i < r->nseries; i++) {
 		tp_free(r->groups[i]);
 		tp_free(r->segs[i]);
@@ -267,14 +290,13 @@ static int same_line(const struct snap_reader *rd, uint32_t fa, uint32_t fb)
  * while recording; the phases are those of the frames at the allocation (a)
  * and at the free (f).
  */
-static int categorize(const struct snap_reader *rd, const struct salloc *x, int any_frames)
+static int categorize(const struct snap_reader *rd, uint32_t fa, uint32_t ff, int freed, int any_frames)
 {
-	unsigned a = phase(rd, x->fa, any_frames), f = x->tf >= 0 ? phase(rd, x->ff, any_frames) : 0;
-	int freed = x->tf >= 0;
+	unsigned a = phase(rd, fa, any_frames), f = freed ? phase(rd, ff, any_frames) : 0;
 
 	/* 1. made and released by the same line of Python: a temporary of that statement
 	 *    (PyTorch: TEMPORARY, allocated and freed inside one operator) */
-	if (freed && same_line(rd, x->fa, x->ff))
+	if (freed && same_line(rd, fa, ff))
 		return CAT_TEMPORARY;
 	/* 2. made while a module is built or moved (__init__, reset_parameters, .to()/.cuda()
 	 *    through _apply) and not in forward, backward or the optimizer: its parameters */
@@ -309,22 +331,41 @@ static int library_file(const char *file)
 	       path_has(file, "/lib/python");
 }
 
-/*
- * The summary of a frames value: a list with frames gets one, made once
- * (the list is then taken: its slots freed, every reference to it sees the
- * summary); anything else is 0, no frames. UINT32_MAX: out of memory.
- */
-static uint32_t frames_of(struct snap_reader *rd, const struct pk_obj *frames)
+static size_t fsum_hash(const struct fsum *x, size_t cap)
 {
-	struct fsum *x;
+	uint64_t h = (uint64_t)(uintptr_t)x->inner * 0x9e3779b97f4a7c15ULL ^
+		     (uint64_t)(uintptr_t)x->user * 0xc2b2ae3d27d4eb4fULL ^ x->ph;
 
-	if (frames && frames->type == PK_TAKEN && frames->u.i > 0 && (size_t)frames->u.i < rd->nfs)
-		return (uint32_t)frames->u.i;
-	if (!has_frames(frames))
-		return 0;
+	return (size_t)(h ^ h >> 29) & (cap - 1);
+}
+
+/* x's index among the summaries, added when new; UINT32_MAX: out of memory */
+static uint32_t fsum_intern(struct snap_reader *rd, const struct fsum *x)
+{
+	size_t j;
+
+	if (2 * (rd->nfs + 1) > rd->fshcap) {
+		size_t cap = rd->fshcap ? rd->fshcap * 2 : 1024;
+		uint32_t *n = tp_calloc(cap, sizeof(*n));
+		if (!n)
+			return UINT32_MAX;
+		for (size_t i = 1; i < rd->nfs; i++) {
+			for (j = fsum_hash(&rd->fs[i], cap); n[j]; j = (j + 1) & (cap - 1))
+				;
+			n[j] = (uint32_t)i;
+		}
+		tp_free(rd->fsh);
+		rd->fsh = n;
+		rd->fshcap = cap;
+	}
+	for (j = fsum_hash(x, rd->fshcap); rd->fsh[j]; j = (j + 1) & (rd->fshcap - 1)) {
+		const struct fsum *y = &rd->fs[rd->fsh[j]];
+		if (y->inner == x->inner && y->user == x->user && y->ph == x->ph)
+			return rd->fsh[j];
+	}
 	if (rd->nfs == rd->capfs) {
 		size_t cap = rd->capfs ? rd->capfs * 2 : 256;
-		struct fsum *n = cap < UINT32_MAX ? tp_realloc(rd->fs, cap * sizeof(*n)) : NULL;
+		struct fsum *n = cap < UINT32_MAX / 2 ? tp_realloc(rd->fs, cap * sizeof(*n)) : NULL;
 		if (!n)
 			return UINT32_MAX;
 		rd->fs = n;
@@ -332,24 +373,51 @@ static uint32_t frames_of(struct snap_reader *rd, const struct pk_obj *frames)
 		if (!rd->nfs)
 			rd->fs[rd->nfs++] = (struct fsum){ 0 };	/* 0: no frames */
 	}
-	x = &rd->fs[rd->nfs];
-	x->inner = frames->u.items[0];
-	x->user = NULL;
-	x->ph = 0;
+	rd->fs[rd->nfs] = *x;
+	if (rd->p && !(rd->fs[rd->nfs].canon = pk_new_taken(rd->p, (int64_t)rd->nfs)))
+		return UINT32_MAX;
+	rd->fsh[j] = (uint32_t)rd->nfs;
+	return (uint32_t)rd->nfs++;
+}
+
+/*
+ * The summary of a frames value: a list with frames gets one, made once
+ * (the list is then taken: its slots freed, every reference to it sees the
+ * summary); anything else is 0, no frames. UINT32_MAX: out of memory.
+ */
+static uint32_t frames_of(struct snap_reader *rd, const struct pk_obj *frames)
+{
+	struct fsum x = { 0 };
+	uint32_t k;
+
+	if (frames && frames->type == PK_TAKEN && frames->u.i > 0 && (size_t)frames->u.i < rd->nfs)
+		return (uint32_t)frames->u.i;
+	if (!has_frames(frames)) {
+		/* an empty list (a thread without Python) is taken too, or each would stay in the memo */
+		if (frames && frames->type == PK_LIST && rd->p) {
+			if (!rd->none && !(rd->none = pk_new_taken(rd->p, 0)))
+				return UINT32_MAX;
+			pk_take(rd->p, (struct pk_obj *)frames, 0, rd->none);
+		}
+		return 0;
+	}
+	x.inner = frames->u.items[0];
 	for (uint32_t i = 0; i < frames->n; i++) {
 		unsigned ph = frame_info(rd, frames->u.items[i]);
 		if (ph > 255)
 			return UINT32_MAX;
 		/* the innermost frame of the user's own code, else the innermost */
-		if (!x->user && !(ph & PH_LIBRARY))
-			x->user = frames->u.items[i];
-		x->ph |= ph & ~(unsigned)PH_LIBRARY;
+		if (!x.user && !(ph & PH_LIBRARY))
+			x.user = frames->u.items[i];
+		x.ph |= ph & ~(unsigned)PH_LIBRARY;
 	}
-	if (!x->user)
-		x->user = x->inner;
+	if (!x.user)
+		x.user = x.inner;
+	if ((k = fsum_intern(rd, &x)) == UINT32_MAX)
+		return k;
 	if (rd->p)
-		pk_take(rd->p, (struct pk_obj *)frames, (int64_t)rd->nfs);
-	return (uint32_t)rd->nfs++;
+		pk_take(rd->p, (struct pk_obj *)frames, (int64_t)k, rd->fs[k].canon);
+	return k;
 }
 
 /* "function (file:line)" of summary f's user frame; NULL: no frames */
@@ -436,6 +504,94 @@ static int32_t *addr_slot(struct dtrace *d, int64_t addr)
 	return mem_amap_slot(&d->m, addr);
 }
 
+static uint8_t *put_varint(uint8_t *b, uint64_t v)
+{
+	for (; v >= 0x80; v >>= 7)
+		*b++ = (uint8_t)(v | 0x80);
+	*b++ = (uint8_t)v;
+	return b;
+}
+
+static const uint8_t *get_varint(const uint8_t *b, uint64_t *v)
+{
+	uint64_t x = 0;
+	int sh = 0;
+
+	for (; *b & 0x80; sh += 7)
+		x |= (uint64_t)(*b++ & 0x7f) << sh;
+	*v = x | (uint64_t)*b++ << sh;
+	return b;
+}
+
+/* A record of action at t (not before the last), with v unless it is an allocation. */
+static int put_rec(struct dtrace *d, int action, int64_t t, uint64_t v)
+{
+	uint64_t step = d->nents ? (uint64_t)t - (uint64_t)d->last_rec_t : 0;
+	uint8_t *b;
+
+	if (grow((void **)&d->rec, &d->caprec, d->nrec + REC_MAX, 1))
+		return -1;
+	b = d->rec + d->nrec;
+	*b++ = (uint8_t)(action | (step % 1000 ? 0 : D1000));
+	b = put_varint(b, step % 1000 ? step : step / 1000);
+	if (action != A_ALLOC)
+		b = put_varint(b, v);
+	if (!d->nents)
+		d->first_t = t;
+	d->nrec = (size_t)(b - d->rec);
+	d->last_rec_t = t;
+	d->nents++;
+	return 0;
+}
+
+/* Reading the records back, in order: v is the allocation (numbered as they come) or the bytes. */
+struct cursor {
+	const uint8_t *b;
+	int64_t t;
+	uint64_t nal;
+};
+
+static void next_rec(struct cursor *c, int *action, int64_t *v)
+{
+	uint8_t head = *c->b;
+	uint64_t step, x = 0;
+
+	*action = head & 7;
+	c->b = get_varint(c->b + 1, &step);
+	if (head & D1000)
+		step *= 1000;
+	c->t = (int64_t)((uint64_t)c->t + step);
+	if (*action == A_ALLOC) {
+		*v = (int64_t)c->nal++;
+		return;
+	}
+	c->b = get_varint(c->b, &x);
+	*v = *action == A_FREE || *action == A_FREE_DONE ? (int64_t)(c->nal - x) : (int64_t)x;
+}
+
+/* room for need allocations */
+static int al_grow(struct dtrace *d, size_t need)
+{
+	size_t cap = d->capal ? d->capal : 1024;
+	void *a, *f, *c;
+
+	if (need <= d->capal)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (!(a = tp_realloc(d->asize, cap * sizeof(*d->asize))))
+		return -1;
+	d->asize = a;
+	if (!(f = tp_realloc(d->afa, cap * sizeof(*d->afa))))
+		return -1;
+	d->afa = f;
+	if (!(c = tp_realloc(d->acat, cap)))
+		return -1;
+	d->acat = c;
+	d->capal = cap;
+	return 0;
+}
+
 static struct dtrace *trace_of(struct snap_reader *rd, const struct pk_obj *list)
 {
 	for (size_t i = 0; i < rd->ntr; i++)
@@ -454,7 +610,7 @@ static int take_entry(void *ctx, struct pickle_parser *p, const struct pk_obj *l
 {
 	struct snap_reader *rd = ctx;
 	struct dtrace *d = rd->last && rd->last->list == list ? rd->last : NULL;
-	const struct pk_obj *act, *fr;
+	const struct pk_obj *act;
 	int64_t addr, size, us, t;
 	int action;
 	uint32_t fs;
@@ -479,8 +635,10 @@ static int take_entry(void *ctx, struct pickle_parser *p, const struct pk_obj *l
 			       "the devices' trace entries pass the cap of %llu values (a list counts each time it is used)",
 			       (unsigned long long)rd->max_entries);
 	d->seen++;
-	fr = pk_get(e, "frames");
-	rd->any_frames |= has_frames(fr) || (fr && fr->type == PK_TAKEN && fr->u.i > 0);
+	/* every entry's frames summarized (and taken), so no frame list outlives its entry */
+	if ((fs = frames_of(rd, pk_get(e, "frames"))) == UINT32_MAX)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	rd->any_frames |= fs > 0;
 	action = action_of(pk_str(act));
 	if (action == A_OTHER)
 		goto done;
@@ -496,34 +654,39 @@ static int take_entry(void *ctx, struct pickle_parser *p, const struct pk_obj *l
 	d->has_t = 1;
 	d->allocs += action == A_ALLOC;
 	d->frees_completed += action == A_FREE_DONE;
-	if ((fs = frames_of(rd, fr)) == UINT32_MAX ||
-	    grow((void **)&d->ents, &d->capents, d->nents + 1, sizeof(*d->ents)) ||
-	    grow((void **)&d->al, &d->capal, d->nal + 1, sizeof(*d->al)))
+	if (al_grow(d, d->nal + 1))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (d->nents >= INT32_MAX)
-		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "a device has more than 2^31 trace entries");
+	if (d->nal >= INT32_MAX)
+		return tp_fail(err, TP_ERR_TOOBIG, "pickle_too_big", "a device has more than 2^31 allocations");
 	if (action == A_SEG_ALLOC || action == A_SEG_FREE) {
-		d->ents[d->nents++] = (struct ent){ .t = t, .v = size, .action = (uint8_t)action };
+		if (put_rec(d, action, t, (uint64_t)size))
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	} else {
 		/* pair allocations and frees by address; a free of a block never allocated here is pre-existing */
 		int32_t *slot = addr_slot(d, addr);
+		int rc = 0;
 		if (!slot)
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		if (action == A_ALLOC) {
-			d->al[d->nal] = (struct salloc){ .size = size, .ta = (int32_t)d->nents, .tf = -1, .fa = fs };
-			*slot = (int32_t)d->nal;
-			d->ents[d->nents++] = (struct ent){ .t = t, .v = (int64_t)d->nal++, .action = A_ALLOC };
+			d->asize[d->nal] = size;
+			d->afa[d->nal] = fs;
+			d->acat[d->nal] = 0;
+			*slot = (int32_t)d->nal++;
+			rc = put_rec(d, A_ALLOC, t, 0);
 		} else if (*slot >= 0) {
-			d->al[*slot].tf = (int32_t)d->nents;
-			d->al[*slot].ff = fs;
-			d->ents[d->nents++] = (struct ent){ .t = t, .v = *slot, .action = (uint8_t)action };
+			/* both ends' frames are here: its category, with and without frames elsewhere */
+			uint32_t fa = d->afa[*slot];
+			d->acat[*slot] = (uint8_t)(CAT_DECIDED | categorize(rd, fa, fs, 1, 0) | categorize(rd, fa, fs, 1, 1) << 3);
+			rc = put_rec(d, action, t, d->nal - (size_t)*slot);
 			*slot = -2;
 		} else if (action == A_FREE || *slot == -1) {
 			d->base = tp_sat_add(d->base, size);	/* allocated before recording began */
 			*slot = -2;
-			d->ents[d->nents++] = (struct ent){ .t = t, .v = size, .action = A_BASE };
+			rc = put_rec(d, A_BASE, t, (uint64_t)size);
 		}
 		/* else the completion of a free already counted */
+		if (rc)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 done:
 	pk_release(p, e);
@@ -547,12 +710,10 @@ void snap_reader_free(struct snap_reader *rd)
 {
 	if (!rd)
 		return;
-	for (size_t i = 0; i < rd->ntr; i++) {
-		tp_free(rd->tr[i].ents);
-		tp_free(rd->tr[i].al);
-		mem_amap_free(&rd->tr[i].m);
-	}
+	for (size_t i = 0; i < rd->ntr; i++)
+		trace_free(&rd->tr[i]);
 	tp_free(rd->fs);
+	tp_free(rd->fsh);
 	tp_free(rd->fc.key);
 	tp_free(rd->fc.val);
 	tp_free(rd);
@@ -619,7 +780,7 @@ static int cmp_seg(const void *a, const void *b)
  * timeline). A block without an address follows the one before it.
  */
 static int dump_layout(struct snap_result *r, const struct snap_reader *rd, const struct pk_obj *segments,
-		       const struct dev *d, struct mem_amap *m, const struct salloc *al, struct mem_series *s)
+		       const struct dev *d, struct dtrace *tr, struct mem_series *s)
 {
 	size_t nseg = 0, nbl = 0, i;
 	struct mem_segment *sv;
@@ -670,9 +831,9 @@ static int dump_layout(struct snap_result *r, const struct snap_reader *rd, cons
 			y->state = block_state(bl);
 			y->cat = -1;
 			if (is_live_block(bl)) {
-				int32_t slot = *mem_amap_slot(m, addr);
-				y->cat = slot >= 0 ? al[slot].cat : CAT_PARAMETER;
-				const char *op = slot >= 0 ? op_name(rd, al[slot].fa, buf, sizeof(buf)) : NULL;
+				int32_t slot = *mem_amap_slot(&tr->m, addr);
+				y->cat = slot >= 0 ? tr->acat[slot] : CAT_PARAMETER;
+				const char *op = slot >= 0 ? op_name(rd, tr->afa[slot], buf, sizeof(buf)) : NULL;
 				if (op && !(y->op = keep_name(r, op))) {
 					tp_free(sv);
 					tp_free(bv);
@@ -692,20 +853,23 @@ static int dump_layout(struct snap_result *r, const struct snap_reader *rd, cons
 	return 0;
 }
 
-/* d's records into the empty t, for a second device that names the same list: it adds its own blocks */
+/* d's records into the empty t, for a device that shares its list with another: each adds its own blocks */
 static int trace_copy(struct dtrace *t, const struct dtrace *d)
 {
 	*t = *d;
-	t->ents = NULL;
-	t->al = NULL;
+	t->rec = NULL;
+	t->asize = NULL;
+	t->afa = NULL;
+	t->acat = NULL;
+	t->caprec = t->capal = 0;
 	t->m = (struct mem_amap){ 0 };
-	if (!(t->ents = tp_malloc((d->nents + 1) * sizeof(*t->ents))) ||
-	    !(t->al = tp_malloc((d->nal + 1) * sizeof(*t->al))) || mem_amap_init(&t->m, d->m.cap / 2))
+	if (!(t->rec = tp_malloc(d->nrec + 1)) || al_grow(t, d->nal + 1) || mem_amap_init(&t->m, d->m.cap / 2))
 		return -1;
-	memcpy(t->ents, d->ents, d->nents * sizeof(*t->ents));
-	memcpy(t->al, d->al, d->nal * sizeof(*t->al));
-	t->capents = d->nents + 1;
-	t->capal = d->nal + 1;
+	t->caprec = d->nrec + 1;
+	memcpy(t->rec, d->rec, d->nrec);
+	memcpy(t->asize, d->asize, d->nal * sizeof(*t->asize));
+	memcpy(t->afa, d->afa, d->nal * sizeof(*t->afa));
+	memcpy(t->acat, d->acat, d->nal);
 	for (size_t j = 0; j < d->m.cap; j++)
 		if (d->m.val[j] != -1)
 			*mem_amap_slot(&t->m, d->m.key[j]) = d->m.val[j];
@@ -714,9 +878,9 @@ static int trace_copy(struct dtrace *t, const struct dtrace *d)
 
 /*
  * Device v's points, in order, to fn (NULL: none), from the state before
- * its first entry: a point after each entry (each changes something), or
- * one of what is alive when there is none (a state-only snapshot). *peak
- * (may be NULL): the entry of the highest, and the baseline there.
+ * its first record: a point after each (each changes something), or one of
+ * what is alive when there is none (a state-only snapshot). *peak (may be
+ * NULL): the record of the highest, and the baseline there.
  */
 struct peak {
 	size_t at, n;
@@ -726,26 +890,27 @@ struct peak {
 static int replay_dev(const struct snap_dev *v, mem_point_fn fn, void *arg, struct peak *pk)
 {
 	const struct dtrace *tr = v->tr;
-	const struct salloc *al = v->al;
-	const struct ent *ents = tr->ents;
+	struct cursor c = { tr->rec, tr->first_t, 0 };
 	size_t nent = tr->nents, i;
-	int64_t live[MEM_NCAT], base = v->base0, reserved = v->reserved0, best = INT64_MIN;
+	int64_t live[MEM_NCAT], base = v->base0, reserved = v->reserved0, best = INT64_MIN, x;
 	struct mem_point p;
-	int rc;
+	int rc, action;
 
 	memcpy(live, v->live0, sizeof(live));
 	for (i = 0; i < nent || (!nent && !i); i++) {
 		if (i < nent) {
-			const struct ent *e = &ents[i];
-			if (e->action == A_SEG_ALLOC || e->action == A_SEG_FREE)
-				reserved = e->action == A_SEG_ALLOC ? tp_sat_add(reserved, e->v) : tp_sat_sub(reserved, e->v);
-			else if (e->action == A_BASE)
-				base = tp_sat_sub(base, e->v);
-			else	/* a free as large as its allocation, whatever it says */
-				live[al[e->v].cat] = e->action == A_ALLOC ? tp_sat_add(live[al[e->v].cat], al[e->v].size)
-									  : tp_sat_sub(live[al[e->v].cat], al[e->v].size);
+			next_rec(&c, &action, &x);
+			if (action == A_SEG_ALLOC || action == A_SEG_FREE) {
+				reserved = action == A_SEG_ALLOC ? tp_sat_add(reserved, x) : tp_sat_sub(reserved, x);
+			} else if (action == A_BASE) {
+				base = tp_sat_sub(base, x);
+			} else {	/* a free as large as its allocation, whatever it says */
+				int cat = tr->acat[x];
+				live[cat] = action == A_ALLOC ? tp_sat_add(live[cat], tr->asize[x])
+							      : tp_sat_sub(live[cat], tr->asize[x]);
+			}
 		}
-		p.t_ns = i < nent ? ents[i].t : 0;
+		p.t_ns = i < nent ? c.t : 0;
 		memcpy(p.cat, live, sizeof(live));
 		p.cat[CAT_PARAMETER] = tp_sat_add(p.cat[CAT_PARAMETER], base);
 		p.reserved = reserved;
@@ -767,37 +932,53 @@ static int replay(const void *src, mem_point_fn fn, void *arg)
 	return replay_dev(src, fn, arg, NULL);
 }
 
+/* The allocations of tr's records alive after record at (bit per allocation) */
+static void alive_after(const struct dtrace *tr, size_t at, uint8_t *bits)
+{
+	struct cursor c = { tr->rec, tr->first_t, 0 };
+	int64_t x;
+	int action;
+
+	for (size_t i = 0; i <= at && i < tr->nents; i++) {
+		next_rec(&c, &action, &x);
+		if (action == A_ALLOC)
+			bits[x / 8] |= (uint8_t)(1u << (x % 8));
+		else if (action == A_FREE || action == A_FREE_DONE)
+			bits[x / 8] &= (uint8_t)~(1u << (x % 8));
+	}
+}
+
 static int one_device(struct snap_result *r, struct snap_reader *rd, const struct pk_obj *segments,
 		      const struct dev *d, struct snap_stats *st, struct tp_errbuf *err)
 {
 	struct snap_dev *v = &r->dev[r->nseries];
 	struct dtrace *tr = d->tr && !d->copy ? d->tr : &v->own;
-	size_t nent = tr->nents, i;
-	struct ent *ents = tr->ents;
-	struct salloc *al;
 	struct mem_group *g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
 	struct mem_series *s = &r->series[r->nseries];
-	int64_t base = tr->base, reserved;
+	int64_t base, reserved, x;
+	struct cursor c;
 	struct peak pk = { 0 };
-	size_t ng = 0;
-	int rc = TP_ERR_NOMEM;
+	size_t ng = 0, ntrace, i;
+	uint8_t *alive = NULL;
+	int rc = TP_ERR_NOMEM, action;
 
 	if (!g || (!d->tr && mem_amap_init(&tr->m, 64)) || (d->copy && trace_copy(tr, d->tr)) ||
-	    grow((void **)&tr->al, &tr->capal, tr->nal + d->nblocks + 1, sizeof(*tr->al)))
+	    al_grow(tr, tr->nal + d->nblocks + 1))
 		goto out;
-	nent = tr->nents;
-	ents = tr->ents;
-	al = tr->al;
 	st->entries += tr->seen;
 	st->allocs += tr->allocs;
 	st->frees_completed += tr->frees_completed;
+	base = tr->base;
+	ntrace = tr->nal;
 
 	/* reserved at dump time, counted back to the start */
 	reserved = d->reserved_end;
-	for (i = 0; i < nent; i++)
-		if (ents[i].action == A_SEG_ALLOC || ents[i].action == A_SEG_FREE)
-			reserved = ents[i].action == A_SEG_ALLOC ? tp_sat_sub(reserved, ents[i].v)
-								 : tp_sat_add(reserved, ents[i].v);
+	c = (struct cursor){ tr->rec, tr->first_t, 0 };
+	for (i = 0; i < tr->nents; i++) {
+		next_rec(&c, &action, &x);
+		if (action == A_SEG_ALLOC || action == A_SEG_FREE)
+			reserved = action == A_SEG_ALLOC ? tp_sat_sub(reserved, x) : tp_sat_add(reserved, x);
+	}
 	/* blocks alive at dump time that no alloc here made: from before recording */
 	for (i = 0; segments && i < segments->n; i++) {
 		const struct pk_obj *sg = segments->u.items[i], *blocks = pk_get(sg, "blocks");
@@ -818,43 +999,52 @@ static int one_device(struct snap_result *r, struct snap_reader *rd, const struc
 				continue;
 			if (fs) {
 				*slot = (int32_t)tr->nal;
-				al[tr->nal++] = (struct salloc){ .size = size, .ta = -1, .tf = -1, .fa = fs };
+				tr->asize[tr->nal] = size;
+				tr->afa[tr->nal] = fs;
+				tr->acat[tr->nal++] = 0;
 			} else {
 				*slot = -3;	/* the baseline */
 				base = tp_sat_add(base, size);
 			}
 		}
 	}
+	/* every category decided, now that any_frames is known; what was alive before recording counted */
 	v->tr = tr;
-	v->al = al;
 	v->base0 = base;
 	v->reserved0 = reserved;
 	for (i = 0; i < tr->nal; i++) {
-		al[i].cat = categorize(rd, &al[i], rd->any_frames);
-		if (al[i].ta < 0)
-			v->live0[al[i].cat] = tp_sat_add(v->live0[al[i].cat], al[i].size);
+		uint8_t k = tr->acat[i];
+		int cat = !(k & CAT_DECIDED) ? categorize(rd, tr->afa[i], 0, 0, rd->any_frames)
+					     : rd->any_frames ? k >> 3 & 7 : k & 7;
+		tr->acat[i] = (uint8_t)cat;
+		if (i >= ntrace)
+			v->live0[cat] = tp_sat_add(v->live0[cat], tr->asize[i]);
 	}
 	s->baseline = base;
 	replay_dev(v, NULL, NULL, &pk);
 
 	/* what was alive at the peak, by category and the frame that made it */
+	if (!(alive = tp_calloc(ntrace / 8 + 1, 1)))
+		goto out;
+	alive_after(tr, pk.at, alive);
 	for (i = 0; i < tr->nal; i++) {
 		char buf[256];
 		int is_new;
-		if (al[i].ta > (int32_t)pk.at || (al[i].tf >= 0 && al[i].tf <= (int32_t)pk.at))
+		if (i < ntrace && !(alive[i / 8] & (1u << (i % 8))))
 			continue;
-		struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op_name(rd, al[i].fa, buf, sizeof(buf)), &is_new);
-		if (!x)
+		struct mem_group *y = mem_group_add(g, &ng, tr->acat[i], op_name(rd, tr->afa[i], buf, sizeof(buf)),
+						    &is_new);
+		if (!y)
 			continue;
-		if (is_new && x->op && !(x->op = keep_name(r, x->op)))
+		if (is_new && y->op && !(y->op = keep_name(r, y->op)))
 			goto out;
-		x->bytes = tp_sat_add(x->bytes, al[i].size);
-		x->count++;
+		y->bytes = tp_sat_add(y->bytes, tr->asize[i]);
+		y->count++;
 	}
 	if (pk.base > 0 && ng < MEM_MAX_GROUPS + 2)
 		g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .bytes = pk.base, .count = -1 };
 	mem_groups_sort(g, ng);
-	if (segments && dump_layout(r, rd, segments, d, &tr->m, al, s))
+	if (segments && dump_layout(r, rd, segments, d, tr, s))
 		goto out;
 
 	snprintf(s->device, sizeof(s->device), "cuda:%d", d->id);
@@ -869,6 +1059,7 @@ static int one_device(struct snap_result *r, struct snap_reader *rd, const struc
 	g = NULL;
 	rc = TP_OK;
 out:
+	tp_free(alive);
 	tp_free(g);
 	return rc == TP_ERR_NOMEM ? tp_fail(err, rc, NULL, "out of memory") : rc;
 }

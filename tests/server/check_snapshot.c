@@ -585,6 +585,9 @@ static const struct {
 	  TP_ERR_INVALID),
 	H("a trace entry named again once read", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]}\x94(\x8c\x06"
 	  "action\x8c\x03" "oomuah\x00" "aau.", TP_ERR_INVALID),
+	H("a trace list that is its own entry's frames", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces](]\x94(}(\x8c\x06"
+	  "action\x8c\x05" "alloc\x8c\x04" "addrK\x01\x8c\x04" "sizeK\x01\x8c\x06" "framesh\x00u}(\x8c\x06" "action\x8c\x05"
+	  "allocueeu.", TP_ERR_INVALID),
 	H("a frame list appended to once summarized", "\x80\x04}(\x8c\x08segments]\x8c\x0d" "device_traces]]}(\x8c\x06"
 	  "action\x8c\x05" "alloc\x8c\x04" "addrK\x01\x8c\x04" "sizeK\x01\x8c\x06" "frames]\x94}\x94" "aua" "h\x00h\x01" "a"
 	  "aau.", TP_ERR_INVALID),
@@ -682,7 +685,9 @@ START_TEST(test_entries_released)
 	struct snap x;
 	const struct pk_obj *root;
 	struct tp_errbuf err = { 0 };
+	struct pk_usage u;
 	const size_t n = 20000;
+	const int own_list = _i;	/* 1: each entry its own frame list (memo one more each), all alike */
 	/* memo: 0 root, 1 "segments", 2 its list, 3 "device_traces", 4 its list, 5 the device's list,
 	 * 6 the first entry, 7 "frames", 8 the frame list, 9 the frame, 10-14 its keys and values,
 	 * 15 "action", 16 "alloc", 17 "addr", 18 "size", 19 "time_us", 20 the second entry,
@@ -708,12 +713,18 @@ START_TEST(test_entries_released)
 			dw_str(&w, "alloc");
 		} else {
 			dw_get(&w, 7);
-			dw_get(&w, 8);
+			if (own_list) {
+				dw_s(&w, "]\x94");
+				dw_get(&w, 9);
+				dw_s(&w, "a");
+			} else {
+				dw_get(&w, 8);
+			}
 			dw_get(&w, 15);
 			if (i == 1)
 				dw_str(&w, "free_requested");
 			else
-				dw_get(&w, i % 2 ? 21 : 16);
+				dw_get(&w, i % 2 ? 21 + (uint32_t)own_list : 16);
 		}
 		if (i == 0) {
 			dw_str(&w, "addr");
@@ -737,6 +748,14 @@ START_TEST(test_entries_released)
 	small.max_objects = 40000;
 	memset(&x, 0, sizeof(x));
 	ck_assert_msg(feed(w.b, w.n, 4096, &small, &x.p, &x.rd, &root, &err) == 0, "%s", err.msg);
+	/* what is held does not grow with the entries: the frame lists' summary is one (the lists are
+	 * alike) and their nodes are freed with their entries; a page of the memo is freed once every
+	 * entry in it is read, or made compact (2 bytes a slot) when what is left in it is taken lists */
+	pickle_parser_usage(x.p, &u);
+	ck_assert_uint_lt(u.nodes, 100);
+	ck_assert_uint_lt(u.slots, 100);
+	ck_assert_uint_le(u.memo_pages, 2);
+	ck_assert_uint_le(u.memo_compact, own_list ? 2 * n / 4096 + 1 : 0);
 	ck_assert_msg(snap_timeline(x.rd, root, &x.r, &x.s, &x.n, &x.st, &err) == 0, "%s", err.msg);
 	hold_points(&x);
 	ck_assert_uint_eq(x.n, 1);
@@ -1109,7 +1128,7 @@ Suite *suite_snapshot(void)
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_object_cap);
 	tcase_add_test(tc, test_amap_high_bits);
-	tcase_add_test(tc, test_entries_released);
+	tcase_add_loop_test(tc, test_entries_released, 0, 2);
 	tcase_add_test(tc, test_shared_values_kept);
 	tcase_add_test(tc, test_list_for_two_devices);
 	tcase_add_loop_test(tc, test_rule, 0, (int)(sizeof(rules) / sizeof(rules[0])));

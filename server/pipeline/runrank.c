@@ -532,8 +532,7 @@ static struct {
 		char *run;		/* NULL: free slot; "" stands for every run */
 		struct store *st;
 	} k[MAX_KICKED];
-	int running;
-} kicked = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { { 0 } }, 0 };
+} kicked = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { { 0 } } };
 
 static void *kick_main(void *arg)
 {
@@ -547,7 +546,6 @@ static void *kick_main(void *arg)
 	pthread_mutex_lock(&kicked.mu);
 	tp_free(k->run);
 	k->run = NULL;
-	kicked.running--;
 	pthread_cond_broadcast(&kicked.idle);
 	pthread_mutex_unlock(&kicked.mu);
 	return NULL;
@@ -595,8 +593,6 @@ int runrank_kick(struct store *st, const char *run)
 		tp_free(kicked.k[free_slot].run);
 		kicked.k[free_slot].run = NULL;
 		rc = -1;
-	} else {
-		kicked.running++;
 	}
 	pthread_attr_destroy(&attr);
 out:

@@ -92,10 +92,6 @@ void db_reset(struct db_stmt *st);
 void db_clear_bindings(struct db_stmt *st);
 void db_finalize(struct db_stmt *st);
 
-/* Tests (SQLite): from the n-th file write on, every one fails as on a full disk; n < 0 turns that off. */
-void db_fail_io_after(long n);
-long db_io_failures(void);
-
 /* The engines, behind the functions above. */
 struct db_ops {
 	void (*close)(struct db *);

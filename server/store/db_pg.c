@@ -428,20 +428,30 @@ static int pg_exec(struct db *db, const char *sql)
 	return rc;
 }
 
-static int pg_schema_version(struct db *db)
+/* The one value sql answers, as an integer, into *v: 0, or -1 (the error kept when keep_err). */
+static int scalar(struct pg_db *d, const char *sql, int keep_err, int64_t *v)
 {
 	PGresult *res;
-	int v = -1;
+	int rc = -1;
 
-	if (ensure(PDB(db)))
+	if (ensure(d))
 		return -1;
-	res = PQexec(PDB(db)->c, "SELECT COALESCE(MAX(version), 0) FROM trainscope.schema_version");
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-		v = atoi(PQgetvalue(res, 0, 0));
-	else
-		set_err(PDB(db), PQresultErrorMessage(res));
+	res = PQexec(d->c, sql);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+		*v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		rc = 0;
+	} else if (keep_err) {
+		set_err(d, PQresultErrorMessage(res));
+	}
 	PQclear(res);
-	return v;
+	return rc;
+}
+
+static int pg_schema_version(struct db *db)
+{
+	int64_t v;
+
+	return scalar(PDB(db), "SELECT COALESCE(MAX(version), 0) FROM trainscope.schema_version", 1, &v) ? -1 : (int)v;
 }
 
 static int pg_migrate(struct db *db, int version, const char *sql)
@@ -499,16 +509,9 @@ static int64_t pg_changes(struct db *db)
 
 static int64_t pg_size(struct db *db)
 {
-	PGresult *res;
-	int64_t v = -1;
+	int64_t v;
 
-	if (ensure(PDB(db)))
-		return -1;
-	res = PQexec(PDB(db)->c, "SELECT pg_database_size(current_database())");
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-		v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
-	return v;
+	return scalar(PDB(db), "SELECT pg_database_size(current_database())", 0, &v) ? -1 : v;
 }
 
 static const char *pg_errmsg(struct db *db)

@@ -866,10 +866,14 @@ static int trace_copy(struct dtrace *t, const struct dtrace *d)
 	if (!(t->rec = tp_malloc(d->nrec + 1)) || al_grow(t, d->nal + 1) || mem_amap_init(&t->m, d->m.cap / 2))
 		return -1;
 	t->caprec = d->nrec + 1;
-	memcpy(t->rec, d->rec, d->nrec);
-	memcpy(t->asize, d->asize, d->nal * sizeof(*t->asize));
-	memcpy(t->afa, d->afa, d->nal * sizeof(*t->afa));
-	memcpy(t->acat, d->acat, d->nal);
+	/* a list of entries none of which made a record (all 'snapshot' or 'oom') has no arrays yet */
+	if (d->nrec)
+		memcpy(t->rec, d->rec, d->nrec);
+	if (d->nal) {
+		memcpy(t->asize, d->asize, d->nal * sizeof(*t->asize));
+		memcpy(t->afa, d->afa, d->nal * sizeof(*t->afa));
+		memcpy(t->acat, d->acat, d->nal);
+	}
 	for (size_t j = 0; j < d->m.cap; j++)
 		if (d->m.val[j] != -1)
 			*mem_amap_slot(&t->m, d->m.key[j]) = d->m.val[j];

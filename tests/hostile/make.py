@@ -75,6 +75,11 @@ put('pickle/memo_segments.pickle', snapshot([], [seg] * 64))
 put('pickle/none_flood.pickle', b'\x80\x04(' + b'N' * 30000 + b'l.')
 put('pickle/dup_flood.pickle', b'\x80\x04](' + b'2' * 30000 + b'e.')
 put('pickle/binget_flood.pickle', b'\x80\x04]\x94(' + b'h\x00' * 30000 + b'e.')
+# one list shared by two devices whose entries make no record (snapshot markers only): the copy
+# each device gets starts from empty arrays (fuzz_pickle, UBSan: memcpy from NULL)
+marks = [{"action": "snapshot", "addr": 0, "size": 0}]
+put('pickle/shared_marks_only.pickle', snapshot(
+    [marks, marks], [{"device": d, "address": 0, "total_size": 4096, "blocks": []} for d in (0, 1)]))
 M = 9223372036854775807
 put('pickle/sizes_extreme.pickle', snapshot(
     [[{"action": "segment_alloc", "addr": 0, "size": M, "stream": 0},

@@ -55,7 +55,25 @@ int mem_amap_init(struct mem_amap *m, size_t n)
 		return -1;
 	}
 	memset(m->val, 0xff, m->cap * sizeof(*m->val));
+	m->n = 0;
 	return 0;
+}
+
+/* dst: src's keys in a map for n, dst->n src's count */
+static int amap_rehash(struct mem_amap *dst, const struct mem_amap *src, size_t n)
+{
+	if (mem_amap_init(dst, n))
+		return -1;
+	for (size_t j = 0; j < src->cap; j++)
+		if (src->val[j] != -1)
+			*mem_amap_slot(dst, src->key[j]) = src->val[j];
+	dst->n = src->n;
+	return 0;
+}
+
+int mem_amap_copy(struct mem_amap *dst, const struct mem_amap *src)
+{
+	return amap_rehash(dst, src, src->cap / 2);	/* cap >= 2 * n + 2: twice the slots */
 }
 
 void mem_amap_free(struct mem_amap *m)
@@ -84,6 +102,22 @@ int32_t *mem_amap_slot(struct mem_amap *m, int64_t key)
 		j = (j + 1) & (m->cap - 1);
 	m->key[j] = key;
 	return &m->val[j];
+}
+
+int32_t *mem_amap_put(struct mem_amap *m, int64_t key)
+{
+	int32_t *slot = mem_amap_slot(m, key);
+	struct mem_amap n;
+
+	if (*slot != -1 || ++m->n <= m->cap / 2)
+		return slot;
+	if (mem_amap_copy(&n, m)) {
+		m->n--;
+		return NULL;
+	}
+	mem_amap_free(m);
+	*m = n;
+	return mem_amap_slot(m, key);
 }
 
 static int group_cmp(const void *a, const void *b)

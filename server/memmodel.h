@@ -97,10 +97,16 @@ struct mem_amap {
 	int64_t *key;
 	int32_t *val;
 	size_t cap;
+	size_t n;		/* slots given a value through mem_amap_put */
 };
 int mem_amap_init(struct mem_amap *m, size_t n);
 void mem_amap_free(struct mem_amap *m);
+/* key's slot (a lookup too: -1 when missing); the map must have room */
 int32_t *mem_amap_slot(struct mem_amap *m, int64_t key);
+/* key's slot, the map grown first when a new key would fill it past half; NULL: out of memory */
+int32_t *mem_amap_put(struct mem_amap *m, int64_t key);
+/* dst (uninitialized) as a copy of src, with room for as many keys again */
+int mem_amap_copy(struct mem_amap *dst, const struct mem_amap *src);
 
 /*
  * Groups of what was alive at a peak, in g (room for MEM_MAX_GROUPS + 2):

@@ -21,6 +21,7 @@
 #include "analysis/analysis.h"
 #include "analysis/memory.h"
 #include "analysis/sort.h"
+#include "hmap.h"
 
 const char *const an_comp_names[AN_NCOMP] = {
 	"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu", "idle",
@@ -115,86 +116,6 @@ int an_dtype_size(const char *d)
 	if (!strncasecmp(d, "float8", 6))
 		return 1;
 	return 0;
-}
-
-/* ---- a small open-addressing map, u64 -> u32 ---- */
-
-struct hmap {
-	uint64_t *k;
-	uint32_t *v;		/* UINT32_MAX: empty slot */
-	size_t cap, n;
-};
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static int hmap_grow(struct hmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 256, i;
-	uint64_t *k = tp_malloc(cap * sizeof(*k));
-	uint32_t *v = tp_malloc(cap * sizeof(*v));
-
-	if (!k || !v) {
-		tp_free(k);
-		tp_free(v);
-		return -1;
-	}
-	memset(v, 0xff, cap * sizeof(*v));
-	for (i = 0; i < m->cap; i++) {
-		if (m->v[i] == UINT32_MAX)
-			continue;
-		size_t j = mix(m->k[i]) & (cap - 1);
-		while (v[j] != UINT32_MAX)
-			j = (j + 1) & (cap - 1);
-		k[j] = m->k[i];
-		v[j] = m->v[i];
-	}
-	tp_free(m->k);
-	tp_free(m->v);
-	m->k = k;
-	m->v = v;
-	m->cap = cap;
-	return 0;
-}
-
-/* The value slot of key, inserted with value val when missing; NULL: out of memory. */
-static uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val)
-{
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && hmap_grow(m))
-		return NULL;
-	for (j = mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
-		if (m->k[j] == key)
-			return &m->v[j];
-	m->k[j] = key;
-	m->v[j] = val;
-	m->n++;
-	return &m->v[j];
-}
-
-static uint32_t hmap_get(const struct hmap *m, uint64_t key)
-{
-	size_t j;
-
-	if (!m->cap)
-		return UINT32_MAX;
-	for (j = mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
-		if (m->k[j] == key)
-			return m->v[j];
-	return UINT32_MAX;
-}
-
-static void hmap_free(struct hmap *m)
-{
-	tp_free(m->k);
-	tp_free(m->v);
-	memset(m, 0, sizeof(*m));
 }
 
 /* ---- growable arrays ---- */
@@ -444,7 +365,7 @@ static int add_kernel(struct analysis *an, const struct tp_event *e, int kind, i
 /* The thread number of an event's (pid, tid); NULL when out of memory. */
 static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 {
-	uint64_t tk = mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid);
+	uint64_t tk = hmap_mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid);
 
 	return hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
 }
@@ -458,7 +379,7 @@ static int memory_event(struct analysis *an, const struct tp_event *e)
 		.bytes = (e->have & TH_BYTES) ? e->bytes : 0, .total_alloc = e->total_alloc,
 		.total_res = e->total_reserved,
 		/* resolved at the end: a thread's spans may come after its allocations */
-		.thread_key = mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid),
+		.thread_key = hmap_mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid),
 		.dev_type = (e->have & TH_DEV_TYPE) ? (int32_t)e->dev_type : 0,
 		.dev_id = (e->have & TH_DEV_ID) ? (int32_t)e->dev_id : -1,
 		.has_addr = (e->have & TH_ADDR) != 0,

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "hmap.h"
 #include "memmodel.h"
 #include "ingest/snapshot.h"
 #include "utf8.h"
@@ -89,7 +90,6 @@ struct dtrace {
 	uint8_t *acat;
 	size_t nal, capal;
 	struct mem_amap m;
-	size_t mfill;			/* amap slots that may be taken: grown before half */
 	uint64_t seen;			/* entries, every action: an entry's place stands for a missing time */
 	uint64_t allocs, frees_completed;
 	int64_t base;			/* freed without an alloc: allocated before recording */
@@ -100,13 +100,6 @@ struct dtrace {
 };
 
 #define MAX_DEVICES 64
-
-/* pointer -> frame_phase(): open addressing, at most half full */
-struct fcache {
-	const struct pk_obj **key;
-	uint8_t *val;
-	size_t cap, n;
-};
 
 struct snap_reader {
 	struct pickle_parser *p;
@@ -119,7 +112,7 @@ struct snap_reader {
 	uint32_t *fsh;			/* summary indexes by content, open addressing, at most half full */
 	struct pk_obj *none;		/* what the memo names a taken empty frame list by */
 	size_t fshcap;
-	struct fcache fc;
+	struct hmap phases;		/* frame dict -> frame_phase() */
 	int any_frames;
 };
 
@@ -230,37 +223,12 @@ static unsigned frame_phase(const struct pk_obj *f)
 /* frame_phase(f), looked up once per frame (a frame dict is named by many lists); > 255: out of memory */
 static unsigned frame_info(struct snap_reader *rd, const struct pk_obj *f)
 {
-	struct fcache *c = &rd->fc;
-	size_t j;
+	uint64_t key = (uint64_t)(uintptr_t)f;
+	uint32_t v = hmap_get(&rd->phases, key);
 
-	if (c->n + 1 > c->cap / 2) {
-		struct fcache n = { .cap = c->cap ? c->cap * 2 : 1024 };
-		if (!(n.key = tp_calloc(n.cap, sizeof(*n.key))) || !(n.val = tp_malloc(n.cap))) {
-			tp_free(n.key);
-			return 256;
-		}
-		for (size_t i = 0; i < c->cap; i++)
-			if (c->key[i]) {
-				for (j = ((uintptr_t)c->key[i] >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (n.cap - 1); n.key[j];
-				     j = (j + 1) & (n.cap - 1))
-					;
-				n.key[j] = c->key[i];
-				n.val[j] = c->val[i];
-			}
-		n.n = c->n;
-		tp_free(c->key);
-		tp_free(c->val);
-		*c = n;
-	}
-	for (j = ((uintptr_t)f >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (c->cap - 1); c->key[j] && c->key[j] != f;
-	     j = (j + 1) & (c->cap - 1))
-		;
-	if (!c->key[j]) {
-		c->key[j] = f;
-		c->val[j] = (uint8_t)frame_phase(f);
-		c->n++;
-	}
-	return c->val[j];
+	if (v == UINT32_MAX && !hmap_put(&rd->phases, key, v = frame_phase(f)))
+		return 256;
+	return v;
 }
 
 static unsigned phase(const struct snap_reader *rd, uint32_t f, int any_frames)
@@ -486,24 +454,6 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* d's slot for addr (-1: new), the table doubled before it is half full; NULL: out of memory */
-static int32_t *addr_slot(struct dtrace *d, int64_t addr)
-{
-	int32_t *slot = mem_amap_slot(&d->m, addr);
-	struct mem_amap n;
-
-	if (*slot != -1 || ++d->mfill <= d->m.cap / 2)
-		return slot;
-	if (mem_amap_init(&n, d->m.cap / 2))	/* cap >= 2 * n + 2: twice the slots */
-		return NULL;
-	for (size_t j = 0; j < d->m.cap; j++)
-		if (d->m.val[j] != -1)
-			*mem_amap_slot(&n, d->m.key[j]) = d->m.val[j];
-	mem_amap_free(&d->m);
-	d->m = n;
-	return mem_amap_slot(&d->m, addr);
-}
-
 static uint8_t *put_varint(uint8_t *b, uint64_t v)
 {
 	for (; v >= 0x80; v >>= 7)
@@ -663,7 +613,7 @@ static int take_entry(void *ctx, struct pickle_parser *p, const struct pk_obj *l
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	} else {
 		/* pair allocations and frees by address; a free of a block never allocated here is pre-existing */
-		int32_t *slot = addr_slot(d, addr);
+		int32_t *slot = mem_amap_put(&d->m, addr);
 		int rc = 0;
 		if (!slot)
 			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -714,8 +664,7 @@ void snap_reader_free(struct snap_reader *rd)
 		trace_free(&rd->tr[i]);
 	tp_free(rd->fs);
 	tp_free(rd->fsh);
-	tp_free(rd->fc.key);
-	tp_free(rd->fc.val);
+	hmap_free(&rd->phases);
 	tp_free(rd);
 }
 
@@ -863,7 +812,7 @@ static int trace_copy(struct dtrace *t, const struct dtrace *d)
 	t->acat = NULL;
 	t->caprec = t->capal = 0;
 	t->m = (struct mem_amap){ 0 };
-	if (!(t->rec = tp_malloc(d->nrec + 1)) || al_grow(t, d->nal + 1) || mem_amap_init(&t->m, d->m.cap / 2))
+	if (!(t->rec = tp_malloc(d->nrec + 1)) || al_grow(t, d->nal + 1) || mem_amap_copy(&t->m, &d->m))
 		return -1;
 	t->caprec = d->nrec + 1;
 	/* a list of entries none of which made a record (all 'snapshot' or 'oom') has no arrays yet */
@@ -874,9 +823,6 @@ static int trace_copy(struct dtrace *t, const struct dtrace *d)
 		memcpy(t->afa, d->afa, d->nal * sizeof(*t->afa));
 		memcpy(t->acat, d->acat, d->nal);
 	}
-	for (size_t j = 0; j < d->m.cap; j++)
-		if (d->m.val[j] != -1)
-			*mem_amap_slot(&t->m, d->m.key[j]) = d->m.val[j];
 	return 0;
 }
 
@@ -997,7 +943,7 @@ static int one_device(struct snap_result *r, struct snap_reader *rd, const struc
 			if (!is_live_block(bl) || !pk_int(pk_get(bl, "address"), &addr) ||
 			    !pk_int(pk_get(bl, "size"), &size) || size < 0)
 				continue;
-			if (!(slot = addr_slot(tr, addr)) || (fs = frames_of(rd, pk_get(bl, "frames"))) == UINT32_MAX)
+			if (!(slot = mem_amap_put(&tr->m, addr)) || (fs = frames_of(rd, pk_get(bl, "frames"))) == UINT32_MAX)
 				goto out;
 			if (*slot >= 0)
 				continue;

@@ -1,0 +1,78 @@
+/*
+ * hmap.c: the u64 -> u32 map (hmap.h).
+ */
+#include <string.h>
+
+#include "alloc.h"
+#include "hmap.h"
+
+uint64_t hmap_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int hmap_grow(struct hmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 256, i;
+	uint64_t *k = tp_malloc(cap * sizeof(*k));
+	uint32_t *v = tp_malloc(cap * sizeof(*v));
+
+	if (!k || !v) {
+		tp_free(k);
+		tp_free(v);
+		return -1;
+	}
+	memset(v, 0xff, cap * sizeof(*v));
+	for (i = 0; i < m->cap; i++) {
+		if (m->v[i] == UINT32_MAX)
+			continue;
+		size_t j = hmap_mix(m->k[i]) & (cap - 1);
+		while (v[j] != UINT32_MAX)
+			j = (j + 1) & (cap - 1);
+		k[j] = m->k[i];
+		v[j] = m->v[i];
+	}
+	tp_free(m->k);
+	tp_free(m->v);
+	m->k = k;
+	m->v = v;
+	m->cap = cap;
+	return 0;
+}
+
+uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && hmap_grow(m))
+		return NULL;
+	for (j = hmap_mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
+		if (m->k[j] == key)
+			return &m->v[j];
+	m->k[j] = key;
+	m->v[j] = val;
+	m->n++;
+	return &m->v[j];
+}
+
+uint32_t hmap_get(const struct hmap *m, uint64_t key)
+{
+	size_t j;
+
+	if (!m->cap)
+		return UINT32_MAX;
+	for (j = hmap_mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
+		if (m->k[j] == key)
+			return m->v[j];
+	return UINT32_MAX;
+}
+
+void hmap_free(struct hmap *m)
+{
+	tp_free(m->k);
+	tp_free(m->v);
+	memset(m, 0, sizeof(*m));
+}

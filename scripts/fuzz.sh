@@ -3,9 +3,18 @@
 # each for SECONDS (default 20) from the seeds in tests/fuzz/seeds, in a
 # scratch corpus. A crash stops with the failing input saved in build-fuzz/.
 #   scripts/fuzz.sh [SECONDS]
+# With FUZZ_SEED (and FUZZ_RUNS, default 200000) each fuzzer runs a fixed
+# sequence: the same seeds and the same seed number give the same inputs, and
+# SECONDS only cuts it short. CI runs that (a sequence run here first, whole),
+# so a red CI is a regression, not a new random find; a campaign without
+# FUZZ_SEED explores.
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-20}
+fixed=
+if [ -n "${FUZZ_SEED:-}" ]; then
+	fixed="-seed=$FUZZ_SEED -runs=${FUZZ_RUNS:-200000}"
+fi
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack fuzz_port fuzz_textfmt \
@@ -25,7 +34,7 @@ for t in trace timeline pickle num routes evpack port textfmt canary; do
 		done
 	fi
 	echo "== fuzz_$t for ${secs}s"
-	(cd build-fuzz && ./tests/fuzz/fuzz_$t -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	(cd build-fuzz && ./tests/fuzz/fuzz_$t $fixed -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |
 		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY|crash-' || true)
 	rm -rf "$corpus"

@@ -2441,12 +2441,37 @@ void store_mem_series_free(struct store_mem_series *s)
 	s->nrecordings = 0;
 }
 
+/*
+ * st's rows' two integer columns into the arrays *a and *b, empty (NULL,
+ * *n 0) before and grown. The last db_step, or DB_ROW when out of memory.
+ */
+static int read_pairs(struct db_stmt *st, int64_t **a, int64_t **b, size_t *n)
+{
+	size_t cap = 0;
+	int step;
+
+	while ((step = db_step(st)) == DB_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			int64_t *na = tp_realloc(*a, cap * sizeof(*na));
+			if (na)
+				*a = na;
+			int64_t *nb = na ? tp_realloc(*b, cap * sizeof(*nb)) : NULL;
+			if (!nb)
+				break;
+			*b = nb;
+		}
+		(*a)[*n] = db_column_int64(st, 0);
+		(*b)[(*n)++] = db_column_int64(st, 1);
+	}
+	return step;
+}
+
 int store_mem_series(struct store_reader *r, const char *run, int rank, const char *device,
 		     struct store_mem_series *out, struct tp_errbuf *err)
 {
 	struct series s;
 	struct db_stmt *st;
-	size_t cap = 0;
 	int step;
 
 	memset(out, 0, sizeof(*out));
@@ -2464,20 +2489,7 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 		return TP_ERR_DB;
 	bind_text(st, 3, s.device);
 	bind_text(st, 4, s.source);
-	while ((step = db_step(st)) == DB_ROW) {
-		if (out->nrecordings == cap) {
-			cap = cap ? cap * 2 : 8;
-			int64_t *na = tp_realloc(out->recordings, cap * sizeof(*na));
-			if (na)
-				out->recordings = na;
-			int64_t *nb = na ? tp_realloc(out->baselines, cap * sizeof(*nb)) : NULL;
-			if (!nb)
-				break;
-			out->baselines = nb;
-		}
-		out->recordings[out->nrecordings] = db_column_int64(st, 0);
-		out->baselines[out->nrecordings++] = db_column_int64(st, 1);
-	}
+	step = read_pairs(st, &out->recordings, &out->baselines, &out->nrecordings);
 	db_finalize(st);
 	if (step != DB_DONE) {
 		store_mem_series_free(out);
@@ -3862,7 +3874,6 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 {
 	struct store_trace *t;
 	struct db_stmt *st;
-	size_t cap = 0;
 	int step;
 
 	if ((rank = rank_of(r, run, rank, err)) < 0)
@@ -3878,20 +3889,7 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 		store_trace_close(t);
 		return TP_ERR_DB;
 	}
-	while ((step = db_step(st)) == DB_ROW) {
-		if (t->nart == cap) {
-			cap = cap ? cap * 2 : 8;
-			int64_t *ni = tp_realloc(t->ids, cap * sizeof(*ni));
-			if (ni)
-				t->ids = ni;
-			int64_t *nb = ni ? tp_realloc(t->bases, cap * sizeof(*nb)) : NULL;
-			if (!nb)
-				break;
-			t->bases = nb;
-		}
-		t->ids[t->nart] = db_column_int64(st, 0);
-		t->bases[t->nart++] = db_column_int64(st, 1);
-	}
+	step = read_pairs(st, &t->ids, &t->bases, &t->nart);
 	db_finalize(st);
 	if (step != DB_DONE) {
 		store_trace_close(t);

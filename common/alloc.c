@@ -48,6 +48,23 @@ void tp_free(void *p)
 	free(p);
 }
 
+int tp_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap ? *cap : 64, bytes;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		if (__builtin_mul_overflow(c, 2, &c))
+			return -1;
+	if (__builtin_mul_overflow(c, size, &bytes) || !(np = tp_realloc(*p, bytes)))
+		return -1;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
 char *tp_strdup(const char *s)
 {
 	return tp_strndup(s, strlen(s));

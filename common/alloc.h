@@ -18,6 +18,12 @@ void *tp_realloc(void *p, size_t n);
 void tp_free(void *p);
 char *tp_strdup(const char *s);
 char *tp_strndup(const char *s, size_t n);
+/*
+ * Room for need elements of size in the array *p of capacity *cap (both
+ * updated), doubling from 64; -1 (*p and *cap as they were) when out of
+ * memory or past what a size_t counts.
+ */
+int tp_grow(void **p, size_t *cap, size_t need, size_t size);
 
 /* zlib's z_stream.zalloc / zfree */
 void *tp_zalloc(void *opaque, unsigned items, unsigned size);

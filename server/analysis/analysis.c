@@ -120,23 +120,6 @@ int an_dtype_size(const char *d)
 
 /* ---- growable arrays ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t cap2;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	cap2 = *cap ? *cap : 64;
-	while (cap2 < need)
-		cap2 *= 2;
-	if (!(np = tp_realloc(*p, cap2 * size)))
-		return -1;
-	*p = np;
-	*cap = cap2;
-	return 0;
-}
-
 /* ---- classification of interned strings ---- */
 
 enum {
@@ -332,7 +315,7 @@ static int add_kernel(struct analysis *an, const struct tp_event *e, int kind, i
 	if (!slot)
 		return -1;
 	if (*slot == an->res.nkernels) {
-		if (grow((void **)&an->res.kernels, &an->kcap, an->res.nkernels + 1, sizeof(*k)))
+		if (tp_grow((void **)&an->res.kernels, &an->kcap, an->res.nkernels + 1, sizeof(*k)))
 			return -1;
 		k = &an->res.kernels[an->res.nkernels++];
 		memset(k, 0, sizeof(*k));
@@ -372,7 +355,7 @@ static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 
 static int memory_event(struct analysis *an, const struct tp_event *e)
 {
-	if (grow((void **)&an->mev, &an->mevcap, an->nmev + 1, sizeof(*an->mev)))
+	if (tp_grow((void **)&an->mev, &an->mevcap, an->nmev + 1, sizeof(*an->mev)))
 		return -1;
 	an->mev[an->nmev] = (struct mem_event){
 		.ts = e->ts_ns, .ev_idx = (e->have & TH_EV_IDX) ? e->ev_idx : 0, .addr = e->addr,
@@ -397,7 +380,7 @@ static uint32_t sid64(const struct tp_event *e, uint32_t bit, int64_t v)
 
 static int comm_event(struct analysis *an, const struct tp_event *e, int64_t s, int64_t dur, uint32_t thread, int gpu)
 {
-	if (grow((void **)&an->c, &an->ccap, an->nc + 1, sizeof(*an->c)))
+	if (tp_grow((void **)&an->c, &an->ccap, an->nc + 1, sizeof(*an->c)))
 		return -1;
 	an->c[an->nc++] = (struct crec){
 		.s = s, .e = s + dur, .thread = thread, .name = e->name, .gpu = (uint8_t)gpu,
@@ -432,7 +415,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		if (cc == C_GPU_ANN)
 			return TP_OK;
 		step_number(an->str(an->payload, e->name), &n);
-		if (grow((void **)&an->cpu_steps, &an->cscap, an->ncs + 1, sizeof(*an->cpu_steps)))
+		if (tp_grow((void **)&an->cpu_steps, &an->cscap, an->ncs + 1, sizeof(*an->cpu_steps)))
 			return nomem(err);
 		an->cpu_steps[an->ncs++] = (struct srec){ .step = n, .s = s, .e = s + dur };
 		return TP_OK;
@@ -440,7 +423,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	switch (cc) {
 	case C_OP: case C_ANN: case C_RUNTIME: {
 		uint32_t *t = thread_of(an, e);
-		if (!t || grow((void **)&an->h, &an->hcap, an->nh + 1, sizeof(*an->h)))
+		if (!t || tp_grow((void **)&an->h, &an->hcap, an->nh + 1, sizeof(*an->h)))
 			return nomem(err);
 		int rt = cc == C_RUNTIME;
 		an->h[an->nh] = (struct hrec){
@@ -457,7 +440,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	}
 	case C_KERNEL: case C_MEMCPY: case C_MEMSET: {
 		int kind = cc == C_KERNEL ? AN_GPU_KERNEL : cc == C_MEMCPY ? AN_GPU_MEMCPY : AN_GPU_MEMSET;
-		if (grow((void **)&an->g, &an->gcap, an->ng + 1, sizeof(*an->g)) || add_kernel(an, e, kind, dur))
+		if (tp_grow((void **)&an->g, &an->gcap, an->ng + 1, sizeof(*an->g)) || add_kernel(an, e, kind, dur))
 			return nomem(err);
 		an->g[an->ng++] = (struct grec){
 			.s = s, .e = s + dur, .kind = (uint8_t)kind, .comm = kind == AN_GPU_KERNEL && (nc & N_COMM),
@@ -520,7 +503,7 @@ static int nest(struct analysis *an, int32_t *parent, int64_t *self)
 		self[i] = end - r->s;
 		if (depth)
 			self[stack[depth - 1].i] -= end - r->s;
-		if (grow((void **)&stack, &cap, depth + 1, sizeof(*stack))) {
+		if (tp_grow((void **)&stack, &cap, depth + 1, sizeof(*stack))) {
 			tp_free(stack);
 			return -1;
 		}
@@ -591,7 +574,7 @@ static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device
 	if (!slot)
 		return -1;
 	if (*slot == an->res.nops) {
-		if (grow((void **)&an->res.ops, &an->opcap, an->res.nops + 1, sizeof(*o)))
+		if (tp_grow((void **)&an->res.ops, &an->opcap, an->res.nops + 1, sizeof(*o)))
 			return -1;
 		o = &an->res.ops[an->res.nops++];
 		*o = (struct an_op){ .name = name, .device = device };
@@ -703,7 +686,7 @@ static int ivals_add(struct ivals *l, int64_t s, int64_t e)
 {
 	if (e <= s)
 		return 0;
-	if (grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+	if (tp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
 		return -1;
 	l->v[l->n++] = (struct ival){ s, e };
 	return 0;
@@ -945,7 +928,7 @@ static int breakdown(struct analysis *an)
 			a = an->g[i].s < a ? an->g[i].s : a;
 			b = an->g[i].e > b ? an->g[i].e : b;
 		}
-		if (grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
+		if (tp_grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
 			goto out;
 		an->cpu_steps[an->ncs++] = (struct srec){ .step = 0, .s = a, .e = fit_end(a, b) };
 		whole = 1;

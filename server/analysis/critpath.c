@@ -17,25 +17,9 @@ const char *cp_kind_name(int kind)
 	return kind >= 0 && kind < CP_NKINDS ? kind_names[kind] : "unknown";
 }
 
-/* room for one more element of size in *p (capacity *cap); -1 when out of memory */
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t nc;
-	void *np;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 64;
-	if (!(np = tp_realloc(*p, nc * size)))
-		return -1;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 int cp_add_window(struct cp_input *in, int rank, int64_t start_ns, int64_t end_ns)
 {
-	if (grow((void **)&in->win, &in->wcap, in->nwin, sizeof(*in->win)))
+	if (tp_grow((void **)&in->win, &in->wcap, in->nwin + 1, sizeof(*in->win)))
 		return -1;
 	in->win[in->nwin++] = (struct cp_window){ rank, start_ns, end_ns };
 	return 0;
@@ -43,7 +27,7 @@ int cp_add_window(struct cp_input *in, int rank, int64_t start_ns, int64_t end_n
 
 int cp_add_coll(struct cp_input *in, int rank, int64_t start_ns, int64_t launch_ns, size_t inst)
 {
-	if (grow((void **)&in->colls, &in->ccap, in->ncolls, sizeof(*in->colls)))
+	if (tp_grow((void **)&in->colls, &in->ccap, in->ncolls + 1, sizeof(*in->colls)))
 		return -1;
 	in->colls[in->ncolls++] = (struct cp_coll){ rank, start_ns, launch_ns, inst };
 	return 0;
@@ -100,7 +84,7 @@ int cp_add_event(struct cp_input *in, int rank, const struct tp_event *e, int64_
 	/* an empty host event holds no time, and would let the walk go round inside its parent */
 	if (start >= w->end_ns || end <= w->start_ns || (!on_device(kind) && end == start))
 		return 0;
-	if (grow((void **)&in->nodes, &in->cap, in->n, sizeof(*in->nodes)))
+	if (tp_grow((void **)&in->nodes, &in->cap, in->n + 1, sizeof(*in->nodes)))
 		return -1;
 	n = &in->nodes[in->n];
 	*n = (struct cp_node){ .rank = rank, .kind = kind, .start_ns = start, .end_ns = end,
@@ -496,7 +480,7 @@ static int push_seg(struct seg **seg, size_t *n, size_t *cap, int rank, int kind
 {
 	if (e <= s)
 		return 0;
-	if (grow((void **)seg, cap, *n, sizeof(**seg)))
+	if (tp_grow((void **)seg, cap, *n + 1, sizeof(**seg)))
 		return -1;
 	(*seg)[(*n)++] = (struct seg){ rank, kind, name, s, e - s };
 	return 0;

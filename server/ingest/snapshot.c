@@ -438,22 +438,6 @@ static int64_t us_to_ns(int64_t us)
 	return __builtin_mul_overflow(us, 1000, &ns) ? (us < 0 ? INT64_MIN : INT64_MAX) : ns;
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-	size_t c = *cap ? *cap : 1024;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	if (!(n = tp_realloc(*v, c * size)))
-		return -1;
-	*v = n;
-	*cap = c;
-	return 0;
-}
-
 static uint8_t *put_varint(uint8_t *b, uint64_t v)
 {
 	for (; v >= 0x80; v >>= 7)
@@ -479,7 +463,7 @@ static int put_rec(struct dtrace *d, int action, int64_t t, uint64_t v)
 	uint64_t step = d->nents ? (uint64_t)t - (uint64_t)d->last_rec_t : 0;
 	uint8_t *b;
 
-	if (grow((void **)&d->rec, &d->caprec, d->nrec + REC_MAX, 1))
+	if (tp_grow((void **)&d->rec, &d->caprec, d->nrec + REC_MAX, 1))
 		return -1;
 	b = d->rec + d->nrec;
 	*b++ = (uint8_t)(action | (step % 1000 ? 0 : D1000));

@@ -350,19 +350,10 @@ static char *keep_str(struct textfmt_parser *p, const char *s, size_t n)
 	return p->strs[p->nstrs++] = c;
 }
 
-/* Grow *arr to hold n+1 items of size sz. */
+/* Room in *arr for n + 1 items of size sz, within max; -1: past max or out of memory. */
 static int grow(void **arr, size_t *cap, size_t n, size_t sz, uint64_t max)
 {
-	if (n < *cap)
-		return 0;
-	if (n >= max)
-		return -1;
-	size_t nc = *cap ? *cap * 2 : 64;
-	void *na = tp_realloc(*arr, nc * sz);
-	if (!na)
-		return -1;
-	*arr = na, *cap = nc;
-	return 0;
+	return n >= *cap && n >= max ? -1 : tp_grow(arr, cap, n + 1, sz);
 }
 
 static int bad(struct textfmt_parser *p, struct tp_errbuf *err, const char *what)

@@ -72,7 +72,8 @@ case ${1:-} in
 "") ;;
 *) echo "unknown argument: $1 (settings are environment variables, see --help)" >&2; exit 2 ;;
 esac
-die() { echo "api_latency: $*" >&2; exit 1; }
+BENCH=api_latency
+. "$HERE/lib.sh"
 [ -x "$SERVER" ] || die "no server at $SERVER (cmake --build build -j2, or set TRAINSCOPE_SERVER)"
 for c in python3 curl gzip; do command -v $c >/dev/null || die "$c is needed"; done
 if ! command -v wrk >/dev/null; then
@@ -98,8 +99,6 @@ cleanup() {
 trap cleanup EXIT
 
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d=d.get("artifact",d); print(d[sys.argv[2]])' "$1" "$2"; }
-now() { date +%s.%N; }
-calc() { python3 -c "print(format($1, '$2'))"; }
 
 # Two runs at once would measure each other: the second waits for the first.
 exec 8>"$WORK/.run.lock"
@@ -132,14 +131,7 @@ SARGS=(--listen 127.0.0.1:0 --db "$DB")
 [ -n "$SERVER_THREADS" ] && SARGS+=(--threads "$SERVER_THREADS")
 "$SERVER" "${SARGS[@]}" >"$RUNDIR/server.out" 2>"$RUNDIR/server.err" 8>&- 9>&- &
 SPID=$!
-PORT=
-for _ in $(seq 100); do
-	PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$RUNDIR/server.out" "$RUNDIR/server.err" | head -1)
-	[ -n "$PORT" ] && break
-	kill -0 "$SPID" 2>/dev/null || die "server exited: $(cat "$RUNDIR/server.err")"
-	sleep 0.1
-done
-[ -n "$PORT" ] || die "server did not report its port"
+wait_port "$RUNDIR"
 BASE=http://127.0.0.1:$PORT
 echo "== server pid $SPID on port $PORT"
 

@@ -38,7 +38,8 @@ while [ $# -gt 0 ]; do
 	*) echo "unknown option: $1" >&2; exit 2 ;;
 	esac
 done
-die() { echo "ingest_bench: $*" >&2; exit 1; }
+BENCH=ingest_bench
+. "$HERE/lib.sh"
 [ -x "$SERVER" ] || die "no server at $SERVER (build it: cmake -S . -B build -DBUILD_TESTS=OFF && cmake --build build -j2)"
 command -v curl >/dev/null || die "curl is needed"
 mkdir -p "$OUT"
@@ -54,8 +55,6 @@ trap cleanup EXIT
 
 # jget JSON KEY: one field of a flat JSON object, or of {"artifact":{...}}.
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d=d.get("artifact",d); print(d[sys.argv[2]])' "$1" "$2"; }
-now() { date +%s.%N; }
-calc() { python3 -c "print(format($1, '$2'))"; }
 mib() { calc "$1 / 1048576" .1f; }
 
 # 1. Generate the trace.
@@ -73,14 +72,7 @@ rm -f "$DB" "$DB-wal" "$DB-shm"
 "$SERVER" --listen 127.0.0.1:0 --db "${URI:-$DB}" --max-ratio 100000 \
 	>"$OUT/server.out" 2>"$OUT/server.err" &
 SPID=$!
-PORT=
-for _ in $(seq 100); do
-	PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$OUT/server.out")
-	[ -n "$PORT" ] && break
-	kill -0 "$SPID" 2>/dev/null || die "server exited: $(cat "$OUT/server.err")"
-	sleep 0.1
-done
-[ -n "$PORT" ] || die "server did not report its port"
+wait_port "$OUT"
 echo "== server pid $SPID on port $PORT"
 
 # upload FILE RUN: POST the file, check the answer, set SECS and HWM_KB.

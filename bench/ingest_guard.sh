@@ -29,7 +29,8 @@
 # Prints one line of figures; exits 1 when a limit is passed.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
 SERVER=${TRAINSCOPE_SERVER:-$ROOT/build-release/trainscope-server}
 FIXTURE=$ROOT/../shared/fixtures/traces/hta_v100_train_memory.json.gz
 MAX_RATIO=0.6 MAX_RSS_MB=160 MAX_SNAP_RSS_MB=80
@@ -42,7 +43,8 @@ while [ $# -gt 0 ]; do
 	*) echo "ingest_guard: unknown option: $1" >&2; exit 2 ;;
 	esac
 done
-die() { echo "ingest_guard: $*" >&2; exit 1; }
+BENCH=ingest_guard
+. "$HERE/lib.sh"
 [ -x "$SERVER" ] || die "no server at $SERVER"
 [ -r "$FIXTURE" ] || die "no fixture at $FIXTURE"
 
@@ -57,16 +59,8 @@ gzip -dc "$FIXTURE" >"$DIR/trace.json"
 
 "$SERVER" --listen 127.0.0.1:0 --db "$DIR/t.db" >"$DIR/server.out" 2>"$DIR/server.err" &
 SPID=$!
-PORT=
-for _ in $(seq 100); do
-	PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$DIR/server.out")
-	[ -n "$PORT" ] && break
-	kill -0 "$SPID" 2>/dev/null || die "server exited: $(cat "$DIR/server.err")"
-	sleep 0.1
-done
-[ -n "$PORT" ] || die "server did not report its port"
+wait_port "$DIR"
 
-now() { date +%s.%N; }
 best_up=999 best_py=999
 for i in 1 2 3; do
 	t0=$(now)

@@ -30,7 +30,8 @@ while [ $# -gt 0 ]; do
 	*) echo "unknown option: $1" >&2; exit 2 ;;
 	esac
 done
-die() { echo "snapshot_bench: $*" >&2; exit 1; }
+BENCH=snapshot_bench
+. "$HERE/lib.sh"
 [ -x "$SERVER" ] || die "no server at $SERVER"
 mkdir -p "$OUT"
 SNAP=${FILE:-$OUT/big_snapshot.pickle}
@@ -41,8 +42,6 @@ cleanup() {
 	[ "$KEEP" = 1 ] || rm -f "$SNAP"
 }
 trap cleanup EXIT
-now() { date +%s.%N; }
-calc() { python3 -c "print(format($1, '$2'))"; }
 
 if [ -z "$FILE" ]; then
 	echo "== generating a ${SIZE_MB} MiB snapshot ${UNIQUE}"
@@ -53,14 +52,7 @@ BYTES=$(stat -c %s "$SNAP")
 rm -f "$OUT/snap.db"*
 "$SERVER" --listen 127.0.0.1:0 --db "$OUT/snap.db" >"$OUT/server.out" 2>"$OUT/server.err" &
 SPID=$!
-PORT=
-for _ in $(seq 100); do
-	PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$OUT/server.out")
-	[ -n "$PORT" ] && break
-	kill -0 "$SPID" 2>/dev/null || die "server exited: $(cat "$OUT/server.err")"
-	sleep 0.1
-done
-[ -n "$PORT" ] || die "server did not report its port"
+wait_port "$OUT"
 
 t0=$(now)
 resp=$(curl -sS -X POST -H 'Expect:' -T "$SNAP" "http://127.0.0.1:$PORT/api/v1/runs/snap/artifacts?name=big&rank=0")

@@ -76,10 +76,24 @@ static int categorize(const struct alloc *x, const struct mem_span *sp, int64_t 
 	return CAT_UNKNOWN;
 }
 
+/*
+ * A device's series, made again from its events at each walk instead of held
+ * (a point is 80 bytes; this keeps 4 a event and 9 an allocation). The
+ * events are the analysis's, which outlives the result.
+ */
+struct trace_src {
+	const struct mem_event *ev;
+	size_t n;
+	int32_t *aidx;		/* per event: its allocation, -1 none */
+	int64_t *asize;		/* per allocation */
+	uint8_t *acat;
+	int64_t base;		/* allocated before the first event */
+};
+
 struct mem_result {
 	struct mem_series *series;
 	size_t nseries;
-	struct mem_point **pts;
+	struct trace_src *src;
 	struct mem_group **groups;
 	char **names;			/* group op names, copied */
 	size_t nnames;
@@ -90,13 +104,95 @@ void mem_result_free(struct mem_result *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->nseries; i++) {
-		tp_free(r->pts[i]);
+		tp_free(r->src[i].aidx);
+		tp_free(r->src[i].asize);
+		tp_free(r->src[i].acat);
 		tp_free(r->groups[i]);
 	}
 	tp_free(r->series);
-	tp_free(r->pts);
+	tp_free(r->src);
 	tp_free(r->groups);
 	tp_free(r);
+}
+
+/* Each event's point, in order, to fn with the baseline there and the bytes allocated */
+typedef int (*walk_fn)(void *arg, size_t i, const struct mem_point *p, int64_t base, int64_t allocated);
+
+static int walk(const struct trace_src *t, walk_fn fn, void *arg)
+{
+	int64_t live[MEM_NCAT] = { 0 }, base = t->base;
+	struct mem_point p;
+	int rc;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct mem_event *e = &t->ev[i];
+		int32_t a = t->aidx[i];
+		int64_t sum, allocated;
+		if (a >= 0)
+			live[t->acat[a]] = e->bytes > 0 ? tp_sat_add(live[t->acat[a]], t->asize[a])
+						       : tp_sat_sub(live[t->acat[a]], t->asize[a]);
+		else if (e->bytes < 0 && e->has_addr)
+			base = tp_sat_add(base, e->bytes);	/* a block from before the window */
+		else if (e->bytes > 0)
+			live[CAT_UNKNOWN] = tp_sat_add(live[CAT_UNKNOWN], e->bytes);	/* no address to pair by (PyTorch 1.9 traces) */
+		else {
+			/* a free with no address: of something unpaired, else of the baseline */
+			int64_t freed = tp_sat_sub(0, e->bytes);
+			int64_t take = freed < live[CAT_UNKNOWN] ? freed : live[CAT_UNKNOWN];
+			live[CAT_UNKNOWN] = tp_sat_sub(live[CAT_UNKNOWN], take);
+			base = tp_sat_add(base, tp_sat_add(e->bytes, take));
+		}
+		memcpy(p.cat, live, sizeof(live));
+		p.cat[CAT_PARAMETER] = tp_sat_add(p.cat[CAT_PARAMETER], base);
+		sum = mem_point_total(&p);
+		/* the allocator's own total is the truth; what pairing missed is unknown */
+		allocated = e->has_totals ? e->total_alloc : sum;
+		p.cat[CAT_UNKNOWN] = tp_sat_add(p.cat[CAT_UNKNOWN], tp_sat_sub(allocated, sum));
+		p.t_ns = e->ts;
+		p.reserved = e->has_totals ? e->total_res : -1;
+		if ((rc = fn(arg, i, &p, base, allocated)))
+			return rc;
+	}
+	return 0;
+}
+
+struct each {
+	mem_point_fn fn;
+	void *arg;
+};
+
+static int each_point(void *arg, size_t i, const struct mem_point *p, int64_t base, int64_t allocated)
+{
+	const struct each *x = arg;
+
+	(void)i, (void)base, (void)allocated;
+	return x->fn(x->arg, p);
+}
+
+static int replay(const void *src, mem_point_fn fn, void *arg)
+{
+	struct each x = { fn, arg };
+
+	return walk(src, each_point, &x);
+}
+
+struct peak {
+	int64_t best, base;
+	size_t at;
+};
+
+/* the first point of the most bytes allocated */
+static int at_peak(void *arg, size_t i, const struct mem_point *p, int64_t base, int64_t allocated)
+{
+	struct peak *pk = arg;
+
+	(void)p;
+	if (allocated > pk->best) {
+		pk->best = allocated;
+		pk->at = i;
+		pk->base = base;
+	}
+	return 0;
 }
 
 /* The context of moment t on thread th. */
@@ -165,26 +261,25 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One device's events [ev, ev + n): its series into *s. */
+/* One device's events [ev, ev + n): its series into *s, replayed from *t. */
 static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, const int64_t *opt_starts,
-		      size_t nopt, struct mem_event *ev, size_t n, struct mem_series *s, struct mem_point **pts_out,
+		      size_t nopt, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
 		      struct mem_group **groups_out)
 {
 	struct alloc *al = tp_calloc(n + 1, sizeof(*al));
-	int32_t *aidx = tp_malloc((n + 1) * sizeof(*aidx));
-	struct mem_point *pts = tp_calloc(n + 1, sizeof(*pts));
 	struct mem_amap m = { 0 };
-	size_t nal = 0, i, peak = 0;
-	int64_t live[MEM_NCAT] = { 0 }, base, base_at_peak = 0, best = INT64_MIN;
+	struct peak pk = { .best = INT64_MIN };
+	size_t nal = 0, i;
 	int rc = -1;
 
-	if (!al || !aidx || !pts || mem_amap_init(&m, n))
+	*t = (struct trace_src){ .ev = ev, .n = n };
+	if (!al || !(t->aidx = tp_malloc((n + 1) * sizeof(*t->aidx))) || mem_amap_init(&m, n))
 		goto out;
 
 	/* pair allocations and frees by address */
 	for (i = 0; i < n; i++) {
 		const struct mem_event *e = &ev[i];
-		aidx[i] = -1;
+		t->aidx[i] = -1;
 		if (!e->has_addr || !e->bytes)
 			continue;
 		int32_t *slot = mem_amap_slot(&m, e->addr);
@@ -195,15 +290,18 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			x->tf = -1;
 			x->a = context(in, bwd_thread, e->thread, e->ts);
 			*slot = (int32_t)nal;	/* a new block at an address reused without a free: the old one is lost */
-			aidx[i] = (int32_t)nal++;
+			t->aidx[i] = (int32_t)nal++;
 		} else if (*slot >= 0) {
 			struct alloc *x = &al[*slot];
 			x->tf = e->ts;
 			x->f = context(in, bwd_thread, e->thread, e->ts);
-			aidx[i] = *slot;
+			t->aidx[i] = *slot;
 			*slot = -2;
 		}
 	}
+	mem_amap_free(&m);
+	if (!(t->asize = tp_malloc((nal + 1) * sizeof(*t->asize))) || !(t->acat = tp_malloc(nal + 1)))
+		goto out;
 	for (i = 0; i < nal; i++) {
 		/* the first optimizer step that starts after the allocation */
 		size_t lo = 0, hi = nopt;
@@ -215,10 +313,12 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 				hi = mid;
 		}
 		al[i].cat = categorize(&al[i], in->spans, lo < nopt ? opt_starts[lo] : -1);
+		t->asize[i] = al[i].size;
+		t->acat[i] = (uint8_t)al[i].cat;
 	}
 
-	/* the timeline: one point per event */
-	base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;
+	/* the timeline: one point per event, found again at each walk */
+	t->base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;
 	if (!ev[0].has_totals) {
 		/* no allocator totals (PyTorch 1.9): what was there before is at least what the
 		 * frees ahead of their allocations need, the deepest the sum of Bytes goes below 0 */
@@ -226,41 +326,10 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		for (i = 0; i < n; i++)
 			if ((sum = tp_sat_add(sum, ev[i].bytes)) < low)
 				low = sum;
-		base = tp_sat_sub(0, low);
+		t->base = tp_sat_sub(0, low);
 	}
-	s->baseline = base;
-	for (i = 0; i < n; i++) {
-		const struct mem_event *e = &ev[i];
-		struct mem_point *p = &pts[i];
-		int64_t sum, allocated;
-		if (aidx[i] >= 0)
-			live[al[aidx[i]].cat] = e->bytes > 0 ? tp_sat_add(live[al[aidx[i]].cat], al[aidx[i]].size)
-							    : tp_sat_sub(live[al[aidx[i]].cat], al[aidx[i]].size);
-		else if (e->bytes < 0 && e->has_addr)
-			base = tp_sat_add(base, e->bytes);	/* a block from before the window */
-		else if (e->bytes > 0)
-			live[CAT_UNKNOWN] = tp_sat_add(live[CAT_UNKNOWN], e->bytes);	/* no address to pair by (PyTorch 1.9 traces) */
-		else {
-			/* a free with no address: of something unpaired, else of the baseline */
-			int64_t freed = tp_sat_sub(0, e->bytes);
-			int64_t take = freed < live[CAT_UNKNOWN] ? freed : live[CAT_UNKNOWN];
-			live[CAT_UNKNOWN] = tp_sat_sub(live[CAT_UNKNOWN], take);
-			base = tp_sat_add(base, tp_sat_add(e->bytes, take));
-		}
-		memcpy(p->cat, live, sizeof(live));
-		p->cat[CAT_PARAMETER] = tp_sat_add(p->cat[CAT_PARAMETER], base);
-		sum = mem_point_total(p);
-		/* the allocator's own total is the truth; what pairing missed is unknown */
-		allocated = e->has_totals ? e->total_alloc : sum;
-		p->cat[CAT_UNKNOWN] = tp_sat_add(p->cat[CAT_UNKNOWN], tp_sat_sub(allocated, sum));
-		p->t_ns = e->ts;
-		p->reserved = e->has_totals ? e->total_res : -1;
-		if (allocated > best) {
-			best = allocated;
-			peak = i;
-			base_at_peak = base;
-		}
-	}
+	s->baseline = t->base;
+	walk(t, at_peak, &pk);
 
 	/* what was alive at the peak, by category and allocating operator */
 	{
@@ -272,9 +341,9 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			tp_free(alive);
 			goto out;
 		}
-		for (i = 0; i <= peak; i++)
-			if (aidx[i] >= 0)
-				alive[aidx[i]] = ev[i].bytes > 0;
+		for (i = 0; i <= pk.at; i++)
+			if (t->aidx[i] >= 0)
+				alive[t->aidx[i]] = ev[i].bytes > 0;
 		for (i = 0; i < nal; i++) {
 			if (!alive[i])
 				continue;
@@ -285,8 +354,8 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 				x->count++;
 			}
 		}
-		if (base_at_peak > 0 && ng < MEM_MAX_GROUPS + 2)
-			g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = base_at_peak, .count = -1 };
+		if (pk.base > 0 && ng < MEM_MAX_GROUPS + 2)
+			g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = pk.base, .count = -1 };
 		mem_groups_sort(g, ng);
 		tp_free(alive);
 		*groups_out = g;
@@ -298,15 +367,13 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 	else
 		snprintf(s->device, sizeof(s->device), "cuda:%d", ev[0].dev_id < 0 ? 0 : ev[0].dev_id);
 	s->source = "trace";
-	s->pts = pts;
+	s->pts = NULL;
 	s->n = n;
-	*pts_out = pts;
-	pts = NULL;
+	s->replay = replay;
+	s->src = t;
 	rc = 0;
 out:
 	tp_free(al);
-	tp_free(aidx);
-	tp_free(pts);
 	mem_amap_free(&m);
 	return rc;
 }
@@ -341,16 +408,18 @@ int mem_infer(const struct mem_input *in, struct mem_result **out, const struct 
 		if (!i || in->ev[i].dev_type != in->ev[i - 1].dev_type || in->ev[i].dev_id != in->ev[i - 1].dev_id)
 			ndev++;
 	r->series = tp_calloc(ndev + 1, sizeof(*r->series));
-	r->pts = tp_calloc(ndev + 1, sizeof(*r->pts));
+	r->src = tp_calloc(ndev + 1, sizeof(*r->src));
 	r->groups = tp_calloc(ndev + 1, sizeof(*r->groups));
-	if (!r->series || !r->pts || !r->groups)
+	if (!r->series || !r->src || !r->groups)
 		goto oom;
 	for (start = 0, i = 1; i <= in->nev; i++) {
 		if (i < in->nev && in->ev[i].dev_type == in->ev[start].dev_type && in->ev[i].dev_id == in->ev[start].dev_id)
 			continue;
 		if (one_device(in, bwd, opt, nopt, in->ev + start, i - start, &r->series[r->nseries],
-			       &r->pts[r->nseries], &r->groups[r->nseries]))
+			       &r->src[r->nseries], &r->groups[r->nseries])) {
+			r->nseries++;	/* what it made is freed with the rest */
 			goto oom;
+		}
 		r->nseries++;
 		start = i;
 	}

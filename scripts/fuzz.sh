@@ -4,16 +4,23 @@
 # scratch corpus. A crash stops with the failing input saved in build-fuzz/.
 #   scripts/fuzz.sh [SECONDS]
 # With FUZZ_SEED (and FUZZ_RUNS, default 200000) each fuzzer runs a fixed
-# sequence: the same seeds and the same seed number give the same inputs, and
-# SECONDS only cuts it short. CI runs that (a sequence run here first, whole),
-# so a red CI is a regression, not a new random find; a campaign without
-# FUZZ_SEED explores.
+# sequence: the same seeds and seed number give the same inputs, and SECONDS
+# only cuts it short. CI runs that (each sequence is run here whole before a
+# push), so a red CI is a regression, not a new random find; a campaign
+# without FUZZ_SEED explores. Fixed takes no corpus reloads (-reload=0, they
+# are timed) and no address randomization (setarch -R where the machine
+# allows it): the snapshot reader hashes pointers, so addresses steer coverage.
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-20}
-fixed=
+fixed= norand=
 if [ -n "${FUZZ_SEED:-}" ]; then
-	fixed="-seed=$FUZZ_SEED -runs=${FUZZ_RUNS:-200000}"
+	fixed="-seed=$FUZZ_SEED -runs=${FUZZ_RUNS:-200000} -reload=0"
+	if setarch "$(uname -m)" -R true 2>/dev/null; then
+		norand="setarch $(uname -m) -R"
+	else
+		echo "fuzz: setarch -R refused here; the sequences may differ from run to run"
+	fi
 fi
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -34,9 +41,9 @@ for t in trace timeline pickle num routes evpack port textfmt canary; do
 		done
 	fi
 	echo "== fuzz_$t for ${secs}s"
-	(cd build-fuzz && ./tests/fuzz/fuzz_$t $fixed -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	(cd build-fuzz && $norand ./tests/fuzz/fuzz_$t $fixed -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |
-		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY|crash-' || true)
+		grep -E '^(stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb|#[0-9]+ +DONE)|ERROR|SUMMARY|crash-' || true)
 	rm -rf "$corpus"
 	for f in build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* build-fuzz/oom-*; do
 		if [ -e "$f" ]; then

@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -837,6 +838,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	return MHD_YES;
 }
 
+/*
+ * An ingest frees hundreds of MB in pieces glibc keeps: give them back
+ * (main.c), once uploads have brought TRIM_BYTES since the last time. Not
+ * after each one: malloc_trim() hands back every free page of every arena
+ * (an madvise that flushes both cores' TLBs), and the next upload faults them
+ * in again, a fixed cost that made a run of 1 MiB chunks slower per byte
+ * than one big file. Small uploads reuse what the last ones freed.
+ */
+#define TRIM_BYTES (16u << 20)
+
+static void trim_after(uint64_t body)
+{
+	static _Atomic uint64_t since;
+
+	if (atomic_fetch_add(&since, body) + body < TRIM_BYTES)
+		return;
+	atomic_store(&since, 0);
+	malloc_trim(0);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -854,8 +875,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		metrics_request(route_index(req->route), req->status);
 		if (req->route && (req->route->flags & ROUTE_UPLOAD)) {
 			metrics_upload(req->body_bytes, secs);
-			/* an ingest frees hundreds of MB in pieces glibc keeps: give them back (main.c) */
-			malloc_trim(0);
+			trim_after(req->body_bytes);
 		}
 		/* one access line per request; the query string is left out (it may name files) */
 		tp_info("%s %s %u %llu %.1fms%s", req->method, req->path, req->status,

@@ -609,7 +609,11 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len)
 	}
 	if (!ig->encoded)
 		sha256_update(&ig->sha, data, len);
-	block_append(&ig->raw_cur, &ig->raw_free, &ig->write_in, IT_RAW, RAW_BLOCK, data, len);
+	/* a body the writer gzips goes to it in smaller blocks, so that it gzips while the parser
+	 * parses (a 1 MiB chunk would otherwise be gzipped only once it has all arrived); the rows
+	 * it stores are RAW_BLOCK of gzip all the same. A gzip body is stored in its blocks. */
+	block_append(&ig->raw_cur, &ig->raw_free, &ig->write_in, IT_RAW, ig->deflating ? INF_BLOCK : RAW_BLOCK,
+		     data, len);
 	/* after an inflate failure, or once the parser has failed, only the raw copy goes on
 	 * (an encoded body inflates to the end all the same: its sha256 is of the inflated bytes) */
 	if (!ig->a_rc && (ig->encoded || !atomic_load(&ig->parse_failed)))

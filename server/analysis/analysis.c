@@ -133,14 +133,26 @@ enum {
 
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
 
-struct hrec {			/* a host span */
+/*
+ * A host span. A 1 GB trace holds 2.5 M of them, so fields that are done
+ * with give their place to what ops_table() computes: id once the spans are
+ * found by id (link_maps(), unrecorded()), ord once they are sorted.
+ */
+struct hrec {
 	int64_t s, e;
-	int64_t id;		/* runtime: correlation; op: External id; -1 when absent */
+	union {
+		int64_t id;	/* runtime: correlation; op: External id; -1 when absent */
+		int64_t self;	/* then: self time (nest(), merge_dups()) */
+	};
 	uint32_t thread, name;
-	uint32_t ord;		/* arrival order: the last tie-break of the sort */
+	union {
+		uint32_t ord;	/* arrival order: the last tie-break of the sort */
+		uint32_t kids;	/* then: children other than runtime calls (merge_dups()) */
+	};
 	uint8_t kind;		/* enum hkind */
 	uint8_t ann;		/* a user annotation */
 	uint8_t launch;		/* a runtime call that launches kernels */
+	uint8_t gone;		/* merged into its parent (merge_dups()): no row of its own */
 };
 
 struct grec {			/* a GPU span */
@@ -178,6 +190,7 @@ struct analysis {
 	struct mem_event *mev;	/* [memory] events */
 	size_t nmev, mevcap;
 	int32_t *parent;	/* of each host span, once nested */
+	struct hmap corr, ext;	/* host spans by id, once sorted (link_maps) */
 	struct mem_result *mem;
 	struct an_result res;
 	size_t kcap, opcap;
@@ -281,6 +294,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->cls);
 	hmap_free(&an->threads);
 	hmap_free(&an->kmap);
+	hmap_free(&an->corr);
+	hmap_free(&an->ext);
 	tp_free(an->h);
 	tp_free(an->g);
 	tp_free(an->cpu_steps);
@@ -485,13 +500,13 @@ struct frame {
  * count for more than their parent, self time is never negative, and the
  * self times of a thread add up to at most its busy time.
  */
-static int nest(struct analysis *an, int32_t *parent, int64_t *self)
+static int nest(struct analysis *an, int32_t *parent)
 {
 	struct frame *stack = NULL;
 	size_t depth = 0, cap = 0, i;
 
 	for (i = 0; i < an->nh; i++) {
-		const struct hrec *r = &an->h[i];
+		struct hrec *r = &an->h[i];
 		if (i && r->thread != an->h[i - 1].thread)
 			depth = 0;
 		while (depth && r->s >= stack[depth - 1].end)
@@ -500,9 +515,9 @@ static int nest(struct analysis *an, int32_t *parent, int64_t *self)
 		if (depth && end > stack[depth - 1].end)
 			end = stack[depth - 1].end;
 		parent[i] = depth ? (int32_t)stack[depth - 1].i : -1;
-		self[i] = end - r->s;
+		r->self = end - r->s;
 		if (depth)
-			self[stack[depth - 1].i] -= end - r->s;
+			an->h[stack[depth - 1].i].self -= end - r->s;
 		if (tp_grow((void **)&stack, &cap, depth + 1, sizeof(*stack))) {
 			tp_free(stack);
 			return -1;
@@ -532,24 +547,20 @@ static int link_maps(const struct analysis *an, struct hmap *corr, struct hmap *
 	return 0;
 }
 
-static int gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_self, int64_t *gpu_total)
+static void gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_self, int64_t *gpu_total)
 {
-	struct hmap corr = { 0 }, ext = { 0 };
 	size_t i;
-	int rc = -1;
 
-	if (link_maps(an, &corr, &ext))
-		goto out;
 	for (i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
 		int64_t op = -1;
 		uint32_t j;
-		if (g->corr >= 0 && (j = hmap_get(&corr, (uint64_t)g->corr)) != UINT32_MAX) {
+		if (g->corr >= 0 && (j = hmap_get(&an->corr, (uint64_t)g->corr)) != UINT32_MAX) {
 			op = parent[j];
 			while (op >= 0 && an->h[op].kind == H_RUNTIME)
 				op = parent[op];
 		}
-		if (op < 0 && g->ext >= 0 && (j = hmap_get(&ext, (uint64_t)g->ext)) != UINT32_MAX)
+		if (op < 0 && g->ext >= 0 && (j = hmap_get(&an->ext, (uint64_t)g->ext)) != UINT32_MAX)
 			op = j;
 		if (op >= 0)
 			gpu_self[op] = tp_sat_add(gpu_self[op], g->e - g->s);
@@ -559,11 +570,6 @@ static int gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_sel
 	for (i = an->nh; i-- > 0;)
 		if (parent[i] >= 0)
 			gpu_total[parent[i]] = tp_sat_add(gpu_total[parent[i]], gpu_total[i]);
-	rc = 0;
-out:
-	hmap_free(&corr);
-	hmap_free(&ext);
-	return rc;
 }
 
 static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device, int64_t self, int64_t total)
@@ -598,57 +604,53 @@ static int is_op(const struct hrec *r)
  * calls aside) is an operator of the same name is one call, not two. The
  * child's self time and the GPU time it launched go to the parent, and the
  * child is no row of its own. Deepest first, so that a chain of three
- * becomes one. Marks merged spans in gone[].
+ * becomes one. Marks merged spans gone.
  */
-static int merge_dups(struct analysis *an, const int32_t *parent, int64_t *self, int64_t *gself, uint8_t *gone)
+static void merge_dups(struct analysis *an, const int32_t *parent, int64_t *gself)
 {
-	uint32_t *kids = tp_calloc(an->nh + 1, sizeof(*kids));
+	struct hrec *h = an->h;
 	size_t i;
 
-	if (!kids)
-		return -1;
 	for (i = 0; i < an->nh; i++)
-		if (parent[i] >= 0 && an->h[i].kind != H_RUNTIME)
-			kids[parent[i]]++;
+		h[i].kids = 0;
+	for (i = 0; i < an->nh; i++)
+		if (parent[i] >= 0 && h[i].kind != H_RUNTIME)
+			h[parent[i]].kids++;
 	for (i = an->nh; i-- > 0;) {
 		int32_t p = parent[i];
-		if (p < 0 || kids[p] != 1 || !is_op(&an->h[i]) || !is_op(&an->h[p]) || an->h[i].name != an->h[p].name)
+		if (p < 0 || h[p].kids != 1 || !is_op(&h[i]) || !is_op(&h[p]) || h[i].name != h[p].name)
 			continue;
-		self[p] += self[i];
+		h[p].self += h[i].self;
 		if (gself)
 			gself[p] = tp_sat_add(gself[p], gself[i]);
-		gone[i] = 1;
+		h[i].gone = 1;
 	}
-	tp_free(kids);
-	return 0;
 }
 
 static int ops_table(struct analysis *an)
 {
 	int32_t *parent = an->parent = tp_malloc((an->nh + 1) * sizeof(*parent));
-	int64_t *self = tp_malloc((an->nh + 1) * sizeof(*self));
 	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL;
 	int64_t *gtotal = an->ng ? tp_malloc((an->nh + 1) * sizeof(*gtotal)) : NULL;
-	uint8_t *gone = tp_calloc(an->nh + 1, 1);
 	struct hmap m = { 0 };
 	int rc = -1;
 	size_t i;
 
 	an->res.nthreads = an->threads.n;
 	an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t));
-	if (!parent || !self || !gone || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
+	if (!parent || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
 		goto out;
-	if (an->nh > 1)
-		sort_hrec(an->h, an->nh);
-	if (nest(an, parent, self) || (an->ng && gpu_time(an, parent, gself, gtotal)) ||
-	    merge_dups(an, parent, self, gself, gone))
+	if (nest(an, parent))
 		goto out;
+	if (an->ng)
+		gpu_time(an, parent, gself, gtotal);
+	merge_dups(an, parent, gself);
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *r = &an->h[i];
-		if (gone[i])	/* its self time is its parent's now */
+		if (r->gone)	/* its self time is its parent's now */
 			continue;
-		an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], self[i]);
-		if (add_op(an, &m, r->name, AN_DEV_CPU, self[i], r->e - r->s))
+		an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], r->self);
+		if (add_op(an, &m, r->name, AN_DEV_CPU, r->self, r->e - r->s))
 			goto out;
 		if (gtotal && gtotal[i] > 0 && r->kind != H_RUNTIME &&
 		    add_op(an, &m, r->name, AN_DEV_GPU, gself[i], gtotal[i]))
@@ -657,10 +659,8 @@ static int ops_table(struct analysis *an)
 	rc = 0;
 out:
 	hmap_free(&m);
-	tp_free(self);
 	tp_free(gself);
 	tp_free(gtotal);
-	tp_free(gone);
 	return rc;
 }
 
@@ -817,31 +817,22 @@ static int unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
  * -1 when that instant is in no step. Steps are sorted by start. *last:
  * the latest launch instant.
  */
-static int owners(struct analysis *an, int32_t *own, int64_t *last)
+static void owners(struct analysis *an, int32_t *own, int64_t *last)
 {
-	struct hmap corr = { 0 }, ext = { 0 };
 	size_t i;
 	uint32_t j;
-	int rc = -1;
 
-	if (link_maps(an, &corr, &ext))
-		goto out;
 	for (i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
 		int64_t t = g->s;
-		if (g->corr >= 0 && (j = hmap_get(&corr, (uint64_t)g->corr)) != UINT32_MAX)
+		if (g->corr >= 0 && (j = hmap_get(&an->corr, (uint64_t)g->corr)) != UINT32_MAX)
 			t = an->h[j].s;
-		else if (g->ext >= 0 && (j = hmap_get(&ext, (uint64_t)g->ext)) != UINT32_MAX)
+		else if (g->ext >= 0 && (j = hmap_get(&an->ext, (uint64_t)g->ext)) != UINT32_MAX)
 			t = an->h[j].s;
 		own[i] = step_at(an, t);
 		if (t > *last)
 			*last = t;
 	}
-	rc = 0;
-out:
-	hmap_free(&corr);
-	hmap_free(&ext);
-	return rc;
 }
 
 /* Order GPU span indices by owner (counting sort); first[k]..first[k + 1] are step k's. */
@@ -902,6 +893,7 @@ static void group_by_owner(const struct analysis *an, const int32_t *own, size_t
 static int breakdown(struct analysis *an)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
+	uint32_t thread[AN_IDLE] = { 0 };	/* of cat[c]'s last interval */
 	int32_t *own = tp_malloc((an->ng + 1) * sizeof(*own));
 	uint32_t *idx = tp_malloc((an->ng + 1) * sizeof(*idx));
 	size_t *first = NULL, i, k;
@@ -910,11 +902,23 @@ static int breakdown(struct analysis *an)
 
 	if (!own || !idx)
 		goto out;
+	/* the host's busy time per category: spans come sorted by thread and start, so each
+	 * thread's run of overlapping spans is one interval before the union across threads
+	 * (a list of every span was 40 MiB, the peak of a 1 GB trace's analysis) */
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *h = &an->h[i];
+		struct ival *run;
 		c = h->kind == H_RUNTIME ? AN_RUNTIME : h->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
-		if (ivals_add(&cat[c], h->s, h->e))
+		if (h->e <= h->s)
+			continue;
+		run = cat[c].n ? &cat[c].v[cat[c].n - 1] : NULL;
+		if (run && thread[c] == h->thread && h->s <= run->e) {
+			if (h->e > run->e)
+				run->e = h->e;
+		} else if (ivals_add(&cat[c], h->s, h->e)) {
 			goto out;
+		}
+		thread[c] = h->thread;
 	}
 	for (c = AN_RUNTIME; c < AN_IDLE; c++)
 		ivals_union(&cat[c]);
@@ -939,8 +943,8 @@ static int breakdown(struct analysis *an)
 		goto out;
 	if (whole)
 		memset(own, 0, (an->ng + 1) * sizeof(*own));
-	else if (owners(an, own, &last))
-		goto out;
+	else
+		owners(an, own, &last);
 	group_by_owner(an, own, an->ncs, idx, first);
 	an->res.steps = tp_calloc(an->ncs + 1, sizeof(*an->res.steps));
 	if (!an->res.steps)
@@ -1213,13 +1217,13 @@ static int cmp_coll(const void *a, const void *b)
  */
 static int collectives(struct analysis *an)
 {
-	struct hmap corr = { 0 }, ext = { 0 }, hc = { 0 }, inst = { 0 };
+	struct hmap hc = { 0 }, inst = { 0 };
 	int rc = -1;
 	size_t i;
 
 	if (!an->nc)
 		return 0;
-	if (link_maps(an, &corr, &ext) || !(an->res.colls = tp_calloc(an->nc, sizeof(*an->res.colls))))
+	if (!(an->res.colls = tp_calloc(an->nc, sizeof(*an->res.colls))))
 		goto out;
 	for (i = 0; i < an->nc; i++) {	/* host span -> its crec */
 		int64_t h;
@@ -1234,11 +1238,11 @@ static int collectives(struct analysis *an)
 		if (!k->gpu)
 			continue;
 		uint32_t thread = UINT32_MAX;
-		if (k->corr >= 0 && (j = hmap_get(&corr, (uint64_t)k->corr)) != UINT32_MAX) {
+		if (k->corr >= 0 && (j = hmap_get(&an->corr, (uint64_t)k->corr)) != UINT32_MAX) {
 			launch = an->h[j].s;
 			op = an->parent[j];
 			thread = an->h[j].thread;
-		} else if (k->ext >= 0 && (j = hmap_get(&ext, (uint64_t)k->ext)) != UINT32_MAX) {
+		} else if (k->ext >= 0 && (j = hmap_get(&an->ext, (uint64_t)k->ext)) != UINT32_MAX) {
 			op = j;
 			thread = an->h[j].thread;
 		}
@@ -1293,8 +1297,6 @@ static int collectives(struct analysis *an)
 		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
 	rc = before_ops(an);
 out:
-	hmap_free(&corr);
-	hmap_free(&ext);
 	hmap_free(&hc);
 	hmap_free(&inst);
 	return rc;
@@ -1315,8 +1317,18 @@ static int cmp_step(const void *a, const void *b)
 
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
-	/* breakdown() reads the host spans in any order; ops_table() sorts and nests them */
-	if (breakdown(an) || ops_table(an) || collectives(an) || memory(an, err))
+	/*
+	 * Host spans sorted by thread and start, and found by the ids GPU spans
+	 * name: by breakdown() for the step that launched them, ops_table() for
+	 * the operator, collectives() for the collective. ops_table() nests them.
+	 */
+	if (an->nh > 1)
+		sort_hrec(an->h, an->nh);
+	if ((an->ng && link_maps(an, &an->corr, &an->ext)) || breakdown(an) || ops_table(an) || collectives(an))
+		return nomem(err);
+	hmap_free(&an->corr);
+	hmap_free(&an->ext);
+	if (memory(an, err))
 		return err->rc ? err->rc : nomem(err);
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);

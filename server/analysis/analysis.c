@@ -1092,7 +1092,7 @@ static int memory(struct analysis *an, struct tp_errbuf *err)
 
 /* ---- collectives ---- */
 
-/* The host span (sorted by ops_table) that crec c was made from; -1 when not found. */
+/* The host span (sorted by analysis_finish()) that crec c was made from; -1 when not found. */
 static int64_t host_of(const struct analysis *an, const struct crec *c)
 {
 	size_t lo = 0, hi = an->nh;

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chunks_bench as cb  # noqa: E402
 

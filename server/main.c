@@ -213,8 +213,8 @@ int main(int argc, char **argv)
 	 * glibc gives each thread that allocates under contention an arena of its
 	 * own, up to 8 per core, and keeps what is freed in each: 16 workers and
 	 * the ingest threads held 430 MB after 60 uploads of a 54 MB trace. Four
-	 * arenas, and the heap given back after each upload (http.c), keep a
-	 * long-running server under 150 MB (bench/soak.sh).
+	 * arenas, and the heap given back after every 16 MiB of uploads (http.c),
+	 * keep a long-running server under 150 MB (bench/soak.sh).
 	 */
 	mallopt(M_ARENA_MAX, 4);
 	sigemptyset(&sigs);

@@ -6,6 +6,12 @@ and of a second store engine that must answer as the first.
   scripts/answers.py OUTDIR [--server build/trainscope-server] [--db postgresql://...]
   diff -r BEFORE AFTER
 
+The upgrade check: an older server fills a kept database, a newer one
+migrates it and answers from it without uploading anything:
+
+  scripts/answers.py BEFORE --server OLD --db /tmp/u.db
+  scripts/answers.py AFTER --server NEW --db /tmp/u.db --no-upload
+
 Uploads traces (one whole, one cut in three chunks, a 2-rank pair), a memory
 timeline export and a snapshot, the other profilers' files, then GETs every
 read endpoint with its query variants (rank, format=csv, limit, sort, points).
@@ -96,11 +102,28 @@ def scrub(b):
     return re.sub(rb'"created_ns": ?-?[0-9]+', b'"created_ns":0', b)
 
 
+def upload(base):
+    for run, rank, f in UPLOADS:
+        st, b = call(base, "POST", f"/api/v1/runs/{run}/artifacts?rank={rank}&name={os.path.basename(f)}",
+                     open(os.path.join(FX, f), "rb").read())
+        assert st in (200, 201), (f, st, b)
+    for i, c in enumerate(chunks(os.path.join(FX, "traces/hta_v100_train_memory.json.gz"), 3)[::-1]):
+        st, b = call(base, "POST", f"/api/v1/runs/chunked/artifacts?rank=0&name=part{i}.json", c)
+        assert st in (200, 201), (st, b)
+    st, b = call(base, "POST", "/api/v1/runs/param/artifacts?rank=0&name=t.json.gz",
+                 open(os.path.join(FX, "traces/kineto_resnet50_workers0.json.gz"), "rb").read())
+    assert st in (200, 201), (st, b)
+    st, b = call(base, "PATCH", "/api/v1/runs/param", b'{"metadata": {"param_bytes": 40000000}}')
+    assert st == 200, (st, b)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
     ap.add_argument("--db", help="the server's --db (default: a new SQLite file); a PostgreSQL URI must name an empty database")
+    ap.add_argument("--no-upload", action="store_true",
+                    help="answer from --db as an earlier run of this script left it (the upgrade check)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="answers-")
     port = free_port()
@@ -114,18 +137,8 @@ def main():
                 break
             except OSError:
                 time.sleep(0.1)
-        for run, rank, f in UPLOADS:
-            st, b = call(base, "POST", f"/api/v1/runs/{run}/artifacts?rank={rank}&name={os.path.basename(f)}",
-                         open(os.path.join(FX, f), "rb").read())
-            assert st in (200, 201), (f, st, b)
-        for i, c in enumerate(chunks(os.path.join(FX, "traces/hta_v100_train_memory.json.gz"), 3)[::-1]):
-            st, b = call(base, "POST", f"/api/v1/runs/chunked/artifacts?rank=0&name=part{i}.json", c)
-            assert st in (200, 201), (st, b)
-        st, b = call(base, "POST", "/api/v1/runs/param/artifacts?rank=0&name=t.json.gz",
-                     open(os.path.join(FX, "traces/kineto_resnet50_workers0.json.gz"), "rb").read())
-        assert st in (200, 201), (st, b)
-        st, b = call(base, "PATCH", "/api/v1/runs/param", b'{"metadata": {"param_bytes": 40000000}}')
-        assert st == 200, (st, b)
+        if not a.no_upload:
+            upload(base)
         os.makedirs(a.out, exist_ok=True)
         runs = [r for r, _, _ in UPLOADS] + ["chunked", "param"]
         paths = ["/api/v1/runs", "/api/v1/runs/nope", "/api/v1/compare?base=whole&target=chunked",

@@ -210,3 +210,42 @@ int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *ou
 	}
 	return r.bad || i < n ? -1 : 0;
 }
+
+size_t ptpack_bound(size_t n)
+{
+	return n * MEM_POINT_COLS * 10;
+}
+
+size_t ptpack_encode(uint8_t *out, const int64_t (*rows)[MEM_POINT_COLS], const uint8_t *reserved_null, size_t n)
+{
+	uint64_t prev[MEM_POINT_COLS] = { 0 };
+	uint8_t *p = out;
+
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < MEM_POINT_COLS; k++) {
+			uint64_t v = (uint64_t)rows[i][k];
+			if (k == MEM_COL_RESERVED)
+				v = reserved_null[i] ? 0 : v + 1;
+			p = put_s(p, (int64_t)(v - prev[k]));
+			prev[k] = v;
+		}
+	return (size_t)(p - out);
+}
+
+int ptpack_decode(const uint8_t *data, size_t len, size_t n, int64_t (*rows)[MEM_POINT_COLS], uint8_t *reserved_null)
+{
+	struct rd r = { data, data + len, 0 };
+	uint64_t prev[MEM_POINT_COLS] = { 0 };
+
+	for (size_t i = 0; i < n && !r.bad; i++)
+		for (int k = 0; k < MEM_POINT_COLS; k++) {
+			uint64_t v = prev[k] + (uint64_t)get_s(&r);
+			prev[k] = v;
+			if (k == MEM_COL_RESERVED) {
+				reserved_null[i] = !v;
+				v = v ? v - 1 : 0;
+			}
+			rows[i][k] = (int64_t)v;
+		}
+	return r.bad || r.p != r.end ? -1 : 0;
+}

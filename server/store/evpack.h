@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "memmodel.h"
 
 /* Upper bound of the packed size of n events. */
 size_t evpack_bound(size_t n);
@@ -37,5 +38,19 @@ size_t evpack_encode(uint8_t *out, const struct tp_event *ev, size_t n, int64_t 
  * Returns 0, or -1 when data is malformed (never reads past len).
  */
 int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out);
+
+/*
+ * Memory timeline points, packed the same way (store.c's memory_point_blocks):
+ * per point, each of memmodel.h's MEM_POINT_COLS columns as the zigzag varint
+ * of its difference to the previous point's (the first point's to 0), the
+ * reserved column as 0 when unknown, else reserved + 1 (wrapping arithmetic:
+ * any int64 comes back). Measured on the 1 GB trace's 700,250 points: one
+ * SQLite row per point took 0.73 s of the upload's commit.
+ */
+size_t ptpack_bound(size_t n);
+/* Pack n points (reserved_null[i]: row i's reserved is unknown) into out; the length. */
+size_t ptpack_encode(uint8_t *out, const int64_t (*rows)[MEM_POINT_COLS], const uint8_t *reserved_null, size_t n);
+/* Unpack n points; 0, or -1 when data is malformed (never reads past len) or has bytes left over. */
+int ptpack_decode(const uint8_t *data, size_t len, size_t n, int64_t (*rows)[MEM_POINT_COLS], uint8_t *reserved_null);
 
 #endif

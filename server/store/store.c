@@ -123,6 +123,96 @@ static int exec(struct db *db, const char *sql, struct tp_errbuf *err)
 	return db_exec(db, sql) ? db_fail(err, db, "exec") : TP_OK;
 }
 
+/* Points per row of memory_point_blocks (migration 015). */
+#define PT_BLOCK 1024
+
+/* n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins). */
+static int put_point_block(struct db *db, struct db_stmt *ins, int64_t artifact, const char *device, int64_t first_seq,
+			   const int64_t (*rows)[MEM_POINT_COLS], const uint8_t *nul, size_t n, uint8_t *buf,
+			   struct tp_errbuf *err)
+{
+	size_t len = ptpack_encode(buf, rows, nul, n);
+	int r;
+
+	db_bind_int64(ins, 1, artifact);
+	db_bind_text(ins, 2, device, -1, DB_STATIC);
+	db_bind_int64(ins, 3, first_seq);
+	db_bind_int64(ins, 4, (int64_t)n);
+	db_bind_blob(ins, 5, buf, (int)len, DB_STATIC);
+	r = db_step(ins);
+	db_reset(ins);
+	return r == DB_DONE ? TP_OK : db_fail(err, db, "insert memory");
+}
+
+/*
+ * Migration 015's second half, inside its transaction: memory_points' rows
+ * packed into memory_point_blocks, a series at a time and 65,536 rows per
+ * read (PostgreSQL keeps a whole result), then the table dropped.
+ */
+static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
+{
+	struct db_stmt *se = NULL, *pt = NULL, *ins = NULL;
+	int64_t (*rows)[MEM_POINT_COLS] = tp_malloc(PT_BLOCK * sizeof(*rows));
+	uint8_t *nul = tp_malloc(PT_BLOCK), *buf = tp_malloc(ptpack_bound(PT_BLOCK));
+	int rc = TP_OK, step = DB_DONE;
+
+	if (!rows || !nul || !buf)
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	else if (db_prepare(db, "SELECT DISTINCT artifact_id, device FROM memory_points ORDER BY artifact_id, device",
+			    0, &se) != DB_OK ||
+		 db_prepare(db, "SELECT seq, t_ns, parameter, optimizer_state, input, temporary, activation, gradient,"
+				" autograd_detail, unknown, allocated, reserved FROM memory_points WHERE artifact_id=?1"
+				" AND device=?2 AND seq >= ?3 ORDER BY seq LIMIT 65536", 0, &pt) != DB_OK ||
+		 db_prepare(db, "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+				" VALUES(?1, ?2, ?3, ?4, ?5)", 0, &ins) != DB_OK)
+		rc = db_fail(err, db, "prepare");
+	while (!rc && (step = db_step(se)) == DB_ROW) {
+		int64_t artifact = db_column_int64(se, 0), from = INT64_MIN, first = 0, next = 0;
+		char *device = tp_strdup((const char *)db_column_text(se, 1));
+		size_t n = 0, got;
+		if (!device) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			break;
+		}
+		do {
+			db_bind_int64(pt, 1, artifact);
+			db_bind_text(pt, 2, device, -1, DB_STATIC);
+			db_bind_int64(pt, 3, from);
+			for (got = 0; !rc && (step = db_step(pt)) == DB_ROW; got++) {
+				int64_t seq = db_column_int64(pt, 0);
+				if (n && (n == PT_BLOCK || seq != next)) {
+					rc = put_point_block(db, ins, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
+							     nul, n, buf, err);
+					n = 0;
+				}
+				if (!n)
+					first = seq;
+				for (int k = 0; k < MEM_POINT_COLS; k++)
+					rows[n][k] = db_column_int64(pt, 1 + k);
+				nul[n++] = db_column_type(pt, 1 + MEM_COL_RESERVED) == DB_NULL;
+				next = seq + 1;
+				from = next;
+			}
+			db_reset(pt);
+			if (!rc && step != DB_DONE)
+				rc = db_fail(err, db, "read memory");
+		} while (!rc && got == 65536);
+		if (!rc && n)
+			rc = put_point_block(db, ins, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
+					     buf, err);
+		tp_free(device);
+	}
+	if (!rc && step != DB_DONE)
+		rc = db_fail(err, db, "read memory");
+	db_finalize(se);
+	db_finalize(pt);
+	db_finalize(ins);
+	tp_free(rows);
+	tp_free(nul);
+	tp_free(buf);
+	return rc ? rc : exec(db, "DROP TABLE memory_points", err);
+}
+
 static int migrate(struct db *db, struct tp_errbuf *err)
 {
 	int version = db_schema_version(db), i;
@@ -147,6 +237,10 @@ static int migrate(struct db *db, struct tp_errbuf *err)
 			db_fail(err, db, "migrate");
 			db_exec(db, "ROLLBACK");
 			return TP_ERR_DB;
+		}
+		if (!strncmp(store_migrations[i], "-- 015:", 7) && pack_legacy_points(db, err)) {
+			db_exec(db, "ROLLBACK");
+			return err->rc ? err->rc : TP_ERR_DB;
 		}
 		if (exec(db, "COMMIT", err))
 			return TP_ERR_DB;
@@ -174,7 +268,7 @@ static int delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_
 		if (r != DB_DONE)
 			return db_fail(err, db, "delete rows");
 	}
-	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
+	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
 					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
 					     "lightning_actions", "lightning_functions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
 					     "canary_metrics", "canary_ops" };
@@ -963,48 +1057,73 @@ struct point_ins {
 	const struct mem_series *ms;
 	struct db_stmt *pt;
 	struct tp_errbuf *err;
-	int64_t i, best, peak;
+	int64_t i, best, peak, first_t, max_reserved;
+	int64_t (*rows)[MEM_POINT_COLS];	/* the block being filled: PT_BLOCK rows */
+	uint8_t *nul;
+	uint8_t *buf;			/* ptpack_bound(PT_BLOCK) */
+	size_t n;
 };
+
+/* The points gathered so far as one row of memory_point_blocks. */
+static int flush_points(struct point_ins *x)
+{
+	size_t n = x->n;
+
+	if (!n)
+		return TP_OK;
+	x->n = 0;
+	return put_point_block(x->w->db, x->pt, x->artifact, x->ms->device, x->i - (int64_t)n,
+			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->err);
+}
 
 static int insert_point(void *arg, const struct mem_point *p)
 {
 	struct point_ins *x = arg;
-	int64_t sum = mem_point_total(p), t = tp_sat_add(p->t_ns, x->base_ns);
-	int rc;
+	int64_t sum = mem_point_total(p), t = tp_sat_add(p->t_ns, x->base_ns), *row = x->rows[x->n];
 
-	db_bind_int64(x->pt, 1, x->artifact);
-	db_bind_text(x->pt, 2, x->ms->device, -1, DB_STATIC);
-	db_bind_int64(x->pt, 3, x->i);
-	db_bind_int64(x->pt, 4, t);
+	row[0] = t;
 	for (int c = 0; c < MEM_NCAT; c++)
-		db_bind_int64(x->pt, 5 + c, p->cat[c]);
-	db_bind_int64(x->pt, 13, sum);
-	if (p->reserved >= 0)
-		db_bind_int64(x->pt, 14, p->reserved);
-	else
-		db_bind_null(x->pt, 14);
-	if ((rc = step_reset(x->w, x->pt, x->err)))
-		return rc;
+		row[1 + c] = p->cat[c];
+	row[MEM_COL_ALLOCATED] = sum;
+	row[MEM_COL_RESERVED] = p->reserved >= 0 ? p->reserved : 0;
+	x->nul[x->n++] = p->reserved < 0;
+	if (!x->i)
+		x->first_t = t;
+	if (p->reserved > x->max_reserved)
+		x->max_reserved = p->reserved;
 	if (sum > x->best) {
 		x->best = sum;
 		x->peak = x->i;
 	}
 	x->i++;
-	return TP_OK;
+	return x->n == PT_BLOCK ? flush_points(x) : TP_OK;
 }
+
+static void bind_opt(struct db_stmt *st, int i, int64_t v);
 
 static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *se, struct db_stmt *gr,
 			 struct tp_errbuf *err)
 {
 	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .err = err, .best = INT64_MIN,
-			       .peak = -1, .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
+			       .peak = -1, .max_reserved = -1,
+			       .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
 	int64_t peak;
 	int rc = db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
 	size_t i;
 
+	x.rows = tp_malloc(PT_BLOCK * sizeof(*x.rows));
+	x.nul = tp_malloc(PT_BLOCK);
+	x.buf = tp_malloc(ptpack_bound(PT_BLOCK));
+	if (!rc && (!x.rows || !x.nul || !x.buf))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if (!rc)
 		rc = mem_series_each(ms, insert_point, &x);
+	if (!rc)
+		rc = flush_points(&x);
+	tp_free(x.rows);
+	tp_free(x.nul);
+	tp_free(x.buf);
 	peak = x.peak;
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
@@ -1030,11 +1149,17 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	bind_text(se, 2, ms->device);
 	bind_text(se, 3, ms->source);
 	db_bind_int64(se, 4, (int64_t)ms->n);
-	if (peak >= 0)
-		db_bind_int64(se, 5, peak);
-	else
-		db_bind_null(se, 5);
+	bind_opt(se, 5, peak);
 	db_bind_int64(se, 6, ms->baseline);
+	if (x.i)
+		db_bind_int64(se, 7, x.first_t);
+	else
+		db_bind_null(se, 7);
+	if (peak >= 0)
+		db_bind_int64(se, 8, x.best);
+	else
+		db_bind_null(se, 8);
+	bind_opt(se, 9, x.max_reserved);
 	return step_reset(w, se, err);
 }
 
@@ -1087,13 +1212,15 @@ static int insert_memory(struct store_writer *w, int64_t artifact, const struct 
 	int rc = TP_OK;
 	size_t i;
 
-	if (db_prepare(w->db, "INSERT INTO memory_points(artifact_id, device, seq, t_ns, parameter,"
-				      " optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown,"
-				      " allocated, reserved) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", 0, &pt) != DB_OK ||
+	if (db_prepare(w->db, "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5)", 0, &pt) != DB_OK ||
 	    db_prepare(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
-				      " baseline) VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(artifact_id, device) DO UPDATE"
+				      " baseline, first_t_ns, peak_allocated, max_reserved)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(artifact_id, device) DO UPDATE"
 				      " SET source=excluded.source, points=excluded.points, peak_seq=excluded.peak_seq,"
-				      " baseline=excluded.baseline", 0, &se) != DB_OK ||
+				      " baseline=excluded.baseline, first_t_ns=excluded.first_t_ns,"
+				      " peak_allocated=excluded.peak_allocated, max_reserved=excluded.max_reserved",
+				      0, &se) != DB_OK ||
 	    db_prepare(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
 				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
@@ -1680,7 +1807,7 @@ out:
 }
 
 /* The derived tables of a rank (steps, operators, kernels, the trace's memory timelines). */
-static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_points",
+static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
 					   "memory_groups", "collectives" };
 
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
@@ -2381,8 +2508,7 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
 			     " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
 			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END,"
-			     " (SELECT allocated FROM memory_points p WHERE p.artifact_id=memory_series.artifact_id"
-			     " AND p.device=memory_series.device AND p.seq=memory_series.peak_seq) DESC, artifact_id DESC"
+			     " peak_allocated DESC, artifact_id DESC"
 			     " LIMIT 1", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
@@ -2402,10 +2528,6 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 			       run, rank, device ? " on " : "", device ? device : "");
 	return db_fail(err, r->db, "read memory");
 }
-
-static const char point_sql[] =
-	"SELECT t_ns, parameter, optimizer_state, input, temporary, activation, gradient, autograd_detail,"
-	" unknown, allocated, reserved, seq FROM memory_points WHERE artifact_id=?1 AND device=?2";
 
 /* The run's metadata param_bytes for a series of source (PyTorch's export has its own categories: 0). */
 static int param_bytes_of(struct store_reader *r, const char *run, const char *source, int64_t *out,
@@ -2484,8 +2606,7 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 	memcpy(out->source, s.source, sizeof(out->source));
 	if (!(st = prepare_rank(r, "SELECT m.artifact_id, m.baseline FROM memory_series m WHERE m.artifact_id IN"
 				   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
-				   " (SELECT t_ns FROM memory_points WHERE artifact_id=m.artifact_id AND"
-				   " device=m.device ORDER BY seq LIMIT 1), m.artifact_id", run, s.rank, err)))
+				   " m.first_t_ns, m.artifact_id", run, s.rank, err)))
 		return TP_ERR_DB;
 	bind_text(st, 3, s.device);
 	bind_text(st, 4, s.source);
@@ -2503,23 +2624,31 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 	return TP_OK;
 }
 
+/* A walk over a series' blocks (memory_point_blocks), one decoded at a time. */
 struct store_mem_points {
 	struct store_reader *r;
 	struct db_stmt *st;
+	int64_t artifact, seq, only;	/* seq: the next point's; only: the one point wanted, or -1 */
+	int64_t (*rows)[MEM_POINT_COLS];
+	uint8_t *nul;
+	size_t n, i, cap;		/* rows decoded, the next to give, room */
 };
 
 int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
 			  struct store_mem_points **out, struct tp_errbuf *err)
 {
 	struct store_mem_points *c = tp_calloc(1, sizeof(*c));
-	char sql[512];
 
 	*out = NULL;
 	if (!c)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	c->r = r;
-	snprintf(sql, sizeof(sql), "%s%s ORDER BY seq", point_sql, only_seq >= 0 ? " AND seq=?3" : "");
-	if (db_prepare(r->db, sql, 0, &c->st) != DB_OK) {
+	c->artifact = artifact;
+	c->only = only_seq;
+	if (db_prepare(r->db, only_seq >= 0 ? "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1"
+					      " AND device=?2 AND first_seq <= ?3 ORDER BY first_seq DESC LIMIT 1"
+					    : "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1"
+					      " AND device=?2 ORDER BY first_seq", 0, &c->st) != DB_OK) {
 		tp_free(c);
 		return db_fail(err, r->db, "prepare");
 	}
@@ -2531,22 +2660,70 @@ int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *
 	return TP_OK;
 }
 
-int store_mem_points_next(struct store_mem_points *c, uint32_t cols, int64_t row[MEM_POINT_COLS],
-			  uint8_t *reserved_null, int64_t *seq, struct tp_errbuf *err)
+/* The next block into c's rows: 1, 0 after the last, or a tp_err. */
+static int points_block(struct store_mem_points *c, struct tp_errbuf *err)
 {
 	int step = db_step(c->st);
+	int64_t first, n;
 
 	if (step == DB_DONE)
 		return 0;
 	if (step != DB_ROW)
 		return db_fail(err, c->r->db, "read memory");
+	first = db_column_int64(c->st, 0);
+	n = db_column_int64(c->st, 1);
+	if (n < 1 || n > (1 << 16) || first < 0)	/* blocks are PT_BLOCK */
+		goto corrupt;
+	if ((size_t)n > c->cap) {
+		int64_t (*nr)[MEM_POINT_COLS] = tp_realloc(c->rows, (size_t)n * sizeof(*nr));
+		uint8_t *nn = nr ? tp_realloc(c->nul, (size_t)n) : NULL;
+		if (nr)
+			c->rows = nr;
+		if (!nn)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		c->nul = nn;
+		c->cap = (size_t)n;
+	}
+	if (ptpack_decode(db_column_blob(c->st, 2), (size_t)db_column_bytes(c->st, 2), (size_t)n, c->rows, c->nul))
+		goto corrupt;
+	c->n = (size_t)n;
+	c->i = 0;
+	c->seq = first;
+	if (c->only >= 0) {
+		if (c->only - first >= n) {
+			c->n = c->i = 0;
+			return 0;
+		}
+		c->i = (size_t)(c->only - first);
+		c->n = c->i + 1;
+		c->seq = c->only;
+	}
+	return 1;
+corrupt:
+	return tp_fail(err, TP_ERR_DB, "database_error", "a memory point block of artifact %lld is corrupt",
+		       (long long)c->artifact);
+}
+
+int store_mem_points_next(struct store_mem_points *c, uint32_t cols, int64_t row[MEM_POINT_COLS],
+			  uint8_t *reserved_null, int64_t *seq, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (c->i == c->n) {
+		if (c->only >= 0 && c->n)
+			return 0;
+		if ((rc = points_block(c, err)) <= 0)
+			return rc;
+	}
 	for (int k = 0; k < MEM_POINT_COLS; k++)
 		if (cols & (1u << k))
-			row[k] = db_column_int64(c->st, k);
+			row[k] = c->rows[c->i][k];
 	if (cols & (1u << MEM_COL_RESERVED))
-		*reserved_null = db_column_type(c->st, MEM_COL_RESERVED) == DB_NULL;
+		*reserved_null = c->nul[c->i];
 	if (cols & STORE_MEM_SEQ)
-		*seq = db_column_int64(c->st, MEM_POINT_COLS);
+		*seq = c->seq;
+	c->i++;
+	c->seq++;
 	return 1;
 }
 
@@ -2555,6 +2732,8 @@ void store_mem_points_close(struct store_mem_points *c)
 	if (!c)
 		return;
 	db_finalize(c->st);
+	tp_free(c->rows);
+	tp_free(c->nul);
 	tp_free(c);
 }
 
@@ -2876,34 +3055,29 @@ static int cmp_end(const void *a, const void *b)
 static int step_allocs(struct store_reader *r, const struct series *s, struct rl_step *v, size_t n,
 		       struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT t_ns, allocated FROM memory_points WHERE artifact_id=?1 AND device=?2"
-				      " ORDER BY seq", err);
 	struct rl_step **by_end = tp_malloc((n + 1) * sizeof(*by_end));
+	struct store_mem_points *c = NULL;
+	int64_t row[MEM_POINT_COLS], seq, last = -1;
+	uint8_t nul;
 	size_t k = 0, i;
-	int64_t last = -1;
-	int step;
+	int rc;
 
-	if (!st || !by_end) {
-		db_finalize(st);
-		tp_free(by_end);
-		return st ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_ERR_DB;
-	}
+	if (!by_end)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	for (i = 0; i < n; i++)
 		by_end[i] = &v[i];
 	qsort(by_end, n, sizeof(*by_end), cmp_end);
-	db_bind_int64(st, 1, s->artifact);
-	bind_text(st, 2, s->device);
-	while ((step = db_step(st)) == DB_ROW) {
-		int64_t t = db_column_int64(st, 0);
-		for (; k < n && by_end[k]->start_ns + by_end[k]->dur_ns < t; k++)
-			by_end[k]->alloc = last;
-		last = db_column_int64(st, 1);
-	}
+	if (!(rc = store_mem_points_open(r, s->artifact, s->device, -1, &c, err)))
+		while ((rc = store_mem_points_next(c, 1u | 1u << MEM_COL_ALLOCATED, row, &nul, &seq, err)) == 1) {
+			for (; k < n && by_end[k]->start_ns + by_end[k]->dur_ns < row[0]; k++)
+				by_end[k]->alloc = last;
+			last = row[MEM_COL_ALLOCATED];
+		}
 	for (; k < n; k++)
 		by_end[k]->alloc = last;
-	db_finalize(st);
+	store_mem_points_close(c);
 	tp_free(by_end);
-	return step == DB_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
+	return rc;
 }
 
 int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_step **out, size_t *n,
@@ -3210,6 +3384,95 @@ int store_ranks(struct store_reader *r, const char *run, struct store_rank **out
 	return rc;
 }
 
+struct step_end {
+	int64_t end, seq, alloc;	/* seq: the last point at or before end (-1: none), alloc its allocated */
+	size_t n;			/* the step's place in the answer */
+};
+
+static int cmp_step_end(const void *a, const void *b)
+{
+	const struct step_end *x = a, *y = b;
+
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/*
+ * Allocated at each step end st reads (in the answer's order): the point of
+ * series s with the highest seq among those at or before the end, steps with
+ * none left out, the first DIAG_MAX_STEPS kept. One walk of the series.
+ */
+static int ends_alloc(struct store_reader *r, struct db_stmt *st, const struct series *s, struct diag_input *in,
+		      struct tp_errbuf *err)
+{
+	struct store_mem_points *c = NULL;
+	struct step_end *e = NULL, *ne;
+	size_t n = 0, cap = 0, i;
+	int64_t row[MEM_POINT_COLS], seq;
+	uint8_t nul;
+	int step, rc;
+
+	while ((step = db_step(st)) == DB_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if (!(ne = tp_realloc(e, cap * sizeof(*e))))
+				break;
+			e = ne;
+		}
+		e[n] = (struct step_end){ db_column_int64(st, 0), -1, 0, n };
+		n++;
+	}
+	db_finalize(st);
+	if (step != DB_DONE) {
+		tp_free(e);
+		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
+				      : db_fail(err, r->db, "read memory at steps");
+	}
+	if (!n)
+		return TP_OK;
+	qsort(e, n, sizeof(*e), cmp_step_end);
+	/* a point counts for every step ending at or after it: mark the first, carry the best forward */
+	if (!(rc = store_mem_points_open(r, s->artifact, s->device, -1, &c, err)))
+		while ((rc = store_mem_points_next(c, 1u | 1u << MEM_COL_ALLOCATED | STORE_MEM_SEQ, row, &nul, &seq,
+						   err)) == 1) {
+			size_t lo = 0, hi = n;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (e[mid].end < row[0])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < n && seq > e[lo].seq) {
+				e[lo].seq = seq;
+				e[lo].alloc = row[MEM_COL_ALLOCATED];
+			}
+		}
+	store_mem_points_close(c);
+	if (rc) {
+		tp_free(e);
+		return rc;
+	}
+	for (i = 1; i < n; i++)
+		if (e[i - 1].seq > e[i].seq) {
+			e[i].seq = e[i - 1].seq;
+			e[i].alloc = e[i - 1].alloc;
+		}
+	/* back to the answer's order: slot n of e by its place */
+	int64_t *by = tp_malloc(n * sizeof(*by));
+	if (!by) {
+		tp_free(e);
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+		by[e[i].n] = e[i].seq >= 0 ? e[i].alloc : INT64_MIN;
+	for (i = 0; i < n && in->nstep_alloc < DIAG_MAX_STEPS; i++)
+		if (by[i] != INT64_MIN)
+			in->step_alloc[in->nstep_alloc++] = by[i];
+	tp_free(by);
+	tp_free(e);
+	return TP_OK;
+}
+
 /*
  * The memory figures of diagnosis: the peak of the series /memory answers,
  * the device's capacity from any trace's deviceProperties, and allocated
@@ -3267,19 +3530,12 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 		if (step != DB_DONE)
 			return db_fail(err, r->db, "read device properties");
 	}
-	st = prepare_rank(r, "SELECT (SELECT allocated FROM memory_points WHERE artifact_id=?3 AND device=?4"
-			     " AND t_ns <= k.start_ns + k.dur_ns ORDER BY seq DESC LIMIT 1)"
-			     " FROM (SELECT DISTINCT step, start_ns, dur_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS "))"
-			     " k ORDER BY k.start_ns, k.dur_ns, k.step", run, rank, err);
+	st = prepare_rank(r, "SELECT k.start_ns + k.dur_ns FROM (SELECT DISTINCT step, start_ns, dur_ns FROM steps"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ")) k ORDER BY k.start_ns, k.dur_ns, k.step",
+			     run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	db_bind_int64(st, 3, s.artifact);
-	bind_text(st, 4, s.device);
-	while ((step = db_step(st)) == DB_ROW && in->nstep_alloc < DIAG_MAX_STEPS)
-		if (db_column_type(st, 0) == DB_INTEGER)
-			in->step_alloc[in->nstep_alloc++] = db_column_int64(st, 0);
-	db_finalize(st);
-	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, r->db, "read memory at steps");
+	return ends_alloc(r, st, &s, in, err);
 }
 
 /* What an earlier store_diag_input on r lent. */
@@ -3578,7 +3834,7 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 		memcpy(out->peak_cat, &row[1], sizeof(out->peak_cat));
 		out->peak_bytes = row[MEM_COL_ALLOCATED];
 	}
-	if (!(st = prepare(r, "SELECT MAX(reserved) FROM memory_points WHERE artifact_id=?1 AND device=?2", err)))
+	if (!(st = prepare(r, "SELECT max_reserved FROM memory_series WHERE artifact_id=?1 AND device=?2", err)))
 		return TP_ERR_DB;
 	db_bind_int64(st, 1, s.artifact);
 	bind_text(st, 2, s.device);

@@ -88,7 +88,7 @@ static long long rows_of(long long artifact)
 	snprintf(sql, sizeof(sql), "SELECT (SELECT COUNT(*) FROM event_blocks WHERE key>>32=%lld)"
 		 " + (SELECT COUNT(*) FROM raw_chunks WHERE key>>32=%lld) + (SELECT COUNT(*) FROM strings WHERE key>>32=%lld)"
 		 " + (SELECT COUNT(*) FROM steps WHERE artifact_id=%lld) + (SELECT COUNT(*) FROM op_stats WHERE artifact_id=%lld)"
-		 " + (SELECT COUNT(*) FROM memory_points WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM memory_point_blocks WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_series WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_groups WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_segments WHERE artifact_id=%lld)"

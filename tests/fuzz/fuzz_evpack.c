@@ -1,7 +1,7 @@
 /*
- * fuzz_evpack.c: libFuzzer target for the event block decoder, which reads
- * database bytes: arbitrary blocks must fail cleanly, and blocks that decode
- * must encode back to the same events.
+ * fuzz_evpack.c: libFuzzer target for the event and memory point block
+ * decoders, which read database bytes: arbitrary blocks must fail cleanly,
+ * and blocks that decode must encode back to the same events or points.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +20,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
+	if (data[0] & 0x80) {	/* memory points */
+		int64_t rows[64][MEM_POINT_COLS], again[64][MEM_POINT_COLS];
+		uint8_t nul[64], nul2[64], out[64 * MEM_POINT_COLS * 10];
+		n = data[0] % 64 + 1;
+		if (ptpack_decode(data + 1, size - 1, n, rows, nul))
+			return 0;
+		len = ptpack_encode(out, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n);
+		if (len > size - 1 || ptpack_decode(out, len, n, again, nul2) ||
+		    memcmp(again, rows, n * sizeof(rows[0])) || memcmp(nul2, nul, n))
+			abort();
+		return 0;
+	}
 	n = data[0] % 64 + 1;
 	if (evpack_decode(data + 1, size - 1, n, ev))
 		return 0;

@@ -139,6 +139,37 @@ START_TEST(test_malformed_blocks)
 }
 END_TEST
 
+/* Memory points: extremes of every column come back, and damaged blocks are refused. */
+START_TEST(test_points)
+{
+	enum { N = 6 };
+	static const int64_t v[N] = { 0, -1, INT64_MIN, INT64_MAX, 1, 123456789012345LL };
+	int64_t rows[N][MEM_POINT_COLS], back[N][MEM_POINT_COLS];
+	uint8_t nul[N], bnul[N], buf[N * MEM_POINT_COLS * 10];
+	size_t len;
+
+	for (int i = 0; i < N; i++) {
+		for (int k = 0; k < MEM_POINT_COLS; k++)
+			rows[i][k] = v[(i + k) % N];
+		nul[i] = i % 3 == 0;
+		if (nul[i])
+			rows[i][MEM_COL_RESERVED] = 0;	/* unknown reads back as 0 */
+	}
+	ck_assert_uint_le(ptpack_bound(N), sizeof(buf));
+	len = ptpack_encode(buf, (const int64_t (*)[MEM_POINT_COLS])rows, nul, N);
+	ck_assert_int_eq(ptpack_decode(buf, len, N, back, bnul), 0);
+	ck_assert_mem_eq(back, rows, sizeof(rows));
+	ck_assert_mem_eq(bnul, nul, sizeof(nul));
+	/* one byte short, one too many, too few points asked, a varint that never ends */
+	ck_assert_int_eq(ptpack_decode(buf, len - 1, N, back, bnul), -1);
+	buf[len] = 0;
+	ck_assert_int_eq(ptpack_decode(buf, len + 1, N, back, bnul), -1);
+	ck_assert_int_eq(ptpack_decode(buf, len, N - 1, back, bnul), -1);
+	memset(buf, 0xff, sizeof(buf));
+	ck_assert_int_eq(ptpack_decode(buf, sizeof(buf), 1, back, bnul), -1);
+}
+END_TEST
+
 Suite *suite_evpack(void)
 {
 	Suite *s = suite_create("evpack");
@@ -147,6 +178,7 @@ Suite *suite_evpack(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_round_trip, 0, 4);
 	tcase_add_test(tc, test_malformed_blocks);
+	tcase_add_test(tc, test_points);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -325,14 +325,15 @@ START_TEST(test_other_kinds)
 	ck_assert_int_eq(res.rc, 0);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE kind='memory_timeline'"
 					  " AND status='ready' AND events=1"), 1);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT allocated FROM memory_points"), 1024);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT n FROM memory_point_blocks"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT peak_allocated FROM memory_series"), 1024);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_series WHERE source='pytorch'"
 					  " AND device='cuda:0' AND peak_seq=0"), 1);
 	/* and a broken one is kept as an error, with no points */
 	ingest("k", 0, "[[1, 1, 1024, 12]]", 18, &res);
 	ck_assert_int_eq(res.rc, TP_ERR_INVALID);
 	ck_assert_int_eq(res.kept, 1);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_points"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks"), 1);
 }
 END_TEST
 

@@ -3,6 +3,7 @@
  * artifact life cycle and what readers may see of it, duplicates, raw
  * chunks, packed events, and the JSON it answers with.
  */
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@
 #include "suites.h"
 #include "testutil.h"
 
-/* migrations_gen.c: how many schemas/migrations there are */
+/* migrations_gen.c: the schemas/migrations, in order */
+extern const char *const store_migrations[];
 extern const int store_nmigrations;
 
 static char *dir;
@@ -280,6 +282,124 @@ START_TEST(test_delete_waits_for_ingest)
 }
 END_TEST
 
+/* The legacy point i of the test series: one column of each kind moving, reserved unknown on odd points. */
+static void legacy_point(int64_t i, int64_t row[MEM_POINT_COLS], uint8_t *nul)
+{
+	row[0] = 1000000 + i * 1000 - (i % 7) * 3;
+	for (int c = 0; c < MEM_NCAT; c++)
+		row[1 + c] = (c == 3 ? (i * 4096) % 65536 : (int64_t)c << 20) + (c == 7 && i == 1500 ? INT64_MAX / 16 : 0);
+	row[MEM_COL_ALLOCATED] = 0;
+	for (int c = 0; c < MEM_NCAT; c++)
+		row[MEM_COL_ALLOCATED] += row[1 + c];
+	row[MEM_COL_RESERVED] = i % 2 ? 0 : (i == 0 ? 0 : INT64_MAX - i);
+	*nul = i % 2;
+}
+
+/*
+ * A database from before migration 015 keeps memory points as rows: the
+ * upgrade packs them into blocks, drops the table, fills the series' new
+ * columns, and the points read back as they were written.
+ */
+START_TEST(test_legacy_points_packed)
+{
+	struct tp_errbuf err = { 0 };
+	struct store *ost;
+	struct store_reader *orr;
+	struct store_mem_points *c;
+	char path[600], sql[256];
+	sqlite3 *h;
+	sqlite3_stmt *ins;
+	int64_t row[MEM_POINT_COLS], want[MEM_POINT_COLS], seq;
+	uint8_t nul, wnul;
+	int i, n = 2500;
+
+	snprintf(path, sizeof(path), "%s/old.db", dir);
+	ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+	for (i = 0; i < store_nmigrations - 1; i++)
+		ck_assert_int_eq(sqlite3_exec(h, store_migrations[i], NULL, NULL, NULL), SQLITE_OK);
+	ck_assert(strstr(store_migrations[store_nmigrations - 1], "memory_point_blocks") != NULL);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", store_nmigrations - 1);
+	ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(h, "BEGIN; INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
+					 " baseline) VALUES(7, 'cuda:0', 'pytorch', 2500, 1500, 0), (7, 'cpu', 'trace', 0,"
+					 " NULL, 5)", NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "INSERT INTO memory_points VALUES(7, 'cuda:0', ?1, ?2, ?3, ?4, ?5, ?6,"
+					    " ?7, ?8, ?9, ?10, ?11, ?12)", -1, &ins, NULL), SQLITE_OK);
+	for (i = 0; i < n; i++) {
+		legacy_point(i, want, &wnul);
+		sqlite3_bind_int64(ins, 1, i);
+		for (int k = 0; k < MEM_POINT_COLS; k++)
+			sqlite3_bind_int64(ins, 2 + k, want[k]);
+		if (wnul)
+			sqlite3_bind_null(ins, 2 + MEM_COL_RESERVED);
+		ck_assert_int_eq(sqlite3_step(ins), SQLITE_DONE);
+		sqlite3_reset(ins);
+	}
+	sqlite3_finalize(ins);
+	ck_assert_int_eq(sqlite3_exec(h, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+
+	ck_assert_int_eq(store_open(path, &ost, &err), 0);
+	ck_assert_int_eq(tu_db_scalar(path, "PRAGMA user_version"), store_nmigrations);
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT COUNT(*) FROM sqlite_master WHERE name='memory_points'"), 0);
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT COUNT(*) FROM memory_point_blocks"), 3);	/* 1024 + 1024 + 452 */
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT SUM(n) FROM memory_point_blocks"), n);
+	legacy_point(0, want, &wnul);
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT first_t_ns FROM memory_series WHERE device='cuda:0'"), want[0]);
+	legacy_point(1500, want, &wnul);
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT peak_allocated FROM memory_series WHERE device='cuda:0'"),
+			 want[MEM_COL_ALLOCATED]);
+	legacy_point(2, want, &wnul);
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT max_reserved FROM memory_series WHERE device='cuda:0'"),
+			 want[MEM_COL_RESERVED]);
+	ck_assert_int_eq(tu_db_scalar(path, "SELECT COUNT(*) FROM memory_series WHERE device='cpu'"
+					    " AND first_t_ns IS NULL AND peak_allocated IS NULL"), 1);
+
+	ck_assert_int_eq(store_reader_open(ost, &orr, &err), 0);
+	ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", -1, &c, &err), 0);
+	for (i = 0; store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++) {
+		legacy_point(i, want, &wnul);
+		ck_assert_int_eq(seq, i);
+		ck_assert_int_eq(nul, wnul);
+		ck_assert_mem_eq(row, want, sizeof(row));
+	}
+	ck_assert_int_eq(i, n);
+	store_mem_points_close(c);
+	/* one point by its seq, in the middle of a block and at a block's start */
+	for (int64_t one = 1500; one <= 2048; one += 548) {
+		ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", one, &c, &err), 0);
+		ck_assert_int_eq(store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err), 1);
+		legacy_point(one, want, &wnul);
+		ck_assert_int_eq(seq, one);
+		ck_assert_mem_eq(row, want, sizeof(row));
+		ck_assert_int_eq(store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err), 0);
+		store_mem_points_close(c);
+	}
+	ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", n, &c, &err), 0);	/* past the end: none */
+	ck_assert_int_eq(store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err), 0);
+	store_mem_points_close(c);
+	store_reader_close(orr);
+	store_close(ost);
+
+	/* a damaged block is a database error, not a crash or a wrong point */
+	ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(h, "UPDATE memory_point_blocks SET data=x'ffffffff' WHERE first_seq=1024",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	ck_assert_int_eq(store_open(path, &ost, &err), 0);
+	ck_assert_int_eq(store_reader_open(ost, &orr, &err), 0);
+	ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", -1, &c, &err), 0);
+	for (i = 0; store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++)
+		;
+	ck_assert_int_eq(i, 1024);
+	ck_assert_int_eq(err.rc, TP_ERR_DB);
+	ck_assert_str_eq(err.code, "database_error");
+	store_mem_points_close(c);
+	store_reader_close(orr);
+	store_close(ost);
+}
+END_TEST
+
 Suite *suite_store(void)
 {
 	Suite *s = suite_create("store");
@@ -294,6 +414,7 @@ Suite *suite_store(void)
 	tcase_add_test(tc, test_fail_keeps_raw_only);
 	tcase_add_test(tc, test_duplicates_and_drop);
 	tcase_add_test(tc, test_delete_waits_for_ingest);
+	tcase_add_test(tc, test_legacy_points_packed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,9 +6,11 @@ fixture, one after another in time), cuts its traceEvents into chunks of about
 --chunk-mb MiB at event boundaries (each chunk keeps the file's other keys, as
 the collector's chunks do), starts a fresh trainscope-server, uploads the
 whole file as one run and the chunks, one after another, as another run
-(rank 0 both), and reports MiB/s of uncompressed trace for each, the time of
-the first and last chunks, the first read after the last chunk (it derives the
-rank from every chunk once: server/pipeline/runrank.h), the same uploads with a
+(rank 0 both), then two at a time as a third (a backlog shipped over two
+connections: one 1 MiB body's work does not keep both cores busy), and
+reports MiB/s of uncompressed trace for each, the time of the first and
+last chunks, the first read after the last chunk (it derives the rank from
+every chunk once: server/pipeline/runrank.h), the same uploads with a
 page open on the run (a reader of /steps every --poll-s seconds, as the live
 page did), the same with reads that do not wait (?wait=0, as the page follows a run
 now) and how long after the last chunk the background derivation caught up, and
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import queue
 import time
 import urllib.request
 
@@ -95,6 +98,34 @@ def uploads_watched(base, bodies, run, read, poll_s):
     return took, reads
 
 
+def uploads_in_flight(base, bodies, run, k):
+    """The chunks uploaded as run over k connections at once, each taking the next chunk: the time."""
+    q = queue.Queue()
+    for i, b in enumerate(bodies):
+        q.put((i, b))
+    fails = []
+
+    def worker():
+        while True:
+            try:
+                i, b = q.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                post(base, f"/api/v1/runs/{run}/artifacts?rank=0&name=part{i}.json", b)
+            except OSError as e:
+                fails.append(e)
+    t0 = time.monotonic()
+    th = [threading.Thread(target=worker) for _ in range(k)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    if fails:
+        raise fails[0]
+    return time.monotonic() - t0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=int, default=64)
@@ -149,6 +180,8 @@ def main():
         t1 = time.monotonic()
         get(base, "/api/v1/runs/chunks/steps")
         t_read = time.monotonic() - t1
+        t_two = uploads_in_flight(base, bodies, "two", 2)
+        get(base, "/api/v1/runs/two/steps")
         # again, with a page open on the run: a reader every poll_s seconds while the chunks land
         t_live, reads = uploads_watched(base, bodies, "live", "/steps", args.poll_s)
         t1 = time.monotonic()
@@ -164,7 +197,7 @@ def main():
                 time.sleep(0.05)
             t_caught = time.monotonic() - t1
         mib = len(whole) / 1048576
-        runs = ["whole", "chunks", "live"] + ([] if args.no_follow else ["follow"])
+        runs = ["whole", "chunks", "two", "live"] + ([] if args.no_follow else ["follow"])
         same = all(len({get(base, f"/api/v1/runs/{r}/{p}") for r in runs}) == 1
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
@@ -173,6 +206,8 @@ def main():
         print(f"whole file: {t_whole:.2f} s, {mib / t_whole:.1f} MiB/s")
         print(f"chunks, one after another: {t_chunks:.2f} s, {mib / t_chunks:.1f} MiB/s "
               f"({t_chunks / t_whole:.1f}x the whole file's time)")
+        print(f"chunks, two at a time: {t_two:.2f} s, {mib / t_two:.1f} MiB/s "
+              f"({t_two / t_whole:.2f}x the whole file's time)")
         print(f"first {k} chunks: {sum(times[:k]) / k * 1000:.0f} ms each; last {k}: {sum(times[-k:]) / k * 1000:.0f} ms each")
         print(f"first read after the last chunk (derives the rank): {t_read:.2f} s; "
               f"uploads + that read: {t_chunks + t_read:.2f} s, {mib / (t_chunks + t_read):.1f} MiB/s "

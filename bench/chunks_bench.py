@@ -16,7 +16,12 @@ page did), the same with reads that do not wait (?wait=0, as the page follows a 
 now) and how long after the last chunk the background derivation caught up, and
 whether /steps, /ops and /kernels of the runs are the same bytes.
 
+With --collector PATH (repeatable), the chunks are also written as files to a
+folder and shipped by that trainscope-collect (`watch --once`, which gzips
+each on the way, two in flight), each as another run.
+
 Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--poll-s 1] [--server build/trainscope-server]
+                             [--collector build/trainscope-collect]...
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.
 """
@@ -30,6 +35,7 @@ import sys
 import tempfile
 import threading
 import queue
+import resource
 import time
 import urllib.request
 
@@ -133,6 +139,9 @@ def main():
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
     ap.add_argument("--poll-s", type=float, default=1.0)
     ap.add_argument("--no-follow", action="store_true", help="skip the ?wait=0 phase (a server before it)")
+    ap.add_argument("--collector", action="append", default=[],
+                    help="also ship the chunks, as files in a folder, with this trainscope-collect "
+                         "(watch --once; repeat to compare builds)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="chunks-bench-")
     srv = None
@@ -196,8 +205,30 @@ def main():
                 get(base, "/api/v1/runs/follow/ranks?wait=0")
                 time.sleep(0.05)
             t_caught = time.monotonic() - t1
+        # the chunks as the collector ships them: files in a folder, watch --once (it gzips each on the way)
+        t_collect, cpu_collect = [], []
+        if args.collector:
+            spool = os.path.join(work, "spool")
+            os.mkdir(spool)
+            old = time.time() - 60	# settled: watch waits for files modified in the last second
+            for i, b in enumerate(bodies):
+                f = os.path.join(spool, f"part{i:05d}.json")
+                with open(f, "wb") as out:
+                    out.write(b)
+                os.utime(f, (old, old))
+        for n, exe in enumerate(args.collector):
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t1 = time.monotonic()
+            subprocess.run([exe, "watch", "--once", "--server", base, "--run", f"collect{n}",
+                            "--state", os.path.join(work, f"state{n}"), spool],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t_collect.append(time.monotonic() - t1)
+            ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)	# the collector's: the server is not waited for yet
+            cpu_collect.append(ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime)
+            get(base, f"/api/v1/runs/collect{n}/steps")
         mib = len(whole) / 1048576
-        runs = ["whole", "chunks", "two", "live"] + ([] if args.no_follow else ["follow"])
+        runs = (["whole", "chunks", "two", "live"] + ([] if args.no_follow else ["follow"]) +
+                [f"collect{n}" for n in range(len(args.collector))])
         same = all(len({get(base, f"/api/v1/runs/{r}/{p}") for r in runs}) == 1
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
@@ -219,6 +250,9 @@ def main():
             print(f"with a reader every {args.poll_s:g} s that does not wait (?wait=0): uploads {t_follow:.2f} s; "
                   f"{len(freads)} reads, slowest {max(freads, default=0):.3f} s, median "
                   f"{sorted(freads)[len(freads) // 2] if freads else 0:.3f} s; analysed {t_caught:.2f} s after the last chunk")
+        for exe, t, cpu in zip(args.collector, t_collect, cpu_collect):
+            print(f"{exe} watch --once on the chunks' folder: {t:.2f} s, {mib / t:.1f} MiB/s "
+                  f"({t / t_whole:.2f}x the whole file's time; the collector's CPU {cpu:.2f} s, on the same cores)")
         print(f"steps, ops, kernels of the {len(runs)} runs the same bytes: {same}")
     finally:
         if srv:

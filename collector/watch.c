@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -473,87 +474,122 @@ static void record_item(struct watch *w, struct watch_dir *d, const char *name, 
 		w->fatal = CLIENT_EXIT_LOCAL;
 }
 
-/* Ship queue item i: 1 when it is done with (dequeue it), 0 when it waits, -1 to stop shipping. */
-static int ship_one(struct watch *w, size_t i)
+/* A due file, opened and checked, to upload (maybe beside another) and then record. */
+struct ship_job {
+	const struct client *c;
+	size_t i;		/* its queue index */
+	const char *name;	/* the queue item's */
+	char *path;
+	int fd;
+	struct stat st;
+	struct client_resp r;
+};
+
+static void job_release(struct ship_job *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j->path);
+	j->fd = -1;
+	j->path = NULL;
+}
+
+/*
+ * Look at queue item i: 1 when it is done with (dequeue it), 0 when it
+ * waits, 2 when j holds it ready to upload, -1 to stop shipping.
+ */
+static int ship_prepare(struct watch *w, size_t i, struct ship_job *j)
 {
 	struct watch_item *it = &w->queue[i];
 	struct watch_dir *d = &w->dirs[it->dir];
-	struct client_resp r;
 	struct stat st, fst;
 	struct timespec now;
-	char *path, fdpath[64];
 	long long age_ms, settle_ms = w->settle_ms && is_text(it->name) ? TEXT_SETTLE_MS : w->settle_ms;
-	int kept, rc = 1, fd = -1;
+	int rc = 1;
 
-	if (asprintf(&path, "%s/%s", d->path, it->name) < 0) {
+	*j = (struct ship_job){ .c = w->c, .i = i, .name = it->name, .fd = -1 };
+	if (asprintf(&j->path, "%s/%s", d->path, it->name) < 0) {
+		j->path = NULL;
 		w->fatal = CLIENT_EXIT_LOCAL;
 		return -1;
 	}
-	if (lstat(path, &st))
+	if (lstat(j->path, &st))
 		goto out;	/* gone, or renamed away */
 	if (S_ISLNK(st.st_mode)) {
-		fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n", path);
+		fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n", j->path);
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || is_done(w, d, it->name, &st))
 		goto out;	/* not a file, or shipped as this very version */
 	/* opened without following a link, and the very file lstat saw (no swap in between) */
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(fd, &fst) ||
+	if ((j->fd = open(j->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(j->fd, &fst) ||
 	    fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
-		if (fd < 0 && errno == ELOOP)
-			fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n", path);
+		if (j->fd < 0 && errno == ELOOP)
+			fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n",
+				j->path);
 		goto out;
 	}
-	st = fst;
+	j->st = fst;
 	clock_gettime(CLOCK_REALTIME, &now);
-	age_ms = ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(&st)) / 1000000;
+	age_ms = ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(&fst)) / 1000000;
 	if (it->from_scan && (age_ms < settle_ms ||
-			      (age_ms < INCOMPLETE_MS && !looks_whole(fd, it->name, st.st_size)))) {
+			      (age_ms < INCOMPLETE_MS && !looks_whole(j->fd, it->name, fst.st_size)))) {
 		it->not_before = watch_now_ms() + (age_ms < settle_ms ? settle_ms - age_ms : w->settle_ms);
 		rc = 0;
 		goto out;
 	}
-	/* uploaded from the descriptor opened here, not the name again */
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	switch (upload_file(w->c, fdpath, it->name, 0, 0, &st, &r)) {
+	return 2;
+out:
+	job_release(j);
+	return rc;
+}
+
+/* Upload a prepared job from the descriptor opened there, not the name again; a thread of its own or not. */
+static void *ship_upload(void *arg)
+{
+	struct ship_job *j = arg;
+	char fdpath[64];
+
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", j->fd);
+	upload_file(j->c, fdpath, j->name, 0, 0, &j->st, &j->r);
+	return NULL;
+}
+
+/*
+ * Say and record an uploaded job's answer: 1 when it is done with, 0 when it
+ * stays queued (a transient failure: the caller schedules the retry), -1 to
+ * stop shipping (401, 403). The answer stays in j->r.
+ */
+static int ship_finish(struct watch *w, struct ship_job *j)
+{
+	struct watch_dir *d = &w->dirs[w->queue[j->i].dir];
+	int kept;
+
+	switch (j->r.outcome) {
 	case CLIENT_OK:
-		upload_report(path, &r);
-		w->failures = 0;
+		upload_report(j->path, &j->r);
 		w->shipped++;
-		record_item(w, d, it->name, path, &st, 1);
-		break;
+		record_item(w, d, j->name, j->path, &j->st, 1);
+		return 1;
 	case CLIENT_REJECTED:
-		kept = upload_report(path, &r);
-		w->failures = 0;
-		if (upload_fatal(&r)) {
+		kept = upload_report(j->path, &j->r);
+		if (upload_fatal(&j->r)) {
 			w->fatal = CLIENT_EXIT_REJECTED;
-			snprintf(w->last_error, sizeof(w->last_error), "%s", r.error);
-			rc = -1;
-			break;
+			snprintf(w->last_error, sizeof(w->last_error), "%.511s", j->r.error);
+			return -1;
 		}
 		w->rejected++;
-		record_item(w, d, it->name, path, &st, kept);
-		break;
+		record_item(w, d, j->name, j->path, &j->st, kept);
+		return 1;
 	case CLIENT_TRANSIENT:
-		w->failures++;
-		w->retry_at = watch_now_ms() + client_backoff_ms(w->c, w->failures);
-		snprintf(w->last_error, sizeof(w->last_error), "%s", r.error);
-		fprintf(stderr, "trainscope-collect: %s: %s; trying again in %lld ms\n", it->name, r.error,
-			w->retry_at - watch_now_ms());
-		rc = -1;
-		break;
+		return 0;
 	case CLIENT_FAILED:
 		/* unreadable, or gone between stat and open: nothing a retry would change */
-		if (access(path, F_OK) == 0)
-			client_print_error(path, &r);
-		break;
+		if (access(j->path, F_OK) == 0)
+			client_print_error(j->path, &j->r);
+		return 1;
 	}
-	client_resp_release(&r);
-out:
-	if (fd >= 0)
-		close(fd);
-	free(path);
-	return rc;
+	return 1;
 }
 
 /* One line on stderr when watch ends: what it shipped, rejected and left, or that it found nothing. */
@@ -568,27 +604,103 @@ static void watch_summary(const struct watch *w, const char *how)
 		w->shipped, w->rejected, w->nqueue, w->nqueue ? " (the next start ships them)" : "");
 }
 
+/*
+ * Upload n prepared jobs at once (the first on this thread), then say and
+ * record each in queue order and dequeue the ones done with. Returns how
+ * many were dequeued (all from indices below the caller's cursor), and sets
+ * *stop when shipping must pause (a transient failure: the retry is
+ * scheduled) or end (w->fatal).
+ */
+static size_t ship_round(struct watch *w, struct ship_job *jobs, size_t n, int *stop)
+{
+	pthread_t th[WATCH_IN_FLIGHT];
+	int started[WATCH_IN_FLIGHT] = { 0 }, done[WATCH_IN_FLIGHT] = { 0 }, transient = 0;
+	size_t k, out = 0;
+
+	for (k = 1; k < n; k++)
+		started[k] = pthread_create(&th[k], NULL, ship_upload, &jobs[k]) == 0;
+	ship_upload(&jobs[0]);
+	for (k = 1; k < n; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			ship_upload(&jobs[k]);	/* no thread to be had: after the first */
+	}
+	for (k = 0; k < n; k++) {
+		int rc = ship_finish(w, &jobs[k]);
+		done[k] = rc > 0;
+		transient |= rc == 0;
+		if (rc < 0)
+			*stop = 1;
+	}
+	if (transient) {
+		/* one failure for the round, whichever of its files met it: the backoff grows once */
+		w->failures++;
+		w->retry_at = watch_now_ms() + client_backoff_ms(w->c, w->failures);
+		for (k = 0; k < n; k++)
+			if (jobs[k].r.outcome == CLIENT_TRANSIENT) {
+				snprintf(w->last_error, sizeof(w->last_error), "%.511s", jobs[k].r.error);
+				fprintf(stderr, "trainscope-collect: %s: %s; trying again in %lld ms\n", jobs[k].name,
+					jobs[k].r.error, w->retry_at - watch_now_ms());
+			}
+		*stop = 1;
+	} else {
+		w->failures = 0;
+	}
+	/* from the last: the earlier indices stay valid */
+	for (k = n; k-- > 0;) {
+		client_resp_release(&jobs[k].r);
+		job_release(&jobs[k]);
+		if (done[k]) {
+			dequeue(w, jobs[k].i);
+			out++;
+		}
+	}
+	return out;
+}
+
 size_t watch_ship(struct watch *w)
 {
-	size_t i = 0;
+	struct ship_job jobs[WATCH_IN_FLIGHT];
+	size_t i = 0, n;
 	long long now = watch_now_ms();
+	int stop = 0;
 
 	if (w->failures && now < w->retry_at)
 		return w->nqueue;
-	while (i < w->nqueue && !w->fatal) {
-		if (w->queue[i].not_before > now) {
-			i++;
-			continue;
+	while (!stop && !w->fatal) {
+		/* the next due files, in queue order, up to WATCH_IN_FLIGHT of them */
+		for (n = 0; i < w->nqueue && n < WATCH_IN_FLIGHT && !stop;) {
+			if (w->queue[i].not_before > now) {
+				i++;
+				continue;
+			}
+			if (cancelled(w)) {
+				stop = 1;
+				break;
+			}
+			switch (ship_prepare(w, i, &jobs[n])) {
+			case 2:
+				n++;
+				i++;
+				break;
+			case 1:
+				dequeue(w, i);	/* the jobs held are below i: their indices stand */
+				break;
+			case 0:
+				i++;
+				break;
+			default:
+				stop = 1;
+			}
 		}
-		if (cancelled(w))
+		if (stop || !n) {
+			/* cancelled (or out of memory) with files opened: they stay queued */
+			while (n)
+				job_release(&jobs[--n]);
 			break;
-		int rc = ship_one(w, i);
-		if (rc < 0)
-			break;	/* the server is away: the rest waits too, in order */
-		if (rc > 0)
-			dequeue(w, i);
-		else
-			i++;
+		}
+		i -= ship_round(w, jobs, n, &stop);
 		now = watch_now_ms();
 	}
 	return w->nqueue;
@@ -624,8 +736,9 @@ static const char watch_help[] =
 	"a file it takes for none (415) is said and not sent again, unless it changes.\n"
 	"What was shipped is kept in DIR/" STATE_NAME "\n"
 	"(or in --state DIR), so a restart ships only what is new. While the server is\n"
-	"away, files wait and go, in order, when it is back. SIGINT or SIGTERM stops it\n"
-	"after the file in flight, with exit 0; a 401 or 403 stops it with exit 1.\n"
+	"away, files wait and go, in order, when it is back; two go at a time when more\n"
+	"than one is waiting. SIGINT or SIGTERM stops it after the files in flight, with\n"
+	"exit 0; a 401 or 403 stops it with exit 1.\n"
 	"\n"
 	"  --once         ship what is there now and exit (retried as `upload` is)\n"
 	"  --state DIR    keep the state files in DIR instead of in each watched folder\n";

@@ -9,6 +9,12 @@
  *         watch_ship(&w)               ships what is due
  *   watch_release(&w)
  *
+ * Files go up to WATCH_IN_FLIGHT at a time, each on its own connection, in
+ * queue order (a backlog, say chunks kept while the server was away, then
+ * keeps both of the server's cores busy: one 1 MiB chunk's work does not,
+ * bench/chunks_bench.py), and are said and recorded in that order once the
+ * round's answers are all in.
+ *
  * A file is due when it is closed after writing (IN_CLOSE_WRITE) or renamed
  * into the folder (IN_MOVED_TO), or was there when watching began. Only
  * names ending in .json, .json.gz, .pickle, .pkl, .txt or .csv are shipped
@@ -19,8 +25,9 @@
  * Keep mode (watch): what was shipped is recorded as (size, mtime, rank, run,
  * name) in a state file rewritten atomically (write, fsync, rename) after
  * each file, so a restart, even after SIGKILL, ships exactly what is not
- * there yet. A SIGKILL between the server's answer and the rename can send
- * one file twice; the server answers that with 200 and the same artifact.
+ * there yet. A SIGKILL between the server's answers and the rename can send
+ * the files of that round twice; the server answers that with 200 and the
+ * same artifact.
  * Spool mode (run): a shipped file is deleted; what is left is not shipped.
  */
 #ifndef WATCH_H
@@ -30,6 +37,9 @@
 #include <sys/types.h>
 
 #include "client.h"
+
+/* files uploaded at once when more than one is due */
+#define WATCH_IN_FLIGHT 2
 
 struct watch_dir;
 struct watch_item;
@@ -63,9 +73,10 @@ int watch_add(struct watch *w, const char *dir, const char *state_dir);
 /* Read what inotify has; 0, or -1 after a message (a watched folder is gone). */
 int watch_read_events(struct watch *w);
 /*
- * Ship every due file, in order, until the queue is done, a transient
- * failure (the next try is after watch_timeout_ms), w->fatal, or
- * c->cancel_fd is readable. Returns the files still queued.
+ * Ship every due file, in order and WATCH_IN_FLIGHT at a time, until the
+ * queue is done, a transient failure (the next try is after
+ * watch_timeout_ms), w->fatal, or c->cancel_fd is readable (the files in
+ * flight finish first). Returns the files still queued.
  */
 size_t watch_ship(struct watch *w);
 /* How long poll may sleep before watch_ship has something to do: -1 for ever. */

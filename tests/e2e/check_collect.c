@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -691,9 +692,9 @@ START_TEST(test_watch_sigkill)
 		ck_assert_int_eq(named(arts, name), 1);
 	}
 	json_decref(arts);
-	/* at most the file in flight at the kill was sent again */
+	/* at most the files in flight at the kill (two) were sent again */
 	ck_assert_int_eq(answered(201, N + LATE), N + LATE);
-	ck_assert_int_le(uploads_answered(200), 1);
+	ck_assert_int_le(uploads_answered(200), 2);
 	fprintf(stderr, "watch SIGKILL: %zu of %d files were shipped before the kill\n", before, N);
 }
 END_TEST
@@ -1408,6 +1409,137 @@ START_TEST(test_upload_progress)
 }
 END_TEST
 
+/* A connection on lfd within ms, or -1. */
+static int accept_within(int lfd, int ms)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	return poll(&p, 1, ms) > 0 ? accept(lfd, NULL, NULL) : -1;
+}
+
+/*
+ * Read one upload from c as the collector sends a plain file (chunked,
+ * gzip'd on the way) and put its name= into name.
+ */
+static void read_upload(int c, char *name, size_t cap)
+{
+	static char buf[1 << 18];
+	size_t got = 0, head = 0;
+	int continued = 0;
+	char *q, *end;
+
+	for (;;) {
+		ssize_t n;
+		ck_assert_uint_lt(got, sizeof(buf) - 1);
+		n = read(c, buf + got, sizeof(buf) - 1 - got);
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+		if (!head && (q = memmem(buf, got, "\r\n\r\n", 4)))
+			head = (size_t)(q - buf) + 4;
+		if (head && !continued && memmem(buf, head, "100-continue", 12)) {
+			ck_assert_int_eq(write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25), 25);
+			continued = 1;
+		}
+		if (head && got >= head + 7 && !memcmp(buf + got - 7, "\r\n0\r\n\r\n", 7))
+			break;
+	}
+	buf[got] = 0;
+	ck_assert_ptr_nonnull(q = strstr(buf, "&name="));
+	q += 6;
+	end = q + strcspn(q, " &");
+	ck_assert_uint_lt((size_t)(end - q), cap);
+	memcpy(name, q, (size_t)(end - q));
+	name[end - q] = 0;
+}
+
+static void answer_upload(int c, int status, const char *name)
+{
+	char body[256], msg[512];
+
+	if (status == 201)
+		snprintf(body, sizeof(body), "{\"artifact\":{\"id\":1,\"status\":\"ready\",\"name\":\"%s\"}}", name);
+	else
+		snprintf(body, sizeof(body), "{\"error\":{\"code\":\"busy\",\"message\":\"try later\"}}");
+	snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+		 "Connection: close\r\n\r\n%s", status, status == 201 ? "Created" : "Service Unavailable",
+		 strlen(body), body);
+	ck_assert_int_eq(write(c, msg, strlen(msg)), (ssize_t)strlen(msg));
+	close(c);
+}
+
+/*
+ * A backlog goes two at a time (WATCH_IN_FLIGHT), in queue order, never
+ * three; a transient failure of one of a pair retries it alone of the two
+ * (the other was recorded), and every file is shipped once.
+ */
+START_TEST(test_watch_two_in_flight)
+{
+	enum { N = 5 };
+	char url[64], n1[64], n2[64], got[N][64], name[32];
+	int lfd, port, c1, c2, c, i, k, status = 0, ngot = 0, shipped[N] = { 0 };
+	pid_t pid;
+	char *out, *err;
+
+	for (i = 0; i < N; i++) {
+		char *t = trace_text("two", i);
+		snprintf(name, sizeof(name), "t%d.json", i);
+		put_file(name, t, 10);
+		free(t);
+	}
+	lfd = slow_listener(&port);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	pid = spawn("two", (const char *[]){ "watch", "--once", "--server", url, "--run", "two", dir, NULL }, NULL);
+	/* the first two are both sent before either is answered, and a third is not opened meanwhile */
+	ck_assert_int_ge(c1 = accept_within(lfd, 10000), 0);
+	read_upload(c1, n1, sizeof(n1));
+	ck_assert_int_ge(c2 = accept_within(lfd, 10000), 0);
+	read_upload(c2, n2, sizeof(n2));
+	ck_assert_int_lt(accept_within(lfd, 300), 0);
+	ck_assert_str_eq(n1, "t0.json");
+	ck_assert_str_eq(n2, "t1.json");
+	answer_upload(c1, 503, n1);
+	answer_upload(c2, 201, n2);
+	shipped[1] = 1;
+	/* the rest, t0 again among them, each answered as it comes */
+	for (;;) {
+		if ((c = accept_within(lfd, 100)) < 0) {
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				break;
+			continue;
+		}
+		ck_assert_int_lt(ngot, N - 1);
+		read_upload(c, got[ngot], sizeof(got[0]));
+		answer_upload(c, 201, got[ngot]);
+		ck_assert_int_eq(sscanf(got[ngot], "t%d.json", &k), 1);
+		ck_assert(k >= 0 && k < N && !shipped[k]);
+		shipped[k] = 1;
+		ngot++;
+	}
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(ngot, N - 1);
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(shipped[i], 1);
+	out = output("two", "out");
+	err = output("two", "err");
+	/* said in queue order within each round: t1 (t0 failed), then t0 and t2, then t3 and t4 */
+	{
+		static const char *const order[N] = { "t1.json: artifact", "t0.json: artifact", "t2.json: artifact",
+						      "t3.json: artifact", "t4.json: artifact" };
+		const char *at = out;
+		for (i = 0; i < N; i++) {
+			ck_assert_msg((at = strstr(at, order[i])), "%s not in order in: %s", order[i], out);
+			at++;
+		}
+	}
+	ck_assert_msg(strstr(err, "t0.json: 503 busy: try later; trying again in"), "%s", err);
+	ck_assert_msg(strstr(err, "5 file(s) shipped, 0 rejected, 0 left waiting"), "%s", err);
+	free(out);
+	free(err);
+	close(lfd);
+}
+END_TEST
+
 Suite *suite_collect(void)
 {
 	Suite *s = suite_create("collect");
@@ -1424,6 +1556,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_watch_links_names_and_unfinished);
 	tcase_add_test(tc, test_watch_sigkill);
 	tcase_add_test(tc, test_watch_sigterm);
+	tcase_add_test(tc, test_watch_two_in_flight);
 	tcase_add_test(tc, test_run_chunks);
 	tcase_add_test(tc, test_run_passes_sigterm);
 	tcase_add_test(tc, test_run_server_restart);

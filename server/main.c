@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 	 * arrays inside the arenas, copying on each realloc and leaving the old
 	 * blocks as holes: the same 1 GB trace peaked at 283, 330, then 349 MiB
 	 * in one server. Fixed, larger blocks are mapped, grown in place (mremap)
-	 * and unmapped when freed: 281-282 MiB every time. (glibc would raise the
+	 * and unmapped when freed: 282-283 MiB every time. (glibc would raise the
 	 * trim threshold with it; left at 128 KiB, the arenas give back their
 	 * free tops as they go: 8 MiB held 288, 293, 295 MiB.)
 	 */

@@ -1,6 +1,7 @@
 /*
  * check_runs.c: a run as the unit: DELETE of runs and artifacts (atomic, write
- * token, answers and cache after it).
+ * token, answers and cache after it), and a database from before the memory
+ * points were packed upgraded on either engine.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -8,8 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/db.h"
+#include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
+
+/* the migrations, generated from schemas/migrations/ (build/server/migrations_gen.c) */
+extern const char *const store_migrations[];
+extern const int store_nmigrations;
 
 static struct tu_server srv;
 
@@ -797,6 +804,169 @@ START_TEST(test_memory_across_cycles)
 }
 END_TEST
 
+/* ---- a database from before the points were packed ---- */
+
+struct legacy_series {
+	int64_t artifact;
+	char device[64];
+	size_t n;
+	int64_t (*row)[MEM_POINT_COLS];
+	uint8_t *nul;
+};
+
+/* run sql (a statement list) through db, failing the test with the engine's message */
+static void db_ok(struct db *db, int rc, const char *what)
+{
+	ck_assert_msg(rc == DB_OK, "%s: %s", what, db_errmsg(db));
+}
+
+/*
+ * Take the database at where back to the schema before migration 015 (the
+ * last, store_migrations[store_nmigrations - 1]), as a server before it left it: every series' points (read with the store's own cursor)
+ * written as rows of memory_points, the blocks and 015's columns gone. The
+ * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
+ * migrations make theirs. Returns the points moved.
+ */
+static size_t downgrade_before_015(const char *where)
+{
+	struct tp_errbuf err = { 0 };
+	struct legacy_series *ser = NULL;
+	struct store *st;
+	struct store_reader *rd;
+	struct store_mem_points *c;
+	struct db *db;
+	struct db_stmt *q;
+	size_t nser = 0, i, k, moved = 0;
+	int64_t seq;
+
+	ck_assert_int_eq(store_open(where, &st, &err), 0);
+	ck_assert_int_eq(store_reader_open(st, &rd, &err), 0);
+	ck_assert_int_eq(db_open(where, 0, &db, &err), 0);
+	db_ok(db, db_prepare(db, "SELECT artifact_id, device FROM memory_series ORDER BY artifact_id, device", 0, &q),
+	      "series");
+	while (db_step(q) == DB_ROW) {
+		ser = realloc(ser, (nser + 1) * sizeof(*ser));
+		memset(&ser[nser], 0, sizeof(ser[nser]));
+		ser[nser].artifact = db_column_int64(q, 0);
+		snprintf(ser[nser].device, sizeof(ser[nser].device), "%s", (const char *)db_column_text(q, 1));
+		nser++;
+	}
+	db_finalize(q);
+	for (i = 0; i < nser; i++) {
+		struct legacy_series *e = &ser[i];
+		int64_t row[MEM_POINT_COLS];
+		uint8_t nul;
+		ck_assert_int_eq(store_mem_points_open(rd, e->artifact, e->device, -1, &c, &err), 0);
+		while (store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1) {
+			ck_assert_int_eq(seq, (int64_t)e->n);
+			e->row = realloc(e->row, (e->n + 1) * sizeof(*e->row));
+			e->nul = realloc(e->nul, e->n + 1);
+			memcpy(e->row[e->n], row, sizeof(row));
+			e->nul[e->n++] = nul;
+		}
+		ck_assert_str_eq(err.code, "");
+		store_mem_points_close(c);
+	}
+	store_reader_close(rd);
+	store_close(st);
+
+	ck_assert(!strncmp(store_migrations[store_nmigrations - 1], "-- 015:", 7));
+	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, store_nmigrations - 1, "CREATE TABLE memory_points (artifact_id INTEGER NOT NULL, device TEXT NOT NULL,"
+				     " seq INTEGER NOT NULL, t_ns INTEGER NOT NULL, parameter INTEGER NOT NULL,"
+				     " optimizer_state INTEGER NOT NULL, input INTEGER NOT NULL, temporary INTEGER NOT NULL,"
+				     " activation INTEGER NOT NULL, gradient INTEGER NOT NULL, autograd_detail INTEGER NOT NULL,"
+				     " unknown INTEGER NOT NULL, allocated INTEGER NOT NULL, reserved INTEGER,"
+				     " PRIMARY KEY (artifact_id, device, seq)) WITHOUT ROWID;"
+				     " DROP TABLE memory_point_blocks;"
+				     " ALTER TABLE memory_series DROP COLUMN first_t_ns;"
+				     " ALTER TABLE memory_series DROP COLUMN peak_allocated;"
+				     " ALTER TABLE memory_series DROP COLUMN max_reserved;"), "the schema before");
+	db_ok(db, db_prepare(db, "INSERT INTO memory_points VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+				 " ?13, ?14)", 0, &q), "insert");
+	for (i = 0; i < nser; i++) {
+		for (k = 0; k < ser[i].n; k++) {
+			db_bind_int64(q, 1, ser[i].artifact);
+			db_bind_text(q, 2, ser[i].device, -1, DB_TRANSIENT);
+			db_bind_int64(q, 3, (int64_t)k);
+			for (int col = 0; col < MEM_POINT_COLS; col++)
+				db_bind_int64(q, 4 + col, ser[i].row[k][col]);
+			if (ser[i].nul[k])
+				db_bind_null(q, 4 + MEM_COL_RESERVED);
+			ck_assert_msg(db_step(q) == DB_DONE, "%s", db_errmsg(db));
+			db_reset(q);
+			moved++;
+		}
+		free(ser[i].row);
+		free(ser[i].nul);
+	}
+	db_finalize(q);
+	free(ser);
+	if (db_is_postgres(where)) {
+		char sql[96];
+		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d", store_nmigrations);
+		db_ok(db, db_exec(db, sql), "version");
+	}
+	db_ok(db, db_exec(db, "COMMIT"), "commit");
+	ck_assert_int_eq(db_schema_version(db), store_nmigrations - 1);
+	db_close(db);
+	return moved;
+}
+
+/*
+ * A database from before migration 015 (points a row each) on either engine: the server upgrades it as it starts, and every memory
+ * answer is what it was before the points were taken back to rows.
+ */
+START_TEST(test_upgrade_packs_points)
+{
+	static const char *const paths[] = {
+		"/api/v1/runs/upexp/memory?points=0", "/api/v1/runs/upexp/memory?points=100",
+		"/api/v1/runs/upexp/memory/peak", "/api/v1/runs/uptrace/memory?points=0",
+		"/api/v1/runs/uptrace/memory", "/api/v1/runs/uptrace/diagnosis", "/api/v1/runs/uptrace/timeline",
+	};
+	enum { NP = sizeof(paths) / sizeof(paths[0]) };
+	char *before[NP];
+	long long blocks, points, peaks;
+	struct tu_resp r;
+	size_t i, moved;
+
+	upload("upexp", 0, "memory/hta_memory_timeline.raw.json.gz");
+	upload("uptrace", 0, "traces/hta_v100_train_memory.json.gz");
+	for (i = 0; i < NP; i++) {
+		ck_assert_int_eq(tu_http(&srv, "GET", paths[i], NULL, 0, NULL, &r), 0);
+		ck_assert_msg(r.status == 200, "%s: %ld %s", paths[i], r.status, r.body);
+		before[i] = strdup(r.body);
+		tu_resp_free(&r);
+	}
+	blocks = tu_db_scalar(srv.db, "SELECT COUNT(*) FROM memory_point_blocks");
+	points = tu_db_scalar(srv.db, "SELECT SUM(n) FROM memory_point_blocks");
+	peaks = tu_db_scalar(srv.db, "SELECT SUM(peak_allocated) FROM memory_series");
+	ck_assert_int_gt(blocks, 2);
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+
+	moved = downgrade_before_015(srv.db);
+	ck_assert_int_eq((long long)moved, points);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM memory_points"), points);
+
+	ck_assert_int_eq(tu_server_restart(&srv, NULL), 0);
+	ck_assert_int_eq(tu_db_scalar(srv.db, db_is_postgres(srv.db) ? "SELECT MAX(version) FROM schema_version"
+							: "PRAGMA user_version"), store_nmigrations);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM memory_point_blocks"), blocks);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT SUM(n) FROM memory_point_blocks"), points);
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT SUM(peak_allocated) FROM memory_series"), peaks);
+	ck_assert_int_eq(tu_db_scalar(srv.db, db_is_postgres(srv.db)
+				      ? "SELECT COUNT(*) FROM information_schema.tables WHERE table_name='memory_points'"
+				      : "SELECT COUNT(*) FROM sqlite_master WHERE name='memory_points'"), 0);
+	for (i = 0; i < NP; i++) {
+		ck_assert_int_eq(tu_http(&srv, "GET", paths[i], NULL, 0, NULL, &r), 0);
+		ck_assert_msg(r.status == 200 && !strcmp(r.body, before[i]), "%s differs after the upgrade: %.300s",
+			      paths[i], r.body);
+		tu_resp_free(&r);
+		free(before[i]);
+	}
+}
+END_TEST
+
 /* ---- reads derive a run once, however many read it at once ---- */
 
 struct reader_arg {
@@ -1015,6 +1185,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_reads_derive_once);
 	tcase_add_test(tc, test_read_without_waiting);
 	tcase_add_test(tc, test_joined_trace_alone);
+	tcase_add_test(tc, test_upgrade_packs_points);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chunks");
 	tcase_add_checked_fixture(tc, start, stop);

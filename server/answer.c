@@ -84,7 +84,8 @@ static json_t *run_object(const struct store_run_info *r, int full)
 	}
 	if (json_object_set_new(o, "step_time_ns", times))
 		goto oom;
-	if (full && json_object_set_new(o, "analysis_pending", json_boolean(r->analysis_pending)))
+	/* the list too: its steps and step times are the analysis as it stands, a page says so */
+	if (json_object_set_new(o, "analysis_pending", json_boolean(r->analysis_pending)))
 		goto oom;
 	return o;
 oom:

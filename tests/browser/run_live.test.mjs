@@ -96,3 +96,31 @@ test('a run of 2 ranks, 20 chunks, 2 cycles updates live', async () => {
 	await page.screenshot({ path: path.join(shots, 'run-live.png'), fullPage: true });
 	assert.deepEqual(page.problems, []);
 });
+
+test('the runs list marks a run whose traces are not analysed yet', async () => {
+	const postTo = async (run, c) => {
+		const r = await fetch(`${srv.base}/api/v1/runs/${run}/artifacts?rank=0&name=${c.name}`, { method: 'POST', body: c.body });
+		assert.equal(r.status, 201, await r.text());
+	};
+	const cs = chunks(0);
+	for (const c of cs.slice(0, 5))
+		await postTo('listed', c);
+	await fetch(`${srv.base}/api/v1/runs/listed/steps`);	// derived: 5 steps
+	for (const c of cs.slice(5))
+		await postTo('listed', c);	// joined since: pending, and the list derives nothing
+	const list = await (await fetch(srv.base + '/api/v1/runs')).json();
+	const entry = list.runs.find((r) => r.name === 'listed');
+	assert.equal(entry.analysis_pending, true);
+	assert.equal(entry.steps, 5);
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/');
+	const row = 'tr:has(a[href="/runs/listed"])';
+	await page.waitForSelector(`${row} .chip.pending`);
+	assert.match(await page.textContent(`${row} td.num:has(.chip.pending)`), /^5\s*pending$/);
+	await page.screenshot({ path: path.join(shots, 'runs-pending.png'), fullPage: true });
+	// a read of the run derives what joined: the list's next refresh has every step, unmarked
+	await fetch(`${srv.base}/api/v1/runs/listed/steps`);
+	await page.waitForSelector(`${row}:not(:has(.chip.pending))`, { timeout: 15000 });
+	assert.ok((await page.$$eval(`${row} td.num`, (tds) => tds.map((td) => td.textContent))).includes('10'));
+	assert.deepEqual(page.problems, []);
+});

@@ -1054,6 +1054,24 @@ static int pending(const char *run)
 	return v;
 }
 
+/* the run's analysis_pending and steps in the list (GET /runs), which derives nothing */
+static int listed_pending(const char *run, long long *steps)
+{
+	json_t *j = call("GET", "/api/v1/runs", NULL, 0, 200), *r;
+	size_t i;
+	int v = -1;
+
+	json_array_foreach(json_object_get(j, "runs"), i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "name")), run)) {
+			ck_assert(json_is_boolean(json_object_get(r, "analysis_pending")));
+			v = json_is_true(json_object_get(r, "analysis_pending"));
+			*steps = json_integer_value(json_object_get(r, "steps"));
+		}
+	json_decref(j);
+	ck_assert_int_ge(v, 0);
+	return v;
+}
+
 static size_t steps_of(const char *url)
 {
 	json_t *j = call("GET", url, NULL, 0, 200);
@@ -1074,6 +1092,10 @@ START_TEST(test_read_without_waiting)
 	/* a second cycle joins: pending until something derives it */
 	upload_cycle("grow", 11, 10, 100);
 	ck_assert(pending("grow"));
+	/* the list says so too, with the steps as they stand, and derives nothing */
+	long long listed;
+	ck_assert_int_eq(listed_pending("grow", &listed), 1);
+	ck_assert_int_eq(listed, 3);
 	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 0);
 	/* answered from the first cycle's analysis, a derivation started behind it */
 	size_t n = steps_of("/api/v1/runs/grow/steps?wait=0");
@@ -1081,6 +1103,8 @@ START_TEST(test_read_without_waiting)
 	for (i = 0; i < 300 && pending("grow"); i++)
 		usleep(20000);
 	ck_assert(!pending("grow"));
+	ck_assert_int_eq(listed_pending("grow", &listed), 0);
+	ck_assert_int_eq(listed, 6);
 	ck_assert(metric("trainscope_rank_derivation_seconds_count") == 1);
 	ck_assert_uint_eq(steps_of("/api/v1/runs/grow/steps?wait=0"), 6);
 	/* the same bytes as a read that waits, and nothing left to derive for it */

@@ -32,7 +32,12 @@ export async function runsPage(app) {
 				fmt: (v, r) => r.tags.map((tag) => h('span', { class: 'chip', text: tag })) },
 			{ key: 'created_ns', label: 'Created', num: true, fmt: fmtDate },
 			{ key: 'ranks', label: 'Ranks', num: true, fmt: fmtInt },
-			{ key: 'steps', label: 'Steps', num: true, fmt: fmtInt },
+			// traces joined since the run's analysis: its figures are the analysis as it stands (the
+			// list derives nothing; opening the run does)
+			{ key: 'steps', label: 'Steps', num: true, fmt: (v, r) => (r.analysis_pending
+				? h('span', null, fmtInt(v), h('span', { class: 'chip pending', text: 'pending',
+					title: 'traces joined since this run was analysed: open it to analyse them' }))
+				: fmtInt(v)) },
 			{ key: 'step', label: 'Mean step', num: true, value: (r) => r.step_time_ns.mean, fmt: fmtNs },
 			{ key: 'peak_allocated_bytes', label: 'Peak memory', num: true, fmt: fmtBytes },
 		],

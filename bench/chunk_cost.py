@@ -21,30 +21,11 @@ def main():
     nmax = int(sys.argv[3]) if len(sys.argv) > 3 else 400
     with open(trace) as f:
         text = f.read()
-    head, evs, tail = cb.events_split(text)
-    chunks, cur, size = [], [], 0
-    for e in evs:
-        cur.append(e)
-        size += len(e) + 1
-        if size >= 1048576:
-            chunks.append(cur)
-            cur, size = [], 0
-    if cur:
-        chunks.append(cur)
-    bodies = [(head + ",".join(c) + tail).encode() for c in chunks[:nmax]]
-    del text, evs, chunks
+    bodies = cb.chunk_bodies(text, 1048576)[:nmax]
+    del text
     work = tempfile.mkdtemp(prefix="chunk-cost-")
-    port = cb.free_port()
-    base = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                            "--log-level", "warn"])
+    srv, base = cb.start_server(server, work)
     try:
-        for _ in range(300):
-            try:
-                cb.get(base, "/healthz")
-                break
-            except OSError:
-                time.sleep(0.1)
         times = []
         for i, b in enumerate(bodies):
             t = time.monotonic()

@@ -66,6 +66,37 @@ def events_split(text):
     return text[:start], evs, text[i:]
 
 
+def chunk_bodies(text, chunk_bytes):
+    """The trace text cut into traceEvents chunks of about chunk_bytes at event boundaries,
+    each keeping the file's other keys (as the collector's chunks do): their bodies."""
+    head, evs, tail = events_split(text)
+    chunks, cur, size = [], [], 0
+    for e in evs:
+        cur.append(e)
+        size += len(e) + 1
+        if size >= chunk_bytes:
+            chunks.append(cur)
+            cur, size = [], 0
+    if cur:
+        chunks.append(cur)
+    return [(head + ",".join(c) + tail).encode() for c in chunks]
+
+
+def start_server(server, work):
+    """A fresh server on a free port with its database in work: (process, base URL), once it answers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
+                            "--log-level", "warn"])
+    for _ in range(300):
+        try:
+            get(base, "/healthz")
+            break
+        except OSError:
+            time.sleep(0.1)
+    return srv, base
+
+
 def post(base, path, body):
     req = urllib.request.Request(base + path, data=body, method="POST")
     with urllib.request.urlopen(req, timeout=3600) as r:
@@ -151,30 +182,11 @@ def main():
         path = made["json"]
         with open(path) as f:
             text = f.read()
-        head, evs, tail = events_split(text)
-        chunks, cur, size, limit = [], [], 0, int(args.chunk_mb * 1048576)
-        for e in evs:
-            cur.append(e)
-            size += len(e) + 1
-            if size >= limit:
-                chunks.append(cur)
-                cur, size = [], 0
-        if cur:
-            chunks.append(cur)
-        bodies = [(head + ",".join(c) + tail).encode() for c in chunks]
+        bodies = chunk_bodies(text, int(args.chunk_mb * 1048576))
         whole = text.encode()
-        del text, evs, chunks
+        del text
 
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        srv = subprocess.Popen([args.server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                                "--log-level", "warn"])
-        for _ in range(300):
-            try:
-                get(base, "/healthz")
-                break
-            except OSError:
-                time.sleep(0.1)
+        srv, base = start_server(args.server, work)
 
         t0 = time.monotonic()
         post(base, "/api/v1/runs/whole/artifacts?rank=0&name=whole.json", whole)

@@ -24,30 +24,10 @@ import chunks_bench as cb  # noqa: E402
 def main():
     server, trace = sys.argv[1], sys.argv[2]
     with open(trace) as f:
-        head, evs, tail = cb.events_split(f.read())
-    chunks, cur, size = [], [], 0
-    for e in evs:
-        cur.append(e)
-        size += len(e) + 1
-        if size >= 1048576:
-            chunks.append(cur)
-            cur, size = [], 0
-    if cur:
-        chunks.append(cur)
-    bodies = [(head + ",".join(c) + tail).encode() for c in chunks]
-    del evs, chunks
+        bodies = cb.chunk_bodies(f.read(), 1048576)
     work = tempfile.mkdtemp(prefix="derive-repeat-")
-    port = cb.free_port()
-    base = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                            "--log-level", "warn"])
+    srv, base = cb.start_server(server, work)
     try:
-        for _ in range(300):
-            try:
-                cb.get(base, "/healthz")
-                break
-            except OSError:
-                time.sleep(0.1)
         took = []
         for i, b in enumerate(bodies):
             cb.post(base, f"/api/v1/runs/grow/artifacts?rank=0&name=part{i}.json", b)

@@ -614,7 +614,7 @@ static void watch_summary(const struct watch *w, const char *how)
 static size_t ship_round(struct watch *w, struct ship_job *jobs, size_t n, int *stop)
 {
 	pthread_t th[WATCH_IN_FLIGHT];
-	int started[WATCH_IN_FLIGHT] = { 0 }, done[WATCH_IN_FLIGHT] = { 0 }, transient = 0;
+	int started[WATCH_IN_FLIGHT] = { 0 }, done[WATCH_IN_FLIGHT] = { 0 }, transient = 0, answered = 0;
 	size_t k, out = 0;
 
 	for (k = 1; k < n; k++)
@@ -630,9 +630,13 @@ static size_t ship_round(struct watch *w, struct ship_job *jobs, size_t n, int *
 		int rc = ship_finish(w, &jobs[k]);
 		done[k] = rc > 0;
 		transient |= rc == 0;
+		/* an answer ends a run of failures, as it did one file at a time (an unreadable file is none) */
+		answered |= jobs[k].r.outcome == CLIENT_OK || jobs[k].r.outcome == CLIENT_REJECTED;
 		if (rc < 0)
 			*stop = 1;
 	}
+	if (answered)
+		w->failures = 0;
 	if (transient) {
 		/* one failure for the round, whichever of its files met it: the backoff grows once */
 		w->failures++;
@@ -644,8 +648,6 @@ static size_t ship_round(struct watch *w, struct ship_job *jobs, size_t n, int *
 					jobs[k].r.error, w->retry_at - watch_now_ms());
 			}
 		*stop = 1;
-	} else {
-		w->failures = 0;
 	}
 	/* from the last: the earlier indices stay valid */
 	for (k = n; k-- > 0;) {

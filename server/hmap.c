@@ -14,9 +14,9 @@ uint64_t hmap_mix(uint64_t x)
 	return x;
 }
 
-static int hmap_grow(struct hmap *m)
+static int hmap_grow(struct hmap *m, size_t cap)
 {
-	size_t cap = m->cap ? m->cap * 2 : 256, i;
+	size_t i;
 	uint64_t *k = tp_malloc(cap * sizeof(*k));
 	uint32_t *v = tp_malloc(cap * sizeof(*v));
 
@@ -43,11 +43,20 @@ static int hmap_grow(struct hmap *m)
 	return 0;
 }
 
+int hmap_reserve(struct hmap *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 256;
+
+	while (n * 2 > cap)
+		cap *= 2;
+	return cap > m->cap ? hmap_grow(m, cap) : 0;
+}
+
 uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val)
 {
 	size_t j;
 
-	if ((m->n + 1) * 2 > m->cap && hmap_grow(m))
+	if ((m->n + 1) * 2 > m->cap && hmap_grow(m, m->cap ? m->cap * 2 : 256))
 		return NULL;
 	for (j = hmap_mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
 		if (m->k[j] == key)
@@ -58,16 +67,23 @@ uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val)
 	return &m->v[j];
 }
 
-uint32_t hmap_get(const struct hmap *m, uint64_t key)
+uint32_t *hmap_find(struct hmap *m, uint64_t key)
 {
 	size_t j;
 
 	if (!m->cap)
-		return UINT32_MAX;
+		return NULL;
 	for (j = hmap_mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
 		if (m->k[j] == key)
-			return m->v[j];
-	return UINT32_MAX;
+			return &m->v[j];
+	return NULL;
+}
+
+uint32_t hmap_get(const struct hmap *m, uint64_t key)
+{
+	const uint32_t *v = hmap_find((struct hmap *)m, key);
+
+	return v ? *v : UINT32_MAX;
 }
 
 void hmap_free(struct hmap *m)

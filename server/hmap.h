@@ -17,10 +17,14 @@ struct hmap {
 
 /* murmur3's 64-bit finalizer's first half: every bit of x into the low bits */
 uint64_t hmap_mix(uint64_t x);
+/* Room for n keys, so that putting them grows nothing (a growth holds both tables for a moment); -1: out of memory. */
+int hmap_reserve(struct hmap *m, size_t n);
 /* The value slot of key, inserted with val when missing; NULL: out of memory. */
 uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val);
 /* key's value; UINT32_MAX: missing */
 uint32_t hmap_get(const struct hmap *m, uint64_t key);
+/* key's value slot, to change its value; NULL: missing (nothing is inserted) */
+uint32_t *hmap_find(struct hmap *m, uint64_t key);
 void hmap_free(struct hmap *m);
 
 #endif

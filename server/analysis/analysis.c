@@ -157,6 +157,7 @@ struct hrec {
 
 struct grec {			/* a GPU span */
 	int64_t s, e, corr, ext;	/* -1 when absent */
+	int32_t op;		/* the operator that launched it (link_maps()); -1: none found */
 	uint8_t kind;		/* enum an_gpu_kind */
 	uint8_t comm;		/* a communication kernel */
 };
@@ -190,7 +191,7 @@ struct analysis {
 	struct mem_event *mev;	/* [memory] events */
 	size_t nmev, mevcap;
 	int32_t *parent;	/* of each host span, once nested */
-	struct hmap corr, ext;	/* host spans by id, once sorted (link_maps) */
+	struct hmap corr, ext;	/* host spans by the ids GPU spans name, once nested (link_maps) */
 	struct mem_result *mem;
 	struct an_result res;
 	size_t kcap, opcap;
@@ -498,9 +499,11 @@ struct frame {
  * A span that starts inside another is its child; one that ends after its
  * parent is clipped to it (traces do have such overlaps), so children never
  * count for more than their parent, self time is never negative, and the
- * self times of a thread add up to at most its busy time.
+ * self times of a thread add up to at most its busy time. With self 0 it
+ * only finds the parents (the spans' ids are still needed: self time takes
+ * their place).
  */
-static int nest(struct analysis *an, int32_t *parent)
+static int nest(struct analysis *an, int32_t *parent, int self)
 {
 	struct frame *stack = NULL;
 	size_t depth = 0, cap = 0, i;
@@ -515,9 +518,11 @@ static int nest(struct analysis *an, int32_t *parent)
 		if (depth && end > stack[depth - 1].end)
 			end = stack[depth - 1].end;
 		parent[i] = depth ? (int32_t)stack[depth - 1].i : -1;
-		r->self = end - r->s;
-		if (depth)
-			an->h[stack[depth - 1].i].self -= end - r->s;
+		if (self) {
+			r->self = end - r->s;
+			if (depth)
+				an->h[stack[depth - 1].i].self -= end - r->s;
+		}
 		if (tp_grow((void **)&stack, &cap, depth + 1, sizeof(*stack))) {
 			tp_free(stack);
 			return -1;
@@ -533,41 +538,93 @@ static int nest(struct analysis *an, int32_t *parent)
  * it: its correlation id names the runtime call (cudaLaunchKernel, ...),
  * whose nearest enclosing operator is the launcher. Traces where that fails
  * (no runtime event kept) fall back to the span's External id, which Kineto
- * sets to the launching operator's. gpu_self: spans launched by the operator
- * itself; gpu_total: by it and everything it called.
+ * sets to the launching operator's (link_maps() finds it). gpu_self: spans
+ * launched by the operator itself; gpu_total: by it and everything it called.
  */
-/* Host spans by id, in their current order: runtime calls by correlation, operators by External id. */
-static int link_maps(const struct analysis *an, struct hmap *corr, struct hmap *ext)
+#define NO_HOST (UINT32_MAX - 1)	/* in link_maps()'s maps: an id no host span has */
+
+/* The host span that id names in m (link_maps()); UINT32_MAX: none. */
+static uint32_t host_by(const struct hmap *m, int64_t id)
 {
-	for (size_t i = 0; i < an->nh; i++) {
+	uint32_t j = id >= 0 ? hmap_get(m, (uint64_t)id) : UINT32_MAX;
+
+	return j == NO_HOST ? UINT32_MAX : j;
+}
+
+/* The operator a runtime call is under (the nearest ancestor that is no runtime call); -1: none. */
+static int64_t op_above(const struct analysis *an, const int32_t *parent, uint32_t j)
+{
+	int64_t op = parent[j];
+
+	while (op >= 0 && an->h[op].kind == H_RUNTIME)
+		op = parent[op];
+	return op;
+}
+
+/*
+ * Host spans by the ids GPU spans name, the first in the spans' order:
+ * runtime calls by correlation (corr has every GPU span's correlation id,
+ * NO_HOST when no runtime call has it: unrecorded() asks which launches have
+ * a GPU span), and operators by External id, for the GPU spans whose
+ * correlation names no runtime call under an operator (the fallback of
+ * owners() and collectives()). Maps of every span's ids were 96 MiB at the
+ * peak of a 1 GB trace; these hold what GPU spans ask for. Also sets each
+ * GPU span's op (gpu_time(), which runs once the maps are freed).
+ */
+static int link_maps(struct analysis *an, const int32_t *parent)
+{
+	size_t i, n = 0;
+	uint32_t *v, j;
+
+	for (i = 0; i < an->ng; i++)
+		n += an->g[i].corr >= 0;
+	if (hmap_reserve(&an->corr, n))
+		return -1;
+	for (i = 0; i < an->ng; i++)
+		if (an->g[i].corr >= 0 && !hmap_put(&an->corr, (uint64_t)an->g[i].corr, NO_HOST))
+			return -1;
+	for (i = 0; i < an->nh; i++) {
 		const struct hrec *r = &an->h[i];
-		if (r->id >= 0 && !hmap_put(r->kind == H_RUNTIME ? corr : ext, (uint64_t)r->id, (uint32_t)i))
+		if (r->kind == H_RUNTIME && r->id >= 0 && (v = hmap_find(&an->corr, (uint64_t)r->id)) &&
+		    *v == NO_HOST)
+			*v = (uint32_t)i;
+	}
+	for (i = 0; i < an->ng; i++) {
+		struct grec *g = &an->g[i];
+		j = host_by(&an->corr, g->corr);
+		g->op = j != UINT32_MAX ? (int32_t)op_above(an, parent, j) : -1;
+		if (g->op < 0 && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST))
 			return -1;
 	}
+	if (!an->ext.n)
+		return 0;
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *r = &an->h[i];
+		if (r->kind != H_RUNTIME && r->id >= 0 && (v = hmap_find(&an->ext, (uint64_t)r->id)) &&
+		    *v == NO_HOST)
+			*v = (uint32_t)i;
+	}
+	for (i = 0; i < an->ng; i++)
+		if (an->g[i].op < 0 && (j = host_by(&an->ext, an->g[i].ext)) != UINT32_MAX)
+			an->g[i].op = (int32_t)j;
 	return 0;
 }
 
-static void gpu_time(struct analysis *an, const int32_t *parent, int64_t *gpu_self, int64_t *gpu_total)
+static void gpu_time(const struct analysis *an, int64_t *gpu_self)
 {
-	size_t i;
-
-	for (i = 0; i < an->ng; i++) {
+	for (size_t i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
-		int64_t op = -1;
-		uint32_t j;
-		if (g->corr >= 0 && (j = hmap_get(&an->corr, (uint64_t)g->corr)) != UINT32_MAX) {
-			op = parent[j];
-			while (op >= 0 && an->h[op].kind == H_RUNTIME)
-				op = parent[op];
-		}
-		if (op < 0 && g->ext >= 0 && (j = hmap_get(&an->ext, (uint64_t)g->ext)) != UINT32_MAX)
-			op = j;
-		if (op >= 0)
-			gpu_self[op] = tp_sat_add(gpu_self[op], g->e - g->s);
+		if (g->op >= 0)
+			gpu_self[g->op] = tp_sat_add(gpu_self[g->op], g->e - g->s);
 	}
+}
+
+/* gpu_total: gpu_self summed over each span's subtree. */
+static void gpu_subtree(const struct analysis *an, const int32_t *parent, const int64_t *gpu_self, int64_t *gpu_total)
+{
 	memcpy(gpu_total, gpu_self, (an->nh + 1) * sizeof(*gpu_total));
 	/* a parent sorts before its children */
-	for (i = an->nh; i-- > 0;)
+	for (size_t i = an->nh; i-- > 0;)
 		if (parent[i] >= 0)
 			gpu_total[parent[i]] = tp_sat_add(gpu_total[parent[i]], gpu_total[i]);
 }
@@ -629,21 +686,28 @@ static void merge_dups(struct analysis *an, const int32_t *parent, int64_t *gsel
 
 static int ops_table(struct analysis *an)
 {
-	int32_t *parent = an->parent = tp_malloc((an->nh + 1) * sizeof(*parent));
-	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL;
-	int64_t *gtotal = an->ng ? tp_malloc((an->nh + 1) * sizeof(*gtotal)) : NULL;
+	int32_t *parent = an->parent;
+	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL, *gtotal = NULL;
 	struct hmap m = { 0 };
 	int rc = -1;
 	size_t i;
 
 	an->res.nthreads = an->threads.n;
 	an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t));
-	if (!parent || (an->ng && (!gself || !gtotal)) || !an->res.thread_self_ns)
+	if ((an->ng && !gself) || !an->res.thread_self_ns)
 		goto out;
-	if (nest(an, parent))
+	if (nest(an, parent, 1))
 		goto out;
-	if (an->ng)
-		gpu_time(an, parent, gself, gtotal);
+	if (an->ng) {
+		gpu_time(an, gself);
+		/* the GPU spans' last reader: their place goes to gtotal (20 MiB each for a 1 GB trace) */
+		tp_free(an->g);
+		an->g = NULL;
+		an->ng = an->gcap = 0;
+		if (!(gtotal = tp_malloc((an->nh + 1) * sizeof(*gtotal))))
+			goto out;
+		gpu_subtree(an, parent, gself, gtotal);
+	}
 	merge_dups(an, parent, gself);
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *r = &an->h[i];
@@ -789,25 +853,18 @@ static int32_t step_at(const struct analysis *an, int64_t t)
  * come after the last launch that has one (after: the GPU records stop
  * while the launches go on; a record missing in the middle is not a cut).
  */
-static int unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
+static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
 {
-	struct hmap corr = { 0 };
 	size_t i;
 	int32_t k;
 
-	for (i = 0; i < an->ng; i++)
-		if (an->g[i].corr >= 0 && !hmap_put(&corr, (uint64_t)an->g[i].corr, 0)) {
-			hmap_free(&corr);
-			return -1;
-		}
 	for (i = 0; i < an->nh; i++) {
 		const struct hrec *h = &an->h[i];
-		if (h->launch && h->id >= 0 && h->s > last && hmap_get(&corr, (uint64_t)h->id) == UINT32_MAX &&
+		/* an->corr has every GPU span's correlation id as a key (link_maps()) */
+		if (h->launch && h->id >= 0 && h->s > last && hmap_get(&an->corr, (uint64_t)h->id) == UINT32_MAX &&
 		    (k = step_at(an, h->s)) >= 0)
 			missing[k]++;
 	}
-	hmap_free(&corr);
-	return 0;
 }
 
 /*
@@ -825,9 +882,7 @@ static void owners(struct analysis *an, int32_t *own, int64_t *last)
 	for (i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
 		int64_t t = g->s;
-		if (g->corr >= 0 && (j = hmap_get(&an->corr, (uint64_t)g->corr)) != UINT32_MAX)
-			t = an->h[j].s;
-		else if (g->ext >= 0 && (j = hmap_get(&an->ext, (uint64_t)g->ext)) != UINT32_MAX)
+		if ((j = host_by(&an->corr, g->corr)) != UINT32_MAX || (j = host_by(&an->ext, g->ext)) != UINT32_MAX)
 			t = an->h[j].s;
 		own[i] = step_at(an, t);
 		if (t > *last)
@@ -1000,10 +1055,9 @@ static int breakdown(struct analysis *an)
 		k += an->res.steps[i].gpu_calls > 0;
 	if (k && !whole) {
 		int64_t *missing = tp_calloc(an->ncs + 1, sizeof(*missing));
-		if (!missing || unrecorded(an, last, missing)) {
-			tp_free(missing);
+		if (!missing)
 			goto out;
-		}
+		unrecorded(an, last, missing);
 		for (i = 0; i < an->res.nsteps; i++) {
 			struct an_step *st = &an->res.steps[i];
 			if (!st->gpu_calls)
@@ -1238,11 +1292,11 @@ static int collectives(struct analysis *an)
 		if (!k->gpu)
 			continue;
 		uint32_t thread = UINT32_MAX;
-		if (k->corr >= 0 && (j = hmap_get(&an->corr, (uint64_t)k->corr)) != UINT32_MAX) {
+		if ((j = host_by(&an->corr, k->corr)) != UINT32_MAX) {
 			launch = an->h[j].s;
 			op = an->parent[j];
 			thread = an->h[j].thread;
-		} else if (k->ext >= 0 && (j = hmap_get(&an->ext, (uint64_t)k->ext)) != UINT32_MAX) {
+		} else if ((j = host_by(&an->ext, k->ext)) != UINT32_MAX) {
 			op = j;
 			thread = an->h[j].thread;
 		}
@@ -1318,16 +1372,26 @@ static int cmp_step(const void *a, const void *b)
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
 	/*
-	 * Host spans sorted by thread and start, and found by the ids GPU spans
-	 * name: by breakdown() for the step that launched them, ops_table() for
-	 * the operator, collectives() for the collective. ops_table() nests them.
+	 * Host spans sorted by thread and start, nested (which of them GPU spans
+	 * need found depends on their parents), and found by the ids GPU spans
+	 * name (link_maps()): for the operator that launched each GPU span, by
+	 * breakdown() for the step, collectives() for the collective. ops_table()
+	 * adds their self times.
 	 */
 	if (an->nh > 1)
 		sort_hrec(an->h, an->nh);
-	if ((an->ng && link_maps(an, &an->corr, &an->ext)) || breakdown(an) || ops_table(an) || collectives(an))
+	if (!(an->parent = tp_malloc((an->nh + 1) * sizeof(*an->parent))) || nest(an, an->parent, 0) ||
+	    (an->ng && link_maps(an, an->parent)) || breakdown(an) || collectives(an))
 		return nomem(err);
+	/* done with: the peaks of ops_table() and the memory model are not theirs
+	 * (ops_table() frees the GPU spans once it has their time) */
 	hmap_free(&an->corr);
 	hmap_free(&an->ext);
+	tp_free(an->c);
+	an->c = NULL;
+	an->nc = an->ccap = 0;
+	if (ops_table(an))
+		return nomem(err);
 	if (memory(an, err))
 		return err->rc ? err->rc : nomem(err);
 	if (an->res.nsteps > 1)

@@ -1473,6 +1473,63 @@ static void launch(struct text *t, int64_t at, int64_t corr, int stream, const c
 }
 
 /*
+ * Which operator launched a GPU span (link_maps()): the one above the
+ * runtime call its correlation id names; else, when that call is under no
+ * operator or no call has the id, the operator its External id names;
+ * the first of two calls with one id (in start order) is the one. Answers
+ * as before the maps held only the ids GPU spans name.
+ */
+START_TEST(test_gpu_launchers)
+{
+	struct text t = { .p = malloc(1024), .cap = 1024 };
+	const int64_t b = 1000000;
+	const char *names[] = { "opA", "opB", "opC", "opD", "opE" };
+	const json_int_t want[] = { 10000, 20000, 40000, 3000, 0 };
+	json_t *g, *o;
+	size_t i, k;
+	int seen = 0;
+
+	emit(&t, "{\"traceEvents\":[");
+	span(&t, "cpu_op", "opA", 1, 1, b, 100, "\"External id\":1");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 10, 5, "\"correlation\":100");
+	/* under no operator: its kernel goes to the External id's, opB */
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 200, 5, "\"correlation\":101");
+	span(&t, "cpu_op", "opB", 1, 1, b + 300, 50, "\"External id\":2");
+	span(&t, "cpu_op", "opC", 1, 1, b + 400, 50, "\"External id\":3");
+	/* two calls with correlation 102: the earlier one, under opD, launched it */
+	span(&t, "cpu_op", "opE", 1, 1, b + 700, 50, "\"External id\":5");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 710, 5, "\"correlation\":102");
+	span(&t, "cpu_op", "opD", 1, 1, b + 600, 50, "\"External id\":4");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 610, 5, "\"correlation\":102");
+	/* correlation found under opA: its External id (opC's) is not asked */
+	span(&t, "kernel", "k1", 0, 7, b + 20, 10, "\"correlation\":100,\"External id\":3");
+	span(&t, "kernel", "k2", 0, 7, b + 210, 20, "\"correlation\":101,\"External id\":2");
+	/* no runtime call has correlation 999 */
+	span(&t, "kernel", "k3", 0, 7, b + 500, 40, "\"correlation\":999,\"External id\":3");
+	span(&t, "kernel", "k4", 0, 7, b + 800, 3, "\"correlation\":102");
+	/* nothing names a launcher */
+	span(&t, "kernel", "k5", 0, 7, b + 900, 8, "");
+	span(&t, "kernel", "k6", 0, 7, b + 950, 8, "\"correlation\":998,\"External id\":77");
+	ingest_text("launchers", &t);
+	g = query("launchers", Q_OPS_GPU);
+	json_array_foreach(json_object_get(g, "ops"), i, o) {
+		const char *n = json_string_value(json_object_get(o, "name"));
+		for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (!strcmp(n, names[k])) {
+				ck_assert_msg(iget(o, "self_ns") == want[k], "%s: GPU self %lld, want %lld", n,
+					      (long long)iget(o, "self_ns"), (long long)want[k]);
+				ck_assert_int_eq(iget(o, "total_ns"), want[k]);
+				seen |= 1 << k;
+			}
+	}
+	/* opE launched nothing: no GPU row */
+	ck_assert_int_eq(seen, 0x0f);
+	ck_assert_int_eq(iget(json_object_get(g, "total"), "self_ns"), 73000);
+	json_decref(g);
+}
+END_TEST
+
+/*
  * The CPU runs two steps ahead of the GPU: step k (CPU [100k, 100k + 100))
  * launches two 90 us kernels that run at [50 + 180k, 230 + 180k). The GPU
  * mirrors are made up, shorter than the work for steps 0 and 1 and longer
@@ -1720,6 +1777,7 @@ END_TEST
 static void add_pytorch_rule_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_steps_own_what_they_launched);
+	tcase_add_test(tc, test_gpu_launchers);
 	tcase_add_test(tc, test_same_name_nesting_and_overlap);
 	tcase_add_test(tc, test_stub_tail_step_incomplete);
 	tcase_add_test(tc, test_cut_tail_step_incomplete);

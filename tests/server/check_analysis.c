@@ -1529,6 +1529,76 @@ START_TEST(test_gpu_launchers)
 }
 END_TEST
 
+static int no_string(void *p, uint32_t id, const char *str, size_t len)
+{
+	(void)p, (void)id, (void)str, (void)len;
+	return 0;
+}
+
+struct parsed {
+	struct trace_parser *tp;
+	struct analysis *an;
+};
+
+static int to_analysis(void *p, const struct tp_event *e)
+{
+	struct tp_errbuf err = { 0 };
+
+	return analysis_event(((struct parsed *)p)->an, e, &err);
+}
+
+/*
+ * What a rank did before each collective (an_coll.before_op): the
+ * top-level operator with the most time between the thread's previous
+ * launch (or the step's start) and this one, a long one that began before
+ * the window included, its children never. Two collectives launched inside
+ * "bwd": the second's window lies wholly inside it.
+ */
+START_TEST(test_before_op_top_level)
+{
+	struct text t = { .p = malloc(1024), .cap = 1024 };
+	const int64_t b = 1000000, at[3] = { 300, 800, 985 };
+	const char *const want[3] = { "bwd", "bwd", "opt" };
+	const int64_t want_ns[3] = { 200000, 500000, 120000 };
+	struct parsed pa;
+	struct trace_sink sink = { .string = no_string, .event = to_analysis, .payload = &pa };
+	struct tp_errbuf err = { 0 };
+	const struct an_result *res;
+	char args[64];
+
+	emit(&t, "{\"traceEvents\":[");
+	span(&t, "user_annotation", "ProfilerStep#1", 1, 1, b, 1000, "");
+	span(&t, "cpu_op", "fwd", 1, 1, b, 100, "");
+	span(&t, "cpu_op", "bwd", 1, 1, b + 100, 750, "");
+	span(&t, "cpu_op", "mm", 1, 1, b + 150, 100, "");
+	span(&t, "cpu_op", "mm", 1, 1, b + 350, 400, "");
+	span(&t, "cpu_op", "opt", 1, 1, b + 860, 120, "");
+	for (int k = 0; k < 3; k++) {
+		span(&t, "cpu_op", "record_param_comms", 1, 1, b + at[k], 4, "");
+		snprintf(args, sizeof(args), "\"correlation\":%d", k + 1);
+		span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + at[k] + 1, 2, args);
+		span(&t, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 0, 7, b + at[k] + 20, 10, args);
+	}
+	emit(&t, "]}");
+	pa.tp = trace_parser_new(&trace_default_limits, &sink);
+	pa.an = analysis_new(str_of, pa.tp);
+	ck_assert_ptr_nonnull(pa.an);
+	ck_assert_int_eq(trace_parser_feed(pa.tp, (const uint8_t *)t.p, t.n, &err), 0);
+	ck_assert_int_eq(trace_parser_finish(pa.tp, &err), 0);
+	ck_assert_int_eq(analysis_finish(pa.an, &res, &err), 0);
+	ck_assert_uint_eq(res->ncolls, 3);
+	for (int k = 0; k < 3; k++) {
+		const struct an_coll *c = &res->colls[k];
+		ck_assert_int_eq(c->launch_ns, (b + at[k]) * 1000);
+		ck_assert_str_eq(str_of(pa.tp, c->before_op), want[k]);
+		ck_assert_int_eq(c->before_ns, want_ns[k]);
+	}
+	analysis_free(pa.an);
+	trace_parser_free(pa.tp);
+	free(t.p);
+}
+END_TEST
+
 /*
  * The CPU runs two steps ahead of the GPU: step k (CPU [100k, 100k + 100))
  * launches two 90 us kernels that run at [50 + 180k, 230 + 180k). The GPU
@@ -1778,6 +1848,7 @@ static void add_pytorch_rule_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_steps_own_what_they_launched);
 	tcase_add_test(tc, test_gpu_launchers);
+	tcase_add_test(tc, test_before_op_top_level);
 	tcase_add_test(tc, test_same_name_nesting_and_overlap);
 	tcase_add_test(tc, test_stub_tail_step_incomplete);
 	tcase_add_test(tc, test_cut_tail_step_incomplete);

@@ -17,8 +17,9 @@ now) and how long after the last chunk the background derivation caught up, and
 whether /steps, /ops and /kernels of the runs are the same bytes.
 
 With --collector PATH (repeatable), the chunks are also written as files to a
-folder and shipped by that trainscope-collect (`watch --once`, which gzips
-each on the way, two in flight), each as another run.
+folder and shipped by that trainscope-collect, `watch --once` (which gzips
+each on the way, two in flight) and `upload FILE...` (two in flight since
+2026-11-27), each as another run.
 
 Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--poll-s 1] [--server build/trainscope-server]
                              [--collector build/trainscope-collect]...
@@ -218,7 +219,7 @@ def main():
                 time.sleep(0.05)
             t_caught = time.monotonic() - t1
         # the chunks as the collector ships them: files in a folder, watch --once (it gzips each on the way)
-        t_collect, cpu_collect = [], []
+        t_collect, cpu_collect, t_upload = [], [], []
         if args.collector:
             spool = os.path.join(work, "spool")
             os.mkdir(spool)
@@ -238,9 +239,16 @@ def main():
             ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)	# the collector's: the server is not waited for yet
             cpu_collect.append(ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime)
             get(base, f"/api/v1/runs/collect{n}/steps")
+            t1 = time.monotonic()
+            subprocess.run([exe, "upload", "--server", base, "--run", f"upload{n}"] +
+                           [os.path.join(spool, f) for f in sorted(os.listdir(spool)) if f.endswith(".json")],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t_upload.append(time.monotonic() - t1)
+            get(base, f"/api/v1/runs/upload{n}/steps")
         mib = len(whole) / 1048576
         runs = (["whole", "chunks", "two", "live"] + ([] if args.no_follow else ["follow"]) +
-                [f"collect{n}" for n in range(len(args.collector))])
+                [f"collect{n}" for n in range(len(args.collector))] +
+                [f"upload{n}" for n in range(len(args.collector))])
         same = all(len({get(base, f"/api/v1/runs/{r}/{p}") for r in runs}) == 1
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
@@ -265,6 +273,9 @@ def main():
         for exe, t, cpu in zip(args.collector, t_collect, cpu_collect):
             print(f"{exe} watch --once on the chunks' folder: {t:.2f} s, {mib / t:.1f} MiB/s "
                   f"({t / t_whole:.2f}x the whole file's time; the collector's CPU {cpu:.2f} s, on the same cores)")
+        for exe, t in zip(args.collector, t_upload):
+            print(f"{exe} upload of the chunks' files: {t:.2f} s, {mib / t:.1f} MiB/s "
+                  f"({t / t_whole:.2f}x the whole file's time)")
         print(f"steps, ops, kernels of the {len(runs)} runs the same bytes: {same}")
     finally:
         if srv:

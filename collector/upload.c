@@ -7,10 +7,14 @@
  * gzip header has no time or name in it, so the same file always gives the
  * same bytes, and the server's idempotence (same bytes, same artifact) holds
  * for retries.
+ *
+ * The upload command runs UPLOAD_IN_FLIGHT workers, each taking the next
+ * file, and says each answer in the files' order as it comes.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +31,8 @@ struct source {
 	int eof, zdone;
 	z_stream zs;
 	off_t size, consumed;	/* file bytes read so far */
-	const char *label;	/* progress bar: file name; NULL: no bar */
-	double started_at, drawn_at;	/* monotonic seconds: first progress call, last bar drawn */
+	struct upload_bar *bar;	/* NULL: none */
+	int slot;		/* in bar */
 	char error[256];
 	unsigned char in[65536];
 };
@@ -84,7 +88,6 @@ static int on_rewind(void *payload)
 	if (lseek(s->fd, 0, SEEK_SET) != 0)
 		return -1;
 	s->consumed = 0;
-	s->started_at = 0;
 	s->eof = s->zdone = 0;
 	return s->plain && deflateReset(&s->zs) != Z_OK ? -1 : 0;
 }
@@ -114,44 +117,66 @@ static void eta(char *out, size_t n, double secs)
 		snprintf(out, n, "%ldh%02ldm", s / 3600, s % 3600 / 60);
 }
 
-static int on_progress(curl_off_t sent, void *payload)
+static double mono_now(void)
 {
-	struct source *s = payload;
 	struct timespec ts;
-	char a[32], b[32], rate[48] = "", left[48] = "";
-	double now, secs;
 
-	(void)sent;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	if (!s->started_at)
-		s->started_at = now;
-	if (now - s->drawn_at < 0.1)
-		return 0;
-	s->drawn_at = now;
-	human(a, sizeof(a), (double)s->consumed);
-	human(b, sizeof(b), (double)s->size);
-	/* the rate of the file's bytes (read from disk, before gzip), once there is a second to go by */
-	secs = now - s->started_at;
-	if (secs >= 1 && s->consumed > 0) {
-		double bps = (double)s->consumed / secs;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Draw the bar (under its lock), at most every 0.1 s. */
+static void bar_draw(struct upload_bar *bar)
+{
+	char a[32], b[32], label[64], rate[48] = "", left[48] = "";
+	double now = mono_now(), secs;
+	off_t consumed = bar->done;
+
+	if (!bar->started_at)
+		bar->started_at = now;
+	if (now - bar->drawn_at < 0.1)
+		return;
+	bar->drawn_at = now;
+	for (int k = 0; k < UPLOAD_IN_FLIGHT; k++)
+		consumed += bar->slot[k];
+	human(a, sizeof(a), (double)consumed);
+	human(b, sizeof(b), (double)bar->size);
+	if (bar->label)
+		snprintf(label, sizeof(label), "%.40s", bar->label);
+	else
+		snprintf(label, sizeof(label), "%zu/%zu files", bar->finished, bar->nfiles);
+	/* the rate of the files' bytes (read from disk, before gzip), once there is a second to go by */
+	secs = now - bar->started_at;
+	if (secs >= 1 && consumed > 0) {
+		double bps = (double)consumed / secs;
 		human(rate, sizeof(rate) - 2, bps);
 		strcat(rate, "/s");
-		if (s->consumed < s->size) {
+		if (consumed < bar->size) {
 			char e[24];
-			eta(e, sizeof(e), (double)(s->size - s->consumed) / bps);
+			eta(e, sizeof(e), (double)(bar->size - consumed) / bps);
 			snprintf(left, sizeof(left), "  ETA %s", e);
 		}
 	}
 	/* after the last byte the server is still parsing: say so rather than sit at 100% */
-	fprintf(stderr, "\r\033[K%.40s  %s / %s  %3d%%%s%s%s", s->label, a, b,
-		s->size ? (int)(100 * s->consumed / s->size) : 100, *rate ? "  " : "", rate,
-		s->consumed >= s->size ? "  (server ingesting)" : left);
+	fprintf(stderr, "\r\033[K%s  %s / %s  %3d%%%s%s%s", label, a, b,
+		bar->size ? (int)(100 * consumed / bar->size) : 100, *rate ? "  " : "", rate,
+		consumed >= bar->size ? "  (server ingesting)" : left);
+}
+
+static int on_progress(curl_off_t sent, void *payload)
+{
+	struct source *s = payload;
+
+	(void)sent;
+	pthread_mutex_lock(&s->bar->mu);
+	s->bar->slot[s->slot] = s->consumed;
+	bar_draw(s->bar);
+	pthread_mutex_unlock(&s->bar->mu);
 	return 0;
 }
 
 enum client_outcome upload_file(const struct client *c, const char *path, const char *name, int retry,
-				int bar, struct stat *st_out, struct client_resp *out)
+				struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out)
 {
 	struct source *s = calloc(1, sizeof(*s));
 	struct client_body body = { on_read, on_rewind, -1, s, NULL, NULL };
@@ -191,7 +216,8 @@ enum client_outcome upload_file(const struct client *c, const char *path, const 
 		body.size = st.st_size;
 	}
 	if (bar) {
-		s->label = name;
+		s->bar = bar;
+		s->slot = slot;
 		body.progress = on_progress;
 	}
 	if (!(esc = curl_easy_escape(NULL, name, 0)) ||
@@ -204,8 +230,13 @@ enum client_outcome upload_file(const struct client *c, const char *path, const 
 		client_request(c, "POST", url, &body, out);
 	else
 		client_try(c, "POST", url, &body, out);
-	if (bar)
-		fprintf(stderr, "\r\033[K");
+	if (bar) {
+		pthread_mutex_lock(&bar->mu);
+		bar->slot[slot] = 0;
+		bar->done += st.st_size;
+		bar->finished++;
+		pthread_mutex_unlock(&bar->mu);
+	}
 	if (s->error[0])
 		snprintf(out->error, sizeof(out->error), "%s", s->error);
 	if (st_out)
@@ -249,16 +280,104 @@ static const char upload_help[] =
 	"Lightning profiler report, a key_averages table, folded stacks, an nvidia-smi\n"
 	"CSV log: the server tells them apart by content) as an artifact of the run and\n"
 	"rank named after its file name, streamed from disk and gzip'd on the way unless\n"
-	"it is gzip already, and prints each artifact's id and status. A progress bar is\n"
-	"drawn when stderr is a terminal. After a rejected file (4xx) the next ones are\n"
-	"still tried, except after 401 or 403.\n";
+	"it is gzip already, two at a time, and prints each artifact's id and status, in\n"
+	"the files' order. A progress bar is drawn when stderr is a terminal. After a\n"
+	"rejected file (4xx) the next ones are still tried; after 401 or 403, or a server\n"
+	"that stays away through the retries, no further file is started.\n";
+
+/* The files of one upload command, and where its workers are. */
+struct up_pool {
+	const struct client *c;
+	char **paths;
+	struct client_resp *r;		/* per file */
+	unsigned char *state;		/* per file: 0 not started, 1 in flight, 2 answered */
+	size_t n, next;
+	int stop;			/* start no further file */
+	struct upload_bar *bar;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* A worker and its bar slot. */
+struct up_worker {
+	struct up_pool *p;
+	int slot;
+};
+
+static void *up_work(void *arg)
+{
+	const struct up_worker *wk = arg;
+	struct up_pool *p = wk->p;
+
+	for (;;) {
+		size_t i;
+		pthread_mutex_lock(&p->mu);
+		if (p->stop || p->next == p->n) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		i = p->next++;
+		p->state[i] = 1;
+		pthread_mutex_unlock(&p->mu);
+		upload_file(p->c, p->paths[i], base_name(p->paths[i]), 1, p->bar, wk->slot, NULL, &p->r[i]);
+		pthread_mutex_lock(&p->mu);
+		p->state[i] = 2;
+		/* 401/403 answer every file alike; a server that stays away after the retries too */
+		if (upload_fatal(&p->r[i]) || p->r[i].outcome == CLIENT_TRANSIENT)
+			p->stop = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+/* Say file i's answer (the bar's line cleared first); its exit code folded into rc. */
+static void up_report(struct up_pool *p, size_t i, int *rc)
+{
+	struct client_resp *r = &p->r[i];
+
+	if (p->bar) {
+		pthread_mutex_lock(&p->bar->mu);
+		fprintf(stderr, "\r\033[K");
+		p->bar->drawn_at = 0;	/* drawn again at the next progress */
+	}
+	switch (r->outcome) {
+	case CLIENT_OK:
+	case CLIENT_REJECTED:
+		upload_report(p->paths[i], r);
+		if (r->outcome == CLIENT_REJECTED)
+			*rc = CLIENT_EXIT_REJECTED;
+		break;
+	case CLIENT_TRANSIENT:
+		client_print_error(p->paths[i], r);
+		*rc = *rc ? *rc : CLIENT_EXIT_UNREACHABLE;
+		break;
+	case CLIENT_FAILED:
+		client_print_error(p->paths[i], r);
+		*rc = *rc ? *rc : CLIENT_EXIT_LOCAL;
+		break;
+	}
+	fflush(stdout);
+	if (p->bar)
+		pthread_mutex_unlock(&p->bar->mu);
+}
 
 int upload_main(int argc, char **argv)
 {
 	static const struct option opts[] = { COLLECT_COMMON_OPTIONS, { NULL, 0, NULL, 0 } };
 	struct client c;
-	struct client_resp r;
-	int opt, i, rc = CLIENT_EXIT_OK, bar = isatty(2);
+	struct upload_bar bar = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct up_pool p = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	pthread_t th[UPLOAD_IN_FLIGHT];
+	struct up_worker wk[UPLOAD_IN_FLIGHT];
+	size_t i, nth = 0;
+	int opt, rc = CLIENT_EXIT_OK;
 
 	if (client_init(&c))
 		return CLIENT_EXIT_USAGE;
@@ -280,32 +399,56 @@ int upload_main(int argc, char **argv)
 		return CLIENT_EXIT_USAGE;
 	}
 	c.verbose = 1;
-	for (i = optind; i < argc; i++) {
-		const char *base = strrchr(argv[i], '/');
-
-		base = base ? base + 1 : argv[i];
-		switch (upload_file(&c, argv[i], base, 1, bar, NULL, &r)) {
-		case CLIENT_OK:
-		case CLIENT_REJECTED:
-			upload_report(argv[i], &r);
-			if (r.outcome == CLIENT_REJECTED)
-				rc = CLIENT_EXIT_REJECTED;
-			break;
-		case CLIENT_TRANSIENT:
-			client_print_error(argv[i], &r);
-			rc = rc ? rc : CLIENT_EXIT_UNREACHABLE;
-			break;
-		case CLIENT_FAILED:
-			client_print_error(argv[i], &r);
-			rc = rc ? rc : CLIENT_EXIT_LOCAL;
-			break;
-		}
-		/* 401/403 answer every file alike; a server that stays away after the retries too */
-		int stop = upload_fatal(&r) || r.outcome == CLIENT_TRANSIENT;
-		client_resp_release(&r);
-		if (stop)
-			break;
+	p.c = &c;
+	p.paths = argv + optind;
+	p.n = (size_t)(argc - optind);
+	p.r = calloc(p.n, sizeof(*p.r));
+	p.state = calloc(p.n, 1);
+	if (!p.r || !p.state) {
+		fprintf(stderr, "trainscope-collect: out of memory\n");
+		free(p.r);
+		free(p.state);
+		client_release(&c);
+		return CLIENT_EXIT_LOCAL;
 	}
+	if (isatty(2)) {
+		struct stat st;
+		for (i = 0; i < p.n; i++)
+			if (stat(p.paths[i], &st) == 0 && S_ISREG(st.st_mode))
+				bar.size += st.st_size;
+		bar.nfiles = p.n;
+		bar.label = p.n == 1 ? base_name(p.paths[0]) : NULL;
+		p.bar = &bar;
+	}
+	for (i = 0; i < UPLOAD_IN_FLIGHT && i < p.n; i++) {
+		wk[nth] = (struct up_worker){ &p, (int)nth };
+		if (pthread_create(&th[nth], NULL, up_work, &wk[nth]) == 0)
+			nth++;
+	}
+	if (!nth) {
+		wk[0] = (struct up_worker){ &p, 0 };
+		up_work(&wk[0]);	/* no thread to be had: one file at a time, here */
+	}
+	/* each answer in the files' order, as soon as it and those before it are in */
+	for (i = 0; i < p.n; i++) {
+		pthread_mutex_lock(&p.mu);
+		while (p.state[i] != 2 && !(p.stop && p.state[i] == 0))
+			pthread_cond_wait(&p.cv, &p.mu);
+		int answered = p.state[i] == 2;
+		pthread_mutex_unlock(&p.mu);
+		if (!answered)
+			break;	/* not started, and never will be */
+		up_report(&p, i, &rc);
+		client_resp_release(&p.r[i]);
+	}
+	for (i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < p.n; i++)	/* those not said, after a stop */
+		client_resp_release(&p.r[i]);
+	if (p.bar)
+		fprintf(stderr, "\r\033[K");
+	free(p.r);
+	free(p.state);
 	client_release(&c);
 	return rc;
 }

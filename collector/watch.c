@@ -551,7 +551,7 @@ static void *ship_upload(void *arg)
 	char fdpath[64];
 
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", j->fd);
-	upload_file(j->c, fdpath, j->name, 0, 0, &j->st, &j->r);
+	upload_file(j->c, fdpath, j->name, 0, NULL, 0, &j->st, &j->r);
 	return NULL;
 }
 

@@ -1458,11 +1458,13 @@ static void answer_upload(int c, int status, const char *name)
 
 	if (status == 201)
 		snprintf(body, sizeof(body), "{\"artifact\":{\"id\":1,\"status\":\"ready\",\"name\":\"%s\"}}", name);
+	else if (status == 415)
+		snprintf(body, sizeof(body), "{\"error\":{\"code\":\"unknown_format\",\"message\":\"not a profile\"}}");
 	else
 		snprintf(body, sizeof(body), "{\"error\":{\"code\":\"busy\",\"message\":\"try later\"}}");
 	snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-		 "Connection: close\r\n\r\n%s", status, status == 201 ? "Created" : "Service Unavailable",
-		 strlen(body), body);
+		 "Connection: close\r\n\r\n%s", status, status == 201 ? "Created" : status == 415 ? "Unsupported Media Type" :
+		 "Service Unavailable", strlen(body), body);
 	ck_assert_int_eq(write(c, msg, strlen(msg)), (ssize_t)strlen(msg));
 	close(c);
 }
@@ -1541,6 +1543,73 @@ START_TEST(test_watch_two_in_flight)
 }
 END_TEST
 
+/*
+ * upload FILE... sends two files at a time (UPLOAD_IN_FLIGHT), never three,
+ * and says each answer in the files' order whatever order they come in; a
+ * rejected file (415) does not stop the others, and makes the exit code 1.
+ */
+START_TEST(test_upload_two_in_flight)
+{
+	enum { N = 4 };
+	char url[64], n1[64], n2[64], n[64], name[32], *path[N];
+	const char *args[N + 6] = { "upload", "--server", url, "--run", "two" };
+	int lfd, port, c1, c2, c, i, status = 0;
+	pid_t pid;
+	char *out, *err;
+
+	for (i = 0; i < N; i++) {
+		char *t = trace_text("uptwo", i);
+		snprintf(name, sizeof(name), "u%d.json", i);
+		put_file(name, t, 10);
+		free(t);
+		args[5 + i] = path[i] = path_in(name);
+	}
+	lfd = slow_listener(&port);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	pid = spawn("uptwo", args, NULL);
+	/* the first two are both sent before either is answered, and a third is not opened meanwhile */
+	ck_assert_int_ge(c1 = accept_within(lfd, 10000), 0);
+	read_upload(c1, n1, sizeof(n1));
+	ck_assert_int_ge(c2 = accept_within(lfd, 10000), 0);
+	read_upload(c2, n2, sizeof(n2));
+	ck_assert_int_lt(accept_within(lfd, 300), 0);
+	ck_assert_msg((!strcmp(n1, "u0.json") && !strcmp(n2, "u1.json")) ||
+		      (!strcmp(n1, "u1.json") && !strcmp(n2, "u0.json")), "%s %s", n1, n2);
+	/* u1 answered first */
+	answer_upload(strcmp(n1, "u1.json") ? c2 : c1, 201, "u1.json");
+	/* u2 comes while u0 waits: u1's worker took it */
+	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
+	read_upload(c, n, sizeof(n));
+	ck_assert_str_eq(n, "u2.json");
+	answer_upload(strcmp(n1, "u1.json") ? c1 : c2, 201, "u0.json");
+	answer_upload(c, 415, "u2.json");
+	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
+	read_upload(c, n, sizeof(n));
+	ck_assert_str_eq(n, "u3.json");
+	answer_upload(c, 201, "u3.json");
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	out = output("uptwo", "out");
+	err = output("uptwo", "err");
+	{
+		static const char *const order[] = { "u0.json: artifact", "u1.json: artifact", "u3.json: artifact" };
+		const char *at = out;
+		for (i = 0; i < 3; i++) {
+			ck_assert_msg((at = strstr(at, order[i])), "%s not in order in: %s", order[i], out);
+			at++;
+		}
+	}
+	ck_assert_msg(!strstr(out, "u2.json"), "%s", out);
+	ck_assert_msg(strstr(err, "u2.json: 415 unknown_format: not a profile"), "%s", err);
+	free(out);
+	free(err);
+	for (i = 0; i < N; i++)
+		free(path[i]);
+	close(lfd);
+}
+END_TEST
+
 Suite *suite_collect(void)
 {
 	Suite *s = suite_create("collect");
@@ -1558,6 +1627,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_watch_sigkill);
 	tcase_add_test(tc, test_watch_sigterm);
 	tcase_add_test(tc, test_watch_two_in_flight);
+	tcase_add_test(tc, test_upload_two_in_flight);
 	tcase_add_test(tc, test_run_chunks);
 	tcase_add_test(tc, test_run_passes_sigterm);
 	tcase_add_test(tc, test_run_server_restart);

@@ -14,6 +14,7 @@
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
+#include "hmap.h"
 #include "pipeline/ingest.h"
 #include "ingest/timeline.h"
 #include "ingest/trace.h"
@@ -1529,6 +1530,42 @@ START_TEST(test_gpu_launchers)
 }
 END_TEST
 
+/* The analysis's map: reserve makes room without growing later, find changes a value in place. */
+START_TEST(test_hmap_reserve_find)
+{
+	struct hmap m = { 0 };
+	uint32_t *v;
+	size_t cap;
+
+	ck_assert_ptr_null(hmap_find(&m, 7));
+	ck_assert_uint_eq(hmap_get(&m, 7), UINT32_MAX);
+	ck_assert_int_eq(hmap_reserve(&m, 100000), 0);
+	cap = m.cap;
+	ck_assert_uint_ge(cap, 200000);
+	for (uint64_t k = 0; k < 100000; k++)
+		ck_assert_ptr_nonnull(hmap_put(&m, k * 0x9e3779b97f4a7c15ULL, (uint32_t)k));
+	ck_assert_uint_eq(m.cap, cap);	/* no growth: room was made */
+	ck_assert_uint_eq(m.n, 100000);
+	ck_assert_int_eq(hmap_reserve(&m, 10), 0);	/* never shrinks */
+	ck_assert_uint_eq(m.cap, cap);
+	ck_assert_ptr_nonnull(v = hmap_find(&m, 5 * 0x9e3779b97f4a7c15ULL));
+	ck_assert_uint_eq(*v, 5);
+	*v = 77;
+	ck_assert_uint_eq(hmap_get(&m, 5 * 0x9e3779b97f4a7c15ULL), 77);
+	ck_assert_ptr_null(hmap_find(&m, 3));	/* not a key: nothing inserted */
+	ck_assert_uint_eq(m.n, 100000);
+	/* put keeps the first value */
+	ck_assert_uint_eq(*hmap_put(&m, 0, 9), 0);
+	/* growth past the reservation keeps every key */
+	for (uint64_t k = 100000; k < 300000; k++)
+		ck_assert_ptr_nonnull(hmap_put(&m, k * 0x9e3779b97f4a7c15ULL, (uint32_t)k));
+	ck_assert_uint_gt(m.cap, cap);
+	for (uint64_t k = 0; k < 300000; k += 997)
+		ck_assert_uint_eq(hmap_get(&m, k * 0x9e3779b97f4a7c15ULL), k == 5 ? 77 : (uint32_t)k);
+	hmap_free(&m);
+}
+END_TEST
+
 static int no_string(void *p, uint32_t id, const char *str, size_t len)
 {
 	(void)p, (void)id, (void)str, (void)len;
@@ -1848,6 +1885,7 @@ static void add_pytorch_rule_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_steps_own_what_they_launched);
 	tcase_add_test(tc, test_gpu_launchers);
+	tcase_add_test(tc, test_hmap_reserve_find);
 	tcase_add_test(tc, test_before_op_top_level);
 	tcase_add_test(tc, test_same_name_nesting_and_overlap);
 	tcase_add_test(tc, test_stub_tail_step_incomplete);

@@ -244,6 +244,30 @@ static int state_save(const struct watch_dir *d)
 }
 
 /*
+ * Add d's newest entry to the state file: one line appended and fsync'd, not
+ * the whole file rewritten (that made a backlog of n files write n^2/2 lines,
+ * on the thread that starts the next file). A line cut short by a crash is
+ * skipped by state_load(), and watch_add() rewrites the file at the next
+ * start; when the file cannot be opened (removed meanwhile) it is rewritten.
+ */
+static int state_append(const struct watch_dir *d)
+{
+	const struct watch_done *e = &d->done[d->ndone - 1];
+	char *line = NULL;
+	int fd, n, ok;
+
+	if ((fd = open(d->state, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0)
+		return state_save(d);
+	n = asprintf(&line, "%lld %lld %d %s %s\n", e->size, e->mtime_ns, e->rank, e->run, e->name);
+	ok = n > 0 && write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+	if (!ok)
+		fprintf(stderr, "trainscope-collect: cannot write %s: %s\n", d->state, n > 0 ? strerror(errno) : "out of memory");
+	close(fd);
+	free(n > 0 ? line : NULL);
+	return ok ? 0 : -1;
+}
+
+/*
  * Read the state file; keep only entries whose file is still there as that
  * version (the others can never match again), so the file stays as small as
  * the folder.
@@ -470,7 +494,7 @@ static void record_item(struct watch *w, struct watch_dir *d, const char *name, 
 		fprintf(stderr, "trainscope-collect: cannot delete %s: %s\n", path, strerror(errno));
 	}
 	if (done_add(d, st->st_size, mtime_ns(st), w->c->rank, w->c->run, name) ||
-	    (!w->spool && state_save(d)))
+	    (!w->spool && state_append(d)))
 		w->fatal = CLIENT_EXIT_LOCAL;
 }
 
@@ -604,75 +628,70 @@ static void watch_summary(const struct watch *w, const char *how)
 		w->shipped, w->rejected, w->nqueue, w->nqueue ? " (the next start ships them)" : "");
 }
 
-/*
- * Upload n prepared jobs at once (the first on this thread), then say and
- * record each in queue order and dequeue the ones done with. Returns how
- * many were dequeued (all from indices below the caller's cursor), and sets
- * *stop when shipping must pause (a transient failure: the retry is
- * scheduled) or end (w->fatal).
- */
-static size_t ship_round(struct watch *w, struct ship_job *jobs, size_t n, int *stop)
-{
-	pthread_t th[WATCH_IN_FLIGHT];
-	int started[WATCH_IN_FLIGHT] = { 0 }, done[WATCH_IN_FLIGHT] = { 0 }, transient = 0, answered = 0;
-	size_t k, out = 0;
+/* A job in flight on a thread of its own, or run here when no thread is to be had. */
+struct ship_slot {
+	struct ship_job j;
+	pthread_t th;
+	int busy, done, threaded;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+};
 
-	for (k = 1; k < n; k++)
-		started[k] = pthread_create(&th[k], NULL, ship_upload, &jobs[k]) == 0;
-	ship_upload(&jobs[0]);
-	for (k = 1; k < n; k++) {
-		if (started[k])
-			pthread_join(th[k], NULL);
-		else
-			ship_upload(&jobs[k]);	/* no thread to be had: after the first */
-	}
-	for (k = 0; k < n; k++) {
-		int rc = ship_finish(w, &jobs[k]);
-		done[k] = rc > 0;
-		transient |= rc == 0;
-		/* an answer ends a run of failures, as it did one file at a time (an unreadable file is none) */
-		answered |= jobs[k].r.outcome == CLIENT_OK || jobs[k].r.outcome == CLIENT_REJECTED;
-		if (rc < 0)
-			*stop = 1;
-	}
+static void *ship_thread(void *arg)
+{
+	struct ship_slot *s = arg;
+
+	ship_upload(&s->j);
+	pthread_mutex_lock(s->mu);
+	s->done = 1;
+	pthread_cond_signal(s->cv);
+	pthread_mutex_unlock(s->mu);
+	return NULL;
+}
+
+/*
+ * A transient failure pauses shipping: the files in flight finish, then one
+ * failure is counted whichever of them met it (the backoff grows once), after
+ * an answer among them ended the run of failures before, as one file at a
+ * time did. Says when each failed file goes again.
+ */
+struct ship_fail {
+	const char *name;	/* the queue item's: it stays queued */
+	char error[sizeof(((struct client_resp *)0)->error)];
+};
+
+static void ship_pause(struct watch *w, const struct ship_fail *failed, size_t nfailed, int answered)
+{
 	if (answered)
 		w->failures = 0;
-	if (transient) {
-		/* one failure for the round, whichever of its files met it: the backoff grows once */
-		w->failures++;
-		w->retry_at = watch_now_ms() + client_backoff_ms(w->c, w->failures);
-		for (k = 0; k < n; k++)
-			if (jobs[k].r.outcome == CLIENT_TRANSIENT) {
-				snprintf(w->last_error, sizeof(w->last_error), "%.511s", jobs[k].r.error);
-				fprintf(stderr, "trainscope-collect: %s: %s; trying again in %lld ms\n", jobs[k].name,
-					jobs[k].r.error, w->retry_at - watch_now_ms());
-			}
-		*stop = 1;
+	w->failures++;
+	w->retry_at = watch_now_ms() + client_backoff_ms(w->c, w->failures);
+	for (size_t k = 0; k < nfailed; k++) {
+		snprintf(w->last_error, sizeof(w->last_error), "%.511s", failed[k].error);
+		fprintf(stderr, "trainscope-collect: %s: %s; trying again in %lld ms\n", failed[k].name,
+			failed[k].error, w->retry_at - watch_now_ms());
 	}
-	/* from the last: the earlier indices stay valid */
-	for (k = n; k-- > 0;) {
-		client_resp_release(&jobs[k].r);
-		job_release(&jobs[k]);
-		if (done[k]) {
-			dequeue(w, jobs[k].i);
-			out++;
-		}
-	}
-	return out;
 }
 
 size_t watch_ship(struct watch *w)
 {
-	struct ship_job jobs[WATCH_IN_FLIGHT];
-	size_t i = 0, n;
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	struct ship_slot slot[WATCH_IN_FLIGHT];
+	struct ship_fail failed[WATCH_IN_FLIGHT];
+	size_t i = 0, k, m, busy = 0, nfailed = 0;
 	long long now = watch_now_ms();
-	int stop = 0;
+	int stop = 0, answered = 0, rc;
 
 	if (w->failures && now < w->retry_at)
 		return w->nqueue;
-	while (!stop && !w->fatal) {
-		/* the next due files, in queue order, up to WATCH_IN_FLIGHT of them */
-		for (n = 0; i < w->nqueue && n < WATCH_IN_FLIGHT && !stop;) {
+	memset(slot, 0, sizeof(slot));
+	for (;;) {
+		/*
+		 * The next due files, in queue order, as slots free up: each file in
+		 * flight is below the cursor i, so dequeuing at i leaves their indices.
+		 */
+		while (!stop && !w->fatal && busy < WATCH_IN_FLIGHT && i < w->nqueue) {
 			if (w->queue[i].not_before > now) {
 				i++;
 				continue;
@@ -681,13 +700,24 @@ size_t watch_ship(struct watch *w)
 				stop = 1;
 				break;
 			}
-			switch (ship_prepare(w, i, &jobs[n])) {
+			for (k = 0; slot[k].busy; k++)
+				;
+			switch (ship_prepare(w, i, &slot[k].j)) {
 			case 2:
-				n++;
+				slot[k].busy = 1;
+				slot[k].done = 0;
+				slot[k].mu = &mu;
+				slot[k].cv = &cv;
+				slot[k].threaded = pthread_create(&slot[k].th, NULL, ship_thread, &slot[k]) == 0;
+				if (!slot[k].threaded) {	/* no thread to be had: here, one at a time */
+					ship_upload(&slot[k].j);
+					slot[k].done = 1;
+				}
+				busy++;
 				i++;
 				break;
 			case 1:
-				dequeue(w, i);	/* the jobs held are below i: their indices stand */
+				dequeue(w, i);
 				break;
 			case 0:
 				i++;
@@ -696,15 +726,53 @@ size_t watch_ship(struct watch *w)
 				stop = 1;
 			}
 		}
-		if (stop || !n) {
-			/* cancelled (or out of memory) with files opened: they stay queued */
-			while (n)
-				job_release(&jobs[--n]);
+		if (!busy)
 			break;
+		/* the first file in flight to be answered */
+		pthread_mutex_lock(&mu);
+		for (;;) {
+			for (k = 0; k < WATCH_IN_FLIGHT && !(slot[k].busy && slot[k].done); k++)
+				;
+			if (k < WATCH_IN_FLIGHT)
+				break;
+			pthread_cond_wait(&cv, &mu);
 		}
-		i -= ship_round(w, jobs, n, &stop);
+		pthread_mutex_unlock(&mu);
+		if (slot[k].threaded)
+			pthread_join(slot[k].th, NULL);
+		slot[k].busy = 0;
+		busy--;
+		rc = ship_finish(w, &slot[k].j);
+		/* an answer ends a run of failures, as it did one file at a time (an unreadable file is none) */
+		answered |= slot[k].j.r.outcome == CLIENT_OK || slot[k].j.r.outcome == CLIENT_REJECTED;
+		if (rc < 0)
+			stop = 1;
+		if (rc == 0) {
+			/* transient: it stays queued, its answer kept for ship_pause(); no file starts now */
+			stop = 1;
+			failed[nfailed].name = slot[k].j.name;
+			snprintf(failed[nfailed].error, sizeof(failed[nfailed].error), "%s", slot[k].j.r.error);
+			nfailed++;
+		}
+		client_resp_release(&slot[k].j.r);
+		if (rc > 0) {
+			size_t gone = slot[k].j.i;
+			dequeue(w, gone);
+			for (m = 0; m < WATCH_IN_FLIGHT; m++)
+				if (slot[m].busy && slot[m].j.i > gone)
+					slot[m].j.i--;
+			if (i > gone)
+				i--;
+		}
+		job_release(&slot[k].j);
+		if (!nfailed && answered) {
+			w->failures = 0;
+			answered = 0;
+		}
 		now = watch_now_ms();
 	}
+	if (nfailed)
+		ship_pause(w, failed, nfailed, answered);
 	return w->nqueue;
 }
 

@@ -261,7 +261,8 @@ static int state_append(const struct watch_dir *d)
 	n = asprintf(&line, "%lld %lld %d %s %s\n", e->size, e->mtime_ns, e->rank, e->run, e->name);
 	ok = n > 0 && write(fd, line, (size_t)n) == n && fsync(fd) == 0;
 	if (!ok)
-		fprintf(stderr, "trainscope-collect: cannot write %s: %s\n", d->state, n > 0 ? strerror(errno) : "out of memory");
+		fprintf(stderr, "trainscope-collect: cannot write %s: %s\n", d->state,
+			n > 0 ? strerror(errno) : "out of memory");
 	close(fd);
 	free(n > 0 ? line : NULL);
 	return ok ? 0 : -1;
@@ -649,17 +650,18 @@ static void *ship_thread(void *arg)
 	return NULL;
 }
 
-/*
- * A transient failure pauses shipping: the files in flight finish, then one
- * failure is counted whichever of them met it (the backoff grows once), after
- * an answer among them ended the run of failures before, as one file at a
- * time did. Says when each failed file goes again.
- */
+/* A file that met a transient failure: it stays queued. */
 struct ship_fail {
-	const char *name;	/* the queue item's: it stays queued */
+	const char *name;	/* the queue item's */
 	char error[sizeof(((struct client_resp *)0)->error)];
 };
 
+/*
+ * A transient failure pauses shipping once the files in flight have
+ * finished: an answer among them ends the run of failures before, as one
+ * file at a time did, then one failure is counted whichever of them met it
+ * (the backoff grows once). Says when each failed file goes again.
+ */
 static void ship_pause(struct watch *w, const struct ship_fail *failed, size_t nfailed, int answered)
 {
 	if (answered)
@@ -686,6 +688,10 @@ size_t watch_ship(struct watch *w)
 	if (w->failures && now < w->retry_at)
 		return w->nqueue;
 	memset(slot, 0, sizeof(slot));
+	for (k = 0; k < WATCH_IN_FLIGHT; k++) {
+		slot[k].mu = &mu;
+		slot[k].cv = &cv;
+	}
 	for (;;) {
 		/*
 		 * The next due files, in queue order, as slots free up: each file in
@@ -706,8 +712,6 @@ size_t watch_ship(struct watch *w)
 			case 2:
 				slot[k].busy = 1;
 				slot[k].done = 0;
-				slot[k].mu = &mu;
-				slot[k].cv = &cv;
 				slot[k].threaded = pthread_create(&slot[k].th, NULL, ship_thread, &slot[k]) == 0;
 				if (!slot[k].threaded) {	/* no thread to be had: here, one at a time */
 					ship_upload(&slot[k].j);

@@ -29,9 +29,9 @@
  * name) in a state file, a line appended and fsync'd after each file (the
  * file is rewritten atomically, write, fsync, rename, at each start, with
  * only the files still there), so a restart, even after SIGKILL, ships
- * exactly what is not there yet. A SIGKILL between a server's answer and the rename can send
- * the files then in flight (WATCH_IN_FLIGHT at most) again; the server
- * answers that with 200 and the same artifact.
+ * exactly what is not there yet. A SIGKILL between a server's answer and
+ * the line can send the files then in flight (WATCH_IN_FLIGHT at most)
+ * again; the server answers that with 200 and the same artifact.
  * Spool mode (run): a shipped file is deleted; what is left is not shipped.
  */
 #ifndef WATCH_H

@@ -67,23 +67,31 @@ uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val)
 	return &m->v[j];
 }
 
-uint32_t *hmap_find(struct hmap *m, uint64_t key)
+/* key's slot; m->cap when missing */
+static size_t slot_of(const struct hmap *m, uint64_t key)
 {
 	size_t j;
 
 	if (!m->cap)
-		return NULL;
+		return 0;
 	for (j = hmap_mix(key) & (m->cap - 1); m->v[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
 		if (m->k[j] == key)
-			return &m->v[j];
-	return NULL;
+			return j;
+	return m->cap;
+}
+
+uint32_t *hmap_find(struct hmap *m, uint64_t key)
+{
+	size_t j = slot_of(m, key);
+
+	return j < m->cap ? &m->v[j] : NULL;
 }
 
 uint32_t hmap_get(const struct hmap *m, uint64_t key)
 {
-	const uint32_t *v = hmap_find((struct hmap *)m, key);
+	size_t j = slot_of(m, key);
 
-	return v ? *v : UINT32_MAX;
+	return j < m->cap ? m->v[j] : UINT32_MAX;
 }
 
 void hmap_free(struct hmap *m)

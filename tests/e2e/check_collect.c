@@ -1498,6 +1498,26 @@ static void answer_upload(int c, int status, const char *name)
 }
 
 /*
+ * The first two uploads on lfd, sent before either is answered, with no
+ * third opened meanwhile: those of names a and b, in either order (each on
+ * a connection of its own). *ca and *cb get their connections.
+ */
+static void accept_pair(int lfd, const char *a, const char *b, int *ca, int *cb)
+{
+	char n1[64], n2[64];
+	int c1, c2;
+
+	ck_assert_int_ge(c1 = accept_within(lfd, 10000), 0);
+	read_upload(c1, n1, sizeof(n1));
+	ck_assert_int_ge(c2 = accept_within(lfd, 10000), 0);
+	read_upload(c2, n2, sizeof(n2));
+	ck_assert_int_lt(accept_within(lfd, 300), 0);
+	ck_assert_msg((!strcmp(n1, a) && !strcmp(n2, b)) || (!strcmp(n1, b) && !strcmp(n2, a)), "%s %s", n1, n2);
+	*ca = strcmp(n1, a) ? c2 : c1;
+	*cb = strcmp(n1, a) ? c1 : c2;
+}
+
+/*
  * A backlog goes two at a time (WATCH_IN_FLIGHT), in queue order, never
  * three; a transient failure of one of a pair retries it alone of the two
  * (the other was recorded), and every file is shipped once. A file starts
@@ -1506,8 +1526,8 @@ static void answer_upload(int c, int status, const char *name)
 START_TEST(test_watch_two_in_flight)
 {
 	enum { N = 5 };
-	char url[64], n1[64], n2[64], got[N][64], name[32];
-	int lfd, port, c1, c2, c, i, k, status = 0, ngot = 0, shipped[N] = { 0 };
+	char url[64], got[N][64], name[32];
+	int lfd, port, c0, c1, c, i, k, status = 0, ngot = 0, shipped[N] = { 0 };
 	pid_t pid;
 	char *out, *err;
 
@@ -1521,21 +1541,14 @@ START_TEST(test_watch_two_in_flight)
 	ck_assert_int_eq(listen(lfd, 8), 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	pid = spawn("two", (const char *[]){ "watch", "--once", "--server", url, "--run", "two", dir, NULL }, NULL);
-	/* the first two are both sent before either is answered, and a third is not opened meanwhile */
-	ck_assert_int_ge(c1 = accept_within(lfd, 10000), 0);
-	read_upload(c1, n1, sizeof(n1));
-	ck_assert_int_ge(c2 = accept_within(lfd, 10000), 0);
-	read_upload(c2, n2, sizeof(n2));
-	ck_assert_int_lt(accept_within(lfd, 300), 0);
-	/* t0 and t1, the queue's first two, in either order (each has a connection of its own) */
-	ck_assert_msg((!strcmp(n1, "t0.json") && !strcmp(n2, "t1.json")) ||
-		      (!strcmp(n1, "t1.json") && !strcmp(n2, "t0.json")), "%s %s", n1, n2);
+	/* t0 and t1, the queue's first two */
+	accept_pair(lfd, "t0.json", "t1.json", &c0, &c1);
 	/* t1 answered first: t2 goes at once, while t0 is still in flight */
-	answer_upload(strcmp(n1, "t1.json") ? c2 : c1, 201, "t1.json");
+	answer_upload(c1, 201, "t1.json");
 	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
 	read_upload(c, got[ngot], sizeof(got[0]));
 	ck_assert_str_eq(got[ngot], "t2.json");
-	answer_upload(strcmp(n1, "t1.json") ? c1 : c2, 503, "t0.json");
+	answer_upload(c0, 503, "t0.json");
 	answer_upload(c, 201, got[ngot]);
 	shipped[1] = shipped[2] = 1;
 	ngot++;
@@ -1589,9 +1602,9 @@ END_TEST
 START_TEST(test_upload_two_in_flight)
 {
 	enum { N = 4 };
-	char url[64], n1[64], n2[64], n[64], name[32], *path[N];
+	char url[64], n[64], name[32], *path[N];
 	const char *args[N + 6] = { "upload", "--server", url, "--run", "two" };
-	int lfd, port, c1, c2, c, i, status = 0;
+	int lfd, port, c0, c1, c, i, status = 0;
 	pid_t pid;
 	char *out, *err;
 
@@ -1606,21 +1619,14 @@ START_TEST(test_upload_two_in_flight)
 	ck_assert_int_eq(listen(lfd, 8), 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	pid = spawn("uptwo", args, NULL);
-	/* the first two are both sent before either is answered, and a third is not opened meanwhile */
-	ck_assert_int_ge(c1 = accept_within(lfd, 10000), 0);
-	read_upload(c1, n1, sizeof(n1));
-	ck_assert_int_ge(c2 = accept_within(lfd, 10000), 0);
-	read_upload(c2, n2, sizeof(n2));
-	ck_assert_int_lt(accept_within(lfd, 300), 0);
-	ck_assert_msg((!strcmp(n1, "u0.json") && !strcmp(n2, "u1.json")) ||
-		      (!strcmp(n1, "u1.json") && !strcmp(n2, "u0.json")), "%s %s", n1, n2);
+	accept_pair(lfd, "u0.json", "u1.json", &c0, &c1);
 	/* u1 answered first */
-	answer_upload(strcmp(n1, "u1.json") ? c2 : c1, 201, "u1.json");
+	answer_upload(c1, 201, "u1.json");
 	/* u2 comes while u0 waits: u1's worker took it */
 	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
 	read_upload(c, n, sizeof(n));
 	ck_assert_str_eq(n, "u2.json");
-	answer_upload(strcmp(n1, "u1.json") ? c1 : c2, 201, "u0.json");
+	answer_upload(c0, 201, "u0.json");
 	answer_upload(c, 415, "u2.json");
 	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
 	read_upload(c, n, sizeof(n));

@@ -1477,15 +1477,16 @@ static void launch(struct text *t, int64_t at, int64_t corr, int stream, const c
  * Which operator launched a GPU span (link_maps()): the one above the
  * runtime call its correlation id names; else, when that call is under no
  * operator or no call has the id, the operator its External id names;
- * the first of two calls with one id (in start order) is the one. Answers
- * as before the maps held only the ids GPU spans name.
+ * the first of two calls with one id (in start order) is the one; a CUDA
+ * graph's kernels share their launch's id. Answers as before the maps held
+ * only the ids GPU spans name.
  */
 START_TEST(test_gpu_launchers)
 {
 	struct text t = { .p = malloc(1024), .cap = 1024 };
 	const int64_t b = 1000000;
-	const char *names[] = { "opA", "opB", "opC", "opD", "opE" };
-	const json_int_t want[] = { 10000, 20000, 40000, 3000, 0 };
+	const char *names[] = { "opA", "opB", "opC", "opD", "opE", "opG" };
+	const json_int_t want[] = { 10000, 20000, 40000, 3000, 0, 9000 };
 	json_t *g, *o;
 	size_t i, k;
 	int seen = 0;
@@ -1502,6 +1503,12 @@ START_TEST(test_gpu_launchers)
 	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 710, 5, "\"correlation\":102");
 	span(&t, "cpu_op", "opD", 1, 1, b + 600, 50, "\"External id\":4");
 	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 610, 5, "\"correlation\":102");
+	/* a CUDA graph: one launch, one correlation id, three kernels */
+	span(&t, "cpu_op", "opG", 1, 1, b + 1000, 50, "\"External id\":6");
+	span(&t, "cuda_runtime", "cudaGraphLaunch", 1, 1, b + 1010, 5, "\"correlation\":103");
+	span(&t, "kernel", "g1", 0, 7, b + 1020, 2, "\"correlation\":103");
+	span(&t, "kernel", "g2", 0, 7, b + 1022, 3, "\"correlation\":103");
+	span(&t, "kernel", "g3", 0, 7, b + 1025, 4, "\"correlation\":103");
 	/* correlation found under opA: its External id (opC's) is not asked */
 	span(&t, "kernel", "k1", 0, 7, b + 20, 10, "\"correlation\":100,\"External id\":3");
 	span(&t, "kernel", "k2", 0, 7, b + 210, 20, "\"correlation\":101,\"External id\":2");
@@ -1524,8 +1531,8 @@ START_TEST(test_gpu_launchers)
 			}
 	}
 	/* opE launched nothing: no GPU row */
-	ck_assert_int_eq(seen, 0x0f);
-	ck_assert_int_eq(iget(json_object_get(g, "total"), "self_ns"), 73000);
+	ck_assert_int_eq(seen, 0x2f);
+	ck_assert_int_eq(iget(json_object_get(g, "total"), "self_ns"), 82000);
 	json_decref(g);
 }
 END_TEST

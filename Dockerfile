@@ -2,7 +2,7 @@
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev \
-      libjansson-dev libyajl-dev libcurl4-openssl-dev nodejs npm ca-certificates && rm -rf /var/lib/apt/lists/*
+      libjansson-dev libcurl4-openssl-dev nodejs npm ca-certificates && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake cmake
@@ -18,7 +18,7 @@ RUN cmake -S . -B build -DBUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libsqlite3-0 libpq5 zlib1g libjansson4 libyajl2 \
+      libmicrohttpd12 libsqlite3-0 libpq5 zlib1g libjansson4 \
  && rm -rf /var/lib/apt/lists/* && useradd --system --home /data trainscope \
  && mkdir -p /data && chown trainscope /data
 COPY --from=build /src/build/trainscope-server /usr/local/bin/trainscope-server

@@ -4,8 +4,8 @@
  * N = 0, 1, 2 ... through a whole operation (SQLite's and Expat's allocation
  * tests): each must end in a clean error, no leak, no corrupt database.
  *
- * yajl is left on plain malloc: its buffer code does not check realloc's
- * result, so a failure there would test yajl, not us.
+ * The JSON tokenizer under the trace and timeline parsers is ours
+ * (server/ingest/jtok.c), so their every allocation is under this too.
  */
 #ifndef ALLOC_H
 #define ALLOC_H

@@ -24,14 +24,16 @@ if [ -n "${FUZZ_SEED:-}" ]; then
 fi
 CC=clang cmake -S . -B build-fuzz -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF -DSANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack fuzz_port fuzz_textfmt \
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_trace fuzz_jtok fuzz_timeline fuzz_pickle fuzz_num fuzz_routes fuzz_evpack fuzz_port fuzz_textfmt \
 	fuzz_canary >/dev/null
-for t in trace timeline pickle num routes evpack port textfmt canary; do
+for t in trace jtok timeline pickle num routes evpack port textfmt canary; do
 	corpus=$(mktemp -d)
 	cp tests/fuzz/seeds/$t/* "$corpus"/
 	# the hostile corpus (tests/hostile), behind the harness's first byte (the piece size)
-	if [ -d "tests/hostile/$t" ]; then
-		for f in tests/hostile/"$t"/*; do
+	h=$t
+	[ "$t" = jtok ] && h=trace	# the tokenizer under the trace parser takes the same files
+	if [ -d "tests/hostile/$h" ]; then
+		for f in tests/hostile/"$h"/*; do
 			{ printf '\100'; cat "$f"; } >"$corpus/hostile-$(basename "$f")"
 		done
 	fi

@@ -15,6 +15,7 @@ int main(void)
 	sr = srunner_create(suite_sha256());
 	srunner_add_suite(sr, suite_num());
 	srunner_add_suite(sr, suite_inflate());
+	srunner_add_suite(sr, suite_jtok());
 	srunner_add_suite(sr, suite_trace());
 	srunner_add_suite(sr, suite_ingest());
 	srunner_add_suite(sr, suite_routes());

@@ -5,16 +5,16 @@
  * element count. Which form it is shows at the outer array's second
  * element: numbers (another [t, action, bytes, category] row) or arrays
  * (the rows of [times, sizes]). The first element is kept until then.
- * Anything but arrays and numbers is refused; numbers longer than
- * MAX_NUMBER characters are refused before yajl buffers them.
+ * Anything but arrays and numbers is refused; the tokenizer (jtok.h) holds
+ * no token longer than MAX_NUMBER bytes.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 #include "alloc.h"
+#include "jtok.h"
 #include "timeline.h"
 
 #define MAX_NUMBER 64
@@ -27,7 +27,7 @@ struct i64s {
 };
 
 struct timeline_parser {
-	yajl_handle yajl;
+	struct jtok *jt;
 	struct tp_errbuf *err;
 	int rc;
 	uint64_t max_points;
@@ -45,8 +45,6 @@ struct timeline_parser {
 	/* out */
 	struct mem_point *pts;
 	size_t npts, cap;
-	size_t run;			/* length of the number-like run at the end of the last piece */
-	uint64_t fed;
 };
 
 static int fail(struct timeline_parser *p, int rc, const char *code, const char *what)
@@ -54,9 +52,9 @@ static int fail(struct timeline_parser *p, int rc, const char *code, const char 
 	if (!p->rc) {
 		p->rc = rc;
 		tp_fail(p->err, rc, code, "%s (memory timeline, near byte %llu)", what,
-			(unsigned long long)(p->fed + (p->yajl ? yajl_get_bytes_consumed(p->yajl) : 0)));
+			(unsigned long long)jtok_offset(p->jt));
 	}
-	return 0;	/* stops yajl */
+	return 0;	/* stops the tokenizer */
 }
 
 static int push(struct i64s *a, int64_t v)
@@ -216,16 +214,16 @@ static int refuse_bool(void *ctx, int b)
 	return refuse(ctx);
 }
 
-static const yajl_callbacks callbacks = {
-	.yajl_null = refuse,
-	.yajl_boolean = refuse_bool,
-	.yajl_number = on_number,
-	.yajl_string = refuse_str,
-	.yajl_start_map = refuse,
-	.yajl_map_key = refuse_str,
-	.yajl_end_map = refuse,
-	.yajl_start_array = on_start_array,
-	.yajl_end_array = on_end_array,
+static const struct jtok_callbacks callbacks = {
+	.null = refuse,
+	.boolean = refuse_bool,
+	.number = on_number,
+	.string = refuse_str,
+	.start_map = refuse,
+	.map_key = refuse_str,
+	.end_map = refuse,
+	.start_array = on_start_array,
+	.end_array = on_end_array,
 };
 
 struct timeline_parser *timeline_parser_new(uint64_t max_points)
@@ -235,7 +233,8 @@ struct timeline_parser *timeline_parser_new(uint64_t max_points)
 	if (!p)
 		return NULL;
 	p->max_points = max_points;
-	if (!(p->yajl = yajl_alloc(&callbacks, NULL, p))) {
+	/* on_start_array refuses a fourth level; the tokenizer stops any deeper than that */
+	if (!(p->jt = jtok_new(&callbacks, p, MAX_NUMBER, 4))) {
 		tp_free(p);
 		return NULL;
 	}
@@ -246,50 +245,36 @@ void timeline_parser_free(struct timeline_parser *p)
 {
 	if (!p)
 		return;
-	if (p->yajl)
-		yajl_free(p->yajl);
+	jtok_free(p->jt);
 	tp_free(p->first.v);
 	tp_free(p->pts);
 	tp_free(p);
 }
 
-static int status(struct timeline_parser *p, yajl_status st, const uint8_t *data, size_t len)
+/* The tokenizer stopped: say why, unless a callback already did. */
+static int status(struct timeline_parser *p, int st)
 {
-	if (p->rc)
+	if (p->rc || st == JTOK_OK)
 		return p->rc;
-	if (st == yajl_status_ok)
-		return TP_OK;
-	unsigned char *msg = yajl_get_error(p->yajl, 0, data, len);
-	size_t n = msg ? strlen((char *)msg) : 0;
-	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-		msg[--n] = 0;
-	tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "invalid JSON at byte %llu: %s",
-		(unsigned long long)(p->fed + yajl_get_bytes_consumed(p->yajl)), msg ? (char *)msg : "parse error");
-	if (msg)
-		yajl_free_error(p->yajl, msg);
+	if (st == JTOK_TOO_LONG)
+		tp_fail(p->err, TP_ERR_INVALID, "invalid_timeline",
+			"%s too long (over %d bytes; memory timeline, near byte %llu)",
+			jtok_error_in_string(p->jt) ? "a string" : "a number", MAX_NUMBER,
+			(unsigned long long)jtok_error_at(p->jt));
+	else if (st == JTOK_NOMEM)
+		return p->rc = tp_fail(p->err, TP_ERR_NOMEM, NULL, "out of memory");
+	else
+		tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "invalid JSON at byte %llu: %s",
+			(unsigned long long)jtok_error_at(p->jt), jtok_message(p->jt));
 	return p->rc = TP_ERR_INVALID;
 }
 
 int timeline_parser_feed(struct timeline_parser *p, const uint8_t *data, size_t len, struct tp_errbuf *err)
 {
-	size_t i;
-
 	p->err = err;
 	if (p->rc)
 		return p->rc;
-	/* a number yajl would buffer across pieces, unbounded: count its characters first */
-	for (i = 0; i < len; i++) {
-		uint8_t c = data[i];
-		p->run = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ? p->run + 1 : 0;
-		if (p->run > MAX_NUMBER) {
-			p->fed += i;
-			fail(p, TP_ERR_INVALID, "invalid_timeline", "a number is too long");
-			return p->rc;
-		}
-	}
-	int rc = status(p, yajl_parse(p->yajl, data, len), data, len);
-	p->fed += len;
-	return rc;
+	return status(p, jtok_feed(p->jt, data, len));
 }
 
 static int cmp_point(const void *a, const void *b)
@@ -306,7 +291,7 @@ int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **p
 	struct mem_point *pt;
 
 	p->err = err;
-	if (p->rc || status(p, yajl_complete_parse(p->yajl), NULL, 0))
+	if (p->rc || status(p, jtok_finish(p->jt)))
 		return p->rc;
 	if (p->form == F_UNKNOWN && p->outer == 1) {
 		p->form = F_RAW;	/* one raw row */

@@ -1,7 +1,7 @@
 /*
  * trace.c: Chrome trace JSON -> struct tp_event, streaming (see trace.h).
  *
- * yajl tokenizes; our callbacks keep a little state:
+ * jtok.c tokenizes; our callbacks keep a little state:
  *   depth        open containers; the root is depth 1
  *   ev_depth     depth of an event object's members (0 until traceEvents opens):
  *                3 for {"traceEvents": [ {...} ]}, 2 for the bare array form [ {...} ]
@@ -10,20 +10,16 @@
  * skipped. Top-level members other than traceEvents are built into a small
  * jansson object (trace_meta), up to max_meta_bytes.
  *
- * yajl buffers a token that straddles two fed pieces, without a bound. Every
- * token but ',' and ':' reaches a callback, and each callback notes where its
- * token ended (SEEN), so the bytes after the last callback of a piece bound
- * what yajl holds back; check_open_token() adds them up across pieces and
- * stops the parse past max_token: a 100 MB string costs us nothing. Tokens
- * that complete within one piece are measured in their callbacks.
+ * The tokenizer bounds every token by max_token, whether it lies in one fed
+ * piece or straddles several: a 100 MB string costs us nothing.
  */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 #include "alloc.h"
+#include "jtok.h"
 #include "num.h"
 #include "trace.h"
 #include "utf8.h"
@@ -162,7 +158,7 @@ enum key {
 };
 
 struct trace_parser {
-	yajl_handle yajl;
+	struct jtok *jt;
 	struct trace_limits lim;
 	struct trace_sink sink;
 	struct strtab strings;
@@ -179,12 +175,6 @@ struct trace_parser {
 	uint64_t nevents;
 	uint64_t fed;		/* bytes fed before the current piece */
 
-	/* check_open_token state */
-	size_t last_cb;		/* where the last token seen by a callback ended, in the piece */
-	int cb_seen;		/* a callback ran during this piece */
-	uint64_t gap;		/* bytes since the last token: what yajl may be buffering */
-	int pending;		/* what that is: 1 a string, 0 another token, -1 not known yet */
-
 	/* top-level metadata */
 	json_t *meta;
 	char *meta_key;		/* the depth-1 key whose value is being built */
@@ -197,7 +187,7 @@ struct trace_parser {
 	int have_base;
 };
 
-/* Record the first error and return 0, which makes yajl cancel the parse. */
+/* Record the first error and return 0, which makes the tokenizer cancel the parse. */
 static int fail(struct trace_parser *p, int rc, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int fail(struct trace_parser *p, int rc, const char *code, const char *fmt, ...)
@@ -214,10 +204,6 @@ static int fail(struct trace_parser *p, int rc, const char *code, const char *fm
 
 #define NEV(p) ((unsigned long long)(p)->nevents)
 
-static int token_too_long(struct trace_parser *p, int string, uint64_t at);
-
-/* Every callback starts with this: where its token ended (see the top of the file). */
-#define SEEN(p) ((p)->last_cb = yajl_get_bytes_consumed((p)->yajl), (p)->cb_seen = 1)
 
 /* RFC 3629 throughout */
 static int utf8_valid(const char *str, size_t len)
@@ -248,7 +234,7 @@ static int intern(struct trace_parser *p, const char *s, size_t len, uint32_t *i
 	if (!utf8_valid(s, len)) {
 		p->rc = TP_ERR_INVALID;
 		tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "a name that is not UTF-8 near byte %llu",
-			(unsigned long long)(p->fed + yajl_get_bytes_consumed(p->yajl)));
+			(unsigned long long)jtok_offset(p->jt));
 		return TP_ERR_INVALID;
 	}
 	if (len > UINT32_MAX || t->bytes + len > p->lim.max_strings_bytes) {
@@ -384,7 +370,7 @@ static int meta_active(const struct trace_parser *p)
 	return p->meta_key && !p->meta_skip && p->depth >= 1;
 }
 
-/* ---- yajl callbacks ---- */
+/* ---- tokenizer callbacks ---- */
 
 static int in_event(const struct trace_parser *p)
 {
@@ -429,10 +415,6 @@ static int on_number(void *ctx, const char *s, size_t l)
 {
 	struct trace_parser *p = ctx;
 	struct tp_event *e = &p->ev;
-
-	SEEN(p);
-	if (l > p->lim.max_token)
-		return token_too_long(p, 0, p->fed + p->last_cb), 0;
 
 	if (in_event(p)) {
 		switch (p->key) {
@@ -528,10 +510,6 @@ static int on_string(void *ctx, const unsigned char *us, size_t l)
 	const char *s = (const char *)us;
 	uint32_t id;
 
-	SEEN(p);
-	if (l > p->lim.max_token)
-		return token_too_long(p, 1, p->fed + p->last_cb), 0;
-
 	if (in_event(p)) {
 		switch (p->key) {
 		case K_PH:
@@ -592,7 +570,6 @@ static int on_null(void *ctx)
 {
 	struct trace_parser *p = ctx;
 
-	SEEN(p);
 	if (p->ev_depth && p->depth == p->ev_depth - 1)
 		return fail(p, TP_ERR_INVALID, "invalid_trace",
 			    "traceEvents[%llu] is null, not an event object", NEV(p));
@@ -605,7 +582,6 @@ static int on_boolean(void *ctx, int b)
 {
 	struct trace_parser *p = ctx;
 
-	SEEN(p);
 	if (in_event(p) && (p->key == K_TS || p->key == K_DUR))
 		return fail(p, TP_ERR_INVALID, "bad_timestamp",
 			    "traceEvents[%llu]: %s must be a number, not a boolean",
@@ -624,7 +600,7 @@ static int open_container(struct trace_parser *p, int is_map)
 		return fail(p, TP_ERR_TOOBIG, "too_deep",
 			    "JSON nesting deeper than the cap of %u levels at byte %llu",
 			    p->lim.max_depth,
-			    (unsigned long long)(p->fed + yajl_get_bytes_consumed(p->yajl)));
+			    (unsigned long long)jtok_offset(p->jt));
 
 	if (p->depth == 0) {
 		p->root = is_map ? '{' : '[';
@@ -712,19 +688,15 @@ static int close_container(struct trace_parser *p)
 	return 1;
 }
 
-static int on_start_map(void *ctx) { SEEN((struct trace_parser *)ctx); return open_container(ctx, 1); }
-static int on_start_array(void *ctx) { SEEN((struct trace_parser *)ctx); return open_container(ctx, 0); }
-static int on_end_map(void *ctx) { SEEN((struct trace_parser *)ctx); return close_container(ctx); }
-static int on_end_array(void *ctx) { SEEN((struct trace_parser *)ctx); return close_container(ctx); }
+static int on_start_map(void *ctx) { return open_container(ctx, 1); }
+static int on_start_array(void *ctx) { return open_container(ctx, 0); }
+static int on_end_map(void *ctx) { return close_container(ctx); }
+static int on_end_array(void *ctx) { return close_container(ctx); }
 
 static int on_map_key(void *ctx, const unsigned char *uk, size_t len)
 {
 	struct trace_parser *p = ctx;
 	const char *k = (const char *)uk;
-
-	SEEN(p);
-	if (len > p->lim.max_token)
-		return token_too_long(p, 1, p->fed + p->last_cb), 0;
 
 	if (in_event(p)) {
 		p->key = event_key(k, len);
@@ -757,16 +729,16 @@ static int on_map_key(void *ctx, const unsigned char *uk, size_t len)
 	return 1;
 }
 
-static const yajl_callbacks callbacks = {
-	.yajl_null = on_null,
-	.yajl_boolean = on_boolean,
-	.yajl_number = on_number,
-	.yajl_string = on_string,
-	.yajl_start_map = on_start_map,
-	.yajl_map_key = on_map_key,
-	.yajl_end_map = on_end_map,
-	.yajl_start_array = on_start_array,
-	.yajl_end_array = on_end_array,
+static const struct jtok_callbacks callbacks = {
+	.null = on_null,
+	.boolean = on_boolean,
+	.number = on_number,
+	.string = on_string,
+	.start_map = on_start_map,
+	.map_key = on_map_key,
+	.end_map = on_end_map,
+	.start_array = on_start_array,
+	.end_array = on_end_array,
 };
 
 static const char *const known[] = {
@@ -795,17 +767,15 @@ struct trace_parser *trace_parser_new(const struct trace_limits *lim, const stru
 	if (!p)
 		return NULL;
 	p->lim = lim ? *lim : trace_default_limits;
-	p->pending = -1;
 	if (p->lim.max_depth > 64)
 		p->lim.max_depth = 64;	/* the metadata stack is sized for it */
 	p->sink = *sink;
 	p->meta = json_object();
-	p->yajl = yajl_alloc(&callbacks, NULL, p);
-	if (!p->meta || !p->yajl)
+	/* one level more than open_container() allows, so its message is the one given;
+	 * strings we keep are validated in intern() and meta_put(), the rest are skipped */
+	p->jt = jtok_new(&callbacks, p, p->lim.max_token, p->lim.max_depth + 1);
+	if (!p->meta || !p->jt)
 		goto fail;
-	yajl_config(p->yajl, yajl_allow_comments, 0);
-	/* strings we keep are validated in intern() and meta_put(); the rest are skipped */
-	yajl_config(p->yajl, yajl_dont_validate_strings, 1);
 	for (i = 1; i < TRACE_S_KNOWN_END; i++)
 		if (intern(p, known[i], strlen(known[i]), &id) || id != (uint32_t)i)
 			goto fail;
@@ -825,89 +795,56 @@ static int token_too_long(struct trace_parser *p, int string, uint64_t at)
 	return p->rc;
 }
 
-/* After a piece: see the top of the file. */
-static int check_open_token(struct trace_parser *p, const uint8_t *d, size_t n)
+/* The tokenizer stopped: say why, unless a callback already did. */
+static int tokenizer_failed(struct trace_parser *p, int st)
 {
-	size_t i = 0;
-
-	if (p->cb_seen) {
-		/* a token ended in this piece: what follows it is all that can be open */
-		i = p->last_cb;
-		p->pending = -1;
-		p->gap = 0;
-	}
-	p->cb_seen = 0;
-	if (p->pending >= 0) {
-		p->gap += n;	/* no token ended: the open one goes on */
-	} else {
-		/* separators are not buffered; an open token starts after them */
-		while (i < n && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t' ||
-				 d[i] == ',' || d[i] == ':'))
-			i++;
-		if (i < n) {
-			p->pending = d[i] == '"';
-			p->gap = n - i;
-		}
-	}
-	if (p->gap > p->lim.max_token)
-		return token_too_long(p, p->pending == 1, p->fed + n);
-	return TP_OK;
-}
-
-static int yajl_failed(struct trace_parser *p, yajl_status st, const uint8_t *data, size_t len)
-{
-	unsigned char *msg;
-	size_t at;
-
 	if (p->rc)
 		return p->rc;	/* raised by a callback, message already set */
-	(void)st;
-	at = p->fed + yajl_get_bytes_consumed(p->yajl);
-	msg = yajl_get_error(p->yajl, 0, data, len);
-	if (msg) {	/* yajl ends its message with a newline */
-		size_t n = strlen((char *)msg);
-		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-			msg[--n] = 0;
+	switch (st) {
+	case JTOK_TOO_LONG:
+		return token_too_long(p, jtok_error_in_string(p->jt), jtok_error_at(p->jt));
+	case JTOK_NOMEM:
+		p->rc = TP_ERR_NOMEM;
+		return tp_fail(p->err, TP_ERR_NOMEM, NULL, "out of memory");
+	case JTOK_TOO_DEEP:
+		p->rc = TP_ERR_TOOBIG;
+		return tp_fail(p->err, TP_ERR_TOOBIG, "too_deep",
+			       "JSON nesting deeper than the cap of %u levels at byte %llu", p->lim.max_depth,
+			       (unsigned long long)jtok_error_at(p->jt));
+	default:
+		p->rc = TP_ERR_INVALID;
+		return tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "invalid JSON at byte %llu: %s",
+			       (unsigned long long)jtok_error_at(p->jt), jtok_message(p->jt));
 	}
-	tp_fail(p->err, TP_ERR_INVALID, "invalid_json", "invalid JSON at byte %llu: %s",
-		(unsigned long long)at, msg ? (const char *)msg : "parse error");
-	if (msg)
-		yajl_free_error(p->yajl, msg);
-	p->rc = TP_ERR_INVALID;
-	return p->rc;
 }
 
 int trace_parser_feed(struct trace_parser *p, const uint8_t *data, size_t len, struct tp_errbuf *err)
 {
-	yajl_status st;
+	int st;
 
 	if (p->rc)
 		return p->rc;
 	p->err = err;
-	st = yajl_parse(p->yajl, data, len);
-	if (st != yajl_status_ok)
-		return yajl_failed(p, st, data, len);
-	if (check_open_token(p, data, len))
-		return p->rc;
+	if ((st = jtok_feed(p->jt, data, len)))
+		return tokenizer_failed(p, st);
 	p->fed += len;
 	return TP_OK;
 }
 
 int trace_parser_finish(struct trace_parser *p, struct tp_errbuf *err)
 {
-	yajl_status st;
+	int st;
 
 	if (p->rc)
 		return p->rc;
 	p->err = err;
 	if (p->fed == 0 && p->depth == 0 && !p->root) {
-		/* yajl accepts empty input as a complete (empty) document */
+		/* nothing at all: say so, rather than where the value should start */
 		p->rc = TP_ERR_INVALID;
 		return tp_fail(err, TP_ERR_INVALID, "empty_body", "the upload is empty");
 	}
-	st = yajl_complete_parse(p->yajl);
-	if (st != yajl_status_ok)
-		return yajl_failed(p, st, NULL, 0);
+	if ((st = jtok_finish(p->jt)))
+		return tokenizer_failed(p, st);
 	if (!p->saw_events) {
 		p->rc = TP_ERR_INVALID;
 		return tp_fail(err, TP_ERR_INVALID, "invalid_trace",
@@ -942,8 +879,7 @@ void trace_parser_free(struct trace_parser *p)
 {
 	if (!p)
 		return;
-	if (p->yajl)
-		yajl_free(p->yajl);
+	jtok_free(p->jt);
 	while (p->mdepth > 0) {
 		json_decref(p->mstack[--p->mdepth]);
 		tp_free(p->mkeys[p->mdepth]);

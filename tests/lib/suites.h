@@ -6,6 +6,7 @@
 
 Suite *suite_sha256(void);
 Suite *suite_num(void);
+Suite *suite_jtok(void);
 Suite *suite_inflate(void);
 Suite *suite_trace(void);
 Suite *suite_ingest(void);

@@ -140,7 +140,7 @@ START_TEST(test_hostile)
 		ck_assert_msg(rc == cases[i].rc, "case %zu (%s): rc %d", i, cases[i].text, rc);
 		ck_assert_msg(err.msg[0] && err.code[0], "case %zu: no message", i);
 	}
-	/* a number of a million digits is refused before yajl buffers it */
+	/* a number of a million digits is refused, not buffered */
 	size_t big = 1 << 20;
 	char *t = malloc(big + 16);
 	memcpy(t, "[[1, 1, ", 8);

@@ -109,6 +109,13 @@ def get(base, path):
         return r.read()
 
 
+def server_cpu(srv):
+    """The server's CPU seconds so far (user + system, all its threads)."""
+    with open(f"/proc/{srv.pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def uploads_watched(base, bodies, run, read, poll_s):
     """The chunks uploaded as run, one after another, with a reader of run's read every
     poll_s seconds from the first on: the uploads' time and each read's."""
@@ -189,9 +196,11 @@ def main():
 
         srv, base = start_server(args.server, work)
 
+        c0 = server_cpu(srv)
         t0 = time.monotonic()
         post(base, "/api/v1/runs/whole/artifacts?rank=0&name=whole.json", whole)
         t_whole = time.monotonic() - t0
+        c1 = server_cpu(srv)
         times = []
         t0 = time.monotonic()
         for i, b in enumerate(bodies):
@@ -199,9 +208,11 @@ def main():
             post(base, f"/api/v1/runs/chunks/artifacts?rank=0&name=part{i}.json", b)
             times.append(time.monotonic() - t1)
         t_chunks = time.monotonic() - t0
+        c2 = server_cpu(srv)
         t1 = time.monotonic()
         get(base, "/api/v1/runs/chunks/steps")
         t_read = time.monotonic() - t1
+        c3 = server_cpu(srv)
         t_two = uploads_in_flight(base, bodies, "two", 2)
         get(base, "/api/v1/runs/two/steps")
         # again, with a page open on the run: a reader every poll_s seconds while the chunks land
@@ -260,6 +271,8 @@ def main():
         print(f"chunks, two at a time: {t_two:.2f} s, {mib / t_two:.1f} MiB/s "
               f"({t_two / t_whole:.2f}x the whole file's time)")
         print(f"first {k} chunks: {sum(times[:k]) / k * 1000:.0f} ms each; last {k}: {sum(times[-k:]) / k * 1000:.0f} ms each")
+        print(f"server CPU: the whole file {c1 - c0:.2f} s; the chunks one after another {c2 - c1:.2f} s "
+              f"({(c2 - c1) / (c1 - c0):.2f}x), then the first read's derivation {c3 - c2:.2f} s")
         print(f"first read after the last chunk (derives the rank): {t_read:.2f} s; "
               f"uploads + that read: {t_chunks + t_read:.2f} s, {mib / (t_chunks + t_read):.1f} MiB/s "
               f"({(t_chunks + t_read) / t_whole:.1f}x the whole file's time)")

@@ -438,6 +438,32 @@ START_TEST(test_strings_interned_once)
 }
 END_TEST
 
+/* Escaped names: decoded, a lone surrogate or \u0000 as U+FFFD (so a name never holds a NUL),
+ * the same escape written raw or escaped one name; a raw byte that is not UTF-8 refused. */
+START_TEST(test_escaped_names)
+{
+	struct tp_errbuf err = { 0 };
+	struct got g;
+	const char *t = "[{\"ph\":\"X\",\"name\":\"caf\\u00e9\",\"ts\":1},{\"ph\":\"X\",\"name\":\"caf\xc3\xa9\",\"ts\":2},"
+			"{\"ph\":\"X\",\"name\":\"a\\ud800b\",\"ts\":3},{\"ph\":\"X\",\"name\":\"x\\u0000y\",\"ts\":4},"
+			"{\"ph\":\"X\",\"name\":\"\\ud83d\\ude00\\t\",\"ts\":5}]";
+
+	for (size_t piece = 1; piece <= strlen(t) + 1; piece += 7) {
+		ck_assert_int_eq(parse(&g, t, strlen(t), piece, NULL, &err), 0);
+		ck_assert_int_eq(g.n, 5);
+		ck_assert_str_eq(name_of(&g, &g.ev[0]), "caf\xc3\xa9");
+		ck_assert_int_eq(g.ev[0].name, g.ev[1].name);
+		ck_assert_str_eq(name_of(&g, &g.ev[2]), "a\xef\xbf\xbd" "b");
+		ck_assert_str_eq(name_of(&g, &g.ev[3]), "x\xef\xbf\xbd" "y");
+		ck_assert_str_eq(name_of(&g, &g.ev[4]), "\xf0\x9f\x98\x80\t");
+		got_free(&g);
+	}
+	ck_assert_int_eq(parse_str(&g, "[{\"ph\":\"X\",\"name\":\"a\xff" "b\",\"ts\":1}]", &err), TP_ERR_INVALID);
+	ck_assert_str_eq(err.code, "invalid_json");
+	got_free(&g);
+}
+END_TEST
+
 Suite *suite_trace(void)
 {
 	Suite *s = suite_create("trace");
@@ -452,6 +478,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, test_ids_above_int64_max);
 	tcase_add_test(tc, test_fixtures_any_piece_size);
 	tcase_add_test(tc, test_strings_interned_once);
+	tcase_add_test(tc, test_escaped_names);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hostile");
 	tcase_set_timeout(tc, 60);

@@ -62,23 +62,16 @@ struct jtok {
 	int err_string;
 };
 
-/* bytes that end the fast scan of a string: '"', '\\' and control characters */
-static uint8_t str_stop[256];
-/* bytes a number's text is made of */
-static uint8_t num_char[256];
+/* bytes a number's text is made of (constant: tokenizers run on several threads at once) */
+static const uint8_t num_char[256] = {
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+	['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1,
+};
 
-static void tables_init(void)
+/* a byte that ends the fast scan of a string: '"', '\\' or a control character */
+static inline int str_stop(uint8_t c)
 {
-	int c;
-
-	if (num_char['0'])
-		return;
-	for (c = 0; c < 0x20; c++)
-		str_stop[c] = 1;
-	str_stop['"'] = str_stop['\\'] = 1;
-	for (c = '0'; c <= '9'; c++)
-		num_char[c] = 1;
-	num_char['-'] = num_char['+'] = num_char['.'] = num_char['e'] = num_char['E'] = 1;
+	return c < 0x20 || c == '"' || c == '\\';
 }
 
 struct jtok *jtok_new(const struct jtok_callbacks *cb, void *ctx, size_t max_token, unsigned max_depth)
@@ -87,7 +80,6 @@ struct jtok *jtok_new(const struct jtok_callbacks *cb, void *ctx, size_t max_tok
 
 	if (!t)
 		return NULL;
-	tables_init();
 	t->cb = *cb;
 	t->ctx = ctx;
 	t->max_token = max_token;
@@ -172,7 +164,7 @@ static const uint8_t *scan_string(const uint8_t *s, const uint8_t *end)
 		s += 16;
 	}
 #endif
-	while (s < end && !str_stop[*s])
+	while (s < end && !str_stop(*s))
 		s++;
 	return s;
 }

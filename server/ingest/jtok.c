@@ -223,13 +223,8 @@ static int unescape(struct jtok *t, const uint8_t *s, const uint8_t *q, size_t *
 	size_t n = (size_t)(q - s);
 	uint8_t *o;
 
-	if (n > t->scap) {
-		uint8_t *b = tp_realloc(t->sbuf, n);
-		if (!b)
-			return fail(t, JTOK_NOMEM, at(t, s), "out of memory");
-		t->sbuf = b;
-		t->scap = n;
-	}
+	if (tp_grow((void **)&t->sbuf, &t->scap, n, 1))
+		return fail(t, JTOK_NOMEM, at(t, s), "out of memory");
 	o = t->sbuf;
 	while (s < q) {
 		unsigned cp, lo;
@@ -274,16 +269,8 @@ static int carry(struct jtok *t, const uint8_t *p, const uint8_t *end, enum carr
 
 	if (n > t->max_token + 2)
 		return too_long(t, at(t, p), kind == C_STRING);
-	if (n > t->ccap) {
-		size_t cap = t->ccap ? t->ccap : 256;
-		uint8_t *b;
-		while (cap < n)
-			cap *= 2;
-		if (!(b = tp_realloc(t->carry, cap)))
-			return fail(t, JTOK_NOMEM, at(t, p), "out of memory");
-		t->carry = b;
-		t->ccap = cap;
-	}
+	if (tp_grow((void **)&t->carry, &t->ccap, n, 1))
+		return fail(t, JTOK_NOMEM, at(t, p), "out of memory");
 	memcpy(t->carry, p, n);
 	t->nc = n;
 	t->ckind = kind;
@@ -528,16 +515,8 @@ int jtok_feed(struct jtok *t, const uint8_t *data, size_t len)
 
 		if (t->nc + k > limit)
 			return too_long(t, t->cstart, t->ckind == C_STRING);
-		if (t->nc + k > t->ccap) {
-			size_t cap = t->ccap;
-			uint8_t *b;
-			while (cap < t->nc + k)
-				cap *= 2;
-			if (!(b = tp_realloc(t->carry, cap)))
-				return fail(t, JTOK_NOMEM, t->cstart, "out of memory");
-			t->carry = b;
-			t->ccap = cap;
-		}
+		if (tp_grow((void **)&t->carry, &t->ccap, t->nc + k, 1))
+			return fail(t, JTOK_NOMEM, t->cstart, "out of memory");
 		memcpy(t->carry + t->nc, data, k);
 		t->nc += k;
 		if (!done) {

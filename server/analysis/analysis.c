@@ -52,6 +52,20 @@ static int has_word(const char *s, const char *w)
  * RCCL, gloo) and the point-to-point and all-to-all kernels they launch are
  * communication; every other kernel is computation.
  */
+int an_is_sync(const char *name)
+{
+	static const char *const names[] = {
+		"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+		"cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
 int an_kernel_class(const char *name, int kind)
 {
 	static const char *const comm[] = { "nccl", "rccl", "gloo", "sendrecv", "alltoall", "all_to_all" };
@@ -129,6 +143,7 @@ enum {
 	/* as a name */
 	N_STEP = 0x10, N_DATALOADER = 0x20, N_OPT_STEP = 0x40, N_ZERO_GRAD = 0x80, N_BACKWARD = 0x100,
 	N_ACCUM_GRAD = 0x200, N_COPY = 0x400, N_COMM = 0x800, N_LAUNCH = 0x1000, N_COMM_OP = 0x2000,
+	N_SYNC = 0x4000,
 };
 
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
@@ -247,6 +262,8 @@ static uint16_t classify_string(const char *s)
 		c |= N_ACCUM_GRAD;
 	if (!strcmp(s, "aten::to") || !strcmp(s, "aten::_to_copy") || !strcmp(s, "aten::copy_"))
 		c |= N_COPY;
+	if (an_is_sync(s))
+		c |= N_SYNC;
 	if (an_kernel_class(s, AN_GPU_KERNEL) == AN_KC_COMMUNICATION)
 		c |= N_COMM;
 	if (an_op_is_comm(s))
@@ -945,6 +962,59 @@ static void group_by_owner(const struct analysis *an, const int32_t *own, size_t
  * the GPU work of the one before; that also drops a complete last step
  * that copies less than the first, as on hta_compare_base.)
  */
+static int cmp_ival_start(const void *x, const void *y)
+{
+	const struct ival *a = x, *b = y;
+	return (a->s > b->s) - (a->s < b->s);
+}
+
+/*
+ * Each step's runtime calls that wait for the GPU (an_is_sync()), by where
+ * they start: inside the ProfilerStep#N span. Kineto's own synchronize when
+ * a cycle stops, after the last step, belongs to none; an aten::item() on a
+ * CPU tensor (AdamW reads its step counts so, once a parameter) makes none.
+ */
+static int step_syncs(struct analysis *an)
+{
+	struct ivals v = { 0 };
+	uint16_t nc;
+	size_t i;
+
+	for (i = 0; i < an->nh; i++) {
+		const struct hrec *h = &an->h[i];
+		if (h->kind != H_RUNTIME || h->e < h->s)
+			continue;
+		if (cls_of(an, h->name, &nc) ||
+		    ((nc & N_SYNC) && tp_grow((void **)&v.v, &v.cap, v.n + 1, sizeof(*v.v)))) {
+			tp_free(v.v);
+			return -1;
+		}
+		if (nc & N_SYNC)
+			v.v[v.n++] = (struct ival){ h->s, h->e };
+	}
+	if (v.n > 1)
+		qsort(v.v, v.n, sizeof(*v.v), cmp_ival_start);
+	for (i = 0; i < an->ncs && i < an->res.nsteps; i++) {
+		const struct srec *cs = &an->cpu_steps[i];
+		struct an_step *st = &an->res.steps[i];
+		size_t lo = 0, hi = v.n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (v.v[mid].s < cs->s)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		st->cpu_end_ns = cs->e;
+		for (; lo < v.n && v.v[lo].s < cs->e; lo++) {
+			st->sync_calls++;
+			st->sync_ns = tp_sat_add(st->sync_ns, v.v[lo].e - v.v[lo].s);
+		}
+	}
+	tp_free(v.v);
+	return 0;
+}
+
 static int breakdown(struct analysis *an)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
@@ -1050,6 +1120,8 @@ static int breakdown(struct analysis *an)
 		st->comm_overlap_ns = clen ? klen - (len - clen) : 0;	/* no overflow: len >= clen, len - clen <= klen */
 		st->gpu_busy_ns = clen ? len : klen;
 	}
+	if (step_syncs(an))
+		goto out;
 	/* incomplete steps, once every step's GPU work is known */
 	for (i = 0, k = 0; i < an->res.nsteps; i++)
 		k += an->res.steps[i].gpu_calls > 0;

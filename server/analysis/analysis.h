@@ -46,6 +46,8 @@ struct an_step {
 	int64_t comm_overlap_ns;	/* communication under computation kernels */
 	int64_t gpu_busy_ns;		/* any kernel it launched running, computation or communication */
 	int64_t gpu_calls;		/* GPU spans the step launched */
+	int64_t cpu_end_ns;		/* where the ProfilerStep#N span ends (the host's step end) */
+	int64_t sync_calls, sync_ns;	/* runtime calls that wait for the GPU (an_is_sync()) started in the span */
 	int incomplete;			/* enum an_incomplete; 0: complete */
 	int whole_trace;
 };
@@ -59,6 +61,9 @@ enum an_kclass { AN_KC_COMPUTATION = 0, AN_KC_COMMUNICATION = 1, AN_KC_MEMORY = 
 extern const char *const an_kclass_names[3];
 /* The class of a GPU span by its name and kind (enum an_gpu_kind). */
 int an_kernel_class(const char *name, int kind);
+/* 1 when a runtime or driver call of this name blocks the host until the GPU
+ * is done (cudaStreamSynchronize, cudaMemcpy, ...): the waits gpu_sync counts */
+int an_is_sync(const char *name);
 /* 1 when a host operator is a collective (nccl:*, gloo:*, c10d::*, record_param_comms). */
 int an_op_is_comm(const char *name);
 

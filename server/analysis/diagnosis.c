@@ -212,12 +212,19 @@ static int rule_sync(const struct diag_input *in, json_t *out)
 			return -1;
 		}
 	}
-	/* aten::item calls aten::_local_scalar_dense, which ends in a runtime sync:
-	 * count the innermost that the trace has, never the same wait twice */
+	/* the waits inside complete steps, when the rows say (a CUDA tensor's .item() ends in
+	 * cudaStreamSynchronize there; a CPU tensor's, as AdamW's step counts, in none, and the
+	 * profiler's own synchronize after the last step is in no step). Rows analysed before
+	 * migration 016: the whole trace's, where aten::item calls aten::_local_scalar_dense,
+	 * which ends in a runtime sync: the innermost that the trace has, never the same wait twice */
 	op_calls = in->sync_calls[1] ? in->sync_calls[1] : in->sync_calls[0];
 	op_ns = in->sync_calls[1] ? in->sync_ns[1] : in->sync_ns[0];
 	int64_t n = rt_calls > op_calls ? rt_calls : op_calls;
 	int64_t ns = rt_ns > op_ns ? rt_ns : op_ns;
+	if (in->step_sync_known) {
+		n = in->step_sync_calls;
+		ns = in->step_sync_ns;
+	}
 	double per_step = in->nsteps ? (double)n / (double)in->nsteps : 0;
 	double s = share(ns, in->steps_ns);
 	const char *sev = s >= SYNC_SHARE_WARN ? "warning" : per_step >= 1 ? "info" : NULL;

@@ -61,6 +61,10 @@ struct diag_input {
 	int64_t dtod_ns, pageable_ns, pinned_ns;	/* copy time by "DtoD", "Pageable", "Pinned" in its name */
 	/* host side: calls and time of each diag_sync_names[i] */
 	int64_t sync_calls[DIAG_NSYNC], sync_ns[DIAG_NSYNC];
+	/* the runtime waits started inside complete steps (steps.sync_calls, sync_ns);
+	 * step_sync_known 0: rows analysed before migration 016, the counts above then */
+	int64_t step_sync_calls, step_sync_ns;
+	int step_sync_known;
 	/* memory: the rank's timeline, as /memory answers it (mem_source "": none) */
 	char mem_source[16], mem_device[16];
 	int64_t mem_peak, mem_peak_cat[MEM_NCAT];

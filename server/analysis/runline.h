@@ -17,7 +17,8 @@
 struct rl_step {
 	int64_t step, start_ns, dur_ns;
 	int64_t comp_ns[AN_NCOMP];
-	int64_t alloc;			/* allocated at the step's end; -1: not known */
+	int64_t host_end_ns;		/* the ProfilerStep#N span's end (start_ns + dur_ns in rows before 016) */
+	int64_t alloc;			/* allocated at host_end_ns; -1: not known */
 	int64_t artifact;		/* whose ProfilerStep span it is */
 	int cycle;			/* set by runline_cycles, from 0 */
 };

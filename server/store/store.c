@@ -970,6 +970,9 @@ static void bind_step(struct db_stmt *st, const struct store_final *f, int64_t a
 		db_bind_int64(st, 10 + AN_NCOMP, f->step_src[i]);
 	else
 		db_bind_null(st, 10 + AN_NCOMP);
+	db_bind_int64(st, 11 + AN_NCOMP, tp_sat_add(s->cpu_end_ns, f->base_ns));
+	db_bind_int64(st, 12 + AN_NCOMP, s->sync_calls);
+	db_bind_int64(st, 13 + AN_NCOMP, s->sync_ns);
 }
 
 static void bind_op(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
@@ -1468,8 +1471,9 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 	if (!a)
 		return TP_OK;
 	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, " STEP_COMPS ","
-				 " cpu_dur_ns, comm_overlap_ns, incomplete, whole_trace, gpu_busy_ns, source_artifact)"
-				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+				 " cpu_dur_ns, comm_overlap_ns, incomplete, whole_trace, gpu_busy_ns, source_artifact,"
+				 " cpu_end_ns, sync_calls, sync_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+				 " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
 			      a->nsteps, bind_step, f, artifact, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
@@ -3046,12 +3050,11 @@ void store_segments_free(struct store_segments *s)
 static int cmp_end(const void *a, const void *b)
 {
 	const struct rl_step *x = *(struct rl_step *const *)a, *y = *(struct rl_step *const *)b;
-	int64_t ex = x->start_ns + x->dur_ns, ey = y->start_ns + y->dur_ns;
-
-	return ex < ey ? -1 : ex > ey;
+	return x->host_end_ns < y->host_end_ns ? -1 : x->host_end_ns > y->host_end_ns;
 }
 
-/* Each step's allocated memory at its end: the last point of series s at or before it. */
+/* Each step's allocated memory at its host end (the ProfilerStep#N span's: the host allocates,
+ * ahead of the GPU work that ends dur_ns): the last point of series s at or before it. */
 static int step_allocs(struct store_reader *r, const struct series *s, struct rl_step *v, size_t n,
 		       struct tp_errbuf *err)
 {
@@ -3069,7 +3072,7 @@ static int step_allocs(struct store_reader *r, const struct series *s, struct rl
 	qsort(by_end, n, sizeof(*by_end), cmp_end);
 	if (!(rc = store_mem_points_open(r, s->artifact, s->device, -1, &c, err)))
 		while ((rc = store_mem_points_next(c, 1u | 1u << MEM_COL_ALLOCATED, row, &nul, &seq, err)) == 1) {
-			for (; k < n && by_end[k]->start_ns + by_end[k]->dur_ns < row[0]; k++)
+			for (; k < n && by_end[k]->host_end_ns < row[0]; k++)
 				by_end[k]->alloc = last;
 			last = row[MEM_COL_ALLOCATED];
 		}
@@ -3097,7 +3100,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
 	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, " STEP_COMPS ","
-			     " COALESCE(source_artifact, artifact_id) FROM steps"
+			     " COALESCE(source_artifact, artifact_id), COALESCE(cpu_end_ns, start_ns + dur_ns) FROM steps"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
@@ -3115,6 +3118,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 		for (c = 0; c < AN_NCOMP; c++)
 			s->comp_ns[c] = db_column_int64(st, 3 + c);
 		s->artifact = db_column_int64(st, 3 + AN_NCOMP);
+		s->host_end_ns = db_column_int64(st, 4 + AN_NCOMP);
 		s->alloc = -1;
 		s->cycle = 0;
 	}
@@ -3530,7 +3534,8 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 		if (step != DB_DONE)
 			return db_fail(err, r->db, "read device properties");
 	}
-	st = prepare_rank(r, "SELECT k.start_ns + k.dur_ns FROM (SELECT DISTINCT step, start_ns, dur_ns FROM steps"
+	st = prepare_rank(r, "SELECT COALESCE(k.cpu_end_ns, k.start_ns + k.dur_ns) FROM (SELECT DISTINCT step, start_ns,"
+			     " dur_ns, cpu_end_ns FROM steps"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ")) k ORDER BY k.start_ns, k.dur_ns, k.step",
 			     run, rank, err);
 	if (!st)
@@ -3673,9 +3678,10 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 			     " COALESCE(SUM(memset_ns), 0), COALESCE(SUM(communication_ns), 0), COALESCE(SUM(runtime_ns), 0),"
 			     " COALESCE(SUM(dataloader_ns), 0), COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0),"
 			     " COALESCE(SUM(comm_overlap_ns), 0), COALESCE(SUM(whole_trace), 0),"
-			     " COALESCE(SUM(COALESCE(gpu_busy_ns, kernel_ns)), 0) FROM (SELECT DISTINCT step,"
-			     " start_ns, dur_ns, " STEP_COMPS ", comm_overlap_ns, whole_trace, gpu_busy_ns"
-			     " FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0)", run, rank, err);
+			     " COALESCE(SUM(COALESCE(gpu_busy_ns, kernel_ns)), 0), COALESCE(SUM(sync_calls), 0),"
+			     " COALESCE(SUM(sync_ns), 0), COUNT(sync_ns) FROM (SELECT DISTINCT step,"
+			     " start_ns, dur_ns, " STEP_COMPS ", comm_overlap_ns, whole_trace, gpu_busy_ns, sync_calls,"
+			     " sync_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0)", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	if ((step = db_step(st)) == DB_ROW) {
@@ -3685,6 +3691,9 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 		in->comm_overlap_ns = db_column_int64(st, 1 + AN_NCOMP);
 		in->whole_trace = db_column_int64(st, 2 + AN_NCOMP) > 0;
 		in->gpu_busy_ns = db_column_int64(st, 3 + AN_NCOMP);
+		in->step_sync_calls = db_column_int64(st, 4 + AN_NCOMP);
+		in->step_sync_ns = db_column_int64(st, 5 + AN_NCOMP);
+		in->step_sync_known = db_column_int64(st, 6 + AN_NCOMP) > 0;
 	}
 	db_finalize(st);
 	if (step != DB_ROW)

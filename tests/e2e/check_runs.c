@@ -870,9 +870,13 @@ static size_t downgrade_before_015(const char *where)
 	store_reader_close(rd);
 	store_close(st);
 
-	ck_assert(!strncmp(store_migrations[store_nmigrations - 1], "-- 015:", 7));
+	/* back to the schema before 015 (and 016, which only adds step columns) */
+	ck_assert(!strncmp(store_migrations[store_nmigrations - 2], "-- 015:", 7));
+	ck_assert(!strncmp(store_migrations[store_nmigrations - 1], "-- 016:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
-	db_ok(db, db_migrate(db, store_nmigrations - 1, "CREATE TABLE memory_points (artifact_id INTEGER NOT NULL, device TEXT NOT NULL,"
+	db_ok(db, db_migrate(db, store_nmigrations - 2, "ALTER TABLE steps DROP COLUMN cpu_end_ns;"
+				     " ALTER TABLE steps DROP COLUMN sync_calls; ALTER TABLE steps DROP COLUMN sync_ns;"
+				     " CREATE TABLE memory_points (artifact_id INTEGER NOT NULL, device TEXT NOT NULL,"
 				     " seq INTEGER NOT NULL, t_ns INTEGER NOT NULL, parameter INTEGER NOT NULL,"
 				     " optimizer_state INTEGER NOT NULL, input INTEGER NOT NULL, temporary INTEGER NOT NULL,"
 				     " activation INTEGER NOT NULL, gradient INTEGER NOT NULL, autograd_detail INTEGER NOT NULL,"
@@ -904,11 +908,12 @@ static size_t downgrade_before_015(const char *where)
 	free(ser);
 	if (db_is_postgres(where)) {
 		char sql[96];
-		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d", store_nmigrations);
+		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d",
+			 store_nmigrations - 1);
 		db_ok(db, db_exec(db, sql), "version");
 	}
 	db_ok(db, db_exec(db, "COMMIT"), "commit");
-	ck_assert_int_eq(db_schema_version(db), store_nmigrations - 1);
+	ck_assert_int_eq(db_schema_version(db), store_nmigrations - 2);
 	db_close(db);
 	return moved;
 }

@@ -8,8 +8,12 @@ agreement = the share of PyTorch's byte-time that the trace timeline puts in
 the same category (sum over time and categories of min(ours, theirs) dt, over
 sum of theirs dt). Per category, the same share says which rules miss.
 
-  python3 tests/gpu/agreement.py [--server URL] [--min 0.9] DIR
+  python3 tests/gpu/agreement.py [--server URL] [--min 0.9] [--param-bytes N]
+                                 [--trace NAME] [--export NAME] DIR
 Exits 1 when agreement is under --min. Only the standard library.
+--param-bytes PATCHes the trace run's metadata with the model's parameter
+bytes, as a user would, so that memory allocated before the trace began is
+split into parameters and optimizer state.
 """
 import argparse
 import json
@@ -48,14 +52,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", default=os.environ.get("TRAINSCOPE_SERVER", "http://127.0.0.1:8470"))
     ap.add_argument("--min", type=float, default=0.9)
+    ap.add_argument("--param-bytes", type=int)
+    ap.add_argument("--trace", default="train.pt.trace.json.gz")
+    ap.add_argument("--export", default="train.memory.raw.json.gz")
     ap.add_argument("dir")
     a = ap.parse_args()
     tag = str(int(time.time()))
     runs = {}
-    for kind, name in (("trace", "train.pt.trace.json.gz"), ("pytorch", "train.memory.raw.json.gz")):
+    for kind, name in (("trace", a.trace), ("pytorch", a.export)):
         run = f"agree-{kind}-{tag}"
         with open(os.path.join(a.dir, name), "rb") as f:
-            call(a.server, "POST", f"/api/v1/runs/{run}/artifacts?name={name}&device=cuda:0", f.read())
+            call(a.server, "POST", f"/api/v1/runs/{run}/artifacts?name={os.path.basename(name)}&device=cuda:0",
+                 f.read())
+        if kind == "trace" and a.param_bytes:
+            call(a.server, "PATCH", f"/api/v1/runs/{run}", json.dumps({"metadata": {"param_bytes": a.param_bytes}}).encode())
         runs[kind] = timeline(a.server, run)
     (ot, orows, osrc), (pt, prows, psrc) = runs["trace"], runs["pytorch"]
     assert osrc == "trace" and psrc == "pytorch", (osrc, psrc)

@@ -30,6 +30,7 @@ Suite *suite_api_contract(void);
 Suite *suite_runs(void);
 Suite *suite_distributed(void);
 Suite *suite_formats(void);
+Suite *suite_gpu(void);
 Suite *suite_cupti(void);
 
 #endif

@@ -1,0 +1,398 @@
+/*
+ * check_gpu.c: the runs recorded on a real GPU (tests/fixtures/gpu/, made by
+ * tests/gpu/record.py on an H200 with PyTorch 2.11; README there) through
+ * the real server: operator and kernel tables against PyTorch's own
+ * prof.key_averages() saved beside each cycle, every symptom run's finding
+ * (and none on the healthy runs), the compare verdicts, and the ten cycles of
+ * the QLoRA schedule stitched into one run.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites.h"
+#include "testutil.h"
+
+static struct tu_server srv;
+
+static void start(void)
+{
+	ck_assert_int_eq(tu_server_start(&srv, NULL), 0);
+}
+
+static void stop(void)
+{
+	tu_server_cleanup(&srv);
+}
+
+static json_t *get(const char *path)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%s: %ld: %s", path, r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+static char *fixture_dir(const char *scenario)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "tests/fixtures/gpu/%s", scenario);
+	return tu_source_path(rel);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* uploads every trace of the scenario as run "gpu-<scenario>" (rank by the rankN. prefix); returns how many */
+static int upload_scenario(const char *scenario)
+{
+	char *dir = fixture_dir(scenario), run[64], path[512], name[300];
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+	int n = 0;
+
+	ck_assert_msg(dp != NULL, "no %s", dir);
+	snprintf(run, sizeof(run), "gpu-%s", scenario);
+	while ((d = readdir(dp))) {
+		if (!ends_with(d->d_name, ".pt.trace.json.gz") && !ends_with(d->d_name, ".memory.raw.json.gz"))
+			continue;
+		size_t len;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		uint8_t *b = tu_read_file(path, &len);
+		ck_assert_ptr_nonnull(b);
+		int rank = !strncmp(d->d_name, "rank1.", 6);
+		snprintf(name, sizeof(name), "%s&rank=%d", d->d_name, rank);
+		tu_upload(&srv, run, name, b, len);
+		free(b);
+		n++;
+	}
+	closedir(dp);
+	free(dir);
+	return n;
+}
+
+/* PyTorch's key_averages rows of every cycle of the scenario, summed by (name, device) */
+struct kavg {
+	char *name;
+	int cuda;
+	long long calls;
+	double self_cpu_us, self_dev_us;
+};
+
+static struct kavg *load_kavg(const char *scenario, size_t *n)
+{
+	char *dir = fixture_dir(scenario), path[512];
+	struct kavg *v = NULL;
+	struct dirent *d;
+	size_t cap = 0;
+	DIR *dp = opendir(dir);
+
+	*n = 0;
+	ck_assert_ptr_nonnull(dp);
+	while ((d = readdir(dp))) {
+		if (!ends_with(d->d_name, ".key_averages.json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		json_error_t e;
+		json_t *j = json_load_file(path, 0, &e), *row;
+		size_t i, k;
+		ck_assert_msg(j != NULL, "%s: %s", path, e.text);
+		json_array_foreach(json_object_get(j, "rows"), i, row) {
+			const char *nm = json_string_value(json_object_get(row, "name"));
+			int cuda = strstr(json_string_value(json_object_get(row, "device_type")), "CUDA") != NULL;
+			for (k = 0; k < *n; k++)
+				if (v[k].cuda == cuda && !strcmp(v[k].name, nm))
+					break;
+			if (k == *n) {
+				if (*n == cap) {
+					cap = cap ? 2 * cap : 256;
+					v = realloc(v, cap * sizeof(*v));
+					ck_assert_ptr_nonnull(v);
+				}
+				memset(&v[k], 0, sizeof(v[k]));
+				v[k].name = strdup(nm);
+				ck_assert_ptr_nonnull(v[k].name);
+				v[k].cuda = cuda;
+				(*n)++;
+			}
+			v[k].calls += json_integer_value(json_object_get(row, "calls"));
+			v[k].self_cpu_us += json_number_value(json_object_get(row, "self_cpu_us"));
+			v[k].self_dev_us += json_number_value(json_object_get(row, "self_device_us"));
+		}
+		json_decref(j);
+	}
+	closedir(dp);
+	free(dir);
+	return v;
+}
+
+static json_t *find_named(json_t *rows, const char *name)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(rows, i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "name")), name))
+			return r;
+	return NULL;
+}
+
+static int is_cpu_name(const struct kavg *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].cuda && !strcmp(v[i].name, name))
+			return 1;
+	return 0;
+}
+
+/*
+ * /ops and /kernels against key_averages(): every operator's calls equal and
+ * its self time within 1 ns a call (the trace's times are us with three
+ * decimals; PyTorch sums them as doubles), every kernel's calls and time the
+ * same. PyTorch's table also has rows that are not operators or kernels, by
+ * design left out of ours: "ProfilerStep*" (the steps, our /steps), Kineto's
+ * "Command Buffer Full" overhead marks, the GPU mirrors of CPU annotations,
+ * and Memcpy/Memset (the breakdown's memcpy and memset).
+ */
+static void check_tables(const char *scenario)
+{
+	char path[160];
+	size_t n, i, ops_seen = 0, kernels_seen = 0;
+	struct kavg *v;
+	json_t *ops, *kern, *r;
+
+	upload_scenario(scenario);
+	v = load_kavg(scenario, &n);
+	ck_assert_uint_gt(n, 20);
+	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/ops?limit=100000", scenario);
+	ops = get(path);
+	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/kernels?limit=100000", scenario);
+	kern = get(path);
+	for (i = 0; i < n; i++) {
+		if (!strcmp(v[i].name, "ProfilerStep*") || !strcmp(v[i].name, "Command Buffer Full"))
+			continue;
+		if (!v[i].cuda) {
+			r = find_named(json_object_get(ops, "ops"), v[i].name);
+			ck_assert_msg(r != NULL, "%s: operator %s missing", scenario, v[i].name);
+			ck_assert_msg(json_integer_value(json_object_get(r, "calls")) == v[i].calls,
+				      "%s: %s calls %lld, PyTorch %lld", scenario, v[i].name,
+				      json_integer_value(json_object_get(r, "calls")), v[i].calls);
+			double ours = (double)json_integer_value(json_object_get(r, "self_ns")) / 1000;
+			ck_assert_msg(fabs(ours - v[i].self_cpu_us) <= 0.001 * (double)v[i].calls + 0.01,
+				      "%s: %s self %.3f us, PyTorch %.3f", scenario, v[i].name, ours, v[i].self_cpu_us);
+			ops_seen++;
+		} else if ((r = find_named(json_object_get(kern, "kernels"), v[i].name))) {
+			ck_assert_int_eq(json_integer_value(json_object_get(r, "calls")), v[i].calls);
+			double ours = (double)json_integer_value(json_object_get(r, "total_ns")) / 1000;
+			ck_assert_msg(fabs(ours - v[i].self_dev_us) <= 0.001 * (double)v[i].calls + 0.01,
+				      "%s: %s %.3f us, PyTorch %.3f", scenario, v[i].name, ours, v[i].self_dev_us);
+			kernels_seen++;
+		} else {
+			/* a copy, a memset, or an annotation's GPU mirror (Triton's launchers name their kernels too) */
+			ck_assert_msg(!strncmp(v[i].name, "Memcpy ", 7) || !strncmp(v[i].name, "Memset ", 7) ||
+					      is_cpu_name(v, n, v[i].name),
+				      "%s: kernel %s missing", scenario, v[i].name);
+		}
+	}
+	/* and nothing of ours that PyTorch does not list */
+	json_array_foreach(json_object_get(ops, "ops"), i, r)
+		ck_assert_msg(is_cpu_name(v, n, json_string_value(json_object_get(r, "name"))), "%s: %s only ours",
+			      scenario, json_string_value(json_object_get(r, "name")));
+	ck_assert_uint_eq(ops_seen, json_array_size(json_object_get(ops, "ops")));
+	ck_assert_uint_eq(kernels_seen, json_array_size(json_object_get(kern, "kernels")));
+	json_decref(ops);
+	json_decref(kern);
+	for (i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+START_TEST(test_tables_healthy)
+{
+	check_tables("healthy");
+	check_tables("sync");
+	check_tables("dataloader");
+}
+END_TEST
+
+START_TEST(test_tables_compiled)
+{
+	check_tables("compiled");
+	check_tables("cudagraphs");
+}
+END_TEST
+
+/* ten cycles of schedule(wait=7, warmup=2, active=1), with stacks and shapes: one run, ten steps, ten cycles */
+START_TEST(test_train_cycles)
+{
+	check_tables("train");
+	json_t *j = get("/api/v1/runs/gpu-train/timeline");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "steps_total")), 10);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "cycles")), 10);
+	json_decref(j);
+	j = get("/api/v1/runs/gpu-train/steps");
+	json_t *s;
+	size_t i;
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), 10);
+	json_array_foreach(json_object_get(j, "steps"), i, s)
+		ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), 9 + 10 * (json_int_t)i);
+	json_decref(j);
+}
+END_TEST
+
+/* the finding ids of a run, comma-joined in order */
+static void findings(const char *scenario, char *out, size_t len)
+{
+	char path[160];
+	json_t *j, *f;
+	size_t i, o = 0;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/diagnosis", scenario);
+	j = get(path);
+	out[0] = 0;
+	json_array_foreach(json_object_get(j, "findings"), i, f)
+		o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", json_string_value(json_object_get(f, "id")));
+	json_decref(j);
+}
+
+static json_t *finding(const char *scenario, const char *id)
+{
+	char path[160];
+	json_t *j, *f, *out = NULL;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/diagnosis", scenario);
+	j = get(path);
+	json_array_foreach(json_object_get(j, "findings"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "id")), id))
+			out = json_incref(json_object_get(f, "evidence"));
+	json_decref(j);
+	ck_assert_msg(out != NULL, "%s: no %s", scenario, id);
+	return out;
+}
+
+/*
+ * Each symptom run fires its finding and the healthy runs none. The healthy
+ * loop calls aten::item 106 times a step (AdamW reads each parameter's step
+ * count, a CPU tensor) and Kineto synchronizes after the last step: neither
+ * waits for the GPU inside a step, so gpu_sync stays quiet.
+ */
+START_TEST(test_findings)
+{
+	static const char *const quiet[] = { "healthy", "healthy_b", "half_batch", "ckpt_on", "ckpt_off",
+					     "compiled", "cudagraphs" };
+	static const struct { const char *run, *ids; } fire[] = {
+		{ "dataloader", "dataloader" },
+		{ "sync", "gpu_sync" },
+		{ "growth", "memory_growth" },
+		{ "tiny", "low_gpu_utilization,cpu_bound,tiny_kernels" },
+	};
+	char got[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++) {
+		upload_scenario(quiet[i]);
+		findings(quiet[i], got, sizeof(got));
+		ck_assert_msg(!got[0], "%s: %s", quiet[i], got);
+	}
+	for (i = 0; i < sizeof(fire) / sizeof(fire[0]); i++) {
+		upload_scenario(fire[i].run);
+		findings(fire[i].run, got, sizeof(got));
+		ck_assert_str_eq(got, fire[i].ids);
+	}
+	/* .item() and a .cpu() copy each step: two waits a step, over five steps */
+	json_t *e = finding("sync", "gpu_sync");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "sync_calls")), 10);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "dtoh_copies")), 10);
+	json_decref(e);
+	/* each step keeps its logits: 32 x 256 x 8192 float32 = 256 MiB */
+	e = finding("growth", "memory_growth");
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "per_step_bytes")), 32LL * 256 * 8192 * 4);
+	json_decref(e);
+	e = finding("dataloader", "dataloader");
+	ck_assert_double_gt(json_number_value(json_object_get(e, "dataloader_pct")), 30);
+	json_decref(e);
+}
+END_TEST
+
+static json_t *compare(const char *base, const char *target)
+{
+	char path[200];
+
+	snprintf(path, sizeof(path), "/api/v1/compare?base=gpu-%s&target=gpu-%s", base, target);
+	return get(path);
+}
+
+/* two runs of the same loop: no change; the rlhf-canary change (batch halved) and checkpointing */
+START_TEST(test_compare)
+{
+	json_t *j;
+
+	upload_scenario("healthy");
+	upload_scenario("healthy_b");
+	upload_scenario("half_batch");
+	upload_scenario("ckpt_off");
+	upload_scenario("ckpt_on");
+	j = compare("healthy", "healthy_b");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "no_change");
+	json_decref(j);
+	/* half the batch: shorter steps, less memory */
+	j = compare("healthy", "half_batch");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "improvement");
+	ck_assert_double_lt(json_number_value(json_object_get(json_object_get(j, "step_time"), "delta_pct")), -30);
+	ck_assert_int_lt(json_integer_value(json_object_get(json_object_get(j, "step_time"), "target_median_ns")),
+			 json_integer_value(json_object_get(json_object_get(j, "step_time"), "base_median_ns")));
+	json_decref(j);
+	/* checkpointing trades time for memory: activations down, the median step up */
+	j = compare("ckpt_off", "ckpt_on");
+	ck_assert_double_lt(json_number_value(json_object_get(json_object_get(j, "memory"), "delta_pct")), -20);
+	ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(j, "step_time"), "target_median_ns")),
+			 json_integer_value(json_object_get(json_object_get(j, "step_time"), "base_median_ns")));
+	json_decref(j);
+}
+END_TEST
+
+/* two ranks over gloo (DDP on one GPU): both ranks' five steps, the process group from distributedInfo */
+START_TEST(test_dist)
+{
+	ck_assert_int_eq(upload_scenario("dist"), 2);
+	json_t *j = get("/api/v1/runs/gpu-dist/ranks");
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "ranks")), 2);
+	json_decref(j);
+	j = get("/api/v1/runs/gpu-dist/distributed");
+	json_t *r;
+	size_t i;
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "ranks")), 2);
+	json_array_foreach(json_object_get(j, "ranks"), i, r)
+		ck_assert_uint_eq(json_array_size(json_object_get(r, "steps")), 5);
+	json_decref(j);
+}
+END_TEST
+
+Suite *suite_gpu(void)
+{
+	Suite *s = suite_create("gpu");
+	TCase *tc = tcase_create("gpu");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_add_test(tc, test_tables_healthy);
+	tcase_add_test(tc, test_tables_compiled);
+	tcase_add_test(tc, test_train_cycles);
+	tcase_add_test(tc, test_findings);
+	tcase_add_test(tc, test_compare);
+	tcase_add_test(tc, test_dist);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -41,6 +41,7 @@ struct cupti_conv_stats {
 	uint64_t untimed;		/* GPU records without timestamps (start = 0) */
 	uint64_t unmatched_ends;	/* NVTX range ends whose start was never seen */
 	uint64_t other;			/* kinds not converted */
+	uint64_t skipped_calls;		/* runtime calls left out as Kineto does (cudaGetDevice, ...) */
 };
 
 struct cupti_conv;

@@ -221,6 +221,11 @@ static char *demangle(const char *mangled)
 	/* libstdc++ when the host has it (every CUDA C++ program): no link-time dependency */
 	if (!looked) {
 		*(void **)&cxa = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		/* a library the host loaded RTLD_LOCAL (Python's extensions, PyTorch's libstdc++)
+		 * is not in the global scope: ask for it by name, without loading it */
+		void *h = cxa ? NULL : dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			*(void **)&cxa = dlsym(h, "__cxa_demangle");
 		looked = 1;
 	}
 	if (!cxa || strncmp(mangled, "_Z", 2))

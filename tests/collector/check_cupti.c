@@ -386,6 +386,34 @@ static const char *an_str(void *payload, uint32_t id)
 }
 
 /* The server's analysis finds the NVTX step, and the kernel inside it. */
+/* cudaGetDevice, cudaSetDevice and cudaGetLastError are left out, as Kineto leaves them
+ * (PyTorch calls cudaGetDevice thousands of times a step); the calls beside them stay */
+START_TEST(test_convert_skips_noise)
+{
+	static struct pack p;
+	struct pack *packs[] = { &p, NULL };
+	struct cupti_conv *c = cupti_conv_new(&(struct cupti_conv_config){ .base_ns = BASE });
+	size_t len;
+	char *chunk;
+
+	memset(&p, 0, sizeof(p));
+	api(&p, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, T0, T0 + 100, 1, TID);
+	api(&p, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, T0 + 200, T0 + 5000, 2, TID);
+	api(&p, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, T0 + 5100, T0 + 5200, 3, TID);
+	api(&p, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, T0 + 5300, T0 + 5400, 4, TID);
+	api(&p, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, T0 + 5500, T0 + 9000, 5, TID);
+	chunk = convert(c, packs, &len);
+	ck_assert_ptr_nonnull(strstr(chunk, "\"cudaLaunchKernel\""));
+	ck_assert_ptr_nonnull(strstr(chunk, "\"cudaStreamSynchronize\""));
+	ck_assert_ptr_null(strstr(chunk, "cudaGetDevice"));
+	ck_assert_ptr_null(strstr(chunk, "cudaGetLastError"));
+	ck_assert_ptr_null(strstr(chunk, "cudaSetDevice"));
+	ck_assert_uint_eq(cupti_conv_stats(c)->skipped_calls, 3);
+	free(chunk);
+	cupti_conv_free(c);
+}
+END_TEST
+
 START_TEST(test_convert_step_analysis)
 {
 	static struct pack p;
@@ -713,6 +741,7 @@ Suite *suite_cupti(void)
 	tc = tcase_create("convert");
 	tcase_add_test(tc, test_walk_layout);
 	tcase_add_test(tc, test_convert_every_kind);
+	tcase_add_test(tc, test_convert_skips_noise);
 	tcase_add_test(tc, test_convert_step_analysis);
 	tcase_add_test(tc, test_convert_across_buffers);
 	tcase_add_test(tc, test_convert_bad_names);

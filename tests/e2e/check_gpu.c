@@ -40,6 +40,15 @@ static json_t *get(const char *path)
 	return j;
 }
 
+/* GET /api/v1/runs/gpu-<scenario>/<what> */
+static json_t *get_run(const char *scenario, const char *what)
+{
+	char path[200];
+
+	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/%s", scenario, what);
+	return get(path);
+}
+
 static char *fixture_dir(const char *scenario)
 {
 	char rel[128];
@@ -167,7 +176,6 @@ static int is_cpu_name(const struct kavg *v, size_t n, const char *name)
  */
 static void check_tables(const char *scenario)
 {
-	char path[160];
 	size_t n, i, ops_seen = 0, kernels_seen = 0;
 	struct kavg *v;
 	json_t *ops, *kern, *r;
@@ -175,10 +183,8 @@ static void check_tables(const char *scenario)
 	upload_scenario(scenario);
 	v = load_kavg(scenario, &n);
 	ck_assert_uint_gt(n, 20);
-	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/ops?limit=100000", scenario);
-	ops = get(path);
-	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/kernels?limit=100000", scenario);
-	kern = get(path);
+	ops = get_run(scenario, "ops?limit=100000");
+	kern = get_run(scenario, "kernels?limit=100000");
 	for (i = 0; i < n; i++) {
 		if (!strcmp(v[i].name, "ProfilerStep*") || !strcmp(v[i].name, "Command Buffer Full"))
 			continue;
@@ -237,11 +243,11 @@ END_TEST
 START_TEST(test_train_cycles)
 {
 	check_tables("train");
-	json_t *j = get("/api/v1/runs/gpu-train/timeline");
+	json_t *j = get_run("train", "timeline");
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "steps_total")), 10);
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "cycles")), 10);
 	json_decref(j);
-	j = get("/api/v1/runs/gpu-train/steps");
+	j = get_run("train", "steps");
 	json_t *s;
 	size_t i;
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), 10);
@@ -254,12 +260,9 @@ END_TEST
 /* the finding ids of a run, comma-joined in order */
 static void findings(const char *scenario, char *out, size_t len)
 {
-	char path[160];
-	json_t *j, *f;
+	json_t *j = get_run(scenario, "diagnosis"), *f;
 	size_t i, o = 0;
 
-	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/diagnosis", scenario);
-	j = get(path);
 	out[0] = 0;
 	json_array_foreach(json_object_get(j, "findings"), i, f)
 		o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", json_string_value(json_object_get(f, "id")));
@@ -268,12 +271,9 @@ static void findings(const char *scenario, char *out, size_t len)
 
 static json_t *finding(const char *scenario, const char *id)
 {
-	char path[160];
-	json_t *j, *f, *out = NULL;
+	json_t *j = get_run(scenario, "diagnosis"), *f, *out = NULL;
 	size_t i;
 
-	snprintf(path, sizeof(path), "/api/v1/runs/gpu-%s/diagnosis", scenario);
-	j = get(path);
 	json_array_foreach(json_object_get(j, "findings"), i, f)
 		if (!strcmp(json_string_value(json_object_get(f, "id")), id))
 			out = json_incref(json_object_get(f, "evidence"));
@@ -367,10 +367,10 @@ END_TEST
 START_TEST(test_dist)
 {
 	ck_assert_int_eq(upload_scenario("dist"), 2);
-	json_t *j = get("/api/v1/runs/gpu-dist/ranks");
+	json_t *j = get_run("dist", "ranks");
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "ranks")), 2);
 	json_decref(j);
-	j = get("/api/v1/runs/gpu-dist/distributed");
+	j = get_run("dist", "distributed");
 	json_t *r;
 	size_t i;
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "ranks")), 2);

@@ -190,7 +190,7 @@ int h_run_diagnosis(struct request *req)
 
 	if (h_arg_int(req, "rank", 0, 65535, -1, &rank) || h_reader_open(req, &r))
 		return 0;
-	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, &err) && !(body = diagnosis_run(&in)))
+	if (!store_diag_input(r, req->params[0], (int)rank, &in, &durs, NULL, &err) && !(body = diagnosis_run(&in)))
 		tp_fail(&err, TP_ERR_NOMEM, NULL, "out of memory");
 	tp_free(durs);
 	if (body && (cycle_findings(r, req->params[0], in.rank, body, &err) ||

@@ -1345,6 +1345,47 @@ static int cmp_coll(const void *a, const void *b)
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
+static int is_gloo(const struct analysis *an, uint32_t name)
+{
+	return !strncmp(an->str(an->payload, name), "gloo:", 5);
+}
+
+/*
+ * Collectives that run on the host: ProcessGroupGloo's gloo:* spans (its
+ * worker threads run them, and copy GPU tensors to and from the host around
+ * them), each of which is one collective when no communication kernel made
+ * it one already and no gloo:* span is above it. Its span is its launch (the
+ * rank's arrival), its time and its start and end; it has no kernels. inst:
+ * collectives() instances, by their outermost operator.
+ */
+static int host_collectives(struct analysis *an, const struct hmap *inst)
+{
+	for (size_t i = 0; i < an->nc; i++) {
+		const struct crec *k = &an->c[i];
+		int64_t h, op, bytes;
+		int kind;
+		if (k->gpu || !is_gloo(an, k->name) || (h = host_of(an, k)) < 0 ||
+		    hmap_get(inst, (uint64_t)h) != UINT32_MAX)
+			continue;
+		for (op = an->parent[h]; op >= 0 && !is_gloo(an, an->h[op].name); op = an->parent[op])
+			;
+		if (op >= 0)
+			continue;
+		kind = k->coll ? an_coll_kind(an->str(an->payload, k->coll)) : -1;
+		if (kind < 0)
+			kind = an_coll_kind(an->str(an->payload, k->name) + 5);
+		bytes = coll_bytes(an, k);
+		int32_t st = step_at(an, k->s);
+		an->res.colls[an->res.ncolls++] = (struct an_coll){
+			.step = st >= 0 ? an->cpu_steps[st].step : -1, .kind = kind < 0 ? AN_CK_OTHER : kind,
+			.pg = k->pg, .seq = k->seq, .launch_ns = k->s, .start_ns = k->s, .end_ns = k->e,
+			.time_ns = k->e - k->s, .bytes = bytes, .group_size = k->gsize > 0 ? k->gsize : 0,
+			.thread = k->thread,
+		};
+	}
+	return 0;
+}
+
 /*
  * Each communication kernel joins the collective of the outermost
  * communication operator above the call that launched it (by correlation,
@@ -1433,6 +1474,8 @@ static int collectives(struct analysis *an)
 		c->time_ns = tp_sat_add(c->time_ns, k->e - k->s);
 		c->kernels++;
 	}
+	if (host_collectives(an, &inst))
+		goto out;
 	if (an->res.ncolls > 1)
 		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
 	rc = before_ops(an);

@@ -88,7 +88,9 @@ int an_dtype_size(const char *dtype);
  * One collective as one rank ran it: the outermost communication operator
  * (record_param_comms, nccl:*, c10d::*) around the launch of communication
  * kernels, with every kernel it launched; a communication kernel with no
- * such operator is a collective of its own.
+ * such operator is a collective of its own. gloo runs collectives on host
+ * threads: a gloo:* span with no kernel is one, its span for its launch,
+ * start, end and time (kernels 0).
  */
 struct an_coll {
 	int64_t step;			/* the step whose CPU span holds the launch; -1: none */

@@ -38,7 +38,8 @@ struct compare_metric {
 struct compare_run {
 	char *run;
 	int rank;
-	int64_t *dur_ns;		/* step durations (reordered by compare_runs) */
+	int64_t *dur_ns;		/* the complete steps' durations, in time order */
+	int64_t *step_no;		/* their ProfilerStep numbers; NULL: not known (no window left out) */
 	size_t nsteps;
 	int64_t comp_ns[AN_NCOMP];	/* the step breakdown summed over steps */
 	struct compare_item *ops;	/* host operators, by name */
@@ -64,6 +65,8 @@ void compare_run_release(struct compare_run *r);
 
 #define COMPARE_THRESHOLD_PCT 5.0
 #define COMPARE_ALPHA 0.05
+/* A profiling window of this many complete steps or more has its first left out of the step time test. */
+#define COMPARE_WINDOW_MIN 3
 
 struct compare_opts {
 	double threshold_pct;		/* a change smaller than this (either way) is no change */
@@ -72,7 +75,7 @@ struct compare_opts {
 	int from_baseline;		/* base is the target's project baseline */
 };
 
-/* The answer of GET /api/v1/compare (new reference); NULL when out of memory. Sorts the durations. */
+/* The answer of GET /api/v1/compare (new reference); NULL when out of memory. */
 json_t *compare_runs(struct compare_run *base, struct compare_run *target, const struct compare_opts *o);
 
 #endif

@@ -3140,8 +3140,9 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 }
 
 /* A rank's step durations, in time order: complete steps only. */
-static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, size_t *n,
-			  struct tp_errbuf *err)
+/* The rank's complete steps in time order: durations, and their numbers in *nums when asked for. */
+static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, int64_t **nums,
+			  size_t *n, struct tp_errbuf *err)
 {
 	struct db_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
 				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0 AND whole_trace=0"
@@ -3150,16 +3151,25 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 	int step;
 
 	*out = NULL;
+	if (nums)
+		*nums = NULL;
 	*n = 0;
 	if (!st)
 		return TP_ERR_DB;
 	while ((step = db_step(st)) == DB_ROW) {
 		if (*n == cap) {
-			int64_t *nd = tp_realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out));
+			size_t c = cap ? cap * 2 : 64;
+			int64_t *nd = tp_realloc(*out, c * sizeof(**out));
+			if (nd)
+				*out = nd;
+			if (nd && nums && (nd = tp_realloc(*nums, c * sizeof(**nums))))
+				*nums = nd;
 			if (!nd)
 				break;
-			*out = nd;
+			cap = c;
 		}
+		if (nums)
+			(*nums)[*n] = db_column_int64(st, 0);
 		(*out)[(*n)++] = db_column_int64(st, 2);
 	}
 	db_finalize(st);
@@ -3167,6 +3177,10 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 		return TP_OK;
 	tp_free(*out);
 	*out = NULL;
+	if (nums) {
+		tp_free(*nums);
+		*nums = NULL;
+	}
 	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 				  : db_fail(err, r->db, "read steps");
 }
@@ -3376,7 +3390,7 @@ int store_ranks(struct store_reader *r, const char *run, struct store_rank **out
 	for (size_t i = 0; !rc && i < rows.nrows; i++) {
 		struct store_rank *k = &(*out)[(*n)++];
 		k->rank = (int)rows.v[i].i;
-		if (!(rc = rank_durations(r, run, k->rank, &k->dur_ns, &k->nsteps, err)))
+		if (!(rc = rank_durations(r, run, k->rank, &k->dur_ns, NULL, &k->nsteps, err)))
 			rc = rank_devices(r, run, k, err);
 	}
 	store_rows_free(&rows);
@@ -3652,7 +3666,7 @@ static int diag_canary(struct store_reader *r, const char *run, int rank, struct
 }
 
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
-		     int64_t **durs, struct tp_errbuf *err)
+		     int64_t **durs, int64_t **nums, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	size_t i;
@@ -3670,7 +3684,7 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	db_finalize(st);
 	if (step != DB_ROW)
 		return db_fail(err, r->db, "read artifacts");
-	if (rank_durations(r, run, rank, durs, &in->nsteps, err))
+	if (rank_durations(r, run, rank, durs, nums, &in->nsteps, err))
 		return err->rc;
 	in->step_dur_ns = *durs;
 	/* complete steps, or the whole trace when it has none */
@@ -3866,7 +3880,7 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	if (!(out->run = tp_strdup(run)))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	/* the steps and their breakdown, as diagnosis reads them */
-	if ((rc = store_diag_input(r, run, rank, &in, &out->dur_ns, err)))
+	if ((rc = store_diag_input(r, run, rank, &in, &out->dur_ns, &out->step_no, err)))
 		return rc;
 	out->rank = in.rank;
 	out->nsteps = in.nsteps;

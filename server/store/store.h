@@ -375,9 +375,10 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 			  struct store_segments *out, struct tp_errbuf *err);
 void store_segments_free(struct store_segments *s);
 
-/* The figures diagnosis works from; *durs (the step durations) is freed by the caller. */
+/* The figures diagnosis works from; *durs (the complete steps' durations, in time order) and,
+ * when nums is not NULL, *nums (their step numbers) are freed by the caller, also on failure. */
 int store_diag_input(struct store_reader *r, const char *run, int rank, struct diag_input *in,
-		     int64_t **durs, struct tp_errbuf *err);
+		     int64_t **durs, int64_t **nums, struct tp_errbuf *err);
 
 /*
  * What GET /runs/{run}/distributed reads (distributed.h): the run's trace ranks, their steps

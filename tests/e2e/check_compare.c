@@ -274,8 +274,11 @@ START_TEST(test_v100_slowed)
 	ck_assert_msg(fabs(num(st, "delta_pct") - 50) < 1e-9, "delta_pct %.12f", num(st, "delta_pct"));
 	ck_assert(num(st, "p_value") < 0.001);
 	ck_assert(json_is_true(json_object_get(st, "significant")));
-	ck_assert_int_eq(num(st, "base_steps"), 5);
+	/* steps 2 to 6: one profiling window, its first left out of the test */
+	ck_assert_int_eq(num(st, "base_steps"), 4);
+	ck_assert_int_eq(num(st, "base_left_out"), 1);
 	ck_assert(says(j, "step time +50.0%"));
+	ck_assert(says(j, "over 4 and 4 steps, each profiling window's first left out"));
 	ck_assert(says(j, "the largest contributor: kernel time"));
 	ck_assert(says(j, "led by ncclKernel_AllReduce_RING_LL_Sum_float"));
 

@@ -213,7 +213,7 @@ START_TEST(test_reads)
 		/* every read a request can make, the analysis ones included */
 		json_t *j[7] = { NULL };
 		struct diag_input in;
-		int64_t *durs = NULL;
+		int64_t *durs = NULL, *nums = NULL;
 		int opened, k, ok = 1;
 		memset(&err, 0, sizeof(err));
 		tp_alloc_fail_after(n);
@@ -225,9 +225,10 @@ START_TEST(test_reads)
 			j[3] = read_ops(r, "r", -1, AN_DEV_CPU, "self_ns", 50, &err);
 			j[4] = read_kernels(r, "r", -1, AN_GPU_KERNEL, 50, &err);
 			j[5] = read_ranks(r, "r", &err);
-			if (store_diag_input(r, "r", -1, &in, &durs, &err) == TP_OK)
+			if (store_diag_input(r, "r", -1, &in, &durs, &nums, &err) == TP_OK)
 				j[6] = diagnosis_run(&in);
 			free(durs);
+			free(nums);
 			store_reader_close(r);
 		}
 		refused = tp_alloc_failures();

@@ -600,7 +600,7 @@ static json_t *diagnose(const char *run, const struct synth *s)
 	free(text);
 	check_breakdown_sums(run, s->no_steps ? 1 : (size_t)s->steps + (s->stub_us > 0));
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	ck_assert_int_eq(store_diag_input(r, run, -1, &in, &durs, &err), 0);
+	ck_assert_int_eq(store_diag_input(r, run, -1, &in, &durs, NULL, &err), 0);
 	j = diagnosis_run(&in);
 	free(durs);
 	store_reader_close(r);
@@ -817,7 +817,7 @@ START_TEST(test_resnet_dataloader_finding)
 	ingest_fixture("resnet", "traces/kineto_resnet50_workers0.json.gz");
 	ingest_fixture("v100", "traces/hta_v100_train_memory.json.gz");
 	ck_assert_int_eq(store_reader_open(st, &r, &err), 0);
-	ck_assert_int_eq(store_diag_input(r, "resnet", -1, &in, &durs, &err), 0);
+	ck_assert_int_eq(store_diag_input(r, "resnet", -1, &in, &durs, NULL, &err), 0);
 	d = diagnosis_run(&in);
 	free(durs);
 	ck_assert_ptr_nonnull(f = finding(d, "dataloader"));
@@ -825,7 +825,7 @@ START_TEST(test_resnet_dataloader_finding)
 	ck_assert_msg(share > 5 && share < 100, "share %f%%", share);
 	json_decref(d);
 	/* the V100 run loads no data in its steps */
-	ck_assert_int_eq(store_diag_input(r, "v100", -1, &in, &durs, &err), 0);
+	ck_assert_int_eq(store_diag_input(r, "v100", -1, &in, &durs, NULL, &err), 0);
 	d = diagnosis_run(&in);
 	free(durs);
 	ck_assert_ptr_null(finding(d, "dataloader"));
@@ -1591,6 +1591,22 @@ static int to_analysis(void *p, const struct tp_event *e)
 	return analysis_event(((struct parsed *)p)->an, e, &err);
 }
 
+/* t's trace through the parser into pa's analysis, finished (analysis_free and trace_parser_free pa's). */
+static const struct an_result *analyse(struct parsed *pa, const struct text *t)
+{
+	struct trace_sink sink = { .string = no_string, .event = to_analysis, .payload = pa };
+	struct tp_errbuf err = { 0 };
+	const struct an_result *res;
+
+	pa->tp = trace_parser_new(&trace_default_limits, &sink);
+	pa->an = analysis_new(str_of, pa->tp);
+	ck_assert_ptr_nonnull(pa->an);
+	ck_assert_int_eq(trace_parser_feed(pa->tp, (const uint8_t *)t->p, t->n, &err), 0);
+	ck_assert_int_eq(trace_parser_finish(pa->tp, &err), 0);
+	ck_assert_int_eq(analysis_finish(pa->an, &res, &err), 0);
+	return res;
+}
+
 /*
  * What a rank did before each collective (an_coll.before_op): the
  * top-level operator with the most time between the thread's previous
@@ -1605,8 +1621,6 @@ START_TEST(test_before_op_top_level)
 	const char *const want[3] = { "bwd", "bwd", "opt" };
 	const int64_t want_ns[3] = { 200000, 500000, 120000 };
 	struct parsed pa;
-	struct trace_sink sink = { .string = no_string, .event = to_analysis, .payload = &pa };
-	struct tp_errbuf err = { 0 };
 	const struct an_result *res;
 	char args[64];
 
@@ -1624,12 +1638,7 @@ START_TEST(test_before_op_top_level)
 		span(&t, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 0, 7, b + at[k] + 20, 10, args);
 	}
 	emit(&t, "]}");
-	pa.tp = trace_parser_new(&trace_default_limits, &sink);
-	pa.an = analysis_new(str_of, pa.tp);
-	ck_assert_ptr_nonnull(pa.an);
-	ck_assert_int_eq(trace_parser_feed(pa.tp, (const uint8_t *)t.p, t.n, &err), 0);
-	ck_assert_int_eq(trace_parser_finish(pa.tp, &err), 0);
-	ck_assert_int_eq(analysis_finish(pa.an, &res, &err), 0);
+	res = analyse(&pa, &t);
 	ck_assert_uint_eq(res->ncolls, 3);
 	for (int k = 0; k < 3; k++) {
 		const struct an_coll *c = &res->colls[k];
@@ -1637,6 +1646,51 @@ START_TEST(test_before_op_top_level)
 		ck_assert_str_eq(str_of(pa.tp, c->before_op), want[k]);
 		ck_assert_int_eq(c->before_ns, want_ns[k]);
 	}
+	analysis_free(pa.an);
+	trace_parser_free(pa.tp);
+	free(t.p);
+}
+END_TEST
+
+/*
+ * gloo collectives run on host threads: each outermost gloo:* span with no
+ * communication kernel is one collective (launch, start and end its span,
+ * no kernels); a gloo:* span inside another is part of it, and one above a
+ * communication kernel is that kernel's collective, not a second.
+ */
+START_TEST(test_gloo_host_collectives)
+{
+	struct text t = { .p = malloc(2048), .cap = 2048 };
+	const int64_t b = 1000000;
+	struct parsed pa;
+	const struct an_result *res;
+
+	emit(&t, "{\"traceEvents\":[");
+	span(&t, "user_annotation", "ProfilerStep#3", 1, 1, b, 1000, "");
+	span(&t, "cpu_op", "c10d::allreduce_", 1, 1, b + 10, 2, "");
+	span(&t, "user_annotation", "gloo:all_reduce", 1, 9, b + 20, 300, "");
+	span(&t, "user_annotation", "gloo:broadcast", 1, 9, b + 50, 20, "");	/* inside the all_reduce */
+	span(&t, "user_annotation", "gloo:all_gather", 1, 8, b + 400, 100, "");
+	/* a gloo:* span above a communication kernel: the kernel's collective */
+	span(&t, "user_annotation", "gloo:reduce_scatter", 1, 1, b + 600, 50, "");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 601, 2, "\"correlation\":5");
+	span(&t, "kernel", "ncclKernel_ReduceScatter_RING_LL_Sum_float", 0, 7, b + 620, 10, "\"correlation\":5");
+	emit(&t, "]}");
+	res = analyse(&pa, &t);
+	ck_assert_uint_eq(res->ncolls, 3);
+	/* by launch */
+	ck_assert_int_eq(res->colls[0].kind, AN_CK_ALL_REDUCE);
+	ck_assert_int_eq(res->colls[0].launch_ns, (b + 20) * 1000);
+	ck_assert_int_eq(res->colls[0].start_ns, (b + 20) * 1000);
+	ck_assert_int_eq(res->colls[0].end_ns, (b + 320) * 1000);
+	ck_assert_int_eq(res->colls[0].time_ns, 300000);
+	ck_assert_int_eq(res->colls[0].kernels, 0);
+	ck_assert_int_eq(res->colls[0].step, 3);
+	ck_assert_int_eq(res->colls[1].kind, AN_CK_ALL_GATHER);
+	ck_assert_int_eq(res->colls[1].time_ns, 100000);
+	ck_assert_int_eq(res->colls[2].kind, AN_CK_REDUCE_SCATTER);
+	ck_assert_int_eq(res->colls[2].kernels, 1);
+	ck_assert_int_eq(res->colls[2].time_ns, 10000);
 	analysis_free(pa.an);
 	trace_parser_free(pa.tp);
 	free(t.p);
@@ -1894,6 +1948,7 @@ static void add_pytorch_rule_tests(TCase *tc)
 	tcase_add_test(tc, test_gpu_launchers);
 	tcase_add_test(tc, test_hmap_reserve_find);
 	tcase_add_test(tc, test_before_op_top_level);
+	tcase_add_test(tc, test_gloo_host_collectives);
 	tcase_add_test(tc, test_same_name_nesting_and_overlap);
 	tcase_add_test(tc, test_stub_tail_step_incomplete);
 	tcase_add_test(tc, test_cut_tail_step_incomplete);

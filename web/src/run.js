@@ -137,7 +137,10 @@ export async function runPage(app, run, following = false) {
 			if (!mem)
 				return;
 			memBox.dataset.device = mem.device;
-			if (mem.source === 'snapshot') {
+			// the segments of the rank's snapshots, also when the timeline drawn is another
+			// source's (a trace's [memory] events or an export are preferred for it)
+			if (mem.source === 'snapshot' || info.artifacts.some((a) => a.kind === 'memory_snapshot' &&
+				a.rank === rank && a.status === 'ready')) {
 				// a snapshot stored before segments were kept has none: no card then
 				const names = Object.fromEntries(info.artifacts.map((a) => [a.id, a.name]));
 				const draw = (artifact) => load(segBox, async () => {

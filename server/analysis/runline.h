@@ -53,7 +53,8 @@ json_t *runline_findings(const struct rl_step *s, size_t n, int ncycles);
 size_t runline_log_offset(const struct rl_step *s, size_t n, int64_t first, int64_t last, int64_t *offset);
 
 /* Thresholds */
-#define RL_DRIFT_PCT 20.0		/* last cycle's mean step over the first's */
+#define RL_DRIFT_PCT 20.0		/* last cycle's mean step over the run's start (the median of its first third) */
+#define RL_START_MAX 16			/* the start is the median of at most this many first cycles */
 #define RL_SLOW_CYCLE_RATIO 1.5		/* a cycle's mean step over its neighbours' */
 #define RL_MEM_GROWTH_PCT 5.0		/* allocated at the last cycle's end over the first's */
 #define RL_MEM_GROWTH_MIN (64ll << 20)

@@ -117,6 +117,24 @@ START_TEST(test_findings)
 	ck_assert_uint_eq(json_array_size(f), 1);
 	json_decref(f);
 
+	/*
+	 * an odd first cycle is not where the run started: the H200 run's 10 cycles (ms), the
+	 * first shorter, the rest flat, say nothing; drift after such a start still does
+	 */
+	const double odd[] = { 46.8, 94.9, 95.5, 95.8, 95.7, 95.7, 95.8, 95.6, 95.9, 95.9 };
+	const double odd_drift[] = { 46.8, 94.9, 95.5, 95.8, 100, 105, 110, 115, 120, 125 };
+	n = make(s, 10, 1, odd, NULL);
+	f = runline_findings(s, n, runline_cycles(s, n));
+	ck_assert_ptr_null(find(f, "cycle_drift"));
+	json_decref(f);
+	n = make(s, 10, 1, odd_drift, NULL);
+	f = runline_findings(s, n, runline_cycles(s, n));
+	ck_assert_ptr_nonnull(x = find(f, "cycle_drift"));
+	/* the start: the median of the first 4 cycles, (94.9 + 95.5) / 2 ms */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "start_mean_ns")), 95200000);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "evidence"), "first_cycle_mean_ns")), 46800000);
+	json_decref(f);
+
 	/* two cycles say nothing across cycles */
 	n = make(s, 2, 3, drift, grow);
 	f = runline_findings(s, n, runline_cycles(s, n));

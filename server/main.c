@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "http.h"
+#include "pipeline/runrank.h"
 #include "pipeline/ingest.h"
 #include "port.h"
 #include "store/db.h"
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 		"                         request headers take longer, or whose body, past this long,\n"
 		"                         averages under 1 KiB/s (default 120; 0: never)\n"
 		"  --grace SECONDS        how long a stop waits for requests in flight (default 30)\n"
+		"  --derive-pace N        a run's background analysis (reads with ?wait=0) starts no sooner\n"
+		"                         than N times the last one's length after it (default 3; 0: at once)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		"  --help\n"
 		"Sizes take a K, M or G suffix (powers of 1024).\n");
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
 	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP,
-	       O_MAX_CLIENT_CONNS };
+	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -119,6 +122,7 @@ int main(int argc, char **argv)
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
+		{ "derive-pace", required_argument, NULL, O_DERIVE_PACE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server_config cfg = {
@@ -187,6 +191,14 @@ int main(int argc, char **argv)
 			bad = parse_size(optarg, &v) || v > 3600;
 			cfg.grace_s = (unsigned)v;
 			break;
+		case O_DERIVE_PACE: {
+			char *end;
+			errno = 0;
+			unsigned long k = strtoul(optarg, &end, 10);
+			if (!(bad = errno || end == optarg || *end || *optarg == '-' || k > 1000))
+				runrank_set_pace((unsigned)k);
+			break;
+		}
 		case O_LOG:
 			if (!strcmp(optarg, "error")) tp_log_threshold = TP_LOG_ERR;
 			else if (!strcmp(optarg, "warn")) tp_log_threshold = TP_LOG_WARN;

@@ -48,6 +48,10 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err);
  * derives instead).
  */
 int runrank_kick(struct store *st, const char *run);
+/* A run's background derivations start no sooner than k times the last one's length after it
+ * (runrank.c; 0: at once); RUNRANK_PACE until set. */
+#define RUNRANK_PACE 3
+void runrank_set_pace(unsigned k);
 /* Wait for st's background derivations to end (before store_close). */
 void runrank_drain(struct store *st);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/db.h"
@@ -1198,6 +1199,50 @@ START_TEST(test_two_servers_one_run)
 }
 END_TEST
 
+/*
+ * Background derivations are paced (--derive-pace k: a run's next starts no sooner than k
+ * times the last one's length after it): the second waits, a read that waits derives at
+ * once all the same, and a stop cuts the pause short, deriving what it waited for.
+ */
+START_TEST(test_background_paced)
+{
+	const char *const paced[] = { "--derive-pace", "1000", NULL };
+	struct timespec t0, t1;
+	int i;
+
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	ck_assert_int_eq(tu_server_restart(&srv, paced), 0);
+	upload("paced", 0, "traces/hta_v100_train_memory.json.gz");
+	upload("paced", 0, "traces/hta_ns_resolution.json.gz");
+	ck_assert(pending("paced"));
+	/* the first background derivation starts at once (a few tenths of a second of work) */
+	ck_assert_uint_gt(steps_of("/api/v1/runs/paced/steps?wait=0"), 0);
+	for (i = 0; i < 1500 && pending("paced"); i++)
+		usleep(20000);
+	ck_assert(!pending("paced"));
+	double derived = metric("trainscope_rank_derivation_seconds_count");
+	/* the next waits 1000 times that: still pending a second later */
+	upload("paced", 0, "traces/hta_event_sync.json.gz");
+	ck_assert_uint_gt(steps_of("/api/v1/runs/paced/steps?wait=0"), 0);
+	sleep(1);
+	ck_assert(pending("paced"));
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == derived);
+	/* a read that waits derives now */
+	ck_assert_uint_gt(steps_of("/api/v1/runs/paced/steps"), 0);
+	ck_assert(!pending("paced"));
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == derived + 1);
+	/* the paused one still waits; one more trace, then a stop: the pause is cut short */
+	upload("paced", 0, "traces/hta_alexnet.json.gz");
+	json_decref(call("GET", "/api/v1/runs/paced/kernels?wait=0", NULL, 0, 200));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 60);	/* the pause: 1000 x a few tenths of a second */
+	ck_assert_int_eq(tu_server_restart(&srv, NULL), 0);
+	ck_assert(!pending("paced"));	/* the stop derived it */
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -1213,6 +1258,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_memory_across_cycles);
 	tcase_add_test(tc, test_reads_derive_once);
 	tcase_add_test(tc, test_read_without_waiting);
+	tcase_add_test(tc, test_background_paced);
 	tcase_add_test(tc, test_joined_trace_alone);
 	tcase_add_test(tc, test_upgrade_packs_points);
 	suite_add_tcase(s, tc);

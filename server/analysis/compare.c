@@ -206,6 +206,8 @@ static size_t tested_steps(const struct compare_run *r, int64_t *out)
 {
 	size_t i, k, n = 0;
 
+	if (!r->nsteps)		/* dur_ns may be NULL */
+		return 0;
 	if (!r->step_no) {
 		memcpy(out, r->dur_ns, r->nsteps * sizeof(*out));
 		return r->nsteps;

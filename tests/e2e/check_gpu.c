@@ -63,7 +63,8 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* uploads every trace of the scenario as run "gpu-<scenario>" (rank by the rankN. prefix); returns how many */
+/* uploads every trace, memory export and snapshot of the scenario as run "gpu-<scenario>" (rank by the
+ * rankN. prefix); returns how many */
 static int upload_scenario(const char *scenario)
 {
 	char *dir = fixture_dir(scenario), run[64], path[512], name[300];
@@ -74,7 +75,8 @@ static int upload_scenario(const char *scenario)
 	ck_assert_msg(dp != NULL, "no %s", dir);
 	snprintf(run, sizeof(run), "gpu-%s", scenario);
 	while ((d = readdir(dp))) {
-		if (!ends_with(d->d_name, ".pt.trace.json.gz") && !ends_with(d->d_name, ".memory.raw.json.gz"))
+		if (!ends_with(d->d_name, ".pt.trace.json.gz") && !ends_with(d->d_name, ".memory.raw.json.gz") &&
+		    !ends_with(d->d_name, ".snapshot.pickle"))
 			continue;
 		size_t len;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
@@ -249,6 +251,13 @@ START_TEST(test_train_cycles)
 	/* the first cycle's step (46.8 ms) is shorter than the nine after it (94.9 to 95.9 ms,
 	 * flat): no drift (it was a cycle_drift of +105% when the first cycle was the start) */
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "findings")), 0);
+	json_decref(j);
+	/* the snapshot's allocator state, as Python's pickle reads it (tests/fixtures/gpu/README.md):
+	 * 42 segments, 2,453,667,840 bytes reserved, 588,812,800 in active blocks */
+	j = get_run("train", "memory/segments?device=cuda:0");
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "segments")), 42);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "reserved_bytes")), 2453667840LL);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "allocated_bytes")), 588812800LL);
 	json_decref(j);
 	j = get_run("train", "steps");
 	json_t *s;

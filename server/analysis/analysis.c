@@ -1358,7 +1358,7 @@ static int is_gloo(const struct analysis *an, uint32_t name)
  * rank's arrival), its time and its start and end; it has no kernels. inst:
  * collectives() instances, by their outermost operator.
  */
-static int host_collectives(struct analysis *an, const struct hmap *inst)
+static void host_collectives(struct analysis *an, const struct hmap *inst)
 {
 	for (size_t i = 0; i < an->nc; i++) {
 		const struct crec *k = &an->c[i];
@@ -1383,7 +1383,6 @@ static int host_collectives(struct analysis *an, const struct hmap *inst)
 			.thread = k->thread,
 		};
 	}
-	return 0;
 }
 
 /*
@@ -1474,8 +1473,7 @@ static int collectives(struct analysis *an)
 		c->time_ns = tp_sat_add(c->time_ns, k->e - k->s);
 		c->kernels++;
 	}
-	if (host_collectives(an, &inst))
-		goto out;
+	host_collectives(an, &inst);
 	if (an->res.ncolls > 1)
 		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
 	rc = before_ops(an);

@@ -122,10 +122,9 @@ json_t *runline_findings(const struct rl_step *s, size_t n, int ncycles)
 	 * step time drifting up: the last cycle slower than where the run started, and more
 	 * cycles rising than falling. Where it started is the median of the first third of
 	 * the cycles (of three, the first alone; at most RL_START_MAX): one odd first cycle is
-	 * not where the run started. (On
-	 * an H200, 10 cycles of 1 step each: the first 46.8 ms, the nine others 94.9 to 95.9,
-	 * the backlog of GPU work the first active step of a cycle waits behind being shorter
-	 * in the first; steps 19 to 99 did not drift.)
+	 * not where the run started. (On an H200, 10 cycles of 1 step each: the first 46.8 ms,
+	 * the nine others 94.9 to 95.9, the backlog of GPU work the first active step of a
+	 * cycle waits behind being shorter in the first; steps 19 to 99 did not drift.)
 	 */
 	int up = 0, down = 0;
 	for (i = 1; i < ncycles; i++)

@@ -3139,7 +3139,6 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 	return *n ? step_allocs(r, &ser, *out, *n, err) : TP_OK;
 }
 
-/* A rank's step durations, in time order: complete steps only. */
 /* The rank's complete steps in time order: durations, and their numbers in *nums when asked for. */
 static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, int64_t **nums,
 			  size_t *n, struct tp_errbuf *err)

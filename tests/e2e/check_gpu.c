@@ -399,7 +399,7 @@ START_TEST(test_compare)
 }
 END_TEST
 
-/* two ranks over gloo (DDP on one GPU): both ranks' five steps, the process group from distributedInfo */
+/* two ranks over gloo (DDP on one GPU): both ranks' five steps, gloo's collectives matched across them */
 START_TEST(test_dist)
 {
 	ck_assert_int_eq(upload_scenario("dist"), 2);

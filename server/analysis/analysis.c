@@ -6,16 +6,22 @@
  *   host spans  (cpu_op / Operator, user_annotation, cuda_runtime / driver):
  *               nested per thread into call trees, for self times, for the
  *               runtime / dataloader / cpu components, and to find which
- *               operator launched a kernel;
+ *               operator launched a kernel; kept in sorted runs, spilled to
+ *               a temporary file past the first, and read back merged by
+ *               the passes of analysis_finish(), never held all at once;
  *   GPU spans   (kernel, memcpy, memset): for the GPU components and the
  *               GPU time of operators; kernels are also aggregated by name
  *               as they stream by;
  *   steps       (ProfilerStep#N on the CPU, and its gpu_user_annotation
  *               mirror on the GPU when the trace has one).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "analysis/analysis.h"
@@ -149,30 +155,41 @@ enum {
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
 
 /*
- * A host span. A 1 GB trace holds 2.5 M of them, so fields that are done
- * with give their place to what ops_table() computes: id once the spans are
- * found by id (link_maps(), unrecorded()), ord once they are sorted.
+ * A host span. A 1 GB trace holds 2.5 M of them: they are kept in sorted
+ * runs (struct hruns, below), not in memory, and what the passes compute of
+ * each lives on the nesting stack (struct frame) while the span is open.
  */
 struct hrec {
 	int64_t s, e;
-	union {
-		int64_t id;	/* runtime: correlation; op: External id; -1 when absent */
-		int64_t self;	/* then: self time (nest(), merge_dups()) */
-	};
+	int64_t id;		/* runtime: correlation; op: External id; -1 when absent */
 	uint32_t thread, name;
-	union {
-		uint32_t ord;	/* arrival order: the last tie-break of the sort */
-		uint32_t kids;	/* then: children other than runtime calls (merge_dups()) */
-	};
+	uint32_t ord;		/* arrival order: the last tie-break of the sort */
 	uint8_t kind;		/* enum hkind */
 	uint8_t ann;		/* a user annotation */
 	uint8_t launch;		/* a runtime call that launches kernels */
-	uint8_t gone;		/* merged into its parent (merge_dups()): no row of its own */
+};
+
+/*
+ * Host spans in sorted runs: a run of `limit` spans is sorted and written to
+ * an unlinked temporary file as the trace streams in, and the passes of
+ * analysis_finish() read the runs back merged (struct hcur). A trace with
+ * fewer spans than a run keeps its one run in memory and writes nothing.
+ */
+#define AN_RUN_RECORDS (1u << 18)	/* spans in a sorted run: 10 MiB */
+#define NO_HOST (UINT32_MAX - 1)	/* in the corr and ext maps: an id no host span has (yet) */
+
+struct hruns {
+	struct hrec *buf;	/* the run being filled (once sealed unspilled: all of them, sorted) */
+	size_t n, cap, limit;
+	int fd;			/* the spilled runs, back to back; -1: none yet */
+	size_t *run_n;		/* spans in each spilled run */
+	size_t nruns, runcap;
+	size_t total;
 };
 
 struct grec {			/* a GPU span */
 	int64_t s, e, corr, ext;	/* -1 when absent */
-	int32_t op;		/* the operator that launched it (link_maps()); -1: none found */
+	int32_t op;		/* the operator that launched it (its place in sorted order); -1: none found */
 	uint8_t kind;		/* enum an_gpu_kind */
 	uint8_t comm;		/* a communication kernel */
 };
@@ -188,14 +205,37 @@ struct crec {			/* a communication operator or kernel, with what it says of its 
 	uint8_t gpu;
 };
 
+struct ival {
+	int64_t s, e;
+};
+
+struct ivals {
+	struct ival *v;
+	size_t n, cap;
+};
+
+struct link {			/* a host span GPU spans' ids name, as the first pass found it */
+	int64_t s;		/* its start */
+	int32_t op;		/* the operator its GPU spans count for (sorted place); -1: none */
+	uint32_t thread;
+	uint32_t chain;		/* what is above it (struct chain), for communication kernels; UINT32_MAX: none */
+};
+
+struct chain {			/* what a collective takes from the spans above its launch (add_chain()) */
+	int64_t top_s;		/* the outermost communication operator's start */
+	int32_t top;		/* it (sorted place); -1: none */
+	uint32_t src;		/* the nearest crec above that says what the collective is; UINT32_MAX: none */
+	int name_kind;		/* the nearest nccl:* / gloo:* range's kind; -1: none */
+};
+
 struct analysis {
 	an_string_fn str;
 	void *payload;
 	uint16_t *cls;		/* per string id, 0: not classified yet */
 	size_t ncls;
 	struct hmap threads;	/* (pid, tid) -> thread number */
-	struct hrec *h;
-	size_t nh, hcap;
+	struct hruns h;
+	size_t nh;		/* host spans */
 	struct grec *g;
 	size_t ng, gcap;
 	struct srec *cpu_steps;
@@ -205,12 +245,248 @@ struct analysis {
 	size_t nc, ccap;
 	struct mem_event *mev;	/* [memory] events */
 	size_t nmev, mevcap;
-	int32_t *parent;	/* of each host span, once nested */
-	struct hmap corr, ext;	/* host spans by the ids GPU spans name, once nested (link_maps) */
+	/* the passes' (analysis_finish()) */
+	struct hmap corr, ext;	/* GPU spans' ids -> links[] (link_gpu()) */
+	struct hmap ccorr, cext;	/* communication kernels' ids: their links get a chain */
+	struct link *links;
+	size_t nlinks, linkcap;
+	struct chain *chains;
+	size_t nchains, chaincap;
+	int32_t *c_host;	/* per crec: its host span (host_of), -1: none */
+	uint8_t *c_gloo;	/* per crec: a gloo:* span is above it */
+	int64_t hmin, hmax;	/* the host spans' bounds */
+	struct ivals hcat[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU) */
+	struct ivals syncs;	/* runtime calls that wait for the GPU */
+	int64_t *unrec;		/* starts of the launches no GPU span names */
+	size_t nunrec, unreccap;
+	uint8_t *bwd;		/* per thread: runs evaluate_function spans (memory) */
+	int64_t *opt;		/* Optimizer.step#... starts (memory) */
+	size_t nopt, optcap;
 	struct mem_result *mem;
 	struct an_result res;
 	size_t kcap, opcap;
 };
+
+/* ---- host spans: sorted runs, spilled, merged ---- */
+
+static inline int hrec_less(const struct hrec *x, const struct hrec *y)
+{
+	if (x->thread != y->thread)
+		return x->thread < y->thread;
+	if (x->s != y->s)
+		return x->s < y->s;
+	if (x->e != y->e)
+		return x->e > y->e;	/* the longer span first: it is the parent */
+	/* equal spans: an operator encloses the runtime call it made */
+	if ((x->kind == H_RUNTIME) != (y->kind == H_RUNTIME))
+		return y->kind == H_RUNTIME;
+	return x->ord < y->ord;
+}
+
+SORT_DEFINE(sort_hrec, struct hrec, hrec_less)
+
+static void hruns_free(struct hruns *r)
+{
+	tp_free(r->buf);
+	tp_free(r->run_n);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->buf = NULL;
+	r->run_n = NULL;
+	r->fd = -1;
+}
+
+static int spill_fail(struct tp_errbuf *err, const char *what)
+{
+	return tp_fail(err, TP_ERR_IO, NULL, "analysis: %s its temporary file: %s", what, strerror(errno));
+}
+
+/* Sort the run being filled and append it to the file. */
+static int hruns_spill(struct hruns *r, struct tp_errbuf *err)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	size_t left = r->n * sizeof(*r->buf);
+	const char *p = (const char *)r->buf;
+
+	if (r->fd < 0) {
+		snprintf(path, sizeof(path), "%s/trainscope-spans-XXXXXX", dir && *dir ? dir : "/tmp");
+		if ((r->fd = mkstemp(path)) < 0)
+			return spill_fail(err, "cannot create");
+		unlink(path);
+		(void)fcntl(r->fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (r->n > 1)
+		sort_hrec(r->buf, r->n);
+	while (left) {
+		ssize_t w = write(r->fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return spill_fail(err, "cannot write");
+		p += w;
+		left -= (size_t)w;
+	}
+	r->run_n[r->nruns++] = r->n;
+	r->n = 0;
+	return TP_OK;
+}
+
+static int hruns_add(struct hruns *r, const struct hrec *h, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (r->n == r->limit && (rc = hruns_spill(r, err)))
+		return rc;
+	if (tp_grow((void **)&r->buf, &r->cap, r->n + 1, sizeof(*r->buf)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	r->buf[r->n++] = *h;
+	r->total++;
+	return TP_OK;
+}
+
+/* Done adding: the last run sorted, in memory when it is the only one, else spilled with the others. */
+static int hruns_seal(struct hruns *r, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (!r->nruns) {
+		if (r->n > 1)
+			sort_hrec(r->buf, r->n);
+		return TP_OK;
+	}
+	if (r->n && (rc = hruns_spill(r, err)))
+		return rc;
+	tp_free(r->buf);
+	r->buf = NULL;
+	r->cap = 0;
+	return TP_OK;
+}
+
+#define MERGE_BUF 1024		/* spans read at once from each run (40 KiB) */
+
+struct hsrc {			/* one run, as the merge reads it */
+	struct hrec *b;
+	size_t i, n;		/* b[i..n) are read and not yet merged */
+	size_t left;		/* in the file after them */
+	off_t off;
+};
+
+/* The spans in sorted order: the runs merged (a heap of runs by their next span). */
+struct hcur {
+	const struct hruns *r;
+	struct hsrc *src;
+	struct hrec *bufs;
+	uint32_t *heap;
+	size_t nheap, i;
+	struct hrec cur;
+	int err;		/* errno of a failed read */
+};
+
+static int hsrc_fill(struct hcur *c, struct hsrc *s)
+{
+	size_t want = s->left < MERGE_BUF ? s->left : MERGE_BUF, got = 0;
+	char *p = (char *)s->b;
+
+	while (got < want * sizeof(*s->b)) {
+		ssize_t n = pread(c->r->fd, p + got, want * sizeof(*s->b) - got, s->off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			c->err = n < 0 ? errno : EIO;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	s->off += (off_t)got;
+	s->left -= want;
+	s->i = 0;
+	s->n = want;
+	return 0;
+}
+
+static inline int hsrc_less(const struct hcur *c, uint32_t a, uint32_t b)
+{
+	return hrec_less(&c->src[a].b[c->src[a].i], &c->src[b].b[c->src[b].i]);
+}
+
+static void heap_sift(struct hcur *c, size_t i)
+{
+	for (;;) {
+		size_t m = i, l = 2 * i + 1, r = l + 1;
+		if (l < c->nheap && hsrc_less(c, c->heap[l], c->heap[m]))
+			m = l;
+		if (r < c->nheap && hsrc_less(c, c->heap[r], c->heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		uint32_t t = c->heap[i];
+		c->heap[i] = c->heap[m];
+		c->heap[m] = t;
+		i = m;
+	}
+}
+
+static void hcur_close(struct hcur *c)
+{
+	tp_free(c->src);
+	tp_free(c->bufs);
+	tp_free(c->heap);
+	memset(c, 0, sizeof(*c));
+}
+
+/* -1: out of memory or a failed read (c->err) */
+static int hcur_open(struct hcur *c, const struct hruns *r)
+{
+	size_t k = r->nruns, i;
+	off_t off = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	if (!k)
+		return 0;
+	c->src = tp_calloc(k, sizeof(*c->src));
+	c->bufs = tp_malloc(k * MERGE_BUF * sizeof(*c->bufs));
+	c->heap = tp_malloc(k * sizeof(*c->heap));
+	if (!c->src || !c->bufs || !c->heap)
+		goto fail;
+	for (i = 0; i < k; i++) {
+		c->src[i] = (struct hsrc){ .b = c->bufs + i * MERGE_BUF, .left = r->run_n[i], .off = off };
+		off += (off_t)(r->run_n[i] * sizeof(struct hrec));
+		if (!r->run_n[i])
+			continue;
+		if (hsrc_fill(c, &c->src[i]))
+			goto fail;
+		c->heap[c->nheap++] = (uint32_t)i;
+	}
+	for (i = c->nheap / 2; i-- > 0;)
+		heap_sift(c, i);
+	return 0;
+fail:
+	hcur_close(c);
+	return -1;
+}
+
+/* The next span in sorted order; NULL at the end or on a failed read (c->err). */
+static const struct hrec *hcur_next(struct hcur *c)
+{
+	if (!c->r->nruns)
+		return c->i < c->r->n ? &c->r->buf[c->i++] : NULL;
+	if (!c->nheap)
+		return NULL;
+	struct hsrc *s = &c->src[c->heap[0]];
+	c->cur = s->b[s->i++];
+	if (s->i == s->n && (!s->left || hsrc_fill(c, s))) {
+		if (c->err)
+			return NULL;
+		c->heap[0] = c->heap[--c->nheap];
+	}
+	if (c->nheap)
+		heap_sift(c, 0);
+	return &c->cur;
+}
 
 static int step_number(const char *s, int64_t *n)
 {
@@ -301,8 +577,15 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 	if (an) {
 		an->str = str;
 		an->payload = payload;
+		an->h.fd = -1;
+		an->h.limit = AN_RUN_RECORDS;
 	}
 	return an;
+}
+
+void analysis_set_run(struct analysis *an, size_t spans)
+{
+	an->h.limit = spans ? spans : 1;
 }
 
 void analysis_free(struct analysis *an)
@@ -314,7 +597,19 @@ void analysis_free(struct analysis *an)
 	hmap_free(&an->kmap);
 	hmap_free(&an->corr);
 	hmap_free(&an->ext);
-	tp_free(an->h);
+	hmap_free(&an->ccorr);
+	hmap_free(&an->cext);
+	tp_free(an->links);
+	tp_free(an->chains);
+	tp_free(an->c_host);
+	tp_free(an->c_gloo);
+	for (int c = 0; c < AN_IDLE; c++)
+		tp_free(an->hcat[c].v);
+	tp_free(an->syncs.v);
+	tp_free(an->unrec);
+	tp_free(an->bwd);
+	tp_free(an->opt);
+	hruns_free(&an->h);
 	tp_free(an->g);
 	tp_free(an->cpu_steps);
 	tp_free(an->res.steps);
@@ -324,7 +619,6 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.colls);
 	tp_free(an->c);
 	tp_free(an->mev);
-	tp_free(an->parent);
 	mem_result_free(an->mem);
 	tp_free(an);
 }
@@ -456,15 +750,18 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	switch (cc) {
 	case C_OP: case C_ANN: case C_RUNTIME: {
 		uint32_t *t = thread_of(an, e);
-		if (!t || tp_grow((void **)&an->h, &an->hcap, an->nh + 1, sizeof(*an->h)))
+		if (!t)
 			return nomem(err);
 		int rt = cc == C_RUNTIME;
-		an->h[an->nh] = (struct hrec){
+		struct hrec r = {
 			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN, .ord = (uint32_t)an->nh,
 			.launch = rt && (nc & N_LAUNCH),
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
 		};
+		int rc = hruns_add(&an->h, &r, err);
+		if (rc)
+			return rc;
 		an->nh++;
 		if (!rt && ((nc & N_COMM_OP) || (e->have & TH_COLL)) &&
 		    comm_event(an, e, s, dur, *t, 0))
@@ -488,273 +785,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	}
 }
 
-/* ---- call trees: self time and the operator that launched each GPU span ---- */
-
-static inline int hrec_less(const struct hrec *x, const struct hrec *y)
-{
-	if (x->thread != y->thread)
-		return x->thread < y->thread;
-	if (x->s != y->s)
-		return x->s < y->s;
-	if (x->e != y->e)
-		return x->e > y->e;	/* the longer span first: it is the parent */
-	/* equal spans: an operator encloses the runtime call it made */
-	if ((x->kind == H_RUNTIME) != (y->kind == H_RUNTIME))
-		return y->kind == H_RUNTIME;
-	return x->ord < y->ord;
-}
-
-SORT_DEFINE(sort_hrec, struct hrec, hrec_less)
-
-struct frame {
-	size_t i;
-	int64_t end;		/* clipped to the parent's */
-};
-
-/*
- * Nest each thread's spans (sorted by start, longer first) with a stack.
- * A span that starts inside another is its child; one that ends after its
- * parent is clipped to it (traces do have such overlaps), so children never
- * count for more than their parent, self time is never negative, and the
- * self times of a thread add up to at most its busy time. With self 0 it
- * only finds the parents (the spans' ids are still needed: self time takes
- * their place).
- */
-static int nest(struct analysis *an, int32_t *parent, int self)
-{
-	struct frame *stack = NULL;
-	size_t depth = 0, cap = 0, i;
-
-	for (i = 0; i < an->nh; i++) {
-		struct hrec *r = &an->h[i];
-		if (i && r->thread != an->h[i - 1].thread)
-			depth = 0;
-		while (depth && r->s >= stack[depth - 1].end)
-			depth--;
-		int64_t end = r->e;
-		if (depth && end > stack[depth - 1].end)
-			end = stack[depth - 1].end;
-		parent[i] = depth ? (int32_t)stack[depth - 1].i : -1;
-		if (self) {
-			r->self = end - r->s;
-			if (depth)
-				an->h[stack[depth - 1].i].self -= end - r->s;
-		}
-		if (tp_grow((void **)&stack, &cap, depth + 1, sizeof(*stack))) {
-			tp_free(stack);
-			return -1;
-		}
-		stack[depth++] = (struct frame){ i, end };
-	}
-	tp_free(stack);
-	return 0;
-}
-
-/*
- * GPU time of operators. A GPU span belongs to the operator that launched
- * it: its correlation id names the runtime call (cudaLaunchKernel, ...),
- * whose nearest enclosing operator is the launcher. Traces where that fails
- * (no runtime event kept) fall back to the span's External id, which Kineto
- * sets to the launching operator's (link_maps() finds it). gpu_self: spans
- * launched by the operator itself; gpu_total: by it and everything it called.
- */
-#define NO_HOST (UINT32_MAX - 1)	/* in link_maps()'s maps: an id no host span has */
-
-/* The host span that id names in m (link_maps()); UINT32_MAX: none. */
-static uint32_t host_by(const struct hmap *m, int64_t id)
-{
-	uint32_t j = id >= 0 ? hmap_get(m, (uint64_t)id) : UINT32_MAX;
-
-	return j == NO_HOST ? UINT32_MAX : j;
-}
-
-/* The operator a runtime call is under (the nearest ancestor that is no runtime call); -1: none. */
-static int64_t op_above(const struct analysis *an, const int32_t *parent, uint32_t j)
-{
-	int64_t op = parent[j];
-
-	while (op >= 0 && an->h[op].kind == H_RUNTIME)
-		op = parent[op];
-	return op;
-}
-
-/*
- * Host spans by the ids GPU spans name, the first in the spans' order:
- * runtime calls by correlation (corr has every GPU span's correlation id,
- * NO_HOST when no runtime call has it: unrecorded() asks which launches have
- * a GPU span), and operators by External id, for the GPU spans whose
- * correlation names no runtime call under an operator (the fallback of
- * owners() and collectives()). Maps of every span's ids were 96 MiB at the
- * peak of a 1 GB trace; these hold what GPU spans ask for. Also sets each
- * GPU span's op (gpu_time(), which runs once the maps are freed).
- */
-static int link_maps(struct analysis *an, const int32_t *parent)
-{
-	size_t i, n = 0;
-	uint32_t *v, j;
-
-	for (i = 0; i < an->ng; i++)
-		n += an->g[i].corr >= 0;
-	if (hmap_reserve(&an->corr, n))
-		return -1;
-	for (i = 0; i < an->ng; i++)
-		if (an->g[i].corr >= 0 && !hmap_put(&an->corr, (uint64_t)an->g[i].corr, NO_HOST))
-			return -1;
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *r = &an->h[i];
-		if (r->kind == H_RUNTIME && r->id >= 0 && (v = hmap_find(&an->corr, (uint64_t)r->id)) &&
-		    *v == NO_HOST)
-			*v = (uint32_t)i;
-	}
-	for (i = 0; i < an->ng; i++) {
-		struct grec *g = &an->g[i];
-		j = host_by(&an->corr, g->corr);
-		g->op = j != UINT32_MAX ? (int32_t)op_above(an, parent, j) : -1;
-		if (g->op < 0 && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST))
-			return -1;
-	}
-	if (!an->ext.n)
-		return 0;
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *r = &an->h[i];
-		if (r->kind != H_RUNTIME && r->id >= 0 && (v = hmap_find(&an->ext, (uint64_t)r->id)) &&
-		    *v == NO_HOST)
-			*v = (uint32_t)i;
-	}
-	for (i = 0; i < an->ng; i++)
-		if (an->g[i].op < 0 && (j = host_by(&an->ext, an->g[i].ext)) != UINT32_MAX)
-			an->g[i].op = (int32_t)j;
-	return 0;
-}
-
-static void gpu_time(const struct analysis *an, int64_t *gpu_self)
-{
-	for (size_t i = 0; i < an->ng; i++) {
-		const struct grec *g = &an->g[i];
-		if (g->op >= 0)
-			gpu_self[g->op] = tp_sat_add(gpu_self[g->op], g->e - g->s);
-	}
-}
-
-/* gpu_total: gpu_self summed over each span's subtree. */
-static void gpu_subtree(const struct analysis *an, const int32_t *parent, const int64_t *gpu_self, int64_t *gpu_total)
-{
-	memcpy(gpu_total, gpu_self, (an->nh + 1) * sizeof(*gpu_total));
-	/* a parent sorts before its children */
-	for (size_t i = an->nh; i-- > 0;)
-		if (parent[i] >= 0)
-			gpu_total[parent[i]] = tp_sat_add(gpu_total[parent[i]], gpu_total[i]);
-}
-
-static int add_op(struct analysis *an, struct hmap *m, uint32_t name, int device, int64_t self, int64_t total)
-{
-	uint32_t *slot = hmap_put(m, (uint64_t)name * 2 + (uint64_t)device, (uint32_t)an->res.nops);
-	struct an_op *o;
-
-	if (!slot)
-		return -1;
-	if (*slot == an->res.nops) {
-		if (tp_grow((void **)&an->res.ops, &an->opcap, an->res.nops + 1, sizeof(*o)))
-			return -1;
-		o = &an->res.ops[an->res.nops++];
-		*o = (struct an_op){ .name = name, .device = device };
-	}
-	o = &an->res.ops[*slot];
-	o->calls++;
-	o->self_ns = tp_sat_add(o->self_ns, self);
-	o->total_ns = tp_sat_add(o->total_ns, total);
-	return 0;
-}
-
-/* An operator proper: not a runtime call, not a user annotation. */
-static int is_op(const struct hrec *r)
-{
-	return r->kind != H_RUNTIME && !r->ann;
-}
-
-/*
- * PyTorch's EventList._remove_dup_nodes (key_averages()), which
- * torch-tb-profiler's op tree repeats: an operator whose only child (runtime
- * calls aside) is an operator of the same name is one call, not two. The
- * child's self time and the GPU time it launched go to the parent, and the
- * child is no row of its own. Deepest first, so that a chain of three
- * becomes one. Marks merged spans gone.
- */
-static void merge_dups(struct analysis *an, const int32_t *parent, int64_t *gself)
-{
-	struct hrec *h = an->h;
-	size_t i;
-
-	for (i = 0; i < an->nh; i++)
-		h[i].kids = 0;
-	for (i = 0; i < an->nh; i++)
-		if (parent[i] >= 0 && h[i].kind != H_RUNTIME)
-			h[parent[i]].kids++;
-	for (i = an->nh; i-- > 0;) {
-		int32_t p = parent[i];
-		if (p < 0 || h[p].kids != 1 || !is_op(&h[i]) || !is_op(&h[p]) || h[i].name != h[p].name)
-			continue;
-		h[p].self += h[i].self;
-		if (gself)
-			gself[p] = tp_sat_add(gself[p], gself[i]);
-		h[i].gone = 1;
-	}
-}
-
-static int ops_table(struct analysis *an)
-{
-	int32_t *parent = an->parent;
-	int64_t *gself = an->ng ? tp_calloc(an->nh + 1, sizeof(*gself)) : NULL, *gtotal = NULL;
-	struct hmap m = { 0 };
-	int rc = -1;
-	size_t i;
-
-	an->res.nthreads = an->threads.n;
-	an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t));
-	if ((an->ng && !gself) || !an->res.thread_self_ns)
-		goto out;
-	if (nest(an, parent, 1))
-		goto out;
-	if (an->ng) {
-		gpu_time(an, gself);
-		/* the GPU spans' last reader: their place goes to gtotal (20 MiB each for a 1 GB trace) */
-		tp_free(an->g);
-		an->g = NULL;
-		an->ng = an->gcap = 0;
-		if (!(gtotal = tp_malloc((an->nh + 1) * sizeof(*gtotal))))
-			goto out;
-		gpu_subtree(an, parent, gself, gtotal);
-	}
-	merge_dups(an, parent, gself);
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *r = &an->h[i];
-		if (r->gone)	/* its self time is its parent's now */
-			continue;
-		an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], r->self);
-		if (add_op(an, &m, r->name, AN_DEV_CPU, r->self, r->e - r->s))
-			goto out;
-		if (gtotal && gtotal[i] > 0 && r->kind != H_RUNTIME &&
-		    add_op(an, &m, r->name, AN_DEV_GPU, gself[i], gtotal[i]))
-			goto out;
-	}
-	rc = 0;
-out:
-	hmap_free(&m);
-	tp_free(gself);
-	tp_free(gtotal);
-	return rc;
-}
-
-/* ---- step breakdown ---- */
-
-struct ival {
-	int64_t s, e;
-};
-
-struct ivals {
-	struct ival *v;
-	size_t n, cap;
-};
+/* ---- interval lists ---- */
 
 static inline int ival_less(const struct ival *x, const struct ival *y)
 {
@@ -767,6 +798,15 @@ static int ivals_add(struct ivals *l, int64_t s, int64_t e)
 {
 	if (e <= s)
 		return 0;
+	if (tp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+		return -1;
+	l->v[l->n++] = (struct ival){ s, e };
+	return 0;
+}
+
+/* an interval of any length (ivals_add() keeps only those of some) */
+static int ivals_push(struct ivals *l, int64_t s, int64_t e)
+{
 	if (tp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
 		return -1;
 	l->v[l->n++] = (struct ival){ s, e };
@@ -833,6 +873,410 @@ static int merge_measure(const struct ivals *x, const struct ivals *y, struct iv
 	return 0;
 }
 
+/* ---- the passes over the host spans: a nesting stack ---- */
+
+/*
+ * A host span open on its thread's stack: a span that starts inside the
+ * one on top is its child; one that ends after its parent is clipped to it
+ * (traces do have such overlaps), so children never count for more than
+ * their parent, self time is never negative, and the self times of a thread
+ * add up to at most its busy time. The stack holds a span and its ancestors,
+ * nearest last. pos: its place in sorted order, the span's name for maps.
+ */
+struct row {			/* an operator table row, held until its parent says whether it is one */
+	int64_t self, total, gself, gtotal;
+	uint32_t pos, name, thread;
+	uint8_t kind, ann;
+};
+
+struct frame {
+	int64_t s, e, end;	/* end: clipped to the parent's */
+	uint32_t pos, name, thread;
+	uint32_t ci;		/* the crec made from this span (host_of), UINT32_MAX: none */
+	uint8_t kind, ann;
+	uint16_t ms;		/* MS_* (memory.h) */
+	/* the tables pass (tables_visit(), ops_pop()) */
+	int64_t self, gself, gtotal;
+	uint32_t kids;		/* children other than runtime calls */
+	int has_pend;
+	struct row pend;	/* the first of them */
+};
+
+struct walk {
+	struct hcur cur;
+	struct frame *st;
+	size_t depth, cap;
+	uint32_t pos;
+	void (*pop)(struct walk *w, struct frame *f, struct frame *parent);
+	void *arg;
+	int nomem;
+};
+
+static void walk_unwind(struct walk *w, int64_t t, int all)
+{
+	while (w->depth && (all || t >= w->st[w->depth - 1].end)) {
+		struct frame *f = &w->st[w->depth - 1];
+		if (w->pop)
+			w->pop(w, f, w->depth > 1 ? f - 1 : NULL);
+		w->depth--;
+	}
+}
+
+/* r on the stack, the frames it does not start inside popped; NULL: out of memory */
+static struct frame *walk_push(struct walk *w, const struct hrec *r)
+{
+	struct frame *f, *p;
+
+	if (w->depth && w->st[w->depth - 1].thread != r->thread)
+		walk_unwind(w, 0, 1);
+	walk_unwind(w, r->s, 0);
+	if (tp_grow((void **)&w->st, &w->cap, w->depth + 1, sizeof(*w->st)))
+		return NULL;
+	f = &w->st[w->depth];
+	p = w->depth ? f - 1 : NULL;
+	/* what the tables pass adds (self, gself, ...) it sets itself */
+	f->s = r->s;
+	f->e = r->e;
+	f->end = p && r->e > p->end ? p->end : r->e;
+	f->pos = w->pos++;
+	f->name = r->name;
+	f->thread = r->thread;
+	f->ci = UINT32_MAX;
+	f->kind = r->kind;
+	f->ann = r->ann;
+	f->ms = 0;
+	w->depth++;
+	return f;
+}
+
+static int walk_open(struct walk *w, struct analysis *an)
+{
+	memset(w, 0, sizeof(*w));
+	return hcur_open(&w->cur, &an->h);
+}
+
+/* Closes w; -1 when its read failed. */
+static int walk_close(struct walk *w, struct tp_errbuf *err)
+{
+	int e = w->cur.err;
+
+	hcur_close(&w->cur);
+	tp_free(w->st);
+	w->st = NULL;
+	if (e) {
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	return w->nomem ? nomem(err) : TP_OK;
+}
+
+/*
+ * A pass: each span in sorted order to visit (which pushes it, walk_push()),
+ * then visit(w, NULL) with the last span's stack still up; pop, when set,
+ * sees each span leave the stack.
+ */
+typedef int (*visit_fn)(struct walk *w, const struct hrec *r);
+
+static int walk_all(struct analysis *an, visit_fn visit, void (*pop)(struct walk *, struct frame *, struct frame *),
+		    void *arg, struct tp_errbuf *err)
+{
+	const struct hrec *r;
+	struct walk w;
+
+	if (walk_open(&w, an))
+		return walk_close(&w, err) ? err->rc : nomem(err);
+	w.pop = pop;
+	w.arg = arg;
+	while ((r = hcur_next(&w.cur)) && !w.nomem)
+		if (visit(&w, r))
+			w.nomem = 1;
+	if (!w.cur.err && !w.nomem && visit(&w, NULL))
+		w.nomem = 1;
+	walk_unwind(&w, 0, 1);
+	return walk_close(&w, err);
+}
+
+/* The MS_* flags of a span (memory.h). */
+static uint16_t ms_flags(struct analysis *an, const struct frame *f)
+{
+	uint16_t nc;
+
+	if (cls_of(an, f->name, &nc))
+		nc = 0;
+	return (uint16_t)((f->kind == H_RUNTIME ? MS_RUNTIME : 0) | (f->ann ? MS_ANNOTATION : 0) |
+			  (f->kind == H_DATALOADER ? MS_DATALOADER : 0) | (nc & N_OPT_STEP ? MS_OPT_STEP : 0) |
+			  (nc & N_ZERO_GRAD ? MS_ZERO_GRAD : 0) | (nc & N_BACKWARD ? MS_BACKWARD : 0) |
+			  (nc & N_ACCUM_GRAD ? MS_ACCUM_GRAD : 0) | (nc & N_COPY ? MS_COPY : 0));
+}
+
+/*
+ * Communication operators and kernels as host spans: host_of(c) is the
+ * first span in sorted order of c's thread, start, end and name that is no
+ * runtime call. The operators' crecs, sorted by (thread, start), are
+ * joined with the spans as they come.
+ */
+struct cjoin {
+	int64_t s;
+	uint32_t thread, i;
+};
+
+static int cmp_cjoin(const void *a, const void *b)
+{
+	const struct cjoin *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* f's crec: the first crec of its place that is made from it (an->c_host, set by the first pass) */
+static void join_crec(struct analysis *an, const struct cjoin *cj, size_t n, size_t *at, struct frame *f, int first)
+{
+	size_t q;
+
+	while (*at < n && (cj[*at].thread < f->thread || (cj[*at].thread == f->thread && cj[*at].s < f->s)))
+		(*at)++;
+	for (q = *at; q < n && cj[q].thread == f->thread && cj[q].s == f->s; q++) {
+		const struct crec *c = &an->c[cj[q].i];
+		if (first) {
+			if (an->c_host[cj[q].i] >= 0 || f->kind == H_RUNTIME || c->name != f->name || c->e != f->e)
+				continue;
+			an->c_host[cj[q].i] = (int32_t)f->pos;
+		} else if (an->c_host[cj[q].i] != (int32_t)f->pos) {
+			continue;
+		}
+		if (cj[q].i < f->ci)
+			f->ci = cj[q].i;
+	}
+}
+
+static int is_gloo(const struct analysis *an, uint32_t name)
+{
+	return !strncmp(an->str(an->payload, name), "gloo:", 5);
+}
+
+/*
+ * What a communication kernel's collective takes from the spans above its
+ * launch, st[d - 1] (nearest) down to st[0]: the outermost communication
+ * operator (a crec's span, or one an_op_is_comm() names), the nearest crec
+ * that says what the collective is, the nearest nccl:* / gloo:* range.
+ */
+static uint32_t add_chain(struct analysis *an, const struct frame *st, size_t d)
+{
+	struct chain ch = { .top = -1, .src = UINT32_MAX, .name_kind = -1 };
+
+	while (d-- > 0) {
+		const struct frame *o = &st[d];
+		const char *nm = an->str(an->payload, o->name);
+		if (o->ci == UINT32_MAX && !an_op_is_comm(nm))
+			continue;
+		ch.top = (int32_t)o->pos;
+		ch.top_s = o->s;
+		if (ch.src == UINT32_MAX && o->ci != UINT32_MAX &&
+		    (an->c[o->ci].coll || an->c[o->ci].in >= 0 || an->c[o->ci].out >= 0))
+			ch.src = o->ci;
+		if (ch.name_kind < 0 && (!strncmp(nm, "nccl:", 5) || !strncmp(nm, "gloo:", 5)))
+			ch.name_kind = an_coll_kind(nm + 5);
+	}
+	if (tp_grow((void **)&an->chains, &an->chaincap, an->nchains + 1, sizeof(*an->chains)))
+		return UINT32_MAX - 1;
+	an->chains[an->nchains] = ch;
+	return (uint32_t)an->nchains++;
+}
+
+/* A link for the span on top of w's stack; kind: its place as found, its op and chain as given. */
+static int add_link(struct analysis *an, uint32_t *slot, const struct frame *f, int32_t op, uint32_t chain)
+{
+	/* room for one per key of corr and ext, made before each pass (link_gpu()) */
+	if (chain == UINT32_MAX - 1 || an->nlinks == an->linkcap)
+		return -1;
+	an->links[an->nlinks] = (struct link){ .s = f->s, .op = op, .thread = f->thread, .chain = chain };
+	*slot = (uint32_t)an->nlinks++;
+	return 0;
+}
+
+/* The link an id names in m (struct link); UINT32_MAX: none. */
+static uint32_t link_by(const struct hmap *m, int64_t id)
+{
+	uint32_t j = id >= 0 ? hmap_get(m, (uint64_t)id) : UINT32_MAX;
+
+	return j == NO_HOST ? UINT32_MAX : j;
+}
+
+/* a gloo:* span above st[d - 1] */
+static int gloo_above(const struct analysis *an, const struct frame *st, size_t d)
+{
+	while (d-- > 0)
+		if (is_gloo(an, st[d].name))
+			return 1;
+	return 0;
+}
+
+/*
+ * The first pass: the host's busy time per category and its bounds
+ * (breakdown()), the calls that wait for the GPU (step_syncs()), the
+ * launches no GPU span names (unrecorded()), what the memory model needs
+ * (the autograd threads, the optimizer steps), the crecs' spans, and the
+ * runtime calls GPU spans name by correlation: the first of each id, with
+ * the operator above it (not a runtime call) and, for communication
+ * kernels, the chain above it (add_chain()).
+ */
+struct linking {
+	struct analysis *an;
+	const struct cjoin *cj;
+	size_t ncj, at;
+	uint32_t thread[AN_IDLE];	/* of hcat[c]'s last interval */
+};
+
+static int link_host(struct walk *w, const struct hrec *r)
+{
+	struct linking *lk = w->arg;
+	struct analysis *an = lk->an;
+	struct frame *f;
+	struct ivals *cat;
+	size_t d;
+	uint32_t *v;
+	uint16_t nc;
+	int c;
+
+	if (!r)
+		return 0;
+	if (!(f = walk_push(w, r)) || cls_of(an, r->name, &nc))
+		return -1;
+	an->hmin = r->s < an->hmin ? r->s : an->hmin;
+	an->hmax = r->e > an->hmax ? r->e : an->hmax;
+	/* each thread's run of overlapping spans of a category is one interval before the
+	 * union across threads (a list of every span was 40 MiB for a 1 GB trace) */
+	c = r->kind == H_RUNTIME ? AN_RUNTIME : r->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
+	cat = &an->hcat[c];
+	if (r->e > r->s) {
+		struct ival *run = cat->n ? &cat->v[cat->n - 1] : NULL;
+		if (run && lk->thread[c] == r->thread && r->s <= run->e) {
+			if (r->e > run->e)
+				run->e = r->e;
+		} else if (ivals_add(cat, r->s, r->e)) {
+			return -1;
+		}
+		lk->thread[c] = r->thread;
+	}
+	if (r->kind == H_RUNTIME && r->e >= r->s && (nc & N_SYNC) && ivals_push(&an->syncs, r->s, r->e))
+		return -1;
+	if (an->nmev) {
+		f->ms = ms_flags(an, f);
+		if (f->ms & MS_BACKWARD)
+			an->bwd[r->thread] = 1;
+		if ((f->ms & MS_OPT_STEP) && tp_grow((void **)&an->opt, &an->optcap, an->nopt + 1, sizeof(*an->opt)))
+			return -1;
+		if (f->ms & MS_OPT_STEP)
+			an->opt[an->nopt++] = r->s;
+	}
+	if (lk->ncj) {
+		join_crec(an, lk->cj, lk->ncj, &lk->at, f, 1);
+		if (f->ci != UINT32_MAX && is_gloo(an, r->name) && gloo_above(an, w->st, w->depth - 1))
+			for (d = 0; d < lk->ncj; d++)	/* rare: gloo spans inside gloo spans */
+				if (an->c_host[lk->cj[d].i] == (int32_t)f->pos)
+					an->c_gloo[lk->cj[d].i] = 1;
+	}
+	if (r->kind != H_RUNTIME || r->id < 0)
+		return 0;
+	if (r->launch && an->ng && hmap_get(&an->corr, (uint64_t)r->id) == UINT32_MAX) {
+		if (tp_grow((void **)&an->unrec, &an->unreccap, an->nunrec + 1, sizeof(*an->unrec)))
+			return -1;
+		an->unrec[an->nunrec++] = r->s;
+	}
+	if (!(v = hmap_find(&an->corr, (uint64_t)r->id)) || *v != NO_HOST)
+		return 0;
+	int32_t op = -1;
+	for (d = w->depth - 1; d-- > 0;)
+		if (w->st[d].kind != H_RUNTIME) {
+			op = (int32_t)w->st[d].pos;
+			break;
+		}
+	uint32_t ch = hmap_get(&an->ccorr, (uint64_t)r->id) != UINT32_MAX ? add_chain(an, w->st, w->depth - 1) : UINT32_MAX;
+	return add_link(an, v, f, op, ch);
+}
+
+/*
+ * The second pass, for GPU spans whose correlation names no runtime call
+ * under an operator (traces that kept no runtime event): the operators
+ * their External ids name, the first of each.
+ */
+static int link_ext(struct walk *w, const struct hrec *r)
+{
+	struct linking *lk = w->arg;
+	struct analysis *an = lk->an;
+	struct frame *f;
+	uint32_t *v;
+
+	if (!r)
+		return 0;
+	if (!(f = walk_push(w, r)))
+		return -1;
+	if (lk->ncj)
+		join_crec(an, lk->cj, lk->ncj, &lk->at, f, 0);
+	if (r->kind == H_RUNTIME || r->id < 0 || !(v = hmap_find(&an->ext, (uint64_t)r->id)) || *v != NO_HOST)
+		return 0;
+	uint32_t ch = hmap_get(&an->cext, (uint64_t)r->id) != UINT32_MAX ? add_chain(an, w->st, w->depth) : UINT32_MAX;
+	return add_link(an, v, f, (int32_t)f->pos, ch);
+}
+
+/*
+ * The operator that launched each GPU span: its correlation id names the
+ * runtime call (cudaLaunchKernel, ...), whose nearest enclosing operator is
+ * the launcher. Traces where that fails (no runtime event kept) fall back
+ * to the span's External id, which Kineto sets to the launching operator's.
+ * The maps hold what GPU spans ask for: every span's ids were 96 MiB at
+ * the peak of a 1 GB trace. corr keeps every GPU span's correlation id,
+ * NO_HOST when no runtime call has it (unrecorded() asks which launches
+ * have a GPU span).
+ */
+static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, struct tp_errbuf *err)
+{
+	size_t i, n = 0;
+	uint32_t j;
+	int rc;
+
+	for (i = 0; i < an->ng; i++)
+		n += an->g[i].corr >= 0;
+	if (hmap_reserve(&an->corr, n))
+		return nomem(err);
+	for (i = 0; i < an->ng; i++)
+		if (an->g[i].corr >= 0 && !hmap_put(&an->corr, (uint64_t)an->g[i].corr, NO_HOST))
+			return nomem(err);
+	for (i = 0; i < an->nc; i++)
+		if (an->c[i].gpu && ((an->c[i].corr >= 0 && !hmap_put(&an->ccorr, (uint64_t)an->c[i].corr, 0)) ||
+				     (an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))))
+			return nomem(err);
+	an->linkcap = an->corr.n;
+	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))))
+		return nomem(err);
+	struct linking lk = { .an = an, .cj = cj, .ncj = ncj };
+	if ((rc = walk_all(an, link_host, NULL, &lk, err)))
+		return rc;
+	for (i = 0; i < an->ng; i++) {
+		struct grec *g = &an->g[i];
+		j = link_by(&an->corr, g->corr);
+		g->op = j != UINT32_MAX ? an->links[j].op : -1;
+		if (g->op < 0 && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST))
+			return nomem(err);
+	}
+	if (!an->ext.n)
+		return TP_OK;
+	struct link *l = tp_realloc(an->links, (an->nlinks + an->ext.n + 1) * sizeof(*l));
+	if (!l)
+		return nomem(err);
+	an->links = l;
+	an->linkcap = an->nlinks + an->ext.n;
+	lk = (struct linking){ .an = an, .cj = cj, .ncj = ncj };
+	if ((rc = walk_all(an, link_ext, NULL, &lk, err)))
+		return rc;
+	for (i = 0; i < an->ng; i++)
+		if (an->g[i].op < 0 && (j = link_by(&an->ext, an->g[i].ext)) != UINT32_MAX)
+			an->g[i].op = an->links[j].op;
+	return TP_OK;
+}
 /* b, or less, so that b - a fits in int64 (traces' times are untrusted) */
 static int64_t fit_end(int64_t a, int64_t b)
 {
@@ -865,23 +1309,270 @@ static int32_t step_at(const struct analysis *an, int64_t t)
 	return lo && t < an->cpu_steps[lo - 1].e ? (int32_t)(lo - 1) : -1;
 }
 
+
+/* ---- the third pass: operator tables, collectives' before_op, memory contexts ---- */
+
+struct gpair {			/* GPU time an operator launched itself */
+	uint32_t pos;
+	int64_t dur;
+};
+
+static inline int gpair_less(const struct gpair *x, const struct gpair *y)
+{
+	return x->pos < y->pos;	/* ties in any order: they are summed */
+}
+
+SORT_DEFINE(sort_gpair, struct gpair, gpair_less)
+
+struct window {			/* before_ops(): a collective's, on its launching thread */
+	uint32_t thread, i;
+	int64_t lo, launch, best;
+};
+
+struct tables {
+	struct analysis *an;
+	struct hmap m;		/* (name, device) -> ops[] */
+	uint64_t *first;	/* of each row of ops[]: where it first came, 2 * pos + device */
+	size_t firstcap;
+	const struct gpair *gp;
+	size_t ngp, gi;
+	struct window *win;
+	size_t nwin, wi;
+	struct mem_ctx *ctx;	/* by [memory] event ord */
+	size_t mi;
+};
+
+static int add_op(struct tables *t, uint32_t name, int device, int64_t self, int64_t total, uint64_t first)
+{
+	struct analysis *an = t->an;
+	uint32_t *slot = hmap_put(&t->m, (uint64_t)name * 2 + (uint64_t)device, (uint32_t)an->res.nops);
+	struct an_op *o;
+
+	if (!slot)
+		return -1;
+	if (*slot == an->res.nops) {
+		if (tp_grow((void **)&an->res.ops, &an->opcap, an->res.nops + 1, sizeof(*o)) ||
+		    tp_grow((void **)&t->first, &t->firstcap, an->res.nops + 1, sizeof(*t->first)))
+			return -1;
+		o = &an->res.ops[an->res.nops];
+		*o = (struct an_op){ .name = name, .device = device };
+		t->first[an->res.nops++] = first;
+	}
+	o = &an->res.ops[*slot];
+	o->calls++;
+	o->self_ns = tp_sat_add(o->self_ns, self);
+	o->total_ns = tp_sat_add(o->total_ns, total);
+	if (first < t->first[*slot])
+		t->first[*slot] = first;
+	return 0;
+}
+
+static void emit(struct walk *w, const struct row *r)
+{
+	struct tables *t = w->arg;
+	struct analysis *an = t->an;
+
+	an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], r->self);
+	if (add_op(t, r->name, AN_DEV_CPU, r->self, r->total, 2 * (uint64_t)r->pos) ||
+	    (r->gtotal > 0 && r->kind != H_RUNTIME &&
+	     add_op(t, r->name, AN_DEV_GPU, r->gself, r->gtotal, 2 * (uint64_t)r->pos + 1)))
+		w->nomem = 1;
+}
+
+/* An operator proper: not a runtime call, not a user annotation. */
+static int is_op(const struct row *r)
+{
+	return r->kind != H_RUNTIME && !r->ann;
+}
+
+/*
+ * A span's row, once its subtree is done. PyTorch's
+ * EventList._remove_dup_nodes (key_averages()), which torch-tb-profiler's
+ * op tree repeats: an operator whose only child (runtime calls aside) is an
+ * operator of the same name is one call, not two. The child's self time and
+ * the GPU time it launched go to the parent, and the child is no row of its
+ * own; a child's row waits in its parent's frame until the parent knows
+ * whether it has one child. Deepest first, so that a chain of three becomes
+ * one. gtotal: the GPU time launched in the subtree.
+ */
+static void ops_pop(struct walk *w, struct frame *f, struct frame *p)
+{
+	struct row me;
+
+	if (f->has_pend) {
+		if (f->kids == 1 && is_op(&f->pend) && f->kind != H_RUNTIME && !f->ann && f->pend.name == f->name) {
+			f->self += f->pend.self;
+			f->gself = tp_sat_add(f->gself, f->pend.gself);
+		} else {
+			emit(w, &f->pend);
+		}
+	}
+	me = (struct row){ .self = f->self, .total = f->e - f->s, .gself = f->gself, .gtotal = f->gtotal,
+			   .pos = f->pos, .name = f->name, .thread = f->thread, .kind = f->kind, .ann = f->ann };
+	if (p)
+		p->gtotal = tp_sat_add(p->gtotal, f->gtotal);
+	if (p && f->kind != H_RUNTIME && ++p->kids == 1) {
+		p->pend = me;
+		p->has_pend = 1;
+		return;
+	}
+	emit(w, &me);
+}
+
+/*
+ * A [memory] event's context: what was around it on its thread, from the
+ * spans open there (w's stack, when its top is the last span of the event's
+ * thread that starts at or before it) going out, past the ones that ended
+ * before it.
+ */
+static void mem_context(struct tables *t, const struct walk *w, const struct mem_event *e)
+{
+	struct mem_ctx *c = &t->ctx[e->ord];
+	size_t d;
+
+	*c = (struct mem_ctx){ .top = -1 };
+	if (e->thread >= t->an->threads.n)
+		return;
+	c->backward = t->an->bwd[e->thread];
+	if (!w->depth || w->st[w->depth - 1].thread != e->thread)
+		return;
+	for (d = w->depth; d-- > 0;) {
+		const struct frame *s = &w->st[d];
+		if (s->e <= e->ts && !(s->e == s->s && s->s == e->ts))
+			continue;
+		c->flags |= s->ms;
+		if (!(s->ms & MS_RUNTIME)) {
+			if (!c->op) {
+				c->op = 1;
+				c->op_name = s->name;
+			}
+			if (!(s->ms & MS_ANNOTATION))
+				c->top = (int32_t)s->pos;	/* the last one met is the outermost */
+		}
+		if (s->ms & MS_OPT_STEP) {
+			c->opt = 1;
+			c->opt_end = s->e;
+		}
+	}
+	if (c->flags & MS_BACKWARD)
+		c->backward = 1;
+}
+
+/*
+ * an_coll.before_op: on the launching thread, from the thread's previous
+ * collective launch (or the step's start, whichever is later) to this
+ * launch, the top-level operator (no parent; not a collective, not a
+ * runtime call) with the most time there, the first of equals. Top-level
+ * spans do not overlap, and neither do a thread's windows (sorted by
+ * launch), so they are swept together.
+ */
+static void before_op(struct tables *t, const struct frame *f)
+{
+	struct analysis *an = t->an;
+	uint16_t nc;
+	size_t q;
+
+	while (t->wi < t->nwin && (t->win[t->wi].thread < f->thread ||
+				   (t->win[t->wi].thread == f->thread && t->win[t->wi].launch <= f->s)))
+		t->wi++;
+	if (f->kind == H_RUNTIME || cls_of(an, f->name, &nc) || (nc & N_COMM_OP))
+		return;
+	for (q = t->wi; q < t->nwin && t->win[q].thread == f->thread && t->win[q].lo < f->e; q++) {
+		struct window *x = &t->win[q];
+		int64_t a = f->s > x->lo ? f->s : x->lo, b = f->e < x->launch ? f->e : x->launch;
+		if (b - a > x->best) {
+			x->best = b - a;
+			an->res.colls[x->i].before_op = f->name;
+			an->res.colls[x->i].before_ns = x->best;
+		}
+	}
+}
+
+/* m goes before span r in the tables pass: the spans of its thread that start at or before it are up */
+static inline int mev_before(const struct mem_event *m, const struct hrec *r)
+{
+	return m->thread < r->thread || (m->thread == r->thread && m->ts < r->s);
+}
+
+static int tables_visit(struct walk *w, const struct hrec *r)
+{
+	struct tables *t = w->arg;
+	struct analysis *an = t->an;
+	struct frame *f;
+
+	while (t->mi < an->nmev && (!r || mev_before(&an->mev[t->mi], r)))
+		mem_context(t, w, &an->mev[t->mi++]);
+	if (!r)
+		return 0;
+	if (!(f = walk_push(w, r)))
+		return -1;
+	f->self = f->end - f->s;
+	f->gself = 0;
+	f->kids = 0;
+	f->has_pend = 0;
+	if (w->depth > 1)
+		w->st[w->depth - 2].self -= f->end - f->s;
+	while (t->gi < t->ngp && t->gp[t->gi].pos < f->pos)
+		t->gi++;
+	for (; t->gi < t->ngp && t->gp[t->gi].pos == f->pos; t->gi++)
+		f->gself = tp_sat_add(f->gself, t->gp[t->gi].dur);
+	f->gtotal = f->gself;
+	if (an->nmev)
+		f->ms = ms_flags(an, f);
+	if (w->depth == 1 && t->nwin)
+		before_op(t, f);
+	return 0;
+}
+
+struct opfirst {
+	uint64_t first;
+	uint32_t i;
+};
+
+static int cmp_opfirst(const void *a, const void *b)
+{
+	const struct opfirst *x = a, *y = b;
+
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+/* ops[] in the order its rows first came (the order of a walk over the sorted spans) */
+static int order_ops(struct analysis *an, const uint64_t *first)
+{
+	struct opfirst *o = tp_malloc((an->res.nops + 1) * sizeof(*o));
+	struct an_op *v = tp_malloc((an->res.nops + 1) * sizeof(*v));
+	size_t i;
+
+	if (!o || !v) {
+		tp_free(o);
+		tp_free(v);
+		return -1;
+	}
+	for (i = 0; i < an->res.nops; i++)
+		o[i] = (struct opfirst){ first[i], (uint32_t)i };
+	if (an->res.nops > 1)
+		qsort(o, an->res.nops, sizeof(*o), cmp_opfirst);
+	for (i = 0; i < an->res.nops; i++)
+		v[i] = an->res.ops[o[i].i];
+	tp_free(an->res.ops);
+	an->res.ops = v;
+	an->opcap = an->res.nops + 1;
+	tp_free(o);
+	return 0;
+}
 /*
  * How many of each step's kernel launches have no GPU span in the trace and
  * come after the last launch that has one (after: the GPU records stop
  * while the launches go on; a record missing in the middle is not a cut).
+ * an->unrec: the starts of the launches no GPU span names (link_host()).
  */
 static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
 {
-	size_t i;
 	int32_t k;
 
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *h = &an->h[i];
-		/* an->corr has every GPU span's correlation id as a key (link_maps()) */
-		if (h->launch && h->id >= 0 && h->s > last && hmap_get(&an->corr, (uint64_t)h->id) == UINT32_MAX &&
-		    (k = step_at(an, h->s)) >= 0)
+	for (size_t i = 0; i < an->nunrec; i++)
+		if (an->unrec[i] > last && (k = step_at(an, an->unrec[i])) >= 0)
 			missing[k]++;
-	}
 }
 
 /*
@@ -899,14 +1590,13 @@ static void owners(struct analysis *an, int32_t *own, int64_t *last)
 	for (i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
 		int64_t t = g->s;
-		if ((j = host_by(&an->corr, g->corr)) != UINT32_MAX || (j = host_by(&an->ext, g->ext)) != UINT32_MAX)
-			t = an->h[j].s;
+		if ((j = link_by(&an->corr, g->corr)) != UINT32_MAX || (j = link_by(&an->ext, g->ext)) != UINT32_MAX)
+			t = an->links[j].s;
 		own[i] = step_at(an, t);
 		if (t > *last)
 			*last = t;
 	}
 }
-
 /* Order GPU span indices by owner (counting sort); first[k]..first[k + 1] are step k's. */
 static void group_by_owner(const struct analysis *an, const int32_t *own, size_t nsteps, uint32_t *idx, size_t *first)
 {
@@ -974,51 +1664,35 @@ static int cmp_ival_start(const void *x, const void *y)
  * a cycle stops, after the last step, belongs to none; an aten::item() on a
  * CPU tensor (AdamW reads its step counts so, once a parameter) makes none.
  */
-static int step_syncs(struct analysis *an)
+static void step_syncs(struct analysis *an)
 {
-	struct ivals v = { 0 };
-	uint16_t nc;
+	struct ivals *v = &an->syncs;
 	size_t i;
 
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *h = &an->h[i];
-		if (h->kind != H_RUNTIME || h->e < h->s)
-			continue;
-		if (cls_of(an, h->name, &nc) ||
-		    ((nc & N_SYNC) && tp_grow((void **)&v.v, &v.cap, v.n + 1, sizeof(*v.v)))) {
-			tp_free(v.v);
-			return -1;
-		}
-		if (nc & N_SYNC)
-			v.v[v.n++] = (struct ival){ h->s, h->e };
-	}
-	if (v.n > 1)
-		qsort(v.v, v.n, sizeof(*v.v), cmp_ival_start);
+	if (v->n > 1)
+		qsort(v->v, v->n, sizeof(*v->v), cmp_ival_start);
 	for (i = 0; i < an->ncs && i < an->res.nsteps; i++) {
 		const struct srec *cs = &an->cpu_steps[i];
 		struct an_step *st = &an->res.steps[i];
-		size_t lo = 0, hi = v.n;
+		size_t lo = 0, hi = v->n;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
-			if (v.v[mid].s < cs->s)
+			if (v->v[mid].s < cs->s)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
 		st->cpu_end_ns = cs->e;
-		for (; lo < v.n && v.v[lo].s < cs->e; lo++) {
+		for (; lo < v->n && v->v[lo].s < cs->e; lo++) {
 			st->sync_calls++;
-			st->sync_ns = tp_sat_add(st->sync_ns, v.v[lo].e - v.v[lo].s);
+			st->sync_ns = tp_sat_add(st->sync_ns, v->v[lo].e - v->v[lo].s);
 		}
 	}
-	tp_free(v.v);
-	return 0;
 }
 
 static int breakdown(struct analysis *an)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
-	uint32_t thread[AN_IDLE] = { 0 };	/* of cat[c]'s last interval */
 	int32_t *own = tp_malloc((an->ng + 1) * sizeof(*own));
 	uint32_t *idx = tp_malloc((an->ng + 1) * sizeof(*idx));
 	size_t *first = NULL, i, k;
@@ -1027,32 +1701,15 @@ static int breakdown(struct analysis *an)
 
 	if (!own || !idx)
 		goto out;
-	/* the host's busy time per category: spans come sorted by thread and start, so each
-	 * thread's run of overlapping spans is one interval before the union across threads
-	 * (a list of every span was 40 MiB, the peak of a 1 GB trace's analysis) */
-	for (i = 0; i < an->nh; i++) {
-		const struct hrec *h = &an->h[i];
-		struct ival *run;
-		c = h->kind == H_RUNTIME ? AN_RUNTIME : h->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
-		if (h->e <= h->s)
-			continue;
-		run = cat[c].n ? &cat[c].v[cat[c].n - 1] : NULL;
-		if (run && thread[c] == h->thread && h->s <= run->e) {
-			if (h->e > run->e)
-				run->e = h->e;
-		} else if (ivals_add(&cat[c], h->s, h->e)) {
-			goto out;
-		}
-		thread[c] = h->thread;
+	/* the host's busy time per category (link_host()) */
+	for (c = AN_RUNTIME; c < AN_IDLE; c++) {
+		cat[c] = an->hcat[c];
+		an->hcat[c] = (struct ivals){ 0 };
 	}
 	for (c = AN_RUNTIME; c < AN_IDLE; c++)
 		ivals_union(&cat[c]);
 	if (!an->ncs && (an->nh || an->ng)) {	/* the whole trace, as one step */
-		int64_t a = INT64_MAX, b = INT64_MIN;
-		for (i = 0; i < an->nh; i++) {
-			a = an->h[i].s < a ? an->h[i].s : a;
-			b = an->h[i].e > b ? an->h[i].e : b;
-		}
+		int64_t a = an->hmin, b = an->hmax;
 		for (i = 0; i < an->ng; i++) {
 			a = an->g[i].s < a ? an->g[i].s : a;
 			b = an->g[i].e > b ? an->g[i].e : b;
@@ -1120,8 +1777,7 @@ static int breakdown(struct analysis *an)
 		st->comm_overlap_ns = clen ? klen - (len - clen) : 0;	/* no overflow: len >= clen, len - clen <= klen */
 		st->gpu_busy_ns = clen ? len : klen;
 	}
-	if (step_syncs(an))
-		goto out;
+	step_syncs(an);
 	/* incomplete steps, once every step's GPU work is known */
 	for (i = 0, k = 0; i < an->res.nsteps; i++)
 		k += an->res.steps[i].gpu_calls > 0;
@@ -1152,90 +1808,7 @@ out:
 	return rc;
 }
 
-/* Memory timelines by category, when the trace has [memory] events (memory.c). */
-/*
- * The memory model's input: the host spans, sorted and nested, become its
- * spans in place (memory runs last: nothing reads them as host spans after),
- * and the parents go with them. A copy was 80 MiB at the peak of a 1 GB
- * trace's analysis (bench/results/ingest_memory_profile-20261124.txt).
- */
-static struct mem_span *spans_in_place(struct analysis *an)
-{
-	struct mem_span *sp = (struct mem_span *)(void *)an->h;
-	size_t i;
-
-	_Static_assert(sizeof(struct mem_span) <= sizeof(struct hrec), "mem_span must fit in an hrec's place");
-	for (i = 0; i < an->nh; i++) {
-		/* sp[i] ends before h[i + 1] begins: only h[i], read first, is overwritten */
-		const struct hrec h = an->h[i];
-		uint16_t nc;
-		if (cls_of(an, h.name, &nc))
-			nc = 0;
-		sp[i] = (struct mem_span){
-			.s = h.s, .e = h.e, .thread = h.thread, .name = h.name, .parent = an->parent[i],
-			.flags = (uint16_t)((h.kind == H_RUNTIME ? MS_RUNTIME : 0) | (h.ann ? MS_ANNOTATION : 0) |
-					    (h.kind == H_DATALOADER ? MS_DATALOADER : 0) |
-					    (nc & N_OPT_STEP ? MS_OPT_STEP : 0) | (nc & N_ZERO_GRAD ? MS_ZERO_GRAD : 0) |
-					    (nc & N_BACKWARD ? MS_BACKWARD : 0) | (nc & N_ACCUM_GRAD ? MS_ACCUM_GRAD : 0) |
-					    (nc & N_COPY ? MS_COPY : 0)),
-		};
-	}
-	an->h = NULL;
-	an->hcap = 0;
-	tp_free(an->parent);
-	an->parent = NULL;
-	return sp;
-}
-
-static int memory(struct analysis *an, struct tp_errbuf *err)
-{
-	struct mem_span *sp;
-	size_t *first, i, t;
-	struct mem_input in;
-	int rc;
-
-	if (!an->nmev)
-		return TP_OK;
-	if (!(first = tp_calloc(an->threads.n + 2, sizeof(*first))))
-		return nomem(err);
-	/* spans are sorted by thread: where each thread's begin */
-	for (t = 0, i = 0; t <= an->threads.n; t++) {
-		while (i < an->nh && an->h[i].thread < t)
-			i++;
-		first[t] = i;
-	}
-	first[an->threads.n + 1] = an->nh;
-	for (i = 0; i < an->nmev; i++)
-		an->mev[i].thread = hmap_get(&an->threads, an->mev[i].thread_key);	/* UINT32_MAX: no spans */
-	sp = an->nh ? spans_in_place(an) : NULL;
-	in = (struct mem_input){ .spans = sp, .nspans = an->nh, .thread_first = first, .nthreads = an->threads.n,
-				 .ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };
-	rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err);
-	tp_free(sp);
-	tp_free(first);
-	return rc;
-}
-
 /* ---- collectives ---- */
-
-/* The host span (sorted by analysis_finish()) that crec c was made from; -1 when not found. */
-static int64_t host_of(const struct analysis *an, const struct crec *c)
-{
-	size_t lo = 0, hi = an->nh;
-
-	while (lo < hi) {	/* the first span of c's thread that starts at or after c */
-		size_t mid = lo + (hi - lo) / 2;
-		const struct hrec *h = &an->h[mid];
-		if (h->thread < c->thread || (h->thread == c->thread && h->s < c->s))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < an->nh && an->h[lo].thread == c->thread && an->h[lo].s == c->s; lo++)
-		if (an->h[lo].name == c->name && an->h[lo].e == c->e && an->h[lo].kind != H_RUNTIME)
-			return (int64_t)lo;
-	return -1;
-}
 
 /* max(In, Out msg nelems) x dtype size; -1 when c does not say */
 static int64_t coll_bytes(const struct analysis *an, const struct crec *c)
@@ -1263,75 +1836,32 @@ static int cmp_coll_at(const void *a, const void *b)
 	return x->launch < y->launch ? -1 : x->launch > y->launch;
 }
 
-/*
- * an_coll.before_op: on the launching thread, from the thread's previous
- * collective launch (or the step's start, whichever is later) to this
- * launch, the top-level operator (no parent; not a collective, not a
- * runtime call) with the most time there. Only top-level spans are read
- * (top[]: their indices, in the spans' order), and each thread's windows
- * follow one another, so they are read about once in all. (Reading every
- * span from the window's top-level span on read a long operator's whole
- * subtree again for each collective it launched: 90 % of the analysis's
- * finish on the V100 fixture, a tenth of its upload.)
- */
-static int before_ops(struct analysis *an)
+/* The windows of before_op(), one per collective with a launching thread, by thread and launch. */
+static int windows(struct analysis *an, struct tables *t)
 {
 	struct coll_at *at = tp_malloc((an->res.ncolls + 1) * sizeof(*at));
-	uint32_t *top = NULL;
-	size_t n = 0, ntop = 0, i, j;
+	size_t n = 0, i;
 
-	if (!at)
+	if (!at || !(t->win = tp_malloc((an->res.ncolls + 1) * sizeof(*t->win)))) {
+		tp_free(at);
 		return -1;
+	}
 	for (i = 0; i < an->res.ncolls; i++)
 		if (an->res.colls[i].thread != UINT32_MAX)
 			at[n++] = (struct coll_at){ an->res.colls[i].thread, (uint32_t)i, an->res.colls[i].launch_ns };
-	if (n) {
-		for (j = 0; j < an->nh; j++)
-			ntop += an->parent[j] < 0;
-		if (!(top = tp_malloc((ntop + 1) * sizeof(*top)))) {
-			tp_free(at);
-			return -1;
-		}
-		for (j = 0, ntop = 0; j < an->nh; j++)
-			if (an->parent[j] < 0)
-				top[ntop++] = (uint32_t)j;
-	}
 	if (n > 1)
 		qsort(at, n, sizeof(*at), cmp_coll_at);
 	for (i = 0; i < n; i++) {
-		struct an_coll *c = &an->res.colls[at[i].i];
-		int64_t lo = INT64_MIN, best = 0;
+		const struct an_coll *c = &an->res.colls[at[i].i];
+		int64_t lo = INT64_MIN;
 		int32_t st = step_at(an, c->launch_ns);
-		size_t k = 0, hi = ntop;
 		if (i && at[i - 1].thread == c->thread)
 			lo = at[i - 1].launch;
 		if (st >= 0 && an->cpu_steps[st].s > lo)
 			lo = an->cpu_steps[st].s;
-		while (k < hi) {	/* the thread's first top-level span that starts at or after lo */
-			size_t mid = k + (hi - k) / 2;
-			const struct hrec *h = &an->h[top[mid]];
-			if (h->thread < c->thread || (h->thread == c->thread && h->s < lo))
-				k = mid + 1;
-			else
-				hi = mid;
-		}
-		/* the one before it may run into the window: top-level spans do not overlap */
-		if (k > 0 && an->h[top[k - 1]].thread == c->thread)
-			k--;
-		for (; k < ntop && an->h[top[k]].thread == c->thread && an->h[top[k]].s < c->launch_ns; k++) {
-			const struct hrec *h = &an->h[top[k]];
-			uint16_t nc;
-			if (h->kind == H_RUNTIME || cls_of(an, h->name, &nc) || (nc & N_COMM_OP))
-				continue;
-			int64_t a = h->s > lo ? h->s : lo, b = h->e < c->launch_ns ? h->e : c->launch_ns;
-			if (b - a > best) {
-				best = b - a;
-				c->before_op = h->name;
-				c->before_ns = best;
-			}
-		}
+		t->win[i] = (struct window){ .thread = c->thread, .i = at[i].i, .lo = lo, .launch = c->launch_ns };
 	}
-	tp_free(top);
+	t->nwin = n;
 	tp_free(at);
 	return 0;
 }
@@ -1343,11 +1873,6 @@ static int cmp_coll(const void *a, const void *b)
 	if (x->launch_ns != y->launch_ns)
 		return x->launch_ns < y->launch_ns ? -1 : 1;
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
-}
-
-static int is_gloo(const struct analysis *an, uint32_t name)
-{
-	return !strncmp(an->str(an->payload, name), "gloo:", 5);
 }
 
 /*
@@ -1362,14 +1887,10 @@ static void host_collectives(struct analysis *an, const struct hmap *inst)
 {
 	for (size_t i = 0; i < an->nc; i++) {
 		const struct crec *k = &an->c[i];
-		int64_t h, op, bytes;
+		int64_t bytes;
 		int kind;
-		if (k->gpu || !is_gloo(an, k->name) || (h = host_of(an, k)) < 0 ||
-		    hmap_get(inst, (uint64_t)h) != UINT32_MAX)
-			continue;
-		for (op = an->parent[h]; op >= 0 && !is_gloo(an, an->h[op].name); op = an->parent[op])
-			;
-		if (op >= 0)
+		if (k->gpu || !is_gloo(an, k->name) || an->c_host[i] < 0 ||
+		    hmap_get(inst, (uint64_t)an->c_host[i]) != UINT32_MAX || an->c_gloo[i])
 			continue;
 		kind = k->coll ? an_coll_kind(an->str(an->payload, k->coll)) : -1;
 		if (kind < 0)
@@ -1397,7 +1918,7 @@ static void host_collectives(struct analysis *an, const struct hmap *inst)
  */
 static int collectives(struct analysis *an)
 {
-	struct hmap hc = { 0 }, inst = { 0 };
+	struct hmap inst = { 0 };
 	int rc = -1;
 	size_t i;
 
@@ -1405,40 +1926,29 @@ static int collectives(struct analysis *an)
 		return 0;
 	if (!(an->res.colls = tp_calloc(an->nc, sizeof(*an->res.colls))))
 		goto out;
-	for (i = 0; i < an->nc; i++) {	/* host span -> its crec */
-		int64_t h;
-		if (!an->c[i].gpu && (h = host_of(an, &an->c[i])) >= 0 && !hmap_put(&hc, (uint64_t)h, (uint32_t)i))
-			goto out;
-	}
 	for (i = 0; i < an->nc; i++) {
 		const struct crec *k = &an->c[i], *src = NULL;
-		int64_t op = -1, top = -1, launch = k->s, bytes;
+		int64_t top = -1, launch = k->s, bytes;
 		int kind = -1, name_kind = -1;
 		uint32_t j, *slot;
 		if (!k->gpu)
 			continue;
 		uint32_t thread = UINT32_MAX;
-		if ((j = host_by(&an->corr, k->corr)) != UINT32_MAX) {
-			launch = an->h[j].s;
-			op = an->parent[j];
-			thread = an->h[j].thread;
-		} else if ((j = host_by(&an->ext, k->ext)) != UINT32_MAX) {
-			op = j;
-			thread = an->h[j].thread;
+		if ((j = link_by(&an->corr, k->corr)) != UINT32_MAX || (j = link_by(&an->ext, k->ext)) != UINT32_MAX) {
+			const struct link *l = &an->links[j];
+			if (j == link_by(&an->corr, k->corr))
+				launch = l->s;
+			thread = l->thread;
+			if (l->chain != UINT32_MAX) {
+				const struct chain *ch = &an->chains[l->chain];
+				top = ch->top;
+				if (ch->src != UINT32_MAX)
+					src = &an->c[ch->src];
+				name_kind = ch->name_kind;
+				if (top >= 0)
+					launch = ch->top_s;
+			}
 		}
-		for (; op >= 0; op = an->parent[op]) {
-			const char *nm = an->str(an->payload, an->h[op].name);
-			uint32_t ci = hmap_get(&hc, (uint64_t)op);
-			if (ci == UINT32_MAX && !an_op_is_comm(nm))
-				continue;
-			top = op;
-			if (!src && ci != UINT32_MAX && (an->c[ci].coll || an->c[ci].in >= 0 || an->c[ci].out >= 0))
-				src = &an->c[ci];
-			if (name_kind < 0 && (!strncmp(nm, "nccl:", 5) || !strncmp(nm, "gloo:", 5)))
-				name_kind = an_coll_kind(nm + 5);
-		}
-		if (top >= 0)
-			launch = an->h[top].s;
 		if (k->coll)
 			kind = an_coll_kind(an->str(an->payload, k->coll));
 		if (kind < 0 && src && src->coll)
@@ -1476,12 +1986,12 @@ static int collectives(struct analysis *an)
 	host_collectives(an, &inst);
 	if (an->res.ncolls > 1)
 		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
-	rc = before_ops(an);
+	rc = 0;
 out:
-	hmap_free(&hc);
 	hmap_free(&inst);
 	return rc;
 }
+
 
 static int cmp_step(const void *a, const void *b)
 {
@@ -1496,33 +2006,132 @@ static int cmp_step(const void *a, const void *b)
 	return x->step < y->step ? -1 : x->step > y->step;
 }
 
+static inline int mev_less(const struct mem_event *x, const struct mem_event *y)
+{
+	if (x->thread != y->thread)
+		return x->thread < y->thread;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	return x->ord < y->ord;
+}
+
+/* the [memory] events by thread and time, to meet the spans of their thread (tables_visit()) */
+SORT_DEFINE(sort_mev, struct mem_event, mev_less)
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* GPU time each operator launched itself, by its place (the tables pass meets them in order) */
+static struct gpair *gpu_pairs(const struct analysis *an, size_t *n)
+{
+	struct gpair *gp = tp_malloc((an->ng + 1) * sizeof(*gp));
+
+	*n = 0;
+	if (!gp)
+		return NULL;
+	for (size_t i = 0; i < an->ng; i++)
+		if (an->g[i].op >= 0)
+			gp[(*n)++] = (struct gpair){ (uint32_t)an->g[i].op, an->g[i].e - an->g[i].s };
+	if (*n > 1)
+		sort_gpair(gp, *n);
+	return gp;
+}
+
+/*
+ * The passes. Host spans come back sorted by thread and start (struct
+ * hruns), nested on a stack as they come (struct walk): a first pass finds
+ * what GPU spans' ids name (link_gpu()); breakdown() and collectives() work
+ * from that; a third pass adds the operator tables, each collective's
+ * before_op and each [memory] event's context, and the memory model runs
+ * last.
+ */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
-	/*
-	 * Host spans sorted by thread and start, nested (which of them GPU spans
-	 * need found depends on their parents), and found by the ids GPU spans
-	 * name (link_maps()): for the operator that launched each GPU span, by
-	 * breakdown() for the step, collectives() for the collective. ops_table()
-	 * adds their self times.
-	 */
-	if (an->nh > 1)
-		sort_hrec(an->h, an->nh);
-	if (!(an->parent = tp_malloc((an->nh + 1) * sizeof(*an->parent))) || nest(an, an->parent, 0) ||
-	    (an->ng && link_maps(an, an->parent)) || breakdown(an) || collectives(an))
-		return nomem(err);
-	/* done with: the peaks of ops_table() and the memory model are not theirs
-	 * (ops_table() frees the GPU spans once it has their time) */
+	struct tables t = { .an = an };
+	struct cjoin *cj = NULL;
+	size_t ncj = 0, i;
+	int rc;
+
+	an->hmin = INT64_MAX;
+	an->hmax = INT64_MIN;
+	if ((rc = hruns_seal(&an->h, err)))
+		return rc;
+	rc = TP_ERR_NOMEM;
+	if (!(cj = tp_malloc((an->nc + 1) * sizeof(*cj))) || !(an->c_host = tp_malloc((an->nc + 1) * sizeof(*an->c_host))) ||
+	    !(an->c_gloo = tp_calloc(an->nc + 1, 1)) || !(an->bwd = tp_calloc(an->threads.n + 1, 1)))
+		goto fail;
+	for (i = 0; i < an->nc; i++) {
+		an->c_host[i] = -1;
+		if (!an->c[i].gpu)
+			cj[ncj++] = (struct cjoin){ an->c[i].s, an->c[i].thread, (uint32_t)i };
+	}
+	if (ncj > 1)
+		qsort(cj, ncj, sizeof(*cj), cmp_cjoin);
+	if ((rc = link_gpu(an, cj, ncj, err)))
+		goto fail;
+	rc = TP_ERR_NOMEM;
+	if (breakdown(an) || collectives(an) || (an->res.ncolls && windows(an, &t)))
+		goto fail;
+	/* done with: the GPU spans give their time to the operators that launched them */
+	t.gp = gpu_pairs(an, &t.ngp);
+	if (!t.gp)
+		goto fail;
+	tp_free(cj);
+	cj = NULL;
 	hmap_free(&an->corr);
 	hmap_free(&an->ext);
+	hmap_free(&an->ccorr);
+	hmap_free(&an->cext);
+	tp_free(an->g);
+	an->g = NULL;
+	an->ng = an->gcap = 0;
 	tp_free(an->c);
 	an->c = NULL;
 	an->nc = an->ccap = 0;
-	if (ops_table(an))
-		return nomem(err);
-	if (memory(an, err))
-		return err->rc ? err->rc : nomem(err);
+	tp_free(an->links);
+	an->links = NULL;
+	tp_free(an->chains);
+	an->chains = NULL;
+	an->res.nthreads = an->threads.n;
+	if (!(an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t))))
+		goto fail;
+	if (an->nmev) {
+		for (i = 0; i < an->nmev; i++)
+			an->mev[i].thread = hmap_get(&an->threads, an->mev[i].thread_key);	/* UINT32_MAX: no spans */
+		sort_mev(an->mev, an->nmev);
+		if (!(t.ctx = tp_malloc(an->nmev * sizeof(*t.ctx))))
+			goto fail;
+	}
+	if ((rc = walk_all(an, tables_visit, ops_pop, &t, err)))
+		goto fail;
+	rc = TP_ERR_NOMEM;
+	if (order_ops(an, t.first))
+		goto fail;
+	if (an->nmev) {
+		struct mem_input in = { .ctx = t.ctx, .opt_starts = an->opt, .nopt = an->nopt,
+					.ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };
+		if (an->nopt > 1)
+			qsort(an->opt, an->nopt, sizeof(*an->opt), cmp_i64);
+		if ((rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err)))
+			goto fail;
+	}
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
+	rc = TP_OK;
 	*out = &an->res;
-	return TP_OK;
+fail:
+	tp_free(cj);
+	hmap_free(&t.m);
+	tp_free(t.first);
+	tp_free((void *)t.gp);
+	tp_free(t.win);
+	tp_free(t.ctx);
+	hruns_free(&an->h);
+	if (rc == TP_ERR_NOMEM && !err->rc)
+		return nomem(err);
+	return rc;
 }

@@ -6,12 +6,13 @@
  *
  * Times are as written in the trace (before baseTimeNanoseconds).
  *
- * Memory: the analysis keeps one compact record (40 bytes) per host span
- * (operators, annotations, runtime calls) and per GPU activity, because
- * nesting, step windows and CPU->GPU correlation can only be resolved once
- * every event has been seen (a trace's events are not in time order, and a
- * kernel may come before the call that launched it). The events cap
- * (--max-events) bounds it.
+ * Memory: nesting, step windows and CPU->GPU correlation can only be
+ * resolved once every event has been seen (a trace's events are not in time
+ * order, and a kernel may come before the call that launched it). Host spans
+ * (operators, annotations, runtime calls: most of a trace) are kept in
+ * sorted runs of 10 MiB spilled to a temporary file ($TMPDIR) and read back
+ * merged; GPU activities, communication records and [memory] events (one
+ * compact record each) are held. The events cap (--max-events) bounds it.
  */
 #ifndef ANALYSIS_H
 #define ANALYSIS_H
@@ -155,6 +156,9 @@ typedef const char *(*an_string_fn)(void *payload, uint32_t id);
 struct analysis;
 
 struct analysis *analysis_new(an_string_fn str, void *payload);
+/* Host spans per sorted run (default AN_RUN_RECORDS: runs past the first are
+ * spilled to a temporary file in $TMPDIR); before the first event. For tests. */
+void analysis_set_run(struct analysis *an, size_t spans);
 /* One parsed event; only complete ('X') events matter. */
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err);
 /* Compute; *out stays owned by an (valid until analysis_free). */

@@ -20,18 +20,9 @@
 #include "analysis/memory.h"
 #include "analysis/sort.h"
 
-/* What was around one moment on one thread. */
-struct ctx {
-	uint16_t flags;		/* MS_* of every span enclosing it, or-ed */
-	int backward;		/* in backward: an evaluate_function span, or the autograd thread */
-	int32_t top;		/* the outermost operator (not an annotation) enclosing it; -1: none */
-	int32_t op;		/* the innermost operator or annotation: who allocated; -1: none */
-	int32_t opt;		/* the Optimizer.step#... span enclosing it; -1: none */
-};
-
 struct alloc {
 	int64_t size, ta, tf;		/* tf: -1 while alive */
-	struct ctx a, f;
+	struct mem_ctx a, f;
 	int cat;
 };
 
@@ -39,7 +30,7 @@ struct alloc {
  * The rules, in order. Each says why; "tf" is the free, absent when the
  * allocation outlives the trace.
  */
-static int categorize(const struct alloc *x, const struct mem_span *sp, int64_t next_opt)
+static int categorize(const struct alloc *x, int64_t next_opt)
 {
 	int freed = x->tf >= 0;
 
@@ -55,8 +46,8 @@ static int categorize(const struct alloc *x, const struct mem_span *sp, int64_t 
 		return CAT_GRADIENT;
 	/* 4. made in optimizer.step and kept after it: exp_avg, exp_avg_sq, momentum buffers;
 	 *    made and released inside it: the update's temporaries */
-	if (x->a.opt >= 0)
-		return !freed || x->tf >= sp[x->a.opt].e ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
+	if (x->a.opt)
+		return !freed || x->tf >= x->a.opt_end ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
 	/* 5. made in backward and alive when the next optimizer step starts (or to the end):
 	 *    a gradient, which lives until the optimizer consumes it; released sooner: the
 	 *    backward's own intermediates */
@@ -195,49 +186,6 @@ static int at_peak(void *arg, size_t i, const struct mem_point *p, int64_t base,
 	return 0;
 }
 
-/* The context of moment t on thread th. */
-static struct ctx context(const struct mem_input *in, const uint8_t *bwd_thread, uint32_t th, int64_t t)
-{
-	struct ctx c = { .top = -1, .op = -1, .opt = -1 };
-	size_t lo, hi;
-	int64_t j;
-
-	if (th >= in->nthreads)
-		return c;
-	c.backward = bwd_thread[th];
-	lo = in->thread_first[th];
-	hi = in->thread_first[th + 1];
-	while (lo < hi) {	/* the last span that starts at or before t */
-		size_t mid = lo + (hi - lo) / 2;
-		if (in->spans[mid].s <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (j = (int64_t)lo - 1; j >= (int64_t)in->thread_first[th]; j = in->spans[j].parent) {
-		const struct mem_span *s = &in->spans[j];
-		if (s->e <= t && !(s->e == s->s && s->s == t)) {
-			if (s->parent < 0)
-				break;
-			continue;
-		}
-		c.flags |= s->flags;
-		if (!(s->flags & MS_RUNTIME)) {
-			if (c.op < 0)
-				c.op = (int32_t)j;
-			if (!(s->flags & MS_ANNOTATION))
-				c.top = (int32_t)j;	/* the last one met is the outermost */
-		}
-		if (s->flags & MS_OPT_STEP)
-			c.opt = (int32_t)j;
-		if (s->parent < 0)
-			break;
-	}
-	if (c.flags & MS_BACKWARD)
-		c.backward = 1;
-	return c;
-}
-
 static inline int event_less(const struct mem_event *x, const struct mem_event *y)
 {
 	if (x->dev_type != y->dev_type)
@@ -254,16 +202,8 @@ static inline int event_less(const struct mem_event *x, const struct mem_event *
 /* in place: qsort's merge sort copied the events (50 MiB for a 1 GB trace) */
 SORT_DEFINE(sort_events, struct mem_event, event_less)
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* One device's events [ev, ev + n): its series into *s, replayed from *t. */
-static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, const int64_t *opt_starts,
-		      size_t nopt, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
+static int one_device(const struct mem_input *in, const int64_t *opt_starts, size_t nopt, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
 		      struct mem_group **groups_out)
 {
 	struct alloc *al = tp_calloc(n + 1, sizeof(*al));
@@ -288,13 +228,13 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			x->size = e->bytes;
 			x->ta = e->ts;
 			x->tf = -1;
-			x->a = context(in, bwd_thread, e->thread, e->ts);
+			x->a = in->ctx[e->ord];
 			*slot = (int32_t)nal;	/* a new block at an address reused without a free: the old one is lost */
 			t->aidx[i] = (int32_t)nal++;
 		} else if (*slot >= 0) {
 			struct alloc *x = &al[*slot];
 			x->tf = e->ts;
-			x->f = context(in, bwd_thread, e->thread, e->ts);
+			x->f = in->ctx[e->ord];
 			t->aidx[i] = *slot;
 			*slot = -2;
 		}
@@ -312,7 +252,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 			else
 				hi = mid;
 		}
-		al[i].cat = categorize(&al[i], in->spans, lo < nopt ? opt_starts[lo] : -1);
+		al[i].cat = categorize(&al[i], lo < nopt ? opt_starts[lo] : -1);
 		t->asize[i] = al[i].size;
 		t->acat[i] = (uint8_t)al[i].cat;
 	}
@@ -347,7 +287,7 @@ static int one_device(const struct mem_input *in, const uint8_t *bwd_thread, con
 		for (i = 0; i < nal; i++) {
 			if (!alive[i])
 				continue;
-			const char *op = al[i].a.op >= 0 ? in->str(in->payload, in->spans[al[i].a.op].name) : NULL;
+			const char *op = al[i].a.op ? in->str(in->payload, al[i].a.op_name) : NULL;
 			struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op, NULL);
 			if (x) {
 				x->bytes = tp_sat_add(x->bytes, al[i].size);
@@ -382,26 +322,10 @@ int mem_infer(const struct mem_input *in, struct mem_result **out, const struct 
 	      size_t *nseries, struct tp_errbuf *err)
 {
 	struct mem_result *r = tp_calloc(1, sizeof(*r));
-	uint8_t *bwd = tp_calloc(in->nthreads + 1, 1);
-	int64_t *opt = NULL;
-	size_t nopt = 0, i, start, ndev = 0;
+	size_t i, start, ndev = 0;
 
-	if (!r || !bwd)
+	if (!r)
 		goto oom;
-	/* the autograd thread: any thread that runs evaluate_function spans */
-	for (i = 0; i < in->nspans; i++) {
-		if (in->spans[i].flags & MS_BACKWARD)
-			bwd[in->spans[i].thread] = 1;
-		if (in->spans[i].flags & MS_OPT_STEP)
-			nopt++;
-	}
-	if (!(opt = tp_malloc((nopt + 1) * sizeof(*opt))))
-		goto oom;
-	for (i = 0, nopt = 0; i < in->nspans; i++)
-		if (in->spans[i].flags & MS_OPT_STEP)
-			opt[nopt++] = in->spans[i].s;
-	if (nopt > 1)
-		qsort(opt, nopt, sizeof(*opt), cmp_i64);
 	if (in->nev > 1)
 		sort_events(in->ev, in->nev);
 	for (i = 0; i < in->nev; i++)
@@ -415,7 +339,7 @@ int mem_infer(const struct mem_input *in, struct mem_result **out, const struct 
 	for (start = 0, i = 1; i <= in->nev; i++) {
 		if (i < in->nev && in->ev[i].dev_type == in->ev[start].dev_type && in->ev[i].dev_id == in->ev[start].dev_id)
 			continue;
-		if (one_device(in, bwd, opt, nopt, in->ev + start, i - start, &r->series[r->nseries],
+		if (one_device(in, in->opt_starts, in->nopt, in->ev + start, i - start, &r->series[r->nseries],
 			       &r->src[r->nseries], &r->groups[r->nseries])) {
 			r->nseries++;	/* what it made is freed with the rest */
 			goto oom;
@@ -423,15 +347,11 @@ int mem_infer(const struct mem_input *in, struct mem_result **out, const struct 
 		r->nseries++;
 		start = i;
 	}
-	tp_free(bwd);
-	tp_free(opt);
 	*out = r;
 	*series = r->series;
 	*nseries = r->nseries;
 	return TP_OK;
 oom:
-	tp_free(bwd);
-	tp_free(opt);
 	mem_result_free(r);
 	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 }

@@ -26,19 +26,25 @@ enum {
 	MS_DATALOADER = 1 << 7,	/* enumerate(DataLoader)#... */
 };
 
-/* Host spans sorted by (thread, start, longer first), nested: parent < child. */
-struct mem_span {
-	int64_t s, e;
-	uint32_t thread, name;
-	int32_t parent;		/* -1: top level */
-	uint16_t flags;
+/*
+ * What was around one moment on one thread: the host spans enclosing it,
+ * from the last span of the thread that starts at or before it out to the
+ * top level, past those that ended before it (analysis.c finds it).
+ */
+struct mem_ctx {
+	int64_t opt_end;	/* the end of the Optimizer.step#... span enclosing it (when opt) */
+	int32_t top;		/* the outermost operator (not an annotation) enclosing it, by its place; -1: none */
+	uint32_t op_name;	/* the innermost operator or annotation: who allocated (when op) */
+	uint16_t flags;		/* MS_* of every span enclosing it, or-ed */
+	uint8_t backward;	/* in backward: an evaluate_function span, or the autograd thread */
+	uint8_t op, opt;
 };
 
 struct mem_event {
 	int64_t ts, ev_idx, addr, bytes, total_alloc, total_res;
 	union {
 		uint64_t thread_key;	/* the caller's, to find thread, */
-		uint32_t thread;	/* which replaces it: number of the thread's spans; >= nthreads: none */
+		uint32_t thread;	/* which replaces it: the thread's number; UINT32_MAX: it has no spans */
 	};
 	int32_t dev_type, dev_id;
 	uint32_t ord;		/* arrival order: the sort's last tie-break (ev_idx repeats across chunks) */
@@ -46,10 +52,9 @@ struct mem_event {
 };
 
 struct mem_input {
-	const struct mem_span *spans;
-	size_t nspans;
-	const size_t *thread_first;	/* spans of thread t: [thread_first[t], thread_first[t + 1]) */
-	size_t nthreads;
+	const struct mem_ctx *ctx;	/* each event's, by its ord */
+	const int64_t *opt_starts;	/* the Optimizer.step#... spans' starts, sorted */
+	size_t nopt;
 	struct mem_event *ev;		/* reordered in place */
 	size_t nev;
 	const char *(*str)(void *payload, uint32_t id);

@@ -4,6 +4,7 @@
  * against the fixtures' independently computed figures, and against small
  * synthetic traces built here, one per rule, each way.
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -294,6 +295,8 @@ struct busy {
 	int64_t (*span)[2];		/* per thread: spans, appended */
 	size_t *nspan, *cap;
 	int64_t **spans;
+	int fail_ok;			/* spill_event(): an analysis error stops the parse */
+	struct tp_errbuf an_err;
 };
 
 /* Two ProfilerStep spans over one instant: the one left empty never overlaps the next (the fuzzer's find). */
@@ -373,6 +376,17 @@ static int busy_event(void *p, const struct tp_event *e)
 	b->spans[t][b->nspan[t]++] = e->ts_ns;
 	b->spans[t][b->nspan[t]++] = e->ts_ns + ((e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0);
 	return 0;
+}
+
+/* every event to the analysis only */
+static int spill_event(void *p, const struct tp_event *e)
+{
+	struct busy *b = p;
+	int rc = analysis_event(b->an, e, &b->an_err);
+
+	if (!b->fail_ok)
+		ck_assert_msg(rc == 0, "%s", b->an_err.msg);
+	return rc;
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -865,6 +879,7 @@ END_TEST
 Suite *suite_analysis(void);
 static void add_memory_tests(TCase *tc);
 static void add_pytorch_fixture_tests(TCase *tc);
+static void add_spill_tests(TCase *tc);
 static void add_pytorch_rule_tests(TCase *tc);
 
 Suite *suite_analysis(void)
@@ -889,6 +904,12 @@ Suite *suite_analysis(void)
 	tcase_set_timeout(tc, 120);
 	tcase_set_tags(tc, "slow");
 	add_pytorch_fixture_tests(tc);
+	suite_add_tcase(s, tc);
+	/* every fixture three times over: slow too */
+	tc = tcase_create("spill");
+	tcase_set_timeout(tc, 300);
+	tcase_set_tags(tc, "slow");
+	add_spill_tests(tc);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("rules");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -1955,4 +1976,185 @@ static void add_pytorch_rule_tests(TCase *tc)
 	tcase_add_test(tc, test_whole_trace_without_steps);
 	tcase_add_test(tc, test_exposed_communication);
 	tcase_add_test(tc, test_compare_status_per_step);
+}
+
+/* ---- host spans in spilled runs: the same answers as in one ---- */
+
+/* Everything an analysis answers, as text. */
+static int dump_point(void *arg, const struct mem_point *p)
+{
+	FILE *f = arg;
+
+	fprintf(f, "pt %lld %lld", (long long)p->t_ns, (long long)p->reserved);
+	for (int c = 0; c < MEM_NCAT; c++)
+		fprintf(f, " %lld", (long long)p->cat[c]);
+	fputc('\n', f);
+	return 0;
+}
+
+static char *analyse_dump(const uint8_t *json, size_t len, size_t run, size_t *nspans)
+{
+	struct tp_errbuf err = { 0 };
+	struct busy b = { 0 };
+	struct trace_sink sink = { .string = busy_string, .event = spill_event, .payload = &b };
+	const struct an_result *r;
+	char *out = NULL;
+	size_t olen = 0, i;
+	FILE *f = open_memstream(&out, &olen);
+
+	ck_assert_ptr_nonnull(f);
+	b.tp = trace_parser_new(&trace_default_limits, &sink);
+	b.an = analysis_new(str_of, b.tp);
+	if (run)
+		analysis_set_run(b.an, run);
+	ck_assert_int_eq(trace_parser_feed(b.tp, json, len, &err), 0);
+	ck_assert_int_eq(trace_parser_finish(b.tp, &err), 0);
+	ck_assert_msg(analysis_finish(b.an, &r, &err) == 0, "%s", err.msg);
+	*nspans = b.nthreads;
+	for (i = 0; i < r->nsteps; i++) {
+		const struct an_step *s = &r->steps[i];
+		fprintf(f, "step %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %d %d", (long long)s->step,
+			(long long)s->start_ns, (long long)s->dur_ns, (long long)s->cpu_dur_ns, (long long)s->comm_overlap_ns,
+			(long long)s->gpu_busy_ns, (long long)s->gpu_calls, (long long)s->cpu_end_ns,
+			(long long)s->sync_calls, (long long)s->sync_ns, s->incomplete, s->whole_trace);
+		for (int c = 0; c < AN_NCOMP; c++)
+			fprintf(f, " %lld", (long long)s->comp_ns[c]);
+		fputc('\n', f);
+	}
+	for (i = 0; i < r->nops; i++)
+		fprintf(f, "op %s %d %lld %lld %lld\n", str_of(b.tp, r->ops[i].name), r->ops[i].device,
+			(long long)r->ops[i].calls, (long long)r->ops[i].self_ns, (long long)r->ops[i].total_ns);
+	for (i = 0; i < r->nkernels; i++)
+		fprintf(f, "kernel %s %lld %lld\n", str_of(b.tp, r->kernels[i].name), (long long)r->kernels[i].calls,
+			(long long)r->kernels[i].total_ns);
+	for (i = 0; i < r->ncolls; i++) {
+		const struct an_coll *c = &r->colls[i];
+		fprintf(f, "coll %lld %d %u %lld %lld %lld %lld %lld %lld %lld %lld %s %lld %u\n", (long long)c->step,
+			c->kind, c->pg, (long long)c->seq, (long long)c->launch_ns, (long long)c->start_ns,
+			(long long)c->end_ns, (long long)c->time_ns, (long long)c->kernels, (long long)c->bytes,
+			(long long)c->group_size, c->before_op ? str_of(b.tp, c->before_op) : "-",
+			(long long)c->before_ns, c->thread);
+	}
+	for (i = 0; i < r->nthreads; i++)
+		fprintf(f, "thread %zu %lld\n", i, (long long)r->thread_self_ns[i]);
+	for (i = 0; i < r->nmem_series; i++) {
+		const struct mem_series *s = &r->mem_series[i];
+		fprintf(f, "series %s %zu %lld\n", s->device, s->n, (long long)s->baseline);
+		ck_assert_int_eq(mem_series_each(s, dump_point, f), 0);
+		for (size_t g = 0; g < s->ngroups; g++)
+			fprintf(f, "group %d %s %lld %lld\n", s->groups[g].cat, s->groups[g].op ? s->groups[g].op : "-",
+				(long long)s->groups[g].bytes, (long long)s->groups[g].count);
+	}
+	fclose(f);
+	analysis_free(b.an);
+	trace_parser_free(b.tp);
+	return out;
+}
+
+static const char *const spill_files[] = {
+	"traces/hta_v100_train_memory.json.gz", "traces/kineto_resnet50_workers0.json.gz",
+	"traces/hta_nccl_rel_ts.json.gz", "traces/hta_sampled_rank0.json.gz", "traces/hta_cpu_only.json.gz",
+	"traces/hta_amd_mi250.json.gz", "traces/hta_event_sync.json.gz", "traces/hta_compare_base.json.gz",
+	"traces/hta_triton_tiny.json.gz", "traces/hta_alexnet.json.gz", "traces/hta_large_integer.json.gz",
+	"traces/hta_ns_resolution.json.gz",
+	/* the H200 recordings: CUDA graphs, torch.compile, gloo across ranks, optimizer state */
+	"gpu/cudagraphs", "gpu/compiled", "gpu/dist", "gpu/train", "gpu/growth",
+};
+
+/* A fixture's trace: shared/fixtures/<rel>, or the first .pt.trace.json.gz of tests/fixtures/<rel>/. */
+static char *spill_path(const char *rel)
+{
+	char *p = NULL, sub[256], *gdir;
+
+	if (strncmp(rel, "gpu/", 4))
+		return tu_fixture(rel);
+	snprintf(sub, sizeof(sub), "tests/fixtures/%s", rel);
+	gdir = tu_source_path(sub);
+	DIR *d = opendir(gdir);
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *de; !p && (de = readdir(d));)
+		if (strstr(de->d_name, ".pt.trace.json.gz")) {
+			size_t n = strlen(gdir) + strlen(de->d_name) + 2;
+			p = malloc(n);
+			ck_assert_ptr_nonnull(p);
+			snprintf(p, n, "%s/%s", gdir, de->d_name);
+		}
+	closedir(d);
+	free(gdir);
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+/*
+ * The analysis reads its host spans back from sorted runs merged; a trace
+ * past one run is spilled. Runs of 1000 and of 7 spans (hundreds of runs
+ * on the larger fixtures) answer what one run in memory does, byte for
+ * byte: steps, operators, kernels, collectives, threads, memory series.
+ */
+START_TEST(test_spilled_runs_answer_alike)
+{
+	char *path = spill_path(spill_files[_i]);
+	size_t len, glen, nt;
+	uint8_t *gz = tu_read_file(path, &len), *json = tu_gunzip(gz, len, &glen);
+	static const size_t runs[] = { 1000, 7 };
+
+	ck_assert_ptr_nonnull(json);
+	char *whole = analyse_dump(json, glen, 0, &nt);
+	ck_assert_msg(strlen(whole) > 100, "%s: nothing analysed", spill_files[_i]);
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		char *spilled = analyse_dump(json, glen, runs[k], &nt);
+		if (strcmp(whole, spilled)) {
+			size_t at = 0;
+			while (whole[at] == spilled[at])
+				at++;
+			ck_abort_msg("%s, runs of %zu: differs at byte %zu: ...%.120s... against ...%.120s...",
+				     spill_files[_i], runs[k], at, whole + (at > 40 ? at - 40 : 0),
+				     spilled + (at > 40 ? at - 40 : 0));
+		}
+		free(spilled);
+	}
+	free(whole);
+	free(json);
+	free(gz);
+	free(path);
+}
+END_TEST
+
+/* A spill that cannot be written fails the analysis with a message, and leaks nothing. */
+START_TEST(test_spill_failure)
+{
+	char *path = tu_fixture("traces/hta_nccl_rel_ts.json.gz");
+	size_t len, glen;
+	uint8_t *gz = tu_read_file(path, &len), *json = tu_gunzip(gz, len, &glen);
+	struct tp_errbuf err = { 0 };
+	struct busy b = { 0 };
+	struct trace_sink sink = { .string = busy_string, .event = spill_event, .payload = &b };
+	const char *old = getenv("TMPDIR");
+	char *keep = old ? strdup(old) : NULL;
+
+	setenv("TMPDIR", "/nonexistent/trainscope", 1);
+	b.tp = trace_parser_new(&trace_default_limits, &sink);
+	b.an = analysis_new(str_of, b.tp);
+	analysis_set_run(b.an, 100);
+	b.fail_ok = 1;
+	ck_assert_int_ne(trace_parser_feed(b.tp, json, glen, &err), 0);
+	ck_assert_int_eq(b.an_err.rc, TP_ERR_IO);
+	ck_assert_msg(strstr(b.an_err.msg, "temporary file"), "%s", b.an_err.msg);
+	if (keep)
+		setenv("TMPDIR", keep, 1);
+	else
+		unsetenv("TMPDIR");
+	free(keep);
+	analysis_free(b.an);
+	trace_parser_free(b.tp);
+	free(json);
+	free(gz);
+	free(path);
+}
+END_TEST
+
+static void add_spill_tests(TCase *tc)
+{
+	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
+	tcase_add_test(tc, test_spill_failure);
 }

@@ -176,7 +176,7 @@ struct hrec {
  * fewer spans than a run keeps its one run in memory and writes nothing.
  */
 #define AN_RUN_RECORDS (1u << 18)	/* spans in a sorted run: 10 MiB */
-#define NO_HOST (UINT32_MAX - 1)	/* in the corr and ext maps: an id no host span has (yet) */
+#define NO_HOST (UINT32_MAX - 1)	/* in the ext map: an id no host span has (yet) */
 
 struct hruns {
 	struct hrec *buf;	/* the run being filled (once sealed unspilled: all of them, sorted) */
@@ -187,11 +187,20 @@ struct hruns {
 	size_t total;
 };
 
+struct link {			/* a host span a GPU span's id names, as the first passes found it */
+	int64_t s;		/* its start */
+	int32_t op;		/* the operator its GPU spans count for (sorted place); -1: none */
+	uint32_t thread;
+	uint32_t chain;		/* what is above it (struct chain), for communication kernels; UINT32_MAX: none */
+};
+
 struct grec {			/* a GPU span */
 	int64_t s, e, corr, ext;	/* -1 when absent */
+	struct link lk;		/* the runtime call its correlation id names, when linked (link_host()) */
 	int32_t op;		/* the operator that launched it (its place in sorted order); -1: none found */
 	uint8_t kind;		/* enum an_gpu_kind */
 	uint8_t comm;		/* a communication kernel */
+	uint8_t linked;
 };
 
 struct srec {			/* a step span */
@@ -212,13 +221,6 @@ struct ival {
 struct ivals {
 	struct ival *v;
 	size_t n, cap;
-};
-
-struct link {			/* a host span GPU spans' ids name, as the first pass found it */
-	int64_t s;		/* its start */
-	int32_t op;		/* the operator its GPU spans count for (sorted place); -1: none */
-	uint32_t thread;
-	uint32_t chain;		/* what is above it (struct chain), for communication kernels; UINT32_MAX: none */
 };
 
 struct chain {			/* what a collective takes from the spans above its launch (add_chain()) */
@@ -246,8 +248,8 @@ struct analysis {
 	struct mem_event *mev;	/* [memory] events */
 	size_t nmev, mevcap;
 	/* the passes' (analysis_finish()) */
-	struct hmap corr, ext;	/* GPU spans' ids -> links[] (link_gpu()) */
-	struct hmap ccorr, cext;	/* communication kernels' ids: their links get a chain */
+	struct hmap ext;	/* External ids of GPU spans no runtime call links -> links[] (link_gpu()) */
+	struct hmap cext;	/* communication kernels' External ids: their links get a chain */
 	struct link *links;
 	size_t nlinks, linkcap;
 	struct chain *chains;
@@ -595,9 +597,7 @@ void analysis_free(struct analysis *an)
 	tp_free(an->cls);
 	hmap_free(&an->threads);
 	hmap_free(&an->kmap);
-	hmap_free(&an->corr);
 	hmap_free(&an->ext);
-	hmap_free(&an->ccorr);
 	hmap_free(&an->cext);
 	tp_free(an->links);
 	tp_free(an->chains);
@@ -1086,10 +1086,10 @@ static uint32_t add_chain(struct analysis *an, const struct frame *st, size_t d)
 	return (uint32_t)an->nchains++;
 }
 
-/* A link for the span on top of w's stack; kind: its place as found, its op and chain as given. */
+/* An External id's link: the span f, its op and chain as given. */
 static int add_link(struct analysis *an, uint32_t *slot, const struct frame *f, int32_t op, uint32_t chain)
 {
-	/* room for one per key of corr and ext, made before each pass (link_gpu()) */
+	/* room for one per key of ext, made before the pass (link_gpu()) */
 	if (chain == UINT32_MAX - 1 || an->nlinks == an->linkcap)
 		return -1;
 	an->links[an->nlinks] = (struct link){ .s = f->s, .op = op, .thread = f->thread, .chain = chain };
@@ -1123,10 +1123,55 @@ static int gloo_above(const struct analysis *an, const struct frame *st, size_t 
  * the operator above it (not a runtime call) and, for communication
  * kernels, the chain above it (add_chain()).
  */
+static inline int grec_less(const struct grec *x, const struct grec *y)
+{
+	return x->corr < y->corr;	/* ties in any order: nothing reads GPU spans in their order */
+}
+
+SORT_DEFINE(sort_grec, struct grec, grec_less)
+
+/*
+ * The first GPU span (sorted by correlation id) whose id is id or more;
+ * an->ng when none. From hint out, galloping: a thread's runtime calls come
+ * in time order, and so do the ids CUPTI gives them.
+ */
+static size_t gfind(const struct analysis *an, int64_t id, size_t hint)
+{
+	const struct grec *g = an->g;
+	size_t n = an->ng, lo, hi, step = 1;
+
+	if (hint > n)
+		hint = n;
+	if (hint < n && g[hint].corr < id) {	/* ids below lo are less than id */
+		lo = hint + 1;
+		while (hint + step < n && g[hint + step].corr < id) {
+			lo = hint + step + 1;
+			step *= 2;
+		}
+		hi = hint + step < n ? hint + step : n;
+	} else {				/* ids from hi on are id or more */
+		hi = hint;
+		while (step <= hint && g[hint - step].corr >= id) {
+			hi = hint - step;
+			step *= 2;
+		}
+		lo = step <= hint ? hint - step + 1 : 0;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g[mid].corr < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 struct linking {
 	struct analysis *an;
 	const struct cjoin *cj;
 	size_t ncj, at;
+	size_t hint;		/* the GPU span the last runtime call's id found */
 	uint32_t thread[AN_IDLE];	/* of hcat[c]'s last interval */
 };
 
@@ -1137,7 +1182,6 @@ static int link_host(struct walk *w, const struct hrec *r)
 	struct frame *f;
 	struct ivals *cat;
 	size_t d;
-	uint32_t *v;
 	uint16_t nc;
 	int c;
 
@@ -1181,28 +1225,31 @@ static int link_host(struct walk *w, const struct hrec *r)
 	}
 	if (r->kind != H_RUNTIME || r->id < 0)
 		return 0;
-	if (r->launch && an->ng && hmap_get(&an->corr, (uint64_t)r->id) == UINT32_MAX) {
+	size_t gi = gfind(an, r->id, lk->hint), k;
+	int found = gi < an->ng && an->g[gi].corr == r->id, comm = 0;
+	lk->hint = gi;
+	if (r->launch && an->ng && !found) {
 		if (tp_grow((void **)&an->unrec, &an->unreccap, an->nunrec + 1, sizeof(*an->unrec)))
 			return -1;
 		an->unrec[an->nunrec++] = r->s;
 	}
-	if (!(v = hmap_find(&an->corr, (uint64_t)r->id)) || *v != NO_HOST)
+	if (!found || an->g[gi].linked)	/* the first call of the id, in sorted order */
 		return 0;
-	int32_t op = -1;
+	struct link *l = &an->g[gi].lk;
+	*l = (struct link){ .s = r->s, .op = -1, .thread = r->thread, .chain = UINT32_MAX };
 	for (d = w->depth - 1; d-- > 0;)
 		if (w->st[d].kind != H_RUNTIME) {
-			op = (int32_t)w->st[d].pos;
+			l->op = (int32_t)w->st[d].pos;
 			break;
 		}
-	uint32_t ch = hmap_get(&an->ccorr, (uint64_t)r->id) != UINT32_MAX ? add_chain(an, w->st, w->depth - 1) : UINT32_MAX;
-	return add_link(an, v, f, op, ch);
+	for (k = gi; k < an->ng && an->g[k].corr == r->id; k++)
+		comm |= an->g[k].comm;
+	if (comm && (l->chain = add_chain(an, w->st, w->depth - 1)) == UINT32_MAX - 1)
+		return -1;
+	an->g[gi].linked = 1;
+	return 0;
 }
 
-/*
- * The second pass, for GPU spans whose correlation names no runtime call
- * under an operator (traces that kept no runtime event): the operators
- * their External ids name, the first of each.
- */
 static int link_ext(struct walk *w, const struct hrec *r)
 {
 	struct linking *lk = w->arg;
@@ -1227,48 +1274,39 @@ static int link_ext(struct walk *w, const struct hrec *r)
  * runtime call (cudaLaunchKernel, ...), whose nearest enclosing operator is
  * the launcher. Traces where that fails (no runtime event kept) fall back
  * to the span's External id, which Kineto sets to the launching operator's.
- * The maps hold what GPU spans ask for: every span's ids were 96 MiB at
- * the peak of a 1 GB trace. corr keeps every GPU span's correlation id,
- * NO_HOST when no runtime call has it (unrecorded() asks which launches
- * have a GPU span).
+ * GPU spans are sorted by correlation id, and each runtime call finds
+ * its own (gfind()): no map of ids (a map of every span's ids was 96 MiB
+ * at the peak of a 1 GB trace; one of the GPU spans' ids, 24 MiB).
  */
 static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, struct tp_errbuf *err)
 {
-	size_t i, n = 0;
+	size_t i;
 	uint32_t j;
 	int rc;
 
-	for (i = 0; i < an->ng; i++)
-		n += an->g[i].corr >= 0;
-	if (hmap_reserve(&an->corr, n))
-		return nomem(err);
-	for (i = 0; i < an->ng; i++)
-		if (an->g[i].corr >= 0 && !hmap_put(&an->corr, (uint64_t)an->g[i].corr, NO_HOST))
-			return nomem(err);
+	if (an->ng > 1)
+		sort_grec(an->g, an->ng);
 	for (i = 0; i < an->nc; i++)
-		if (an->c[i].gpu && ((an->c[i].corr >= 0 && !hmap_put(&an->ccorr, (uint64_t)an->c[i].corr, 0)) ||
-				     (an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))))
+		if (an->c[i].gpu && an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))
 			return nomem(err);
-	an->linkcap = an->corr.n;
-	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))))
-		return nomem(err);
 	struct linking lk = { .an = an, .cj = cj, .ncj = ncj };
 	if ((rc = walk_all(an, link_host, NULL, &lk, err)))
 		return rc;
 	for (i = 0; i < an->ng; i++) {
 		struct grec *g = &an->g[i];
-		j = link_by(&an->corr, g->corr);
-		g->op = j != UINT32_MAX ? an->links[j].op : -1;
+		if (!g->linked && i && g->corr >= 0 && g->corr == g[-1].corr && g[-1].linked) {
+			g->lk = g[-1].lk;	/* one call, many GPU spans (a CUDA graph's launch) */
+			g->linked = 1;
+		}
+		g->op = g->linked ? g->lk.op : -1;
 		if (g->op < 0 && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST))
 			return nomem(err);
 	}
 	if (!an->ext.n)
 		return TP_OK;
-	struct link *l = tp_realloc(an->links, (an->nlinks + an->ext.n + 1) * sizeof(*l));
-	if (!l)
+	an->linkcap = an->ext.n;
+	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))))
 		return nomem(err);
-	an->links = l;
-	an->linkcap = an->nlinks + an->ext.n;
 	lk = (struct linking){ .an = an, .cj = cj, .ncj = ncj };
 	if ((rc = walk_all(an, link_ext, NULL, &lk, err)))
 		return rc;
@@ -1277,6 +1315,15 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 			an->g[i].op = an->links[j].op;
 	return TP_OK;
 }
+
+/* The link of a GPU span's correlation id (kernel crecs ask); NULL: none. */
+static const struct link *corr_link(const struct analysis *an, int64_t corr)
+{
+	size_t i = corr >= 0 ? gfind(an, corr, 0) : an->ng;
+
+	return i < an->ng && an->g[i].corr == corr && an->g[i].linked ? &an->g[i].lk : NULL;
+}
+
 /* b, or less, so that b - a fits in int64 (traces' times are untrusted) */
 static int64_t fit_end(int64_t a, int64_t b)
 {
@@ -1590,7 +1637,9 @@ static void owners(struct analysis *an, int32_t *own, int64_t *last)
 	for (i = 0; i < an->ng; i++) {
 		const struct grec *g = &an->g[i];
 		int64_t t = g->s;
-		if ((j = link_by(&an->corr, g->corr)) != UINT32_MAX || (j = link_by(&an->ext, g->ext)) != UINT32_MAX)
+		if (g->linked)
+			t = g->lk.s;
+		else if ((j = link_by(&an->ext, g->ext)) != UINT32_MAX)
 			t = an->links[j].s;
 		own[i] = step_at(an, t);
 		if (t > *last)
@@ -1934,10 +1983,12 @@ static int collectives(struct analysis *an)
 		if (!k->gpu)
 			continue;
 		uint32_t thread = UINT32_MAX;
-		if ((j = link_by(&an->corr, k->corr)) != UINT32_MAX || (j = link_by(&an->ext, k->ext)) != UINT32_MAX) {
-			const struct link *l = &an->links[j];
-			if (j == link_by(&an->corr, k->corr))
-				launch = l->s;
+		const struct link *l = corr_link(an, k->corr);
+		if (l)
+			launch = l->s;
+		else if ((j = link_by(&an->ext, k->ext)) != UINT32_MAX)
+			l = &an->links[j];
+		if (l) {
 			thread = l->thread;
 			if (l->chain != UINT32_MAX) {
 				const struct chain *ch = &an->chains[l->chain];
@@ -2082,9 +2133,7 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 		goto fail;
 	tp_free(cj);
 	cj = NULL;
-	hmap_free(&an->corr);
 	hmap_free(&an->ext);
-	hmap_free(&an->ccorr);
 	hmap_free(&an->cext);
 	tp_free(an->g);
 	an->g = NULL;

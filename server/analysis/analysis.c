@@ -245,8 +245,12 @@ struct analysis {
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
 	struct crec *c;		/* communication operators and kernels */
 	size_t nc, ccap;
-	struct mem_event *mev;	/* [memory] events */
+	/* [memory] events: held from analysis_finish()'s third pass on; until then
+	 * parked in a temporary file past a run's worth (memory_event()) */
+	struct mem_event *mev;
 	size_t nmev, mevcap;
+	size_t mheld;		/* in mev[] while parking: those after the parked ones */
+	int mfd;		/* the parked ones; -1: none */
 	/* the passes' (analysis_finish()) */
 	struct hmap ext;	/* External ids of GPU spans no runtime call links -> links[] (link_gpu()) */
 	struct hmap cext;	/* communication kernels' External ids: their links get a chain */
@@ -303,34 +307,60 @@ static int spill_fail(struct tp_errbuf *err, const char *what)
 	return tp_fail(err, TP_ERR_IO, NULL, "analysis: %s its temporary file: %s", what, strerror(errno));
 }
 
-/* Sort the run being filled and append it to the file. */
-static int hruns_spill(struct hruns *r, struct tp_errbuf *err)
+/* Append len bytes to the temporary file *fd, made on the first call. */
+static int spill_append(int *fd, const char *what, const void *buf, size_t len, struct tp_errbuf *err)
 {
 	const char *dir = getenv("TMPDIR");
+	const char *p = buf;
 	char path[4096];
-	size_t left = r->n * sizeof(*r->buf);
-	const char *p = (const char *)r->buf;
 
-	if (r->fd < 0) {
-		snprintf(path, sizeof(path), "%s/trainscope-spans-XXXXXX", dir && *dir ? dir : "/tmp");
-		if ((r->fd = mkstemp(path)) < 0)
+	if (*fd < 0) {
+		snprintf(path, sizeof(path), "%s/trainscope-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+		if ((*fd = mkstemp(path)) < 0)
 			return spill_fail(err, "cannot create");
 		unlink(path);
-		(void)fcntl(r->fd, F_SETFD, FD_CLOEXEC);
+		(void)fcntl(*fd, F_SETFD, FD_CLOEXEC);
 	}
-	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (r->n > 1)
-		sort_hrec(r->buf, r->n);
-	while (left) {
-		ssize_t w = write(r->fd, p, left);
+	while (len) {
+		ssize_t w = write(*fd, p, len);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return spill_fail(err, "cannot write");
 		p += w;
-		left -= (size_t)w;
+		len -= (size_t)w;
 	}
+	return TP_OK;
+}
+
+/* Read len bytes at off of fd; an errno value, 0 when read. */
+static int spill_read(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Sort the run being filled and append it to the file. */
+static int hruns_spill(struct hruns *r, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (r->n > 1)
+		sort_hrec(r->buf, r->n);
+	if ((rc = spill_append(&r->fd, "spans", r->buf, r->n * sizeof(*r->buf), err)))
+		return rc;
 	r->run_n[r->nruns++] = r->n;
 	r->n = 0;
 	return TP_OK;
@@ -389,20 +419,11 @@ struct hcur {
 
 static int hsrc_fill(struct hcur *c, struct hsrc *s)
 {
-	size_t want = s->left < MERGE_BUF ? s->left : MERGE_BUF, got = 0;
-	char *p = (char *)s->b;
+	size_t want = s->left < MERGE_BUF ? s->left : MERGE_BUF;
 
-	while (got < want * sizeof(*s->b)) {
-		ssize_t n = pread(c->r->fd, p + got, want * sizeof(*s->b) - got, s->off + (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			c->err = n < 0 ? errno : EIO;
-			return -1;
-		}
-		got += (size_t)n;
-	}
-	s->off += (off_t)got;
+	if ((c->err = spill_read(c->r->fd, s->b, want * sizeof(*s->b), s->off)))
+		return -1;
+	s->off += (off_t)(want * sizeof(*s->b));
 	s->left -= want;
 	s->i = 0;
 	s->n = want;
@@ -581,6 +602,7 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		an->payload = payload;
 		an->h.fd = -1;
 		an->h.limit = AN_RUN_RECORDS;
+		an->mfd = -1;
 	}
 	return an;
 }
@@ -619,6 +641,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.colls);
 	tp_free(an->c);
 	tp_free(an->mev);
+	if (an->mfd >= 0)
+		close(an->mfd);
 	mem_result_free(an->mem);
 	tp_free(an);
 }
@@ -680,11 +704,19 @@ static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 	return hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
 }
 
-static int memory_event(struct analysis *an, const struct tp_event *e)
+static int memory_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
-	if (tp_grow((void **)&an->mev, &an->mevcap, an->nmev + 1, sizeof(*an->mev)))
-		return -1;
-	an->mev[an->nmev] = (struct mem_event){
+	int rc;
+
+	/* a run's worth of bytes held (the events are 72 bytes, spans 40): the rest are parked */
+	if (an->mheld * sizeof(*an->mev) >= an->h.limit * sizeof(struct hrec)) {
+		if ((rc = spill_append(&an->mfd, "memory", an->mev, an->mheld * sizeof(*an->mev), err)))
+			return rc;
+		an->mheld = 0;
+	}
+	if (tp_grow((void **)&an->mev, &an->mevcap, an->mheld + 1, sizeof(*an->mev)))
+		return nomem(err);
+	an->mev[an->mheld++] = (struct mem_event){
 		.ts = e->ts_ns, .ev_idx = (e->have & TH_EV_IDX) ? e->ev_idx : 0, .addr = e->addr,
 		.bytes = (e->have & TH_BYTES) ? e->bytes : 0, .total_alloc = e->total_alloc,
 		.total_res = e->total_reserved,
@@ -696,7 +728,33 @@ static int memory_event(struct analysis *an, const struct tp_event *e)
 		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES), .ord = (uint32_t)an->nmev,
 	};
 	an->nmev++;
-	return 0;
+	return TP_OK;
+}
+
+/* The [memory] events back in memory, parked and held, in arrival order. */
+static int unpark(struct analysis *an, struct tp_errbuf *err)
+{
+	size_t parked = an->nmev - an->mheld;
+	struct mem_event *v;
+	int e;
+
+	if (an->mfd < 0)
+		return TP_OK;
+	if (!(v = tp_malloc((an->nmev + 1) * sizeof(*v))))
+		return nomem(err);
+	if ((e = spill_read(an->mfd, v, parked * sizeof(*v), 0))) {
+		tp_free(v);
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	memcpy(v + parked, an->mev, an->mheld * sizeof(*v));
+	tp_free(an->mev);
+	an->mev = v;
+	an->mevcap = an->nmev + 1;
+	an->mheld = an->nmev;
+	close(an->mfd);
+	an->mfd = -1;
+	return TP_OK;
 }
 
 /* A string id held in an int64 field (event.h); 0 when absent or out of range. */
@@ -725,7 +783,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	int64_t s, dur, n;
 
 	if (e->ph == 'i' && e->name == TRACE_S_MEMORY && (e->have & TH_TS))
-		return memory_event(an, e) ? nomem(err) : TP_OK;
+		return memory_event(an, e, err);
 	if (e->ph != 'X' || !(e->have & TH_TS))
 		return TP_OK;
 	if (cls_of(an, e->cat, &cc) || cls_of(an, e->name, &nc))
@@ -2148,6 +2206,9 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	an->res.nthreads = an->threads.n;
 	if (!(an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t))))
 		goto fail;
+	if ((rc = unpark(an, err)))
+		goto fail;
+	rc = TP_ERR_NOMEM;
 	if (an->nmev) {
 		for (i = 0; i < an->nmev; i++)
 			an->mev[i].thread = hmap_get(&an->threads, an->mev[i].thread_key);	/* UINT32_MAX: no spans */

@@ -22,42 +22,42 @@
 
 struct alloc {
 	int64_t size, ta, tf;		/* tf: -1 while alive */
-	struct mem_ctx a, f;
-	int cat;
+	uint32_t a, f;			/* the contexts of its allocation and its free (ords) */
 };
 
 /*
  * The rules, in order. Each says why; "tf" is the free, absent when the
  * allocation outlives the trace.
  */
-static int categorize(const struct alloc *x, int64_t next_opt)
+static int categorize(const struct alloc *al, const struct mem_ctx *ctx, int64_t next_opt)
 {
-	int freed = x->tf >= 0;
+	const struct mem_ctx *a = &ctx[al->a], *f = &ctx[al->f];	/* f: a's own while alive */
+	int freed = al->tf >= 0;
 
 	/* 1. made and released inside one top-level operator: a workspace or an intermediate
 	 *    of that operator (PyTorch: TEMPORARY, "allocated and freed inside one node") */
-	if (freed && x->a.top >= 0 && x->a.top == x->f.top)
+	if (freed && a->top >= 0 && a->top == f->top)
 		return CAT_TEMPORARY;
 	/* 2. made by AccumulateGrad: the .grad it accumulates into */
-	if (x->a.flags & MS_ACCUM_GRAD)
+	if (a->flags & MS_ACCUM_GRAD)
 		return CAT_GRADIENT;
 	/* 3. released by zero_grad(set_to_none=True): only gradients are */
-	if (freed && (x->f.flags & MS_ZERO_GRAD))
+	if (freed && (f->flags & MS_ZERO_GRAD))
 		return CAT_GRADIENT;
 	/* 4. made in optimizer.step and kept after it: exp_avg, exp_avg_sq, momentum buffers;
 	 *    made and released inside it: the update's temporaries */
-	if (x->a.opt)
-		return !freed || x->tf >= x->a.opt_end ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
+	if (a->opt)
+		return !freed || al->tf >= a->opt_end ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
 	/* 5. made in backward and alive when the next optimizer step starts (or to the end):
 	 *    a gradient, which lives until the optimizer consumes it; released sooner: the
 	 *    backward's own intermediates */
-	if (x->a.backward) {
-		if (!freed || (next_opt >= 0 && x->tf >= next_opt))
+	if (a->backward) {
+		if (!freed || (next_opt >= 0 && al->tf >= next_opt))
 			return CAT_GRADIENT;
 		return CAT_AUTOGRAD_DETAIL;
 	}
 	/* 6. made while loading data or copying to the device outside backward: the batch */
-	if (x->a.flags & (MS_DATALOADER | MS_COPY))
+	if (a->flags & (MS_DATALOADER | MS_COPY))
 		return CAT_INPUT;
 	/* 7. made in forward and released by backward: saved for backward, an activation;
 	 *    released in forward by a later operator: an intermediate activation */
@@ -213,7 +213,8 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 	int rc = -1;
 
 	*t = (struct trace_src){ .ev = ev, .n = n };
-	if (!al || !(t->aidx = tp_malloc((n + 1) * sizeof(*t->aidx))) || mem_amap_init(&m, n))
+	/* the map grows with the addresses, which the caching allocator reuses: not the events */
+	if (!al || !(t->aidx = tp_malloc((n + 1) * sizeof(*t->aidx))) || mem_amap_init(&m, 64))
 		goto out;
 
 	/* pair allocations and frees by address */
@@ -222,19 +223,21 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 		t->aidx[i] = -1;
 		if (!e->has_addr || !e->bytes)
 			continue;
-		int32_t *slot = mem_amap_slot(&m, e->addr);
+		int32_t *slot = mem_amap_put(&m, e->addr);
+		if (!slot)
+			goto out;
 		if (e->bytes > 0) {
 			struct alloc *x = &al[nal];
 			x->size = e->bytes;
 			x->ta = e->ts;
 			x->tf = -1;
-			x->a = in->ctx[e->ord];
+			x->a = x->f = e->ord;
 			*slot = (int32_t)nal;	/* a new block at an address reused without a free: the old one is lost */
 			t->aidx[i] = (int32_t)nal++;
 		} else if (*slot >= 0) {
 			struct alloc *x = &al[*slot];
 			x->tf = e->ts;
-			x->f = in->ctx[e->ord];
+			x->f = e->ord;
 			t->aidx[i] = *slot;
 			*slot = -2;
 		}
@@ -252,9 +255,8 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 			else
 				hi = mid;
 		}
-		al[i].cat = categorize(&al[i], lo < nopt ? opt_starts[lo] : -1);
 		t->asize[i] = al[i].size;
-		t->acat[i] = (uint8_t)al[i].cat;
+		t->acat[i] = (uint8_t)categorize(&al[i], in->ctx, lo < nopt ? opt_starts[lo] : -1);
 	}
 
 	/* the timeline: one point per event, found again at each walk */
@@ -287,8 +289,9 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 		for (i = 0; i < nal; i++) {
 			if (!alive[i])
 				continue;
-			const char *op = al[i].a.op ? in->str(in->payload, al[i].a.op_name) : NULL;
-			struct mem_group *x = mem_group_add(g, &ng, al[i].cat, op, NULL);
+			const struct mem_ctx *a = &in->ctx[al[i].a];
+			const char *op = a->op ? in->str(in->payload, a->op_name) : NULL;
+			struct mem_group *x = mem_group_add(g, &ng, t->acat[i], op, NULL);
 			if (x) {
 				x->bytes = tp_sat_add(x->bytes, al[i].size);
 				x->count++;

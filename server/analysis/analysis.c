@@ -747,7 +747,8 @@ static int unpark(struct analysis *an, struct tp_errbuf *err)
 		errno = e;
 		return spill_fail(err, "cannot read");
 	}
-	memcpy(v + parked, an->mev, an->mheld * sizeof(*v));
+	if (an->mheld)
+		memcpy(v + parked, an->mev, an->mheld * sizeof(*v));
 	tp_free(an->mev);
 	an->mev = v;
 	an->mevcap = an->nmev + 1;
@@ -2169,6 +2170,14 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	an->hmax = INT64_MIN;
 	if ((rc = hruns_seal(&an->h, err)))
 		return rc;
+	/* parking: the rest parked too, until the third pass */
+	if (an->mfd >= 0 && an->mheld) {
+		if ((rc = spill_append(&an->mfd, "memory", an->mev, an->mheld * sizeof(*an->mev), err)))
+			return rc;
+		tp_free(an->mev);
+		an->mev = NULL;
+		an->mheld = an->mevcap = 0;
+	}
 	rc = TP_ERR_NOMEM;
 	if (!(cj = tp_malloc((an->nc + 1) * sizeof(*cj))) || !(an->c_host = tp_malloc((an->nc + 1) * sizeof(*an->c_host))) ||
 	    !(an->c_gloo = tp_calloc(an->nc + 1, 1)) || !(an->bwd = tp_calloc(an->threads.n + 1, 1)))

@@ -20,19 +20,13 @@
 #include "analysis/memory.h"
 #include "analysis/sort.h"
 
-struct alloc {
-	int64_t size, ta, tf;		/* tf: -1 while alive */
-	uint32_t a, f;			/* the contexts of its allocation and its free (ords) */
-};
-
 /*
- * The rules, in order. Each says why; "tf" is the free, absent when the
- * allocation outlives the trace.
+ * The rules, in order. Each says why; a is the allocation's context, f the
+ * free's and tf its time, f NULL when the allocation outlives the trace.
  */
-static int categorize(const struct alloc *al, const struct mem_ctx *ctx, int64_t next_opt)
+static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t tf, int64_t next_opt)
 {
-	const struct mem_ctx *a = &ctx[al->a], *f = &ctx[al->f];	/* f: a's own while alive */
-	int freed = al->tf >= 0;
+	int freed = f != NULL;
 
 	/* 1. made and released inside one top-level operator: a workspace or an intermediate
 	 *    of that operator (PyTorch: TEMPORARY, "allocated and freed inside one node") */
@@ -47,12 +41,12 @@ static int categorize(const struct alloc *al, const struct mem_ctx *ctx, int64_t
 	/* 4. made in optimizer.step and kept after it: exp_avg, exp_avg_sq, momentum buffers;
 	 *    made and released inside it: the update's temporaries */
 	if (a->opt)
-		return !freed || al->tf >= a->opt_end ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
+		return !freed || tf >= a->opt_end ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
 	/* 5. made in backward and alive when the next optimizer step starts (or to the end):
 	 *    a gradient, which lives until the optimizer consumes it; released sooner: the
 	 *    backward's own intermediates */
 	if (a->backward) {
-		if (!freed || (next_opt >= 0 && al->tf >= next_opt))
+		if (!freed || (next_opt >= 0 && tf >= next_opt))
 			return CAT_GRADIENT;
 		return CAT_AUTOGRAD_DETAIL;
 	}
@@ -202,11 +196,28 @@ static inline int event_less(const struct mem_event *x, const struct mem_event *
 /* in place: qsort's merge sort copied the events (50 MiB for a 1 GB trace) */
 SORT_DEFINE(sort_events, struct mem_event, event_less)
 
+/* Where the first optimizer step that starts after t does; -1: none. */
+static int64_t next_opt(const int64_t *opt_starts, size_t nopt, int64_t t)
+{
+	size_t lo = 0, hi = nopt;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (opt_starts[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nopt ? opt_starts[lo] : -1;
+}
+
 /* One device's events [ev, ev + n): its series into *s, replayed from *t. */
 static int one_device(const struct mem_input *in, const int64_t *opt_starts, size_t nopt, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
 		      struct mem_group **groups_out)
 {
-	struct alloc *al = tp_calloc(n + 1, sizeof(*al));
+	/* per allocation (at most one per event) */
+	int64_t *ta = tp_malloc((n + 1) * sizeof(*ta));
+	uint32_t *aord = tp_malloc((n + 1) * sizeof(*aord));
 	struct mem_amap m = { 0 };
 	struct peak pk = { .best = INT64_MIN };
 	size_t nal = 0, i;
@@ -214,10 +225,12 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 
 	*t = (struct trace_src){ .ev = ev, .n = n };
 	/* the map grows with the addresses, which the caching allocator reuses: not the events */
-	if (!al || !(t->aidx = tp_malloc((n + 1) * sizeof(*t->aidx))) || mem_amap_init(&m, 64))
+	if (!ta || !aord || !(t->aidx = tp_malloc((n + 1) * sizeof(*t->aidx))) ||
+	    !(t->asize = tp_malloc((n + 1) * sizeof(*t->asize))) || !(t->acat = tp_malloc(n + 1)) ||
+	    mem_amap_init(&m, 64))
 		goto out;
 
-	/* pair allocations and frees by address */
+	/* pair allocations and frees by address; an allocation's category once its free is known */
 	for (i = 0; i < n; i++) {
 		const struct mem_event *e = &ev[i];
 		t->aidx[i] = -1;
@@ -227,37 +240,24 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 		if (!slot)
 			goto out;
 		if (e->bytes > 0) {
-			struct alloc *x = &al[nal];
-			x->size = e->bytes;
-			x->ta = e->ts;
-			x->tf = -1;
-			x->a = x->f = e->ord;
+			t->asize[nal] = e->bytes;
+			t->acat[nal] = UINT8_MAX;
+			ta[nal] = e->ts;
+			aord[nal] = e->ord;
 			*slot = (int32_t)nal;	/* a new block at an address reused without a free: the old one is lost */
 			t->aidx[i] = (int32_t)nal++;
 		} else if (*slot >= 0) {
-			struct alloc *x = &al[*slot];
-			x->tf = e->ts;
-			x->f = e->ord;
-			t->aidx[i] = *slot;
+			int32_t k = *slot;
+			t->acat[k] = (uint8_t)categorize(&in->ctx[aord[k]], &in->ctx[e->ord], e->ts,
+							 next_opt(opt_starts, nopt, ta[k]));
+			t->aidx[i] = k;
 			*slot = -2;
 		}
 	}
 	mem_amap_free(&m);
-	if (!(t->asize = tp_malloc((nal + 1) * sizeof(*t->asize))) || !(t->acat = tp_malloc(nal + 1)))
-		goto out;
-	for (i = 0; i < nal; i++) {
-		/* the first optimizer step that starts after the allocation */
-		size_t lo = 0, hi = nopt;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (opt_starts[mid] <= al[i].ta)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		t->asize[i] = al[i].size;
-		t->acat[i] = (uint8_t)categorize(&al[i], in->ctx, lo < nopt ? opt_starts[lo] : -1);
-	}
+	for (i = 0; i < nal; i++)	/* alive at the end */
+		if (t->acat[i] == UINT8_MAX)
+			t->acat[i] = (uint8_t)categorize(&in->ctx[aord[i]], NULL, -1, next_opt(opt_starts, nopt, ta[i]));
 
 	/* the timeline: one point per event, found again at each walk */
 	t->base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;
@@ -289,11 +289,11 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 		for (i = 0; i < nal; i++) {
 			if (!alive[i])
 				continue;
-			const struct mem_ctx *a = &in->ctx[al[i].a];
+			const struct mem_ctx *a = &in->ctx[aord[i]];
 			const char *op = a->op ? in->str(in->payload, a->op_name) : NULL;
 			struct mem_group *x = mem_group_add(g, &ng, t->acat[i], op, NULL);
 			if (x) {
-				x->bytes = tp_sat_add(x->bytes, al[i].size);
+				x->bytes = tp_sat_add(x->bytes, t->asize[i]);
 				x->count++;
 			}
 		}
@@ -316,7 +316,8 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 	s->src = t;
 	rc = 0;
 out:
-	tp_free(al);
+	tp_free(ta);
+	tp_free(aord);
 	mem_amap_free(&m);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "http.h"
+#include "analysis/analysis.h"
 #include "pipeline/runrank.h"
 #include "pipeline/ingest.h"
 #include "port.h"
@@ -55,6 +56,9 @@ static void usage(FILE *f)
 		"                         request headers take longer, or whose body, past this long,\n"
 		"                         averages under 1 KiB/s (default 120; 0: never)\n"
 		"  --grace SECONDS        how long a stop waits for requests in flight (default 30)\n"
+		"  --spill-at N           host spans an analysis holds before it sorts them into runs in\n"
+		"                         a temporary file in $TMPDIR, and [memory] events as many bytes'\n"
+		"                         worth (default 256K: 10 MiB each)\n"
 		"  --derive-pace N        a run's background analysis (reads with ?wait=0) starts no sooner\n"
 		"                         than N times the last one's length after it (default 3; 0: at once)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
@@ -102,7 +106,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
 	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP,
-	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE };
+	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_SPILL_AT };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -123,6 +127,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
 		{ "derive-pace", required_argument, NULL, O_DERIVE_PACE },
+		{ "spill-at", required_argument, NULL, O_SPILL_AT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server_config cfg = {
@@ -199,6 +204,10 @@ int main(int argc, char **argv)
 				runrank_set_pace((unsigned)k);
 			break;
 		}
+		case O_SPILL_AT:
+			if (!(bad = parse_size(optarg, &v) || v < 1 || v > (1ULL << 30)))
+				analysis_set_default_run((size_t)v);
+			break;
 		case O_LOG:
 			if (!strcmp(optarg, "error")) tp_log_threshold = TP_LOG_ERR;
 			else if (!strcmp(optarg, "warn")) tp_log_threshold = TP_LOG_WARN;

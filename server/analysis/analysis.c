@@ -304,7 +304,7 @@ static void hruns_free(struct hruns *r)
 
 static int spill_fail(struct tp_errbuf *err, const char *what)
 {
-	return tp_fail(err, TP_ERR_IO, NULL, "analysis: %s its temporary file: %s", what, strerror(errno));
+	return tp_fail(err, TP_ERR_IO, "temp_file", "analysis: %s its temporary file: %s", what, strerror(errno));
 }
 
 /* Append len bytes to the temporary file *fd, made on the first call. */
@@ -593,6 +593,8 @@ static int cls_of(struct analysis *an, uint32_t id, uint16_t *out)
 	return 0;
 }
 
+static size_t default_run = AN_RUN_RECORDS;
+
 struct analysis *analysis_new(an_string_fn str, void *payload)
 {
 	struct analysis *an = tp_calloc(1, sizeof(*an));
@@ -601,7 +603,7 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		an->str = str;
 		an->payload = payload;
 		an->h.fd = -1;
-		an->h.limit = AN_RUN_RECORDS;
+		an->h.limit = default_run;
 		an->mfd = -1;
 	}
 	return an;
@@ -610,6 +612,11 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 void analysis_set_run(struct analysis *an, size_t spans)
 {
 	an->h.limit = spans ? spans : 1;
+}
+
+void analysis_set_default_run(size_t spans)
+{
+	default_run = spans ? spans : 1;
 }
 
 void analysis_free(struct analysis *an)

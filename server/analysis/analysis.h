@@ -156,9 +156,12 @@ typedef const char *(*an_string_fn)(void *payload, uint32_t id);
 struct analysis;
 
 struct analysis *analysis_new(an_string_fn str, void *payload);
-/* Host spans per sorted run (default AN_RUN_RECORDS: runs past the first are
- * spilled to a temporary file in $TMPDIR); before the first event. For tests. */
+/* Host spans per sorted run (runs past the first are spilled to a temporary
+ * file in $TMPDIR; [memory] events are parked there past as many bytes):
+ * an's, before its first event, and every new analysis's (default 256K,
+ * 10 MiB; the server's --spill-at), before any starts. */
 void analysis_set_run(struct analysis *an, size_t spans);
+void analysis_set_default_run(size_t spans);
 /* One parsed event; only complete ('X') events matter. */
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err);
 /* Compute; *out stays owned by an (valid until analysis_free). */

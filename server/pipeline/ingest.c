@@ -941,6 +941,12 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		res->rc = rc;
 		res->err = ig->c_err;
 		store_artifact_drop(ig->w, ig->artifact);
+	} else if (parse_rc == TP_ERR_NOMEM || parse_rc == TP_ERR_IO) {
+		/* the server's own trouble (memory, the analysis's temporary file), not the upload's:
+		 * kept as failed, the same file could never be tried again (it would be a duplicate) */
+		res->rc = parse_rc;
+		res->err = *perr;
+		store_artifact_drop(ig->w, ig->artifact);
 	} else if (parse_rc) {
 		res->rc = parse_rc;
 		res->err = *perr;

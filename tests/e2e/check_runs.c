@@ -1243,6 +1243,45 @@ START_TEST(test_background_paced)
 }
 END_TEST
 
+/*
+ * --spill-at N: an analysis past N host spans sorts them into runs in a temporary file
+ * ($TMPDIR), and parks its [memory] events there. Runs of 500 spans answer what one run in
+ * memory does, byte for byte, at every endpoint; with no temporary file to be had, the upload
+ * is refused (507, temp_file) and nothing of it is kept, so the same file uploads once there is.
+ */
+START_TEST(test_spill_at)
+{
+	const char *const spill[] = { "--spill-at", "500", NULL };
+	const char *fx = "traces/hta_v100_train_memory.json.gz", *old = getenv("TMPDIR");
+	char *path = tu_fixture(fx), *keep = old ? strdup(old) : NULL;
+	size_t len, i;
+	uint8_t *b = tu_read_file(path, &len);
+	json_t *j;
+
+	ck_assert_ptr_nonnull(b);
+	upload("inmem", 0, fx);
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	setenv("TMPDIR", "/nonexistent/trainscope", 1);
+	ck_assert_int_eq(tu_server_restart(&srv, spill), 0);
+	if (keep)
+		setenv("TMPDIR", keep, 1);
+	else
+		unsetenv("TMPDIR");
+	j = call("POST", "/api/v1/runs/spilled/artifacts?rank=0&name=v100", b, len, 507);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")), "temp_file");
+	json_decref(j);
+	json_decref(call("GET", "/api/v1/runs/spilled", NULL, 0, 404));
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	ck_assert_int_eq(tu_server_restart(&srv, spill), 0);
+	upload("spilled", 0, fx);
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		same_answer("inmem", "spilled", answers[i]);
+	free(keep);
+	free(b);
+	free(path);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -1259,6 +1298,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_reads_derive_once);
 	tcase_add_test(tc, test_read_without_waiting);
 	tcase_add_test(tc, test_background_paced);
+	tcase_add_test(tc, test_spill_at);
 	tcase_add_test(tc, test_joined_trace_alone);
 	tcase_add_test(tc, test_upgrade_packs_points);
 	suite_add_tcase(s, tc);

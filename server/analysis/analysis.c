@@ -452,12 +452,16 @@ static void heap_sift(struct hcur *c, size_t i)
 	}
 }
 
+/* Frees what c holds; c->err stays, for walk_close() to report. */
 static void hcur_close(struct hcur *c)
 {
+	int e = c->err;
+
 	tp_free(c->src);
 	tp_free(c->bufs);
 	tp_free(c->heap);
 	memset(c, 0, sizeof(*c));
+	c->err = e;
 }
 
 /* -1: out of memory or a failed read (c->err) */
@@ -1284,8 +1288,9 @@ static int link_host(struct walk *w, const struct hrec *r)
 	}
 	if (lk->ncj) {
 		join_crec(an, lk->cj, lk->ncj, &lk->at, f, 1);
+		/* the crecs made from f are in the group of its place join_crec() stopped at */
 		if (f->ci != UINT32_MAX && is_gloo(an, r->name) && gloo_above(an, w->st, w->depth - 1))
-			for (d = 0; d < lk->ncj; d++)	/* rare: gloo spans inside gloo spans */
+			for (d = lk->at; d < lk->ncj && lk->cj[d].thread == f->thread && lk->cj[d].s == f->s; d++)
 				if (an->c_host[lk->cj[d].i] == (int32_t)f->pos)
 					an->c_gloo[lk->cj[d].i] = 1;
 	}
@@ -2237,6 +2242,15 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	rc = TP_ERR_NOMEM;
 	if (order_ops(an, t.first))
 		goto fail;
+	/* done with: the memory model's peak is not theirs */
+	tp_free((void *)t.gp);
+	tp_free(t.win);
+	tp_free(t.first);
+	hmap_free(&t.m);
+	t.gp = NULL;
+	t.win = NULL;
+	t.first = NULL;
+	hruns_free(&an->h);
 	if (an->nmev) {
 		struct mem_input in = { .ctx = t.ctx, .opt_starts = an->opt, .nopt = an->nopt,
 					.ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };

@@ -189,7 +189,6 @@ struct hruns {
 
 struct link {			/* a host span a GPU span's id names, as the first passes found it */
 	int64_t s;		/* its start */
-	int32_t op;		/* the operator its GPU spans count for (sorted place); -1: none */
 	uint32_t thread;
 	uint32_t chain;		/* what is above it (struct chain), for communication kernels; UINT32_MAX: none */
 };
@@ -255,6 +254,7 @@ struct analysis {
 	struct hmap ext;	/* External ids of GPU spans no runtime call links -> links[] (link_gpu()) */
 	struct hmap cext;	/* communication kernels' External ids: their links get a chain */
 	struct link *links;
+	int32_t *linkop;	/* the operator each of links[] is (its place) */
 	size_t nlinks, linkcap;
 	struct chain *chains;
 	size_t nchains, chaincap;
@@ -266,8 +266,8 @@ struct analysis {
 	int64_t *unrec;		/* starts of the launches no GPU span names */
 	size_t nunrec, unreccap;
 	uint8_t *bwd;		/* per thread: runs evaluate_function spans (memory) */
-	int64_t *opt;		/* Optimizer.step#... starts (memory) */
-	size_t nopt, optcap;
+	int64_t *opt, *opte;	/* Optimizer.step#... starts and ends, as the passes meet them (memory) */
+	size_t nopt, optcap, optecap;
 	struct mem_result *mem;
 	struct an_result res;
 	size_t kcap, opcap;
@@ -633,6 +633,7 @@ void analysis_free(struct analysis *an)
 	hmap_free(&an->ext);
 	hmap_free(&an->cext);
 	tp_free(an->links);
+	tp_free(an->linkop);
 	tp_free(an->chains);
 	tp_free(an->c_host);
 	tp_free(an->c_gloo);
@@ -642,6 +643,7 @@ void analysis_free(struct analysis *an)
 	tp_free(an->unrec);
 	tp_free(an->bwd);
 	tp_free(an->opt);
+	tp_free(an->opte);
 	hruns_free(&an->h);
 	tp_free(an->g);
 	tp_free(an->cpu_steps);
@@ -965,6 +967,7 @@ struct frame {
 	uint32_t ci;		/* the crec made from this span (host_of), UINT32_MAX: none */
 	uint8_t kind, ann;
 	uint16_t ms;		/* MS_* (memory.h) */
+	uint32_t opt;		/* an Optimizer.step#...: 1 + its index in an->opte (the tables pass) */
 	/* the tables pass (tables_visit(), ops_pop()) */
 	int64_t self, gself, gtotal;
 	uint32_t kids;		/* children other than runtime calls */
@@ -1012,6 +1015,7 @@ static struct frame *walk_push(struct walk *w, const struct hrec *r)
 	f->name = r->name;
 	f->thread = r->thread;
 	f->ci = UINT32_MAX;
+	f->opt = 0;
 	f->kind = r->kind;
 	f->ann = r->ann;
 	f->ms = 0;
@@ -1162,7 +1166,8 @@ static int add_link(struct analysis *an, uint32_t *slot, const struct frame *f, 
 	/* room for one per key of ext, made before the pass (link_gpu()) */
 	if (chain == UINT32_MAX - 1 || an->nlinks == an->linkcap)
 		return -1;
-	an->links[an->nlinks] = (struct link){ .s = f->s, .op = op, .thread = f->thread, .chain = chain };
+	an->links[an->nlinks] = (struct link){ .s = f->s, .thread = f->thread, .chain = chain };
+	an->linkop[an->nlinks] = op;
 	*slot = (uint32_t)an->nlinks++;
 	return 0;
 }
@@ -1281,10 +1286,13 @@ static int link_host(struct walk *w, const struct hrec *r)
 		f->ms = ms_flags(an, f);
 		if (f->ms & MS_BACKWARD)
 			an->bwd[r->thread] = 1;
-		if ((f->ms & MS_OPT_STEP) && tp_grow((void **)&an->opt, &an->optcap, an->nopt + 1, sizeof(*an->opt)))
-			return -1;
-		if (f->ms & MS_OPT_STEP)
-			an->opt[an->nopt++] = r->s;
+		if (f->ms & MS_OPT_STEP) {
+			if (tp_grow((void **)&an->opt, &an->optcap, an->nopt + 1, sizeof(*an->opt)) ||
+			    tp_grow((void **)&an->opte, &an->optecap, an->nopt + 1, sizeof(*an->opte)))
+				return -1;
+			an->opt[an->nopt] = r->s;
+			an->opte[an->nopt++] = r->e;
+		}
 	}
 	if (lk->ncj) {
 		join_crec(an, lk->cj, lk->ncj, &lk->at, f, 1);
@@ -1307,10 +1315,10 @@ static int link_host(struct walk *w, const struct hrec *r)
 	if (!found || an->g[gi].linked)	/* the first call of the id, in sorted order */
 		return 0;
 	struct link *l = &an->g[gi].lk;
-	*l = (struct link){ .s = r->s, .op = -1, .thread = r->thread, .chain = UINT32_MAX };
-	for (d = w->depth - 1; d-- > 0;)
+	*l = (struct link){ .s = r->s, .thread = r->thread, .chain = UINT32_MAX };
+	for (d = w->depth - 1; d-- > 0;)	/* the operator its GPU spans count for: not a runtime call */
 		if (w->st[d].kind != H_RUNTIME) {
-			l->op = (int32_t)w->st[d].pos;
+			an->g[gi].op = (int32_t)w->st[d].pos;
 			break;
 		}
 	for (k = gi; k < an->ng && an->g[k].corr == r->id; k++)
@@ -1360,6 +1368,8 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 	for (i = 0; i < an->nc; i++)
 		if (an->c[i].gpu && an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))
 			return nomem(err);
+	for (i = 0; i < an->ng; i++)
+		an->g[i].op = -1;
 	struct linking lk = { .an = an, .cj = cj, .ncj = ncj };
 	if ((rc = walk_all(an, link_host, NULL, &lk, err)))
 		return rc;
@@ -1367,23 +1377,24 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 		struct grec *g = &an->g[i];
 		if (!g->linked && i && g->corr >= 0 && g->corr == g[-1].corr && g[-1].linked) {
 			g->lk = g[-1].lk;	/* one call, many GPU spans (a CUDA graph's launch) */
+			g->op = g[-1].op;
 			g->linked = 1;
 		}
-		g->op = g->linked ? g->lk.op : -1;
 		if (g->op < 0 && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST))
 			return nomem(err);
 	}
 	if (!an->ext.n)
 		return TP_OK;
 	an->linkcap = an->ext.n;
-	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))))
+	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))) ||
+	    !(an->linkop = tp_malloc((an->linkcap + 1) * sizeof(*an->linkop))))
 		return nomem(err);
 	lk = (struct linking){ .an = an, .cj = cj, .ncj = ncj };
 	if ((rc = walk_all(an, link_ext, NULL, &lk, err)))
 		return rc;
 	for (i = 0; i < an->ng; i++)
 		if (an->g[i].op < 0 && (j = link_by(&an->ext, an->g[i].ext)) != UINT32_MAX)
-			an->g[i].op = an->links[j].op;
+			an->g[i].op = an->linkop[j];
 	return TP_OK;
 }
 
@@ -1457,6 +1468,7 @@ struct tables {
 	struct window *win;
 	size_t nwin, wi;
 	struct mem_ctx *ctx;	/* by [memory] event ord */
+	uint32_t nopt;		/* Optimizer.step#... spans met */
 	size_t mi;
 };
 
@@ -1568,8 +1580,7 @@ static void mem_context(struct tables *t, const struct walk *w, const struct mem
 				c->top = (int32_t)s->pos;	/* the last one met is the outermost */
 		}
 		if (s->ms & MS_OPT_STEP) {
-			c->opt = 1;
-			c->opt_end = s->e;
+			c->opt = s->opt;
 		}
 	}
 	if (c->flags & MS_BACKWARD)
@@ -1635,8 +1646,8 @@ static int tables_visit(struct walk *w, const struct hrec *r)
 	for (; t->gi < t->ngp && t->gp[t->gi].pos == f->pos; t->gi++)
 		f->gself = tp_sat_add(f->gself, t->gp[t->gi].dur);
 	f->gtotal = f->gself;
-	if (an->nmev)
-		f->ms = ms_flags(an, f);
+	if (an->nmev && (f->ms = ms_flags(an, f)) & MS_OPT_STEP)
+		f->opt = ++t->nopt;	/* the first pass met them in this order too */
 	if (w->depth == 1 && t->nwin)
 		before_op(t, f);
 	return 0;
@@ -2222,6 +2233,8 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	an->nc = an->ccap = 0;
 	tp_free(an->links);
 	an->links = NULL;
+	tp_free(an->linkop);
+	an->linkop = NULL;
 	tp_free(an->chains);
 	an->chains = NULL;
 	an->res.nthreads = an->threads.n;
@@ -2252,7 +2265,7 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	t.first = NULL;
 	hruns_free(&an->h);
 	if (an->nmev) {
-		struct mem_input in = { .ctx = t.ctx, .opt_starts = an->opt, .nopt = an->nopt,
+		struct mem_input in = { .ctx = t.ctx, .opt_starts = an->opt, .opt_ends = an->opte, .nopt = an->nopt,
 					.ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };
 		if (an->nopt > 1)
 			qsort(an->opt, an->nopt, sizeof(*an->opt), cmp_i64);

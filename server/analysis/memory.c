@@ -24,7 +24,8 @@
  * The rules, in order. Each says why; a is the allocation's context, f the
  * free's and tf its time, f NULL when the allocation outlives the trace.
  */
-static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t tf, int64_t next_opt)
+static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t tf, const int64_t *opt_ends,
+		      int64_t next_opt)
 {
 	int freed = f != NULL;
 
@@ -41,7 +42,7 @@ static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t 
 	/* 4. made in optimizer.step and kept after it: exp_avg, exp_avg_sq, momentum buffers;
 	 *    made and released inside it: the update's temporaries */
 	if (a->opt)
-		return !freed || tf >= a->opt_end ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
+		return !freed || tf >= opt_ends[a->opt - 1] ? CAT_OPTIMIZER_STATE : CAT_TEMPORARY;
 	/* 5. made in backward and alive when the next optimizer step starts (or to the end):
 	 *    a gradient, which lives until the optimizer consumes it; released sooner: the
 	 *    backward's own intermediates */
@@ -248,7 +249,7 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 			t->aidx[i] = (int32_t)nal++;
 		} else if (*slot >= 0) {
 			int32_t k = *slot;
-			t->acat[k] = (uint8_t)categorize(&in->ctx[aord[k]], &in->ctx[e->ord], e->ts,
+			t->acat[k] = (uint8_t)categorize(&in->ctx[aord[k]], &in->ctx[e->ord], e->ts, in->opt_ends,
 							 next_opt(opt_starts, nopt, ta[k]));
 			t->aidx[i] = k;
 			*slot = -2;
@@ -257,7 +258,8 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 	mem_amap_free(&m);
 	for (i = 0; i < nal; i++)	/* alive at the end */
 		if (t->acat[i] == UINT8_MAX)
-			t->acat[i] = (uint8_t)categorize(&in->ctx[aord[i]], NULL, -1, next_opt(opt_starts, nopt, ta[i]));
+			t->acat[i] = (uint8_t)categorize(&in->ctx[aord[i]], NULL, -1, in->opt_ends,
+							 next_opt(opt_starts, nopt, ta[i]));
 
 	/* the timeline: one point per event, found again at each walk */
 	t->base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;

@@ -32,12 +32,12 @@ enum {
  * top level, past those that ended before it (analysis.c finds it).
  */
 struct mem_ctx {
-	int64_t opt_end;	/* the end of the Optimizer.step#... span enclosing it (when opt) */
 	int32_t top;		/* the outermost operator (not an annotation) enclosing it, by its place; -1: none */
 	uint32_t op_name;	/* the innermost operator or annotation: who allocated (when op) */
+	uint32_t opt;		/* the Optimizer.step#... span enclosing it: 1 + its index in opt_ends; 0: none */
 	uint16_t flags;		/* MS_* of every span enclosing it, or-ed */
 	uint8_t backward;	/* in backward: an evaluate_function span, or the autograd thread */
-	uint8_t op, opt;
+	uint8_t op;
 };
 
 struct mem_event {
@@ -54,6 +54,7 @@ struct mem_event {
 struct mem_input {
 	const struct mem_ctx *ctx;	/* each event's, by its ord */
 	const int64_t *opt_starts;	/* the Optimizer.step#... spans' starts, sorted */
+	const int64_t *opt_ends;	/* and their ends, in the order mem_ctx.opt counts them */
 	size_t nopt;
 	struct mem_event *ev;		/* reordered in place */
 	size_t nev;

@@ -184,7 +184,6 @@ struct hruns {
 	int fd;			/* the spilled runs, back to back; -1: none yet */
 	size_t *run_n;		/* spans in each spilled run */
 	size_t nruns, runcap;
-	size_t total;
 };
 
 struct link {			/* a host span a GPU span's id names, as the first passes found it */
@@ -375,7 +374,6 @@ static int hruns_add(struct hruns *r, const struct hrec *h, struct tp_errbuf *er
 	if (tp_grow((void **)&r->buf, &r->cap, r->n + 1, sizeof(*r->buf)))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	r->buf[r->n++] = *h;
-	r->total++;
 	return TP_OK;
 }
 

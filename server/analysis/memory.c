@@ -213,7 +213,7 @@ static int64_t next_opt(const int64_t *opt_starts, size_t nopt, int64_t t)
 }
 
 /* One device's events [ev, ev + n): its series into *s, replayed from *t. */
-static int one_device(const struct mem_input *in, const int64_t *opt_starts, size_t nopt, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
+static int one_device(const struct mem_input *in, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
 		      struct mem_group **groups_out)
 {
 	/* per allocation (at most one per event) */
@@ -250,7 +250,7 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 		} else if (*slot >= 0) {
 			int32_t k = *slot;
 			t->acat[k] = (uint8_t)categorize(&in->ctx[aord[k]], &in->ctx[e->ord], e->ts, in->opt_ends,
-							 next_opt(opt_starts, nopt, ta[k]));
+							 next_opt(in->opt_starts, in->nopt, ta[k]));
 			t->aidx[i] = k;
 			*slot = -2;
 		}
@@ -259,7 +259,7 @@ static int one_device(const struct mem_input *in, const int64_t *opt_starts, siz
 	for (i = 0; i < nal; i++)	/* alive at the end */
 		if (t->acat[i] == UINT8_MAX)
 			t->acat[i] = (uint8_t)categorize(&in->ctx[aord[i]], NULL, -1, in->opt_ends,
-							 next_opt(opt_starts, nopt, ta[i]));
+							 next_opt(in->opt_starts, in->nopt, ta[i]));
 
 	/* the timeline: one point per event, found again at each walk */
 	t->base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;
@@ -345,7 +345,7 @@ int mem_infer(const struct mem_input *in, struct mem_result **out, const struct 
 	for (start = 0, i = 1; i <= in->nev; i++) {
 		if (i < in->nev && in->ev[i].dev_type == in->ev[start].dev_type && in->ev[i].dev_id == in->ev[start].dev_id)
 			continue;
-		if (one_device(in, in->opt_starts, in->nopt, in->ev + start, i - start, &r->series[r->nseries],
+		if (one_device(in, in->ev + start, i - start, &r->series[r->nseries],
 			       &r->src[r->nseries], &r->groups[r->nseries])) {
 			r->nseries++;	/* what it made is freed with the rest */
 			goto oom;

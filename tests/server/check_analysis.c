@@ -1992,7 +1992,7 @@ static int dump_point(void *arg, const struct mem_point *p)
 	return 0;
 }
 
-static char *analyse_dump(const uint8_t *json, size_t len, size_t run, size_t *nspans)
+static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
 {
 	struct tp_errbuf err = { 0 };
 	struct busy b = { 0 };
@@ -2010,7 +2010,6 @@ static char *analyse_dump(const uint8_t *json, size_t len, size_t run, size_t *n
 	ck_assert_int_eq(trace_parser_feed(b.tp, json, len, &err), 0);
 	ck_assert_int_eq(trace_parser_finish(b.tp, &err), 0);
 	ck_assert_msg(analysis_finish(b.an, &r, &err) == 0, "%s", err.msg);
-	*nspans = b.nthreads;
 	for (i = 0; i < r->nsteps; i++) {
 		const struct an_step *s = &r->steps[i];
 		fprintf(f, "step %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %d %d", (long long)s->step,
@@ -2094,15 +2093,15 @@ static char *spill_path(const char *rel)
 START_TEST(test_spilled_runs_answer_alike)
 {
 	char *path = spill_path(spill_files[_i]);
-	size_t len, glen, nt;
+	size_t len, glen;
 	uint8_t *gz = tu_read_file(path, &len), *json = tu_gunzip(gz, len, &glen);
 	static const size_t runs[] = { 1000, 7 };
 
 	ck_assert_ptr_nonnull(json);
-	char *whole = analyse_dump(json, glen, 0, &nt);
+	char *whole = analyse_dump(json, glen, 0);
 	ck_assert_msg(strlen(whole) > 100, "%s: nothing analysed", spill_files[_i]);
 	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
-		char *spilled = analyse_dump(json, glen, runs[k], &nt);
+		char *spilled = analyse_dump(json, glen, runs[k]);
 		if (strcmp(whole, spilled)) {
 			size_t at = 0;
 			while (whole[at] == spilled[at])

@@ -26,6 +26,7 @@
 #include "alloc.h"
 #include "analysis/analysis.h"
 #include "analysis/memory.h"
+#include "analysis/runs.h"
 #include "analysis/sort.h"
 #include "hmap.h"
 
@@ -156,7 +157,7 @@ enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
 
 /*
  * A host span. A 1 GB trace holds 2.5 M of them: they are kept in sorted
- * runs (struct hruns, below), not in memory, and what the passes compute of
+ * runs (runs.h), not in memory, and what the passes compute of
  * each lives on the nesting stack (struct frame) while the span is open.
  */
 struct hrec {
@@ -170,21 +171,14 @@ struct hrec {
 };
 
 /*
- * Host spans in sorted runs: a run of `limit` spans is sorted and written to
- * an unlinked temporary file as the trace streams in, and the passes of
- * analysis_finish() read the runs back merged (struct hcur). A trace with
- * fewer spans than a run keeps its one run in memory and writes nothing.
+ * Host spans in sorted runs (runs.h): sorted and written to a temporary file
+ * a run at a time as the trace streams in, read back merged by the passes of
+ * analysis_finish(). The [memory] events go the same way, a run's worth of
+ * bytes at a time.
  */
-#define AN_RUN_RECORDS (1u << 18)	/* spans in a sorted run: 10 MiB */
+#define AN_RUN_RECORDS (1u << 17)	/* spans in a sorted run: 5 MiB */
 #define NO_HOST (UINT32_MAX - 1)	/* in the ext map: an id no host span has (yet) */
 
-struct hruns {
-	struct hrec *buf;	/* the run being filled (once sealed unspilled: all of them, sorted) */
-	size_t n, cap, limit;
-	int fd;			/* the spilled runs, back to back; -1: none yet */
-	size_t *run_n;		/* spans in each spilled run */
-	size_t nruns, runcap;
-};
 
 struct link {			/* a host span a GPU span's id names, as the first passes found it */
 	int64_t s;		/* its start */
@@ -234,7 +228,9 @@ struct analysis {
 	uint16_t *cls;		/* per string id, 0: not classified yet */
 	size_t ncls;
 	struct hmap threads;	/* (pid, tid) -> thread number */
-	struct hruns h;
+	struct runs h;		/* the host spans */
+	struct runs m;		/* the [memory] events by thread and time (struct mem_event) */
+	struct runs d;		/* and with their context by device and time (struct mem_rec) */
 	size_t nh;		/* host spans */
 	struct grec *g;
 	size_t ng, gcap;
@@ -290,227 +286,36 @@ static inline int hrec_less(const struct hrec *x, const struct hrec *y)
 
 SORT_DEFINE(sort_hrec, struct hrec, hrec_less)
 
-static void hruns_free(struct hruns *r)
+static inline int mev_less(const struct mem_event *x, const struct mem_event *y)
 {
-	tp_free(r->buf);
-	tp_free(r->run_n);
-	if (r->fd >= 0)
-		close(r->fd);
-	r->buf = NULL;
-	r->run_n = NULL;
-	r->fd = -1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	return x->ord < y->ord;
 }
 
-static int spill_fail(struct tp_errbuf *err, const char *what)
+/* the [memory] events by thread and time, to meet the spans of their thread (tables_visit()) */
+SORT_DEFINE(sort_mev, struct mem_event, mev_less)
+
+static int mev_less_v(const void *a, const void *b)
 {
-	return tp_fail(err, TP_ERR_IO, "temp_file", "analysis: %s its temporary file: %s", what, strerror(errno));
+	return mev_less(a, b);
 }
 
-/* Append len bytes to the temporary file *fd, made on the first call. */
-static int spill_append(int *fd, const char *what, const void *buf, size_t len, struct tp_errbuf *err)
+static void sort_mev_v(void *v, size_t n)
 {
-	const char *dir = getenv("TMPDIR");
-	const char *p = buf;
-	char path[4096];
-
-	if (*fd < 0) {
-		snprintf(path, sizeof(path), "%s/trainscope-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
-		if ((*fd = mkstemp(path)) < 0)
-			return spill_fail(err, "cannot create");
-		unlink(path);
-		(void)fcntl(*fd, F_SETFD, FD_CLOEXEC);
-	}
-	while (len) {
-		ssize_t w = write(*fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return spill_fail(err, "cannot write");
-		p += w;
-		len -= (size_t)w;
-	}
-	return TP_OK;
+	sort_mev(v, n);
 }
 
-/* Read len bytes at off of fd; an errno value, 0 when read. */
-static int spill_read(int fd, void *buf, size_t len, off_t off)
+static int hrec_less_v(const void *a, const void *b)
 {
-	char *p = buf;
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? errno : EIO;
-		got += (size_t)n;
-	}
-	return 0;
+	return hrec_less(a, b);
 }
 
-/* Sort the run being filled and append it to the file. */
-static int hruns_spill(struct hruns *r, struct tp_errbuf *err)
+static void sort_hrec_v(void *v, size_t n)
 {
-	int rc;
-
-	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (r->n > 1)
-		sort_hrec(r->buf, r->n);
-	if ((rc = spill_append(&r->fd, "spans", r->buf, r->n * sizeof(*r->buf), err)))
-		return rc;
-	r->run_n[r->nruns++] = r->n;
-	r->n = 0;
-	return TP_OK;
-}
-
-static int hruns_add(struct hruns *r, const struct hrec *h, struct tp_errbuf *err)
-{
-	int rc;
-
-	if (r->n == r->limit && (rc = hruns_spill(r, err)))
-		return rc;
-	if (tp_grow((void **)&r->buf, &r->cap, r->n + 1, sizeof(*r->buf)))
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	r->buf[r->n++] = *h;
-	return TP_OK;
-}
-
-/* Done adding: the last run sorted, in memory when it is the only one, else spilled with the others. */
-static int hruns_seal(struct hruns *r, struct tp_errbuf *err)
-{
-	int rc;
-
-	if (!r->nruns) {
-		if (r->n > 1)
-			sort_hrec(r->buf, r->n);
-		return TP_OK;
-	}
-	if (r->n && (rc = hruns_spill(r, err)))
-		return rc;
-	tp_free(r->buf);
-	r->buf = NULL;
-	r->cap = 0;
-	return TP_OK;
-}
-
-#define MERGE_BUF 1024		/* spans read at once from each run (40 KiB) */
-
-struct hsrc {			/* one run, as the merge reads it */
-	struct hrec *b;
-	size_t i, n;		/* b[i..n) are read and not yet merged */
-	size_t left;		/* in the file after them */
-	off_t off;
-};
-
-/* The spans in sorted order: the runs merged (a heap of runs by their next span). */
-struct hcur {
-	const struct hruns *r;
-	struct hsrc *src;
-	struct hrec *bufs;
-	uint32_t *heap;
-	size_t nheap, i;
-	struct hrec cur;
-	int err;		/* errno of a failed read */
-};
-
-static int hsrc_fill(struct hcur *c, struct hsrc *s)
-{
-	size_t want = s->left < MERGE_BUF ? s->left : MERGE_BUF;
-
-	if ((c->err = spill_read(c->r->fd, s->b, want * sizeof(*s->b), s->off)))
-		return -1;
-	s->off += (off_t)(want * sizeof(*s->b));
-	s->left -= want;
-	s->i = 0;
-	s->n = want;
-	return 0;
-}
-
-static inline int hsrc_less(const struct hcur *c, uint32_t a, uint32_t b)
-{
-	return hrec_less(&c->src[a].b[c->src[a].i], &c->src[b].b[c->src[b].i]);
-}
-
-static void heap_sift(struct hcur *c, size_t i)
-{
-	for (;;) {
-		size_t m = i, l = 2 * i + 1, r = l + 1;
-		if (l < c->nheap && hsrc_less(c, c->heap[l], c->heap[m]))
-			m = l;
-		if (r < c->nheap && hsrc_less(c, c->heap[r], c->heap[m]))
-			m = r;
-		if (m == i)
-			return;
-		uint32_t t = c->heap[i];
-		c->heap[i] = c->heap[m];
-		c->heap[m] = t;
-		i = m;
-	}
-}
-
-/* Frees what c holds; c->err stays, for walk_close() to report. */
-static void hcur_close(struct hcur *c)
-{
-	int e = c->err;
-
-	tp_free(c->src);
-	tp_free(c->bufs);
-	tp_free(c->heap);
-	memset(c, 0, sizeof(*c));
-	c->err = e;
-}
-
-/* -1: out of memory or a failed read (c->err) */
-static int hcur_open(struct hcur *c, const struct hruns *r)
-{
-	size_t k = r->nruns, i;
-	off_t off = 0;
-
-	memset(c, 0, sizeof(*c));
-	c->r = r;
-	if (!k)
-		return 0;
-	c->src = tp_calloc(k, sizeof(*c->src));
-	c->bufs = tp_malloc(k * MERGE_BUF * sizeof(*c->bufs));
-	c->heap = tp_malloc(k * sizeof(*c->heap));
-	if (!c->src || !c->bufs || !c->heap)
-		goto fail;
-	for (i = 0; i < k; i++) {
-		c->src[i] = (struct hsrc){ .b = c->bufs + i * MERGE_BUF, .left = r->run_n[i], .off = off };
-		off += (off_t)(r->run_n[i] * sizeof(struct hrec));
-		if (!r->run_n[i])
-			continue;
-		if (hsrc_fill(c, &c->src[i]))
-			goto fail;
-		c->heap[c->nheap++] = (uint32_t)i;
-	}
-	for (i = c->nheap / 2; i-- > 0;)
-		heap_sift(c, i);
-	return 0;
-fail:
-	hcur_close(c);
-	return -1;
-}
-
-/* The next span in sorted order; NULL at the end or on a failed read (c->err). */
-static const struct hrec *hcur_next(struct hcur *c)
-{
-	if (!c->r->nruns)
-		return c->i < c->r->n ? &c->r->buf[c->i++] : NULL;
-	if (!c->nheap)
-		return NULL;
-	struct hsrc *s = &c->src[c->heap[0]];
-	c->cur = s->b[s->i++];
-	if (s->i == s->n && (!s->left || hsrc_fill(c, s))) {
-		if (c->err)
-			return NULL;
-		c->heap[0] = c->heap[--c->nheap];
-	}
-	if (c->nheap)
-		heap_sift(c, 0);
-	return &c->cur;
+	sort_hrec(v, n);
 }
 
 static int step_number(const char *s, int64_t *n)
@@ -604,8 +409,9 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 	if (an) {
 		an->str = str;
 		an->payload = payload;
-		an->h.fd = -1;
-		an->h.limit = default_run;
+		runs_init(&an->h, sizeof(struct hrec), default_run, "spans", hrec_less_v, sort_hrec_v);
+		runs_init(&an->m, sizeof(struct mem_event), 1, "memory", mev_less_v, sort_mev_v);
+		runs_init(&an->d, sizeof(struct mem_rec), 1, "memory", mem_rec_less, mem_rec_sort);
 		an->mfd = -1;
 	}
 	return an;
@@ -642,7 +448,9 @@ void analysis_free(struct analysis *an)
 	tp_free(an->bwd);
 	tp_free(an->opt);
 	tp_free(an->opte);
-	hruns_free(&an->h);
+	runs_free(&an->h);
+	runs_free(&an->m);
+	runs_free(&an->d);
 	tp_free(an->g);
 	tp_free(an->cpu_steps);
 	tp_free(an->res.steps);
@@ -715,12 +523,20 @@ static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 	return hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
 }
 
+/* Records of size bytes in a run: as many bytes as a run of host spans. */
+static size_t run_records(const struct analysis *an, size_t size)
+{
+	size_t k = an->h.limit * sizeof(struct hrec) / size;
+
+	return k ? k : 1;
+}
+
 static int memory_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
 	int rc;
 
-	/* a run's worth of bytes held (the events are 72 bytes, spans 40): the rest are parked */
-	if (an->mheld * sizeof(*an->mev) >= an->h.limit * sizeof(struct hrec)) {
+	/* a run's worth held: the rest are parked */
+	if (an->mheld >= run_records(an, sizeof(*an->mev))) {
 		if ((rc = spill_append(&an->mfd, "memory", an->mev, an->mheld * sizeof(*an->mev), err)))
 			return rc;
 		an->mheld = 0;
@@ -742,31 +558,42 @@ static int memory_event(struct analysis *an, const struct tp_event *e, struct tp
 	return TP_OK;
 }
 
-/* The [memory] events back in memory, parked and held, in arrival order. */
-static int unpark(struct analysis *an, struct tp_errbuf *err)
+/*
+ * The [memory] events, parked and held in arrival order, into runs by thread
+ * and time (mev_less) for the tables pass: a run's worth at a time read back,
+ * given its thread's number (a thread's spans may come after its
+ * allocations: only now are they all known), sorted and spilled.
+ */
+static int mev_runs(struct analysis *an, struct tp_errbuf *err)
 {
-	size_t parked = an->nmev - an->mheld;
+	size_t parked = an->nmev - an->mheld, off, k, i;
 	struct mem_event *v;
 	int e;
 
-	if (an->mfd < 0)
-		return TP_OK;
-	if (!(v = tp_malloc((an->nmev + 1) * sizeof(*v))))
-		return nomem(err);
-	if ((e = spill_read(an->mfd, v, parked * sizeof(*v), 0))) {
-		tp_free(v);
-		errno = e;
-		return spill_fail(err, "cannot read");
+	an->m.limit = run_records(an, sizeof(*v));
+	for (off = 0; off < an->nmev; off += k) {
+		k = an->nmev - off < an->m.limit ? an->nmev - off : an->m.limit;
+		if (off < parked && k > parked - off)
+			k = parked - off;
+		if (!(v = runs_reserve(&an->m, k, err)))
+			return err->rc;
+		if (off >= parked) {
+			memcpy(v, an->mev + (off - parked), k * sizeof(*v));
+		} else if ((e = spill_read(an->mfd, v, k * sizeof(*v), (off_t)(off * sizeof(*v))))) {
+			errno = e;
+			return spill_fail(err, "cannot read");
+		}
+		for (i = 0; i < k; i++)
+			v[i].thread = hmap_get(&an->threads, v[i].thread_key);	/* UINT32_MAX: no spans */
+		runs_commit(&an->m, k);
 	}
-	if (an->mheld)
-		memcpy(v + parked, an->mev, an->mheld * sizeof(*v));
 	tp_free(an->mev);
-	an->mev = v;
-	an->mevcap = an->nmev + 1;
-	an->mheld = an->nmev;
-	close(an->mfd);
+	an->mev = NULL;
+	an->mheld = an->mevcap = 0;
+	if (an->mfd >= 0)
+		close(an->mfd);
 	an->mfd = -1;
-	return TP_OK;
+	return runs_seal(&an->m, err);
 }
 
 /* A string id held in an int64 field (event.h); 0 when absent or out of range. */
@@ -829,7 +656,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 			.kind = rt ? H_RUNTIME : (nc & N_DATALOADER) ? H_DATALOADER : H_OP,
 			.id = rt ? ((e->have & TH_CORR) ? e->corr : -1) : ((e->have & TH_EXT) ? e->ext_id : -1),
 		};
-		int rc = hruns_add(&an->h, &r, err);
+		int rc = runs_add(&an->h, &r, err);
 		if (rc)
 			return rc;
 		an->nh++;
@@ -974,7 +801,7 @@ struct frame {
 };
 
 struct walk {
-	struct hcur cur;
+	struct rcur cur;
 	struct frame *st;
 	size_t depth, cap;
 	uint32_t pos;
@@ -1024,7 +851,7 @@ static struct frame *walk_push(struct walk *w, const struct hrec *r)
 static int walk_open(struct walk *w, struct analysis *an)
 {
 	memset(w, 0, sizeof(*w));
-	return hcur_open(&w->cur, &an->h);
+	return rcur_open(&w->cur, &an->h);
 }
 
 /* Closes w; -1 when its read failed. */
@@ -1032,7 +859,7 @@ static int walk_close(struct walk *w, struct tp_errbuf *err)
 {
 	int e = w->cur.err;
 
-	hcur_close(&w->cur);
+	rcur_close(&w->cur);
 	tp_free(w->st);
 	w->st = NULL;
 	if (e) {
@@ -1059,7 +886,7 @@ static int walk_all(struct analysis *an, visit_fn visit, void (*pop)(struct walk
 		return walk_close(&w, err) ? err->rc : nomem(err);
 	w.pop = pop;
 	w.arg = arg;
-	while ((r = hcur_next(&w.cur)) && !w.nomem)
+	while ((r = rcur_next(&w.cur)) && !w.nomem)
 		if (visit(&w, r))
 			w.nomem = 1;
 	if (!w.cur.err && !w.nomem && visit(&w, NULL))
@@ -1465,9 +1292,10 @@ struct tables {
 	size_t ngp, gi;
 	struct window *win;
 	size_t nwin, wi;
-	struct mem_ctx *ctx;	/* by [memory] event ord */
+	struct rcur mc;		/* the [memory] events, by thread and time */
+	const struct mem_event *me;	/* the next of them; NULL: none left */
 	uint32_t nopt;		/* Optimizer.step#... spans met */
-	size_t mi;
+	struct tp_errbuf *err;
 };
 
 static int add_op(struct tables *t, uint32_t name, int device, int64_t self, int64_t total, uint64_t first)
@@ -1553,9 +1381,8 @@ static void ops_pop(struct walk *w, struct frame *f, struct frame *p)
  * thread that starts at or before it) going out, past the ones that ended
  * before it.
  */
-static void mem_context(struct tables *t, const struct walk *w, const struct mem_event *e)
+static void mem_context(struct tables *t, const struct walk *w, const struct mem_event *e, struct mem_ctx *c)
 {
-	struct mem_ctx *c = &t->ctx[e->ord];
 	size_t d;
 
 	*c = (struct mem_ctx){ .top = -1 };
@@ -1627,8 +1454,16 @@ static int tables_visit(struct walk *w, const struct hrec *r)
 	struct analysis *an = t->an;
 	struct frame *f;
 
-	while (t->mi < an->nmev && (!r || mev_before(&an->mev[t->mi], r)))
-		mem_context(t, w, &an->mev[t->mi++]);
+	/* each [memory] event with its context, into runs by device for the memory model */
+	while (t->me && (!r || mev_before(t->me, r))) {
+		struct mem_rec *o = runs_reserve(&an->d, 1, t->err);
+		if (!o)
+			return -1;
+		o->ev = *t->me;
+		mem_context(t, w, t->me, &o->ctx);
+		runs_commit(&an->d, 1);
+		t->me = rcur_next(&t->mc);
+	}
 	if (!r)
 		return 0;
 	if (!(f = walk_push(w, r)))
@@ -2137,18 +1972,6 @@ static int cmp_step(const void *a, const void *b)
 	return x->step < y->step ? -1 : x->step > y->step;
 }
 
-static inline int mev_less(const struct mem_event *x, const struct mem_event *y)
-{
-	if (x->thread != y->thread)
-		return x->thread < y->thread;
-	if (x->ts != y->ts)
-		return x->ts < y->ts;
-	return x->ord < y->ord;
-}
-
-/* the [memory] events by thread and time, to meet the spans of their thread (tables_visit()) */
-SORT_DEFINE(sort_mev, struct mem_event, mev_less)
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -2174,7 +1997,7 @@ static struct gpair *gpu_pairs(const struct analysis *an, size_t *n)
 
 /*
  * The passes. Host spans come back sorted by thread and start (struct
- * hruns), nested on a stack as they come (struct walk): a first pass finds
+ * runs.h), nested on a stack as they come (struct walk): a first pass finds
  * what GPU spans' ids name (link_gpu()); breakdown() and collectives() work
  * from that; a third pass adds the operator tables, each collective's
  * before_op and each [memory] event's context, and the memory model runs
@@ -2182,14 +2005,14 @@ static struct gpair *gpu_pairs(const struct analysis *an, size_t *n)
  */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
-	struct tables t = { .an = an };
+	struct tables t = { .an = an, .err = err };
 	struct cjoin *cj = NULL;
 	size_t ncj = 0, i;
 	int rc;
 
 	an->hmin = INT64_MAX;
 	an->hmax = INT64_MIN;
-	if ((rc = hruns_seal(&an->h, err)))
+	if ((rc = runs_seal(&an->h, err)))
 		return rc;
 	/* parking: the rest parked too, until the third pass */
 	if (an->mfd >= 0 && an->mheld) {
@@ -2238,17 +2061,27 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	an->res.nthreads = an->threads.n;
 	if (!(an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t))))
 		goto fail;
-	if ((rc = unpark(an, err)))
-		goto fail;
-	rc = TP_ERR_NOMEM;
 	if (an->nmev) {
-		for (i = 0; i < an->nmev; i++)
-			an->mev[i].thread = hmap_get(&an->threads, an->mev[i].thread_key);	/* UINT32_MAX: no spans */
-		sort_mev(an->mev, an->nmev);
-		if (!(t.ctx = tp_malloc(an->nmev * sizeof(*t.ctx))))
+		if ((rc = mev_runs(an, err)))
 			goto fail;
+		if (rcur_open(&t.mc, &an->m)) {
+			rc = TP_ERR_NOMEM;
+			goto fail;
+		}
+		an->d.limit = run_records(an, sizeof(struct mem_rec));
+		t.me = rcur_next(&t.mc);
 	}
-	if ((rc = walk_all(an, tables_visit, ops_pop, &t, err)))
+	if ((rc = walk_all(an, tables_visit, ops_pop, &t, err))) {
+		rc = err->rc ? err->rc : rc;
+		goto fail;
+	}
+	if (t.mc.err) {
+		rc = TP_ERR_IO;
+		goto fail;
+	}
+	rcur_close(&t.mc);
+	runs_free(&an->m);
+	if ((rc = runs_seal(&an->d, err)))
 		goto fail;
 	rc = TP_ERR_NOMEM;
 	if (order_ops(an, t.first))
@@ -2261,14 +2094,15 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	t.gp = NULL;
 	t.win = NULL;
 	t.first = NULL;
-	hruns_free(&an->h);
+	runs_free(&an->h);
 	if (an->nmev) {
-		struct mem_input in = { .ctx = t.ctx, .opt_starts = an->opt, .opt_ends = an->opte, .nopt = an->nopt,
-					.ev = an->mev, .nev = an->nmev, .str = an->str, .payload = an->payload };
+		struct mem_input in = { .opt_starts = an->opt, .opt_ends = an->opte, .nopt = an->nopt,
+					.recs = &an->d, .str = an->str, .payload = an->payload };
 		if (an->nopt > 1)
 			qsort(an->opt, an->nopt, sizeof(*an->opt), cmp_i64);
 		if ((rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err)))
 			goto fail;
+		runs_free(&an->d);	/* the series replay from a file of their own */
 	}
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
@@ -2280,8 +2114,12 @@ fail:
 	tp_free(t.first);
 	tp_free((void *)t.gp);
 	tp_free(t.win);
-	tp_free(t.ctx);
-	hruns_free(&an->h);
+	if (t.mc.err && !err->rc) {
+		errno = t.mc.err;
+		spill_fail(err, "cannot read");
+	}
+	rcur_close(&t.mc);
+	runs_free(&an->h);
 	if (rc == TP_ERR_NOMEM && !err->rc)
 		return nomem(err);
 	return rc;

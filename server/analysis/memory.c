@@ -12,12 +12,15 @@
  * and at its free, found in the host spans of the thread that made the call:
  * the first rule below that matches wins.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "analysis/memory.h"
+#include "analysis/runs.h"
 #include "analysis/sort.h"
 
 /*
@@ -63,26 +66,39 @@ static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t 
 }
 
 /*
- * A device's series, made again from its events at each walk instead of held
- * (a point is 80 bytes; this keeps 4 a event and 9 an allocation). The
- * events are the analysis's, which outlives the result.
+ * A device's series, made again at each walk from a file instead of held: a
+ * record per event (struct rp) of what the walk needs, written as the events
+ * are paired. An allocation's category, known at its free after its record is
+ * written, is found in acat.
  */
+enum { RP_ADDR = 1, RP_TOTALS = 2, RP_OP = 4 };
+
+struct rp {
+	int64_t ts;
+	int64_t bytes;		/* an event paired to an allocation: + or - the allocation's size */
+	int64_t total_alloc, total_res;
+	int32_t a;		/* its allocation, -1 none */
+	uint32_t op_name;	/* an allocation's maker (RP_OP) */
+	uint8_t flags;		/* RP_* */
+};
+
+#define RP_BUF 1024		/* records read or written at once (48 KiB) */
+
 struct trace_src {
-	const struct mem_event *ev;
+	int fd;			/* the result's file */
+	off_t off;		/* where the device's records start */
 	size_t n;
-	int32_t *aidx;		/* per event: its allocation, -1 none */
-	int64_t *asize;		/* per allocation */
-	uint8_t *acat;
+	uint8_t *acat;		/* per allocation */
 	int64_t base;		/* allocated before the first event */
 };
 
 struct mem_result {
 	struct mem_series *series;
-	size_t nseries;
 	struct trace_src *src;
 	struct mem_group **groups;
-	char **names;			/* group op names, copied */
-	size_t nnames;
+	size_t nseries, scap, tcap, gcap;
+	int fd;			/* the series' records, back to back; -1: none yet */
+	off_t end;
 };
 
 void mem_result_free(struct mem_result *r)
@@ -90,15 +106,54 @@ void mem_result_free(struct mem_result *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->nseries; i++) {
-		tp_free(r->src[i].aidx);
-		tp_free(r->src[i].asize);
 		tp_free(r->src[i].acat);
 		tp_free(r->groups[i]);
 	}
 	tp_free(r->series);
 	tp_free(r->src);
 	tp_free(r->groups);
+	if (r->fd >= 0)
+		close(r->fd);
 	tp_free(r);
+}
+
+/* A device's records [0, upto) read back in order. */
+struct rpread {
+	const struct trace_src *t;
+	struct rp *b;
+	size_t i, upto;
+	int err;		/* errno of a failed read; ENOMEM when there was no buffer */
+};
+
+static void rp_open(struct rpread *r, const struct trace_src *t, size_t upto)
+{
+	*r = (struct rpread){ .t = t, .upto = upto < t->n ? upto : t->n };
+	if (!(r->b = tp_malloc(RP_BUF * sizeof(*r->b))))
+		r->err = ENOMEM;
+}
+
+/* NULL at the end, or when a read failed (r->err) */
+static const struct rp *rp_next(struct rpread *r)
+{
+	size_t k = r->i % RP_BUF;
+
+	if (r->err || r->i >= r->upto)
+		return NULL;
+	if (!k) {
+		size_t want = r->upto - r->i < RP_BUF ? r->upto - r->i : RP_BUF;
+		if ((r->err = spill_read(r->t->fd, r->b, want * sizeof(*r->b), r->t->off + (off_t)(r->i * sizeof(*r->b)))))
+			return NULL;
+	}
+	r->i++;
+	return &r->b[k];
+}
+
+/* TP_OK, or TP_ERR_NOMEM / TP_ERR_IO for what stopped r */
+static int rp_close(struct rpread *r)
+{
+	tp_free(r->b);
+	r->b = NULL;
+	return !r->err ? TP_OK : r->err == ENOMEM ? TP_ERR_NOMEM : TP_ERR_IO;
 }
 
 /* Each event's point, in order, to fn with the baseline there and the bytes allocated */
@@ -108,16 +163,18 @@ static int walk(const struct trace_src *t, walk_fn fn, void *arg)
 {
 	int64_t live[MEM_NCAT] = { 0 }, base = t->base;
 	struct mem_point p;
-	int rc;
+	struct rpread rd;
+	const struct rp *e;
+	int rc = 0, rrc;
 
-	for (size_t i = 0; i < t->n; i++) {
-		const struct mem_event *e = &t->ev[i];
-		int32_t a = t->aidx[i];
+	rp_open(&rd, t, t->n);
+	for (size_t i = 0; !rc && (e = rp_next(&rd)); i++) {
+		int32_t a = e->a;
 		int64_t sum, allocated;
 		if (a >= 0)
-			live[t->acat[a]] = e->bytes > 0 ? tp_sat_add(live[t->acat[a]], t->asize[a])
-						       : tp_sat_sub(live[t->acat[a]], t->asize[a]);
-		else if (e->bytes < 0 && e->has_addr)
+			live[t->acat[a]] = e->bytes > 0 ? tp_sat_add(live[t->acat[a]], e->bytes)
+						       : tp_sat_sub(live[t->acat[a]], tp_sat_sub(0, e->bytes));
+		else if (e->bytes < 0 && (e->flags & RP_ADDR))
 			base = tp_sat_add(base, e->bytes);	/* a block from before the window */
 		else if (e->bytes > 0)
 			live[CAT_UNKNOWN] = tp_sat_add(live[CAT_UNKNOWN], e->bytes);	/* no address to pair by (PyTorch 1.9 traces) */
@@ -132,14 +189,14 @@ static int walk(const struct trace_src *t, walk_fn fn, void *arg)
 		p.cat[CAT_PARAMETER] = tp_sat_add(p.cat[CAT_PARAMETER], base);
 		sum = mem_point_total(&p);
 		/* the allocator's own total is the truth; what pairing missed is unknown */
-		allocated = e->has_totals ? e->total_alloc : sum;
+		allocated = (e->flags & RP_TOTALS) ? e->total_alloc : sum;
 		p.cat[CAT_UNKNOWN] = tp_sat_add(p.cat[CAT_UNKNOWN], tp_sat_sub(allocated, sum));
 		p.t_ns = e->ts;
-		p.reserved = e->has_totals ? e->total_res : -1;
-		if ((rc = fn(arg, i, &p, base, allocated)))
-			return rc;
+		p.reserved = (e->flags & RP_TOTALS) ? e->total_res : -1;
+		rc = fn(arg, i, &p, base, allocated);
 	}
-	return 0;
+	rrc = rp_close(&rd);
+	return rrc ? rrc : rc;
 }
 
 struct each {
@@ -194,8 +251,23 @@ static inline int event_less(const struct mem_event *x, const struct mem_event *
 	return x->ord < y->ord;
 }
 
-/* in place: qsort's merge sort copied the events (50 MiB for a 1 GB trace) */
-SORT_DEFINE(sort_events, struct mem_event, event_less)
+static inline int rec_less(const struct mem_rec *x, const struct mem_rec *y)
+{
+	return event_less(&x->ev, &y->ev);
+}
+
+/* in place: qsort's merge sort copies what it sorts */
+SORT_DEFINE(sort_recs, struct mem_rec, rec_less)
+
+int mem_rec_less(const void *a, const void *b)
+{
+	return rec_less(a, b);
+}
+
+void mem_rec_sort(void *v, size_t n)
+{
+	sort_recs(v, n);
+}
 
 /* Where the first optimizer step that starts after t does; -1: none. */
 static int64_t next_opt(const int64_t *opt_starts, size_t nopt, int64_t t)
@@ -212,115 +284,215 @@ static int64_t next_opt(const int64_t *opt_starts, size_t nopt, int64_t t)
 	return lo < nopt ? opt_starts[lo] : -1;
 }
 
-/* One device's events [ev, ev + n): its series into *s, replayed from *t. */
-static int one_device(const struct mem_input *in, const struct mem_event *ev, size_t n, struct mem_series *s, struct trace_src *t,
-		      struct mem_group **groups_out)
+/* An allocation alive, until its free (or the end) gives it a category. */
+struct live {
+	int64_t ta, size;
+	struct mem_ctx ctx;	/* at its allocation */
+	int32_t k;		/* the allocation's number */
+	int32_t next;		/* in the free list */
+};
+
+struct pairing {
+	const struct mem_input *in;
+	struct trace_src *t;
+	struct live *lv;
+	size_t nlv, lvcap;
+	int32_t free;		/* the first unused lv[], -1: none */
+	size_t nal, acap;
+};
+
+static void end_alive(struct pairing *p, int32_t li)
 {
-	/* per allocation (at most one per event) */
-	int64_t *ta = tp_malloc((n + 1) * sizeof(*ta));
-	uint32_t *aord = tp_malloc((n + 1) * sizeof(*aord));
+	const struct live *l = &p->lv[li];
+
+	p->t->acat[l->k] = (uint8_t)categorize(&l->ctx, NULL, -1, p->in->opt_ends,
+					       next_opt(p->in->opt_starts, p->in->nopt, l->ta));
+	p->lv[li].next = p->free;
+	p->free = li;
+}
+
+/* A new allocation's number in *o, alive in the slot *slot; -1: out of memory. */
+static int alloc_begin(struct pairing *p, int32_t *slot, const struct mem_rec *x, struct rp *o)
+{
+	int32_t li;
+
+	if (*slot >= 0)
+		end_alive(p, *slot);	/* a new block at an address reused without a free: the old one is lost */
+	if (tp_grow((void **)&p->t->acat, &p->acap, p->nal + 1, 1))
+		return -1;
+	if (p->free >= 0) {
+		li = p->free;
+		p->free = p->lv[li].next;
+	} else {
+		if (tp_grow((void **)&p->lv, &p->lvcap, p->nlv + 1, sizeof(*p->lv)))
+			return -1;
+		li = (int32_t)p->nlv++;
+	}
+	p->lv[li] = (struct live){ .ta = x->ev.ts, .size = x->ev.bytes, .ctx = x->ctx, .k = (int32_t)p->nal };
+	p->t->acat[p->nal] = UINT8_MAX;
+	*slot = li;
+	o->a = (int32_t)p->nal++;
+	if (x->ctx.op) {
+		o->op_name = x->ctx.op_name;
+		o->flags |= RP_OP;
+	}
+	return 0;
+}
+
+/* The free of the allocation alive in *slot: its category, and the record's size its size. */
+static void alloc_end(struct pairing *p, int32_t *slot, const struct mem_rec *x, struct rp *o)
+{
+	struct live *l = &p->lv[*slot];
+
+	p->t->acat[l->k] = (uint8_t)categorize(&l->ctx, &x->ctx, x->ev.ts, p->in->opt_ends,
+					       next_opt(p->in->opt_starts, p->in->nopt, l->ta));
+	o->a = l->k;
+	o->bytes = tp_sat_sub(0, l->size);
+	l->next = p->free;
+	p->free = *slot;
+	*slot = -2;
+}
+
+/*
+ * One device's events, from *cur on while the device is the same (left at
+ * the next device's first, or NULL): paired, their records written to the
+ * result's file, the series into *s, replayed from *t.
+ */
+static int one_device(const struct mem_input *in, struct mem_result *r, struct rcur *c, const struct mem_rec **cur,
+		      struct mem_series *s, struct trace_src *t, struct mem_group **groups_out, struct tp_errbuf *err)
+{
+	const struct mem_rec *x = *cur;
+	const int32_t dev_type = x->ev.dev_type, dev_id = x->ev.dev_id;
+	const int totals = x->ev.has_totals;
+	struct rp *wb = tp_malloc(RP_BUF * sizeof(*wb));
+	struct pairing p = { .in = in, .t = t, .free = -1 };
 	struct mem_amap m = { 0 };
 	struct peak pk = { .best = INT64_MIN };
-	size_t nal = 0, i;
-	int rc = -1;
+	int64_t sum = 0, low = 0;
+	size_t nw = 0, j;
+	int rc = TP_ERR_NOMEM;
 
-	*t = (struct trace_src){ .ev = ev, .n = n };
+	*t = (struct trace_src){ .fd = -1, .off = r->end };
+	/* what was there before: the first event's total less its own bytes; with no allocator totals
+	 * (PyTorch 1.9), at least what the frees ahead of their allocations need, the deepest the
+	 * sum of Bytes goes below 0 */
+	t->base = totals ? tp_sat_sub(x->ev.total_alloc, x->ev.bytes) : 0;
 	/* the map grows with the addresses, which the caching allocator reuses: not the events */
-	if (!ta || !aord || !(t->aidx = tp_malloc((n + 1) * sizeof(*t->aidx))) ||
-	    !(t->asize = tp_malloc((n + 1) * sizeof(*t->asize))) || !(t->acat = tp_malloc(n + 1)) ||
-	    mem_amap_init(&m, 64))
+	if (!wb || mem_amap_init(&m, 64))
 		goto out;
-
 	/* pair allocations and frees by address; an allocation's category once its free is known */
-	for (i = 0; i < n; i++) {
-		const struct mem_event *e = &ev[i];
-		t->aidx[i] = -1;
-		if (!e->has_addr || !e->bytes)
-			continue;
-		int32_t *slot = mem_amap_put(&m, e->addr);
-		if (!slot)
-			goto out;
-		if (e->bytes > 0) {
-			t->asize[nal] = e->bytes;
-			t->acat[nal] = UINT8_MAX;
-			ta[nal] = e->ts;
-			aord[nal] = e->ord;
-			*slot = (int32_t)nal;	/* a new block at an address reused without a free: the old one is lost */
-			t->aidx[i] = (int32_t)nal++;
-		} else if (*slot >= 0) {
-			int32_t k = *slot;
-			t->acat[k] = (uint8_t)categorize(&in->ctx[aord[k]], &in->ctx[e->ord], e->ts, in->opt_ends,
-							 next_opt(in->opt_starts, in->nopt, ta[k]));
-			t->aidx[i] = k;
-			*slot = -2;
+	for (; x && x->ev.dev_type == dev_type && x->ev.dev_id == dev_id; x = rcur_next(c)) {
+		const struct mem_event *e = &x->ev;
+		struct rp *o = &wb[nw++];
+		*o = (struct rp){ .ts = e->ts, .bytes = e->bytes, .total_alloc = e->total_alloc, .total_res = e->total_res,
+				  .a = -1, .flags = (uint8_t)((e->has_addr ? RP_ADDR : 0) | (e->has_totals ? RP_TOTALS : 0)) };
+		if ((sum = tp_sat_add(sum, e->bytes)) < low)
+			low = sum;
+		t->n++;
+		if (e->has_addr && e->bytes) {
+			int32_t *slot = mem_amap_put(&m, e->addr);
+			if (!slot)
+				goto out;
+			if (e->bytes > 0) {
+				if (alloc_begin(&p, slot, x, o))
+					goto out;
+			} else if (*slot >= 0) {
+				alloc_end(&p, slot, x, o);
+			}
+		}
+		if (nw == RP_BUF) {
+			if ((rc = spill_append(&r->fd, "memory", wb, nw * sizeof(*wb), err)))
+				goto out;
+			r->end += (off_t)(nw * sizeof(*wb));
+			nw = 0;
+			rc = TP_ERR_NOMEM;
 		}
 	}
-	mem_amap_free(&m);
-	for (i = 0; i < nal; i++)	/* alive at the end */
-		if (t->acat[i] == UINT8_MAX)
-			t->acat[i] = (uint8_t)categorize(&in->ctx[aord[i]], NULL, -1, in->opt_ends,
-							 next_opt(in->opt_starts, in->nopt, ta[i]));
-
-	/* the timeline: one point per event, found again at each walk */
-	t->base = ev[0].has_totals ? tp_sat_sub(ev[0].total_alloc, ev[0].bytes) : 0;
-	if (!ev[0].has_totals) {
-		/* no allocator totals (PyTorch 1.9): what was there before is at least what the
-		 * frees ahead of their allocations need, the deepest the sum of Bytes goes below 0 */
-		int64_t sum = 0, low = 0;
-		for (i = 0; i < n; i++)
-			if ((sum = tp_sat_add(sum, ev[i].bytes)) < low)
-				low = sum;
-		t->base = tp_sat_sub(0, low);
+	*cur = x;
+	if (c->err) {
+		errno = c->err;
+		rc = spill_fail(err, "cannot read");
+		goto out;
 	}
+	if (nw && (rc = spill_append(&r->fd, "memory", wb, nw * sizeof(*wb), err)))
+		goto out;
+	r->end += (off_t)(nw * sizeof(*wb));
+	t->fd = r->fd;
+	for (j = 0; j < m.cap; j++)	/* alive at the end */
+		if (m.val[j] >= 0)
+			end_alive(&p, m.val[j]);
+	mem_amap_free(&m);
+	tp_free(p.lv);
+	p.lv = NULL;
+	if (!totals)
+		t->base = tp_sat_sub(0, low);
 	s->baseline = t->base;
-	walk(t, at_peak, &pk);
+	if ((rc = walk(t, at_peak, &pk)))
+		goto out;
 
-	/* what was alive at the peak, by category and allocating operator */
+	/* what was alive at the peak, by category and allocating operator, in the allocations' order */
 	{
 		struct mem_group *g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
-		uint8_t *alive = tp_calloc(nal + 1, 1);
+		uint8_t *alive = tp_calloc(p.nal + 1, 1);
+		const struct rp *e;
+		struct rpread rd;
 		size_t ng = 0;
+		rc = TP_ERR_NOMEM;
 		if (!g || !alive) {
 			tp_free(g);
 			tp_free(alive);
 			goto out;
 		}
-		for (i = 0; i <= pk.at; i++)
-			if (t->aidx[i] >= 0)
-				alive[t->aidx[i]] = ev[i].bytes > 0;
-		for (i = 0; i < nal; i++) {
-			if (!alive[i])
+		rp_open(&rd, t, pk.at + 1);
+		while ((e = rp_next(&rd)))
+			if (e->a >= 0)
+				alive[e->a] = e->bytes > 0;
+		if (!(rc = rp_close(&rd)))
+			rp_open(&rd, t, pk.at + 1);
+		while (!rc && (e = rp_next(&rd))) {
+			if (e->a < 0 || e->bytes <= 0 || !alive[e->a])
 				continue;
-			const struct mem_ctx *a = &in->ctx[aord[i]];
-			const char *op = a->op ? in->str(in->payload, a->op_name) : NULL;
-			struct mem_group *x = mem_group_add(g, &ng, t->acat[i], op, NULL);
-			if (x) {
-				x->bytes = tp_sat_add(x->bytes, t->asize[i]);
-				x->count++;
+			const char *op = (e->flags & RP_OP) ? in->str(in->payload, e->op_name) : NULL;
+			struct mem_group *gx = mem_group_add(g, &ng, t->acat[e->a], op, NULL);
+			if (gx) {
+				gx->bytes = tp_sat_add(gx->bytes, e->bytes);
+				gx->count++;
 			}
+		}
+		if (!rc)
+			rc = rp_close(&rd);
+		tp_free(alive);
+		if (rc) {
+			tp_free(g);
+			goto out;
 		}
 		if (pk.base > 0 && ng < MEM_MAX_GROUPS + 2)
 			g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = pk.base, .count = -1 };
 		mem_groups_sort(g, ng);
-		tp_free(alive);
 		*groups_out = g;
 		s->groups = g;
 		s->ngroups = ng;
 	}
-	if (ev[0].dev_type == 0)
+	if (dev_type == 0)
 		snprintf(s->device, sizeof(s->device), "cpu");
 	else
-		snprintf(s->device, sizeof(s->device), "cuda:%d", ev[0].dev_id < 0 ? 0 : ev[0].dev_id);
+		snprintf(s->device, sizeof(s->device), "cuda:%d", dev_id < 0 ? 0 : dev_id);
 	s->source = "trace";
 	s->pts = NULL;
-	s->n = n;
+	s->n = t->n;
 	s->replay = replay;
 	s->src = t;
-	rc = 0;
+	rc = TP_OK;
 out:
-	tp_free(ta);
-	tp_free(aord);
+	tp_free(wb);
+	tp_free(p.lv);
 	mem_amap_free(&m);
+	if (rc == TP_ERR_NOMEM)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (rc == TP_ERR_IO && !err->rc) {
+		errno = EIO;
+		return spill_fail(err, "cannot read");
+	}
 	return rc;
 }
 
@@ -328,36 +500,47 @@ int mem_infer(const struct mem_input *in, struct mem_result **out, const struct 
 	      size_t *nseries, struct tp_errbuf *err)
 {
 	struct mem_result *r = tp_calloc(1, sizeof(*r));
-	size_t i, start, ndev = 0;
+	const struct mem_rec *x = NULL;
+	struct rcur c;
+	int rc = TP_ERR_NOMEM;
 
+	memset(&c, 0, sizeof(c));
 	if (!r)
-		goto oom;
-	if (in->nev > 1)
-		sort_events(in->ev, in->nev);
-	for (i = 0; i < in->nev; i++)
-		if (!i || in->ev[i].dev_type != in->ev[i - 1].dev_type || in->ev[i].dev_id != in->ev[i - 1].dev_id)
-			ndev++;
-	r->series = tp_calloc(ndev + 1, sizeof(*r->series));
-	r->src = tp_calloc(ndev + 1, sizeof(*r->src));
-	r->groups = tp_calloc(ndev + 1, sizeof(*r->groups));
-	if (!r->series || !r->src || !r->groups)
-		goto oom;
-	for (start = 0, i = 1; i <= in->nev; i++) {
-		if (i < in->nev && in->ev[i].dev_type == in->ev[start].dev_type && in->ev[i].dev_id == in->ev[start].dev_id)
-			continue;
-		if (one_device(in, in->ev + start, i - start, &r->series[r->nseries],
-			       &r->src[r->nseries], &r->groups[r->nseries])) {
-			r->nseries++;	/* what it made is freed with the rest */
-			goto oom;
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	r->fd = -1;
+	if (rcur_open(&c, in->recs))
+		goto fail;
+	x = rcur_next(&c);
+	while (x) {
+		size_t k = r->nseries;
+		if (tp_grow((void **)&r->series, &r->scap, k + 1, sizeof(*r->series)) ||
+		    tp_grow((void **)&r->src, &r->tcap, k + 1, sizeof(*r->src)) ||
+		    tp_grow((void **)&r->groups, &r->gcap, k + 1, sizeof(*r->groups))) {
+			rc = TP_ERR_NOMEM;
+			goto fail;
 		}
-		r->nseries++;
-		start = i;
+		r->series[k] = (struct mem_series){ 0 };
+		r->src[k] = (struct trace_src){ .fd = -1 };
+		r->groups[k] = NULL;
+		r->nseries++;	/* what it makes is freed with the rest */
+		if ((rc = one_device(in, r, &c, &x, &r->series[k], &r->src[k], &r->groups[k], err)))
+			goto fail;
 	}
+	if (c.err)
+		goto fail;
+	rcur_close(&c);
+	for (size_t i = 0; i < r->nseries; i++)
+		r->series[i].src = &r->src[i];	/* src[] moved as it grew */
 	*out = r;
 	*series = r->series;
 	*nseries = r->nseries;
 	return TP_OK;
-oom:
+fail:
+	if (c.err && !err->rc) {
+		errno = c.err;
+		spill_fail(err, "cannot read");
+	}
+	rcur_close(&c);
 	mem_result_free(r);
-	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	return rc == TP_ERR_NOMEM && !err->rc ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : err->rc;
 }

@@ -51,13 +51,23 @@ struct mem_event {
 	uint8_t has_addr, has_totals;
 };
 
+/* An event with its context, as the model reads them. */
+struct mem_rec {
+	struct mem_event ev;
+	struct mem_ctx ctx;
+};
+
+/* The model's order: by device, time, Ev Idx, arrival (for runs.h). */
+int mem_rec_less(const void *a, const void *b);
+void mem_rec_sort(void *v, size_t n);
+
+struct runs;
+
 struct mem_input {
-	const struct mem_ctx *ctx;	/* each event's, by its ord */
 	const int64_t *opt_starts;	/* the Optimizer.step#... spans' starts, sorted */
 	const int64_t *opt_ends;	/* and their ends, in the order mem_ctx.opt counts them */
 	size_t nopt;
-	struct mem_event *ev;		/* reordered in place */
-	size_t nev;
+	const struct runs *recs;	/* the events (struct mem_rec), sealed */
 	const char *(*str)(void *payload, uint32_t id);
 	void *payload;
 };
@@ -65,7 +75,10 @@ struct mem_input {
 struct mem_result;
 
 
-/* Infer; series stay owned by *out until mem_result_free. */
+/*
+ * Infer, reading the events once; series stay owned by *out until
+ * mem_result_free, and replay from a temporary file of their own.
+ */
 int mem_infer(const struct mem_input *in, struct mem_result **out, const struct mem_series **series,
 	      size_t *nseries, struct tp_errbuf *err);
 void mem_result_free(struct mem_result *r);

@@ -650,6 +650,7 @@ static void finish_threads(struct ingest *ig, int ok)
  * server's host notices.
  */
 #define POOL 1
+#define BIG_UPLOAD (128ull << 20)	/* inflated bytes: its buffers are freed before its analysis finishes */
 struct bufset {
 	uint8_t *raw[NRAW], *inf[NINF];
 	struct tp_event *ev[NBATCH], *mev[NBATCH];
@@ -698,8 +699,8 @@ static int bufset_get(struct bufset *b)
 	return ok ? 0 : -1;
 }
 
-/* ig's buffers back to the pool (or freed when it is full, or when ig never got them). */
-static void buffers_put(struct ingest *ig)
+/* ig's buffers back to the pool when keep (else, or when it is full, freed), once. */
+static void buffers_put(struct ingest *ig, int keep)
 {
 	struct bufset b;
 	int i;
@@ -714,8 +715,9 @@ static void buffers_put(struct ingest *ig)
 		b.ev[i] = ig->batches[i].ev;
 		b.mev[i] = ig->batches[i].mev;
 	}
+	ig->raw[0].data = NULL;
 	pthread_mutex_lock(&pool_mu);
-	if (npool < POOL) {
+	if (keep && npool < POOL) {
 		pool[npool++] = b;
 		pthread_mutex_unlock(&pool_mu);
 		return;
@@ -747,7 +749,7 @@ static void ingest_free(struct ingest *ig)
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
 	tp_free(ig->zout);
-	buffers_put(ig);
+	buffers_put(ig, 1);
 	for (i = 0; i < NBATCH; i++)
 		tp_free(ig->batches[i].str);
 	analysis_free(ig->an);
@@ -866,6 +868,9 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	if (!ig->a_rc)
 		ig->a_rc = inflate_finish(&ig->inf_stage, &ig->a_err);
 	finish_threads(ig, !ig->a_rc);
+	/* a large upload's analysis needs the memory more than the next upload needs them warm */
+	if (ig->inflated >= BIG_UPLOAD)
+		buffers_put(ig, 0);
 	rc = ig->c_rc;
 	/*
 	 * The first failure in stream order. The parser only sees bytes inflated

@@ -1120,8 +1120,9 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	x.buf = tp_malloc(ptpack_bound(PT_BLOCK));
 	if (!rc && (!x.rows || !x.nul || !x.buf))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (!rc)
-		rc = mem_series_each(ms, insert_point, &x);
+	if (!rc && (rc = mem_series_each(ms, insert_point, &x)) && !err->rc)	/* a replay's own failure */
+		rc = rc == TP_ERR_IO ? tp_fail(err, rc, "temp_file", "memory series: cannot read its temporary file")
+				     : tp_fail(err, rc, NULL, "memory series: out of memory");
 	if (!rc)
 		rc = flush_points(&x);
 	tp_free(x.rows);

@@ -1,0 +1,252 @@
+/*
+ * runs.c: records in sorted runs, spilled and merged back (runs.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "analysis/runs.h"
+
+#define MERGE_BUF_BYTES (40u << 10)	/* read at once from each run */
+
+int spill_fail(struct tp_errbuf *err, const char *what)
+{
+	return tp_fail(err, TP_ERR_IO, "temp_file", "analysis: %s its temporary file: %s", what, strerror(errno));
+}
+
+int spill_append(int *fd, const char *what, const void *buf, size_t len, struct tp_errbuf *err)
+{
+	const char *dir = getenv("TMPDIR");
+	const char *p = buf;
+	char path[4096];
+
+	if (*fd < 0) {
+		snprintf(path, sizeof(path), "%s/trainscope-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+		if ((*fd = mkstemp(path)) < 0)
+			return spill_fail(err, "cannot create");
+		unlink(path);
+		(void)fcntl(*fd, F_SETFD, FD_CLOEXEC);
+	}
+	while (len) {
+		ssize_t w = write(*fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return spill_fail(err, "cannot write");
+		p += w;
+		len -= (size_t)w;
+	}
+	return TP_OK;
+}
+
+int spill_read(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, p + got, len - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+void runs_init(struct runs *r, size_t size, size_t limit, const char *what, runs_less_fn less, runs_sort_fn sort)
+{
+	*r = (struct runs){ .size = size, .limit = limit ? limit : 1, .what = what, .less = less, .sort = sort, .fd = -1 };
+}
+
+void runs_free(struct runs *r)
+{
+	tp_free(r->buf);
+	tp_free(r->run_n);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->buf = NULL;
+	r->run_n = NULL;
+	r->fd = -1;
+	r->n = r->cap = r->nruns = r->runcap = 0;
+}
+
+/* Sort the run being filled and append it to the file. */
+static int runs_spill(struct runs *r, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (r->n > 1)
+		r->sort(r->buf, r->n);
+	if ((rc = spill_append(&r->fd, r->what, r->buf, r->n * r->size, err)))
+		return rc;
+	r->run_n[r->nruns++] = r->n;
+	r->n = 0;
+	return TP_OK;
+}
+
+void *runs_reserve(struct runs *r, size_t k, struct tp_errbuf *err)
+{
+	if (r->n && r->n + k > r->limit && runs_spill(r, err))
+		return NULL;
+	if (tp_grow((void **)&r->buf, &r->cap, r->n + k, r->size)) {
+		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	return r->buf + r->n * r->size;
+}
+
+void runs_commit(struct runs *r, size_t k)
+{
+	r->n += k;
+	r->total += k;
+}
+
+int runs_add(struct runs *r, const void *rec, struct tp_errbuf *err)
+{
+	void *p = runs_reserve(r, 1, err);
+
+	if (!p)
+		return err->rc;
+	memcpy(p, rec, r->size);
+	runs_commit(r, 1);
+	return TP_OK;
+}
+
+int runs_seal(struct runs *r, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (!r->nruns) {
+		if (r->n > 1)
+			r->sort(r->buf, r->n);
+		return TP_OK;
+	}
+	if (r->n && (rc = runs_spill(r, err)))
+		return rc;
+	tp_free(r->buf);
+	r->buf = NULL;
+	r->cap = 0;
+	return TP_OK;
+}
+
+struct rsrc {			/* one run, as the merge reads it */
+	char *b;
+	size_t i, n;		/* b's records [i, n) are read and not yet merged */
+	size_t left;		/* in the file after them */
+	off_t off;
+};
+
+static size_t merge_recs(const struct runs *r)
+{
+	return MERGE_BUF_BYTES / r->size ? MERGE_BUF_BYTES / r->size : 1;
+}
+
+static int rsrc_fill(struct rcur *c, struct rsrc *s)
+{
+	size_t m = merge_recs(c->r), want = s->left < m ? s->left : m;
+
+	if ((c->err = spill_read(c->r->fd, s->b, want * c->r->size, s->off)))
+		return -1;
+	s->off += (off_t)(want * c->r->size);
+	s->left -= want;
+	s->i = 0;
+	s->n = want;
+	return 0;
+}
+
+static inline const void *rsrc_rec(const struct rcur *c, uint32_t k)
+{
+	const struct rsrc *s = &c->src[k];
+
+	return s->b + s->i * c->r->size;
+}
+
+static void heap_sift(struct rcur *c, size_t i)
+{
+	runs_less_fn less = c->r->less;
+
+	for (;;) {
+		size_t m = i, l = 2 * i + 1, r = l + 1;
+		if (l < c->nheap && less(rsrc_rec(c, c->heap[l]), rsrc_rec(c, c->heap[m])))
+			m = l;
+		if (r < c->nheap && less(rsrc_rec(c, c->heap[r]), rsrc_rec(c, c->heap[m])))
+			m = r;
+		if (m == i)
+			return;
+		uint32_t t = c->heap[i];
+		c->heap[i] = c->heap[m];
+		c->heap[m] = t;
+		i = m;
+	}
+}
+
+void rcur_close(struct rcur *c)
+{
+	int e = c->err;
+
+	tp_free(c->src);
+	tp_free(c->bufs);
+	tp_free(c->heap);
+	memset(c, 0, sizeof(*c));
+	c->err = e;
+}
+
+int rcur_open(struct rcur *c, const struct runs *r)
+{
+	size_t k = r->nruns, m = merge_recs(r), i;
+	off_t off = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	if (!k)
+		return 0;
+	c->src = tp_calloc(k, sizeof(*c->src));
+	c->bufs = tp_malloc(k * m * r->size);
+	c->heap = tp_malloc(k * sizeof(*c->heap));
+	if (!c->src || !c->bufs || !c->heap)
+		goto fail;
+	for (i = 0; i < k; i++) {
+		c->src[i] = (struct rsrc){ .b = c->bufs + i * m * r->size, .left = r->run_n[i], .off = off };
+		off += (off_t)(r->run_n[i] * r->size);
+		if (!r->run_n[i])
+			continue;
+		if (rsrc_fill(c, &c->src[i]))
+			goto fail;
+		c->heap[c->nheap++] = (uint32_t)i;
+	}
+	for (i = c->nheap / 2; i-- > 0;)
+		heap_sift(c, i);
+	return 0;
+fail:
+	rcur_close(c);
+	return -1;
+}
+
+const void *rcur_next(struct rcur *c)
+{
+	if (!c->r->nruns)
+		return c->i < c->r->n ? c->r->buf + c->i++ * c->r->size : NULL;
+	if (c->advance) {
+		struct rsrc *s = &c->src[c->heap[0]];
+		c->advance = 0;
+		if (++s->i == s->n && (!s->left || rsrc_fill(c, s))) {
+			if (c->err)
+				return NULL;
+			c->heap[0] = c->heap[--c->nheap];
+		}
+		if (c->nheap > 1)
+			heap_sift(c, 0);
+	}
+	if (!c->nheap)
+		return NULL;
+	c->advance = 1;
+	return rsrc_rec(c, c->heap[0]);
+}

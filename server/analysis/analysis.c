@@ -186,13 +186,30 @@ struct link {			/* a host span a GPU span's id names, as the first passes found 
 	uint32_t chain;		/* what is above it (struct chain), for communication kernels; UINT32_MAX: none */
 };
 
-struct grec {			/* a GPU span */
+struct grec {			/* a GPU span: runs by correlation id, joined with the runtime calls' (struct gjoin) */
 	int64_t s, e, corr, ext;	/* -1 when absent */
-	struct link lk;		/* the runtime call its correlation id names, when linked (link_host()) */
-	int32_t op;		/* the operator that launched it (its place in sorted order); -1: none found */
+	uint32_t ord;		/* arrival: the sort's last tie-break */
 	uint8_t kind;		/* enum an_gpu_kind */
 	uint8_t comm;		/* a communication kernel */
-	uint8_t linked;
+};
+
+struct lrec {			/* a runtime call with a correlation id, as the first pass met it: runs by id, place */
+	int64_t corr;
+	struct link lk;		/* the call, and the chain above it when its id names a communication kernel */
+	uint32_t pos;		/* its place in sorted order */
+	int32_t op;		/* the operator above it (not a runtime call), by its place; -1: none */
+	uint8_t launch;
+};
+
+struct brec {			/* a GPU span in the step that launched it: runs by step, for breakdown() */
+	int64_t s, e;
+	int32_t step;
+	uint8_t cat;		/* AN_KERNEL..AN_COMM */
+};
+
+struct clink {			/* a communication kernel's correlation id, and the call it names */
+	int64_t corr;
+	struct link lk;
 };
 
 struct srec {			/* a step span */
@@ -232,15 +249,23 @@ struct analysis {
 	struct runs m;		/* the [memory] events by thread and time (struct mem_event) */
 	struct runs d;		/* and with their context by device and time (struct mem_rec) */
 	size_t nh;		/* host spans */
-	struct grec *g;
-	size_t ng, gcap;
+	struct runs gr;		/* the GPU spans (struct grec) */
+	size_t ng;
+	int64_t gmin, gmax;	/* their bounds */
+	int64_t *ccorr;		/* the communication kernels' correlation ids (sorted, once the trace is in) */
+	size_t nccorr, ccorrcap;
+	struct runs lr;		/* the runtime calls with ids (struct lrec, link_host()) */
+	struct clink *clinks;	/* by correlation id: the communication kernels' calls (link_gpu()) */
+	size_t nclinks, clinkcap;
+	struct runs bs;		/* the GPU spans by the step that launched them (struct brec) */
+	struct runs gp;		/* and the GPU time each operator launched itself (struct gpair) */
 	struct srec *cpu_steps;
 	size_t ncs, cscap;
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
 	struct crec *c;		/* communication operators and kernels */
 	size_t nc, ccap;
-	/* [memory] events: held from analysis_finish()'s third pass on; until then
-	 * parked in a temporary file past a run's worth (memory_event()) */
+	/* [memory] events in arrival order, parked in a temporary file past a
+	 * run's worth (memory_event()), until their threads are known (mev_runs()) */
 	struct mem_event *mev;
 	size_t nmev, mevcap;
 	size_t mheld;		/* in mev[] while parking: those after the parked ones */
@@ -284,7 +309,7 @@ static inline int hrec_less(const struct hrec *x, const struct hrec *y)
 	return x->ord < y->ord;
 }
 
-SORT_DEFINE(sort_hrec, struct hrec, hrec_less)
+RUNS_DEFINE(hrec, struct hrec, hrec_less)
 
 static inline int mev_less(const struct mem_event *x, const struct mem_event *y)
 {
@@ -296,27 +321,44 @@ static inline int mev_less(const struct mem_event *x, const struct mem_event *y)
 }
 
 /* the [memory] events by thread and time, to meet the spans of their thread (tables_visit()) */
-SORT_DEFINE(sort_mev, struct mem_event, mev_less)
+RUNS_DEFINE(mev, struct mem_event, mev_less)
 
-static int mev_less_v(const void *a, const void *b)
+static inline int grec_less(const struct grec *x, const struct grec *y)
 {
-	return mev_less(a, b);
+	return x->corr != y->corr ? x->corr < y->corr : x->ord < y->ord;
 }
 
-static void sort_mev_v(void *v, size_t n)
+RUNS_DEFINE(grec, struct grec, grec_less)
+
+static inline int lrec_less(const struct lrec *x, const struct lrec *y)
 {
-	sort_mev(v, n);
+	return x->corr != y->corr ? x->corr < y->corr : x->pos < y->pos;
 }
 
-static int hrec_less_v(const void *a, const void *b)
+RUNS_DEFINE(lrec, struct lrec, lrec_less)
+
+static inline int brec_less(const struct brec *x, const struct brec *y)
 {
-	return hrec_less(a, b);
+	if (x->step != y->step)
+		return x->step < y->step;
+	if (x->s != y->s)
+		return x->s < y->s;
+	return x->e != y->e ? x->e < y->e : x->cat < y->cat;	/* equal ones are alike */
 }
 
-static void sort_hrec_v(void *v, size_t n)
+RUNS_DEFINE(brec, struct brec, brec_less)
+
+struct gpair {			/* GPU time an operator launched itself */
+	uint32_t pos;
+	int64_t dur;
+};
+
+static inline int gpair_less(const struct gpair *x, const struct gpair *y)
 {
-	sort_hrec(v, n);
+	return x->pos != y->pos ? x->pos < y->pos : x->dur < y->dur;
 }
+
+RUNS_DEFINE(gpair, struct gpair, gpair_less)
 
 static int step_number(const char *s, int64_t *n)
 {
@@ -402,6 +444,14 @@ static int cls_of(struct analysis *an, uint32_t id, uint16_t *out)
 
 static size_t default_run = AN_RUN_RECORDS;
 
+/* Records of size bytes in a run: as many bytes as a run of host spans. */
+static size_t run_records(const struct analysis *an, size_t size)
+{
+	size_t k = an->h.limit * sizeof(struct hrec) / size;
+
+	return k ? k : 1;
+}
+
 struct analysis *analysis_new(an_string_fn str, void *payload)
 {
 	struct analysis *an = tp_calloc(1, sizeof(*an));
@@ -409,9 +459,16 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 	if (an) {
 		an->str = str;
 		an->payload = payload;
-		runs_init(&an->h, sizeof(struct hrec), default_run, "spans", hrec_less_v, sort_hrec_v);
-		runs_init(&an->m, sizeof(struct mem_event), 1, "memory", mev_less_v, sort_mev_v);
+		runs_init(&an->h, sizeof(struct hrec), default_run, "spans", hrec_order, hrec_sort);
+		runs_init(&an->m, sizeof(struct mem_event), 1, "memory", mev_order, mev_sort);
 		runs_init(&an->d, sizeof(struct mem_rec), 1, "memory", mem_rec_less, mem_rec_sort);
+		runs_init(&an->gr, sizeof(struct grec), 1, "gpu", grec_order, grec_sort);
+		runs_init(&an->lr, sizeof(struct lrec), 1, "calls", lrec_order, lrec_sort);
+		runs_init(&an->bs, sizeof(struct brec), 1, "steps", brec_order, brec_sort);
+		runs_init(&an->gp, sizeof(struct gpair), 1, "gpu", gpair_order, gpair_sort);
+		an->gr.limit = run_records(an, sizeof(struct grec));
+		an->gmin = INT64_MAX;
+		an->gmax = INT64_MIN;
 		an->mfd = -1;
 	}
 	return an;
@@ -420,6 +477,7 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 void analysis_set_run(struct analysis *an, size_t spans)
 {
 	an->h.limit = spans ? spans : 1;
+	an->gr.limit = run_records(an, sizeof(struct grec));
 }
 
 void analysis_set_default_run(size_t spans)
@@ -451,7 +509,12 @@ void analysis_free(struct analysis *an)
 	runs_free(&an->h);
 	runs_free(&an->m);
 	runs_free(&an->d);
-	tp_free(an->g);
+	runs_free(&an->gr);
+	runs_free(&an->lr);
+	runs_free(&an->bs);
+	runs_free(&an->gp);
+	tp_free(an->ccorr);
+	tp_free(an->clinks);
 	tp_free(an->cpu_steps);
 	tp_free(an->res.steps);
 	tp_free(an->res.ops);
@@ -521,14 +584,6 @@ static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 	uint64_t tk = hmap_mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid);
 
 	return hmap_put(&an->threads, tk, (uint32_t)an->threads.n);
-}
-
-/* Records of size bytes in a run: as many bytes as a run of host spans. */
-static size_t run_records(const struct analysis *an, size_t size)
-{
-	size_t k = an->h.limit * sizeof(struct hrec) / size;
-
-	return k ? k : 1;
 }
 
 static int memory_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
@@ -667,13 +722,25 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	}
 	case C_KERNEL: case C_MEMCPY: case C_MEMSET: {
 		int kind = cc == C_KERNEL ? AN_GPU_KERNEL : cc == C_MEMCPY ? AN_GPU_MEMCPY : AN_GPU_MEMSET;
-		if (tp_grow((void **)&an->g, &an->gcap, an->ng + 1, sizeof(*an->g)) || add_kernel(an, e, kind, dur))
-			return nomem(err);
-		an->g[an->ng++] = (struct grec){
+		struct grec g = {
 			.s = s, .e = s + dur, .kind = (uint8_t)kind, .comm = kind == AN_GPU_KERNEL && (nc & N_COMM),
 			.corr = (e->have & TH_CORR) ? e->corr : -1, .ext = (e->have & TH_EXT) ? e->ext_id : -1,
+			.ord = (uint32_t)an->ng,
 		};
-		if (an->g[an->ng - 1].comm && comm_event(an, e, s, dur, 0, 1))
+		int rc;
+		if (add_kernel(an, e, kind, dur))
+			return nomem(err);
+		if ((rc = runs_add(&an->gr, &g, err)))
+			return rc;
+		an->ng++;
+		an->gmin = g.s < an->gmin ? g.s : an->gmin;
+		an->gmax = g.e > an->gmax ? g.e : an->gmax;
+		if (g.comm && g.corr >= 0 &&
+		    tp_grow((void **)&an->ccorr, &an->ccorrcap, an->nccorr + 1, sizeof(*an->ccorr)))
+			return nomem(err);
+		if (g.comm && g.corr >= 0)
+			an->ccorr[an->nccorr++] = g.corr;
+		if (g.comm && comm_event(an, e, s, dur, 0, 1))
 			return nomem(err);
 		return TP_OK;
 	}
@@ -866,7 +933,7 @@ static int walk_close(struct walk *w, struct tp_errbuf *err)
 		errno = e;
 		return spill_fail(err, "cannot read");
 	}
-	return w->nomem ? nomem(err) : TP_OK;
+	return !w->nomem ? TP_OK : err->rc ? err->rc : nomem(err);
 }
 
 /*
@@ -1023,56 +1090,27 @@ static int gloo_above(const struct analysis *an, const struct frame *st, size_t 
  * the operator above it (not a runtime call) and, for communication
  * kernels, the chain above it (add_chain()).
  */
-static inline int grec_less(const struct grec *x, const struct grec *y)
+/* id is a communication kernel's correlation id (an->ccorr, sorted) */
+static int is_comm_corr(const struct analysis *an, int64_t id)
 {
-	return x->corr < y->corr;	/* ties in any order: nothing reads GPU spans in their order */
-}
+	size_t lo = 0, hi = an->nccorr;
 
-SORT_DEFINE(sort_grec, struct grec, grec_less)
-
-/*
- * The first GPU span (sorted by correlation id) whose id is id or more;
- * an->ng when none. From hint out, galloping: a thread's runtime calls come
- * in time order, and so do the ids CUPTI gives them.
- */
-static size_t gfind(const struct analysis *an, int64_t id, size_t hint)
-{
-	const struct grec *g = an->g;
-	size_t n = an->ng, lo, hi, step = 1;
-
-	if (hint > n)
-		hint = n;
-	if (hint < n && g[hint].corr < id) {	/* ids below lo are less than id */
-		lo = hint + 1;
-		while (hint + step < n && g[hint + step].corr < id) {
-			lo = hint + step + 1;
-			step *= 2;
-		}
-		hi = hint + step < n ? hint + step : n;
-	} else {				/* ids from hi on are id or more */
-		hi = hint;
-		while (step <= hint && g[hint - step].corr >= id) {
-			hi = hint - step;
-			step *= 2;
-		}
-		lo = step <= hint ? hint - step + 1 : 0;
-	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (g[mid].corr < id)
+		if (an->ccorr[mid] < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo;
+	return lo < an->nccorr && an->ccorr[lo] == id;
 }
 
 struct linking {
 	struct analysis *an;
 	const struct cjoin *cj;
 	size_t ncj, at;
-	size_t hint;		/* the GPU span the last runtime call's id found */
 	uint32_t thread[AN_IDLE];	/* of hcat[c]'s last interval */
+	struct tp_errbuf *err;
 };
 
 static int link_host(struct walk *w, const struct hrec *r)
@@ -1129,28 +1167,20 @@ static int link_host(struct walk *w, const struct hrec *r)
 	}
 	if (r->kind != H_RUNTIME || r->id < 0)
 		return 0;
-	size_t gi = gfind(an, r->id, lk->hint), k;
-	int found = gi < an->ng && an->g[gi].corr == r->id, comm = 0;
-	lk->hint = gi;
-	if (r->launch && an->ng && !found) {
-		if (tp_grow((void **)&an->unrec, &an->unreccap, an->nunrec + 1, sizeof(*an->unrec)))
-			return -1;
-		an->unrec[an->nunrec++] = r->s;
-	}
-	if (!found || an->g[gi].linked)	/* the first call of the id, in sorted order */
-		return 0;
-	struct link *l = &an->g[gi].lk;
-	*l = (struct link){ .s = r->s, .thread = r->thread, .chain = UINT32_MAX };
+	/* joined with the GPU spans its id names once the pass is done (struct gjoin) */
+	struct lrec *l = runs_reserve(&an->lr, 1, lk->err);
+	if (!l)
+		return -1;
+	*l = (struct lrec){ .corr = r->id, .lk = { .s = r->s, .thread = r->thread, .chain = UINT32_MAX },
+			    .pos = f->pos, .op = -1, .launch = r->launch };
 	for (d = w->depth - 1; d-- > 0;)	/* the operator its GPU spans count for: not a runtime call */
 		if (w->st[d].kind != H_RUNTIME) {
-			an->g[gi].op = (int32_t)w->st[d].pos;
+			l->op = (int32_t)w->st[d].pos;
 			break;
 		}
-	for (k = gi; k < an->ng && an->g[k].corr == r->id; k++)
-		comm |= an->g[k].comm;
-	if (comm && (l->chain = add_chain(an, w->st, w->depth - 1)) == UINT32_MAX - 1)
+	if (is_comm_corr(an, r->id) && (l->lk.chain = add_chain(an, w->st, w->depth - 1)) == UINT32_MAX - 1)
 		return -1;
-	an->g[gi].linked = 1;
+	runs_commit(&an->lr, 1);
 	return 0;
 }
 
@@ -1174,61 +1204,171 @@ static int link_ext(struct walk *w, const struct hrec *r)
 }
 
 /*
+ * The GPU spans in correlation id order, each with the runtime call its id
+ * names: the first of the id in sorted order (link_host() wrote them, by id
+ * and place). A sort-merge join of two sets of runs: neither is held.
+ */
+struct gjoin {
+	struct analysis *an;
+	struct rcur g, l;
+	const struct lrec *next;	/* the next call */
+	struct lrec call;		/* the current id's, when linked */
+	int64_t corr;
+	int linked, started;
+	int unrec;			/* note the launches no GPU span names (an->unrec) */
+	int nomem;
+};
+
+static int gjoin_open(struct gjoin *j, struct analysis *an, int unrec)
+{
+	memset(j, 0, sizeof(*j));
+	j->an = an;
+	j->unrec = unrec;
+	if (rcur_open(&j->g, &an->gr) || rcur_open(&j->l, &an->lr))
+		return -1;
+	j->next = rcur_next(&j->l);
+	return 0;
+}
+
+/* The calls of ids below id (INT64_MAX: all): their ids name no GPU span. */
+static void gjoin_skip(struct gjoin *j, int64_t id)
+{
+	struct analysis *an = j->an;
+
+	for (; j->next && j->next->corr < id; j->next = rcur_next(&j->l)) {
+		if (!j->unrec || !j->next->launch || !an->ng)
+			continue;
+		if (tp_grow((void **)&an->unrec, &an->unreccap, an->nunrec + 1, sizeof(*an->unrec))) {
+			j->nomem = 1;
+			return;
+		}
+		an->unrec[an->nunrec++] = j->next->lk.s;
+	}
+}
+
+/* The next GPU span, j->linked and j->call its id's call; NULL at the end or on a failure. */
+static const struct grec *gjoin_next(struct gjoin *j)
+{
+	const struct grec *g = rcur_next(&j->g);
+
+	if (!g) {
+		if (!j->g.err)
+			gjoin_skip(j, INT64_MAX);
+		return NULL;
+	}
+	if (!j->started || g->corr != j->corr) {
+		j->started = 1;
+		j->corr = g->corr;
+		j->linked = 0;
+		gjoin_skip(j, g->corr);
+		if (j->next && j->next->corr == g->corr) {
+			j->call = *j->next;	/* one call, many GPU spans: a CUDA graph's launch */
+			j->linked = 1;
+			while (j->next && j->next->corr == g->corr)
+				j->next = rcur_next(&j->l);
+		}
+	}
+	return j->nomem ? NULL : g;
+}
+
+static int gjoin_close(struct gjoin *j, struct tp_errbuf *err)
+{
+	int e = j->g.err ? j->g.err : j->l.err;
+
+	rcur_close(&j->g);
+	rcur_close(&j->l);
+	if (e) {
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	return j->nomem ? nomem(err) : TP_OK;
+}
+
+/* A span's operator and launch instant: its call's, else its External id's, else none and its start. */
+static int32_t gpu_launch(const struct analysis *an, const struct gjoin *j, const struct grec *g, int64_t *t)
+{
+	int32_t op = j->linked ? j->call.op : -1;
+	uint32_t k = op < 0 ? link_by(&an->ext, g->ext) : UINT32_MAX;
+
+	*t = j->linked ? j->call.lk.s : k != UINT32_MAX ? an->links[k].s : g->s;
+	return op >= 0 || k == UINT32_MAX ? op : an->linkop[k];
+}
+
+static int cmp_i64(const void *a, const void *b);
+
+/*
  * The operator that launched each GPU span: its correlation id names the
  * runtime call (cudaLaunchKernel, ...), whose nearest enclosing operator is
  * the launcher. Traces where that fails (no runtime event kept) fall back
  * to the span's External id, which Kineto sets to the launching operator's.
- * GPU spans are sorted by correlation id, and each runtime call finds
- * its own (gfind()): no map of ids (a map of every span's ids was 96 MiB
- * at the peak of a 1 GB trace; one of the GPU spans' ids, 24 MiB).
+ * The first pass writes the runtime calls with ids into runs by id, and the
+ * GPU spans, in runs by id already, are joined with them (struct gjoin):
+ * no map of ids (a map of every span's ids was 96 MiB at the peak of a
+ * 1 GB trace), and no array of the spans (30 MiB).
  */
 static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, struct tp_errbuf *err)
 {
-	size_t i;
-	uint32_t j;
+	const struct grec *g;
+	struct gjoin j;
+	size_t i, k;
 	int rc;
 
-	if (an->ng > 1)
-		sort_grec(an->g, an->ng);
+	if ((rc = runs_seal(&an->gr, err)))
+		return rc;
+	if (an->nccorr > 1)
+		qsort(an->ccorr, an->nccorr, sizeof(*an->ccorr), cmp_i64);
+	for (i = k = 0; i < an->nccorr; i++)
+		if (!k || an->ccorr[i] != an->ccorr[k - 1])
+			an->ccorr[k++] = an->ccorr[i];
+	an->nccorr = k;
 	for (i = 0; i < an->nc; i++)
 		if (an->c[i].gpu && an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))
 			return nomem(err);
-	for (i = 0; i < an->ng; i++)
-		an->g[i].op = -1;
-	struct linking lk = { .an = an, .cj = cj, .ncj = ncj };
-	if ((rc = walk_all(an, link_host, NULL, &lk, err)))
+	an->lr.limit = run_records(an, sizeof(struct lrec));
+	struct linking lk = { .an = an, .cj = cj, .ncj = ncj, .err = err };
+	if ((rc = walk_all(an, link_host, NULL, &lk, err)) || (rc = runs_seal(&an->lr, err)))
 		return rc;
-	for (i = 0; i < an->ng; i++) {
-		struct grec *g = &an->g[i];
-		if (!g->linked && i && g->corr >= 0 && g->corr == g[-1].corr && g[-1].linked) {
-			g->lk = g[-1].lk;	/* one call, many GPU spans (a CUDA graph's launch) */
-			g->op = g[-1].op;
-			g->linked = 1;
+	/* the launches no span names, the communication kernels' calls, the External ids to fall back on */
+	if (gjoin_open(&j, an, 1))
+		return gjoin_close(&j, err) ? err->rc : nomem(err);
+	while ((g = gjoin_next(&j))) {
+		if (g->comm && j.linked && (!an->nclinks || an->clinks[an->nclinks - 1].corr != g->corr)) {
+			if (tp_grow((void **)&an->clinks, &an->clinkcap, an->nclinks + 1, sizeof(*an->clinks))) {
+				j.nomem = 1;
+				break;
+			}
+			an->clinks[an->nclinks++] = (struct clink){ g->corr, j.call.lk };
 		}
-		if (g->op < 0 && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST))
-			return nomem(err);
+		if ((!j.linked || j.call.op < 0) && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST)) {
+			j.nomem = 1;
+			break;
+		}
 	}
+	if ((rc = gjoin_close(&j, err)))
+		return rc;
 	if (!an->ext.n)
 		return TP_OK;
 	an->linkcap = an->ext.n;
 	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))) ||
 	    !(an->linkop = tp_malloc((an->linkcap + 1) * sizeof(*an->linkop))))
 		return nomem(err);
-	lk = (struct linking){ .an = an, .cj = cj, .ncj = ncj };
-	if ((rc = walk_all(an, link_ext, NULL, &lk, err)))
-		return rc;
-	for (i = 0; i < an->ng; i++)
-		if (an->g[i].op < 0 && (j = link_by(&an->ext, an->g[i].ext)) != UINT32_MAX)
-			an->g[i].op = an->linkop[j];
-	return TP_OK;
+	lk = (struct linking){ .an = an, .cj = cj, .ncj = ncj, .err = err };
+	return walk_all(an, link_ext, NULL, &lk, err);
 }
 
-/* The link of a GPU span's correlation id (kernel crecs ask); NULL: none. */
+/* The link of a communication kernel's correlation id (kernel crecs ask); NULL: none. */
 static const struct link *corr_link(const struct analysis *an, int64_t corr)
 {
-	size_t i = corr >= 0 ? gfind(an, corr, 0) : an->ng;
+	size_t lo = 0, hi = an->nclinks;
 
-	return i < an->ng && an->g[i].corr == corr && an->g[i].linked ? &an->g[i].lk : NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (an->clinks[mid].corr < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return corr >= 0 && lo < an->nclinks && an->clinks[lo].corr == corr ? &an->clinks[lo].lk : NULL;
 }
 
 /* b, or less, so that b - a fits in int64 (traces' times are untrusted) */
@@ -1266,18 +1406,6 @@ static int32_t step_at(const struct analysis *an, int64_t t)
 
 /* ---- the third pass: operator tables, collectives' before_op, memory contexts ---- */
 
-struct gpair {			/* GPU time an operator launched itself */
-	uint32_t pos;
-	int64_t dur;
-};
-
-static inline int gpair_less(const struct gpair *x, const struct gpair *y)
-{
-	return x->pos < y->pos;	/* ties in any order: they are summed */
-}
-
-SORT_DEFINE(sort_gpair, struct gpair, gpair_less)
-
 struct window {			/* before_ops(): a collective's, on its launching thread */
 	uint32_t thread, i;
 	int64_t lo, launch, best;
@@ -1288,8 +1416,8 @@ struct tables {
 	struct hmap m;		/* (name, device) -> ops[] */
 	uint64_t *first;	/* of each row of ops[]: where it first came, 2 * pos + device */
 	size_t firstcap;
-	const struct gpair *gp;
-	size_t ngp, gi;
+	struct rcur gc;		/* the GPU time operators launched themselves, by place */
+	const struct gpair *gn;	/* the next of it; NULL: none left */
 	struct window *win;
 	size_t nwin, wi;
 	struct rcur mc;		/* the [memory] events, by thread and time */
@@ -1474,10 +1602,10 @@ static int tables_visit(struct walk *w, const struct hrec *r)
 	f->has_pend = 0;
 	if (w->depth > 1)
 		w->st[w->depth - 2].self -= f->end - f->s;
-	while (t->gi < t->ngp && t->gp[t->gi].pos < f->pos)
-		t->gi++;
-	for (; t->gi < t->ngp && t->gp[t->gi].pos == f->pos; t->gi++)
-		f->gself = tp_sat_add(f->gself, t->gp[t->gi].dur);
+	while (t->gn && t->gn->pos < f->pos)
+		t->gn = rcur_next(&t->gc);
+	for (; t->gn && t->gn->pos == f->pos; t->gn = rcur_next(&t->gc))
+		f->gself = tp_sat_add(f->gself, t->gn->dur);
 	f->gtotal = f->gself;
 	if (an->nmev && (f->ms = ms_flags(an, f)) & MS_OPT_STEP)
 		f->opt = ++t->nopt;	/* the first pass met them in this order too */
@@ -1540,41 +1668,48 @@ static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing
 /*
  * The step that launched each GPU span: the one whose CPU span holds the
  * runtime call its correlation id names, else the operator its External id
- * names (traces that kept no runtime event), else the span's own start;
- * -1 when that instant is in no step. Steps are sorted by start. *last:
- * the latest launch instant.
+ * names (traces that kept no runtime event), else the span's own start
+ * (gpu_launch()); none when that instant is in no step. Steps are sorted by
+ * start. Into runs by step for breakdown(), with, into runs by place for the
+ * tables pass, the GPU time each operator launched itself. whole: the trace
+ * is one step. end[k]: the latest end of step k's spans; *last: the latest
+ * launch instant.
  */
-static void owners(struct analysis *an, int32_t *own, int64_t *last)
+static int gpu_owners(struct analysis *an, int whole, int64_t *end, int64_t *last, struct tp_errbuf *err)
 {
-	size_t i;
-	uint32_t j;
+	const struct grec *g;
+	struct gjoin j;
+	int rc = TP_OK, jrc;
 
-	for (i = 0; i < an->ng; i++) {
-		const struct grec *g = &an->g[i];
-		int64_t t = g->s;
-		if (g->linked)
-			t = g->lk.s;
-		else if ((j = link_by(&an->ext, g->ext)) != UINT32_MAX)
-			t = an->links[j].s;
-		own[i] = step_at(an, t);
-		if (t > *last)
-			*last = t;
+	an->bs.limit = run_records(an, sizeof(struct brec));
+	an->gp.limit = run_records(an, sizeof(struct gpair));
+	if (gjoin_open(&j, an, 0))
+		return gjoin_close(&j, err) ? err->rc : nomem(err);
+	while (!rc && (g = gjoin_next(&j))) {
+		int64_t t;
+		int32_t op = gpu_launch(an, &j, g, &t), st = 0;
+		if (!whole) {
+			st = step_at(an, t);
+			if (t > *last)
+				*last = t;
+		}
+		if (op >= 0)
+			rc = runs_add(&an->gp, &(struct gpair){ .pos = (uint32_t)op, .dur = g->e - g->s }, err);
+		if (!rc && st >= 0) {
+			if (g->e > end[st])
+				end[st] = g->e;
+			struct brec b = { .s = g->s, .e = g->e, .step = st,
+					  .cat = g->comm ? AN_COMM : g->kind == AN_GPU_KERNEL ? AN_KERNEL :
+					  g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET };
+			rc = runs_add(&an->bs, &b, err);
+		}
 	}
-}
-/* Order GPU span indices by owner (counting sort); first[k]..first[k + 1] are step k's. */
-static void group_by_owner(const struct analysis *an, const int32_t *own, size_t nsteps, uint32_t *idx, size_t *first)
-{
-	size_t i;
-
-	memset(first, 0, (nsteps + 2) * sizeof(*first));
-	for (i = 0; i < an->ng; i++)
-		if (own[i] >= 0)
-			first[own[i] + 2]++;
-	for (i = 2; i < nsteps + 2; i++)
-		first[i] += first[i - 1];
-	for (i = 0; i < an->ng; i++)
-		if (own[i] >= 0)
-			idx[first[own[i] + 1]++] = (uint32_t)i;
+	jrc = gjoin_close(&j, err);
+	if (rc || jrc)
+		return rc ? rc : jrc;
+	if ((rc = runs_seal(&an->bs, err)))
+		return rc;
+	return runs_seal(&an->gp, err);
 }
 
 /*
@@ -1654,17 +1789,17 @@ static void step_syncs(struct analysis *an)
 	}
 }
 
-static int breakdown(struct analysis *an)
+static int breakdown(struct analysis *an, struct tp_errbuf *err)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
-	int32_t *own = tp_malloc((an->ng + 1) * sizeof(*own));
-	uint32_t *idx = tp_malloc((an->ng + 1) * sizeof(*idx));
-	size_t *first = NULL, i, k;
+	int64_t *end = tp_malloc((an->ncs + 2) * sizeof(*end));	/* of each step's GPU spans */
+	const struct brec *br;
+	size_t i, k;
+	struct rcur bc;
 	int64_t prev_end = INT64_MIN, last = INT64_MIN;
-	int c, whole = 0, rc = -1;
+	int c, whole = 0, rc = TP_ERR_NOMEM;
 
-	if (!own || !idx)
-		goto out;
+	memset(&bc, 0, sizeof(bc));
 	/* the host's busy time per category (link_host()) */
 	for (c = AN_RUNTIME; c < AN_IDLE; c++) {
 		cat[c] = an->hcat[c];
@@ -1673,11 +1808,7 @@ static int breakdown(struct analysis *an)
 	for (c = AN_RUNTIME; c < AN_IDLE; c++)
 		ivals_union(&cat[c]);
 	if (!an->ncs && (an->nh || an->ng)) {	/* the whole trace, as one step */
-		int64_t a = an->hmin, b = an->hmax;
-		for (i = 0; i < an->ng; i++) {
-			a = an->g[i].s < a ? an->g[i].s : a;
-			b = an->g[i].e > b ? an->g[i].e : b;
-		}
+		int64_t a = an->hmin < an->gmin ? an->hmin : an->gmin, b = an->hmax > an->gmax ? an->hmax : an->gmax;
 		if (tp_grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
 			goto out;
 		an->cpu_steps[an->ncs++] = (struct srec){ .step = 0, .s = a, .e = fit_end(a, b) };
@@ -1685,36 +1816,38 @@ static int breakdown(struct analysis *an)
 	}
 	if (an->ncs > 1)
 		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
-	if (!(first = tp_malloc((an->ncs + 2) * sizeof(*first))))
+	if (!end)
 		goto out;
-	if (whole)
-		memset(own, 0, (an->ng + 1) * sizeof(*own));
-	else
-		owners(an, own, &last);
-	group_by_owner(an, own, an->ncs, idx, first);
+	for (i = 0; i < an->ncs; i++)
+		end[i] = INT64_MIN;
+	if ((rc = gpu_owners(an, whole, end, &last, err)))
+		goto out;
+	rc = TP_ERR_NOMEM;
+	if (rcur_open(&bc, &an->bs))
+		goto out;
+	br = rcur_next(&bc);
 	an->res.steps = tp_calloc(an->ncs + 1, sizeof(*an->res.steps));
 	if (!an->res.steps)
 		goto out;
 	for (i = 0; i < an->ncs; i++) {
 		const struct srec *s = &an->cpu_steps[i];
 		struct an_step *st = &an->res.steps[an->res.nsteps++];
-		int64_t a = s->s > prev_end ? s->s : prev_end, b = s->e, covered = 0, len, klen = 0, clen = 0;
-		for (k = first[i]; k < first[i + 1]; k++)
-			if (an->g[idx[k]].e > b)
-				b = an->g[idx[k]].e;
+		int64_t a = s->s > prev_end ? s->s : prev_end, b = s->e > end[i] ? s->e : end[i];
+		int64_t covered = 0, len, klen = 0, clen = 0;
 		if (b < a)
 			b = a;
 		prev_end = b = fit_end(a, b);
 		*st = (struct an_step){ .step = s->step, .start_ns = a, .dur_ns = b - a, .cpu_dur_ns = s->e - s->s,
-					.gpu_calls = (int64_t)(first[i + 1] - first[i]), .whole_trace = whole };
+					.whole_trace = whole };
 		for (c = AN_KERNEL; c <= AN_COMM; c++)
 			cat[c].n = 0;
-		for (k = first[i]; k < first[i + 1]; k++) {
-			const struct grec *g = &an->g[idx[k]];
-			c = g->comm ? AN_COMM : g->kind == AN_GPU_KERNEL ? AN_KERNEL : g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET;
-			if (ivals_add(&cat[c], g->s > a ? g->s : a, g->e < b ? g->e : b))
+		for (; br && br->step == (int32_t)i; br = rcur_next(&bc)) {
+			st->gpu_calls++;
+			if (ivals_add(&cat[br->cat], br->s > a ? br->s : a, br->e < b ? br->e : b))
 				goto out;
 		}
+		if (bc.err)
+			goto out;
 		cum.n = 0;
 		for (c = 0; c < AN_IDLE; c++) {
 			/* the step's own GPU work, or the host's in its span */
@@ -1759,17 +1892,23 @@ static int breakdown(struct analysis *an)
 		}
 		tp_free(missing);
 	}
-	rc = 0;
+	rc = TP_OK;
 out:
 	for (c = 0; c < AN_IDLE; c++)
 		tp_free(cat[c].v);
 	tp_free(win.v);
 	tp_free(cum.v);
 	tp_free(tmp.v);
-	tp_free(own);
-	tp_free(idx);
-	tp_free(first);
-	return rc;
+	tp_free(end);
+	if (bc.err && !err->rc) {
+		errno = bc.err;
+		spill_fail(err, "cannot read");
+	}
+	rcur_close(&bc);
+	runs_free(&an->bs);
+	if (rc == TP_ERR_NOMEM && !err->rc)
+		return nomem(err);
+	return rc ? err->rc : TP_OK;
 }
 
 /* ---- collectives ---- */
@@ -1979,29 +2118,17 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* GPU time each operator launched itself, by its place (the tables pass meets them in order) */
-static struct gpair *gpu_pairs(const struct analysis *an, size_t *n)
-{
-	struct gpair *gp = tp_malloc((an->ng + 1) * sizeof(*gp));
-
-	*n = 0;
-	if (!gp)
-		return NULL;
-	for (size_t i = 0; i < an->ng; i++)
-		if (an->g[i].op >= 0)
-			gp[(*n)++] = (struct gpair){ (uint32_t)an->g[i].op, an->g[i].e - an->g[i].s };
-	if (*n > 1)
-		sort_gpair(gp, *n);
-	return gp;
-}
-
 /*
- * The passes. Host spans come back sorted by thread and start (struct
- * runs.h), nested on a stack as they come (struct walk): a first pass finds
- * what GPU spans' ids name (link_gpu()); breakdown() and collectives() work
- * from that; a third pass adds the operator tables, each collective's
- * before_op and each [memory] event's context, and the memory model runs
- * last.
+ * The passes. Host spans come back sorted by thread and start (runs.h),
+ * nested on a stack as they come (struct walk): a first pass writes the
+ * runtime calls GPU spans' ids may name, which the GPU spans are joined with
+ * (link_gpu()); breakdown() and collectives() work from that; a third pass
+ * adds the operator tables, each collective's before_op and each [memory]
+ * event's context, and the memory model runs last. What grows with the
+ * trace is in sorted runs (host spans, GPU spans, runtime calls, [memory]
+ * events) or aggregated as it comes; what stays in memory grows with the
+ * runtime calls' busy intervals (hcat), the communication records and the
+ * largest step's GPU spans.
  */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
@@ -2035,20 +2162,21 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 		qsort(cj, ncj, sizeof(*cj), cmp_cjoin);
 	if ((rc = link_gpu(an, cj, ncj, err)))
 		goto fail;
+	if ((rc = breakdown(an, err)))
+		goto fail;
 	rc = TP_ERR_NOMEM;
-	if (breakdown(an) || collectives(an) || (an->res.ncolls && windows(an, &t)))
+	if (collectives(an) || (an->res.ncolls && windows(an, &t)))
 		goto fail;
-	/* done with: the GPU spans give their time to the operators that launched them */
-	t.gp = gpu_pairs(an, &t.ngp);
-	if (!t.gp)
-		goto fail;
+	/* done with: the GPU spans gave their time to the operators that launched them (an->gp) */
 	tp_free(cj);
 	cj = NULL;
 	hmap_free(&an->ext);
 	hmap_free(&an->cext);
-	tp_free(an->g);
-	an->g = NULL;
-	an->ng = an->gcap = 0;
+	runs_free(&an->gr);
+	runs_free(&an->lr);
+	tp_free(an->clinks);
+	an->clinks = NULL;
+	an->nclinks = an->clinkcap = 0;
 	tp_free(an->c);
 	an->c = NULL;
 	an->nc = an->ccap = 0;
@@ -2071,27 +2199,32 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 		an->d.limit = run_records(an, sizeof(struct mem_rec));
 		t.me = rcur_next(&t.mc);
 	}
+	if (rcur_open(&t.gc, &an->gp)) {
+		rc = t.gc.err ? TP_ERR_IO : TP_ERR_NOMEM;
+		goto fail;
+	}
+	t.gn = rcur_next(&t.gc);
 	if ((rc = walk_all(an, tables_visit, ops_pop, &t, err))) {
 		rc = err->rc ? err->rc : rc;
 		goto fail;
 	}
-	if (t.mc.err) {
+	if (t.mc.err || t.gc.err) {
 		rc = TP_ERR_IO;
 		goto fail;
 	}
 	rcur_close(&t.mc);
+	rcur_close(&t.gc);
 	runs_free(&an->m);
+	runs_free(&an->gp);
 	if ((rc = runs_seal(&an->d, err)))
 		goto fail;
 	rc = TP_ERR_NOMEM;
 	if (order_ops(an, t.first))
 		goto fail;
 	/* done with: the memory model's peak is not theirs */
-	tp_free((void *)t.gp);
 	tp_free(t.win);
 	tp_free(t.first);
 	hmap_free(&t.m);
-	t.gp = NULL;
 	t.win = NULL;
 	t.first = NULL;
 	runs_free(&an->h);
@@ -2112,13 +2245,13 @@ fail:
 	tp_free(cj);
 	hmap_free(&t.m);
 	tp_free(t.first);
-	tp_free((void *)t.gp);
 	tp_free(t.win);
-	if (t.mc.err && !err->rc) {
-		errno = t.mc.err;
+	if ((t.mc.err || t.gc.err) && !err->rc) {
+		errno = t.mc.err ? t.mc.err : t.gc.err;
 		spill_fail(err, "cannot read");
 	}
 	rcur_close(&t.mc);
+	rcur_close(&t.gc);
 	runs_free(&an->h);
 	if (rc == TP_ERR_NOMEM && !err->rc)
 		return nomem(err);

@@ -21,7 +21,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "analysis/sort.h"
 #include "tp.h"
+
+/*
+ * A record type's order and sort for runs_init(), NAME_order and NAME_sort,
+ * from its LESS(const T *, const T *) (sort.h's sort, inlined).
+ */
+#define RUNS_DEFINE(NAME, T, LESS)								\
+SORT_DEFINE(NAME##_sort_typed, T, LESS)								\
+static int NAME##_order(const void *a, const void *b)						\
+{												\
+	return LESS((const T *)a, (const T *)b);						\
+}												\
+static void NAME##_sort(void *v, size_t n)							\
+{												\
+	NAME##_sort_typed((T *)v, n);								\
+}
 
 typedef int (*runs_less_fn)(const void *a, const void *b);
 typedef void (*runs_sort_fn)(void *v, size_t n);

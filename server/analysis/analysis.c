@@ -281,7 +281,7 @@ struct analysis {
 	int32_t *c_host;	/* per crec: its host span (host_of), -1: none */
 	uint8_t *c_gloo;	/* per crec: a gloo:* span is above it */
 	int64_t hmin, hmax;	/* the host spans' bounds */
-	struct ivals hcat[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU) */
+	struct runs hc[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU; struct ival, link_host()) */
 	struct ivals syncs;	/* runtime calls that wait for the GPU */
 	int64_t *unrec;		/* starts of the launches no GPU span names */
 	size_t nunrec, unreccap;
@@ -359,6 +359,13 @@ static inline int gpair_less(const struct gpair *x, const struct gpair *y)
 }
 
 RUNS_DEFINE(gpair, struct gpair, gpair_less)
+
+static inline int hival_less(const struct ival *x, const struct ival *y)
+{
+	return x->s != y->s ? x->s < y->s : x->e < y->e;
+}
+
+RUNS_DEFINE(hival, struct ival, hival_less)
 
 static int step_number(const char *s, int64_t *n)
 {
@@ -466,6 +473,8 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->lr, sizeof(struct lrec), 1, "calls", lrec_order, lrec_sort);
 		runs_init(&an->bs, sizeof(struct brec), 1, "steps", brec_order, brec_sort);
 		runs_init(&an->gp, sizeof(struct gpair), 1, "gpu", gpair_order, gpair_sort);
+		for (int c = AN_RUNTIME; c < AN_IDLE; c++)
+			runs_init(&an->hc[c], sizeof(struct ival), 1, "busy", hival_order, hival_sort);
 		an->gr.limit = run_records(an, sizeof(struct grec));
 		an->gmin = INT64_MAX;
 		an->gmax = INT64_MIN;
@@ -499,8 +508,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->chains);
 	tp_free(an->c_host);
 	tp_free(an->c_gloo);
-	for (int c = 0; c < AN_IDLE; c++)
-		tp_free(an->hcat[c].v);
+	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
+		runs_free(&an->hc[c]);
 	tp_free(an->syncs.v);
 	tp_free(an->unrec);
 	tp_free(an->bwd);
@@ -795,22 +804,49 @@ static void ivals_union(struct ivals *l)
 	l->n = o;
 }
 
-/* Append the parts of the disjoint list l that lie in [a, b) to out (sorted). */
-static int ivals_window(const struct ivals *l, int64_t a, int64_t b, struct ivals *out)
-{
-	size_t lo = 0, hi = l->n;
+/*
+ * A host category's busy intervals (runs by start) united as they are read,
+ * and cut to windows that only move forward: the steps' spans, which follow
+ * one another.
+ */
+struct hunion {
+	struct rcur c;
+	const struct ival *next;	/* the next interval read */
+	struct ival u;			/* the united one at hand */
+	int has;
+};
 
+static void hunion_advance(struct hunion *h)
+{
+	if (!(h->has = h->next != NULL))
+		return;
+	h->u = *h->next;
+	for (h->next = rcur_next(&h->c); h->next && h->next->s <= h->u.e; h->next = rcur_next(&h->c))
+		if (h->next->e > h->u.e)
+			h->u.e = h->next->e;
+}
+
+static int hunion_open(struct hunion *h, const struct runs *r)
+{
+	if (rcur_open(&h->c, r))
+		return -1;
+	h->next = rcur_next(&h->c);
+	hunion_advance(h);
+	return 0;
+}
+
+/* The parts of the united intervals in [a, b) into out (sorted); a is no less than the last b. */
+static int hunion_window(struct hunion *h, int64_t a, int64_t b, struct ivals *out)
+{
 	out->n = 0;
-	while (lo < hi) {	/* the first interval that ends after a */
-		size_t mid = lo + (hi - lo) / 2;
-		if (l->v[mid].e <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < l->n && l->v[lo].s < b; lo++)
-		if (ivals_add(out, l->v[lo].s > a ? l->v[lo].s : a, l->v[lo].e < b ? l->v[lo].e : b))
+	while (h->has && h->u.e <= a)
+		hunion_advance(h);
+	for (; h->has && h->u.s < b; hunion_advance(h)) {
+		if (ivals_add(out, h->u.s > a ? h->u.s : a, h->u.e < b ? h->u.e : b))
 			return -1;
+		if (h->u.e > b)
+			break;	/* the rest is the next window's */
+	}
 	return 0;
 }
 
@@ -1109,7 +1145,9 @@ struct linking {
 	struct analysis *an;
 	const struct cjoin *cj;
 	size_t ncj, at;
-	uint32_t thread[AN_IDLE];	/* of hcat[c]'s last interval */
+	struct ival run[AN_IDLE];	/* per host category, the interval being extended (its thread's) */
+	uint32_t thread[AN_IDLE];
+	uint8_t has[AN_IDLE];
 	struct tp_errbuf *err;
 };
 
@@ -1118,13 +1156,17 @@ static int link_host(struct walk *w, const struct hrec *r)
 	struct linking *lk = w->arg;
 	struct analysis *an = lk->an;
 	struct frame *f;
-	struct ivals *cat;
+	struct ival *run;
 	size_t d;
 	uint16_t nc;
 	int c;
 
-	if (!r)
+	if (!r) {
+		for (c = AN_RUNTIME; c < AN_IDLE; c++)
+			if (lk->has[c] && runs_add(&an->hc[c], &lk->run[c], lk->err))
+				return -1;
 		return 0;
+	}
 	if (!(f = walk_push(w, r)) || cls_of(an, r->name, &nc))
 		return -1;
 	an->hmin = r->s < an->hmin ? r->s : an->hmin;
@@ -1132,14 +1174,16 @@ static int link_host(struct walk *w, const struct hrec *r)
 	/* each thread's run of overlapping spans of a category is one interval before the
 	 * union across threads (a list of every span was 40 MiB for a 1 GB trace) */
 	c = r->kind == H_RUNTIME ? AN_RUNTIME : r->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
-	cat = &an->hcat[c];
+	run = &lk->run[c];
 	if (r->e > r->s) {
-		struct ival *run = cat->n ? &cat->v[cat->n - 1] : NULL;
-		if (run && lk->thread[c] == r->thread && r->s <= run->e) {
+		if (lk->has[c] && lk->thread[c] == r->thread && r->s <= run->e) {
 			if (r->e > run->e)
 				run->e = r->e;
-		} else if (ivals_add(cat, r->s, r->e)) {
-			return -1;
+		} else {
+			if (lk->has[c] && runs_add(&an->hc[c], run, lk->err))
+				return -1;
+			*run = (struct ival){ r->s, r->e };
+			lk->has[c] = 1;
 		}
 		lk->thread[c] = r->thread;
 	}
@@ -1325,9 +1369,14 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 		if (an->c[i].gpu && an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))
 			return nomem(err);
 	an->lr.limit = run_records(an, sizeof(struct lrec));
+	for (int c = AN_RUNTIME; c < AN_IDLE; c++)	/* the three fill at once */
+		an->hc[c].limit = (run_records(an, sizeof(struct ival)) + 2) / 3;
 	struct linking lk = { .an = an, .cj = cj, .ncj = ncj, .err = err };
 	if ((rc = walk_all(an, link_host, NULL, &lk, err)) || (rc = runs_seal(&an->lr, err)))
 		return rc;
+	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
+		if ((rc = runs_seal(&an->hc[c], err)))
+			return rc;
 	/* the launches no span names, the communication kernels' calls, the External ids to fall back on */
 	if (gjoin_open(&j, an, 1))
 		return gjoin_close(&j, err) ? err->rc : nomem(err);
@@ -1796,17 +1845,12 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 	const struct brec *br;
 	size_t i, k;
 	struct rcur bc;
+	struct hunion hu[AN_IDLE];	/* the host's busy time per category (link_host()) */
 	int64_t prev_end = INT64_MIN, last = INT64_MIN;
 	int c, whole = 0, rc = TP_ERR_NOMEM;
 
 	memset(&bc, 0, sizeof(bc));
-	/* the host's busy time per category (link_host()) */
-	for (c = AN_RUNTIME; c < AN_IDLE; c++) {
-		cat[c] = an->hcat[c];
-		an->hcat[c] = (struct ivals){ 0 };
-	}
-	for (c = AN_RUNTIME; c < AN_IDLE; c++)
-		ivals_union(&cat[c]);
+	memset(hu, 0, sizeof(hu));
 	if (!an->ncs && (an->nh || an->ng)) {	/* the whole trace, as one step */
 		int64_t a = an->hmin < an->gmin ? an->hmin : an->gmin, b = an->hmax > an->gmax ? an->hmax : an->gmax;
 		if (tp_grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
@@ -1825,6 +1869,9 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 	rc = TP_ERR_NOMEM;
 	if (rcur_open(&bc, &an->bs))
 		goto out;
+	for (c = AN_RUNTIME; c < AN_IDLE; c++)
+		if (hunion_open(&hu[c], &an->hc[c]))
+			goto out;
 	br = rcur_next(&bc);
 	an->res.steps = tp_calloc(an->ncs + 1, sizeof(*an->res.steps));
 	if (!an->res.steps)
@@ -1853,7 +1900,7 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 			/* the step's own GPU work, or the host's in its span */
 			if (c <= AN_COMM)
 				ivals_union(&cat[c]);
-			else if (ivals_window(&cat[c], a, b, &win))
+			else if (hunion_window(&hu[c], a, b, &win))
 				goto out;
 			if (merge_measure(&cum, c <= AN_COMM ? &cat[c] : &win, &tmp, &len))
 				goto out;
@@ -1874,6 +1921,9 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 		st->comm_overlap_ns = clen ? klen - (len - clen) : 0;	/* no overflow: len >= clen, len - clen <= klen */
 		st->gpu_busy_ns = clen ? len : klen;
 	}
+	for (c = AN_RUNTIME; c < AN_IDLE; c++)
+		if (hu[c].c.err)
+			goto out;
 	step_syncs(an);
 	/* incomplete steps, once every step's GPU work is known */
 	for (i = 0, k = 0; i < an->res.nsteps; i++)
@@ -1900,6 +1950,12 @@ out:
 	tp_free(cum.v);
 	tp_free(tmp.v);
 	tp_free(end);
+	for (c = AN_RUNTIME; c < AN_IDLE; c++) {
+		if (hu[c].c.err && !bc.err)
+			bc.err = hu[c].c.err;
+		rcur_close(&hu[c].c);
+		runs_free(&an->hc[c]);
+	}
 	if (bc.err && !err->rc) {
 		errno = bc.err;
 		spill_fail(err, "cannot read");

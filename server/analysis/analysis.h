@@ -157,9 +157,10 @@ struct analysis;
 
 struct analysis *analysis_new(an_string_fn str, void *payload);
 /* Host spans per sorted run (runs past the first are spilled to a temporary
- * file in $TMPDIR; [memory] events are parked there past as many bytes):
- * an's, before its first event, and every new analysis's (default 256K,
- * 10 MiB; the server's --spill-at), before any starts. */
+ * file in $TMPDIR; the other records in runs, GPU spans, runtime calls,
+ * [memory] events..., take as many bytes a run): an's, before its first
+ * event, and every new analysis's (default 128K, 5 MiB; the server's
+ * --spill-at), before any starts. */
 void analysis_set_run(struct analysis *an, size_t spans);
 void analysis_set_default_run(size_t spans);
 /* One parsed event; only complete ('X') events matter. */

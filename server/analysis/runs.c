@@ -13,6 +13,13 @@
 
 #define MERGE_BUF_BYTES (40u << 10)	/* read at once from each run */
 
+static long fail_after = -1;
+
+void spill_fail_after(long n)
+{
+	fail_after = n;
+}
+
 int spill_fail(struct tp_errbuf *err, const char *what)
 {
 	return tp_fail(err, TP_ERR_IO, "temp_file", "analysis: %s its temporary file: %s", what, strerror(errno));
@@ -25,6 +32,11 @@ int spill_append(int *fd, const char *what, const void *buf, size_t len, struct 
 	char path[4096];
 
 	if (*fd < 0) {
+		if (fail_after >= 0 && fail_after-- == 0) {
+			fail_after = 0;
+			errno = ENOSPC;
+			return spill_fail(err, "cannot create");
+		}
 		snprintf(path, sizeof(path), "%s/trainscope-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
 		if ((*fd = mkstemp(path)) < 0)
 			return spill_fail(err, "cannot create");

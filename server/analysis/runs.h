@@ -89,5 +89,7 @@ int spill_append(int *fd, const char *what, const void *buf, size_t len, struct 
 int spill_read(int fd, void *buf, size_t len, off_t off);
 /* TP_ERR_IO "temp_file": "analysis: <what> its temporary file: <errno's text>" */
 int spill_fail(struct tp_errbuf *err, const char *what);
+/* Tests: the temporary files made after the next n fail to be made (ENOSPC); -1: none fail. */
+void spill_fail_after(long n);
 
 #endif

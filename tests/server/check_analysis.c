@@ -15,6 +15,7 @@
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
+#include "analysis/runs.h"
 #include "hmap.h"
 #include "pipeline/ingest.h"
 #include "ingest/timeline.h"
@@ -2152,8 +2153,64 @@ START_TEST(test_spill_failure)
 }
 END_TEST
 
+/*
+ * The passes make temporary files of their own (the runtime calls, the
+ * steps' GPU spans, the host's busy intervals, the memory series...): each
+ * in turn fails to be made, and the analysis fails with a message, whether
+ * it was streaming or finishing, and leaks nothing (ASan), until every file
+ * is made and the answer is the one made without failures.
+ */
+START_TEST(test_spill_failure_each_file)
+{
+	static const char *const files[] = { "traces/hta_v100_train_memory.json.gz", "traces/hta_nccl_rel_ts.json.gz" };
+	static const size_t run[] = { 20000, 50 };
+	char *path = tu_fixture(files[_i]);
+	size_t len, glen;
+	uint8_t *gz = tu_read_file(path, &len), *json = tu_gunzip(gz, len, &glen);
+	long n;
+
+	ck_assert_ptr_nonnull(json);
+	for (n = 0; n < 64; n++) {
+		struct tp_errbuf err = { 0 };
+		struct busy b = { .fail_ok = 1 };
+		struct trace_sink sink = { .string = busy_string, .event = spill_event, .payload = &b };
+		const struct an_result *r;
+		int rc;
+
+		b.tp = trace_parser_new(&trace_default_limits, &sink);
+		b.an = analysis_new(str_of, b.tp);
+		analysis_set_run(b.an, run[_i]);
+		spill_fail_after(n);
+		rc = trace_parser_feed(b.tp, json, glen, &err);
+		if (!rc)
+			rc = trace_parser_finish(b.tp, &err);
+		if (rc) {
+			ck_assert_int_eq(b.an_err.rc, TP_ERR_IO);
+			ck_assert_msg(strstr(b.an_err.msg, "temporary file"), "%s", b.an_err.msg);
+		} else if ((rc = analysis_finish(b.an, &r, &b.an_err))) {
+			ck_assert_int_eq(rc, TP_ERR_IO);
+			ck_assert_msg(strstr(b.an_err.msg, "temporary file"), "N=%ld: %s", n, b.an_err.msg);
+		}
+		spill_fail_after(-1);
+		analysis_free(b.an);
+		trace_parser_free(b.tp);
+		if (!rc)
+			break;
+	}
+	ck_assert_msg(n >= 6 && n < 64, "%s: %ld temporary files", files[_i], n);
+	char *whole = analyse_dump(json, glen, 0), *spilled = analyse_dump(json, glen, run[_i]);
+	ck_assert_str_eq(whole, spilled);
+	free(whole);
+	free(spilled);
+	free(json);
+	free(gz);
+	free(path);
+}
+END_TEST
+
 static void add_spill_tests(TCase *tc)
 {
+	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
 	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_test(tc, test_spill_failure);
 }

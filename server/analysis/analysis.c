@@ -258,18 +258,17 @@ struct analysis {
 	struct clink *clinks;	/* by correlation id: the communication kernels' calls (link_gpu()) */
 	size_t nclinks, clinkcap;
 	struct runs bs;		/* the GPU spans by the step that launched them (struct brec) */
+	int64_t *gend;		/* per step: the latest end of its GPU spans */
+	int64_t glast;		/* the latest launch instant */
+	int owned;		/* bs and gp are made (gpu_owners()) */
+	int whole;		/* the trace is one step (steps_prepare()) */
 	struct runs gp;		/* and the GPU time each operator launched itself (struct gpair) */
 	struct srec *cpu_steps;
 	size_t ncs, cscap;
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
 	struct crec *c;		/* communication operators and kernels */
 	size_t nc, ccap;
-	/* [memory] events in arrival order, parked in a temporary file past a
-	 * run's worth (memory_event()), until their threads are known (mev_runs()) */
-	struct mem_event *mev;
-	size_t nmev, mevcap;
-	size_t mheld;		/* in mev[] while parking: those after the parked ones */
-	int mfd;		/* the parked ones; -1: none */
+	size_t nmev;		/* [memory] events (in m) */
 	/* the passes' (analysis_finish()) */
 	struct hmap ext;	/* External ids of GPU spans no runtime call links -> links[] (link_gpu()) */
 	struct hmap cext;	/* communication kernels' External ids: their links get a chain */
@@ -322,6 +321,23 @@ static inline int mev_less(const struct mem_event *x, const struct mem_event *y)
 
 /* the [memory] events by thread and time, to meet the spans of their thread (tables_visit()) */
 RUNS_DEFINE(mev, struct mem_event, mev_less)
+
+/* and as they come, by the thread's key: its number is known at the end (mev_threads()) */
+static inline int mevk_less(const struct mem_event *x, const struct mem_event *y)
+{
+	if (x->thread_key != y->thread_key)
+		return x->thread_key < y->thread_key;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	return x->ord < y->ord;
+}
+
+RUNS_DEFINE(mevk, struct mem_event, mevk_less)
+
+static int mevk_split(const void *a, const void *b)
+{
+	return ((const struct mem_event *)a)->thread_key != ((const struct mem_event *)b)->thread_key;
+}
 
 static inline int grec_less(const struct grec *x, const struct grec *y)
 {
@@ -467,7 +483,8 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		an->str = str;
 		an->payload = payload;
 		runs_init(&an->h, sizeof(struct hrec), default_run, "spans", hrec_order, hrec_sort);
-		runs_init(&an->m, sizeof(struct mem_event), 1, "memory", mev_order, mev_sort);
+		runs_init(&an->m, sizeof(struct mem_event), 1, "memory", mevk_order, mevk_sort);
+		an->m.split = mevk_split;
 		runs_init(&an->d, sizeof(struct mem_rec), 1, "memory", mem_rec_less, mem_rec_sort);
 		runs_init(&an->gr, sizeof(struct grec), 1, "gpu", grec_order, grec_sort);
 		runs_init(&an->lr, sizeof(struct lrec), 1, "calls", lrec_order, lrec_sort);
@@ -476,9 +493,9 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 			runs_init(&an->hc[c], sizeof(struct ival), 1, "busy", hival_order, hival_sort);
 		an->gr.limit = run_records(an, sizeof(struct grec));
-		an->gmin = INT64_MAX;
-		an->gmax = INT64_MIN;
-		an->mfd = -1;
+		an->m.limit = run_records(an, sizeof(struct mem_event));
+		an->gmin = an->hmin = INT64_MAX;
+		an->gmax = an->hmax = INT64_MIN;
 	}
 	return an;
 }
@@ -487,6 +504,7 @@ void analysis_set_run(struct analysis *an, size_t spans)
 {
 	an->h.limit = spans ? spans : 1;
 	an->gr.limit = run_records(an, sizeof(struct grec));
+	an->m.limit = run_records(an, sizeof(struct mem_event));
 }
 
 void analysis_set_default_run(size_t spans)
@@ -524,6 +542,7 @@ void analysis_free(struct analysis *an)
 	runs_free(&an->gp);
 	tp_free(an->ccorr);
 	tp_free(an->clinks);
+	tp_free(an->gend);
 	tp_free(an->cpu_steps);
 	tp_free(an->res.steps);
 	tp_free(an->res.ops);
@@ -531,9 +550,6 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.thread_self_ns);
 	tp_free(an->res.colls);
 	tp_free(an->c);
-	tp_free(an->mev);
-	if (an->mfd >= 0)
-		close(an->mfd);
 	mem_result_free(an->mem);
 	tp_free(an);
 }
@@ -597,67 +613,53 @@ static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 
 static int memory_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
-	int rc;
-
-	/* a run's worth held: the rest are parked */
-	if (an->mheld >= run_records(an, sizeof(*an->mev))) {
-		if ((rc = spill_append(&an->mfd, "memory", an->mev, an->mheld * sizeof(*an->mev), err)))
-			return rc;
-		an->mheld = 0;
-	}
-	if (tp_grow((void **)&an->mev, &an->mevcap, an->mheld + 1, sizeof(*an->mev)))
-		return nomem(err);
-	an->mev[an->mheld++] = (struct mem_event){
+	struct mem_event ev = {
 		.ts = e->ts_ns, .ev_idx = (e->have & TH_EV_IDX) ? e->ev_idx : 0, .addr = e->addr,
 		.bytes = (e->have & TH_BYTES) ? e->bytes : 0, .total_alloc = e->total_alloc,
 		.total_res = e->total_reserved,
-		/* resolved at the end: a thread's spans may come after its allocations */
+		/* its number at the end (mev_threads()): a thread's spans may come after its allocations */
 		.thread_key = hmap_mix(id_key(e->pid, e->pid_sid)) ^ id_key(e->tid, e->tid_sid),
 		.dev_type = (e->have & TH_DEV_TYPE) ? (int32_t)e->dev_type : 0,
 		.dev_id = (e->have & TH_DEV_ID) ? (int32_t)e->dev_id : -1,
 		.has_addr = (e->have & TH_ADDR) != 0,
 		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES), .ord = (uint32_t)an->nmev,
 	};
-	an->nmev++;
-	return TP_OK;
+	int rc = runs_add(&an->m, &ev, err);
+
+	if (!rc)
+		an->nmev++;
+	return rc;
+}
+
+/* The thread numbers of [memory] events read back (or held). */
+static void mev_fix(void *threads, void *recs, size_t n)
+{
+	struct mem_event *v = recs;
+
+	for (size_t i = 0; i < n; i++)
+		v[i].thread = hmap_get(threads, v[i].thread_key);	/* UINT32_MAX: no spans */
 }
 
 /*
- * The [memory] events, parked and held in arrival order, into runs by thread
- * and time (mev_less) for the tables pass: a run's worth at a time read back,
- * given its thread's number (a thread's spans may come after its
- * allocations: only now are they all known), sorted and spilled.
+ * The [memory] events in the order of the tables pass, by thread number and
+ * time (mev_less). They came into runs by thread key, each spilled run cut
+ * where the key changes: each part is one thread's in time order, and merges
+ * in mev_less's order once its records are given their thread's number as
+ * they are read back (mev_fix()). Held ones are given theirs and sorted.
  */
-static int mev_runs(struct analysis *an, struct tp_errbuf *err)
+static int mev_threads(struct analysis *an, struct tp_errbuf *err)
 {
-	size_t parked = an->nmev - an->mheld, off, k, i;
-	struct mem_event *v;
-	int e;
+	int rc;
 
-	an->m.limit = run_records(an, sizeof(*v));
-	for (off = 0; off < an->nmev; off += k) {
-		k = an->nmev - off < an->m.limit ? an->nmev - off : an->m.limit;
-		if (off < parked && k > parked - off)
-			k = parked - off;
-		if (!(v = runs_reserve(&an->m, k, err)))
-			return err->rc;
-		if (off >= parked) {
-			memcpy(v, an->mev + (off - parked), k * sizeof(*v));
-		} else if ((e = spill_read(an->mfd, v, k * sizeof(*v), (off_t)(off * sizeof(*v))))) {
-			errno = e;
-			return spill_fail(err, "cannot read");
-		}
-		for (i = 0; i < k; i++)
-			v[i].thread = hmap_get(&an->threads, v[i].thread_key);	/* UINT32_MAX: no spans */
-		runs_commit(&an->m, k);
-	}
-	tp_free(an->mev);
-	an->mev = NULL;
-	an->mheld = an->mevcap = 0;
-	if (an->mfd >= 0)
-		close(an->mfd);
-	an->mfd = -1;
-	return runs_seal(&an->m, err);
+	if (!an->m.nruns)
+		mev_fix(&an->threads, an->m.buf, an->m.n);
+	else if ((rc = runs_seal(&an->m, err)))
+		return rc;
+	an->m.less = mev_order;
+	an->m.sort = mev_sort;
+	an->m.fix = mev_fix;
+	an->m.fixctx = &an->threads;
+	return an->m.nruns ? TP_OK : runs_seal(&an->m, err);
 }
 
 /* A string id held in an int64 field (event.h); 0 when absent or out of range. */
@@ -724,6 +726,8 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		if (rc)
 			return rc;
 		an->nh++;
+		an->hmin = r.s < an->hmin ? r.s : an->hmin;
+		an->hmax = r.e > an->hmax ? r.e : an->hmax;
 		if (!rt && ((nc & N_COMM_OP) || (e->have & TH_COLL)) &&
 		    comm_event(an, e, s, dur, *t, 0))
 			return nomem(err);
@@ -1169,8 +1173,6 @@ static int link_host(struct walk *w, const struct hrec *r)
 	}
 	if (!(f = walk_push(w, r)) || cls_of(an, r->name, &nc))
 		return -1;
-	an->hmin = r->s < an->hmin ? r->s : an->hmin;
-	an->hmax = r->e > an->hmax ? r->e : an->hmax;
 	/* each thread's run of overlapping spans of a category is one interval before the
 	 * union across threads (a list of every span was 40 MiB for a 1 GB trace) */
 	c = r->kind == H_RUNTIME ? AN_RUNTIME : r->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
@@ -1339,6 +1341,9 @@ static int32_t gpu_launch(const struct analysis *an, const struct gjoin *j, cons
 }
 
 static int cmp_i64(const void *a, const void *b);
+static int gpu_owner(struct analysis *an, const struct gjoin *j, const struct grec *g, struct tp_errbuf *err);
+static void owners_begin(struct analysis *an);
+static int owners_end(struct analysis *an, struct tp_errbuf *err);
 
 /*
  * The operator that launched each GPU span: its correlation id names the
@@ -1377,10 +1382,20 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 		if ((rc = runs_seal(&an->hc[c], err)))
 			return rc;
-	/* the launches no span names, the communication kernels' calls, the External ids to fall back on */
+	/*
+	 * The launches no span names, the communication kernels' calls, the
+	 * External ids to fall back on; and each span's step and operator
+	 * (gpu_owner()), which stand unless a span falls back on its External id,
+	 * known once the walk for them is done: then breakdown() joins again.
+	 */
+	owners_begin(an);
 	if (gjoin_open(&j, an, 1))
 		return gjoin_close(&j, err) ? err->rc : nomem(err);
 	while ((g = gjoin_next(&j))) {
+		if (!an->ext.n && (rc = gpu_owner(an, &j, g, err))) {
+			j.nomem = 1;
+			break;
+		}
 		if (g->comm && j.linked && (!an->nclinks || an->clinks[an->nclinks - 1].corr != g->corr)) {
 			if (tp_grow((void **)&an->clinks, &an->clinkcap, an->nclinks + 1, sizeof(*an->clinks))) {
 				j.nomem = 1;
@@ -1396,7 +1411,9 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 	if ((rc = gjoin_close(&j, err)))
 		return rc;
 	if (!an->ext.n)
-		return TP_OK;
+		return owners_end(an, err);
+	runs_free(&an->bs);
+	runs_free(&an->gp);
 	an->linkcap = an->ext.n;
 	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))) ||
 	    !(an->linkop = tp_malloc((an->linkcap + 1) * sizeof(*an->linkop))))
@@ -1718,47 +1735,88 @@ static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing
  * The step that launched each GPU span: the one whose CPU span holds the
  * runtime call its correlation id names, else the operator its External id
  * names (traces that kept no runtime event), else the span's own start
- * (gpu_launch()); none when that instant is in no step. Steps are sorted by
- * start. Into runs by step for breakdown(), with, into runs by place for the
- * tables pass, the GPU time each operator launched itself. whole: the trace
- * is one step. end[k]: the latest end of step k's spans; *last: the latest
- * launch instant.
+ * (gpu_launch()); none when that instant is in no step (steps_prepare()
+ * sorted them). Into runs by step for breakdown(), with, into runs by place
+ * for the tables pass, the GPU time each operator launched itself; gend[k]:
+ * the latest end of step k's spans, glast: the latest launch instant.
  */
-static int gpu_owners(struct analysis *an, int whole, int64_t *end, int64_t *last, struct tp_errbuf *err)
+static int gpu_owner(struct analysis *an, const struct gjoin *j, const struct grec *g, struct tp_errbuf *err)
+{
+	int64_t t;
+	int32_t op = gpu_launch(an, j, g, &t), st = 0;
+	int rc;
+
+	if (!an->whole) {
+		st = step_at(an, t);
+		if (t > an->glast)
+			an->glast = t;
+	}
+	if (op >= 0 && (rc = runs_add(&an->gp, &(struct gpair){ .pos = (uint32_t)op, .dur = g->e - g->s }, err)))
+		return rc;
+	if (st < 0)
+		return TP_OK;
+	if (g->e > an->gend[st])
+		an->gend[st] = g->e;
+	struct brec b = { .s = g->s, .e = g->e, .step = st,
+			  .cat = g->comm ? AN_COMM : g->kind == AN_GPU_KERNEL ? AN_KERNEL :
+			  g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET };
+	return runs_add(&an->bs, &b, err);
+}
+
+/* gpu_owner()'s records, none yet: room for them */
+static void owners_begin(struct analysis *an)
+{
+	runs_free(&an->bs);
+	runs_free(&an->gp);
+	an->bs.limit = run_records(an, sizeof(struct brec));
+	an->gp.limit = run_records(an, sizeof(struct gpair));
+	an->glast = INT64_MIN;
+	for (size_t i = 0; i < an->ncs; i++)
+		an->gend[i] = INT64_MIN;
+	an->owned = 0;
+}
+
+static int owners_end(struct analysis *an, struct tp_errbuf *err)
+{
+	int rc = runs_seal(&an->bs, err);
+
+	if (!rc)
+		rc = runs_seal(&an->gp, err);
+	an->owned = !rc;
+	return rc;
+}
+
+/* gpu_owner() for every span, in a join of its own (link_gpu()'s first join could not: see there) */
+static int gpu_owners(struct analysis *an, struct tp_errbuf *err)
 {
 	const struct grec *g;
 	struct gjoin j;
 	int rc = TP_OK, jrc;
 
-	an->bs.limit = run_records(an, sizeof(struct brec));
-	an->gp.limit = run_records(an, sizeof(struct gpair));
+	owners_begin(an);
 	if (gjoin_open(&j, an, 0))
 		return gjoin_close(&j, err) ? err->rc : nomem(err);
-	while (!rc && (g = gjoin_next(&j))) {
-		int64_t t;
-		int32_t op = gpu_launch(an, &j, g, &t), st = 0;
-		if (!whole) {
-			st = step_at(an, t);
-			if (t > *last)
-				*last = t;
-		}
-		if (op >= 0)
-			rc = runs_add(&an->gp, &(struct gpair){ .pos = (uint32_t)op, .dur = g->e - g->s }, err);
-		if (!rc && st >= 0) {
-			if (g->e > end[st])
-				end[st] = g->e;
-			struct brec b = { .s = g->s, .e = g->e, .step = st,
-					  .cat = g->comm ? AN_COMM : g->kind == AN_GPU_KERNEL ? AN_KERNEL :
-					  g->kind == AN_GPU_MEMCPY ? AN_MEMCPY : AN_MEMSET };
-			rc = runs_add(&an->bs, &b, err);
-		}
-	}
+	while (!rc && (g = gjoin_next(&j)))
+		rc = gpu_owner(an, &j, g, err);
 	jrc = gjoin_close(&j, err);
 	if (rc || jrc)
 		return rc ? rc : jrc;
-	if ((rc = runs_seal(&an->bs, err)))
-		return rc;
-	return runs_seal(&an->gp, err);
+	return owners_end(an, err);
+}
+
+/* The steps in start order; a trace with none is one step, whole. */
+static int steps_prepare(struct analysis *an)
+{
+	if (!an->ncs && (an->nh || an->ng)) {	/* the whole trace, as one step */
+		int64_t a = an->hmin < an->gmin ? an->hmin : an->gmin, b = an->hmax > an->gmax ? an->hmax : an->gmax;
+		if (tp_grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
+			return -1;
+		an->cpu_steps[an->ncs++] = (struct srec){ .step = 0, .s = a, .e = fit_end(a, b) };
+		an->whole = 1;
+	}
+	if (an->ncs > 1)
+		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
+	return (an->gend = tp_malloc((an->ncs + 1) * sizeof(*an->gend))) ? 0 : -1;
 }
 
 /*
@@ -1841,31 +1899,19 @@ static void step_syncs(struct analysis *an)
 static int breakdown(struct analysis *an, struct tp_errbuf *err)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
-	int64_t *end = tp_malloc((an->ncs + 2) * sizeof(*end));	/* of each step's GPU spans */
+	const int64_t *end = an->gend;	/* of each step's GPU spans */
 	const struct brec *br;
 	size_t i, k;
 	struct rcur bc;
 	struct hunion hu[AN_IDLE];	/* the host's busy time per category (link_host()) */
-	int64_t prev_end = INT64_MIN, last = INT64_MIN;
-	int c, whole = 0, rc = TP_ERR_NOMEM;
+	int64_t prev_end = INT64_MIN, last;
+	int c, whole = an->whole, rc = TP_ERR_NOMEM;
 
 	memset(&bc, 0, sizeof(bc));
 	memset(hu, 0, sizeof(hu));
-	if (!an->ncs && (an->nh || an->ng)) {	/* the whole trace, as one step */
-		int64_t a = an->hmin < an->gmin ? an->hmin : an->gmin, b = an->hmax > an->gmax ? an->hmax : an->gmax;
-		if (tp_grow((void **)&an->cpu_steps, &an->cscap, 1, sizeof(*an->cpu_steps)))
-			goto out;
-		an->cpu_steps[an->ncs++] = (struct srec){ .step = 0, .s = a, .e = fit_end(a, b) };
-		whole = 1;
-	}
-	if (an->ncs > 1)
-		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
-	if (!end)
+	if (!an->owned && (rc = gpu_owners(an, err)))
 		goto out;
-	for (i = 0; i < an->ncs; i++)
-		end[i] = INT64_MIN;
-	if ((rc = gpu_owners(an, whole, end, &last, err)))
-		goto out;
+	last = an->glast;
 	rc = TP_ERR_NOMEM;
 	if (rcur_open(&bc, &an->bs))
 		goto out;
@@ -1949,7 +1995,6 @@ out:
 	tp_free(win.v);
 	tp_free(cum.v);
 	tp_free(tmp.v);
-	tp_free(end);
 	for (c = AN_RUNTIME; c < AN_IDLE; c++) {
 		if (hu[c].c.err && !bc.err)
 			bc.err = hu[c].c.err;
@@ -2193,18 +2238,8 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	size_t ncj = 0, i;
 	int rc;
 
-	an->hmin = INT64_MAX;
-	an->hmax = INT64_MIN;
 	if ((rc = runs_seal(&an->h, err)))
 		return rc;
-	/* parking: the rest parked too, until the third pass */
-	if (an->mfd >= 0 && an->mheld) {
-		if ((rc = spill_append(&an->mfd, "memory", an->mev, an->mheld * sizeof(*an->mev), err)))
-			return rc;
-		tp_free(an->mev);
-		an->mev = NULL;
-		an->mheld = an->mevcap = 0;
-	}
 	rc = TP_ERR_NOMEM;
 	if (!(cj = tp_malloc((an->nc + 1) * sizeof(*cj))) || !(an->c_host = tp_malloc((an->nc + 1) * sizeof(*an->c_host))) ||
 	    !(an->c_gloo = tp_calloc(an->nc + 1, 1)) || !(an->bwd = tp_calloc(an->threads.n + 1, 1)))
@@ -2216,6 +2251,8 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	}
 	if (ncj > 1)
 		qsort(cj, ncj, sizeof(*cj), cmp_cjoin);
+	if (steps_prepare(an))
+		goto fail;
 	if ((rc = link_gpu(an, cj, ncj, err)))
 		goto fail;
 	if ((rc = breakdown(an, err)))
@@ -2246,7 +2283,7 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	if (!(an->res.thread_self_ns = tp_calloc(an->threads.n + 1, sizeof(int64_t))))
 		goto fail;
 	if (an->nmev) {
-		if ((rc = mev_runs(an, err)))
+		if ((rc = mev_threads(an, err)))
 			goto fail;
 		if (rcur_open(&t.mc, &an->m)) {
 			rc = TP_ERR_NOMEM;
@@ -2311,5 +2348,5 @@ fail:
 	runs_free(&an->h);
 	if (rc == TP_ERR_NOMEM && !err->rc)
 		return nomem(err);
-	return rc;
+	return rc && err->rc ? err->rc : rc;	/* the first failure's, which err keeps */
 }

@@ -12,6 +12,7 @@
 #include "analysis/runs.h"
 
 #define MERGE_BUF_BYTES (40u << 10)	/* read at once from each run */
+#define MERGE_ALL_BYTES (8u << 20)	/* and from all: many runs read less at once */
 
 static long fail_after = -1;
 
@@ -88,18 +89,32 @@ void runs_free(struct runs *r)
 	r->n = r->cap = r->nruns = r->runcap = 0;
 }
 
+/* Sort the run being filled, unless it came in order (many do: runtime calls by id, intervals by start). */
+static void runs_sort(struct runs *r)
+{
+	size_t i;
+
+	for (i = 1; i < r->n && !r->less(r->buf + i * r->size, r->buf + (i - 1) * r->size); i++)
+		;
+	if (i < r->n)
+		r->sort(r->buf, r->n);
+}
+
 /* Sort the run being filled and append it to the file. */
 static int runs_spill(struct runs *r, struct tp_errbuf *err)
 {
 	int rc;
 
-	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (r->n > 1)
-		r->sort(r->buf, r->n);
+	runs_sort(r);
 	if ((rc = spill_append(&r->fd, r->what, r->buf, r->n * r->size, err)))
 		return rc;
-	r->run_n[r->nruns++] = r->n;
+	for (size_t i = 0, from = 0; i < r->n; i++)
+		if (i + 1 == r->n || (r->split && r->split(r->buf + i * r->size, r->buf + (i + 1) * r->size))) {
+			if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			r->run_n[r->nruns++] = i + 1 - from;
+			from = i + 1;
+		}
 	r->n = 0;
 	return TP_OK;
 }
@@ -137,8 +152,7 @@ int runs_seal(struct runs *r, struct tp_errbuf *err)
 	int rc;
 
 	if (!r->nruns) {
-		if (r->n > 1)
-			r->sort(r->buf, r->n);
+		runs_sort(r);
 		return TP_OK;
 	}
 	if (r->n && (rc = runs_spill(r, err)))
@@ -158,7 +172,10 @@ struct rsrc {			/* one run, as the merge reads it */
 
 static size_t merge_recs(const struct runs *r)
 {
-	return MERGE_BUF_BYTES / r->size ? MERGE_BUF_BYTES / r->size : 1;
+	size_t m = MERGE_BUF_BYTES / r->size, all = MERGE_ALL_BYTES / r->size / (r->nruns ? r->nruns : 1);
+
+	m = all < m ? all : m;
+	return m ? m : 1;
 }
 
 static int rsrc_fill(struct rcur *c, struct rsrc *s)
@@ -167,6 +184,8 @@ static int rsrc_fill(struct rcur *c, struct rsrc *s)
 
 	if ((c->err = spill_read(c->r->fd, s->b, want * c->r->size, s->off)))
 		return -1;
+	if (c->r->fix)
+		c->r->fix(c->r->fixctx, s->b, want);
 	s->off += (off_t)(want * c->r->size);
 	s->left -= want;
 	s->i = 0;

@@ -48,6 +48,12 @@ struct runs {
 	size_t size;		/* bytes in a record */
 	runs_less_fn less;
 	runs_sort_fn sort;
+	/* optional: a spilled run is cut where split(previous, next) says, each part a run
+	 * (a caller may then merge with another order, one that each part keeps) */
+	int (*split)(const void *prev, const void *next);
+	/* optional: what is read back of spilled runs, n records at a time, before it is merged */
+	void (*fix)(void *ctx, void *recs, size_t n);
+	void *fixctx;
 	const char *what;	/* in the temporary file's name and in errors */
 	int fd;			/* the spilled runs, back to back; -1: none yet */
 	size_t *run_n;		/* records in each spilled run */

@@ -376,12 +376,13 @@ static inline int gpair_less(const struct gpair *x, const struct gpair *y)
 
 RUNS_DEFINE(gpair, struct gpair, gpair_less)
 
-static inline int hival_less(const struct ival *x, const struct ival *y)
+/* by start, then end: the order of the interval lists below and of the host's busy intervals' runs */
+static inline int ival_less(const struct ival *x, const struct ival *y)
 {
 	return x->s != y->s ? x->s < y->s : x->e < y->e;
 }
 
-RUNS_DEFINE(hival, struct ival, hival_less)
+RUNS_DEFINE(hival, struct ival, ival_less)
 
 static int step_number(const char *s, int64_t *n)
 {
@@ -763,11 +764,6 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 }
 
 /* ---- interval lists ---- */
-
-static inline int ival_less(const struct ival *x, const struct ival *y)
-{
-	return x->s < y->s;	/* ties in any order: the union below takes the longest */
-}
 
 SORT_DEFINE(sort_ival, struct ival, ival_less)
 
@@ -1265,15 +1261,20 @@ struct gjoin {
 	int nomem;
 };
 
-static int gjoin_open(struct gjoin *j, struct analysis *an, int unrec)
+static int gjoin_close(struct gjoin *j, struct tp_errbuf *err);
+
+/* TP_OK, or the failure (j closed) */
+static int gjoin_open(struct gjoin *j, struct analysis *an, int unrec, struct tp_errbuf *err)
 {
 	memset(j, 0, sizeof(*j));
 	j->an = an;
 	j->unrec = unrec;
-	if (rcur_open(&j->g, &an->gr) || rcur_open(&j->l, &an->lr))
-		return -1;
+	if (rcur_open(&j->g, &an->gr) || rcur_open(&j->l, &an->lr)) {
+		j->nomem = 1;	/* unless a read failed, which gjoin_close() reports first */
+		return gjoin_close(j, err);
+	}
 	j->next = rcur_next(&j->l);
-	return 0;
+	return TP_OK;
 }
 
 /* The calls of ids below id (INT64_MAX: all): their ids name no GPU span. */
@@ -1389,8 +1390,8 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 	 * known once the walk for them is done: then breakdown() joins again.
 	 */
 	owners_begin(an);
-	if (gjoin_open(&j, an, 1))
-		return gjoin_close(&j, err) ? err->rc : nomem(err);
+	if ((rc = gjoin_open(&j, an, 1, err)))
+		return rc;
 	while ((g = gjoin_next(&j))) {
 		if (!an->ext.n && (rc = gpu_owner(an, &j, g, err))) {
 			j.nomem = 1;
@@ -1794,8 +1795,8 @@ static int gpu_owners(struct analysis *an, struct tp_errbuf *err)
 	int rc = TP_OK, jrc;
 
 	owners_begin(an);
-	if (gjoin_open(&j, an, 0))
-		return gjoin_close(&j, err) ? err->rc : nomem(err);
+	if ((rc = gjoin_open(&j, an, 0, err)))
+		return rc;
 	while (!rc && (g = gjoin_next(&j)))
 		rc = gpu_owner(an, &j, g, err);
 	jrc = gjoin_close(&j, err);

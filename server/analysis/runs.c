@@ -133,7 +133,6 @@ void *runs_reserve(struct runs *r, size_t k, struct tp_errbuf *err)
 void runs_commit(struct runs *r, size_t k)
 {
 	r->n += k;
-	r->total += k;
 }
 
 int runs_add(struct runs *r, const void *rec, struct tp_errbuf *err)

@@ -58,7 +58,6 @@ struct runs {
 	int fd;			/* the spilled runs, back to back; -1: none yet */
 	size_t *run_n;		/* records in each spilled run */
 	size_t nruns, runcap;
-	size_t total;		/* records added */
 };
 
 void runs_init(struct runs *r, size_t size, size_t limit, const char *what, runs_less_fn less, runs_sort_fn sort);

@@ -180,10 +180,10 @@ struct hrec {
 #define NO_HOST (UINT32_MAX - 1)	/* in the ext map: an id no host span has (yet) */
 
 
-struct link {			/* a host span a GPU span's id names, as the first passes found it */
+struct link {			/* a host span a GPU span's External id names (link_ext()) */
 	int64_t s;		/* its start */
 	uint32_t thread;
-	uint32_t chain;		/* what is above it (struct chain), for communication kernels; UINT32_MAX: none */
+	uint32_t chain;		/* what is above it (an->chains), for communication kernels; UINT32_MAX: none */
 };
 
 struct grec {			/* a GPU span: runs by correlation id, joined with the runtime calls' (struct gjoin) */
@@ -195,7 +195,7 @@ struct grec {			/* a GPU span: runs by correlation id, joined with the runtime c
 
 struct lrec {			/* a runtime call with a correlation id, as the first pass met it: runs by id, place */
 	int64_t corr;
-	struct link lk;		/* the call, and the chain above it when its id names a communication kernel */
+	int64_t s;		/* its start */
 	uint32_t pos;		/* its place in sorted order */
 	int32_t op;		/* the operator above it (not a runtime call), by its place; -1: none */
 	uint8_t launch;
@@ -207,20 +207,27 @@ struct brec {			/* a GPU span in the step that launched it: runs by step, for br
 	uint8_t cat;		/* AN_KERNEL..AN_COMM */
 };
 
-struct clink {			/* a communication kernel's correlation id, and the call it names */
-	int64_t corr;
-	struct link lk;
-};
-
 struct srec {			/* a step span */
 	int64_t step, s, e;
 };
 
-struct crec {			/* a communication operator or kernel, with what it says of its collective */
+/*
+ * A communication operator or kernel, with what it says of its collective:
+ * runs of the operators by (thread, start), to meet their host spans in the
+ * passes (struct cgroup), and of the kernels by correlation id, to meet the
+ * calls that launched them (collectives()).
+ */
+struct crec {
 	int64_t s, e, corr, ext;	/* corr, ext: kernels only; -1 when absent */
 	int64_t in, out, gsize, seq;	/* -1 when absent */
 	uint32_t thread, name, coll, pg, dtype;	/* coll, pg, dtype: 0 when absent */
-	uint8_t gpu;
+	uint32_t ord;		/* arrival among the crecs of both kinds */
+};
+
+struct cwhat {			/* what a communication operator says of its collective */
+	int64_t seq, bytes, gsize;	/* -1, -1, -1 when absent */
+	uint32_t coll, pg;	/* 0 when absent */
+	uint8_t says;		/* it has a collective's name or sizes: a source for the kernels below */
 };
 
 struct ival {
@@ -235,8 +242,14 @@ struct ivals {
 struct chain {			/* what a collective takes from the spans above its launch (add_chain()) */
 	int64_t top_s;		/* the outermost communication operator's start */
 	int32_t top;		/* it (sorted place); -1: none */
-	uint32_t src;		/* the nearest crec above that says what the collective is; UINT32_MAX: none */
-	int name_kind;		/* the nearest nccl:* / gloo:* range's kind; -1: none */
+	int32_t name_kind;	/* the nearest nccl:* / gloo:* range's kind; -1: none */
+	struct cwhat src;	/* the nearest operator above that says what the collective is (src.says) */
+};
+
+struct ccall {			/* a runtime call whose id names a communication kernel: runs by id, place */
+	int64_t corr, s;
+	uint32_t pos, thread;
+	struct chain ch;
 };
 
 struct analysis {
@@ -255,8 +268,7 @@ struct analysis {
 	int64_t *ccorr;		/* the communication kernels' correlation ids (sorted, once the trace is in) */
 	size_t nccorr, ccorrcap;
 	struct runs lr;		/* the runtime calls with ids (struct lrec, link_host()) */
-	struct clink *clinks;	/* by correlation id: the communication kernels' calls (link_gpu()) */
-	size_t nclinks, clinkcap;
+	struct runs cc;		/* the calls whose ids name communication kernels (struct ccall, link_host()) */
 	struct runs bs;		/* the GPU spans by the step that launched them (struct brec) */
 	int64_t *gend;		/* per step: the latest end of its GPU spans */
 	int64_t glast;		/* the latest launch instant */
@@ -266,8 +278,9 @@ struct analysis {
 	struct srec *cpu_steps;
 	size_t ncs, cscap;
 	struct hmap kmap;	/* name * 4 + kind -> kernels[] */
-	struct crec *c;		/* communication operators and kernels */
-	size_t nc, ccap;
+	struct runs hcr;	/* communication operators (struct crec) */
+	struct runs kcr;	/* and kernels */
+	size_t ncr;
 	size_t nmev;		/* [memory] events (in m) */
 	/* the passes' (analysis_finish()) */
 	struct hmap ext;	/* External ids of GPU spans no runtime call links -> links[] (link_gpu()) */
@@ -275,10 +288,10 @@ struct analysis {
 	struct link *links;
 	int32_t *linkop;	/* the operator each of links[] is (its place) */
 	size_t nlinks, linkcap;
-	struct chain *chains;
+	struct chain *chains;	/* the External ids' links' */
 	size_t nchains, chaincap;
-	int32_t *c_host;	/* per crec: its host span (host_of), -1: none */
-	uint8_t *c_gloo;	/* per crec: a gloo:* span is above it */
+	struct hcand *hcand;	/* gloo:* operators that may be collectives of their own (host_collectives()) */
+	size_t nhcand, hcandcap;
 	int64_t hmin, hmax;	/* the host spans' bounds */
 	struct runs hc[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU; struct ival, link_host()) */
 	struct ivals syncs;	/* runtime calls that wait for the GPU */
@@ -375,6 +388,31 @@ static inline int gpair_less(const struct gpair *x, const struct gpair *y)
 }
 
 RUNS_DEFINE(gpair, struct gpair, gpair_less)
+
+/* communication operators by thread and start, as the passes meet their spans */
+static inline int hcrec_less(const struct crec *x, const struct crec *y)
+{
+	if (x->thread != y->thread)
+		return x->thread < y->thread;
+	return x->s != y->s ? x->s < y->s : x->ord < y->ord;
+}
+
+RUNS_DEFINE(hcrec, struct crec, hcrec_less)
+
+/* communication kernels by correlation id, to meet their calls' (collectives()) */
+static inline int kcrec_less(const struct crec *x, const struct crec *y)
+{
+	return x->corr != y->corr ? x->corr < y->corr : x->ord < y->ord;
+}
+
+RUNS_DEFINE(kcrec, struct crec, kcrec_less)
+
+static inline int ccall_less(const struct ccall *x, const struct ccall *y)
+{
+	return x->corr != y->corr ? x->corr < y->corr : x->pos < y->pos;
+}
+
+RUNS_DEFINE(ccall, struct ccall, ccall_less)
 
 /* by start, then end: the order of the interval lists below and of the host's busy intervals' runs */
 static inline int ival_less(const struct ival *x, const struct ival *y)
@@ -493,19 +531,24 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->gp, sizeof(struct gpair), 1, "gpu", gpair_order, gpair_sort);
 		for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 			runs_init(&an->hc[c], sizeof(struct ival), 1, "busy", hival_order, hival_sort);
-		an->gr.limit = run_records(an, sizeof(struct grec));
-		an->m.limit = run_records(an, sizeof(struct mem_event));
+		runs_init(&an->hcr, sizeof(struct crec), 1, "comm", hcrec_order, hcrec_sort);
+		runs_init(&an->kcr, sizeof(struct crec), 1, "comm", kcrec_order, kcrec_sort);
+		runs_init(&an->cc, sizeof(struct ccall), 1, "comm", ccall_order, ccall_sort);
+		analysis_set_run(an, default_run);
 		an->gmin = an->hmin = INT64_MAX;
 		an->gmax = an->hmax = INT64_MIN;
 	}
 	return an;
 }
 
+/* The runs that fill as the trace streams in; the communication records, a few per collective, in smaller ones. */
 void analysis_set_run(struct analysis *an, size_t spans)
 {
 	an->h.limit = spans ? spans : 1;
 	an->gr.limit = run_records(an, sizeof(struct grec));
 	an->m.limit = run_records(an, sizeof(struct mem_event));
+	an->hcr.limit = (run_records(an, sizeof(struct crec)) + 3) / 4;
+	an->kcr.limit = an->hcr.limit;
 }
 
 void analysis_set_default_run(size_t spans)
@@ -525,8 +568,7 @@ void analysis_free(struct analysis *an)
 	tp_free(an->links);
 	tp_free(an->linkop);
 	tp_free(an->chains);
-	tp_free(an->c_host);
-	tp_free(an->c_gloo);
+	tp_free(an->hcand);
 	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 		runs_free(&an->hc[c]);
 	tp_free(an->syncs.v);
@@ -542,7 +584,7 @@ void analysis_free(struct analysis *an)
 	runs_free(&an->bs);
 	runs_free(&an->gp);
 	tp_free(an->ccorr);
-	tp_free(an->clinks);
+	runs_free(&an->cc);
 	tp_free(an->gend);
 	tp_free(an->cpu_steps);
 	tp_free(an->res.steps);
@@ -550,7 +592,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.kernels);
 	tp_free(an->res.thread_self_ns);
 	tp_free(an->res.colls);
-	tp_free(an->c);
+	runs_free(&an->hcr);
+	runs_free(&an->kcr);
 	mem_result_free(an->mem);
 	tp_free(an);
 }
@@ -669,18 +712,21 @@ static uint32_t sid64(const struct tp_event *e, uint32_t bit, int64_t v)
 	return (e->have & bit) && v > 0 && v <= (int64_t)UINT32_MAX ? (uint32_t)v : 0;
 }
 
-static int comm_event(struct analysis *an, const struct tp_event *e, int64_t s, int64_t dur, uint32_t thread, int gpu)
+static int comm_event(struct analysis *an, const struct tp_event *e, int64_t s, int64_t dur, uint32_t thread, int gpu,
+		      struct tp_errbuf *err)
 {
-	if (tp_grow((void **)&an->c, &an->ccap, an->nc + 1, sizeof(*an->c)))
-		return -1;
-	an->c[an->nc++] = (struct crec){
-		.s = s, .e = s + dur, .thread = thread, .name = e->name, .gpu = (uint8_t)gpu,
+	struct crec c = {
+		.s = s, .e = s + dur, .thread = thread, .name = e->name, .ord = (uint32_t)an->ncr,
 		.corr = gpu && (e->have & TH_CORR) ? e->corr : -1, .ext = gpu && (e->have & TH_EXT) ? e->ext_id : -1,
 		.in = (e->have & TH_IN_NELEMS) ? e->in_nelems : -1, .out = (e->have & TH_OUT_NELEMS) ? e->out_nelems : -1,
 		.gsize = (e->have & TH_GROUP_SIZE) ? e->group_size : -1, .seq = (e->have & TH_COLL_SEQ) ? e->coll_seq : -1,
 		.coll = sid64(e, TH_COLL, e->coll), .pg = sid64(e, TH_PG, e->pg), .dtype = sid64(e, TH_DTYPE, e->dtype),
 	};
-	return 0;
+	int rc = runs_add(gpu ? &an->kcr : &an->hcr, &c, err);
+
+	if (!rc)
+		an->ncr++;
+	return rc;
 }
 
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
@@ -729,9 +775,8 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		an->nh++;
 		an->hmin = r.s < an->hmin ? r.s : an->hmin;
 		an->hmax = r.e > an->hmax ? r.e : an->hmax;
-		if (!rt && ((nc & N_COMM_OP) || (e->have & TH_COLL)) &&
-		    comm_event(an, e, s, dur, *t, 0))
-			return nomem(err);
+		if (!rt && ((nc & N_COMM_OP) || (e->have & TH_COLL)))
+			return comm_event(an, e, s, dur, *t, 0, err);
 		return TP_OK;
 	}
 	case C_KERNEL: case C_MEMCPY: case C_MEMSET: {
@@ -754,9 +799,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 			return nomem(err);
 		if (g.comm && g.corr >= 0)
 			an->ccorr[an->nccorr++] = g.corr;
-		if (g.comm && comm_event(an, e, s, dur, 0, 1))
-			return nomem(err);
-		return TP_OK;
+		return g.comm ? comm_event(an, e, s, dur, 0, 1, err) : TP_OK;
 	}
 	default:
 		return TP_OK;
@@ -892,7 +935,8 @@ struct row {			/* an operator table row, held until its parent says whether it i
 struct frame {
 	int64_t s, e, end;	/* end: clipped to the parent's */
 	uint32_t pos, name, thread;
-	uint32_t ci;		/* the crec made from this span (host_of), UINT32_MAX: none */
+	uint8_t comm;		/* a communication operator's span (struct cgroup) */
+	struct cwhat what;	/* and what the first of them says */
 	uint8_t kind, ann;
 	uint16_t ms;		/* MS_* (memory.h) */
 	uint32_t opt;		/* an Optimizer.step#...: 1 + its index in an->opte (the tables pass) */
@@ -942,7 +986,7 @@ static struct frame *walk_push(struct walk *w, const struct hrec *r)
 	f->pos = w->pos++;
 	f->name = r->name;
 	f->thread = r->thread;
-	f->ci = UINT32_MAX;
+	f->comm = 0;
 	f->opt = 0;
 	f->kind = r->kind;
 	f->ann = r->ann;
@@ -1011,47 +1055,107 @@ static uint16_t ms_flags(struct analysis *an, const struct frame *f)
 			  (nc & N_ACCUM_GRAD ? MS_ACCUM_GRAD : 0) | (nc & N_COPY ? MS_COPY : 0));
 }
 
-/*
- * Communication operators and kernels as host spans: host_of(c) is the
- * first span in sorted order of c's thread, start, end and name that is no
- * runtime call. The operators' crecs, sorted by (thread, start), are
- * joined with the spans as they come.
- */
-struct cjoin {
-	int64_t s;
-	uint32_t thread, i;
-};
-
-static int cmp_cjoin(const void *a, const void *b)
+/* max(In, Out msg nelems) x dtype size; -1 when c does not say */
+static int64_t coll_bytes(const struct analysis *an, const struct crec *c)
 {
-	const struct cjoin *x = a, *y = b;
+	int64_t n = c->in > c->out ? c->in : c->out, b;
+	int size = c->dtype ? an_dtype_size(an->str(an->payload, c->dtype)) : 0;
 
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	if (x->s != y->s)
-		return x->s < y->s ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	if (n < 0 || !size || __builtin_mul_overflow(n, (int64_t)size, &b))
+		return -1;
+	return b;
 }
 
-/* f's crec: the first crec of its place that is made from it (an->c_host, set by the first pass) */
-static void join_crec(struct analysis *an, const struct cjoin *cj, size_t n, size_t *at, struct frame *f, int first)
+static struct cwhat cwhat_of(const struct analysis *an, const struct crec *c)
 {
+	return (struct cwhat){ .seq = c->seq, .bytes = coll_bytes(an, c), .gsize = c->gsize, .coll = c->coll,
+			       .pg = c->pg, .says = c->coll || c->in >= 0 || c->out >= 0 };
+}
+
+/*
+ * Communication operators as host spans: a crec is made from the first
+ * span in sorted order of its thread, start, end and name that is no
+ * runtime call. Their runs, by (thread, start), are read as the spans come,
+ * a group of one thread and start at a time; each pass over the spans meets
+ * them the same way.
+ */
+struct cgroup {
+	struct rcur cur;
+	const struct crec *next;	/* the next one read */
+	struct cslot {
+		struct crec c;
+		int used;		/* made from a span already */
+	} *g;				/* the group of the span at hand's thread and start */
+	size_t n, cap;
+	uint32_t thread;
+	int64_t s;
+	int open, has;
+	int gloo;			/* note the gloo:* operators that may be collectives (gloo_made()) */
+};
+
+static int cgroup_open(struct cgroup *cg, struct analysis *an, int gloo)
+{
+	memset(cg, 0, sizeof(*cg));
+	cg->gloo = gloo;
+	if (!an->ncr || (!an->hcr.n && !an->hcr.nruns))
+		return 0;
+	cg->open = 1;
+	if (rcur_open(&cg->cur, &an->hcr))
+		return -1;
+	cg->next = rcur_next(&cg->cur);
+	return 0;
+}
+
+/* 0 or errno of a failed read */
+static int cgroup_close(struct cgroup *cg)
+{
+	int e = cg->open ? cg->cur.err : 0;
+
+	if (cg->open)
+		rcur_close(&cg->cur);
+	tp_free(cg->g);
+	memset(cg, 0, sizeof(*cg));
+	return e;
+}
+
+static int gloo_made(struct analysis *an, const struct crec *c, const struct walk *w);
+
+/* The crecs made from the span on top of w's stack: f->comm, and f->what from the first. -1: out of memory. */
+static int cgroup_join(struct analysis *an, struct cgroup *cg, const struct walk *w)
+{
+	struct frame *f = &w->st[w->depth - 1];
 	size_t q;
 
-	while (*at < n && (cj[*at].thread < f->thread || (cj[*at].thread == f->thread && cj[*at].s < f->s)))
-		(*at)++;
-	for (q = *at; q < n && cj[q].thread == f->thread && cj[q].s == f->s; q++) {
-		const struct crec *c = &an->c[cj[q].i];
-		if (first) {
-			if (an->c_host[cj[q].i] >= 0 || f->kind == H_RUNTIME || c->name != f->name || c->e != f->e)
-				continue;
-			an->c_host[cj[q].i] = (int32_t)f->pos;
-		} else if (an->c_host[cj[q].i] != (int32_t)f->pos) {
-			continue;
+	if (!cg->open)
+		return 0;
+	if (!cg->has || cg->thread != f->thread || cg->s != f->s) {
+		cg->has = 1;
+		cg->thread = f->thread;
+		cg->s = f->s;
+		cg->n = 0;
+		while (cg->next && (cg->next->thread < f->thread || (cg->next->thread == f->thread && cg->next->s < f->s)))
+			cg->next = rcur_next(&cg->cur);
+		for (; cg->next && cg->next->thread == f->thread && cg->next->s == f->s; cg->next = rcur_next(&cg->cur)) {
+			if (tp_grow((void **)&cg->g, &cg->cap, cg->n + 1, sizeof(*cg->g)))
+				return -1;
+			cg->g[cg->n++] = (struct cslot){ *cg->next, 0 };
 		}
-		if (cj[q].i < f->ci)
-			f->ci = cj[q].i;
 	}
+	if (f->kind == H_RUNTIME)
+		return 0;
+	for (q = 0; q < cg->n; q++) {
+		const struct crec *c = &cg->g[q].c;
+		if (cg->g[q].used || c->name != f->name || c->e != f->e)
+			continue;
+		cg->g[q].used = 1;
+		if (!f->comm) {
+			f->comm = 1;
+			f->what = cwhat_of(an, c);
+		}
+		if (cg->gloo && gloo_made(an, c, w))
+			return -1;
+	}
+	return 0;
 }
 
 static int is_gloo(const struct analysis *an, uint32_t name)
@@ -1065,26 +1169,31 @@ static int is_gloo(const struct analysis *an, uint32_t name)
  * operator (a crec's span, or one an_op_is_comm() names), the nearest crec
  * that says what the collective is, the nearest nccl:* / gloo:* range.
  */
-static uint32_t add_chain(struct analysis *an, const struct frame *st, size_t d)
+static struct chain chain_of(const struct analysis *an, const struct frame *st, size_t d)
 {
-	struct chain ch = { .top = -1, .src = UINT32_MAX, .name_kind = -1 };
+	struct chain ch = { .top = -1, .name_kind = -1 };
 
 	while (d-- > 0) {
 		const struct frame *o = &st[d];
 		const char *nm = an->str(an->payload, o->name);
-		if (o->ci == UINT32_MAX && !an_op_is_comm(nm))
+		if (!o->comm && !an_op_is_comm(nm))
 			continue;
 		ch.top = (int32_t)o->pos;
 		ch.top_s = o->s;
-		if (ch.src == UINT32_MAX && o->ci != UINT32_MAX &&
-		    (an->c[o->ci].coll || an->c[o->ci].in >= 0 || an->c[o->ci].out >= 0))
-			ch.src = o->ci;
+		if (!ch.src.says && o->comm && o->what.says)
+			ch.src = o->what;
 		if (ch.name_kind < 0 && (!strncmp(nm, "nccl:", 5) || !strncmp(nm, "gloo:", 5)))
 			ch.name_kind = an_coll_kind(nm + 5);
 	}
+	return ch;
+}
+
+/* chain_of() kept for an External id's link (an->chains); UINT32_MAX - 1: out of memory */
+static uint32_t add_chain(struct analysis *an, const struct frame *st, size_t d)
+{
 	if (tp_grow((void **)&an->chains, &an->chaincap, an->nchains + 1, sizeof(*an->chains)))
 		return UINT32_MAX - 1;
-	an->chains[an->nchains] = ch;
+	an->chains[an->nchains] = chain_of(an, st, d);
 	return (uint32_t)an->nchains++;
 }
 
@@ -1117,6 +1226,22 @@ static int gloo_above(const struct analysis *an, const struct frame *st, size_t 
 	return 0;
 }
 
+struct hcand {			/* a gloo:* operator with no gloo:* span above it, and its span's place */
+	struct crec c;
+	uint32_t pos;
+};
+
+/* c, made from the span on top of w's stack in the first pass: a gloo:* operator that may be a collective of its own */
+static int gloo_made(struct analysis *an, const struct crec *c, const struct walk *w)
+{
+	if (!is_gloo(an, c->name) || gloo_above(an, w->st, w->depth - 1))
+		return 0;
+	if (tp_grow((void **)&an->hcand, &an->hcandcap, an->nhcand + 1, sizeof(*an->hcand)))
+		return -1;
+	an->hcand[an->nhcand++] = (struct hcand){ *c, w->st[w->depth - 1].pos };
+	return 0;
+}
+
 /*
  * The first pass: the host's busy time per category and its bounds
  * (breakdown()), the calls that wait for the GPU (step_syncs()), the
@@ -1143,8 +1268,7 @@ static int is_comm_corr(const struct analysis *an, int64_t id)
 
 struct linking {
 	struct analysis *an;
-	const struct cjoin *cj;
-	size_t ncj, at;
+	struct cgroup cg;
 	struct ival run[AN_IDLE];	/* per host category, the interval being extended (its thread's) */
 	uint32_t thread[AN_IDLE];
 	uint8_t has[AN_IDLE];
@@ -1199,30 +1323,26 @@ static int link_host(struct walk *w, const struct hrec *r)
 			an->opte[an->nopt++] = r->e;
 		}
 	}
-	if (lk->ncj) {
-		join_crec(an, lk->cj, lk->ncj, &lk->at, f, 1);
-		/* the crecs made from f are in the group of its place join_crec() stopped at */
-		if (f->ci != UINT32_MAX && is_gloo(an, r->name) && gloo_above(an, w->st, w->depth - 1))
-			for (d = lk->at; d < lk->ncj && lk->cj[d].thread == f->thread && lk->cj[d].s == f->s; d++)
-				if (an->c_host[lk->cj[d].i] == (int32_t)f->pos)
-					an->c_gloo[lk->cj[d].i] = 1;
-	}
+	if (cgroup_join(an, &lk->cg, w))
+		return -1;
 	if (r->kind != H_RUNTIME || r->id < 0)
 		return 0;
 	/* joined with the GPU spans its id names once the pass is done (struct gjoin) */
 	struct lrec *l = runs_reserve(&an->lr, 1, lk->err);
 	if (!l)
 		return -1;
-	*l = (struct lrec){ .corr = r->id, .lk = { .s = r->s, .thread = r->thread, .chain = UINT32_MAX },
-			    .pos = f->pos, .op = -1, .launch = r->launch };
+	*l = (struct lrec){ .corr = r->id, .s = r->s, .pos = f->pos, .op = -1, .launch = r->launch };
 	for (d = w->depth - 1; d-- > 0;)	/* the operator its GPU spans count for: not a runtime call */
 		if (w->st[d].kind != H_RUNTIME) {
 			l->op = (int32_t)w->st[d].pos;
 			break;
 		}
-	if (is_comm_corr(an, r->id) && (l->lk.chain = add_chain(an, w->st, w->depth - 1)) == UINT32_MAX - 1)
-		return -1;
 	runs_commit(&an->lr, 1);
+	if (is_comm_corr(an, r->id)) {	/* and with the communication kernels (collectives()) */
+		struct ccall cl = { .corr = r->id, .s = r->s, .pos = f->pos, .thread = r->thread,
+				    .ch = chain_of(an, w->st, w->depth - 1) };
+		return runs_add(&an->cc, &cl, lk->err) ? -1 : 0;
+	}
 	return 0;
 }
 
@@ -1237,8 +1357,8 @@ static int link_ext(struct walk *w, const struct hrec *r)
 		return 0;
 	if (!(f = walk_push(w, r)))
 		return -1;
-	if (lk->ncj)
-		join_crec(an, lk->cj, lk->ncj, &lk->at, f, 0);
+	if (cgroup_join(an, &lk->cg, w))
+		return -1;
 	if (r->kind == H_RUNTIME || r->id < 0 || !(v = hmap_find(&an->ext, (uint64_t)r->id)) || *v != NO_HOST)
 		return 0;
 	uint32_t ch = hmap_get(&an->cext, (uint64_t)r->id) != UINT32_MAX ? add_chain(an, w->st, w->depth) : UINT32_MAX;
@@ -1289,7 +1409,7 @@ static void gjoin_skip(struct gjoin *j, int64_t id)
 			j->nomem = 1;
 			return;
 		}
-		an->unrec[an->nunrec++] = j->next->lk.s;
+		an->unrec[an->nunrec++] = j->next->s;
 	}
 }
 
@@ -1337,7 +1457,7 @@ static int32_t gpu_launch(const struct analysis *an, const struct gjoin *j, cons
 	int32_t op = j->linked ? j->call.op : -1;
 	uint32_t k = op < 0 ? link_by(&an->ext, g->ext) : UINT32_MAX;
 
-	*t = j->linked ? j->call.lk.s : k != UINT32_MAX ? an->links[k].s : g->s;
+	*t = j->linked ? j->call.s : k != UINT32_MAX ? an->links[k].s : g->s;
 	return op >= 0 || k == UINT32_MAX ? op : an->linkop[k];
 }
 
@@ -1356,14 +1476,64 @@ static int owners_end(struct analysis *an, struct tp_errbuf *err);
  * no map of ids (a map of every span's ids was 96 MiB at the peak of a
  * 1 GB trace), and no array of the spans (30 MiB).
  */
-static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, struct tp_errbuf *err)
+/* A pass of link_host() or link_ext(), the communication operators met as it goes (struct cgroup). */
+static int link_walk(struct analysis *an, visit_fn visit, struct tp_errbuf *err)
+{
+	struct linking lk = { .an = an, .err = err };
+	int rc, e;
+
+	if (cgroup_open(&lk.cg, an, visit == link_host)) {
+		e = cgroup_close(&lk.cg);
+		if (!e)
+			return nomem(err);
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	rc = walk_all(an, visit, NULL, &lk, err);
+	if ((e = cgroup_close(&lk.cg)) && !err->rc) {
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	return rc ? rc : e ? err->rc : TP_OK;
+}
+
+/* The External ids of the communication kernels: their links get a chain (link_ext()). */
+static int comm_exts(struct analysis *an, struct tp_errbuf *err)
+{
+	const struct crec *k;
+	struct rcur c;
+	int e;
+
+	if (rcur_open(&c, &an->kcr)) {
+		e = c.err;
+		rcur_close(&c);
+		if (!e)
+			return nomem(err);
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	while ((k = rcur_next(&c)))
+		if (k->ext >= 0 && !hmap_put(&an->cext, (uint64_t)k->ext, 0)) {
+			rcur_close(&c);
+			return nomem(err);
+		}
+	e = c.err;
+	rcur_close(&c);
+	if (e) {
+		errno = e;
+		return spill_fail(err, "cannot read");
+	}
+	return TP_OK;
+}
+
+static int link_gpu(struct analysis *an, struct tp_errbuf *err)
 {
 	const struct grec *g;
 	struct gjoin j;
 	size_t i, k;
 	int rc;
 
-	if ((rc = runs_seal(&an->gr, err)))
+	if ((rc = runs_seal(&an->gr, err)) || (rc = runs_seal(&an->hcr, err)) || (rc = runs_seal(&an->kcr, err)))
 		return rc;
 	if (an->nccorr > 1)
 		qsort(an->ccorr, an->nccorr, sizeof(*an->ccorr), cmp_i64);
@@ -1371,23 +1541,20 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 		if (!k || an->ccorr[i] != an->ccorr[k - 1])
 			an->ccorr[k++] = an->ccorr[i];
 	an->nccorr = k;
-	for (i = 0; i < an->nc; i++)
-		if (an->c[i].gpu && an->c[i].ext >= 0 && !hmap_put(&an->cext, (uint64_t)an->c[i].ext, 0))
-			return nomem(err);
 	an->lr.limit = run_records(an, sizeof(struct lrec));
+	an->cc.limit = (run_records(an, sizeof(struct ccall)) + 3) / 4;
 	for (int c = AN_RUNTIME; c < AN_IDLE; c++)	/* the three fill at once */
 		an->hc[c].limit = (run_records(an, sizeof(struct ival)) + 2) / 3;
-	struct linking lk = { .an = an, .cj = cj, .ncj = ncj, .err = err };
-	if ((rc = walk_all(an, link_host, NULL, &lk, err)) || (rc = runs_seal(&an->lr, err)))
+	if ((rc = link_walk(an, link_host, err)) || (rc = runs_seal(&an->lr, err)) || (rc = runs_seal(&an->cc, err)))
 		return rc;
 	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 		if ((rc = runs_seal(&an->hc[c], err)))
 			return rc;
 	/*
-	 * The launches no span names, the communication kernels' calls, the
-	 * External ids to fall back on; and each span's step and operator
-	 * (gpu_owner()), which stand unless a span falls back on its External id,
-	 * known once the walk for them is done: then breakdown() joins again.
+	 * The launches no span names, the External ids to fall back on; and each
+	 * span's step and operator (gpu_owner()), which stand unless a span falls
+	 * back on its External id, known once the walk for them is done: then
+	 * breakdown() joins again.
 	 */
 	owners_begin(an);
 	if ((rc = gjoin_open(&j, an, 1, err)))
@@ -1396,13 +1563,6 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 		if (!an->ext.n && (rc = gpu_owner(an, &j, g, err))) {
 			j.nomem = 1;
 			break;
-		}
-		if (g->comm && j.linked && (!an->nclinks || an->clinks[an->nclinks - 1].corr != g->corr)) {
-			if (tp_grow((void **)&an->clinks, &an->clinkcap, an->nclinks + 1, sizeof(*an->clinks))) {
-				j.nomem = 1;
-				break;
-			}
-			an->clinks[an->nclinks++] = (struct clink){ g->corr, j.call.lk };
 		}
 		if ((!j.linked || j.call.op < 0) && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST)) {
 			j.nomem = 1;
@@ -1419,23 +1579,9 @@ static int link_gpu(struct analysis *an, const struct cjoin *cj, size_t ncj, str
 	if (!(an->links = tp_malloc((an->linkcap + 1) * sizeof(*an->links))) ||
 	    !(an->linkop = tp_malloc((an->linkcap + 1) * sizeof(*an->linkop))))
 		return nomem(err);
-	lk = (struct linking){ .an = an, .cj = cj, .ncj = ncj, .err = err };
-	return walk_all(an, link_ext, NULL, &lk, err);
-}
-
-/* The link of a communication kernel's correlation id (kernel crecs ask); NULL: none. */
-static const struct link *corr_link(const struct analysis *an, int64_t corr)
-{
-	size_t lo = 0, hi = an->nclinks;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (an->clinks[mid].corr < corr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return corr >= 0 && lo < an->nclinks && an->clinks[lo].corr == corr ? &an->clinks[lo].lk : NULL;
+	if ((rc = comm_exts(an, err)))
+		return rc;
+	return link_walk(an, link_ext, err);
 }
 
 /* b, or less, so that b - a fits in int64 (traces' times are untrusted) */
@@ -2015,17 +2161,6 @@ out:
 
 /* ---- collectives ---- */
 
-/* max(In, Out msg nelems) x dtype size; -1 when c does not say */
-static int64_t coll_bytes(const struct analysis *an, const struct crec *c)
-{
-	int64_t n = c->in > c->out ? c->in : c->out, b;
-	int size = c->dtype ? an_dtype_size(an->str(an->payload, c->dtype)) : 0;
-
-	if (n < 0 || !size || __builtin_mul_overflow(n, (int64_t)size, &b))
-		return -1;
-	return b;
-}
-
 /* a collective by launching thread, then launch */
 struct coll_at {
 	uint32_t thread, i;
@@ -2071,44 +2206,216 @@ static int windows(struct analysis *an, struct tables *t)
 	return 0;
 }
 
-static int cmp_coll(const void *a, const void *b)
-{
-	const struct an_coll *x = a, *y = b;
+/*
+ * A communication kernel and what the call that launched it says
+ * (coll_kernels()): runs by its collective's instance, then arrival.
+ */
+struct kjoin {
+	uint64_t key;		/* the instance: its outermost operator's place, else 1 << 63 | ord */
+	int64_t s, e, launch, seq, src_bytes, own_bytes, gsize;
+	uint32_t ord, thread, pg;
+	int32_t kind;
+	uint8_t own;		/* it says what its collective is itself: its own bytes are summed */
+};
 
-	if (x->launch_ns != y->launch_ns)
-		return x->launch_ns < y->launch_ns ? -1 : 1;
-	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+static inline int kjoin_less(const struct kjoin *x, const struct kjoin *y)
+{
+	return x->key != y->key ? x->key < y->key : x->ord < y->ord;
+}
+
+RUNS_DEFINE(kjoin, struct kjoin, kjoin_less)
+
+struct kcoll {			/* a collective, and the order it was made in (the kernels' first, then gloo's) */
+	struct an_coll c;
+	uint64_t made;
+};
+
+static inline int kcoll_less(const struct kcoll *x, const struct kcoll *y)
+{
+	if (x->c.launch_ns != y->c.launch_ns)
+		return x->c.launch_ns < y->c.launch_ns;
+	return x->c.start_ns != y->c.start_ns ? x->c.start_ns < y->c.start_ns : x->made < y->made;
+}
+
+RUNS_DEFINE(kcoll, struct kcoll, kcoll_less)
+
+static int runs_read_fail(struct rcur *c, struct tp_errbuf *err)
+{
+	int e = c->err;
+
+	rcur_close(c);
+	if (!e)
+		return err->rc ? err->rc : nomem(err);
+	errno = e;
+	return spill_fail(err, "cannot read");
+}
+
+/*
+ * Each communication kernel (by correlation id) with the first call of its
+ * id (by id and place, link_host()), else its External id's link: its
+ * launching thread and instant, and the chain of operators above the call.
+ */
+static int coll_kernels(struct analysis *an, struct runs *out, struct tp_errbuf *err)
+{
+	const struct ccall *call;
+	const struct crec *k;
+	struct rcur kc, cc;
+	int rc;
+
+	if (rcur_open(&kc, &an->kcr))
+		return runs_read_fail(&kc, err);
+	if (rcur_open(&cc, &an->cc)) {
+		rcur_close(&kc);
+		return runs_read_fail(&cc, err);
+	}
+	call = rcur_next(&cc);
+	while ((k = rcur_next(&kc))) {
+		const struct chain *ch = NULL;
+		const struct cwhat *src;
+		int64_t launch = k->s;
+		uint32_t thread = UINT32_MAX, j;
+		int kind = -1;
+		while (call && call->corr < k->corr)
+			call = rcur_next(&cc);
+		if (k->corr >= 0 && call && call->corr == k->corr) {
+			launch = call->s;
+			thread = call->thread;
+			ch = &call->ch;
+		} else if ((j = link_by(&an->ext, k->ext)) != UINT32_MAX) {
+			thread = an->links[j].thread;
+			ch = an->links[j].chain != UINT32_MAX ? &an->chains[an->links[j].chain] : NULL;
+		}
+		src = ch && ch->src.says ? &ch->src : NULL;
+		if (ch && ch->top >= 0)
+			launch = ch->top_s;
+		if (k->coll)
+			kind = an_coll_kind(an->str(an->payload, k->coll));
+		if (kind < 0 && src && src->coll)
+			kind = an_coll_kind(an->str(an->payload, src->coll));
+		if (kind < 0 && ch)
+			kind = ch->name_kind;
+		if (kind < 0)
+			kind = an_coll_kind(an->str(an->payload, k->name));
+		int own = k->coll || k->in >= 0 || k->out >= 0;
+		struct kjoin r = {
+			/* the instance: one per outermost operator, else one per kernel */
+			.key = ch && ch->top >= 0 ? (uint64_t)ch->top : (1ULL << 63) | k->ord, .ord = k->ord,
+			.s = k->s, .e = k->e, .launch = launch, .thread = thread, .kind = kind,
+			.pg = k->pg ? k->pg : src ? src->pg : 0, .seq = k->seq >= 0 ? k->seq : src ? src->seq : -1,
+			.src_bytes = src ? src->bytes : -1,
+			.gsize = k->gsize > 0 ? k->gsize : src && src->gsize > 0 ? src->gsize : 0,
+			.own = (uint8_t)own, .own_bytes = own ? coll_bytes(an, k) : -1,
+		};
+		if ((rc = runs_add(out, &r, err))) {
+			rcur_close(&kc);
+			rcur_close(&cc);
+			return rc;
+		}
+	}
+	if (kc.err || cc.err) {
+		rcur_close(kc.err ? &cc : &kc);
+		return runs_read_fail(kc.err ? &kc : &cc, err);
+	}
+	rcur_close(&kc);
+	rcur_close(&cc);
+	return runs_seal(out, err);
+}
+
+static int cmp_hcand(const void *a, const void *b)
+{
+	const struct hcand *x = a, *y = b;
+
+	if (x->pos != y->pos)
+		return x->pos < y->pos ? -1 : 1;
+	return x->c.ord < y->c.ord ? -1 : x->c.ord > y->c.ord;
 }
 
 /*
  * Collectives that run on the host: ProcessGroupGloo's gloo:* spans (its
  * worker threads run them, and copy GPU tensors to and from the host around
  * them), each of which is one collective when no communication kernel made
- * it one already and no gloo:* span is above it. Its span is its launch (the
- * rank's arrival), its time and its start and end; it has no kernels. inst:
- * collectives() instances, by their outermost operator.
+ * it one already and no gloo:* span is above it (an->hcand). Its span is
+ * its launch (the rank's arrival), its time and its start and end; it has
+ * no kernels.
  */
-static void host_collectives(struct analysis *an, const struct hmap *inst)
+static int host_collective(struct analysis *an, const struct crec *k, struct runs *out, struct tp_errbuf *err)
 {
-	for (size_t i = 0; i < an->nc; i++) {
-		const struct crec *k = &an->c[i];
-		int64_t bytes;
-		int kind;
-		if (k->gpu || !is_gloo(an, k->name) || an->c_host[i] < 0 ||
-		    hmap_get(inst, (uint64_t)an->c_host[i]) != UINT32_MAX || an->c_gloo[i])
+	int kind = k->coll ? an_coll_kind(an->str(an->payload, k->coll)) : -1;
+	int32_t st = step_at(an, k->s);
+
+	if (kind < 0)
+		kind = an_coll_kind(an->str(an->payload, k->name) + 5);
+	struct kcoll c = { .made = 1ULL << 32 | k->ord, .c = {
+		.step = st >= 0 ? an->cpu_steps[st].step : -1, .kind = kind < 0 ? AN_CK_OTHER : kind,
+		.pg = k->pg, .seq = k->seq, .launch_ns = k->s, .start_ns = k->s, .end_ns = k->e,
+		.time_ns = k->e - k->s, .bytes = coll_bytes(an, k), .group_size = k->gsize > 0 ? k->gsize : 0,
+		.thread = k->thread,
+	} };
+	return runs_add(out, &c, err);
+}
+
+/* The collective of an instance's first kernel (struct kjoin), its kernels added by coll_add(). */
+static struct kcoll coll_new(const struct analysis *an, const struct kjoin *k)
+{
+	int32_t st = step_at(an, k->launch);
+
+	return (struct kcoll){ .made = k->ord, .c = {
+		.step = st >= 0 ? an->cpu_steps[st].step : -1, .kind = k->kind < 0 ? AN_CK_OTHER : k->kind,
+		.pg = k->pg, .seq = k->seq, .launch_ns = k->launch, .start_ns = k->s, .end_ns = k->e,
+		.bytes = k->own ? -1 : k->src_bytes,	/* the kernels' own, summed, when they say */
+		.group_size = k->gsize, .thread = k->thread,
+	} };
+}
+
+static void coll_add(struct an_coll *c, const struct kjoin *k)
+{
+	if (k->own && k->own_bytes >= 0)
+		c->bytes = c->bytes < 0 ? k->own_bytes : tp_sat_add(c->bytes, k->own_bytes);
+	c->start_ns = k->s < c->start_ns ? k->s : c->start_ns;
+	c->end_ns = k->e > c->end_ns ? k->e : c->end_ns;
+	c->time_ns = tp_sat_add(c->time_ns, k->e - k->s);
+	c->kernels++;
+}
+
+/* Each instance's kernels into one collective, and the gloo:* ones no kernel's is; into out. */
+static int coll_instances(struct analysis *an, const struct runs *kj, struct runs *out, struct tp_errbuf *err)
+{
+	const struct kjoin *k;
+	struct kcoll c = { 0 };
+	struct rcur cur;
+	size_t h = 0;
+	int has = 0, rc = TP_OK;
+
+	if (an->nhcand > 1)
+		qsort(an->hcand, an->nhcand, sizeof(*an->hcand), cmp_hcand);
+	if (rcur_open(&cur, kj))
+		return runs_read_fail(&cur, err);
+	uint64_t key = 0;
+	while (!rc && (k = rcur_next(&cur))) {
+		if (has && k->key == key) {
+			coll_add(&c.c, k);
 			continue;
-		kind = k->coll ? an_coll_kind(an->str(an->payload, k->coll)) : -1;
-		if (kind < 0)
-			kind = an_coll_kind(an->str(an->payload, k->name) + 5);
-		bytes = coll_bytes(an, k);
-		int32_t st = step_at(an, k->s);
-		an->res.colls[an->res.ncolls++] = (struct an_coll){
-			.step = st >= 0 ? an->cpu_steps[st].step : -1, .kind = kind < 0 ? AN_CK_OTHER : kind,
-			.pg = k->pg, .seq = k->seq, .launch_ns = k->s, .start_ns = k->s, .end_ns = k->e,
-			.time_ns = k->e - k->s, .bytes = bytes, .group_size = k->gsize > 0 ? k->gsize : 0,
-			.thread = k->thread,
-		};
+		}
+		if (has && (rc = runs_add(out, &c, err)))
+			break;
+		/* the gloo:* operators before this instance's are none's; its own is its */
+		for (; !rc && h < an->nhcand && an->hcand[h].pos < k->key; h++)
+			rc = host_collective(an, &an->hcand[h].c, out, err);
+		for (; h < an->nhcand && an->hcand[h].pos == k->key; h++)
+			;
+		has = 1;
+		key = k->key;
+		c = coll_new(an, k);
+		coll_add(&c.c, k);
 	}
+	if (!rc && cur.err)
+		return runs_read_fail(&cur, err);
+	rcur_close(&cur);
+	if (!rc && has)
+		rc = runs_add(out, &c, err);
+	for (; !rc && h < an->nhcand; h++)
+		rc = host_collective(an, &an->hcand[h].c, out, err);
+	return rc ? rc : runs_seal(out, err);
 }
 
 /*
@@ -2119,86 +2426,47 @@ static void host_collectives(struct analysis *an, const struct hmap *inst)
  * them (newer PyTorch writes them on NCCL kernels), else from the nearest
  * operator above it that has them (record_param_comms), else the kind from
  * the nearest nccl:* / gloo:* range above it (older traces, where
- * all_to_all runs as SendRecv kernels), else from the kernel's name.
+ * all_to_all runs as SendRecv kernels), else from the kernel's name. The
+ * kernels, their instances and the collectives go through runs: only the
+ * collectives, sorted by launch, are held (an->res.colls).
  */
-static int collectives(struct analysis *an)
+static int collectives(struct analysis *an, struct tp_errbuf *err)
 {
-	struct hmap inst = { 0 };
-	int rc = -1;
-	size_t i;
+	struct runs kj, co;
+	const struct kcoll *c;
+	struct rcur cur;
+	size_t n;
+	int rc;
 
-	if (!an->nc)
-		return 0;
-	if (!(an->res.colls = tp_calloc(an->nc, sizeof(*an->res.colls))))
+	runs_init(&kj, sizeof(struct kjoin), (run_records(an, sizeof(struct kjoin)) + 3) / 4, "comm", kjoin_order,
+		  kjoin_sort);
+	runs_init(&co, sizeof(struct kcoll), (run_records(an, sizeof(struct kcoll)) + 3) / 4, "comm", kcoll_order,
+		  kcoll_sort);
+	if ((rc = coll_kernels(an, &kj, err)) || (rc = coll_instances(an, &kj, &co, err)))
 		goto out;
-	for (i = 0; i < an->nc; i++) {
-		const struct crec *k = &an->c[i], *src = NULL;
-		int64_t top = -1, launch = k->s, bytes;
-		int kind = -1, name_kind = -1;
-		uint32_t j, *slot;
-		if (!k->gpu)
-			continue;
-		uint32_t thread = UINT32_MAX;
-		const struct link *l = corr_link(an, k->corr);
-		if (l)
-			launch = l->s;
-		else if ((j = link_by(&an->ext, k->ext)) != UINT32_MAX)
-			l = &an->links[j];
-		if (l) {
-			thread = l->thread;
-			if (l->chain != UINT32_MAX) {
-				const struct chain *ch = &an->chains[l->chain];
-				top = ch->top;
-				if (ch->src != UINT32_MAX)
-					src = &an->c[ch->src];
-				name_kind = ch->name_kind;
-				if (top >= 0)
-					launch = ch->top_s;
-			}
-		}
-		if (k->coll)
-			kind = an_coll_kind(an->str(an->payload, k->coll));
-		if (kind < 0 && src && src->coll)
-			kind = an_coll_kind(an->str(an->payload, src->coll));
-		if (kind < 0)
-			kind = name_kind;
-		if (kind < 0)
-			kind = an_coll_kind(an->str(an->payload, k->name));
-		/* the instance: one per outermost operator, else one per kernel */
-		if (!(slot = hmap_put(&inst, top >= 0 ? (uint64_t)top : (1ULL << 63) | i, (uint32_t)an->res.ncolls)))
-			goto out;
-		struct an_coll *c = &an->res.colls[*slot];
-		if (*slot == an->res.ncolls) {
-			int32_t st = step_at(an, launch);
-			an->res.ncolls++;
-			*c = (struct an_coll){
-				.step = st >= 0 ? an->cpu_steps[st].step : -1, .kind = kind < 0 ? AN_CK_OTHER : kind,
-				.pg = k->pg ? k->pg : src ? src->pg : 0,
-				.seq = k->seq >= 0 ? k->seq : src ? src->seq : -1,
-				.launch_ns = launch, .start_ns = k->s, .end_ns = k->e,
-				.bytes = src ? coll_bytes(an, src) : -1,
-				.group_size = k->gsize > 0 ? k->gsize : src && src->gsize > 0 ? src->gsize : 0,
-				.thread = thread,
-			};
-			if (k->coll || k->in >= 0 || k->out >= 0)
-				c->bytes = -1;	/* the kernels' own, summed below */
-		}
-		if ((k->coll || k->in >= 0 || k->out >= 0) && (bytes = coll_bytes(an, k)) >= 0)
-			c->bytes = c->bytes < 0 ? bytes : tp_sat_add(c->bytes, bytes);
-		c->start_ns = k->s < c->start_ns ? k->s : c->start_ns;
-		c->end_ns = k->e > c->end_ns ? k->e : c->end_ns;
-		c->time_ns = tp_sat_add(c->time_ns, k->e - k->s);
-		c->kernels++;
+	runs_free(&kj);
+	n = co.n;
+	for (size_t i = 0; i < co.nruns; i++)
+		n += co.run_n[i];
+	rc = TP_ERR_NOMEM;
+	if (!n || !(an->res.colls = tp_malloc(n * sizeof(*an->res.colls)))) {
+		rc = n ? nomem(err) : TP_OK;
+		goto out;
 	}
-	host_collectives(an, &inst);
-	if (an->res.ncolls > 1)
-		qsort(an->res.colls, an->res.ncolls, sizeof(*an->res.colls), cmp_coll);
-	rc = 0;
+	if (rcur_open(&cur, &co)) {
+		rc = runs_read_fail(&cur, err);
+		goto out;
+	}
+	while ((c = rcur_next(&cur)) && an->res.ncolls < n)
+		an->res.colls[an->res.ncolls++] = c->c;
+	rc = cur.err ? runs_read_fail(&cur, err) : TP_OK;
+	if (!rc)
+		rcur_close(&cur);
 out:
-	hmap_free(&inst);
+	runs_free(&kj);
+	runs_free(&co);
 	return rc;
 }
-
 
 static int cmp_step(const void *a, const void *b)
 {
@@ -2235,45 +2503,31 @@ static int cmp_i64(const void *a, const void *b)
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
 	struct tables t = { .an = an, .err = err };
-	struct cjoin *cj = NULL;
-	size_t ncj = 0, i;
 	int rc;
 
 	if ((rc = runs_seal(&an->h, err)))
 		return rc;
 	rc = TP_ERR_NOMEM;
-	if (!(cj = tp_malloc((an->nc + 1) * sizeof(*cj))) || !(an->c_host = tp_malloc((an->nc + 1) * sizeof(*an->c_host))) ||
-	    !(an->c_gloo = tp_calloc(an->nc + 1, 1)) || !(an->bwd = tp_calloc(an->threads.n + 1, 1)))
+	if (!(an->bwd = tp_calloc(an->threads.n + 1, 1)) || steps_prepare(an))
 		goto fail;
-	for (i = 0; i < an->nc; i++) {
-		an->c_host[i] = -1;
-		if (!an->c[i].gpu)
-			cj[ncj++] = (struct cjoin){ an->c[i].s, an->c[i].thread, (uint32_t)i };
-	}
-	if (ncj > 1)
-		qsort(cj, ncj, sizeof(*cj), cmp_cjoin);
-	if (steps_prepare(an))
-		goto fail;
-	if ((rc = link_gpu(an, cj, ncj, err)))
-		goto fail;
-	if ((rc = breakdown(an, err)))
-		goto fail;
-	rc = TP_ERR_NOMEM;
-	if (collectives(an) || (an->res.ncolls && windows(an, &t)))
+	if ((rc = link_gpu(an, err)) || (rc = breakdown(an, err)))
 		goto fail;
 	/* done with: the GPU spans gave their time to the operators that launched them (an->gp) */
-	tp_free(cj);
-	cj = NULL;
-	hmap_free(&an->ext);
-	hmap_free(&an->cext);
 	runs_free(&an->gr);
 	runs_free(&an->lr);
-	tp_free(an->clinks);
-	an->clinks = NULL;
-	an->nclinks = an->clinkcap = 0;
-	tp_free(an->c);
-	an->c = NULL;
-	an->nc = an->ccap = 0;
+	if ((rc = collectives(an, err)))
+		goto fail;
+	rc = TP_ERR_NOMEM;
+	if (an->res.ncolls && windows(an, &t))
+		goto fail;
+	hmap_free(&an->ext);
+	hmap_free(&an->cext);
+	runs_free(&an->hcr);
+	runs_free(&an->kcr);
+	runs_free(&an->cc);
+	tp_free(an->hcand);
+	an->hcand = NULL;
+	an->nhcand = an->hcandcap = 0;
 	tp_free(an->links);
 	an->links = NULL;
 	tp_free(an->linkop);
@@ -2336,7 +2590,6 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	rc = TP_OK;
 	*out = &an->res;
 fail:
-	tp_free(cj);
 	hmap_free(&t.m);
 	tp_free(t.first);
 	tp_free(t.win);

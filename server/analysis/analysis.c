@@ -290,8 +290,10 @@ struct analysis {
 	size_t nlinks, linkcap;
 	struct chain *chains;	/* the External ids' links' */
 	size_t nchains, chaincap;
-	struct hcand *hcand;	/* gloo:* operators that may be collectives of their own (host_collectives()) */
+	struct hcand *hcand;	/* gloo:* operators that may be collectives of their own (host_collective()) */
 	size_t nhcand, hcandcap;
+	struct runs cw;		/* the collectives (struct kcoll) by launching thread and launch: before_op()'s windows */
+	struct runs co;		/* and by launch, with their before_op: the result's (an->res.colls) */
 	int64_t hmin, hmax;	/* the host spans' bounds */
 	struct runs hc[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU; struct ival, link_host()) */
 	struct ivals syncs;	/* runtime calls that wait for the GPU */
@@ -414,6 +416,29 @@ static inline int ccall_less(const struct ccall *x, const struct ccall *y)
 
 RUNS_DEFINE(ccall, struct ccall, ccall_less)
 
+struct kcoll {			/* a collective, and the order it was made in (the kernels' first, then gloo's) */
+	struct an_coll c;	/* first: an_colls_open()'s records are these */
+	uint64_t made;
+};
+
+/* the result's order: by launch, then start */
+static inline int kcoll_less(const struct kcoll *x, const struct kcoll *y)
+{
+	if (x->c.launch_ns != y->c.launch_ns)
+		return x->c.launch_ns < y->c.launch_ns;
+	return x->c.start_ns != y->c.start_ns ? x->c.start_ns < y->c.start_ns : x->made < y->made;
+}
+
+RUNS_DEFINE(kcoll, struct kcoll, kcoll_less)
+
+/* before_op()'s: by launching thread, then as the result */
+static inline int kcollw_less(const struct kcoll *x, const struct kcoll *y)
+{
+	return x->c.thread != y->c.thread ? x->c.thread < y->c.thread : kcoll_less(x, y);
+}
+
+RUNS_DEFINE(kcollw, struct kcoll, kcollw_less)
+
 /* by start, then end: the order of the interval lists below and of the host's busy intervals' runs */
 static inline int ival_less(const struct ival *x, const struct ival *y)
 {
@@ -534,6 +559,8 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->hcr, sizeof(struct crec), 1, "comm", hcrec_order, hcrec_sort);
 		runs_init(&an->kcr, sizeof(struct crec), 1, "comm", kcrec_order, kcrec_sort);
 		runs_init(&an->cc, sizeof(struct ccall), 1, "comm", ccall_order, ccall_sort);
+		runs_init(&an->cw, sizeof(struct kcoll), 1, "comm", kcollw_order, kcollw_sort);
+		runs_init(&an->co, sizeof(struct kcoll), 1, "comm", kcoll_order, kcoll_sort);
 		analysis_set_run(an, default_run);
 		an->gmin = an->hmin = INT64_MAX;
 		an->gmax = an->hmax = INT64_MIN;
@@ -591,7 +618,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->res.ops);
 	tp_free(an->res.kernels);
 	tp_free(an->res.thread_self_ns);
-	tp_free(an->res.colls);
+	runs_free(&an->cw);
+	runs_free(&an->co);
 	runs_free(&an->hcr);
 	runs_free(&an->kcr);
 	mem_result_free(an->mem);
@@ -1619,9 +1647,9 @@ static int32_t step_at(const struct analysis *an, int64_t t)
 
 /* ---- the third pass: operator tables, collectives' before_op, memory contexts ---- */
 
-struct window {			/* before_ops(): a collective's, on its launching thread */
-	uint32_t thread, i;
-	int64_t lo, launch, best;
+struct window {			/* before_op(): a collective's, [lo, its launch) on its launching thread */
+	struct kcoll k;
+	int64_t lo;
 };
 
 struct tables {
@@ -1631,8 +1659,13 @@ struct tables {
 	size_t firstcap;
 	struct rcur gc;		/* the GPU time operators launched themselves, by place */
 	const struct gpair *gn;	/* the next of it; NULL: none left */
-	struct window *win;
-	size_t nwin, wi;
+	struct rcur wc;		/* the collectives by launching thread and launch (an->cw) */
+	const struct kcoll *wn;	/* the next of them */
+	struct window win;	/* the window at hand: the first one a span may still reach */
+	int has_win;
+	int wprev;		/* a window was read: its thread and launch, the next one's lo */
+	uint32_t wthread;
+	int64_t wlaunch;
 	struct rcur mc;		/* the [memory] events, by thread and time */
 	const struct mem_event *me;	/* the next of them; NULL: none left */
 	uint32_t nopt;		/* Optimizer.step#... spans met */
@@ -1753,34 +1786,67 @@ static void mem_context(struct tables *t, const struct walk *w, const struct mem
 		c->backward = 1;
 }
 
+/* The next window into t->win (t->has_win: one was left). */
+static void window_read(struct tables *t)
+{
+	const struct analysis *an = t->an;
+	const struct kcoll *k = t->wn;
+	int64_t lo = INT64_MIN;
+	int32_t st;
+
+	if (!(t->has_win = k != NULL))
+		return;
+	if (t->wprev && t->wthread == k->c.thread)
+		lo = t->wlaunch;
+	if ((st = step_at(an, k->c.launch_ns)) >= 0 && an->cpu_steps[st].s > lo)
+		lo = an->cpu_steps[st].s;
+	t->win = (struct window){ .k = *k, .lo = lo };
+	t->wprev = 1;
+	t->wthread = k->c.thread;
+	t->wlaunch = k->c.launch_ns;
+	t->wn = rcur_next(&t->wc);
+}
+
+/* t->win is final: into the result's runs (an->co), and the next read. -1: the write failed. */
+static int window_done(struct tables *t)
+{
+	if (runs_add(&t->an->co, &t->win.k, t->err))
+		return -1;
+	window_read(t);
+	return 0;
+}
+
 /*
  * an_coll.before_op: on the launching thread, from the thread's previous
  * collective launch (or the step's start, whichever is later) to this
  * launch, the top-level operator (no parent; not a collective, not a
  * runtime call) with the most time there, the first of equals. Top-level
- * spans do not overlap, and neither do a thread's windows (sorted by
- * launch), so they are swept together.
+ * spans do not overlap, and neither do a thread's windows (by launch), so
+ * they are swept together, a window at a time: one that a span ends after
+ * is final. -1: a write failed.
  */
-static void before_op(struct tables *t, const struct frame *f)
+static int before_op(struct tables *t, const struct frame *f)
 {
-	struct analysis *an = t->an;
+	struct an_coll *c = &t->win.k.c;
 	uint16_t nc;
-	size_t q;
 
-	while (t->wi < t->nwin && (t->win[t->wi].thread < f->thread ||
-				   (t->win[t->wi].thread == f->thread && t->win[t->wi].launch <= f->s)))
-		t->wi++;
-	if (f->kind == H_RUNTIME || cls_of(an, f->name, &nc) || (nc & N_COMM_OP))
-		return;
-	for (q = t->wi; q < t->nwin && t->win[q].thread == f->thread && t->win[q].lo < f->e; q++) {
-		struct window *x = &t->win[q];
-		int64_t a = f->s > x->lo ? f->s : x->lo, b = f->e < x->launch ? f->e : x->launch;
-		if (b - a > x->best) {
-			x->best = b - a;
-			an->res.colls[x->i].before_op = f->name;
-			an->res.colls[x->i].before_ns = x->best;
+	while (t->has_win && (c->thread < f->thread || (c->thread == f->thread && c->launch_ns <= f->s)))
+		if (window_done(t))
+			return -1;
+	if (f->kind == H_RUNTIME || cls_of(t->an, f->name, &nc) || (nc & N_COMM_OP))
+		return 0;
+	while (t->has_win && c->thread == f->thread && t->win.lo < f->e) {
+		int64_t a = f->s > t->win.lo ? f->s : t->win.lo, b = f->e < c->launch_ns ? f->e : c->launch_ns;
+		if (b - a > c->before_ns) {
+			c->before_op = f->name;
+			c->before_ns = b - a;
 		}
+		if (c->launch_ns > f->e)
+			break;	/* a later span may reach it */
+		if (window_done(t))
+			return -1;
 	}
+	return 0;
 }
 
 /* m goes before span r in the tables pass: the spans of its thread that start at or before it are up */
@@ -1822,9 +1888,7 @@ static int tables_visit(struct walk *w, const struct hrec *r)
 	f->gtotal = f->gself;
 	if (an->nmev && (f->ms = ms_flags(an, f)) & MS_OPT_STEP)
 		f->opt = ++t->nopt;	/* the first pass met them in this order too */
-	if (w->depth == 1 && t->nwin)
-		before_op(t, f);
-	return 0;
+	return w->depth == 1 && t->has_win ? before_op(t, f) : 0;
 }
 
 struct opfirst {
@@ -2161,51 +2225,6 @@ out:
 
 /* ---- collectives ---- */
 
-/* a collective by launching thread, then launch */
-struct coll_at {
-	uint32_t thread, i;
-	int64_t launch;
-};
-
-static int cmp_coll_at(const void *a, const void *b)
-{
-	const struct coll_at *x = a, *y = b;
-
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return x->launch < y->launch ? -1 : x->launch > y->launch;
-}
-
-/* The windows of before_op(), one per collective with a launching thread, by thread and launch. */
-static int windows(struct analysis *an, struct tables *t)
-{
-	struct coll_at *at = tp_malloc((an->res.ncolls + 1) * sizeof(*at));
-	size_t n = 0, i;
-
-	if (!at || !(t->win = tp_malloc((an->res.ncolls + 1) * sizeof(*t->win)))) {
-		tp_free(at);
-		return -1;
-	}
-	for (i = 0; i < an->res.ncolls; i++)
-		if (an->res.colls[i].thread != UINT32_MAX)
-			at[n++] = (struct coll_at){ an->res.colls[i].thread, (uint32_t)i, an->res.colls[i].launch_ns };
-	if (n > 1)
-		qsort(at, n, sizeof(*at), cmp_coll_at);
-	for (i = 0; i < n; i++) {
-		const struct an_coll *c = &an->res.colls[at[i].i];
-		int64_t lo = INT64_MIN;
-		int32_t st = step_at(an, c->launch_ns);
-		if (i && at[i - 1].thread == c->thread)
-			lo = at[i - 1].launch;
-		if (st >= 0 && an->cpu_steps[st].s > lo)
-			lo = an->cpu_steps[st].s;
-		t->win[i] = (struct window){ .thread = c->thread, .i = at[i].i, .lo = lo, .launch = c->launch_ns };
-	}
-	t->nwin = n;
-	tp_free(at);
-	return 0;
-}
-
 /*
  * A communication kernel and what the call that launched it says
  * (coll_kernels()): runs by its collective's instance, then arrival.
@@ -2225,19 +2244,6 @@ static inline int kjoin_less(const struct kjoin *x, const struct kjoin *y)
 
 RUNS_DEFINE(kjoin, struct kjoin, kjoin_less)
 
-struct kcoll {			/* a collective, and the order it was made in (the kernels' first, then gloo's) */
-	struct an_coll c;
-	uint64_t made;
-};
-
-static inline int kcoll_less(const struct kcoll *x, const struct kcoll *y)
-{
-	if (x->c.launch_ns != y->c.launch_ns)
-		return x->c.launch_ns < y->c.launch_ns;
-	return x->c.start_ns != y->c.start_ns ? x->c.start_ns < y->c.start_ns : x->made < y->made;
-}
-
-RUNS_DEFINE(kcoll, struct kcoll, kcoll_less)
 
 static int runs_read_fail(struct rcur *c, struct tp_errbuf *err)
 {
@@ -2432,40 +2438,26 @@ static int coll_instances(struct analysis *an, const struct runs *kj, struct run
  */
 static int collectives(struct analysis *an, struct tp_errbuf *err)
 {
-	struct runs kj, co;
-	const struct kcoll *c;
-	struct rcur cur;
-	size_t n;
+	struct runs kj;
 	int rc;
 
 	runs_init(&kj, sizeof(struct kjoin), (run_records(an, sizeof(struct kjoin)) + 3) / 4, "comm", kjoin_order,
 		  kjoin_sort);
-	runs_init(&co, sizeof(struct kcoll), (run_records(an, sizeof(struct kcoll)) + 3) / 4, "comm", kcoll_order,
-		  kcoll_sort);
-	if ((rc = coll_kernels(an, &kj, err)) || (rc = coll_instances(an, &kj, &co, err)))
-		goto out;
+	an->cw.limit = an->co.limit = (run_records(an, sizeof(struct kcoll)) + 3) / 4;
+	if (!(rc = coll_kernels(an, &kj, err)))
+		rc = coll_instances(an, &kj, &an->cw, err);
 	runs_free(&kj);
-	n = co.n;
-	for (size_t i = 0; i < co.nruns; i++)
-		n += co.run_n[i];
-	rc = TP_ERR_NOMEM;
-	if (!n || !(an->res.colls = tp_malloc(n * sizeof(*an->res.colls)))) {
-		rc = n ? nomem(err) : TP_OK;
-		goto out;
-	}
-	if (rcur_open(&cur, &co)) {
-		rc = runs_read_fail(&cur, err);
-		goto out;
-	}
-	while ((c = rcur_next(&cur)) && an->res.ncolls < n)
-		an->res.colls[an->res.ncolls++] = c->c;
-	rc = cur.err ? runs_read_fail(&cur, err) : TP_OK;
-	if (!rc)
-		rcur_close(&cur);
-out:
-	runs_free(&kj);
-	runs_free(&co);
+	an->res.ncolls = an->cw.n;
+	for (size_t i = 0; i < an->cw.nruns; i++)
+		an->res.ncolls += an->cw.run_n[i];
 	return rc;
+}
+
+int an_colls_open(const struct an_result *r, struct rcur *c)
+{
+	static const struct runs none = { .size = sizeof(struct kcoll), .fd = -1 };
+
+	return rcur_open(c, r->colls ? r->colls : &none);
 }
 
 static int cmp_step(const void *a, const void *b)
@@ -2496,9 +2488,11 @@ static int cmp_i64(const void *a, const void *b)
  * adds the operator tables, each collective's before_op and each [memory]
  * event's context, and the memory model runs last. What grows with the
  * trace is in sorted runs (host spans, GPU spans, runtime calls, [memory]
- * events) or aggregated as it comes; what stays in memory grows with the
- * runtime calls' busy intervals (hcat), the communication records and the
- * largest step's GPU spans.
+ * events, busy intervals, communication records, collectives) or
+ * aggregated as it comes; what stays in memory grows with the steps, the
+ * calls that wait for the GPU (8 + 8 bytes each), the communication
+ * kernels' ids (8), the launches no GPU span names (8), the gloo:*
+ * collectives, and the largest step's GPU spans.
  */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {
@@ -2517,9 +2511,15 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	runs_free(&an->lr);
 	if ((rc = collectives(an, err)))
 		goto fail;
+	if (an->res.ncolls) {	/* before_op()'s windows */
+		if (rcur_open(&t.wc, &an->cw)) {
+			rc = t.wc.err ? TP_ERR_IO : TP_ERR_NOMEM;
+			goto fail;
+		}
+		t.wn = rcur_next(&t.wc);
+		window_read(&t);
+	}
 	rc = TP_ERR_NOMEM;
-	if (an->res.ncolls && windows(an, &t))
-		goto fail;
 	hmap_free(&an->ext);
 	hmap_free(&an->cext);
 	runs_free(&an->hcr);
@@ -2556,24 +2556,30 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 		rc = err->rc ? err->rc : rc;
 		goto fail;
 	}
-	if (t.mc.err || t.gc.err) {
+	while (t.has_win)	/* the windows no span reached */
+		if (window_done(&t)) {
+			rc = err->rc;
+			goto fail;
+		}
+	if (t.mc.err || t.gc.err || t.wc.err) {
 		rc = TP_ERR_IO;
 		goto fail;
 	}
 	rcur_close(&t.mc);
 	rcur_close(&t.gc);
+	rcur_close(&t.wc);
 	runs_free(&an->m);
 	runs_free(&an->gp);
-	if ((rc = runs_seal(&an->d, err)))
+	runs_free(&an->cw);
+	if ((rc = runs_seal(&an->d, err)) || (rc = runs_seal(&an->co, err)))
 		goto fail;
+	an->res.colls = &an->co;
 	rc = TP_ERR_NOMEM;
 	if (order_ops(an, t.first))
 		goto fail;
 	/* done with: the memory model's peak is not theirs */
-	tp_free(t.win);
 	tp_free(t.first);
 	hmap_free(&t.m);
-	t.win = NULL;
 	t.first = NULL;
 	runs_free(&an->h);
 	if (an->nmev) {
@@ -2592,13 +2598,13 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 fail:
 	hmap_free(&t.m);
 	tp_free(t.first);
-	tp_free(t.win);
-	if ((t.mc.err || t.gc.err) && !err->rc) {
-		errno = t.mc.err ? t.mc.err : t.gc.err;
+	if ((t.mc.err || t.gc.err || t.wc.err) && !err->rc) {
+		errno = t.mc.err ? t.mc.err : t.gc.err ? t.gc.err : t.wc.err;
 		spill_fail(err, "cannot read");
 	}
 	rcur_close(&t.mc);
 	rcur_close(&t.gc);
+	rcur_close(&t.wc);
 	runs_free(&an->h);
 	if (rc == TP_ERR_NOMEM && !err->rc)
 		return nomem(err);

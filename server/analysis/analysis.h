@@ -8,11 +8,13 @@
  *
  * Memory: nesting, step windows and CPU->GPU correlation can only be
  * resolved once every event has been seen (a trace's events are not in time
- * order, and a kernel may come before the call that launched it). Host spans
- * (operators, annotations, runtime calls: most of a trace) are kept in
- * sorted runs of 10 MiB spilled to a temporary file ($TMPDIR) and read back
- * merged; GPU activities, communication records and [memory] events (one
- * compact record each) are held. The events cap (--max-events) bounds it.
+ * order, and a kernel may come before the call that launched it). Every
+ * kind of record that grows with the trace (host spans, GPU activities,
+ * runtime calls, communication records, collectives, [memory] events) is
+ * kept in sorted runs of about 5 MiB (runs.h), spilled to temporary files
+ * ($TMPDIR) and read back merged, so the analysis holds about the same
+ * whatever the trace's size; analysis.c's analysis_finish() says what
+ * still grows. The events cap (--max-events) bounds the rest.
  */
 #ifndef ANALYSIS_H
 #define ANALYSIS_H
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/runs.h"
 #include "event.h"
 #include "memmodel.h"
 #include "tp.h"
@@ -142,13 +145,20 @@ struct an_result {
 	/* memory timelines by category from [memory] events, one per device (memory.h) */
 	const struct mem_series *mem_series;
 	size_t nmem_series;
-	/* collectives, by launch time */
-	struct an_coll *colls;
+	/* collectives, by launch time: kept in sorted runs, read with an_colls_open() */
+	const struct runs *colls;
 	size_t ncolls;
 	/* host self time per thread, threads numbered by their first host span */
 	int64_t *thread_self_ns;
 	size_t nthreads;
 };
+
+/*
+ * The collectives in order, one at a time: rcur_next() gives a
+ * const struct an_coll *, NULL at the end or when a read failed (c->err).
+ * -1: out of memory or a read failed; rcur_close() either way.
+ */
+int an_colls_open(const struct an_result *r, struct rcur *c);
 
 /* Resolves an interned string id to its text (never NULL). */
 typedef const char *(*an_string_fn)(void *payload, uint32_t id);

@@ -1006,10 +1006,9 @@ static void bind_kernel(struct db_stmt *st, const struct store_final *f, int64_t
 	db_bind_double(st, 13, k->occ_sum);
 }
 
-static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i,
+		      const struct an_coll *c)
 {
-	const struct an_coll *c = &f->analysis->colls[i];
-
 	db_bind_int64(st, 1, artifact);
 	db_bind_int64(st, 2, (int64_t)i);
 	if (c->step >= 0)
@@ -1040,6 +1039,42 @@ static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t a
 	else
 		db_bind_null(st, 14);
 	db_bind_int64(st, 15, c->before_ns);
+}
+
+/* The collectives, read back from the analysis' runs as they are inserted: they are not held. */
+static int insert_colls(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
+{
+	const struct an_coll *c;
+	struct db_stmt *st;
+	struct rcur cur;
+	size_t i = 0;
+	int rc = TP_OK;
+
+	if (!f->analysis->ncolls)
+		return TP_OK;
+	if (db_prepare(w->db, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
+			      " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", 0, &st) != DB_OK)
+		return db_fail(err, w->db, "prepare");
+	if (an_colls_open(f->analysis, &cur))
+		rc = cur.err ? TP_ERR_IO : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	else if (db_batch_begin(w->db))
+		rc = db_fail(err, w->db, "insert analysis");
+	while (!rc && (c = rcur_next(&cur))) {
+		bind_coll(st, f, artifact, i++, c);
+		if (db_step(st) != DB_DONE)
+			rc = db_fail(err, w->db, "insert analysis");
+		db_reset(st);
+	}
+	if (!rc && cur.err)
+		rc = TP_ERR_IO;
+	if (rc == TP_ERR_IO && !err->rc)
+		tp_fail(err, rc, "temp_file", "collectives: cannot read their temporary file: %s", strerror(cur.err));
+	if (db_batch_end(w->db) && !rc)
+		rc = db_fail(err, w->db, "insert analysis");
+	db_finalize(st);
+	rcur_close(&cur);
+	return rc;
 }
 
 /* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
@@ -1477,10 +1512,7 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 				 " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
 			      a->nsteps, bind_step, f, artifact, err)))
 		return rc;
-	if ((rc = insert_rows(w, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
-				 " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
-				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-			      a->ncolls, bind_coll, f, artifact, err)))
+	if ((rc = insert_colls(w, artifact, f, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
 				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", a->nops, bind_op, f, artifact, err)))

@@ -340,6 +340,25 @@ static const char *str_of(void *p, uint32_t id)
 	return s ? s : "";
 }
 
+/* The result's collectives, read back from their runs into an array the caller frees. */
+static struct an_coll *colls_of(const struct an_result *r)
+{
+	struct an_coll *v = calloc(r->ncolls + 1, sizeof(*v));
+	const struct an_coll *c;
+	struct rcur cur;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(an_colls_open(r, &cur), 0);
+	for (; (c = rcur_next(&cur)); n++)
+		if (n < r->ncolls)
+			v[n] = *c;
+	ck_assert_int_eq(cur.err, 0);
+	rcur_close(&cur);
+	ck_assert_uint_eq(n, r->ncolls);
+	return v;
+}
+
 static int busy_string(void *p, uint32_t id, const char *s, size_t len)
 {
 	(void)p, (void)id, (void)s, (void)len;
@@ -1662,12 +1681,14 @@ START_TEST(test_before_op_top_level)
 	emit(&t, "]}");
 	res = analyse(&pa, &t);
 	ck_assert_uint_eq(res->ncolls, 3);
+	struct an_coll *cs = colls_of(res);
 	for (int k = 0; k < 3; k++) {
-		const struct an_coll *c = &res->colls[k];
+		const struct an_coll *c = &cs[k];
 		ck_assert_int_eq(c->launch_ns, (b + at[k]) * 1000);
 		ck_assert_str_eq(str_of(pa.tp, c->before_op), want[k]);
 		ck_assert_int_eq(c->before_ns, want_ns[k]);
 	}
+	free(cs);
 	analysis_free(pa.an);
 	trace_parser_free(pa.tp);
 	free(t.p);
@@ -1700,19 +1721,21 @@ START_TEST(test_gloo_host_collectives)
 	emit(&t, "]}");
 	res = analyse(&pa, &t);
 	ck_assert_uint_eq(res->ncolls, 3);
+	struct an_coll *cs = colls_of(res);
 	/* by launch */
-	ck_assert_int_eq(res->colls[0].kind, AN_CK_ALL_REDUCE);
-	ck_assert_int_eq(res->colls[0].launch_ns, (b + 20) * 1000);
-	ck_assert_int_eq(res->colls[0].start_ns, (b + 20) * 1000);
-	ck_assert_int_eq(res->colls[0].end_ns, (b + 320) * 1000);
-	ck_assert_int_eq(res->colls[0].time_ns, 300000);
-	ck_assert_int_eq(res->colls[0].kernels, 0);
-	ck_assert_int_eq(res->colls[0].step, 3);
-	ck_assert_int_eq(res->colls[1].kind, AN_CK_ALL_GATHER);
-	ck_assert_int_eq(res->colls[1].time_ns, 100000);
-	ck_assert_int_eq(res->colls[2].kind, AN_CK_REDUCE_SCATTER);
-	ck_assert_int_eq(res->colls[2].kernels, 1);
-	ck_assert_int_eq(res->colls[2].time_ns, 10000);
+	ck_assert_int_eq(cs[0].kind, AN_CK_ALL_REDUCE);
+	ck_assert_int_eq(cs[0].launch_ns, (b + 20) * 1000);
+	ck_assert_int_eq(cs[0].start_ns, (b + 20) * 1000);
+	ck_assert_int_eq(cs[0].end_ns, (b + 320) * 1000);
+	ck_assert_int_eq(cs[0].time_ns, 300000);
+	ck_assert_int_eq(cs[0].kernels, 0);
+	ck_assert_int_eq(cs[0].step, 3);
+	ck_assert_int_eq(cs[1].kind, AN_CK_ALL_GATHER);
+	ck_assert_int_eq(cs[1].time_ns, 100000);
+	ck_assert_int_eq(cs[2].kind, AN_CK_REDUCE_SCATTER);
+	ck_assert_int_eq(cs[2].kernels, 1);
+	ck_assert_int_eq(cs[2].time_ns, 10000);
+	free(cs);
 	analysis_free(pa.an);
 	trace_parser_free(pa.tp);
 	free(t.p);
@@ -2027,14 +2050,16 @@ static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
 	for (i = 0; i < r->nkernels; i++)
 		fprintf(f, "kernel %s %lld %lld\n", str_of(b.tp, r->kernels[i].name), (long long)r->kernels[i].calls,
 			(long long)r->kernels[i].total_ns);
+	struct an_coll *cs = colls_of(r);
 	for (i = 0; i < r->ncolls; i++) {
-		const struct an_coll *c = &r->colls[i];
+		const struct an_coll *c = &cs[i];
 		fprintf(f, "coll %lld %d %u %lld %lld %lld %lld %lld %lld %lld %lld %s %lld %u\n", (long long)c->step,
 			c->kind, c->pg, (long long)c->seq, (long long)c->launch_ns, (long long)c->start_ns,
 			(long long)c->end_ns, (long long)c->time_ns, (long long)c->kernels, (long long)c->bytes,
 			(long long)c->group_size, c->before_op ? str_of(b.tp, c->before_op) : "-",
 			(long long)c->before_ns, c->thread);
 	}
+	free(cs);
 	for (i = 0; i < r->nthreads; i++)
 		fprintf(f, "thread %zu %lld\n", i, (long long)r->thread_self_ns[i]);
 	for (i = 0; i < r->nmem_series; i++) {

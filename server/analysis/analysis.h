@@ -173,6 +173,8 @@ struct analysis *analysis_new(an_string_fn str, void *payload);
  * --spill-at), before any starts. */
 void analysis_set_run(struct analysis *an, size_t spans);
 void analysis_set_default_run(size_t spans);
+/* Tests: the filter of communication kernels' ids says yes to every id (as its false positives do). */
+void analysis_comm_filter_all(int on);
 /* One parsed event; only complete ('X') events matter. */
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err);
 /* Compute; *out stays owned by an (valid until analysis_free). */

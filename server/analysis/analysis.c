@@ -295,9 +295,9 @@ struct analysis {
 	struct runs co;		/* and by launch, with their before_op: the result's (an->res.colls) */
 	int64_t hmin, hmax;	/* the host spans' bounds */
 	struct runs hc[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU; struct ival, link_host()) */
-	struct ivals syncs;	/* runtime calls that wait for the GPU */
-	int64_t *unrec;		/* starts of the launches no GPU span names */
-	size_t nunrec, unreccap;
+	int64_t *syncn, *syncns;	/* per step (cpu_steps): the runtime calls in it that wait for the GPU */
+	int64_t *csmax;		/* cpu_steps[0..i]'s latest end (steps_prepare()) */
+	int64_t *unrec;		/* per step (cpu_steps): the latest start of a launch in it no GPU span names */
 	uint8_t *bwd;		/* per thread: runs evaluate_function spans (memory) */
 	int64_t *opt, *opte;	/* Optimizer.step#... starts and ends, as the passes meet them (memory) */
 	size_t nopt, optcap, optecap;
@@ -597,7 +597,9 @@ void analysis_free(struct analysis *an)
 	tp_free(an->hcand);
 	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 		runs_free(&an->hc[c]);
-	tp_free(an->syncs.v);
+	tp_free(an->syncn);
+	tp_free(an->syncns);
+	tp_free(an->csmax);
 	tp_free(an->unrec);
 	tp_free(an->bwd);
 	tp_free(an->opt);
@@ -874,15 +876,6 @@ static int ivals_add(struct ivals *l, int64_t s, int64_t e)
 {
 	if (e <= s)
 		return 0;
-	if (tp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
-		return -1;
-	l->v[l->n++] = (struct ival){ s, e };
-	return 0;
-}
-
-/* an interval of any length (ivals_add() keeps only those of some) */
-static int ivals_push(struct ivals *l, int64_t s, int64_t e)
-{
 	if (tp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
 		return -1;
 	l->v[l->n++] = (struct ival){ s, e };
@@ -1331,6 +1324,8 @@ struct linking {
 	struct tp_errbuf *err;
 };
 
+static void sync_call(struct analysis *an, int64_t s, int64_t e);
+
 static int link_host(struct walk *w, const struct hrec *r)
 {
 	struct linking *lk = w->arg;
@@ -1365,8 +1360,8 @@ static int link_host(struct walk *w, const struct hrec *r)
 		}
 		lk->thread[c] = r->thread;
 	}
-	if (r->kind == H_RUNTIME && r->e >= r->s && (nc & N_SYNC) && ivals_push(&an->syncs, r->s, r->e))
-		return -1;
+	if (r->kind == H_RUNTIME && r->e >= r->s && (nc & N_SYNC))
+		sync_call(an, r->s, r->e);
 	if (an->nmev) {
 		f->ms = ms_flags(an, f);
 		if (f->ms & MS_BACKWARD)
@@ -1421,6 +1416,21 @@ static int link_ext(struct walk *w, const struct hrec *r)
 	return add_link(an, v, f, (int32_t)f->pos, ch);
 }
 
+/* The step whose CPU span holds instant t (steps sorted by start); -1: none. */
+static int32_t step_at(const struct analysis *an, int64_t t)
+{
+	size_t lo = 0, hi = an->ncs;
+
+	while (lo < hi) {	/* the first step that starts after t */
+		size_t mid = lo + (hi - lo) / 2;
+		if (an->cpu_steps[mid].s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && t < an->cpu_steps[lo - 1].e ? (int32_t)(lo - 1) : -1;
+}
+
 /*
  * The GPU spans in correlation id order, each with the runtime call its id
  * names: the first of the id in sorted order (link_host() wrote them, by id
@@ -1458,15 +1468,12 @@ static void gjoin_skip(struct gjoin *j, int64_t id)
 {
 	struct analysis *an = j->an;
 
-	for (; j->next && j->next->corr < id; j->next = rcur_next(&j->l)) {
-		if (!j->unrec || !j->next->launch || !an->ng)
-			continue;
-		if (tp_grow((void **)&an->unrec, &an->unreccap, an->nunrec + 1, sizeof(*an->unrec))) {
-			j->nomem = 1;
-			return;
-		}
-		an->unrec[an->nunrec++] = j->next->s;
-	}
+	int32_t k;
+
+	for (; j->next && j->next->corr < id; j->next = rcur_next(&j->l))
+		if (j->unrec && j->next->launch && an->ng && (k = step_at(an, j->next->s)) >= 0 &&
+		    j->next->s > an->unrec[k])
+			an->unrec[k] = j->next->s;
 }
 
 /* The next GPU span, j->linked and j->call its id's call; NULL at the end or on a failure. */
@@ -1648,21 +1655,6 @@ static int cmp_srec(const void *a, const void *b)
 	if (x->s != y->s)
 		return x->s < y->s ? -1 : 1;
 	return x->step < y->step ? -1 : x->step > y->step;
-}
-
-/* The step whose CPU span holds instant t (steps sorted by start); -1: none. */
-static int32_t step_at(const struct analysis *an, int64_t t)
-{
-	size_t lo = 0, hi = an->ncs;
-
-	while (lo < hi) {	/* the first step that starts after t */
-		size_t mid = lo + (hi - lo) / 2;
-		if (an->cpu_steps[mid].s <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && t < an->cpu_steps[lo - 1].e ? (int32_t)(lo - 1) : -1;
 }
 
 
@@ -1949,18 +1941,15 @@ static int order_ops(struct analysis *an, const uint64_t *first)
 	return 0;
 }
 /*
- * How many of each step's kernel launches have no GPU span in the trace and
- * come after the last launch that has one (after: the GPU records stop
+ * Whether each step has kernel launches that have no GPU span in the trace
+ * and come after the last launch that has one (after: the GPU records stop
  * while the launches go on; a record missing in the middle is not a cut).
- * an->unrec: the starts of the launches no GPU span names (link_host()).
+ * an->unrec: each step's latest launch that no GPU span names (gjoin_skip()).
  */
 static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
 {
-	int32_t k;
-
-	for (size_t i = 0; i < an->nunrec; i++)
-		if (an->unrec[i] > last && (k = step_at(an, an->unrec[i])) >= 0)
-			missing[k]++;
+	for (size_t k = 0; k < an->ncs; k++)
+		missing[k] = an->unrec[k] > last;
 }
 
 /*
@@ -2048,7 +2037,43 @@ static int steps_prepare(struct analysis *an)
 	}
 	if (an->ncs > 1)
 		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
-	return (an->gend = tp_malloc((an->ncs + 1) * sizeof(*an->gend))) ? 0 : -1;
+	if (!(an->gend = tp_malloc((an->ncs + 1) * sizeof(*an->gend))) ||
+	    !(an->syncn = tp_calloc(an->ncs + 1, sizeof(*an->syncn))) ||
+	    !(an->syncns = tp_calloc(an->ncs + 1, sizeof(*an->syncns))) ||
+	    !(an->csmax = tp_malloc((an->ncs + 1) * sizeof(*an->csmax))) ||
+	    !(an->unrec = tp_malloc((an->ncs + 1) * sizeof(*an->unrec))))
+		return -1;
+	for (size_t i = 0; i < an->ncs; i++) {
+		an->csmax[i] = i && an->csmax[i - 1] > an->cpu_steps[i].e ? an->csmax[i - 1] : an->cpu_steps[i].e;
+		an->unrec[i] = INT64_MIN;
+	}
+	return 0;
+}
+
+/*
+ * A runtime call that waits for the GPU (an_is_sync()), [s, e), counted in
+ * each step it starts in: inside the ProfilerStep#N span. Kineto's own
+ * synchronize when a cycle stops, after the last step, belongs to none; an
+ * aten::item() on a CPU tensor (AdamW reads its step counts so, once a
+ * parameter) makes none.
+ */
+static void sync_call(struct analysis *an, int64_t s, int64_t e)
+{
+	size_t lo = 0, hi = an->ncs;
+
+	while (lo < hi) {	/* the first step that starts after s */
+		size_t mid = lo + (hi - lo) / 2;
+		if (an->cpu_steps[mid].s <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the steps that start at or before s and end after it (they may overlap) */
+	for (; lo > 0 && an->csmax[lo - 1] > s; lo--)
+		if (an->cpu_steps[lo - 1].e > s) {
+			an->syncn[lo - 1]++;
+			an->syncns[lo - 1] = tp_sat_add(an->syncns[lo - 1], e - s);
+		}
 }
 
 /*
@@ -2090,41 +2115,13 @@ static int steps_prepare(struct analysis *an)
  * the GPU work of the one before; that also drops a complete last step
  * that copies less than the first, as on hta_compare_base.)
  */
-static int cmp_ival_start(const void *x, const void *y)
-{
-	const struct ival *a = x, *b = y;
-	return (a->s > b->s) - (a->s < b->s);
-}
-
-/*
- * Each step's runtime calls that wait for the GPU (an_is_sync()), by where
- * they start: inside the ProfilerStep#N span. Kineto's own synchronize when
- * a cycle stops, after the last step, belongs to none; an aten::item() on a
- * CPU tensor (AdamW reads its step counts so, once a parameter) makes none.
- */
+/* Each step's runtime calls that wait for the GPU (sync_call()). */
 static void step_syncs(struct analysis *an)
 {
-	struct ivals *v = &an->syncs;
-	size_t i;
-
-	if (v->n > 1)
-		qsort(v->v, v->n, sizeof(*v->v), cmp_ival_start);
-	for (i = 0; i < an->ncs && i < an->res.nsteps; i++) {
-		const struct srec *cs = &an->cpu_steps[i];
-		struct an_step *st = &an->res.steps[i];
-		size_t lo = 0, hi = v->n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (v->v[mid].s < cs->s)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		st->cpu_end_ns = cs->e;
-		for (; lo < v->n && v->v[lo].s < cs->e; lo++) {
-			st->sync_calls++;
-			st->sync_ns = tp_sat_add(st->sync_ns, v->v[lo].e - v->v[lo].s);
-		}
+	for (size_t i = 0; i < an->ncs && i < an->res.nsteps; i++) {
+		an->res.steps[i].cpu_end_ns = an->cpu_steps[i].e;
+		an->res.steps[i].sync_calls = an->syncn[i];
+		an->res.steps[i].sync_ns = an->syncns[i];
 	}
 }
 
@@ -2510,10 +2507,10 @@ static int cmp_i64(const void *a, const void *b)
  * event's context, and the memory model runs last. What grows with the
  * trace is in sorted runs (host spans, GPU spans, runtime calls, [memory]
  * events, busy intervals, communication records, collectives) or
- * aggregated as it comes; what stays in memory grows with the steps, the
- * calls that wait for the GPU (8 + 8 bytes each), the communication
- * kernels' ids (8), the launches no GPU span names (8), the gloo:*
- * collectives, and the largest step's GPU spans.
+ * aggregated as it comes (per step: the calls that wait for the GPU, the
+ * latest launch no GPU span names; the communication kernels' ids in a
+ * filter of 1 MiB); what stays in memory grows with the steps, the names,
+ * the gloo:* collectives and the largest step's GPU spans.
  */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err)
 {

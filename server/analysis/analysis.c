@@ -1416,18 +1416,26 @@ static int link_ext(struct walk *w, const struct hrec *r)
 	return add_link(an, v, f, (int32_t)f->pos, ch);
 }
 
-/* The step whose CPU span holds instant t (steps sorted by start); -1: none. */
-static int32_t step_at(const struct analysis *an, int64_t t)
+/* The steps (sorted by start) that start at or before instant t: [0, the result). */
+static size_t steps_by(const struct analysis *an, int64_t t)
 {
 	size_t lo = 0, hi = an->ncs;
 
-	while (lo < hi) {	/* the first step that starts after t */
+	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (an->cpu_steps[mid].s <= t)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The step whose CPU span holds instant t; -1: none. */
+static int32_t step_at(const struct analysis *an, int64_t t)
+{
+	size_t lo = steps_by(an, t);
+
 	return lo && t < an->cpu_steps[lo - 1].e ? (int32_t)(lo - 1) : -1;
 }
 
@@ -2059,16 +2067,9 @@ static int steps_prepare(struct analysis *an)
  */
 static void sync_call(struct analysis *an, int64_t s, int64_t e)
 {
-	size_t lo = 0, hi = an->ncs;
+	size_t lo = steps_by(an, s);
 
-	while (lo < hi) {	/* the first step that starts after s */
-		size_t mid = lo + (hi - lo) / 2;
-		if (an->cpu_steps[mid].s <= s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* the steps that start at or before s and end after it (they may overlap) */
+	/* those of them that end after s (steps may overlap) */
 	for (; lo > 0 && an->csmax[lo - 1] > s; lo--)
 		if (an->cpu_steps[lo - 1].e > s) {
 			an->syncn[lo - 1]++;

@@ -46,6 +46,10 @@ put('trace/amap_high_bits.json.gz', gzip.compress(trace(
       "args": {"Device Type": 1, "Device Id": 0, "Addr": (i % 1400) << 40, "Bytes": 512 if i < 1400 else -512,
                "Total Allocated": 512 * (i + 1 if i < 1400 else 2800 - i - 1), "Total Reserved": 1 << 30}}
      for i in range(2800)]).encode(), mtime=0))
+# communication operators alike at one instant of one thread: each span scanned the whole group
+put('trace/comm_same_instant.json', trace(
+    [{"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 1000, "dur": 10,
+      "args": {"Collective name": "allreduce", "In msg nelems": i, "dtype": "Float"}} for i in range(2900)]))
 put('trace/formula_names.json', trace(
     [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1, "dur": 1000}] +
     [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 + 100 * i, "dur": 50}

@@ -1161,7 +1161,7 @@ static int cgroup_open(struct cgroup *cg, struct analysis *an, int gloo)
 {
 	memset(cg, 0, sizeof(*cg));
 	cg->gloo = gloo;
-	if (!an->ncr || (!an->hcr.n && !an->hcr.nruns))
+	if (!an->hcr.n && !an->hcr.nruns)
 		return 0;
 	cg->open = 1;
 	if (rcur_open(&cg->cur, &an->hcr))
@@ -1568,6 +1568,18 @@ static int owners_end(struct analysis *an, struct tp_errbuf *err);
  * no map of ids (a map of every span's ids was 96 MiB at the peak of a
  * 1 GB trace), and no array of the spans (30 MiB).
  */
+/* Closes c, and reports its read's failure, else (none failed) the one in err, else out of memory. */
+static int rcur_fail(struct rcur *c, struct tp_errbuf *err)
+{
+	int e = c->err;
+
+	rcur_close(c);
+	if (!e)
+		return err->rc ? err->rc : nomem(err);
+	errno = e;
+	return spill_fail(err, "cannot read");
+}
+
 /* A pass of link_host() or link_ext(), the communication operators met as it goes (struct cgroup). */
 static int link_walk(struct analysis *an, visit_fn visit, struct tp_errbuf *err)
 {
@@ -1594,27 +1606,15 @@ static int comm_exts(struct analysis *an, struct tp_errbuf *err)
 {
 	const struct crec *k;
 	struct rcur c;
-	int e;
 
-	if (rcur_open(&c, &an->kcr)) {
-		e = c.err;
-		rcur_close(&c);
-		if (!e)
-			return nomem(err);
-		errno = e;
-		return spill_fail(err, "cannot read");
-	}
+	if (rcur_open(&c, &an->kcr))
+		return rcur_fail(&c, err);
 	while ((k = rcur_next(&c)))
-		if (k->ext >= 0 && !hmap_put(&an->cext, (uint64_t)k->ext, 0)) {
-			rcur_close(&c);
-			return nomem(err);
-		}
-	e = c.err;
+		if (k->ext >= 0 && !hmap_put(&an->cext, (uint64_t)k->ext, 0))
+			return rcur_fail(&c, err);	/* no read failed: out of memory */
+	if (c.err)
+		return rcur_fail(&c, err);
 	rcur_close(&c);
-	if (e) {
-		errno = e;
-		return spill_fail(err, "cannot read");
-	}
 	return TP_OK;
 }
 
@@ -1705,9 +1705,6 @@ struct tables {
 	const struct kcoll *wn;	/* the next of them */
 	struct window win;	/* the window at hand: the first one a span may still reach */
 	int has_win;
-	int wprev;		/* a window was read: its thread and launch, the next one's lo */
-	uint32_t wthread;
-	int64_t wlaunch;
 	struct rcur mc;		/* the [memory] events, by thread and time */
 	const struct mem_event *me;	/* the next of them; NULL: none left */
 	uint32_t nopt;		/* Optimizer.step#... spans met */
@@ -1836,16 +1833,17 @@ static void window_read(struct tables *t)
 	int64_t lo = INT64_MIN;
 	int32_t st;
 
-	if (!(t->has_win = k != NULL))
+	if (!k) {
+		t->has_win = 0;
 		return;
-	if (t->wprev && t->wthread == k->c.thread)
-		lo = t->wlaunch;
+	}
+	/* the window before it on its thread (t->win, done) starts it */
+	if (t->has_win && t->win.k.c.thread == k->c.thread)
+		lo = t->win.k.c.launch_ns;
+	t->has_win = 1;
 	if ((st = step_at(an, k->c.launch_ns)) >= 0 && an->cpu_steps[st].s > lo)
 		lo = an->cpu_steps[st].s;
 	t->win = (struct window){ .k = *k, .lo = lo };
-	t->wprev = 1;
-	t->wthread = k->c.thread;
-	t->wlaunch = k->c.launch_ns;
 	t->wn = rcur_next(&t->wc);
 }
 
@@ -2285,17 +2283,6 @@ static inline int kjoin_less(const struct kjoin *x, const struct kjoin *y)
 RUNS_DEFINE(kjoin, struct kjoin, kjoin_less)
 
 
-static int runs_read_fail(struct rcur *c, struct tp_errbuf *err)
-{
-	int e = c->err;
-
-	rcur_close(c);
-	if (!e)
-		return err->rc ? err->rc : nomem(err);
-	errno = e;
-	return spill_fail(err, "cannot read");
-}
-
 /*
  * Each communication kernel (by correlation id) with the first call of its
  * id (by id and place, link_host()), else its External id's link: its
@@ -2309,10 +2296,10 @@ static int coll_kernels(struct analysis *an, struct runs *out, struct tp_errbuf 
 	int rc;
 
 	if (rcur_open(&kc, &an->kcr))
-		return runs_read_fail(&kc, err);
+		return rcur_fail(&kc, err);
 	if (rcur_open(&cc, &an->cc)) {
 		rcur_close(&kc);
-		return runs_read_fail(&cc, err);
+		return rcur_fail(&cc, err);
 	}
 	call = rcur_next(&cc);
 	while ((k = rcur_next(&kc))) {
@@ -2360,7 +2347,7 @@ static int coll_kernels(struct analysis *an, struct runs *out, struct tp_errbuf 
 	}
 	if (kc.err || cc.err) {
 		rcur_close(kc.err ? &cc : &kc);
-		return runs_read_fail(kc.err ? &kc : &cc, err);
+		return rcur_fail(kc.err ? &kc : &cc, err);
 	}
 	rcur_close(&kc);
 	rcur_close(&cc);
@@ -2435,7 +2422,7 @@ static int coll_instances(struct analysis *an, const struct runs *kj, struct run
 	if (an->nhcand > 1)
 		qsort(an->hcand, an->nhcand, sizeof(*an->hcand), cmp_hcand);
 	if (rcur_open(&cur, kj))
-		return runs_read_fail(&cur, err);
+		return rcur_fail(&cur, err);
 	uint64_t key = 0;
 	while (!rc && (k = rcur_next(&cur))) {
 		if (has && k->key == key) {
@@ -2455,7 +2442,7 @@ static int coll_instances(struct analysis *an, const struct runs *kj, struct run
 		coll_add(&c.c, k);
 	}
 	if (!rc && cur.err)
-		return runs_read_fail(&cur, err);
+		return rcur_fail(&cur, err);
 	rcur_close(&cur);
 	if (!rc && has)
 		rc = runs_add(out, &c, err);

@@ -97,6 +97,8 @@ static int delete(struct request *req, int64_t artifact)
 		if (rc)
 			store_tx_rollback(w);
 		store_writer_close(w);
+		/* ids of artifacts removed may be given again: derive the run's ranks from their start next */
+		runrank_forget(http_store(req), req->params[0]);
 	}
 	if (rc)
 		return http_reply_fail(req, rc, &err, NULL);

@@ -94,6 +94,24 @@ uint32_t hmap_get(const struct hmap *m, uint64_t key)
 	return j < m->cap ? m->v[j] : UINT32_MAX;
 }
 
+int hmap_copy(struct hmap *to, const struct hmap *m)
+{
+	memset(to, 0, sizeof(*to));
+	if (!m->cap)
+		return 0;
+	to->k = tp_malloc(m->cap * sizeof(*to->k));
+	to->v = tp_malloc(m->cap * sizeof(*to->v));
+	if (!to->k || !to->v) {
+		hmap_free(to);
+		return -1;
+	}
+	memcpy(to->k, m->k, m->cap * sizeof(*to->k));
+	memcpy(to->v, m->v, m->cap * sizeof(*to->v));
+	to->cap = m->cap;
+	to->n = m->n;
+	return 0;
+}
+
 void hmap_free(struct hmap *m)
 {
 	tp_free(m->k);

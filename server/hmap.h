@@ -25,6 +25,8 @@ uint32_t *hmap_put(struct hmap *m, uint64_t key, uint32_t val);
 uint32_t hmap_get(const struct hmap *m, uint64_t key);
 /* key's value slot, to change its value; NULL: missing (nothing is inserted) */
 uint32_t *hmap_find(struct hmap *m, uint64_t key);
+/* to: a copy of m (to's old contents are dropped, not freed); -1: out of memory, to empty. */
+int hmap_copy(struct hmap *to, const struct hmap *m);
 void hmap_free(struct hmap *m);
 
 #endif

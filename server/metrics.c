@@ -19,7 +19,7 @@ static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1)	/* + other */
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
-static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros;
+static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept;
 
 void metrics_request(int route, unsigned status)
 {
@@ -34,6 +34,12 @@ void metrics_derivation(double seconds)
 {
 	atomic_fetch_add_explicit(&derive_count, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&derive_micros, (unsigned long long)(seconds * 1e6), memory_order_relaxed);
+}
+
+void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept)
+{
+	atomic_fetch_add_explicit(&replayed, artifacts_replayed, memory_order_relaxed);
+	atomic_fetch_add_explicit(&kept, artifacts_kept, memory_order_relaxed);
 }
 
 void metrics_upload(uint64_t bytes_sent, double seconds)
@@ -113,6 +119,12 @@ char *metrics_render(struct store *st)
 		"# TYPE trainscope_rank_derivation_seconds summary\n"
 		"trainscope_rank_derivation_seconds_sum %.6f\ntrainscope_rank_derivation_seconds_count %llu\n",
 	    (double)atomic_load(&derive_micros) / 1e6, (unsigned long long)atomic_load(&derive_count));
+	put(&t, "# HELP trainscope_rank_replay_artifacts_total Trace artifacts whose events a rank's derivation read"
+		" (replayed), or took as analysed by the rank's derivation before (kept).\n"
+		"# TYPE trainscope_rank_replay_artifacts_total counter\n"
+		"trainscope_rank_replay_artifacts_total{how=\"replayed\"} %llu\n"
+		"trainscope_rank_replay_artifacts_total{how=\"kept\"} %llu\n",
+	    (unsigned long long)atomic_load(&replayed), (unsigned long long)atomic_load(&kept));
 	if (store_counts(st, &c, NULL) == 0) {
 		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
 			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"

@@ -15,6 +15,8 @@ void metrics_request(int route, unsigned status);
 void metrics_upload(uint64_t bytes_sent, double seconds);
 /* A rank derived again from its traces (pipeline/runrank.h), in seconds. */
 void metrics_derivation(double seconds);
+/* A derivation's trace artifacts: those it replayed, those it took from the rank's analysis kept. */
+void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept);
 
 /* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
 char *metrics_render(struct store *st);

@@ -304,6 +304,7 @@ struct analysis {
 	struct mem_result *mem;
 	struct an_result res;
 	size_t kcap, opcap;
+	int finishing;		/* analysis_finish() began: no more events, no fork */
 };
 
 /* ---- host spans: sorted runs, spilled, merged ---- */
@@ -632,6 +633,7 @@ static int nomem(struct tp_errbuf *err)
 	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 }
 
+
 /* pid and tid may be numbers or (interned) strings */
 static uint64_t id_key(int64_t num, uint32_t sid)
 {
@@ -792,6 +794,74 @@ static int comm_event(struct analysis *an, const struct tp_event *e, int64_t s, 
 	if (!rc)
 		an->ncr++;
 	return rc;
+}
+
+/* A copy of n elements of size bytes at p (NULL when n is 0); -1: out of memory. */
+static int dup_array(void *out, const void *p, size_t n, size_t size)
+{
+	void **o = out;
+
+	*o = NULL;
+	if (!n)
+		return 0;
+	if (!(*o = tp_malloc(n * size)))
+		return -1;
+	memcpy(*o, p, n * size);
+	return 0;
+}
+
+/*
+ * What analysis_event() keeps, copied: the runs it fills (runs_fork()),
+ * the thread numbers, the string classes, the kernel table, the step spans
+ * and the communication filter. Every other field is the passes' and stays
+ * as analysis_new() left it.
+ */
+struct analysis *analysis_fork(const struct analysis *an, struct tp_errbuf *err)
+{
+	struct analysis *f;
+	struct runs *to[] = { NULL, NULL, NULL, NULL, NULL };
+	const struct runs *from[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };
+	size_t i;
+
+	if (an->finishing) {
+		tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "analysis_fork: the analysis is finished");
+		return NULL;
+	}
+	if (!(f = analysis_new(an->str, an->payload))) {
+		nomem(err);
+		return NULL;
+	}
+	to[0] = &f->h, to[1] = &f->m, to[2] = &f->gr, to[3] = &f->hcr, to[4] = &f->kcr;
+	for (i = 0; i < sizeof(from) / sizeof(*from); i++)
+		if (runs_fork(to[i], from[i], err)) {
+			analysis_free(f);
+			return NULL;
+		}
+	f->nh = an->nh, f->ng = an->ng, f->ncr = an->ncr, f->nmev = an->nmev;
+	f->gmin = an->gmin, f->gmax = an->gmax, f->hmin = an->hmin, f->hmax = an->hmax;
+	f->ncls = an->ncls, f->ncs = f->cscap = an->ncs, f->res.nkernels = f->kcap = an->res.nkernels;
+	if (dup_array(&f->cls, an->cls, an->ncls, sizeof(*an->cls)) ||
+	    dup_array(&f->cpu_steps, an->cpu_steps, an->ncs, sizeof(*an->cpu_steps)) ||
+	    dup_array(&f->res.kernels, an->res.kernels, an->res.nkernels, sizeof(*an->res.kernels)) ||
+	    dup_array(&f->ccset, an->ccset, an->ccset ? CC_BITS / 64 : 0, sizeof(*an->ccset)) ||
+	    hmap_copy(&f->threads, &an->threads) || hmap_copy(&f->kmap, &an->kmap)) {
+		f->ncls = 0;
+		analysis_free(f);
+		nomem(err);
+		return NULL;
+	}
+	return f;
+}
+
+int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err)
+{
+	struct runs *r[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };
+	int rc;
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(*r); i++)
+		if ((rc = runs_flush(r[i], keep, err)))
+			return rc;
+	return TP_OK;
 }
 
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
@@ -2526,6 +2596,7 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	struct tables t = { .an = an, .err = err };
 	int rc;
 
+	an->finishing = 1;
 	if ((rc = runs_seal(&an->h, err)))
 		return rc;
 	rc = TP_ERR_NOMEM;

@@ -177,6 +177,16 @@ void analysis_set_default_run(size_t spans);
 void analysis_comm_filter_all(int on);
 /* One parsed event; only complete ('X') events matter. */
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err);
+/*
+ * A copy of an as it is, to finish while an goes on taking events (a
+ * rank's analysis that grows chunk by chunk: server/pipeline/runrank.c):
+ * finishing the copy gives what finishing an would have. an must not be
+ * finished, nor take events while the copy is finished and read (they
+ * share an's temporary files). NULL with err set.
+ */
+struct analysis *analysis_fork(const struct analysis *an, struct tp_errbuf *err);
+/* Write out what an holds of its runs beyond about keep bytes each (between forks). */
+int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err);
 /* Compute; *out stays owned by an (valid until analysis_free). */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err);
 void analysis_free(struct analysis *an);

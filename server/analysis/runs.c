@@ -26,34 +26,51 @@ int spill_fail(struct tp_errbuf *err, const char *what)
 	return tp_fail(err, TP_ERR_IO, "temp_file", "analysis: %s its temporary file: %s", what, strerror(errno));
 }
 
-int spill_append(int *fd, const char *what, const void *buf, size_t len, struct tp_errbuf *err)
+static int spill_create(int *fd, const char *what, struct tp_errbuf *err)
 {
 	const char *dir = getenv("TMPDIR");
-	const char *p = buf;
 	char path[4096];
 
-	if (*fd < 0) {
-		if (fail_after >= 0 && fail_after-- == 0) {
-			fail_after = 0;
-			errno = ENOSPC;
-			return spill_fail(err, "cannot create");
-		}
-		snprintf(path, sizeof(path), "%s/trainscope-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
-		if ((*fd = mkstemp(path)) < 0)
-			return spill_fail(err, "cannot create");
-		unlink(path);
-		(void)fcntl(*fd, F_SETFD, FD_CLOEXEC);
+	if (*fd >= 0)
+		return TP_OK;
+	if (fail_after >= 0 && fail_after-- == 0) {
+		fail_after = 0;
+		errno = ENOSPC;
+		return spill_fail(err, "cannot create");
 	}
+	snprintf(path, sizeof(path), "%s/trainscope-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+	if ((*fd = mkstemp(path)) < 0)
+		return spill_fail(err, "cannot create");
+	unlink(path);
+	(void)fcntl(*fd, F_SETFD, FD_CLOEXEC);
+	return TP_OK;
+}
+
+/* Write len bytes at off, or at the file's offset when off < 0. */
+static int spill_write(int *fd, const char *what, const void *buf, size_t len, off_t off, struct tp_errbuf *err)
+{
+	const char *p = buf;
+	int rc;
+
+	if ((rc = spill_create(fd, what, err)))
+		return rc;
 	while (len) {
-		ssize_t w = write(*fd, p, len);
+		ssize_t w = off < 0 ? write(*fd, p, len) : pwrite(*fd, p, len, off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return spill_fail(err, "cannot write");
 		p += w;
 		len -= (size_t)w;
+		if (off >= 0)
+			off += w;
 	}
 	return TP_OK;
+}
+
+int spill_append(int *fd, const char *what, const void *buf, size_t len, struct tp_errbuf *err)
+{
+	return spill_write(fd, what, buf, len, -1, err);
 }
 
 int spill_read(int fd, void *buf, size_t len, off_t off)
@@ -87,6 +104,7 @@ void runs_free(struct runs *r)
 	r->run_n = NULL;
 	r->fd = -1;
 	r->n = r->cap = r->nruns = r->runcap = 0;
+	r->end = 0;
 }
 
 /* Sort the run being filled, unless it came in order (many do: runtime calls by id, intervals by start). */
@@ -106,8 +124,9 @@ static int runs_spill(struct runs *r, struct tp_errbuf *err)
 	int rc;
 
 	runs_sort(r);
-	if ((rc = spill_append(&r->fd, r->what, r->buf, r->n * r->size, err)))
+	if ((rc = spill_write(&r->fd, r->what, r->buf, r->n * r->size, r->end, err)))
 		return rc;
+	r->end += (off_t)(r->n * r->size);
 	for (size_t i = 0, from = 0; i < r->n; i++)
 		if (i + 1 == r->n || (r->split && r->split(r->buf + i * r->size, r->buf + (i + 1) * r->size))) {
 			if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
@@ -160,6 +179,34 @@ int runs_seal(struct runs *r, struct tp_errbuf *err)
 	r->buf = NULL;
 	r->cap = 0;
 	return TP_OK;
+}
+
+int runs_fork(struct runs *to, const struct runs *r, struct tp_errbuf *err)
+{
+	*to = *r;
+	to->buf = NULL;
+	to->run_n = NULL;
+	to->cap = to->runcap = 0;
+	to->fd = -1;
+	if ((r->n && tp_grow((void **)&to->buf, &to->cap, r->n, r->size)) ||
+	    (r->nruns && tp_grow((void **)&to->run_n, &to->runcap, r->nruns, sizeof(*to->run_n)))) {
+		runs_free(to);
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
+	if (r->n)
+		memcpy(to->buf, r->buf, r->n * r->size);
+	if (r->nruns)
+		memcpy(to->run_n, r->run_n, r->nruns * sizeof(*to->run_n));
+	if (r->fd >= 0 && (to->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		runs_free(to);
+		return spill_fail(err, "cannot share");
+	}
+	return TP_OK;
+}
+
+int runs_flush(struct runs *r, size_t keep, struct tp_errbuf *err)
+{
+	return r->n * r->size > keep ? runs_spill(r, err) : TP_OK;
 }
 
 struct rsrc {			/* one run, as the merge reads it */

@@ -56,6 +56,7 @@ struct runs {
 	void *fixctx;
 	const char *what;	/* in the temporary file's name and in errors */
 	int fd;			/* the spilled runs, back to back; -1: none yet */
+	off_t end;		/* where they end (the file may go on: runs_fork()) */
 	size_t *run_n;		/* records in each spilled run */
 	size_t nruns, runcap;
 };
@@ -67,6 +68,17 @@ void runs_free(struct runs *r);
 void *runs_reserve(struct runs *r, size_t k, struct tp_errbuf *err);
 void runs_commit(struct runs *r, size_t k);
 int runs_add(struct runs *r, const void *rec, struct tp_errbuf *err);
+/*
+ * to: r as it is now, to go on apart from it (r not sealed): to's records
+ * are r's, and either may take more, be sealed and be read while the other
+ * lives. They share r's spilled runs (the file, read at offsets); each
+ * writes its next runs after them, so one's later runs overwrite the
+ * other's: read to's merged records before r spills again, and the other
+ * way round. -1 with err set.
+ */
+int runs_fork(struct runs *to, const struct runs *r, struct tp_errbuf *err);
+/* Spill the run being filled when it holds more than keep bytes (to hold less between forks). */
+int runs_flush(struct runs *r, size_t keep, struct tp_errbuf *err);
 /* Done adding: the last run sorted, kept in memory when it is the only one, else spilled. */
 int runs_seal(struct runs *r, struct tp_errbuf *err);
 

@@ -250,11 +250,145 @@ static int replay(struct store_trace *t, struct analysis *an, struct names *nm, 
 	return bad ? bad : rc;
 }
 
-/* A rank's timeline computed from its stored events (compute), to be written (store_rank_replace). */
-struct derived {
+/*
+ * A rank's analysis as its trace artifacts came, kept between derivations
+ * (not finished: each derivation finishes a fork of it, analysis_fork()).
+ * The next derivation of the rank replays only the artifacts that joined
+ * after these, when they come after them in replay order (by id) and leave
+ * the base alone; anything else (an artifact removed, one that became ready
+ * out of order, an earlier base) replays the rank from its start. So a
+ * chunk's replay costs the chunk, not the run: bench/results/chunk_cost-*.
+ */
+struct grown {
+	uint64_t store;			/* store_reader_serial() */
+	char *run;
+	int rank;
 	struct names nm;
 	struct spans sp;
 	struct analysis *an;
+	int64_t base;
+	int64_t *ids, *bases;		/* the artifacts replayed, in order */
+	size_t n;
+	uint64_t used;			/* the cache's clock when it was last given back */
+};
+
+static void grown_free(struct grown *g)
+{
+	if (!g)
+		return;
+	analysis_free(g->an);
+	names_free(&g->nm);
+	tp_free(g->sp.v);
+	tp_free(g->ids);
+	tp_free(g->bases);
+	tp_free(g->run);
+	tp_free(g);
+}
+
+/*
+ * Ranks kept: the most recently derived, each holding at most GROWN_HOLD
+ * bytes of each kind of record in memory (the rest in its temporary files,
+ * about a fifth of its trace's size: analysis.h).
+ */
+#define MAX_GROWN 4
+#define GROWN_HOLD (1u << 20)
+static struct {
+	pthread_mutex_t mu;
+	struct grown *g[MAX_GROWN];
+	uint64_t clock;
+} grown = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0 };
+
+/* (run, rank)'s analysis, taken out of the cache (NULL: none kept). */
+static struct grown *grown_take(uint64_t store, const char *run, int rank)
+{
+	struct grown *g = NULL;
+
+	pthread_mutex_lock(&grown.mu);
+	for (int i = 0; i < MAX_GROWN && !g; i++)
+		if (grown.g[i] && grown.g[i]->store == store && grown.g[i]->rank == rank && !strcmp(grown.g[i]->run, run)) {
+			g = grown.g[i];
+			grown.g[i] = NULL;
+		}
+	pthread_mutex_unlock(&grown.mu);
+	return g;
+}
+
+/* Keep g for the rank's next derivation, in place of the least recently kept when full. */
+static void grown_give(struct grown *g)
+{
+	struct grown *out;
+	int at = -1, i;
+
+	pthread_mutex_lock(&grown.mu);
+	g->used = ++grown.clock;
+	/* one of the rank derived meanwhile (this one is newer), else a free place, else the oldest */
+	for (i = 0; i < MAX_GROWN && at < 0; i++)
+		if (grown.g[i] && grown.g[i]->store == g->store && grown.g[i]->rank == g->rank &&
+		    !strcmp(grown.g[i]->run, g->run))
+			at = i;
+	for (i = 0; i < MAX_GROWN && at < 0; i++)
+		if (!grown.g[i])
+			at = i;
+	if (at < 0)
+		for (i = at = 0; i < MAX_GROWN; i++)
+			if (grown.g[i]->used < grown.g[at]->used)
+				at = i;
+	out = grown.g[at];
+	grown.g[at] = g;
+	pthread_mutex_unlock(&grown.mu);
+	grown_free(out);
+}
+
+void runrank_forget(struct store *st, const char *run)
+{
+	struct grown *out[MAX_GROWN] = { NULL };
+	uint64_t store;
+
+	if (!st)
+		return;
+	store = store_serial(st);
+	pthread_mutex_lock(&grown.mu);
+	for (int i = 0; i < MAX_GROWN; i++)
+		if (grown.g[i] && grown.g[i]->store == store && (!run || !strcmp(grown.g[i]->run, run))) {
+			out[i] = grown.g[i];
+			grown.g[i] = NULL;
+		}
+	pthread_mutex_unlock(&grown.mu);
+	for (int i = 0; i < MAX_GROWN; i++)
+		grown_free(out[i]);
+}
+
+/* g, when it replayed a prefix of the artifacts (ids, bases) now are, on their base. */
+static int grown_fits(const struct grown *g, const int64_t *ids, const int64_t *bases, size_t n, int64_t base)
+{
+	if (g->base != base || g->n > n)
+		return 0;
+	for (size_t i = 0; i < g->n; i++)
+		if (g->ids[i] != ids[i] || g->bases[i] != bases[i])
+			return 0;
+	return 1;
+}
+
+static struct grown *grown_new(uint64_t store, const char *run, int rank, int64_t base)
+{
+	struct grown *g = tp_calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->store = store;
+	g->rank = rank;
+	g->base = base;
+	if (!(g->run = tp_strdup(run)) || names_init(&g->nm) || !(g->an = analysis_new(names_get, &g->nm))) {
+		grown_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* A rank's timeline computed from its stored events (compute), to be written (store_rank_replace). */
+struct derived {
+	struct grown *g;	/* the rank's analysis before this one finished; kept again after */
+	struct analysis *an;	/* the fork of g->an that finished */
 	const struct an_result *ar;
 	int64_t *src;
 	int64_t base, owner;
@@ -264,9 +398,9 @@ struct derived {
 static void derived_free(struct derived *d)
 {
 	tp_free(d->src);
-	tp_free(d->sp.v);
 	analysis_free(d->an);
-	names_free(&d->nm);
+	if (d->g)
+		grown_give(d->g);
 }
 
 /* d is set up even on failure (derived_free it). */
@@ -275,12 +409,11 @@ static int compute(struct store_reader *r, const char *run, int rank, struct der
 {
 	struct store_trace *t = NULL;
 	const int64_t *ids, *bases;
+	struct grown *g;
 	int rc, got;
 
 	memset(d, 0, sizeof(*d));
 	d->base = INT64_MAX;
-	if (names_init(&d->nm))
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
 		return rc;
 	d->n = store_trace_artifacts(t, &ids, &bases);
@@ -292,13 +425,42 @@ static int compute(struct store_reader *r, const char *run, int rank, struct der
 	}
 	if (!d->n)
 		d->base = 0;
-	if (!(d->an = analysis_new(names_get, &d->nm))) {
+	g = grown_take(store_reader_serial(r), run, got);
+	if (g && !grown_fits(g, ids, bases, d->n, d->base)) {
+		grown_free(g);
+		g = NULL;
+	}
+	if (!g && !(g = grown_new(store_reader_serial(r), run, got, d->base))) {
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	if ((rc = replay(t, d->an, &d->nm, d->base, &d->sp, err)) || (rc = analysis_finish(d->an, &d->ar, err)))
+	store_trace_skip(t, g->n);
+	metrics_replay(d->n - g->n, g->n);
+	if ((rc = replay(t, g->an, &g->nm, g->base, &g->sp, err))) {
+		grown_free(g);	/* it took part of an artifact */
 		goto out;
-	if (!(d->src = step_sources(d->ar, &d->sp)))
+	}
+	tp_free(g->ids);
+	tp_free(g->bases);
+	g->n = 0;
+	if (!(g->ids = tp_malloc((d->n + 1) * sizeof(*g->ids))) || !(g->bases = tp_malloc((d->n + 1) * sizeof(*g->bases)))) {
+		grown_free(g);
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
+	memcpy(g->ids, ids, d->n * sizeof(*ids));
+	memcpy(g->bases, bases, d->n * sizeof(*bases));
+	g->n = d->n;
+	d->g = g;
+	/* what g holds past GROWN_HOLD goes to its files first: the fork copies the rest */
+	if ((rc = analysis_hold(g->an, GROWN_HOLD, err)) || !(d->an = analysis_fork(g->an, err)) ||
+	    (rc = analysis_finish(d->an, &d->ar, err))) {
+		rc = rc ? rc : err->rc;
+		grown_free(g);	/* kept only when all went well */
+		d->g = NULL;
+		goto out;
+	}
+	if (!(d->src = step_sources(d->ar, &g->sp)))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 out:
 	store_trace_close(t);
@@ -309,7 +471,7 @@ static int write_rank(struct store_writer *w, const char *run, int rank, const s
 		      struct tp_errbuf *err)
 {
 	struct store_final f = { .base_ns = d->base, .analysis = d->ar, .step_src = d->src, .str = names_get,
-				 .str_payload = (void *)&d->nm, .mem = d->ar ? d->ar->mem_series : NULL,
+				 .str_payload = (void *)&d->g->nm, .mem = d->ar ? d->ar->mem_series : NULL,
 				 .nmem = d->ar ? d->ar->nmem_series : 0 };
 	return store_rank_replace(w, run, rank, d->owner, &f, err);
 }
@@ -658,6 +820,7 @@ out:
 
 void runrank_drain(struct store *st)
 {
+	runrank_forget(st, NULL);
 	pthread_mutex_lock(&kicked.mu);
 	kicked.hurry++;
 	pthread_cond_broadcast(&kicked.wake);

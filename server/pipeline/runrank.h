@@ -9,7 +9,10 @@
  * came in another chunk nests, an allocation freed in another chunk pairs,
  * a step cut by a chunk boundary gets all its events.
  *
- * Cost: a derivation replays every event of the rank. An upload does not
+ * Cost: a derivation replays the events of the artifacts that joined since
+ * the rank's last one (the analysis of the rank's earlier ones is kept, for
+ * the last few ranks derived: runrank.c), then finishes the analysis over
+ * the whole rank. An upload does not
  * derive: a trace that joins a rank which has one is committed with the rank
  * marked (store_rank_defer), so uploads cost their own size (and when the
  * upload names a rank that has a trace already, it is not even analysed on
@@ -52,7 +55,9 @@ int runrank_kick(struct store *st, const char *run);
  * (runrank.c; 0: at once); RUNRANK_PACE until set. */
 #define RUNRANK_PACE 3
 void runrank_set_pace(unsigned k);
-/* Wait for st's background derivations to end (before store_close). */
+/* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct store *st);
+/* Drop what is kept of run's ranks (every run's when NULL) between derivations: after a removal. */
+void runrank_forget(struct store *st, const char *run);
 
 #endif

@@ -59,6 +59,7 @@ struct store {
 	struct store_writer *widle[WRITER_POOL];	/* writers closed with no transaction open, kept warm */
 	int nwidle;
 	_Atomic uint64_t gen;		/* bumped by every write that commits */
+	uint64_t serial;		/* this store among those the process opened (store_serial()) */
 	/* PostgreSQL: other servers write too, so the generation is the database's (table generation) */
 	int shared;
 	/* PostgreSQL: this server in table servers, its heartbeat (which also drops uploads of servers gone) */
@@ -482,6 +483,8 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 		tp_free(st);
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
+	static _Atomic uint64_t serials;
+	st->serial = atomic_fetch_add(&serials, 1) + 1;
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_mutex_init(&st->setup_mu, NULL);
 	pthread_cond_init(&st->beat_cv, NULL);
@@ -4297,6 +4300,22 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 		*base_ns = t->bases[t->cur - 1];
 		return 1;
 	}
+}
+
+void store_trace_skip(struct store_trace *t, size_t k)
+{
+	if (!t->blocks && t->cur < k)
+		t->cur = k < t->nart ? k : t->nart;
+}
+
+uint64_t store_serial(const struct store *st)
+{
+	return st->serial;
+}
+
+uint64_t store_reader_serial(const struct store_reader *r)
+{
+	return r->store->serial;
 }
 
 int64_t store_trace_artifact(const struct store_trace *t)

@@ -434,6 +434,11 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
  * 0 when its times are absolute).
  */
 int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, struct tp_errbuf *err);
+/* Start at the k-th artifact (store_trace_artifacts' order), before the first store_trace_next. */
+void store_trace_skip(struct store_trace *t, size_t k);
+/* The store, among those this process opened (an identity a closed one's address cannot take). */
+uint64_t store_serial(const struct store *st);
+uint64_t store_reader_serial(const struct store_reader *r);
 /* The artifact of the block store_trace_next gave last. */
 int64_t store_trace_artifact(const struct store_trace *t);
 /* The artifacts t reads, in order, and their base_ns. */

@@ -1282,6 +1282,65 @@ START_TEST(test_spill_at)
 }
 END_TEST
 
+/*
+ * A run read after each chunk, as a live page reads it: a derivation
+ * replays only the chunks that joined since the last (the rank's analysis
+ * is kept between them: runrank.c), and answers what the same chunks
+ * uploaded and read at once do, and at the end what the whole file does.
+ * Deleted and uploaded again cut otherwise (SQLite gives the ids again),
+ * the run is replayed from its start.
+ */
+static void grown_same(const char *a, const char *b)
+{
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		same_answer(a, b, answers[i]);
+}
+
+START_TEST(test_grown_chunk_by_chunk)
+{
+	static const char *replayed = "trainscope_rank_replay_artifacts_total{how=\"replayed\"}",
+			  *kept = "trainscope_rank_replay_artifacts_total{how=\"kept\"}";
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
+	size_t glen, len, i, k = 4, at[6];
+	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
+	struct cut c;
+
+	ck_assert_ptr_nonnull(text);
+	cut_find((const char *)text, len, &c);
+	for (i = 0; i <= k; i++)
+		at[i] = c.n * i / k;
+	json_decref(call("POST", "/api/v1/runs/whole/artifacts?rank=0&name=whole.json.gz", gz, glen, 201));
+	upload_chunk(&c, at[0], at[1], "two", 0);
+	upload_chunk(&c, at[1], at[2], "two", 1);
+	for (i = 0; i < k; i++) {
+		double r0 = metric(replayed), k0 = metric(kept);
+		upload_chunk(&c, at[i], at[i + 1], "grow", i);
+		json_decref(call("GET", "/api/v1/runs/grow/steps", NULL, 0, 200));
+		/* the first chunk was analysed as it came; the second joined it: both replayed; then one each */
+		ck_assert_msg(metric(replayed) == r0 + (i == 0 ? 0 : i == 1 ? 2 : 1), "chunk %zu: %g replayed", i,
+			      metric(replayed) - r0);
+		ck_assert_msg(metric(kept) == k0 + (i < 2 ? 0 : (double)i), "chunk %zu: %g kept", i, metric(kept) - k0);
+		if (i == 1)
+			grown_same("two", "grow");
+	}
+	grown_same("whole", "grow");
+
+	json_decref(call("DELETE", "/api/v1/runs/grow", NULL, 0, 200));
+	for (i = 0; i <= 5; i++)
+		at[i] = c.n * i / 5;
+	double r0 = metric(replayed);
+	for (i = 0; i < 5; i++)
+		upload_chunk(&c, at[i], at[i + 1], "grow", i);
+	json_decref(call("GET", "/api/v1/runs/grow/steps", NULL, 0, 200));
+	ck_assert_msg(metric(replayed) == r0 + 5, "%g replayed", metric(replayed) - r0);
+	grown_same("whole", "grow");
+	free(c.ev);
+	free(text);
+	free(gz);
+	free(path);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -1307,6 +1366,7 @@ Suite *suite_runs(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_chunks_answer_as_whole_v100);
 	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
+	tcase_add_test(tc, test_grown_chunk_by_chunk);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_one_run);
 	suite_add_tcase(s, tc);

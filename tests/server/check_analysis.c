@@ -2016,24 +2016,14 @@ static int dump_point(void *arg, const struct mem_point *p)
 	return 0;
 }
 
-static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
+/* What an analysis answers (finished: r), as text; tp gives its strings. */
+static char *result_dump(const struct an_result *r, struct trace_parser *tp)
 {
-	struct tp_errbuf err = { 0 };
-	struct busy b = { 0 };
-	struct trace_sink sink = { .string = busy_string, .event = spill_event, .payload = &b };
-	const struct an_result *r;
 	char *out = NULL;
 	size_t olen = 0, i;
 	FILE *f = open_memstream(&out, &olen);
 
 	ck_assert_ptr_nonnull(f);
-	b.tp = trace_parser_new(&trace_default_limits, &sink);
-	b.an = analysis_new(str_of, b.tp);
-	if (run)
-		analysis_set_run(b.an, run);
-	ck_assert_int_eq(trace_parser_feed(b.tp, json, len, &err), 0);
-	ck_assert_int_eq(trace_parser_finish(b.tp, &err), 0);
-	ck_assert_msg(analysis_finish(b.an, &r, &err) == 0, "%s", err.msg);
 	for (i = 0; i < r->nsteps; i++) {
 		const struct an_step *s = &r->steps[i];
 		fprintf(f, "step %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %d %d", (long long)s->step,
@@ -2045,10 +2035,10 @@ static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
 		fputc('\n', f);
 	}
 	for (i = 0; i < r->nops; i++)
-		fprintf(f, "op %s %d %lld %lld %lld\n", str_of(b.tp, r->ops[i].name), r->ops[i].device,
+		fprintf(f, "op %s %d %lld %lld %lld\n", str_of(tp, r->ops[i].name), r->ops[i].device,
 			(long long)r->ops[i].calls, (long long)r->ops[i].self_ns, (long long)r->ops[i].total_ns);
 	for (i = 0; i < r->nkernels; i++)
-		fprintf(f, "kernel %s %lld %lld\n", str_of(b.tp, r->kernels[i].name), (long long)r->kernels[i].calls,
+		fprintf(f, "kernel %s %lld %lld\n", str_of(tp, r->kernels[i].name), (long long)r->kernels[i].calls,
 			(long long)r->kernels[i].total_ns);
 	struct an_coll *cs = colls_of(r);
 	for (i = 0; i < r->ncolls; i++) {
@@ -2056,7 +2046,7 @@ static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
 		fprintf(f, "coll %lld %d %u %lld %lld %lld %lld %lld %lld %lld %lld %s %lld %u\n", (long long)c->step,
 			c->kind, c->pg, (long long)c->seq, (long long)c->launch_ns, (long long)c->start_ns,
 			(long long)c->end_ns, (long long)c->time_ns, (long long)c->kernels, (long long)c->bytes,
-			(long long)c->group_size, c->before_op ? str_of(b.tp, c->before_op) : "-",
+			(long long)c->group_size, c->before_op ? str_of(tp, c->before_op) : "-",
 			(long long)c->before_ns, c->thread);
 	}
 	free(cs);
@@ -2071,9 +2061,70 @@ static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
 				(long long)s->groups[g].bytes, (long long)s->groups[g].count);
 	}
 	fclose(f);
-	analysis_free(b.an);
-	trace_parser_free(b.tp);
 	return out;
+}
+
+/* Events up to a count, and forks on the way (test_forks_answer_alike). */
+struct forking {
+	struct busy b;
+	size_t seen, stop;		/* events given; stop: give no more after that many (0: all) */
+	const size_t *at;		/* fork after these many events */
+	size_t nat, next;
+	char **dumps;			/* each fork's answers */
+};
+
+static int fork_event(void *p, const struct tp_event *e)
+{
+	struct forking *k = p;
+	struct tp_errbuf err = { 0 };
+	const struct an_result *r;
+
+	if (k->stop && k->seen == k->stop)
+		return 0;
+	ck_assert_msg(analysis_event(k->b.an, e, &err) == 0, "%s", err.msg);
+	k->seen++;
+	while (k->next < k->nat && k->seen == k->at[k->next]) {
+		/* as runrank.c does: what the original holds goes to its files, then the fork shares them */
+		ck_assert_msg(analysis_hold(k->b.an, k->next % 2 ? 64 : 1u << 20, &err) == 0, "%s", err.msg);
+		struct analysis *f = analysis_fork(k->b.an, &err);
+		ck_assert_msg(f != NULL, "%s", err.msg);
+		ck_assert_msg(analysis_finish(f, &r, &err) == 0, "%s", err.msg);
+		k->dumps[k->next++] = result_dump(r, k->b.tp);
+		analysis_free(f);
+	}
+	return 0;
+}
+
+/* The answers of json's first stop events (0: all), in runs of run spans (0: the default), forking at at[]. */
+static char *analyse_forking(const uint8_t *json, size_t len, size_t run, size_t stop, const size_t *at, size_t nat,
+			     char **dumps, size_t *seen)
+{
+	struct tp_errbuf err = { 0 };
+	struct forking k = { .stop = stop, .at = at, .nat = nat, .dumps = dumps };
+	struct trace_sink sink = { .string = busy_string, .event = fork_event, .payload = &k };
+	const struct an_result *r;
+	char *out;
+
+	k.b.tp = trace_parser_new(&trace_default_limits, &sink);
+	k.b.an = analysis_new(str_of, k.b.tp);
+	if (run)
+		analysis_set_run(k.b.an, run);
+	ck_assert_int_eq(trace_parser_feed(k.b.tp, json, len, &err), 0);
+	ck_assert_int_eq(trace_parser_finish(k.b.tp, &err), 0);
+	ck_assert_msg(analysis_finish(k.b.an, &r, &err) == 0, "%s", err.msg);
+	/* a finished analysis is not forked */
+	ck_assert_ptr_null(analysis_fork(k.b.an, &err));
+	out = result_dump(r, k.b.tp);
+	analysis_free(k.b.an);
+	trace_parser_free(k.b.tp);
+	if (seen)
+		*seen = k.seen;
+	return out;
+}
+
+static char *analyse_dump(const uint8_t *json, size_t len, size_t run)
+{
+	return analyse_forking(json, len, run, 0, NULL, 0, NULL, NULL);
 }
 
 static const char *const spill_files[] = {
@@ -2141,6 +2192,55 @@ START_TEST(test_spilled_runs_answer_alike)
 				     spilled + (at > 40 ? at - 40 : 0));
 		}
 		free(spilled);
+	}
+	free(whole);
+	free(json);
+	free(gz);
+	free(path);
+}
+END_TEST
+
+static void same_dump(const char *what, size_t runs, const char *want, const char *got)
+{
+	size_t at = 0;
+
+	if (!strcmp(want, got))
+		return;
+	while (want[at] == got[at])
+		at++;
+	ck_abort_msg("%s, runs of %zu: differs at byte %zu: ...%.120s... against ...%.120s...", what, runs, at,
+		     want + (at > 40 ? at - 40 : 0), got + (at > 40 ? at - 40 : 0));
+}
+
+/*
+ * A rank's analysis grows chunk by chunk and is forked to be finished
+ * after each (server/pipeline/runrank.c). A fork after k events answers
+ * what an analysis of those k alone does, byte for byte, and the original,
+ * going on past its forks (they shared its spilled runs, and it spilled
+ * what it held at each), answers what one analysis of every event does.
+ */
+START_TEST(test_forks_answer_alike)
+{
+	char *path = spill_path(spill_files[_i]);
+	size_t len, glen, total;
+	uint8_t *gz = tu_read_file(path, &len), *json = tu_gunzip(gz, len, &glen);
+	static const size_t runs[] = { 0, 7 };
+
+	ck_assert_ptr_nonnull(json);
+	char *whole = analyse_forking(json, glen, 0, 0, NULL, 0, NULL, &total);
+	size_t at[] = { total / 5 ? total / 5 : 1, total / 2 ? total / 2 : 1, total - total / 7 };
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		char *dumps[3] = { NULL, NULL, NULL };
+		char *grown = analyse_forking(json, glen, runs[k], 0, at, 3, dumps, NULL);
+		same_dump(spill_files[_i], runs[k], whole, grown);
+		for (size_t i = 0; i < 3; i++) {
+			ck_assert_ptr_nonnull(dumps[i]);
+			char *prefix = analyse_forking(json, glen, runs[k], at[i], NULL, 0, NULL, NULL);
+			same_dump(spill_files[_i], runs[k], prefix, dumps[i]);
+			free(prefix);
+			free(dumps[i]);
+		}
+		free(grown);
 	}
 	free(whole);
 	free(json);
@@ -2241,5 +2341,6 @@ static void add_spill_tests(TCase *tc)
 {
 	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
 	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
+	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_test(tc, test_spill_failure);
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""What one more chunk costs the rank's derivation as a run grows (issue 15: "a chunk's cost is
+proportional to the chunk and the steps it touches, not to the run").
+
+Builds nothing: takes a trace (bench/make_big_trace.py's, copies of the V100
+fixture one after another in time), cuts its traceEvents into chunks of
+about --chunk-mb MiB at event boundaries (chunks_bench.py's cut), starts a
+fresh trainscope-server and uploads the chunks as one run (rank 0). At each
+mark (a count of chunks), it first reads the run (so that what came before
+is derived), then uploads one more chunk and reads the run's steps again:
+that read derives the rank with the new chunk (server/pipeline/runrank.h).
+It reports, per mark, the run's size, the chunk's upload time, the
+derivation's time (the read's) and the server's CPU in it.
+
+(bench/chunk_cost.py times the uploads alone, chunk after chunk.)
+
+Usage: bench/derive_cost.py SERVER TRACE [--chunk-mb 4] [--marks 8,32,128,255]
+Stdlib only; bench/results/derive_cost-DATE.txt keeps runs.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chunks_bench as cb  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("server")
+    ap.add_argument("trace")
+    ap.add_argument("--chunk-mb", type=float, default=4)
+    ap.add_argument("--marks", default="8,32,128,255")
+    a = ap.parse_args()
+    with open(a.trace) as f:
+        bodies = cb.chunk_bodies(f.read(), int(a.chunk_mb * 1048576))
+    work = tempfile.mkdtemp()
+    srv, base = cb.start_server(a.server, work)
+    try:
+        done, size = 0, 0
+        for m in [int(x) for x in a.marks.split(",")]:
+            m = min(m, len(bodies) - 1)
+            while done < m:
+                cb.post(base, f"/api/v1/runs/r/artifacts?rank=0&name=p{done}.json", bodies[done])
+                size += len(bodies[done])
+                done += 1
+            cb.get(base, "/api/v1/runs/r/steps")
+            t0 = time.time()
+            cb.post(base, f"/api/v1/runs/r/artifacts?rank=0&name=p{done}.json", bodies[done])
+            size += len(bodies[done])
+            done += 1
+            t1 = time.time()
+            c0 = cb.server_cpu(srv)
+            steps = json.loads(cb.get(base, "/api/v1/runs/r/steps"))["steps"]
+            t2 = time.time()
+            print(f"chunks {done:5d}  run {size / 1048576:8.1f} MiB  chunk upload {t1 - t0:6.3f} s  "
+                  f"derivation {t2 - t1:6.3f} s  server cpu {cb.server_cpu(srv) - c0:6.2f} s  steps {len(steps)}",
+                  flush=True)
+    finally:
+        srv.terminate()
+        srv.wait()
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,9 @@ mark (a count of chunks), it first reads the run (so that what came before
 is derived), then uploads one more chunk and reads the run's steps again:
 that read derives the rank with the new chunk (server/pipeline/runrank.h).
 It reports, per mark, the run's size, the chunk's upload time, the
-derivation's time (the read's) and the server's CPU in it.
+derivation's time (the read's), the server's CPU in it, its peak memory so
+far (VmHWM) and the temporary files it holds after it (the analysis kept
+for the rank: server/pipeline/runrank.c).
 
 (bench/chunk_cost.py times the uploads alone, chunk after chunk.)
 
@@ -28,6 +30,27 @@ import time
 sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chunks_bench as cb  # noqa: E402
+
+
+def status_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def temp_bytes(pid):
+    """Bytes in the server's open temporary files (unlinked: trainscope-* ... (deleted))."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if "/trainscope-" in target and target.endswith("(deleted)"):
+                n += os.stat(f"/proc/{pid}/fd/{fd}").st_size
+        except OSError:
+            pass
+    return n
 
 
 def main():
@@ -59,8 +82,9 @@ def main():
             steps = json.loads(cb.get(base, "/api/v1/runs/r/steps"))["steps"]
             t2 = time.time()
             print(f"chunks {done:5d}  run {size / 1048576:8.1f} MiB  chunk upload {t1 - t0:6.3f} s  "
-                  f"derivation {t2 - t1:6.3f} s  server cpu {cb.server_cpu(srv) - c0:6.2f} s  steps {len(steps)}",
-                  flush=True)
+                  f"derivation {t2 - t1:6.3f} s  server cpu {cb.server_cpu(srv) - c0:6.2f} s  steps {len(steps)}  "
+                  f"peak {status_kib(srv.pid, 'VmHWM') / 1024:5.1f} MiB  "
+                  f"temp files {temp_bytes(srv.pid) / 1048576:6.1f} MiB", flush=True)
     finally:
         srv.terminate()
         srv.wait()

@@ -853,6 +853,16 @@ struct analysis *analysis_fork(const struct analysis *an, struct tp_errbuf *err)
 	return f;
 }
 
+uint64_t analysis_held_bytes(const struct analysis *an)
+{
+	const struct runs *r[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(*r); i++)
+		n += (uint64_t)r[i]->end + r[i]->cap * r[i]->size;
+	return n;
+}
+
 int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err)
 {
 	struct runs *r[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };

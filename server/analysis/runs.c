@@ -206,7 +206,20 @@ int runs_fork(struct runs *to, const struct runs *r, struct tp_errbuf *err)
 
 int runs_flush(struct runs *r, size_t keep, struct tp_errbuf *err)
 {
-	return r->n * r->size > keep ? runs_spill(r, err) : TP_OK;
+	int rc;
+
+	if (r->n * r->size > keep && (rc = runs_spill(r, err)))
+		return rc;
+	if (r->cap * r->size > keep) {	/* the room a full run took goes too */
+		void *b = r->n ? tp_realloc(r->buf, r->n * r->size) : NULL;
+		if (r->n && !b)
+			return TP_OK;	/* kept as it is */
+		if (!r->n)
+			tp_free(r->buf);
+		r->buf = b;
+		r->cap = r->n;
+	}
+	return TP_OK;
 }
 
 struct rsrc {			/* one run, as the merge reads it */

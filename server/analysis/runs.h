@@ -77,7 +77,8 @@ int runs_add(struct runs *r, const void *rec, struct tp_errbuf *err);
  * way round. -1 with err set.
  */
 int runs_fork(struct runs *to, const struct runs *r, struct tp_errbuf *err);
-/* Spill the run being filled when it holds more than keep bytes (to hold less between forks). */
+/* Spill the run being filled when it holds more than keep bytes, and give back the room past
+ * what is left (to hold less between forks). */
 int runs_flush(struct runs *r, size_t keep, struct tp_errbuf *err);
 /* Done adding: the last run sorted, kept in memory when it is the only one, else spilled. */
 int runs_seal(struct runs *r, struct tp_errbuf *err);

@@ -286,17 +286,43 @@ static void grown_free(struct grown *g)
 }
 
 /*
- * Ranks kept: the most recently derived, each holding at most GROWN_HOLD
- * bytes of each kind of record in memory (the rest in its temporary files,
- * about a fifth of its trace's size: analysis.h).
+ * Ranks kept: the most recently derived, at most MAX_GROWN, each holding at
+ * most GROWN_HOLD bytes of each kind of record in memory, the rest in its
+ * temporary files (187 MiB for a 1 GB trace: bench/results/derive_cost-*),
+ * at most GROWN_BYTES in all (the oldest go first; a rank larger than that
+ * alone is not kept, and replays whole each time, as all did before).
  */
 #define MAX_GROWN 4
 #define GROWN_HOLD (1u << 20)
+#define GROWN_BYTES (2ULL << 30)
 static struct {
 	pthread_mutex_t mu;
 	struct grown *g[MAX_GROWN];
 	uint64_t clock;
-} grown = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0 };
+	uint64_t epoch;		/* runrank_forget()s so far */
+	uint64_t bytes;		/* at most, in all (runrank_set_kept_bytes()) */
+} grown = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0, 0, GROWN_BYTES };
+
+void runrank_set_kept_bytes(uint64_t n)
+{
+	pthread_mutex_lock(&grown.mu);
+	grown.bytes = n;
+	pthread_mutex_unlock(&grown.mu);
+}
+
+/*
+ * Read before the artifacts are: an analysis of artifacts listed before a
+ * removal is not kept after it (the removed ids may be given again).
+ */
+static uint64_t grown_epoch(void)
+{
+	uint64_t e;
+
+	pthread_mutex_lock(&grown.mu);
+	e = grown.epoch;
+	pthread_mutex_unlock(&grown.mu);
+	return e;
+}
 
 /* (run, rank)'s analysis, taken out of the cache (NULL: none kept). */
 static struct grown *grown_take(uint64_t store, const char *run, int rank)
@@ -314,29 +340,55 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 }
 
 /* Keep g for the rank's next derivation, in place of the least recently kept when full. */
-static void grown_give(struct grown *g)
+static void grown_give(struct grown *g, uint64_t epoch)
 {
-	struct grown *out;
-	int at = -1, i;
+	struct grown *out[MAX_GROWN + 1] = { NULL };
+	uint64_t total = 0;
+	int at = -1, i, nout = 0;
 
 	pthread_mutex_lock(&grown.mu);
+	if (epoch != grown.epoch) {	/* a removal came after its artifacts were listed */
+		pthread_mutex_unlock(&grown.mu);
+		grown_free(g);
+		return;
+	}
 	g->used = ++grown.clock;
-	/* one of the rank derived meanwhile (this one is newer), else a free place, else the oldest */
-	for (i = 0; i < MAX_GROWN && at < 0; i++)
+	/* one of the rank derived meanwhile goes (this one is newer) */
+	for (i = 0; i < MAX_GROWN; i++)
 		if (grown.g[i] && grown.g[i]->store == g->store && grown.g[i]->rank == g->rank &&
-		    !strcmp(grown.g[i]->run, g->run))
-			at = i;
-	for (i = 0; i < MAX_GROWN && at < 0; i++)
-		if (!grown.g[i])
-			at = i;
-	if (at < 0)
-		for (i = at = 0; i < MAX_GROWN; i++)
-			if (grown.g[i]->used < grown.g[at]->used)
-				at = i;
-	out = grown.g[at];
-	grown.g[at] = g;
+		    !strcmp(grown.g[i]->run, g->run)) {
+			out[nout++] = grown.g[i];
+			grown.g[i] = NULL;
+		}
+	/* then the oldest, while there is no place or the bytes are too many */
+	for (;;) {
+		int free_at = -1, oldest = -1;
+		total = analysis_held_bytes(g->an);
+		for (i = 0; i < MAX_GROWN; i++) {
+			if (!grown.g[i]) {
+				free_at = i;
+				continue;
+			}
+			total += analysis_held_bytes(grown.g[i]->an);
+			if (oldest < 0 || grown.g[i]->used < grown.g[oldest]->used)
+				oldest = i;
+		}
+		if (total <= grown.bytes && free_at >= 0) {
+			at = free_at;
+			break;
+		}
+		if (oldest < 0)
+			break;	/* g alone is too large */
+		out[nout++] = grown.g[oldest];
+		grown.g[oldest] = NULL;
+	}
+	if (at >= 0)
+		grown.g[at] = g;
+	else
+		out[nout++] = g;
 	pthread_mutex_unlock(&grown.mu);
-	grown_free(out);
+	for (i = 0; i < nout; i++)
+		grown_free(out[i]);
 }
 
 void runrank_forget(struct store *st, const char *run)
@@ -348,6 +400,7 @@ void runrank_forget(struct store *st, const char *run)
 		return;
 	store = store_serial(st);
 	pthread_mutex_lock(&grown.mu);
+	grown.epoch++;
 	for (int i = 0; i < MAX_GROWN; i++)
 		if (grown.g[i] && grown.g[i]->store == store && (!run || !strcmp(grown.g[i]->run, run))) {
 			out[i] = grown.g[i];
@@ -393,6 +446,7 @@ struct derived {
 	int64_t *src;
 	int64_t base, owner;
 	size_t n;		/* trace artifacts read */
+	uint64_t epoch;		/* grown_epoch() before they were listed */
 };
 
 static void derived_free(struct derived *d)
@@ -400,11 +454,11 @@ static void derived_free(struct derived *d)
 	tp_free(d->src);
 	analysis_free(d->an);
 	if (d->g)
-		grown_give(d->g);
+		grown_give(d->g, d->epoch);
 }
 
 /* d is set up even on failure (derived_free it). */
-static int compute(struct store_reader *r, const char *run, int rank, struct derived *d,
+static int compute(struct store_reader *r, const char *run, int rank, uint64_t epoch, struct derived *d,
 		   struct tp_errbuf *err)
 {
 	struct store_trace *t = NULL;
@@ -414,6 +468,7 @@ static int compute(struct store_reader *r, const char *run, int rank, struct der
 
 	memset(d, 0, sizeof(*d));
 	d->base = INT64_MAX;
+	d->epoch = epoch;
 	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
 		return rc;
 	d->n = store_trace_artifacts(t, &ids, &bases);
@@ -440,16 +495,21 @@ static int compute(struct store_reader *r, const char *run, int rank, struct der
 		grown_free(g);	/* it took part of an artifact */
 		goto out;
 	}
-	tp_free(g->ids);
-	tp_free(g->bases);
-	g->n = 0;
-	if (!(g->ids = tp_malloc((d->n + 1) * sizeof(*g->ids))) || !(g->bases = tp_malloc((d->n + 1) * sizeof(*g->bases)))) {
+	/* what it has replayed now */
+	int64_t *ni = tp_malloc((d->n + 1) * sizeof(*ni)), *nb = tp_malloc((d->n + 1) * sizeof(*nb));
+	if (!ni || !nb) {
+		tp_free(ni);
+		tp_free(nb);
 		grown_free(g);
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	memcpy(g->ids, ids, d->n * sizeof(*ids));
-	memcpy(g->bases, bases, d->n * sizeof(*bases));
+	memcpy(ni, ids, d->n * sizeof(*ids));
+	memcpy(nb, bases, d->n * sizeof(*bases));
+	tp_free(g->ids);
+	tp_free(g->bases);
+	g->ids = ni;
+	g->bases = nb;
 	g->n = d->n;
 	d->g = g;
 	/* what g holds past GROWN_HOLD goes to its files first: the fork copies the rest */
@@ -496,7 +556,7 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = store_tx_begin(w, err)))
 		return rc;
-	rc = compute(r, run, rank, &d, err);
+	rc = compute(r, run, rank, grown_epoch(), &d, err);	/* under the write lock: no removal meanwhile */
 	if (!rc)
 		rc = write_rank(w, run, rank, &d, err);
 	if (!rc)
@@ -530,6 +590,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 		struct store_reader *r;
 		struct derived d;
 		int64_t seq = 0, now = 0;
+		uint64_t epoch = grown_epoch();	/* before the snapshot */
 		int rc;
 
 		memset(&d, 0, sizeof(d));
@@ -537,7 +598,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 			return rc;
 		if (!(rc = store_read_snapshot(r, 1, err))) {
 			if (!(rc = store_rank_seq(r, p->run, p->rank, &seq, err)))
-				rc = compute(r, p->run, p->rank, &d, err);
+				rc = compute(r, p->run, p->rank, epoch, &d, err);
 			store_read_snapshot(r, 0, NULL);
 		}
 		store_reader_close(r);

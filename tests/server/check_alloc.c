@@ -379,15 +379,20 @@ START_TEST(test_settle)
 		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,"
 		"\"tid\":1,\"ts\":200,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\",\"pid\":1,"
 		"\"tid\":1,\"ts\":210,\"dur\":5}]}";
+	static const char c[] =
+		"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"pid\":1,"
+		"\"tid\":1,\"ts\":400,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mul\",\"pid\":1,"
+		"\"tid\":1,\"ts\":410,\"dur\":7}]}";
 	char *dir = scratch_dir(), db[512];
 	struct tp_errbuf err = { 0 };
-	struct ingest_request ra = { .run = "c", .rank = 0, .name = "a.json" }, rb = ra;
+	struct ingest_request ra = { .run = "c", .rank = 0, .name = "a.json" }, rb = ra, rc3 = ra;
 	struct ingest_result res;
 	struct store *st;
 	long n, refused = 1;
 	int rc = -1;
 
 	rb.name = "b.json";
+	rc3.name = "c.json";
 	snprintf(db, sizeof(db), "%s/s.db", dir);
 	for (n = 0; n < MAX_N && refused; n++) {
 		fresh(db);
@@ -413,6 +418,19 @@ START_TEST(test_settle)
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 0);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 2);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(DISTINCT artifact_id) FROM op_stats"), 1);
+		/* a third chunk, derived from the analysis kept of the first two, as allocation N fails */
+		ingest_buffer(st, NULL, &rc3, c, strlen(c), &res);
+		ck_assert_int_eq(res.rc, 0);
+		memset(&err, 0, sizeof(err));
+		tp_alloc_fail_after(n);
+		rc = runrank_settle(st, "c", &err);
+		refused |= tp_alloc_failures();
+		tp_alloc_fail_after(-1);
+		ck_assert_msg(allowed(rc), "N=%ld, third: rc %d %s", n, rc, err.msg);
+		ck_assert(tu_db_integrity_ok(db));
+		ck_assert_int_eq(runrank_settle(st, "c", &err), 0);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 3);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM op_stats WHERE calls=1"), 3);
 		store_close(st);
 	}
 	ck_assert_int_eq(rc, 0);

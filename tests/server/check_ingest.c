@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "pipeline/ingest.h"
+#include "pipeline/runrank.h"
 #include "ingest/trace.h"
 #include "reads.h"
 #include "store/store.h"
@@ -431,6 +433,72 @@ START_TEST(test_memory_events_round_trip)
 }
 END_TEST
 
+/* ---- the ranks' analyses kept between derivations (pipeline/runrank.c) ---- */
+
+/* Trace artifacts replayed by derivations so far (the process's metric). */
+static long replayed(void)
+{
+	static const char key[] = "trainscope_rank_replay_artifacts_total{how=\"replayed\"} ";
+	char *m = metrics_render(st), *p;
+	long n;
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(p = strstr(m, key));
+	n = strtol(p + sizeof(key) - 1, NULL, 10);
+	free(m);
+	return n;
+}
+
+/* Chunk k of run: step k and an operator of its own; then the run's first read (derivations: its replays). */
+static long chunk_then_read(const char *run, int k)
+{
+	char body[512];
+	struct ingest_result res;
+	struct tp_errbuf err = { 0 };
+	long before;
+
+	snprintf(body, sizeof(body),
+		 "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+		 "\"tid\":1,\"ts\":%d,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%d\",\"pid\":1,"
+		 "\"tid\":1,\"ts\":%d,\"dur\":50}]}", k, 200 * k, k, 200 * k + 10);
+	ingest(run, 0, body, strlen(body), &res);
+	ck_assert_int_eq(res.rc, 0);
+	before = replayed();
+	ck_assert_int_eq(runrank_settle(st, run, &err), 0);
+	json_t *j = query_steps(run, 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), (size_t)k);
+	json_decref(j);
+	return replayed() - before;
+}
+
+/*
+ * Four ranks are kept, the most recently derived: a fifth puts out the
+ * oldest, whose next derivation replays every chunk. Past the bytes they
+ * may take, none is kept.
+ */
+START_TEST(test_kept_ranks)
+{
+	char run[16];
+	int r;
+
+	for (r = 0; r < 5; r++) {
+		snprintf(run, sizeof(run), "r%d", r);
+		ck_assert_int_eq(chunk_then_read(run, 1), 0);	/* analysed as it came */
+		ck_assert_int_eq(chunk_then_read(run, 2), 2);
+	}
+	ck_assert_int_eq(chunk_then_read("r4", 3), 1);
+	ck_assert_int_eq(chunk_then_read("r1", 3), 1);
+	ck_assert_int_eq(chunk_then_read("r0", 3), 3);	/* put out by r4 */
+	runrank_set_kept_bytes(1);
+	ck_assert_int_eq(chunk_then_read("r4", 4), 1);	/* kept from before; not kept after */
+	ck_assert_int_eq(chunk_then_read("r4", 5), 5);
+	runrank_set_kept_bytes(2ULL << 30);
+	ck_assert_int_eq(chunk_then_read("r4", 6), 6);
+	ck_assert_int_eq(chunk_then_read("r4", 7), 1);
+	runrank_drain(st);
+}
+END_TEST
+
 Suite *suite_ingest(void)
 {
 	Suite *s = suite_create("ingest");
@@ -452,6 +520,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_rank_given_wins);
 	tcase_add_test(tc, test_other_kinds);
 	tcase_add_test(tc, test_empty_body);
+	tcase_add_test(tc, test_kept_ranks);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -816,7 +816,7 @@ static int dup_array(void *out, const void *p, size_t n, size_t size)
  * and the communication filter. Every other field is the passes' and stays
  * as analysis_new() left it.
  */
-struct analysis *analysis_fork(const struct analysis *an, struct tp_errbuf *err)
+struct analysis *analysis_fork(const struct analysis *an, void *payload, struct tp_errbuf *err)
 {
 	struct analysis *f;
 	struct runs *to[] = { NULL, NULL, NULL, NULL, NULL };
@@ -827,7 +827,7 @@ struct analysis *analysis_fork(const struct analysis *an, struct tp_errbuf *err)
 		tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "analysis_fork: the analysis is finished");
 		return NULL;
 	}
-	if (!(f = analysis_new(an->str, an->payload))) {
+	if (!(f = analysis_new(an->str, payload ? payload : an->payload))) {
 		nomem(err);
 		return NULL;
 	}

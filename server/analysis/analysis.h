@@ -182,9 +182,11 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
  * rank's analysis that grows chunk by chunk: server/pipeline/runrank.c):
  * finishing the copy gives what finishing an would have. an must not be
  * finished, nor take events while the copy is finished and read (they
- * share an's temporary files). NULL with err set.
+ * share an's temporary files). The copy's strings are payload's (a copy
+ * of an's that may go on apart from them; NULL: an's own). NULL with err
+ * set.
  */
-struct analysis *analysis_fork(const struct analysis *an, struct tp_errbuf *err);
+struct analysis *analysis_fork(const struct analysis *an, void *payload, struct tp_errbuf *err);
 /* Write out what an holds of its runs beyond about keep bytes each (between forks). */
 int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err);
 /* What an's runs take, in memory and in its temporary files. */

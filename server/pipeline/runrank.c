@@ -70,6 +70,25 @@ static int names_init(struct names *nm)
 	return names_rehash(nm);
 }
 
+/* to: a copy of nm, to go on apart from it; -1 when out of memory (to then freed). */
+static int names_copy(struct names *to, const struct names *nm)
+{
+	memset(to, 0, sizeof(*to));
+	to->cap = nm->cap;
+	to->nslot = nm->nslot;
+	if (!(to->s = tp_calloc(nm->cap, sizeof(*to->s))) || !(to->slot = tp_malloc(nm->nslot * sizeof(*to->slot))))
+		goto fail;
+	memcpy(to->slot, nm->slot, nm->nslot * sizeof(*to->slot));
+	for (to->n = 0; to->n < nm->n; to->n++)
+		if (nm->s[to->n] && !(to->s[to->n] = tp_strdup(nm->s[to->n])))
+			goto fail;
+	return 0;
+fail:
+	names_free(to);
+	memset(to, 0, sizeof(*to));
+	return -1;
+}
+
 /* The id of text s (interned when new); 0 when out of memory. */
 static uint32_t names_id(struct names *nm, const char *s)
 {
@@ -255,9 +274,11 @@ static int replay(struct store_trace *t, struct analysis *an, struct names *nm, 
  * (not finished: each derivation finishes a fork of it, analysis_fork()).
  * The next derivation of the rank replays only the artifacts that joined
  * after these, when they come after them in replay order (by id) and leave
- * the base alone; anything else (an artifact removed, one that became ready
- * out of order, an earlier base) replays the rank from its start. So a
- * chunk's replay costs the chunk, not the run: bench/results/chunk_cost-*.
+ * the base alone; anything else (an artifact removed, an earlier base)
+ * replays the rank from its start. An artifact ready while one of a lower
+ * id is still uploading goes into that derivation's fork only, so that the
+ * analysis kept stays a prefix of the artifacts in id order. So a chunk's
+ * replay costs the chunk, not the run: bench/results/derive_cost-*.
  */
 struct grown {
 	uint64_t store;			/* store_reader_serial() */
@@ -442,6 +463,11 @@ static struct grown *grown_new(uint64_t store, const char *run, int rank, int64_
 struct derived {
 	struct grown *g;	/* the rank's analysis before this one finished; kept again after */
 	struct analysis *an;	/* the fork of g->an that finished */
+	/* the fork's own names and steps, when it took artifacts g did not (ready before one still
+	 * uploading: the next derivation lists that one before them); else g's are */
+	struct names nm;
+	struct spans sp;
+	int own;
 	const struct an_result *ar;
 	int64_t *src;
 	int64_t base, owner;
@@ -453,6 +479,10 @@ static void derived_free(struct derived *d)
 {
 	tp_free(d->src);
 	analysis_free(d->an);
+	if (d->own) {
+		names_free(&d->nm);
+		tp_free(d->sp.v);
+	}
 	if (d->g)
 		grown_give(d->g, d->epoch);
 }
@@ -489,14 +519,22 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	store_trace_skip(t, g->n);
+	/*
+	 * g takes the artifacts listed before the run's first still being uploaded; the ones after
+	 * it, ready first, only this derivation's fork: g stays a prefix of what the next lists
+	 */
+	size_t k = g->n;
+	while (k < d->n && ids[k] < store_trace_inflight(t))
+		k++;
 	metrics_replay(d->n - g->n, g->n);
+	store_trace_skip(t, g->n);
+	store_trace_limit(t, k);
 	if ((rc = replay(t, g->an, &g->nm, g->base, &g->sp, err))) {
 		grown_free(g);	/* it took part of an artifact */
 		goto out;
 	}
 	/* what it has replayed now */
-	int64_t *ni = tp_malloc((d->n + 1) * sizeof(*ni)), *nb = tp_malloc((d->n + 1) * sizeof(*nb));
+	int64_t *ni = tp_malloc((k + 1) * sizeof(*ni)), *nb = tp_malloc((k + 1) * sizeof(*nb));
 	if (!ni || !nb) {
 		tp_free(ni);
 		tp_free(nb);
@@ -504,23 +542,40 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	memcpy(ni, ids, d->n * sizeof(*ids));
-	memcpy(nb, bases, d->n * sizeof(*bases));
+	memcpy(ni, ids, k * sizeof(*ids));
+	memcpy(nb, bases, k * sizeof(*bases));
 	tp_free(g->ids);
 	tp_free(g->bases);
 	g->ids = ni;
 	g->bases = nb;
-	g->n = d->n;
+	g->n = k;
 	d->g = g;
+	if (k < d->n) {
+		if (names_copy(&d->nm, &g->nm) ||
+		    (g->sp.n && !(d->sp.v = tp_malloc(g->sp.n * sizeof(*d->sp.v))))) {
+			names_free(&d->nm);
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			goto out;
+		}
+		if (g->sp.n)
+			memcpy(d->sp.v, g->sp.v, g->sp.n * sizeof(*d->sp.v));
+		d->sp.n = d->sp.cap = g->sp.n;
+		d->own = 1;
+	}
 	/* what g holds past GROWN_HOLD goes to its files first: the fork copies the rest */
-	if ((rc = analysis_hold(g->an, GROWN_HOLD, err)) || !(d->an = analysis_fork(g->an, err)) ||
-	    (rc = analysis_finish(d->an, &d->ar, err))) {
+	if ((rc = analysis_hold(g->an, GROWN_HOLD, err)) ||
+	    !(d->an = analysis_fork(g->an, d->own ? &d->nm : NULL, err))) {
 		rc = rc ? rc : err->rc;
 		grown_free(g);	/* kept only when all went well */
 		d->g = NULL;
 		goto out;
 	}
-	if (!(d->src = step_sources(d->ar, &g->sp)))
+	store_trace_limit(t, d->n);
+	if (d->own && (rc = replay(t, d->an, &d->nm, g->base, &d->sp, err)))
+		goto out;
+	if ((rc = analysis_finish(d->an, &d->ar, err)))
+		goto out;
+	if (!(d->src = step_sources(d->ar, d->own ? &d->sp : &g->sp)))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 out:
 	store_trace_close(t);
@@ -531,7 +586,7 @@ static int write_rank(struct store_writer *w, const char *run, int rank, const s
 		      struct tp_errbuf *err)
 {
 	struct store_final f = { .base_ns = d->base, .analysis = d->ar, .step_src = d->src, .str = names_get,
-				 .str_payload = (void *)&d->g->nm, .mem = d->ar ? d->ar->mem_series : NULL,
+				 .str_payload = d->own ? (void *)&d->nm : (void *)&d->g->nm, .mem = d->ar ? d->ar->mem_series : NULL,
 				 .nmem = d->ar ? d->ar->nmem_series : 0 };
 	return store_rank_replace(w, run, rank, d->owner, &f, err);
 }

@@ -4163,7 +4163,8 @@ int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void
 struct store_trace {
 	struct store_reader *r;
 	int64_t *ids, *bases;		/* the rank's ready trace artifacts */
-	size_t nart, cur;
+	size_t nart, cur, lim;		/* read [cur, lim) */
+	int64_t inflight;		/* the run's lowest artifact id still being uploaded (INT64_MAX: none) */
 	int64_t start, end;		/* absolute ns */
 	struct db_stmt *blocks;		/* of artifact ids[cur - 1] */
 	struct strmap strs;
@@ -4210,6 +4211,22 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
 					  : db_fail(err, r->db, "read artifacts");
 	}
+	t->lim = t->nart;
+	t->inflight = INT64_MAX;
+	if (!(st = prepare(r, "SELECT MIN(a.id) FROM artifacts a JOIN runs r ON r.id=a.run_id"
+			      " WHERE r.name=?1 AND a.status='ingesting'", err))) {
+		store_trace_close(t);
+		return TP_ERR_DB;
+	}
+	bind_text(st, 1, run);
+	step = db_step(st);
+	if (step == DB_ROW && db_column_type(st, 0) != DB_NULL)
+		t->inflight = db_column_int64(st, 0);
+	db_finalize(st);
+	if (step != DB_ROW && step != DB_DONE) {
+		store_trace_close(t);
+		return db_fail(err, r->db, "read artifacts");
+	}
 	*out = t;
 	*rank_out = rank;
 	return TP_OK;
@@ -4244,7 +4261,7 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 		if (!t->blocks) {
 			int64_t a, base;
 			int rc;
-			if (t->cur == t->nart)
+			if (t->cur >= t->lim)
 				return 0;
 			a = t->ids[t->cur];
 			base = t->bases[t->cur++];
@@ -4306,6 +4323,16 @@ void store_trace_skip(struct store_trace *t, size_t k)
 {
 	if (!t->blocks && t->cur < k)
 		t->cur = k < t->nart ? k : t->nart;
+}
+
+void store_trace_limit(struct store_trace *t, size_t k)
+{
+	t->lim = k < t->nart ? k : t->nart;
+}
+
+int64_t store_trace_inflight(const struct store_trace *t)
+{
+	return t->inflight;
 }
 
 uint64_t store_serial(const struct store *st)

@@ -2086,7 +2086,7 @@ static int fork_event(void *p, const struct tp_event *e)
 	while (k->next < k->nat && k->seen == k->at[k->next]) {
 		/* as runrank.c does: what the original holds goes to its files, then the fork shares them */
 		ck_assert_msg(analysis_hold(k->b.an, k->next % 2 ? 64 : 1u << 20, &err) == 0, "%s", err.msg);
-		struct analysis *f = analysis_fork(k->b.an, &err);
+		struct analysis *f = analysis_fork(k->b.an, NULL, &err);
 		ck_assert_msg(f != NULL, "%s", err.msg);
 		ck_assert_msg(analysis_finish(f, &r, &err) == 0, "%s", err.msg);
 		k->dumps[k->next++] = result_dump(r, k->b.tp);
@@ -2113,7 +2113,7 @@ static char *analyse_forking(const uint8_t *json, size_t len, size_t run, size_t
 	ck_assert_int_eq(trace_parser_finish(k.b.tp, &err), 0);
 	ck_assert_msg(analysis_finish(k.b.an, &r, &err) == 0, "%s", err.msg);
 	/* a finished analysis is not forked */
-	ck_assert_ptr_null(analysis_fork(k.b.an, &err));
+	ck_assert_ptr_null(analysis_fork(k.b.an, NULL, &err));
 	out = result_dump(r, k.b.tp);
 	analysis_free(k.b.an);
 	trace_parser_free(k.b.tp);

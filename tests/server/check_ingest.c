@@ -449,26 +449,38 @@ static long replayed(void)
 	return n;
 }
 
-/* Chunk k of run: step k and an operator of its own; then the run's first read (derivations: its replays). */
+/* Chunk k: step k and an operator of its own. */
+static void chunk_body(char *body, size_t size, int k)
+{
+	snprintf(body, size,
+		 "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+		 "\"tid\":1,\"ts\":%d,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%d\",\"pid\":1,"
+		 "\"tid\":1,\"ts\":%d,\"dur\":50}]}", k, 200 * k, k, 200 * k + 10);
+}
+
+/* The run's first read after the chunks that came (derivations: its replays); it answers nsteps steps. */
+static long read_replays(const char *run, size_t nsteps)
+{
+	struct tp_errbuf err = { 0 };
+	long before = replayed();
+
+	ck_assert_int_eq(runrank_settle(st, run, &err), 0);
+	json_t *j = query_steps(run, 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), nsteps);
+	json_decref(j);
+	return replayed() - before;
+}
+
+/* Chunk k of run, then the run's first read: its replays (the run has steps 1..k). */
 static long chunk_then_read(const char *run, int k)
 {
 	char body[512];
 	struct ingest_result res;
-	struct tp_errbuf err = { 0 };
-	long before;
 
-	snprintf(body, sizeof(body),
-		 "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
-		 "\"tid\":1,\"ts\":%d,\"dur\":100},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%d\",\"pid\":1,"
-		 "\"tid\":1,\"ts\":%d,\"dur\":50}]}", k, 200 * k, k, 200 * k + 10);
+	chunk_body(body, sizeof(body), k);
 	ingest(run, 0, body, strlen(body), &res);
 	ck_assert_int_eq(res.rc, 0);
-	before = replayed();
-	ck_assert_int_eq(runrank_settle(st, run, &err), 0);
-	json_t *j = query_steps(run, 0);
-	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), (size_t)k);
-	json_decref(j);
-	return replayed() - before;
+	return read_replays(run, (size_t)k);
 }
 
 /*
@@ -499,6 +511,52 @@ START_TEST(test_kept_ranks)
 }
 END_TEST
 
+/*
+ * A chunk still uploading when a later one is ready and read: the read
+ * answers without it, and the rank's analysis kept stops before the later
+ * one (which only that read's copy took), so that once the first is ready
+ * the next read replays the two, not the rank. Both answer as the chunks
+ * uploaded in order and read once.
+ */
+START_TEST(test_inflight_chunk)
+{
+	struct ingest_request req = { .run = "f", .rank = 0, .name = "slow.json" };
+	struct ingest_result res;
+	struct ingest *ig;
+	char body[512];
+	int k;
+
+	ck_assert_int_eq(chunk_then_read("f", 1), 0);
+	ck_assert_int_eq(chunk_then_read("f", 2), 2);
+	struct tp_errbuf err = { 0 };
+	ck_assert_int_eq(ingest_begin(st, NULL, &req, &ig, &err), 0);	/* chunk 3, its body yet to come */
+	chunk_body(body, sizeof(body), 4);
+	ingest("f", 0, body, strlen(body), &res);
+	ck_assert_int_eq(res.rc, 0);
+	ck_assert_int_eq(read_replays("f", 3), 1);
+	chunk_body(body, sizeof(body), 3);
+	ck_assert_int_eq(ingest_feed(ig, body, strlen(body)), 0);
+	ingest_end(ig, &res);
+	ck_assert_int_eq(res.rc, 0);
+	ck_assert_int_eq(read_replays("f", 4), 2);	/* 3 and 4 after the kept 1 and 2 */
+	ck_assert_int_eq(chunk_then_read("f", 5), 1);
+	for (k = 1; k <= 5; k++) {
+		chunk_body(body, sizeof(body), k);
+		ingest("once", 0, body, strlen(body), &res);
+		ck_assert_int_eq(res.rc, 0);
+	}
+	ck_assert_int_eq(read_replays("once", 5), 5);
+	json_t *a = query_steps("f", 0), *b = query_steps("once", 0);
+	char *sa = json_dumps(json_object_get(a, "steps"), JSON_SORT_KEYS), *sb = json_dumps(json_object_get(b, "steps"), JSON_SORT_KEYS);
+	ck_assert_str_eq(sa, sb);
+	free(sa);
+	free(sb);
+	json_decref(a);
+	json_decref(b);
+	runrank_drain(st);
+}
+END_TEST
+
 Suite *suite_ingest(void)
 {
 	Suite *s = suite_create("ingest");
@@ -521,6 +579,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_other_kinds);
 	tcase_add_test(tc, test_empty_body);
 	tcase_add_test(tc, test_kept_ranks);
+	tcase_add_test(tc, test_inflight_chunk);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -633,7 +633,6 @@ static int nomem(struct tp_errbuf *err)
 	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 }
 
-
 /* pid and tid may be numbers or (interned) strings */
 static uint64_t id_key(int64_t num, uint32_t sid)
 {
@@ -810,6 +809,10 @@ static int dup_array(void *out, const void *p, size_t n, size_t size)
 	return 0;
 }
 
+/* The runs analysis_event() fills: what a fork shares, what is held between forks. */
+#define EVENT_RUNS(an) { &(an)->h, &(an)->m, &(an)->gr, &(an)->hcr, &(an)->kcr }
+#define NEVENT_RUNS 5
+
 /*
  * What analysis_event() keeps, copied: the runs it fills (runs_fork()),
  * the thread numbers, the string classes, the kernel table, the step spans
@@ -818,10 +821,8 @@ static int dup_array(void *out, const void *p, size_t n, size_t size)
  */
 struct analysis *analysis_fork(const struct analysis *an, void *payload, struct tp_errbuf *err)
 {
+	const struct runs *from[NEVENT_RUNS] = EVENT_RUNS(an);
 	struct analysis *f;
-	struct runs *to[] = { NULL, NULL, NULL, NULL, NULL };
-	const struct runs *from[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };
-	size_t i;
 
 	if (an->finishing) {
 		tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "analysis_fork: the analysis is finished");
@@ -831,8 +832,8 @@ struct analysis *analysis_fork(const struct analysis *an, void *payload, struct 
 		nomem(err);
 		return NULL;
 	}
-	to[0] = &f->h, to[1] = &f->m, to[2] = &f->gr, to[3] = &f->hcr, to[4] = &f->kcr;
-	for (i = 0; i < sizeof(from) / sizeof(*from); i++)
+	struct runs *to[NEVENT_RUNS] = EVENT_RUNS(f);
+	for (size_t i = 0; i < NEVENT_RUNS; i++)
 		if (runs_fork(to[i], from[i], err)) {
 			analysis_free(f);
 			return NULL;
@@ -845,7 +846,6 @@ struct analysis *analysis_fork(const struct analysis *an, void *payload, struct 
 	    dup_array(&f->res.kernels, an->res.kernels, an->res.nkernels, sizeof(*an->res.kernels)) ||
 	    dup_array(&f->ccset, an->ccset, an->ccset ? CC_BITS / 64 : 0, sizeof(*an->ccset)) ||
 	    hmap_copy(&f->threads, &an->threads) || hmap_copy(&f->kmap, &an->kmap)) {
-		f->ncls = 0;
 		analysis_free(f);
 		nomem(err);
 		return NULL;
@@ -855,20 +855,20 @@ struct analysis *analysis_fork(const struct analysis *an, void *payload, struct 
 
 uint64_t analysis_held_bytes(const struct analysis *an)
 {
-	const struct runs *r[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };
+	const struct runs *r[NEVENT_RUNS] = EVENT_RUNS(an);
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < sizeof(r) / sizeof(*r); i++)
+	for (size_t i = 0; i < NEVENT_RUNS; i++)
 		n += (uint64_t)r[i]->end + r[i]->cap * r[i]->size;
 	return n;
 }
 
 int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err)
 {
-	struct runs *r[] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr };
+	struct runs *r[NEVENT_RUNS] = EVENT_RUNS(an);
 	int rc;
 
-	for (size_t i = 0; i < sizeof(r) / sizeof(*r); i++)
+	for (size_t i = 0; i < NEVENT_RUNS; i++)
 		if ((rc = runs_flush(r[i], keep, err)))
 			return rc;
 	return TP_OK;

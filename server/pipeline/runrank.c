@@ -345,6 +345,12 @@ static uint64_t grown_epoch(void)
 	return e;
 }
 
+/* g is kept for store's (run, rank) */
+static int grown_is(const struct grown *g, uint64_t store, const char *run, int rank)
+{
+	return g && g->store == store && g->rank == rank && !strcmp(g->run, run);
+}
+
 /* (run, rank)'s analysis, taken out of the cache (NULL: none kept). */
 static struct grown *grown_take(uint64_t store, const char *run, int rank)
 {
@@ -352,7 +358,7 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 
 	pthread_mutex_lock(&grown.mu);
 	for (int i = 0; i < MAX_GROWN && !g; i++)
-		if (grown.g[i] && grown.g[i]->store == store && grown.g[i]->rank == rank && !strcmp(grown.g[i]->run, run)) {
+		if (grown_is(grown.g[i], store, run, rank)) {
 			g = grown.g[i];
 			grown.g[i] = NULL;
 		}
@@ -364,7 +370,6 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 static void grown_give(struct grown *g, uint64_t epoch)
 {
 	struct grown *out[MAX_GROWN + 1] = { NULL };
-	uint64_t total = 0;
 	int at = -1, i, nout = 0;
 
 	pthread_mutex_lock(&grown.mu);
@@ -376,15 +381,14 @@ static void grown_give(struct grown *g, uint64_t epoch)
 	g->used = ++grown.clock;
 	/* one of the rank derived meanwhile goes (this one is newer) */
 	for (i = 0; i < MAX_GROWN; i++)
-		if (grown.g[i] && grown.g[i]->store == g->store && grown.g[i]->rank == g->rank &&
-		    !strcmp(grown.g[i]->run, g->run)) {
+		if (grown_is(grown.g[i], g->store, g->run, g->rank)) {
 			out[nout++] = grown.g[i];
 			grown.g[i] = NULL;
 		}
 	/* then the oldest, while there is no place or the bytes are too many */
 	for (;;) {
 		int free_at = -1, oldest = -1;
-		total = analysis_held_bytes(g->an);
+		uint64_t total = analysis_held_bytes(g->an);
 		for (i = 0; i < MAX_GROWN; i++) {
 			if (!grown.g[i]) {
 				free_at = i;

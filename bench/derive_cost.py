@@ -16,15 +16,22 @@ for the rank: server/pipeline/runrank.c).
 
 (bench/chunk_cost.py times the uploads alone, chunk after chunk.)
 
-Usage: bench/derive_cost.py SERVER TRACE [--chunk-mb 4] [--marks 8,32,128,255]
+With --two-in-flight N, it instead uploads the first N chunks of 1 MiB two
+at a time (as trainscope-collect ships a backlog) with a page polling the
+run (?wait=0, every 0.5 s), and prints the replay counters of /metrics: a
+chunk ready while an earlier one is still uploading is replayed twice.
+
+Usage: bench/derive_cost.py SERVER TRACE [--chunk-mb 4] [--marks 8,32,128,255] [--two-in-flight N]
 Stdlib only; bench/results/derive_cost-DATE.txt keeps runs.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
@@ -53,18 +60,44 @@ def temp_bytes(pid):
     return n
 
 
+def two_in_flight(base, bodies):
+    stop = threading.Event()
+
+    def page():
+        while not stop.wait(0.5):
+            cb.get(base, "/api/v1/runs/r/ranks?wait=0")
+
+    cb.post(base, "/api/v1/runs/r/artifacts?rank=0&name=p0.json", bodies[0])
+    reader = threading.Thread(target=page)
+    reader.start()
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        list(ex.map(lambda i: cb.post(base, f"/api/v1/runs/r/artifacts?rank=0&name=p{i}.json", bodies[i]),
+                    range(1, len(bodies))))
+    stop.set()
+    reader.join()
+    cb.get(base, "/api/v1/runs/r/steps")
+    metrics = cb.get(base, "/metrics").decode()
+    print(f"{len(bodies)} chunks two at a time with a page polling: {time.time() - t0:.2f} s; " +
+          "; ".join(line for line in metrics.splitlines() if line.startswith("trainscope_rank_replay_artifacts_total{")))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("server")
     ap.add_argument("trace")
     ap.add_argument("--chunk-mb", type=float, default=4)
     ap.add_argument("--marks", default="8,32,128,255")
+    ap.add_argument("--two-in-flight", type=int, default=0)
     a = ap.parse_args()
     with open(a.trace) as f:
-        bodies = cb.chunk_bodies(f.read(), int(a.chunk_mb * 1048576))
+        bodies = cb.chunk_bodies(f.read(), int((1 if a.two_in_flight else a.chunk_mb) * 1048576))
     work = tempfile.mkdtemp()
     srv, base = cb.start_server(a.server, work)
     try:
+        if a.two_in_flight:
+            two_in_flight(base, bodies[:a.two_in_flight])
+            return
         done, size = 0, 0
         for m in [int(x) for x in a.marks.split(",")]:
             m = min(m, len(bodies) - 1)

@@ -62,6 +62,9 @@ static void usage(FILE *f)
 		"                         128K: 5 MiB each; communication records a quarter of it)\n"
 		"  --derive-pace N        a run's background analysis (reads with ?wait=0) starts no sooner\n"
 		"                         than N times the last one's length after it (default 3; 0: at once)\n"
+		"  --derive-keep SIZE     what the analyses of the ranks derived last may hold between their\n"
+		"                         derivations, memory and temporary files in $TMPDIR, so that the\n"
+		"                         next replays only the traces that joined (default 2G; 0: none)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		"  --help\n"
 		"Sizes take a K, M or G suffix (powers of 1024).\n");
@@ -74,7 +77,7 @@ static int parse_size(const char *s, uint64_t *out)
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (errno || end == s || *s < '0' || *s > '9')	/* strtoull takes "-1" (as ULLONG_MAX) */
 		return -1;
 	switch (*end) {
 	case 'k': case 'K': v <<= 10; end++; break;
@@ -107,7 +110,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
 	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP,
-	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_SPILL_AT };
+	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_SPILL_AT };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -128,6 +131,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
 		{ "derive-pace", required_argument, NULL, O_DERIVE_PACE },
+		{ "derive-keep", required_argument, NULL, O_DERIVE_KEEP },
 		{ "spill-at", required_argument, NULL, O_SPILL_AT },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -205,6 +209,10 @@ int main(int argc, char **argv)
 				runrank_set_pace((unsigned)k);
 			break;
 		}
+		case O_DERIVE_KEEP:	/* 0 is a size here: keep none */
+			if (!(bad = strcmp(optarg, "0") && parse_size(optarg, &v)))
+				runrank_set_kept_bytes(strcmp(optarg, "0") ? v : 0);
+			break;
 		case O_SPILL_AT:
 			if (!(bad = parse_size(optarg, &v) || v < 1 || v > (1ULL << 30)))
 				analysis_set_default_run((size_t)v);

@@ -373,7 +373,7 @@ static void grown_give(struct grown *g, uint64_t epoch)
 	int at = -1, i, nout = 0;
 
 	pthread_mutex_lock(&grown.mu);
-	if (epoch != grown.epoch) {	/* a removal came after its artifacts were listed */
+	if (epoch != grown.epoch || !grown.bytes) {	/* a removal came after its artifacts were listed; none kept */
 		pthread_mutex_unlock(&grown.mu);
 		grown_free(g);
 		return;

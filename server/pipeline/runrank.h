@@ -57,7 +57,8 @@ int runrank_kick(struct store *st, const char *run);
 void runrank_set_pace(unsigned k);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct store *st);
-/* Tests: what the ranks kept may take in all, memory and temporary files (runrank.c's GROWN_BYTES by default). */
+/* What the ranks kept may take in all, memory and temporary files (--derive-keep; runrank.c's GROWN_BYTES by
+ * default; 0: none is kept). */
 void runrank_set_kept_bytes(uint64_t n);
 /* Drop what is kept of run's ranks (every run's when NULL) between derivations: after a removal. */
 void runrank_forget(struct store *st, const char *run);

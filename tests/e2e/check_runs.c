@@ -1300,6 +1300,7 @@ START_TEST(test_grown_chunk_by_chunk)
 {
 	static const char *replayed = "trainscope_rank_replay_artifacts_total{how=\"replayed\"}",
 			  *kept = "trainscope_rank_replay_artifacts_total{how=\"kept\"}";
+	const char *const none[] = { "--derive-keep", "0", NULL };
 	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
 	size_t glen, len, i, k = 4, at[6];
 	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
@@ -1334,6 +1335,21 @@ START_TEST(test_grown_chunk_by_chunk)
 	json_decref(call("GET", "/api/v1/runs/grow/steps", NULL, 0, 200));
 	ck_assert_msg(metric(replayed) == r0 + 5, "%g replayed", metric(replayed) - r0);
 	grown_same("whole", "grow");
+
+	/* --derive-keep 0: none kept, each derivation replays every chunk, the answers the same */
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	ck_assert_int_eq(tu_server_restart(&srv, none), 0);
+	for (i = 0; i < 3; i++) {
+		r0 = metric(replayed);
+		upload_chunk(&c, at[i], at[i + 1], "none", i);
+		json_decref(call("GET", "/api/v1/runs/none/steps", NULL, 0, 200));
+		ck_assert_msg(metric(replayed) == r0 + (i ? (double)i + 1 : 0), "chunk %zu: %g replayed", i,
+			      metric(replayed) - r0);
+	}
+	ck_assert(metric(kept) == 0);
+	for (; i < 5; i++)
+		upload_chunk(&c, at[i], at[i + 1], "none", i);
+	grown_same("whole", "none");
 	free(c.ev);
 	free(text);
 	free(gz);

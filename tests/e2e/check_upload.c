@@ -501,6 +501,35 @@ static int server_with_tokens(const char *hostile, char *out, size_t cap)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A flag's value that is no size (negative, 0 where a size must be one, text) stops the server at start, naming it. */
+START_TEST(test_bad_flag_values)
+{
+	static const char *const bad[][2] = {
+		{ "--derive-keep", "-1" }, { "--derive-keep", "x" }, { "--max-body", "-5" }, { "--max-body", "0" },
+		{ "--spill-at", "-7" }, { "--max-inflated", "1Q" },
+	};
+	char *dir = tu_tmpdir(), cmd[2048], out[1024], want[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = 0;
+		snprintf(cmd, sizeof(cmd), "timeout 20 '%s' --listen 127.0.0.1:0 --db '%s/t.db' %s '%s' 2>&1 </dev/null",
+			 SERVER_BIN, dir, bad[i][0], bad[i][1]);
+		FILE *p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		while (n + 1 < sizeof(out) && fgets(out + n, (int)(sizeof(out) - n), p))
+			n += strlen(out + n);
+		out[n] = 0;
+		int st = pclose(p);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124, "%s %s: %d %s",
+			      bad[i][0], bad[i][1], st, out);
+		snprintf(want, sizeof(want), "bad value '%s' for %s", bad[i][1], bad[i][0]);
+		ck_assert_msg(strstr(out, want), "%s", out);
+	}
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /*
  * A token file line that does not fit is refused, naming it: read in 512-byte
  * pieces, a 600-character read line's last 94 characters were a write token.
@@ -1154,6 +1183,7 @@ Suite *suite_upload(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_tokens);
 	tcase_add_test(tc, test_token_file_limits);
+	tcase_add_test(tc, test_bad_flag_values);
 	tcase_add_test(tc, test_slow_clients_and_connections_per_address);
 	tcase_add_test(tc, test_clean_stop_and_restart);
 	tcase_add_test(tc, test_stop_waits_for_in_flight_upload);

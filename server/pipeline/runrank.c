@@ -291,6 +291,7 @@ struct grown {
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
 	size_t n;
 	uint64_t used;			/* the cache's clock when it was last given back */
+	struct timespec at;		/* and then (CLOCK_MONOTONIC) */
 };
 
 static void grown_free(struct grown *g)
@@ -311,18 +312,45 @@ static void grown_free(struct grown *g)
  * most GROWN_HOLD bytes of each kind of record in memory, the rest in its
  * temporary files (187 MiB for a 1 GB trace: bench/results/derive_cost-*),
  * at most GROWN_BYTES in all (the oldest go first; a rank larger than that
- * alone is not kept, and replays whole each time, as all did before).
+ * alone is not kept, and replays whole each time, as all did before). One
+ * not derived for GROWN_IDLE_S goes at the next derivation of any: a run
+ * that stopped growing stops holding files (a server that derives nothing
+ * keeps them until it does, or stops).
  */
 #define MAX_GROWN 4
 #define GROWN_HOLD (1u << 20)
 #define GROWN_BYTES (2ULL << 30)
+#define GROWN_IDLE_S 600
 static struct {
 	pthread_mutex_t mu;
 	struct grown *g[MAX_GROWN];
 	uint64_t clock;
 	uint64_t epoch;		/* runrank_forget()s so far */
 	uint64_t bytes;		/* at most, in all (runrank_set_kept_bytes()) */
-} grown = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0, 0, GROWN_BYTES };
+	double idle_s;		/* runrank_set_kept_idle() */
+} grown = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0, 0, GROWN_BYTES, GROWN_IDLE_S };
+
+static double seconds_since(const struct timespec *t0);
+
+void runrank_set_kept_idle(double seconds)
+{
+	pthread_mutex_lock(&grown.mu);
+	grown.idle_s = seconds;
+	pthread_mutex_unlock(&grown.mu);
+}
+
+/* Take out those not derived for grown.idle_s into out (grown.mu held); how many. */
+static int grown_expire(struct grown **out)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_GROWN; i++)
+		if (grown.g[i] && seconds_since(&grown.g[i]->at) > grown.idle_s) {
+			out[n++] = grown.g[i];
+			grown.g[i] = NULL;
+		}
+	return n;
+}
 
 void runrank_set_kept_bytes(uint64_t n)
 {
@@ -354,15 +382,19 @@ static int grown_is(const struct grown *g, uint64_t store, const char *run, int 
 /* (run, rank)'s analysis, taken out of the cache (NULL: none kept). */
 static struct grown *grown_take(uint64_t store, const char *run, int rank)
 {
-	struct grown *g = NULL;
+	struct grown *g = NULL, *out[MAX_GROWN];
+	int nout;
 
 	pthread_mutex_lock(&grown.mu);
+	nout = grown_expire(out);
 	for (int i = 0; i < MAX_GROWN && !g; i++)
 		if (grown_is(grown.g[i], store, run, rank)) {
 			g = grown.g[i];
 			grown.g[i] = NULL;
 		}
 	pthread_mutex_unlock(&grown.mu);
+	while (nout)
+		grown_free(out[--nout]);
 	return g;
 }
 
@@ -370,7 +402,7 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 static void grown_give(struct grown *g, uint64_t epoch)
 {
 	struct grown *out[MAX_GROWN + 1] = { NULL };
-	int at = -1, i, nout = 0;
+	int at = -1, i, nout;
 
 	pthread_mutex_lock(&grown.mu);
 	if (epoch != grown.epoch || !grown.bytes) {	/* a removal came after its artifacts were listed; none kept */
@@ -378,7 +410,9 @@ static void grown_give(struct grown *g, uint64_t epoch)
 		grown_free(g);
 		return;
 	}
+	nout = grown_expire(out);
 	g->used = ++grown.clock;
+	clock_gettime(CLOCK_MONOTONIC, &g->at);
 	/* one of the rank derived meanwhile goes (this one is newer) */
 	for (i = 0; i < MAX_GROWN; i++)
 		if (grown_is(grown.g[i], g->store, g->run, g->rank)) {

@@ -60,6 +60,8 @@ void runrank_drain(struct store *st);
 /* What the ranks kept may take in all, memory and temporary files (--derive-keep; runrank.c's GROWN_BYTES by
  * default; 0: none is kept). */
 void runrank_set_kept_bytes(uint64_t n);
+/* Tests: a rank kept and not derived for this long is dropped at the next derivation (runrank.c's GROWN_IDLE_S). */
+void runrank_set_kept_idle(double seconds);
 /* Drop what is kept of run's ranks (every run's when NULL) between derivations: after a removal. */
 void runrank_forget(struct store *st, const char *run);
 

@@ -486,7 +486,7 @@ static long chunk_then_read(const char *run, int k)
 /*
  * Four ranks are kept, the most recently derived: a fifth puts out the
  * oldest, whose next derivation replays every chunk. Past the bytes they
- * may take, none is kept.
+ * may take, none is kept; one not derived for the idle time is dropped.
  */
 START_TEST(test_kept_ranks)
 {
@@ -507,6 +507,11 @@ START_TEST(test_kept_ranks)
 	runrank_set_kept_bytes(2ULL << 30);
 	ck_assert_int_eq(chunk_then_read("r4", 6), 6);
 	ck_assert_int_eq(chunk_then_read("r4", 7), 1);
+	/* one not derived for the idle time goes at the next derivation */
+	runrank_set_kept_idle(0);
+	ck_assert_int_eq(chunk_then_read("r4", 8), 8);
+	runrank_set_kept_idle(600);
+	ck_assert_int_eq(chunk_then_read("r4", 9), 1);
 	runrank_drain(st);
 }
 END_TEST

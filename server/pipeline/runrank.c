@@ -562,7 +562,12 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 	 * it, ready first, only this derivation's fork: g stays a prefix of what the next lists
 	 */
 	size_t k = g->n;
-	while (k < d->n && ids[k] < store_trace_inflight(t))
+	int64_t inflight;
+	if ((rc = store_trace_inflight(t, &inflight, err))) {
+		grown_give(g, d->epoch);	/* as it was */
+		goto out;
+	}
+	while (k < d->n && ids[k] < inflight)
 		k++;
 	metrics_replay(d->n - g->n, g->n);
 	store_trace_skip(t, g->n);

@@ -4164,7 +4164,7 @@ struct store_trace {
 	struct store_reader *r;
 	int64_t *ids, *bases;		/* the rank's ready trace artifacts */
 	size_t nart, cur, lim;		/* read [cur, lim) */
-	int64_t inflight;		/* the run's lowest artifact id still being uploaded (INT64_MAX: none) */
+	char *run;
 	int64_t start, end;		/* absolute ns */
 	struct db_stmt *blocks;		/* of artifact ids[cur - 1] */
 	struct strmap strs;
@@ -4181,6 +4181,7 @@ void store_trace_close(struct store_trace *t)
 	tp_free(t->ids);
 	tp_free(t->bases);
 	tp_free(t->ev);
+	tp_free(t->run);
 	tp_free(t);
 }
 
@@ -4212,20 +4213,9 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 					  : db_fail(err, r->db, "read artifacts");
 	}
 	t->lim = t->nart;
-	t->inflight = INT64_MAX;
-	if (!(st = prepare(r, "SELECT MIN(a.id) FROM artifacts a JOIN runs r ON r.id=a.run_id"
-			      " WHERE r.name=?1 AND a.status='ingesting'", err))) {
+	if (!(t->run = tp_strdup(run))) {
 		store_trace_close(t);
-		return TP_ERR_DB;
-	}
-	bind_text(st, 1, run);
-	step = db_step(st);
-	if (step == DB_ROW && db_column_type(st, 0) != DB_NULL)
-		t->inflight = db_column_int64(st, 0);
-	db_finalize(st);
-	if (step != DB_ROW && step != DB_DONE) {
-		store_trace_close(t);
-		return db_fail(err, r->db, "read artifacts");
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	*out = t;
 	*rank_out = rank;
@@ -4330,9 +4320,21 @@ void store_trace_limit(struct store_trace *t, size_t k)
 	t->lim = k < t->nart ? k : t->nart;
 }
 
-int64_t store_trace_inflight(const struct store_trace *t)
+int store_trace_inflight(struct store_trace *t, int64_t *id, struct tp_errbuf *err)
 {
-	return t->inflight;
+	struct db_stmt *st;
+	int step;
+
+	*id = INT64_MAX;
+	if (!(st = prepare(t->r, "SELECT MIN(a.id) FROM artifacts a JOIN runs r ON r.id=a.run_id"
+				 " WHERE r.name=?1 AND a.status='ingesting'", err)))
+		return TP_ERR_DB;
+	bind_text(st, 1, t->run);
+	step = db_step(st);
+	if (step == DB_ROW && db_column_type(st, 0) != DB_NULL)
+		*id = db_column_int64(st, 0);
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, t->r->db, "read artifacts");
 }
 
 uint64_t store_serial(const struct store *st)

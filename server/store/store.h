@@ -438,9 +438,10 @@ int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, str
 void store_trace_skip(struct store_trace *t, size_t k);
 /* Stop before the k-th (store_trace_next gives 0 there; a later call may move it on). */
 void store_trace_limit(struct store_trace *t, size_t k);
-/* The run's lowest artifact id still being uploaded (any rank or kind) when the artifacts were listed,
- * INT64_MAX when none was: ready traces of higher ids were uploaded faster than it. */
-int64_t store_trace_inflight(const struct store_trace *t);
+/* *id: the run's lowest artifact id still being uploaded (any rank or kind), as t's reader sees it
+ * (in the snapshot that listed t's artifacts, when it reads from one); INT64_MAX when none is. Ready
+ * traces of higher ids were uploaded faster than it. */
+int store_trace_inflight(struct store_trace *t, int64_t *id, struct tp_errbuf *err);
 /* The store, among those this process opened (an identity a closed one's address cannot take). */
 uint64_t store_serial(const struct store *st);
 uint64_t store_reader_serial(const struct store_reader *r);

@@ -265,7 +265,9 @@ struct analysis {
 	struct runs gr;		/* the GPU spans (struct grec) */
 	size_t ng;
 	int64_t gmin, gmax;	/* their bounds */
-	uint64_t *ccset;	/* the communication kernels' correlation ids, a filter (comm_corr_add()) */
+	uint64_t *ccset;	/* the communication kernels' correlation ids, a filter (cc_build()) */
+	size_t ccwords;		/* its 64-bit words, a power of two */
+	size_t nccorr;		/* communication kernels with a correlation id */
 	struct runs lr;		/* the runtime calls with ids (struct lrec, link_host()) */
 	struct runs cc;		/* the calls whose ids name communication kernels (struct ccall, link_host()) */
 	struct runs bs;		/* the GPU spans by the step that launched them (struct brec) */
@@ -743,14 +745,15 @@ static uint32_t sid64(const struct tp_event *e, uint32_t bit, int64_t v)
 }
 
 /*
- * The communication kernels' correlation ids, a filter of two bits an id
- * in 2^23 (1 MiB, whatever the trace): it may say yes to an id that is none,
- * which costs a struct ccall that no kernel joins (collectives()), never an
- * answer. 204 K ids (a 4 GiB DDP trace) set 5 % of the bits: 0.2 % of the
- * other calls say yes.
+ * The communication kernels' correlation ids, a filter link_host() asks of
+ * every runtime call with an id: two bits of one 64-bit word, 32 bits an id,
+ * built from the kernels' records once the trace is in (cc_build()). It may
+ * say yes to an id that is none, which costs a struct ccall that no kernel
+ * joins (collectives()), never an answer; about 0.4 % of the other calls do.
+ * Sized to the ids (256 KiB for the 50,500 of bench/make_big_trace.py's 1 GB
+ * trace; none without), where it took 1 MiB whatever the trace, from the
+ * first such kernel on, in every analysis and every fork of one.
  */
-#define CC_BITS (1u << 23)
-
 static int cc_all;
 
 void analysis_comm_filter_all(int on)
@@ -758,24 +761,31 @@ void analysis_comm_filter_all(int on)
 	cc_all = on;
 }
 
-static void cc_bits(int64_t id, uint32_t *a, uint32_t *b)
+static inline uint64_t cc_mask(int64_t id, size_t *word, const struct analysis *an)
 {
 	uint64_t h = hmap_mix((uint64_t)id);
 
-	*a = (uint32_t)h & (CC_BITS - 1);
-	*b = (uint32_t)(h >> 32) & (CC_BITS - 1);
+	*word = (size_t)(h >> 12) & (an->ccwords - 1);
+	return (1ULL << (h & 63)) | (1ULL << ((h >> 6) & 63));
 }
 
-static int comm_corr_add(struct analysis *an, int64_t id)
+/* The filter of the kernels in an->kcr (sealed); -1: out of memory, or a read failed (c->err). */
+static int cc_build(struct analysis *an, struct rcur *c)
 {
-	uint32_t a, b;
+	const struct crec *k;
+	size_t w;
 
-	if (!an->ccset && !(an->ccset = tp_calloc(CC_BITS / 64, sizeof(*an->ccset))))
+	memset(c, 0, sizeof(*c));
+	for (an->ccwords = 8; an->ccwords < an->nccorr / 2; an->ccwords *= 2)
+		;
+	if (!(an->ccset = tp_calloc(an->ccwords, sizeof(*an->ccset))) || rcur_open(c, &an->kcr))
 		return -1;
-	cc_bits(id, &a, &b);
-	an->ccset[a / 64] |= 1ULL << (a % 64);
-	an->ccset[b / 64] |= 1ULL << (b % 64);
-	return 0;
+	while ((k = rcur_next(c)))
+		if (k->corr >= 0) {
+			uint64_t m = cc_mask(k->corr, &w, an);
+			an->ccset[w] |= m;
+		}
+	return c->err ? -1 : 0;
 }
 
 static int comm_event(struct analysis *an, const struct tp_event *e, int64_t s, int64_t dur, uint32_t thread, int gpu,
@@ -815,9 +825,9 @@ static int dup_array(void *out, const void *p, size_t n, size_t size)
 
 /*
  * What analysis_event() keeps, copied: the runs it fills (runs_fork()),
- * the thread numbers, the string classes, the kernel table, the step spans
- * and the communication filter. Every other field is the passes' and stays
- * as analysis_new() left it.
+ * the thread numbers, the string classes, the kernel table and the step
+ * spans. Every other field is the passes' and stays as analysis_new() left
+ * it.
  */
 struct analysis *analysis_fork(const struct analysis *an, void *payload, struct tp_errbuf *err)
 {
@@ -838,13 +848,12 @@ struct analysis *analysis_fork(const struct analysis *an, void *payload, struct 
 			analysis_free(f);
 			return NULL;
 		}
-	f->nh = an->nh, f->ng = an->ng, f->ncr = an->ncr, f->nmev = an->nmev;
+	f->nh = an->nh, f->ng = an->ng, f->ncr = an->ncr, f->nmev = an->nmev, f->nccorr = an->nccorr;
 	f->gmin = an->gmin, f->gmax = an->gmax, f->hmin = an->hmin, f->hmax = an->hmax;
 	f->ncls = an->ncls, f->ncs = f->cscap = an->ncs, f->res.nkernels = f->kcap = an->res.nkernels;
 	if (dup_array(&f->cls, an->cls, an->ncls, sizeof(*an->cls)) ||
 	    dup_array(&f->cpu_steps, an->cpu_steps, an->ncs, sizeof(*an->cpu_steps)) ||
 	    dup_array(&f->res.kernels, an->res.kernels, an->res.nkernels, sizeof(*an->res.kernels)) ||
-	    dup_array(&f->ccset, an->ccset, an->ccset ? CC_BITS / 64 : 0, sizeof(*an->ccset)) ||
 	    hmap_copy(&f->threads, &an->threads) || hmap_copy(&f->kmap, &an->kmap)) {
 		analysis_free(f);
 		nomem(err);
@@ -939,8 +948,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		an->ng++;
 		an->gmin = g.s < an->gmin ? g.s : an->gmin;
 		an->gmax = g.e > an->gmax ? g.e : an->gmax;
-		if (g.comm && g.corr >= 0 && comm_corr_add(an, g.corr))
-			return nomem(err);
+		an->nccorr += g.comm && g.corr >= 0;
 		return g.comm ? comm_event(an, e, s, dur, 0, 1, err) : TP_OK;
 	}
 	default:
@@ -1405,15 +1413,16 @@ static int gloo_made(struct analysis *an, const struct crec *c, const struct wal
  * the operator above it (not a runtime call) and, for communication
  * kernels, the chain above it (add_chain()).
  */
-/* id may be a communication kernel's correlation id (comm_corr_add()) */
+/* id may be a communication kernel's correlation id (cc_build()) */
 static int is_comm_corr(const struct analysis *an, int64_t id)
 {
-	uint32_t a, b;
+	size_t w;
+	uint64_t m;
 
-	if (cc_all || !an->ccset)
+	if (cc_all || !an->nccorr)
 		return cc_all;
-	cc_bits(id, &a, &b);
-	return (an->ccset[a / 64] >> (a % 64) & 1) && (an->ccset[b / 64] >> (b % 64) & 1);
+	m = cc_mask(id, &w, an);
+	return (an->ccset[w] & m) == m;
 }
 
 struct linking {
@@ -1706,6 +1715,12 @@ static int link_gpu(struct analysis *an, struct tp_errbuf *err)
 
 	if ((rc = runs_seal(&an->gr, err)) || (rc = runs_seal(&an->hcr, err)) || (rc = runs_seal(&an->kcr, err)))
 		return rc;
+	if (an->nccorr) {
+		struct rcur c;
+		if (cc_build(an, &c))
+			return rcur_fail(&c, err);
+		rcur_close(&c);
+	}
 	an->lr.limit = run_records(an, sizeof(struct lrec));
 	an->cc.limit = (run_records(an, sizeof(struct ccall)) + 3) / 4;
 	for (int c = AN_RUNTIME; c < AN_IDLE; c++)	/* the three fill at once */

@@ -83,12 +83,12 @@ def chunk_bodies(text, chunk_bytes):
     return [(head + ",".join(c) + tail).encode() for c in chunks]
 
 
-def start_server(server, work):
+def start_server(server, work, extra=()):
     """A fresh server on a free port with its database in work: (process, base URL), once it answers."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                            "--log-level", "warn"])
+                            "--log-level", "warn", *extra])
     for _ in range(300):
         try:
             get(base, "/healthz")

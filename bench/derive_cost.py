@@ -14,6 +14,12 @@ derivation's time (the read's), the server's CPU in it, its peak memory so
 far (VmHWM) and the temporary files it holds after it (the analysis kept
 for the rank: server/pipeline/runrank.c).
 
+With --quiet-read S, it instead uploads every chunk one after another to a
+server started with --derive-quiet S, waits until the list of runs (which
+derives nothing) says the run is analysed, and times the first read then:
+the server derived the run itself once the uploads paused (0 for S: the
+read derives).
+
 (bench/chunk_cost.py times the uploads alone, chunk after chunk.)
 
 With --two-in-flight N, it instead uploads the first N chunks of 1 MiB two
@@ -22,6 +28,7 @@ run (?wait=0, every 0.5 s), and prints the replay counters of /metrics: a
 chunk ready while an earlier one is still uploading is replayed twice.
 
 Usage: bench/derive_cost.py SERVER TRACE [--chunk-mb 4] [--marks 8,32,128,255] [--two-in-flight N]
+                            [--quiet-read S]
 Stdlib only; bench/results/derive_cost-DATE.txt keeps runs.
 """
 import argparse
@@ -82,6 +89,36 @@ def two_in_flight(base, bodies):
           "; ".join(line for line in metrics.splitlines() if line.startswith("trainscope_rank_replay_artifacts_total{")))
 
 
+def pending(base):
+    for r in json.loads(cb.get(base, "/api/v1/runs"))["runs"]:
+        if r["name"] == "r":
+            return r["analysis_pending"]
+    raise SystemExit("derive_cost: run r is not listed")
+
+
+def metric(base, name):
+    for line in cb.get(base, "/metrics").decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def quiet_read(base, bodies, quiet):
+    u0 = time.time()
+    for i, b in enumerate(bodies):
+        cb.post(base, f"/api/v1/runs/r/artifacts?rank=0&name=p{i}.json", b)
+    t0 = time.time()
+    if quiet:
+        while pending(base):
+            time.sleep(0.05)
+    t1 = time.time()
+    steps = json.loads(cb.get(base, "/api/v1/runs/r/steps"))["steps"]
+    t2 = time.time()
+    print(f"--derive-quiet {quiet}: {len(bodies)} chunks uploaded in {t0 - u0:5.2f} s; analysed {t1 - t0:5.2f} s after "
+          f"the last with no read; then the first read {t2 - t1:6.3f} s ({len(steps)} steps); derivations "
+          f"{metric(base, 'trainscope_rank_derivation_seconds_count'):.0f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("server")
@@ -89,12 +126,17 @@ def main():
     ap.add_argument("--chunk-mb", type=float, default=4)
     ap.add_argument("--marks", default="8,32,128,255")
     ap.add_argument("--two-in-flight", type=int, default=0)
+    ap.add_argument("--quiet-read", type=int, default=-1)
     a = ap.parse_args()
     with open(a.trace) as f:
         bodies = cb.chunk_bodies(f.read(), int((1 if a.two_in_flight else a.chunk_mb) * 1048576))
     work = tempfile.mkdtemp()
-    srv, base = cb.start_server(a.server, work)
+    srv, base = cb.start_server(a.server, work,
+                                ("--derive-quiet", str(a.quiet_read)) if a.quiet_read >= 0 else ())
     try:
+        if a.quiet_read >= 0:
+            quiet_read(base, bodies, a.quiet_read)
+            return
         if a.two_in_flight:
             two_in_flight(base, bodies[:a.two_in_flight])
             return

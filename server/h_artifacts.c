@@ -20,6 +20,7 @@
 #include "reads.h"
 #include "handlers.h"
 #include "http.h"
+#include "pipeline/runrank.h"
 #include "utf8.h"
 
 #define LOG_PREFIX "artifacts"
@@ -155,6 +156,9 @@ int h_artifact_upload_end(struct request *req)
 	ingest_end(ig, &res);
 	if (res.rc && !res.kept)
 		return http_reply_fail(req, res.rc, &res.err, NULL);
+	/* derived in the background once the run's uploads pause (runrank.h), for the next read */
+	if (!res.rc && res.rank_pending && runrank_uploaded(http_store(req), req->params[0]))
+		tp_warn("could not start deriving run '%s' in the background", req->params[0]);
 	if (!(a = artifact_json(req, res.artifact, &err)))
 		return http_reply_fail(req, err.rc ? err.rc : TP_ERR_DB, &err, NULL);
 	if (res.rc)

@@ -65,6 +65,9 @@ static void usage(FILE *f)
 		"  --derive-keep SIZE     what the analyses of the ranks derived last may hold between their\n"
 		"                         derivations, memory and temporary files in $TMPDIR, so that the\n"
 		"                         next replays only the traces that joined (default 2G; 0: none)\n"
+		"  --derive-quiet SECONDS a run whose uploads joined a rank is analysed in the background\n"
+		"                         once it has had none for this long, so that the next read need\n"
+		"                         not (default 2; 0: only reads analyse)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		"  --help\n"
 		"Sizes take a K, M or G suffix (powers of 1024).\n");
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
 	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP,
-	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_SPILL_AT };
+	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_DERIVE_QUIET, O_SPILL_AT };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
 		{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
 		{ "derive-pace", required_argument, NULL, O_DERIVE_PACE },
 		{ "derive-keep", required_argument, NULL, O_DERIVE_KEEP },
+		{ "derive-quiet", required_argument, NULL, O_DERIVE_QUIET },
 		{ "spill-at", required_argument, NULL, O_SPILL_AT },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -201,12 +205,17 @@ int main(int argc, char **argv)
 			bad = parse_size(optarg, &v) || v > 3600;
 			cfg.grace_s = (unsigned)v;
 			break;
-		case O_DERIVE_PACE: {
+		case O_DERIVE_PACE:
+		case O_DERIVE_QUIET: {	/* a count, 0 included */
 			char *end;
 			errno = 0;
 			unsigned long k = strtoul(optarg, &end, 10);
-			if (!(bad = errno || end == optarg || *end || *optarg == '-' || k > 1000))
+			if ((bad = errno || end == optarg || *end || *optarg == '-' || k > (c == O_DERIVE_PACE ? 1000 : 86400)))
+				break;
+			if (c == O_DERIVE_PACE)
 				runrank_set_pace((unsigned)k);
+			else
+				runrank_set_quiet((unsigned)k);
 			break;
 		}
 		case O_DERIVE_KEEP:	/* 0 is a size here: keep none */

@@ -855,6 +855,14 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
  * chunks with the reader: 6.9 s), and a page follows a large run a few
  * seconds behind instead of one. Reads that wait derive at once, as
  * before; runrank_drain cuts the pause short.
+ *
+ * Quiet: an upload that marks a rank starts one too (runrank_uploaded),
+ * which first waits until the run has had no upload for --derive-quiet
+ * seconds, so that the first read after a run's uploads end answers from
+ * tables already derived (a 1 GB run of chunks: 1.4 s otherwise), and a
+ * burst of chunks costs one derivation, not one each. A read with ?wait=0
+ * cuts that wait short; runrank_drain drops it, deriving nothing (the next
+ * read will).
  */
 #define MAX_KICKED 64
 #define MAX_PACED 64		/* runs remembered (by hash: two sharing a slot share a pace) */
@@ -863,17 +871,20 @@ static struct {
 	pthread_cond_t idle, wake;
 	int hurry;		/* runrank_drain is waiting: no pause */
 	unsigned pace_k;	/* runrank_set_pace() */
+	unsigned quiet_s;	/* runrank_set_quiet() */
 	struct kicked {
 		char *run;		/* NULL: free slot; "" stands for every run */
 		struct store *st;
+		int quiet;		/* an upload's: waits for the run to go quiet first */
 	} k[MAX_KICKED];
 	struct paced {
 		uint64_t run;		/* hash() of the run's name */
 		struct timespec end;	/* the last background derivation's end (CLOCK_MONOTONIC, seconds_since()) */
 		double dur;		/* and its length, s */
+		struct timespec up;	/* the run's last upload that marked a rank (runrank_uploaded) */
 	} pace[MAX_PACED];
-} kicked = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, RUNRANK_PACE, { { 0 } },
-	      { { 0 } } };
+} kicked = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, RUNRANK_PACE,
+	      RUNRANK_QUIET, { { 0 } }, { { 0 } } };
 
 void runrank_set_pace(unsigned k)
 {
@@ -882,45 +893,84 @@ void runrank_set_pace(unsigned k)
 	pthread_mutex_unlock(&kicked.mu);
 }
 
+void runrank_set_quiet(unsigned seconds)
+{
+	pthread_mutex_lock(&kicked.mu);
+	kicked.quiet_s = seconds;
+	pthread_mutex_unlock(&kicked.mu);
+}
+
+/* run's slot of kicked.pace, taken over when another run had it (kicked.mu held) */
+static struct paced *paced_of(const char *run)
+{
+	struct paced *p = &kicked.pace[hash(run) % MAX_PACED];
+
+	if (p->run != hash(run))
+		*p = (struct paced){ .run = hash(run) };
+	return p;
+}
+
 /* How long run's next background derivation waits, s (kicked.mu held). */
 static double pace_wait(const char *run)
 {
-	const struct paced *p = &kicked.pace[hash(run) % MAX_PACED];
+	const struct paced *p = paced_of(run);
 
-	if (p->run != hash(run) || !p->dur)
-		return 0;
-	return p->dur * kicked.pace_k - seconds_since(&p->end);
+	return p->dur ? p->dur * kicked.pace_k - seconds_since(&p->end) : 0;
+}
+
+/* Until run has been quiet for --derive-quiet seconds, s (kicked.mu held). */
+static double quiet_wait(const char *run)
+{
+	const struct paced *p = paced_of(run);
+
+	return p->up.tv_sec || p->up.tv_nsec ? kicked.quiet_s - seconds_since(&p->up) : 0;
+}
+
+/* Wait on kicked.wake for s seconds at most (kicked.mu held): a kick or a drain may end it sooner. */
+static void wake_wait(double s)
+{
+	struct timespec at;
+
+	/* the condition variable's clock is the wall clock; the pause was measured on the monotonic one */
+	clock_gettime(CLOCK_REALTIME, &at);
+	int64_t ns = at.tv_nsec + (int64_t)(s * 1e9);
+	at.tv_sec += (time_t)(ns / 1000000000);
+	at.tv_nsec = ns % 1000000000;
+	(void)pthread_cond_timedwait(&kicked.wake, &kicked.mu, &at);
 }
 
 static void *kick_main(void *arg)
 {
 	struct kicked *k = arg;
-	struct tp_errbuf err = { 0 };
-	struct timespec at, t0;
+	struct timespec t0;
 	double wait;
+	int skip;
 
 	tp_thread_name("ts-derive");
 	pthread_mutex_lock(&kicked.mu);
-	if ((wait = pace_wait(k->run)) > 0) {
-		/* the condition variable's clock is the wall clock; the pause was measured on the monotonic one */
-		clock_gettime(CLOCK_REALTIME, &at);
-		int64_t ns = at.tv_nsec + (int64_t)(wait * 1e9);
-		at.tv_sec += (time_t)(ns / 1000000000);
-		at.tv_nsec = ns % 1000000000;
-		while (!kicked.hurry && pthread_cond_timedwait(&kicked.wake, &kicked.mu, &at) == 0)
-			;
+	for (;;) {
+		struct tp_errbuf err = { 0 };
+		while (k->quiet && !kicked.hurry && (wait = quiet_wait(k->run)) > 0)
+			wake_wait(wait);
+		while (!kicked.hurry && (wait = pace_wait(k->run)) > 0)
+			wake_wait(wait);
+		skip = k->quiet && kicked.hurry;	/* the server stops: the next read derives */
+		pthread_mutex_unlock(&kicked.mu);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (!skip && runrank_settle(k->st, *k->run ? k->run : NULL, &err))
+			tp_warn("deriving run '%s' in the background failed (%s); the next read tries again",
+				*k->run ? k->run : "*", err.msg);
+		double dur = seconds_since(&t0);
+		pthread_mutex_lock(&kicked.mu);
+		struct paced *p = paced_of(k->run);
+		clock_gettime(CLOCK_MONOTONIC, &p->end);
+		p->dur = skip ? p->dur : dur;
+		/* an upload came while it settled (runrank_uploaded left it to us): once quiet, again */
+		if (skip || kicked.hurry || !kicked.quiet_s || !(p->up.tv_sec || p->up.tv_nsec) ||
+		    seconds_since(&p->up) >= seconds_since(&t0))
+			break;
+		k->quiet = 1;
 	}
-	pthread_mutex_unlock(&kicked.mu);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (runrank_settle(k->st, *k->run ? k->run : NULL, &err))
-		tp_warn("deriving run '%s' in the background failed (%s); the next read tries again",
-			*k->run ? k->run : "*", err.msg);
-	double dur = seconds_since(&t0);
-	pthread_mutex_lock(&kicked.mu);
-	struct paced *p = &kicked.pace[hash(k->run) % MAX_PACED];
-	p->run = hash(k->run);
-	clock_gettime(CLOCK_MONOTONIC, &p->end);
-	p->dur = dur;
 	tp_free(k->run);
 	k->run = NULL;
 	pthread_cond_broadcast(&kicked.idle);
@@ -928,7 +978,8 @@ static void *kick_main(void *arg)
 	return NULL;
 }
 
-int runrank_kick(struct store *st, const char *run)
+/* Start run's background derivation (quiet: an upload's, runrank_uploaded), unless one is under way. */
+static int kick(struct store *st, const char *run, int quiet)
 {
 	pthread_attr_t attr;
 	pthread_t t;
@@ -956,14 +1007,20 @@ int runrank_kick(struct store *st, const char *run)
 			continue;
 		}
 		/* under way already: it settles what joined before it claimed the run, the next kick the rest */
-		if (kicked.k[i].st == st && !strcmp(kicked.k[i].run, run ? run : ""))
+		if (kicked.k[i].st == st && !strcmp(kicked.k[i].run, run ? run : "")) {
+			if (kicked.k[i].quiet && !quiet) {	/* a page follows the run: no waiting for quiet */
+				kicked.k[i].quiet = 0;
+				pthread_cond_broadcast(&kicked.wake);
+			}
 			goto out;
+		}
 	}
 	if (free_slot < 0 || !(kicked.k[free_slot].run = tp_strdup(run ? run : ""))) {
 		rc = -1;
 		goto out;
 	}
 	kicked.k[free_slot].st = st;
+	kicked.k[free_slot].quiet = quiet;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, kick_main, &kicked.k[free_slot])) {
@@ -975,6 +1032,28 @@ int runrank_kick(struct store *st, const char *run)
 out:
 	pthread_mutex_unlock(&kicked.mu);
 	return rc;
+}
+
+int runrank_kick(struct store *st, const char *run)
+{
+	return kick(st, run, 0);
+}
+
+int runrank_uploaded(struct store *st, const char *run)
+{
+	int under_way = 0;
+
+	pthread_mutex_lock(&kicked.mu);
+	if (!kicked.quiet_s) {
+		pthread_mutex_unlock(&kicked.mu);
+		return 0;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &paced_of(run)->up);
+	for (int i = 0; i < MAX_KICKED && !under_way; i++)
+		under_way = kicked.k[i].run && kicked.k[i].st == st && !strcmp(kicked.k[i].run, run);
+	pthread_mutex_unlock(&kicked.mu);
+	/* one under way waits for this upload's quiet too, or goes round again once it is done (kick_main) */
+	return under_way ? 0 : kick(st, run, 1);
 }
 
 void runrank_drain(struct store *st)

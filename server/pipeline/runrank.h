@@ -18,7 +18,9 @@
  * upload names a rank that has a trace already, it is not even analysed on
  * its own: pipeline/ingest.c); the first read
  * of the run derives each marked rank once (runrank_settle), however many
- * chunks joined since (bench/results/ has the figures).
+ * chunks joined since, unless the run's uploads paused long enough for the
+ * server to derive them itself first (runrank_uploaded). bench/results/ has
+ * the figures.
  */
 #ifndef RUNRANK_H
 #define RUNRANK_H
@@ -55,6 +57,15 @@ int runrank_kick(struct store *st, const char *run);
  * (runrank.c; 0: at once); RUNRANK_PACE until set. */
 #define RUNRANK_PACE 3
 void runrank_set_pace(unsigned k);
+/*
+ * An upload marked one of run's ranks: settle run in the background once it
+ * has had no upload for --derive-quiet seconds (runrank_set_quiet), so that
+ * the next read finds it derived. Nothing when that is 0. -1 as
+ * runrank_kick.
+ */
+int runrank_uploaded(struct store *st, const char *run);
+#define RUNRANK_QUIET 2
+void runrank_set_quiet(unsigned seconds);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct store *st);
 /* What the ranks kept may take in all, memory and temporary files (--derive-keep; runrank.c's GROWN_BYTES by

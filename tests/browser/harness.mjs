@@ -15,14 +15,16 @@ export const fixturesDir = path.resolve(process.env.FIXTURES_DIR || path.resolve
 const { chromium } = createRequire(path.join(repoRoot, 'web/package.json'))('playwright-core');
 
 // Start build/trainscope-server (BUILD_DIR, else "build"); resolves to {base, stop()}.
-// args: more command-line arguments (--token-file FILE).
+// args: more command-line arguments (--token-file FILE). Runs are derived by the reads the tests make,
+// not by the server once their uploads pause (--derive-quiet 0; args may set it again).
 export async function startServer(buildDir = process.env.BUILD_DIR || 'build', args = []) {
 	const bin = path.resolve(repoRoot, buildDir, 'trainscope-server');
 	const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trainscope-browser-'));
 	const port = await freePort();
 	const base = `http://127.0.0.1:${port}`;
 	let log = '', exited = false;
-	const proc = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmp, 't.db'), '--log-level', 'warn', ...args],
+	const proc = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--db', path.join(tmp, 't.db'), '--log-level', 'warn',
+		'--derive-quiet', '0', ...args],
 		{ stdio: ['ignore', 'ignore', 'pipe'] });
 	proc.stderr.on('data', (d) => { log = (log + d).slice(-8000); });
 	proc.on('exit', () => { exited = true; });

@@ -1244,6 +1244,69 @@ START_TEST(test_background_paced)
 END_TEST
 
 /*
+ * --derive-quiet S: a trace that joins its rank starts a derivation of the server's own,
+ * once the run has had no upload for S seconds. A burst of cycles is derived once, after
+ * its last, with no read asking (the list, which derives nothing, sees the run pending,
+ * then not), and answers as a run a read derived does. A read with ?wait=0 cuts the wait
+ * short; a stop while it waits derives nothing (the next read does); with 0 (the tests'
+ * default: testutil.c), nothing is derived until a read.
+ */
+START_TEST(test_quiet_derivation)
+{
+	const char *const quiet[] = { "--derive-quiet", "3", NULL }, *const long_quiet[] = { "--derive-quiet", "600",
+											   NULL };
+	/* what a trace of steps alone answers */
+	const char *const of_steps[] = { "/steps", "/ops?device=cpu&limit=100000", "/ranks", "/diagnosis" };
+	long long steps;
+	double d0;
+	int i;
+
+	/* off: pending for as long as nobody reads */
+	upload_cycle("off", 1, 0, 100);
+	upload_cycle("off", 11, 100, 100);
+	sleep(2);
+	ck_assert(listed_pending("off", &steps));
+
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	ck_assert_int_eq(tu_server_restart(&srv, quiet), 0);
+	for (i = 0; i < 3; i++)
+		upload_cycle("ref", 1 + 10 * i, 100 * i, 100);
+	ck_assert_uint_eq(steps_of("/api/v1/runs/ref/steps"), 9);	/* derived by this read */
+	d0 = metric("trainscope_rank_derivation_seconds_count");
+	for (i = 0; i < 3; i++)
+		upload_cycle("burst", 1 + 10 * i, 100 * i, 100);
+	ck_assert(listed_pending("burst", &steps));	/* within 3 s of its last upload */
+	for (i = 0; i < 1500 && listed_pending("burst", &steps); i++)
+		usleep(20000);
+	ck_assert(!listed_pending("burst", &steps));
+	ck_assert_int_eq(steps, 9);
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == d0 + 1);	/* once for the burst */
+	for (size_t k = 0; k < sizeof(of_steps) / sizeof(of_steps[0]); k++)
+		same_answer("ref", "burst", of_steps[k]);
+	ck_assert(metric("trainscope_rank_derivation_seconds_count") == d0 + 1);	/* the reads derived nothing */
+
+	/* ?wait=0 does not wait for the quiet */
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	ck_assert_int_eq(tu_server_restart(&srv, long_quiet), 0);
+	upload_cycle("page", 1, 0, 100);
+	upload_cycle("page", 11, 100, 100);
+	ck_assert(listed_pending("page", &steps));
+	json_decref(call("GET", "/api/v1/runs/page/steps?wait=0", NULL, 0, 200));
+	for (i = 0; i < 1500 && listed_pending("page", &steps); i++)
+		usleep(20000);
+	ck_assert(!listed_pending("page", &steps));
+	ck_assert_int_eq(steps, 6);
+
+	/* a stop does not wait for the quiet, nor derive */
+	upload_cycle("page", 21, 200, 100);
+	ck_assert_int_eq(tu_server_stop(&srv), 0);
+	ck_assert_int_eq(tu_server_restart(&srv, NULL), 0);
+	ck_assert(listed_pending("page", &steps));
+	ck_assert_uint_eq(steps_of("/api/v1/runs/page/steps"), 9);
+}
+END_TEST
+
+/*
  * --spill-at N: an analysis past N host spans sorts them into runs in a temporary file
  * ($TMPDIR), and parks its [memory] events there. Runs of 500 spans answer what one run in
  * memory does, byte for byte, at every endpoint; with no temporary file to be had, the upload
@@ -1383,6 +1446,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_chunks_answer_as_whole_v100);
 	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
 	tcase_add_test(tc, test_grown_chunk_by_chunk);
+	tcase_add_test(tc, test_quiet_derivation);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_one_run);
 	suite_add_tcase(s, tc);

@@ -272,6 +272,8 @@ struct analysis {
 	struct runs cc;		/* the calls whose ids name communication kernels (struct ccall, link_host()) */
 	struct runs bs;		/* the GPU spans by the step that launched them (struct brec) */
 	int64_t *gend;		/* per step: the latest end of its GPU spans */
+	int64_t *gfirst;	/* and the first start of those a call in it launched (INT64_MAX: none) */
+	struct runs ub;		/* the ends of the GPU spans no call in a step launched (int64_t: queued()) */
 	int64_t glast;		/* the latest launch instant */
 	int owned;		/* bs and gp are made (gpu_owners()) */
 	int whole;		/* the trace is one step (steps_prepare()) */
@@ -449,6 +451,13 @@ static inline int ival_less(const struct ival *x, const struct ival *y)
 
 RUNS_DEFINE(hival, struct ival, ival_less)
 
+static inline int i64_less(const int64_t *x, const int64_t *y)
+{
+	return *x < *y;
+}
+
+RUNS_DEFINE(i64, int64_t, i64_less)
+
 static int step_number(const char *s, int64_t *n)
 {
 	static const char prefix[] = "ProfilerStep#";
@@ -556,6 +565,7 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->lr, sizeof(struct lrec), 1, "calls", lrec_order, lrec_sort);
 		runs_init(&an->bs, sizeof(struct brec), 1, "steps", brec_order, brec_sort);
 		runs_init(&an->gp, sizeof(struct gpair), 1, "gpu", gpair_order, gpair_sort);
+		runs_init(&an->ub, sizeof(int64_t), 1, "gpu", i64_order, i64_sort);
 		for (int c = AN_RUNTIME; c < AN_IDLE; c++)
 			runs_init(&an->hc[c], sizeof(struct ival), 1, "busy", hival_order, hival_sort);
 		runs_init(&an->hcr, sizeof(struct crec), 1, "comm", hcrec_order, hcrec_sort);
@@ -617,6 +627,8 @@ void analysis_free(struct analysis *an)
 	tp_free(an->ccset);
 	runs_free(&an->cc);
 	tp_free(an->gend);
+	tp_free(an->gfirst);
+	runs_free(&an->ub);
 	tp_free(an->cpu_steps);
 	tp_free(an->res.steps);
 	tp_free(an->res.ops);
@@ -1633,12 +1645,14 @@ static int gjoin_close(struct gjoin *j, struct tp_errbuf *err)
 }
 
 /* A span's operator and launch instant: its call's, else its External id's, else none and its start. */
-static int32_t gpu_launch(const struct analysis *an, const struct gjoin *j, const struct grec *g, int64_t *t)
+static int32_t gpu_launch(const struct analysis *an, const struct gjoin *j, const struct grec *g, int64_t *t,
+			  int *known)
 {
 	int32_t op = j->linked ? j->call.op : -1;
 	uint32_t k = op < 0 ? link_by(&an->ext, g->ext) : UINT32_MAX;
 
 	*t = j->linked ? j->call.s : k != UINT32_MAX ? an->links[k].s : g->s;
+	*known = j->linked || k != UINT32_MAX;
 	return op >= 0 || k == UINT32_MAX ? op : an->linkop[k];
 }
 
@@ -2086,13 +2100,19 @@ static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing
 static int gpu_owner(struct analysis *an, const struct gjoin *j, const struct grec *g, struct tp_errbuf *err)
 {
 	int64_t t;
-	int32_t op = gpu_launch(an, j, g, &t), st = 0;
+	int known;
+	int32_t op = gpu_launch(an, j, g, &t, &known), st = 0;
 	int rc;
 
 	if (!an->whole) {
 		st = step_at(an, t);
 		if (t > an->glast)
 			an->glast = t;
+		/* what the window-first rule needs (queued()) */
+		if (known && st >= 0 && g->s < an->gfirst[st])
+			an->gfirst[st] = g->s;
+		else if ((!known || st < 0) && (rc = runs_add(&an->ub, &g->e, err)))
+			return rc;
 	}
 	if (op >= 0 && (rc = runs_add(&an->gp, &(struct gpair){ .pos = (uint32_t)op, .dur = g->e - g->s }, err)))
 		return rc;
@@ -2111,11 +2131,15 @@ static void owners_begin(struct analysis *an)
 {
 	runs_free(&an->bs);
 	runs_free(&an->gp);
+	runs_free(&an->ub);
 	an->bs.limit = run_records(an, sizeof(struct brec));
 	an->gp.limit = run_records(an, sizeof(struct gpair));
+	an->ub.limit = run_records(an, sizeof(int64_t));
 	an->glast = INT64_MIN;
-	for (size_t i = 0; i < an->ncs; i++)
+	for (size_t i = 0; i < an->ncs; i++) {
 		an->gend[i] = INT64_MIN;
+		an->gfirst[i] = INT64_MAX;
+	}
 	an->owned = 0;
 }
 
@@ -2125,6 +2149,8 @@ static int owners_end(struct analysis *an, struct tp_errbuf *err)
 
 	if (!rc)
 		rc = runs_seal(&an->gp, err);
+	if (!rc)
+		rc = runs_seal(&an->ub, err);
 	an->owned = !rc;
 	return rc;
 }
@@ -2160,6 +2186,7 @@ static int steps_prepare(struct analysis *an)
 	if (an->ncs > 1)
 		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
 	if (!(an->gend = tp_malloc((an->ncs + 1) * sizeof(*an->gend))) ||
+	    !(an->gfirst = tp_malloc((an->ncs + 1) * sizeof(*an->gfirst))) ||
 	    !(an->syncn = tp_calloc(an->ncs + 1, sizeof(*an->syncn))) ||
 	    !(an->syncns = tp_calloc(an->ncs + 1, sizeof(*an->syncns))) ||
 	    !(an->csmax = tp_malloc((an->ncs + 1) * sizeof(*an->csmax))) ||
@@ -2240,6 +2267,63 @@ static void step_syncs(struct analysis *an)
 	}
 }
 
+/*
+ * A profiling window's first step starts when the GPU work queued before
+ * it ends, as torch-tb-profiler has it (event_parser.py: the first step
+ * starts at the latest end, before its own first GPU span, of the GPU spans
+ * no step launched). The host runs ahead of the GPU, so when a window opens
+ * the GPU is still busy with what the steps before it launched, recorded or
+ * not; counted from the host's start, the step took that backlog for its own
+ * time (the QLoRA schedule, 1 step in 10: 95 ms steps for 24 ms of kernels,
+ * low GPU utilization and "CPU-bound" on a loop the GPU held back). A
+ * window's first step is the first of a run of consecutive step numbers, so
+ * that cycles stitched into one run get the rule each, and chunks of one
+ * window do not. out[k]: the instant step k starts no sooner than, INT64_MIN
+ * for the others. TP_OK, or the failure (in err).
+ */
+static int queued(struct analysis *an, int64_t *out, struct tp_errbuf *err)
+{
+	size_t *first = NULL, n = 0, i;
+	const int64_t *e;
+	int64_t last = INT64_MIN;
+	struct rcur c;
+	int rc = TP_OK;
+
+	memset(&c, 0, sizeof(c));
+	for (i = 0; i < an->ncs; i++)
+		out[i] = INT64_MIN;
+	if (an->whole || !an->ncs || !(first = tp_malloc(an->ncs * sizeof(*first))))
+		return an->whole || !an->ncs ? TP_OK : nomem(err);
+	for (i = 0; i < an->ncs; i++)
+		if (an->gfirst[i] != INT64_MAX && (!i || an->cpu_steps[i - 1].step != an->cpu_steps[i].step - 1))
+			first[n++] = i;
+	/* by their first GPU span's start (they are in start order, and so, nearly, are those) */
+	for (i = 1; i < n; i++)
+		for (size_t k = i; k && an->gfirst[first[k - 1]] > an->gfirst[first[k]]; k--) {
+			size_t t = first[k];
+			first[k] = first[k - 1];
+			first[k - 1] = t;
+		}
+	if (n && rcur_open(&c, &an->ub)) {
+		rc = rcur_fail(&c, err);
+		goto out;
+	}
+	e = n ? rcur_next(&c) : NULL;
+	for (i = 0; i < n; i++) {
+		for (; e && *e < an->gfirst[first[i]]; e = rcur_next(&c))
+			last = *e;
+		out[first[i]] = last;
+	}
+	if (c.err)
+		rc = rcur_fail(&c, err);
+	else
+		rcur_close(&c);
+out:
+	tp_free(first);
+	runs_free(&an->ub);
+	return rc;
+}
+
 static int breakdown(struct analysis *an, struct tp_errbuf *err)
 {
 	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
@@ -2248,12 +2332,17 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 	size_t i, k;
 	struct rcur bc;
 	struct hunion hu[AN_IDLE];	/* the host's busy time per category (link_host()) */
-	int64_t prev_end = INT64_MIN, last;
+	int64_t prev_end = INT64_MIN, last, *from = NULL;
 	int c, whole = an->whole, rc = TP_ERR_NOMEM;
 
 	memset(&bc, 0, sizeof(bc));
 	memset(hu, 0, sizeof(hu));
 	if (!an->owned && (rc = gpu_owners(an, err)))
+		goto out;
+	rc = TP_ERR_NOMEM;
+	if (!(from = tp_malloc((an->ncs + 1) * sizeof(*from))))
+		goto out;
+	if ((rc = queued(an, from, err)))
 		goto out;
 	last = an->glast;
 	rc = TP_ERR_NOMEM;
@@ -2271,6 +2360,8 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 		struct an_step *st = &an->res.steps[an->res.nsteps++];
 		int64_t a = s->s > prev_end ? s->s : prev_end, b = s->e > end[i] ? s->e : end[i];
 		int64_t covered = 0, len, klen = 0, clen = 0;
+		if (from[i] > a)	/* a window's first step, after the GPU work queued before it */
+			a = from[i];
 		if (b < a)
 			b = a;
 		prev_end = b = fit_end(a, b);
@@ -2334,6 +2425,7 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 	}
 	rc = TP_OK;
 out:
+	tp_free(from);
 	for (c = 0; c < AN_IDLE; c++)
 		tp_free(cat[c].v);
 	tp_free(win.v);

@@ -1696,6 +1696,65 @@ START_TEST(test_before_op_top_level)
 END_TEST
 
 /*
+ * A profiling window's first step starts when the GPU work queued before it
+ * ends (torch-tb-profiler's rule: breakdown()'s queued()). Window one: step 5
+ * launches its kernel at 1 ms while a kernel no call in the trace launched
+ * (queued before the window) runs until 29 ms; step 5 runs from 29 ms to
+ * its kernel's end at 40 (10 ms of kernel), not from the host's 0. Window two: steps 15
+ * and 16, with queued work before each: 15 starts after its own (which ends
+ * before 15's kernel starts), 16 (not a window's first) right after 15. Step
+ * 30 launches nothing: the host's span.
+ */
+START_TEST(test_window_first_step)
+{
+	struct text t = { .p = malloc(1024), .cap = 1024 };
+	const int64_t b = 1000000;
+	struct parsed pa;
+	const struct an_result *res;
+
+	emit(&t, "{\"traceEvents\":[");
+	span(&t, "user_annotation", "ProfilerStep#5", 1, 1, b, 10000, "");
+	span(&t, "kernel", "queued_gemm", 0, 7, b + 2000, 27000, "\"correlation\":100");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 1000, 5, "\"correlation\":1");
+	span(&t, "kernel", "own_gemm", 0, 7, b + 30000, 10000, "\"correlation\":1");
+	/* window two, 1 s on */
+	span(&t, "user_annotation", "ProfilerStep#15", 1, 1, b + 1000000, 10000, "");
+	span(&t, "user_annotation", "ProfilerStep#16", 1, 1, b + 1010000, 10000, "");
+	span(&t, "kernel", "queued_gemm", 0, 7, b + 1001000, 8000, "\"correlation\":101");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 1002000, 5, "\"correlation\":2");
+	span(&t, "kernel", "own_gemm", 0, 7, b + 1010000, 4000, "\"correlation\":2");
+	span(&t, "kernel", "queued_gemm", 0, 7, b + 1014000, 3000, "\"correlation\":102");
+	span(&t, "cuda_runtime", "cudaLaunchKernel", 1, 1, b + 1011000, 5, "\"correlation\":3");
+	span(&t, "kernel", "own_gemm", 0, 7, b + 1017000, 4000, "\"correlation\":3");
+	span(&t, "user_annotation", "ProfilerStep#30", 1, 1, b + 2000000, 5000, "");
+	emit(&t, "]}");
+	res = analyse(&pa, &t);
+	ck_assert_uint_eq(res->nsteps, 4);
+	const struct an_step *sp = res->steps;
+	ck_assert_int_eq(sp[0].step, 5);
+	ck_assert_int_eq(sp[0].start_ns, (b + 29000) * 1000);
+	ck_assert_int_eq(sp[0].dur_ns, 11000 * 1000);
+	ck_assert_int_eq(sp[0].comp_ns[AN_KERNEL], 10000 * 1000);
+	ck_assert_int_eq(sp[0].cpu_dur_ns, 10000 * 1000);
+	ck_assert_int_eq(sp[1].step, 15);
+	ck_assert_int_eq(sp[1].start_ns, (b + 1009000) * 1000);	/* after the queued kernel's end */
+	ck_assert_int_eq(sp[1].dur_ns, 5000 * 1000);	/* to 1014 ms: its kernel's end */
+	ck_assert_int_eq(sp[1].comp_ns[AN_KERNEL], 4000 * 1000);
+	ck_assert_int_eq(sp[2].step, 16);
+	ck_assert_int_eq(sp[2].start_ns, (b + 1014000) * 1000);	/* step 15's end: not after 16's queued one */
+	ck_assert_int_eq(sp[2].dur_ns, 7000 * 1000);
+	/* a kernel no call launched counts for the step it starts in (gpu_launch()) */
+	ck_assert_int_eq(sp[2].comp_ns[AN_KERNEL], 7000 * 1000);
+	ck_assert_int_eq(sp[3].step, 30);
+	ck_assert_int_eq(sp[3].start_ns, (b + 2000000) * 1000);
+	ck_assert_int_eq(sp[3].dur_ns, 5000 * 1000);
+	analysis_free(pa.an);
+	trace_parser_free(pa.tp);
+	free(t.p);
+}
+END_TEST
+
+/*
  * gloo collectives run on host threads: each outermost gloo:* span with no
  * communication kernel is one collective (launch, start and end its span,
  * no kernels); a gloo:* span inside another is part of it, and one above a
@@ -1993,6 +2052,7 @@ static void add_pytorch_rule_tests(TCase *tc)
 	tcase_add_test(tc, test_gpu_launchers);
 	tcase_add_test(tc, test_hmap_reserve_find);
 	tcase_add_test(tc, test_before_op_top_level);
+	tcase_add_test(tc, test_window_first_step);
 	tcase_add_test(tc, test_gloo_host_collectives);
 	tcase_add_test(tc, test_same_name_nesting_and_overlap);
 	tcase_add_test(tc, test_stub_tail_step_incomplete);

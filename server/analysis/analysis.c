@@ -150,7 +150,7 @@ enum {
 	/* as a name */
 	N_STEP = 0x10, N_DATALOADER = 0x20, N_OPT_STEP = 0x40, N_ZERO_GRAD = 0x80, N_BACKWARD = 0x100,
 	N_ACCUM_GRAD = 0x200, N_COPY = 0x400, N_COMM = 0x800, N_LAUNCH = 0x1000, N_COMM_OP = 0x2000,
-	N_SYNC = 0x4000,
+	N_SYNC = 0x4000, N_COMM_SPAN = 0x8000,
 };
 
 enum hkind { H_OP, H_DATALOADER, H_RUNTIME };
@@ -298,7 +298,7 @@ struct analysis {
 	struct runs cw;		/* the collectives (struct kcoll) by launching thread and launch: before_op()'s windows */
 	struct runs co;		/* and by launch, with their before_op: the result's (an->res.colls) */
 	int64_t hmin, hmax;	/* the host spans' bounds */
-	struct runs hc[AN_IDLE];	/* host busy time per category (AN_RUNTIME..AN_CPU; struct ival, link_host()) */
+	struct runs hc[AN_IDLE];	/* host busy time per category (AN_COMM..AN_CPU; struct ival, link_host()) */
 	int64_t *syncn, *syncns;	/* per step (cpu_steps): the runtime calls in it that wait for the GPU */
 	int64_t *csmax;		/* cpu_steps[0..i]'s latest end (steps_prepare()) */
 	int64_t *unrec;		/* per step (cpu_steps): the latest start of a launch in it no GPU span names */
@@ -476,6 +476,24 @@ static int step_number(const char *s, int64_t *n)
 	return 1;
 }
 
+/*
+ * A host span the step breakdown counts as communication, where no GPU work
+ * runs: torch-tb-profiler's (trace.py's NcclOpNameSet and GlooOpNameSet).
+ * Other collectives (nccl:all_to_all, gloo:send, ...) are CPU time there,
+ * and so here: the breakdown is its.
+ */
+static int comm_span(const char *s)
+{
+	static const char *const ops[] = { "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter" };
+
+	if (strncmp(s, "nccl:", 5) && strncmp(s, "gloo:", 5))
+		return 0;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(s + 5, ops[i]))
+			return 1;
+	return 0;
+}
+
 static uint16_t classify_string(const char *s)
 {
 	static const struct { const char *s; uint8_t c; } cats[] = {
@@ -514,6 +532,8 @@ static uint16_t classify_string(const char *s)
 		c |= N_COMM;
 	if (an_op_is_comm(s))
 		c |= N_COMM_OP;
+	if (comm_span(s))
+		c |= N_COMM_SPAN;
 	/* runtime calls that launch kernels: cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel,
 	 * cudaGraphLaunch, ... (not copies and memsets: CUPTI does not record every cudaMemsetAsync) */
 	if (strstr(s, "Launch"))
@@ -566,7 +586,7 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->bs, sizeof(struct brec), 1, "steps", brec_order, brec_sort);
 		runs_init(&an->gp, sizeof(struct gpair), 1, "gpu", gpair_order, gpair_sort);
 		runs_init(&an->ub, sizeof(int64_t), 1, "gpu", i64_order, i64_sort);
-		for (int c = AN_RUNTIME; c < AN_IDLE; c++)
+		for (int c = AN_COMM; c < AN_IDLE; c++)
 			runs_init(&an->hc[c], sizeof(struct ival), 1, "busy", hival_order, hival_sort);
 		runs_init(&an->hcr, sizeof(struct crec), 1, "comm", hcrec_order, hcrec_sort);
 		runs_init(&an->kcr, sizeof(struct crec), 1, "comm", kcrec_order, kcrec_sort);
@@ -608,7 +628,7 @@ void analysis_free(struct analysis *an)
 	tp_free(an->linkop);
 	tp_free(an->chains);
 	tp_free(an->hcand);
-	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
+	for (int c = AN_COMM; c < AN_IDLE; c++)
 		runs_free(&an->hc[c]);
 	tp_free(an->syncn);
 	tp_free(an->syncns);
@@ -1459,7 +1479,7 @@ static int link_host(struct walk *w, const struct hrec *r)
 	int c;
 
 	if (!r) {
-		for (c = AN_RUNTIME; c < AN_IDLE; c++)
+		for (c = AN_COMM; c < AN_IDLE; c++)
 			if (lk->has[c] && runs_add(&an->hc[c], &lk->run[c], lk->err))
 				return -1;
 		return 0;
@@ -1468,7 +1488,8 @@ static int link_host(struct walk *w, const struct hrec *r)
 		return -1;
 	/* each thread's run of overlapping spans of a category is one interval before the
 	 * union across threads (a list of every span was 40 MiB for a 1 GB trace) */
-	c = r->kind == H_RUNTIME ? AN_RUNTIME : r->kind == H_DATALOADER ? AN_DATALOADER : AN_CPU;
+	c = r->kind == H_RUNTIME ? AN_RUNTIME : r->kind == H_DATALOADER ? AN_DATALOADER :
+	    (nc & N_COMM_SPAN) ? AN_COMM : AN_CPU;
 	run = &lk->run[c];
 	if (r->e > r->s) {
 		if (lk->has[c] && lk->thread[c] == r->thread && r->s <= run->e) {
@@ -1737,11 +1758,11 @@ static int link_gpu(struct analysis *an, struct tp_errbuf *err)
 	}
 	an->lr.limit = run_records(an, sizeof(struct lrec));
 	an->cc.limit = (run_records(an, sizeof(struct ccall)) + 3) / 4;
-	for (int c = AN_RUNTIME; c < AN_IDLE; c++)	/* the three fill at once */
-		an->hc[c].limit = (run_records(an, sizeof(struct ival)) + 2) / 3;
+	for (int c = AN_COMM; c < AN_IDLE; c++)	/* the four fill at once */
+		an->hc[c].limit = (run_records(an, sizeof(struct ival)) + 3) / 4;
 	if ((rc = link_walk(an, link_host, err)) || (rc = runs_seal(&an->lr, err)) || (rc = runs_seal(&an->cc, err)))
 		return rc;
-	for (int c = AN_RUNTIME; c < AN_IDLE; c++)
+	for (int c = AN_COMM; c < AN_IDLE; c++)
 		if ((rc = runs_seal(&an->hc[c], err)))
 			return rc;
 	/*
@@ -2326,7 +2347,7 @@ out:
 
 static int breakdown(struct analysis *an, struct tp_errbuf *err)
 {
-	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 };
+	struct ivals cat[AN_IDLE] = { { 0 } }, win = { 0 }, cum = { 0 }, tmp = { 0 }, comm = { 0 };
 	const int64_t *end = an->gend;	/* of each step's GPU spans */
 	const struct brec *br;
 	size_t i, k;
@@ -2348,7 +2369,7 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 	rc = TP_ERR_NOMEM;
 	if (rcur_open(&bc, &an->bs))
 		goto out;
-	for (c = AN_RUNTIME; c < AN_IDLE; c++)
+	for (c = AN_COMM; c < AN_IDLE; c++)
 		if (hunion_open(&hu[c], &an->hc[c]))
 			goto out;
 	br = rcur_next(&bc);
@@ -2379,11 +2400,23 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 		cum.n = 0;
 		for (c = 0; c < AN_IDLE; c++) {
 			/* the step's own GPU work, or the host's in its span */
+			const struct ivals *x = c < AN_COMM ? &cat[c] : &win;
 			if (c <= AN_COMM)
 				ivals_union(&cat[c]);
-			else if (hunion_window(&hu[c], a, b, &win))
+			if (c >= AN_COMM && hunion_window(&hu[c], a, b, &win))
 				goto out;
-			if (merge_measure(&cum, c <= AN_COMM ? &cat[c] : &win, &tmp, &len))
+			if (c == AN_COMM) {	/* its communication kernels, and the host's collectives */
+				comm.n = 0;
+				for (k = 0; k < cat[c].n; k++)
+					if (ivals_add(&comm, cat[c].v[k].s, cat[c].v[k].e))
+						goto out;
+				for (k = 0; k < win.n; k++)
+					if (ivals_add(&comm, win.v[k].s, win.v[k].e))
+						goto out;
+				ivals_union(&comm);
+				x = &comm;
+			}
+			if (merge_measure(&cum, x, &tmp, &len))
 				goto out;
 			struct ivals t = cum;
 			cum = tmp;
@@ -2394,7 +2427,8 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 				klen = len;
 		}
 		st->comp_ns[AN_IDLE] = st->dur_ns - covered;
-		/* communication under computation: |kernel| + |comm| - |kernel u comm| */
+		/* communication kernels under computation: |kernel| + |comm| - |kernel u comm| (the
+		 * host's collectives are not: they wait, the GPU does not) */
 		for (k = 0; k < cat[AN_COMM].n; k++)
 			clen += cat[AN_COMM].v[k].e - cat[AN_COMM].v[k].s;
 		if (clen && merge_measure(&cat[AN_KERNEL], &cat[AN_COMM], &tmp, &len))
@@ -2402,7 +2436,7 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 		st->comm_overlap_ns = clen ? klen - (len - clen) : 0;	/* no overflow: len >= clen, len - clen <= klen */
 		st->gpu_busy_ns = clen ? len : klen;
 	}
-	for (c = AN_RUNTIME; c < AN_IDLE; c++)
+	for (c = AN_COMM; c < AN_IDLE; c++)
 		if (hu[c].c.err)
 			goto out;
 	step_syncs(an);
@@ -2428,10 +2462,11 @@ out:
 	tp_free(from);
 	for (c = 0; c < AN_IDLE; c++)
 		tp_free(cat[c].v);
+	tp_free(comm.v);
 	tp_free(win.v);
 	tp_free(cum.v);
 	tp_free(tmp.v);
-	for (c = AN_RUNTIME; c < AN_IDLE; c++) {
+	for (c = AN_COMM; c < AN_IDLE; c++) {
 		if (hu[c].c.err && !bc.err)
 			bc.err = hu[c].c.err;
 		rcur_close(&hu[c].c);

@@ -189,7 +189,9 @@ static int rule_comm(const struct diag_input *in, json_t *out)
 		   " (smaller buckets start sooner, larger ones cost fewer launches) and keep the first"
 		   " buckets small; with gradient accumulation, wrap the steps that do not update in"
 		   " model.no_sync() so only the last one communicates; check the interconnect (NCCL_DEBUG=INFO)"
-		   " when even overlapped collectives are slow.");
+		   " when even overlapped collectives are slow. When one rank arrives last at the collectives"
+		   " (the run's distributed view names it), the others' wait for it shows here: the fix is"
+		   " that rank's work, not the network.");
 }
 
 static int rule_sync(const struct diag_input *in, json_t *out)

@@ -108,9 +108,11 @@ test('run page: charts, tables, diagnosis, peak, trace window', async () => {
 	assert.match((await rowTexts(page, 'section:has(h2:text-is("Top operators"))'))[0], /nccl:all_reduce/);
 
 	assert.ok(await page.locator('.finding').count() >= 1);
-	// V100 DDP: NCCL's all-reduce runs with no computation under it for 20.6% of step time
+	// V100 DDP: NCCL's all-reduce runs with no computation under it for 20.6% of step time, and
+	// the host waits in nccl:all_reduce with no GPU work running for 2.4% more (torch-tb-profiler's
+	// Communication)
 	const findings = (await page.locator('.finding').allTextContents()).join('\n');
-	assert.match(findings, /Communication no computation hides takes 20\.6% of step time/);
+	assert.match(findings, /Communication no computation hides takes 23\.0% of step time/);
 	assert.match(findings, /kernels run shorter than 10 us/);
 
 	// the peak: what was alive, by category and operator

@@ -1703,6 +1703,37 @@ START_TEST(test_before_op_top_level)
 END_TEST
 
 /*
+ * exposed_communication_ranks lists the ranks over DIST_EXPOSED_PCT only: at
+ * 10.0 % exactly, or under, a rank is left out (check_distributed's two-rank
+ * trace has both its ranks over the line since the host's nccl:all_reduce
+ * counts as communication).
+ */
+START_TEST(test_exposed_ranks_threshold)
+{
+	json_t *body = json_pack("{s:[{s:i, s:{s:f, s:f}}, {s:i, s:{s:f, s:f}}, {s:i, s:{s:f, s:f}}]}", "ranks",
+				 "rank", 0, "total", "exposed_communication_pct", 22.0, "overlap_pct", 31.25,
+				 "rank", 1, "total", "exposed_communication_pct", 9.1, "overlap_pct", 66.7,
+				 "rank", 2, "total", "exposed_communication_pct", DIST_EXPOSED_PCT, "overlap_pct", 50.0);
+	json_t *out, *f = NULL, *x;
+	size_t i;
+
+	ck_assert_ptr_nonnull(body);
+	out = distributed_findings(body, NULL);
+	ck_assert_ptr_nonnull(out);
+	json_array_foreach(out, i, x)
+		if (!strcmp(json_string_value(json_object_get(x, "id")), "exposed_communication_ranks"))
+			f = x;
+	ck_assert_ptr_nonnull(f);
+	json_t *ranks = json_object_get(json_object_get(f, "evidence"), "ranks");
+	ck_assert_uint_eq(json_array_size(ranks), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ranks, 0), "rank")), 0);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(f, "title")), "1 of 3 ranks"));
+	json_decref(out);
+	json_decref(body);
+}
+END_TEST
+
+/*
  * A profiling window's first step starts when the GPU work queued before it
  * ends (torch-tb-profiler's rule: breakdown()'s queued()). Window one: step 5
  * launches its kernel at 1 ms while a kernel no call in the trace launched
@@ -2060,6 +2091,7 @@ static void add_pytorch_rule_tests(TCase *tc)
 	tcase_add_test(tc, test_hmap_reserve_find);
 	tcase_add_test(tc, test_before_op_top_level);
 	tcase_add_test(tc, test_window_first_step);
+	tcase_add_test(tc, test_exposed_ranks_threshold);
 	tcase_add_test(tc, test_gloo_host_collectives);
 	tcase_add_test(tc, test_same_name_nesting_and_overlap);
 	tcase_add_test(tc, test_stub_tail_step_incomplete);

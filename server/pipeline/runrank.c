@@ -1015,6 +1015,8 @@ static int kick(struct store *st, const char *run, int quiet)
 			goto out;
 		}
 	}
+	if (free_slot < 0 && quiet)	/* 64 runs deriving or waiting already: this one's next read derives */
+		goto out;
 	if (free_slot < 0 || !(kicked.k[free_slot].run = tp_strdup(run ? run : ""))) {
 		rc = -1;
 		goto out;

@@ -781,7 +781,9 @@ static uint32_t sid64(const struct tp_event *e, uint32_t bit, int64_t v)
  * every runtime call with an id: two bits of one 64-bit word, 32 bits an id,
  * built from the kernels' records once the trace is in (cc_build()). It may
  * say yes to an id that is none, which costs a struct ccall that no kernel
- * joins (collectives()), never an answer; about 0.4 % of the other calls do.
+ * joins (collectives()), never an answer: at 2 ids a word on average, about
+ * 4 of its 64 bits are set, so about (4/64)^2 = 0.4 % of the other calls say
+ * yes (arithmetic, not measured).
  * Sized to the ids (256 KiB for the 50,500 of bench/make_big_trace.py's 1 GB
  * trace; none without), where it took 1 MiB whatever the trace, from the
  * first such kernel on, in every analysis and every fork of one.
@@ -2133,10 +2135,12 @@ static int gpu_owner(struct analysis *an, const struct gjoin *j, const struct gr
 		if (t > an->glast)
 			an->glast = t;
 		/* what the window-first rule needs (queued()) */
-		if (known && st >= 0 && g->s < an->gfirst[st])
-			an->gfirst[st] = g->s;
-		else if ((!known || st < 0) && (rc = runs_add(&an->ub, &g->e, err)))
+		if (known && st >= 0) {
+			if (g->s < an->gfirst[st])
+				an->gfirst[st] = g->s;
+		} else if ((rc = runs_add(&an->ub, &g->e, err))) {
 			return rc;
+		}
 	}
 	if (op >= 0 && (rc = runs_add(&an->gp, &(struct gpair){ .pos = (uint32_t)op, .dur = g->e - g->s }, err)))
 		return rc;
@@ -2409,14 +2413,8 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 			if (c >= AN_COMM && hunion_window(&hu[c], a, b, &win))
 				goto out;
 			if (c == AN_COMM) {	/* its communication kernels, and the host's collectives */
-				comm.n = 0;
-				for (k = 0; k < cat[c].n; k++)
-					if (ivals_add(&comm, cat[c].v[k].s, cat[c].v[k].e))
-						goto out;
-				for (k = 0; k < win.n; k++)
-					if (ivals_add(&comm, win.v[k].s, win.v[k].e))
-						goto out;
-				ivals_union(&comm);
+				if (merge_measure(&cat[c], &win, &comm, &len))
+					goto out;
 				x = &comm;
 			}
 			if (merge_measure(&cum, x, &tmp, &len))

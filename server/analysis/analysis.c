@@ -309,6 +309,22 @@ struct analysis {
 	struct an_result res;
 	size_t kcap, opcap;
 	int finishing;		/* analysis_finish() began: no more events, no fork */
+	/* parts (analysis_merge()) */
+	int part;		/* the finish keeps d and the opt arrays; no memory model */
+	int finished;		/* analysis_finish() succeeded */
+	int has_prev;		/* made by analysis_new_after(): */
+	int64_t prev_step;	/* the part before's last step number */
+	size_t seeded;		/* and its threads */
+	int64_t tlo, thi;	/* the instants the events cover */
+	int64_t cmin, cmax, emin, emax;	/* the correlation and External ids */
+	uint64_t *opfirst;	/* per ops[]: where it first came (struct tables' first) */
+	uint32_t *opthread;	/* and on which thread */
+	uint32_t *oppart;	/* a merge's: in which part (a part's are all its own, 0) */
+	struct hmap mthreads;	/* the [memory] events' thread keys -> mkeys[] (mev_fix()) */
+	uint64_t *mkeys;
+	size_t nmkeys, mkeycap;
+	uint32_t nparts;	/* a merge's: of how many (0: it is one part) */
+	int64_t last_step;	/* the last step's number (steps_prepare()) */
 };
 
 /* ---- host spans: sorted runs, spilled, merged ---- */
@@ -594,8 +610,8 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->cw, sizeof(struct kcoll), 1, "comm", kcollw_order, kcollw_sort);
 		runs_init(&an->co, sizeof(struct kcoll), 1, "comm", kcoll_order, kcoll_sort);
 		analysis_set_run(an, default_run);
-		an->gmin = an->hmin = INT64_MAX;
-		an->gmax = an->hmax = INT64_MIN;
+		an->gmin = an->hmin = an->tlo = an->cmin = an->emin = INT64_MAX;
+		an->gmax = an->hmax = an->thi = an->cmax = an->emax = INT64_MIN;
 	}
 	return an;
 }
@@ -659,6 +675,11 @@ void analysis_free(struct analysis *an)
 	runs_free(&an->hcr);
 	runs_free(&an->kcr);
 	mem_result_free(an->mem);
+	tp_free(an->opfirst);
+	tp_free(an->opthread);
+	tp_free(an->oppart);
+	hmap_free(&an->mthreads);
+	tp_free(an->mkeys);
 	tp_free(an);
 }
 
@@ -711,6 +732,21 @@ static int add_kernel(struct analysis *an, const struct tp_event *e, int kind, i
 	return 0;
 }
 
+/* key, a [memory] event's thread, in an->mkeys (mev_fix()); -1: out of memory */
+static int mem_thread_key(struct analysis *an, uint64_t key)
+{
+	uint32_t *slot = hmap_put(&an->mthreads, key, (uint32_t)an->nmkeys);
+
+	if (!slot)
+		return -1;
+	if (*slot == an->nmkeys) {
+		if (tp_grow((void **)&an->mkeys, &an->mkeycap, an->nmkeys + 1, sizeof(*an->mkeys)))
+			return -1;
+		an->mkeys[an->nmkeys++] = key;
+	}
+	return 0;
+}
+
 /* The thread number of an event's (pid, tid); NULL when out of memory. */
 static uint32_t *thread_of(struct analysis *an, const struct tp_event *e)
 {
@@ -732,20 +768,30 @@ static int memory_event(struct analysis *an, const struct tp_event *e, struct tp
 		.has_addr = (e->have & TH_ADDR) != 0,
 		.has_totals = (e->have & TH_TOTAL_ALLOC) && (e->have & TH_TOTAL_RES), .ord = (uint32_t)an->nmev,
 	};
-	int rc = runs_add(&an->m, &ev, err);
+	int rc;
 
-	if (!rc)
-		an->nmev++;
-	return rc;
+	if ((rc = mem_thread_key(an, ev.thread_key)) || (rc = runs_add(&an->m, &ev, err)))
+		return rc == -1 ? nomem(err) : rc;
+	an->nmev++;
+	return TP_OK;
 }
 
-/* The thread numbers of [memory] events read back (or held). */
-static void mev_fix(void *threads, void *recs, size_t n)
+/*
+ * The thread numbers of [memory] events read back (or held); a thread with no
+ * spans is MEM_NO_SPANS | its index in an->mkeys: a merge of parts finds its
+ * number in the part where its spans are (analysis_merge()).
+ */
+static void mev_fix(void *ctx, void *recs, size_t n)
 {
+	const struct analysis *an = ctx;
 	struct mem_event *v = recs;
 
-	for (size_t i = 0; i < n; i++)
-		v[i].thread = hmap_get(threads, v[i].thread_key);	/* UINT32_MAX: no spans */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = hmap_get(&an->threads, v[i].thread_key), k;
+		if (t == UINT32_MAX && (k = hmap_get(&an->mthreads, v[i].thread_key)) < MEM_NO_SPANS)
+			t = MEM_NO_SPANS | k;
+		v[i].thread = t;
+	}
 }
 
 /*
@@ -760,13 +806,13 @@ static int mev_threads(struct analysis *an, struct tp_errbuf *err)
 	int rc;
 
 	if (!an->m.nruns)
-		mev_fix(&an->threads, an->m.buf, an->m.n);
+		mev_fix(an, an->m.buf, an->m.n);
 	else if ((rc = runs_seal(&an->m, err)))
 		return rc;
 	an->m.less = mev_order;
 	an->m.sort = mev_sort;
 	an->m.fix = mev_fix;
-	an->m.fixctx = &an->threads;
+	an->m.fixctx = an;
 	return an->m.nruns ? TP_OK : runs_seal(&an->m, err);
 }
 
@@ -884,24 +930,29 @@ struct analysis *analysis_fork(const struct analysis *an, void *payload, struct 
 		}
 	f->nh = an->nh, f->ng = an->ng, f->ncr = an->ncr, f->nmev = an->nmev, f->nccorr = an->nccorr;
 	f->gmin = an->gmin, f->gmax = an->gmax, f->hmin = an->hmin, f->hmax = an->hmax;
+	f->tlo = an->tlo, f->thi = an->thi, f->cmin = an->cmin, f->cmax = an->cmax, f->emin = an->emin, f->emax = an->emax;
+	f->part = an->part, f->has_prev = an->has_prev, f->prev_step = an->prev_step, f->seeded = an->seeded;
 	f->ncls = an->ncls, f->ncs = f->cscap = an->ncs, f->res.nkernels = f->kcap = an->res.nkernels;
 	if (dup_array(&f->cls, an->cls, an->ncls, sizeof(*an->cls)) ||
 	    dup_array(&f->cpu_steps, an->cpu_steps, an->ncs, sizeof(*an->cpu_steps)) ||
 	    dup_array(&f->res.kernels, an->res.kernels, an->res.nkernels, sizeof(*an->res.kernels)) ||
-	    hmap_copy(&f->threads, &an->threads) || hmap_copy(&f->kmap, &an->kmap)) {
+	    hmap_copy(&f->threads, &an->threads) || hmap_copy(&f->kmap, &an->kmap) ||
+	    hmap_copy(&f->mthreads, &an->mthreads) || dup_array(&f->mkeys, an->mkeys, an->nmkeys, sizeof(*an->mkeys))) {
 		analysis_free(f);
 		nomem(err);
 		return NULL;
 	}
+	f->nmkeys = f->mkeycap = an->nmkeys;
 	return f;
 }
 
 uint64_t analysis_held_bytes(const struct analysis *an)
 {
-	const struct runs *r[NEVENT_RUNS] = EVENT_RUNS(an);
+	const struct runs *r[NEVENT_RUNS + 2] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr, &an->d, &an->co };
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < NEVENT_RUNS; i++)
+	/* and what a merge of parts keeps (analysis_merge()) */
+	for (size_t i = 0; i < NEVENT_RUNS + 2; i++)
 		n += (uint64_t)r[i]->end + r[i]->cap * r[i]->size;
 	return n;
 }
@@ -917,13 +968,24 @@ int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err)
 	return TP_OK;
 }
 
+/* v into [*lo, *hi] */
+static inline void widen(int64_t *lo, int64_t *hi, int64_t v)
+{
+	if (v < *lo)
+		*lo = v;
+	if (v > *hi)
+		*hi = v;
+}
+
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
 	uint16_t cc, nc;
 	int64_t s, dur, n;
 
-	if (e->ph == 'i' && e->name == TRACE_S_MEMORY && (e->have & TH_TS))
+	if (e->ph == 'i' && e->name == TRACE_S_MEMORY && (e->have & TH_TS)) {
+		widen(&an->tlo, &an->thi, e->ts_ns);
 		return memory_event(an, e, err);
+	}
 	if (e->ph != 'X' || !(e->have & TH_TS))
 		return TP_OK;
 	if (cls_of(an, e->cat, &cc) || cls_of(an, e->name, &nc))
@@ -933,6 +995,13 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	dur = (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0;
 	if (s > 0 && dur > INT64_MAX - s)
 		dur = INT64_MAX - s;
+	/* what analysis_merge() asks of parts */
+	widen(&an->tlo, &an->thi, s);
+	widen(&an->tlo, &an->thi, s + dur);
+	if (e->have & TH_CORR)
+		widen(&an->cmin, &an->cmax, e->corr);
+	if (e->have & TH_EXT)
+		widen(&an->emin, &an->emax, e->ext_id);
 
 	if (nc & N_STEP) {
 		/* the GPU mirror (gpu_user_annotation) is not a step: GPU work belongs
@@ -1832,8 +1901,9 @@ struct window {			/* before_op(): a collective's, [lo, its launch) on its launch
 struct tables {
 	struct analysis *an;
 	struct hmap m;		/* (name, device) -> ops[] */
-	uint64_t *first;	/* of each row of ops[]: where it first came, 2 * pos + device */
-	size_t firstcap;
+	uint64_t *first;	/* of each row of ops[]: where it first came, 2 * pos + device, */
+	uint32_t *fthread;	/* and its thread */
+	size_t firstcap, fthreadcap;
 	struct rcur gc;		/* the GPU time operators launched themselves, by place */
 	const struct gpair *gn;	/* the next of it; NULL: none left */
 	struct rcur wc;		/* the collectives by launching thread and launch (an->cw) */
@@ -1846,7 +1916,8 @@ struct tables {
 	struct tp_errbuf *err;
 };
 
-static int add_op(struct tables *t, uint32_t name, int device, int64_t self, int64_t total, uint64_t first)
+static int add_op(struct tables *t, uint32_t name, int device, int64_t self, int64_t total, uint64_t first,
+		  uint32_t thread)
 {
 	struct analysis *an = t->an;
 	uint32_t *slot = hmap_put(&t->m, (uint64_t)name * 2 + (uint64_t)device, (uint32_t)an->res.nops);
@@ -1856,18 +1927,22 @@ static int add_op(struct tables *t, uint32_t name, int device, int64_t self, int
 		return -1;
 	if (*slot == an->res.nops) {
 		if (tp_grow((void **)&an->res.ops, &an->opcap, an->res.nops + 1, sizeof(*o)) ||
-		    tp_grow((void **)&t->first, &t->firstcap, an->res.nops + 1, sizeof(*t->first)))
+		    tp_grow((void **)&t->first, &t->firstcap, an->res.nops + 1, sizeof(*t->first)) ||
+		    tp_grow((void **)&t->fthread, &t->fthreadcap, an->res.nops + 1, sizeof(*t->fthread)))
 			return -1;
 		o = &an->res.ops[an->res.nops];
 		*o = (struct an_op){ .name = name, .device = device };
+		t->fthread[an->res.nops] = thread;
 		t->first[an->res.nops++] = first;
 	}
 	o = &an->res.ops[*slot];
 	o->calls++;
 	o->self_ns = tp_sat_add(o->self_ns, self);
 	o->total_ns = tp_sat_add(o->total_ns, total);
-	if (first < t->first[*slot])
+	if (first < t->first[*slot]) {
 		t->first[*slot] = first;
+		t->fthread[*slot] = thread;
+	}
 	return 0;
 }
 
@@ -1877,9 +1952,9 @@ static void emit(struct walk *w, const struct row *r)
 	struct analysis *an = t->an;
 
 	an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], r->self);
-	if (add_op(t, r->name, AN_DEV_CPU, r->self, r->total, 2 * (uint64_t)r->pos) ||
+	if (add_op(t, r->name, AN_DEV_CPU, r->self, r->total, 2 * (uint64_t)r->pos, r->thread) ||
 	    (r->gtotal > 0 && r->kind != H_RUNTIME &&
-	     add_op(t, r->name, AN_DEV_GPU, r->gself, r->gtotal, 2 * (uint64_t)r->pos + 1)))
+	     add_op(t, r->name, AN_DEV_GPU, r->gself, r->gtotal, 2 * (uint64_t)r->pos + 1, r->thread)))
 		w->nomem = 1;
 }
 
@@ -2078,40 +2153,52 @@ static int cmp_opfirst(const void *a, const void *b)
 	return (x->first > y->first) - (x->first < y->first);
 }
 
-/* ops[] in the order its rows first came (the order of a walk over the sorted spans) */
-static int order_ops(struct analysis *an, const uint64_t *first)
+/* ops[] in the order its rows first came (the order of a walk over the sorted spans), and where (analysis_merge()) */
+static int order_ops(struct analysis *an, const uint64_t *first, const uint32_t *thread)
 {
-	struct opfirst *o = tp_malloc((an->res.nops + 1) * sizeof(*o));
-	struct an_op *v = tp_malloc((an->res.nops + 1) * sizeof(*v));
-	size_t i;
+	size_t i, n = an->res.nops;
+	struct opfirst *o = tp_malloc((n + 1) * sizeof(*o));
+	struct an_op *v = tp_malloc((n + 1) * sizeof(*v));
 
-	if (!o || !v) {
+	an->opfirst = tp_malloc((n + 1) * sizeof(*an->opfirst));
+	an->opthread = tp_malloc((n + 1) * sizeof(*an->opthread));
+	if (!o || !v || !an->opfirst || !an->opthread) {
 		tp_free(o);
 		tp_free(v);
 		return -1;
 	}
-	for (i = 0; i < an->res.nops; i++)
+	for (i = 0; i < n; i++)
 		o[i] = (struct opfirst){ first[i], (uint32_t)i };
-	if (an->res.nops > 1)
-		qsort(o, an->res.nops, sizeof(*o), cmp_opfirst);
-	for (i = 0; i < an->res.nops; i++)
+	if (n > 1)
+		qsort(o, n, sizeof(*o), cmp_opfirst);
+	for (i = 0; i < n; i++) {
 		v[i] = an->res.ops[o[i].i];
+		an->opfirst[i] = o[i].first;
+		an->opthread[i] = thread[o[i].i];
+	}
 	tp_free(an->res.ops);
 	an->res.ops = v;
-	an->opcap = an->res.nops + 1;
+	an->opcap = n + 1;
 	tp_free(o);
 	return 0;
 }
 /*
- * Whether each step has kernel launches that have no GPU span in the trace
- * and come after the last launch that has one (after: the GPU records stop
- * while the launches go on; a record missing in the middle is not a cut).
- * an->unrec: each step's latest launch that no GPU span names (gjoin_skip()).
+ * The incomplete steps, once every step's GPU work is known (none when no
+ * step launched any): one that launched none, or one that launched kernels
+ * no GPU span names after last, the latest launch one names (the GPU
+ * records stop while the launches go on; a record missing in the middle is
+ * not a cut). unrec_ns: each step's latest launch that no GPU span names
+ * (gjoin_skip()).
  */
-static void unrecorded(const struct analysis *an, int64_t last, int64_t *missing)
+static void mark_incomplete(struct an_step *v, size_t n, int64_t last)
 {
-	for (size_t k = 0; k < an->ncs; k++)
-		missing[k] = an->unrec[k] > last;
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += v[i].gpu_calls > 0;
+	for (i = 0; i < n; i++)
+		v[i].incomplete = !k ? AN_COMPLETE : !v[i].gpu_calls ? AN_INC_NO_GPU
+			: v[i].unrec_ns > last ? AN_INC_CUT : AN_COMPLETE;
 }
 
 /*
@@ -2213,6 +2300,7 @@ static int steps_prepare(struct analysis *an)
 	}
 	if (an->ncs > 1)
 		qsort(an->cpu_steps, an->ncs, sizeof(*an->cpu_steps), cmp_srec);
+	an->last_step = an->ncs ? an->cpu_steps[an->ncs - 1].step : 0;
 	if (!(an->gend = tp_malloc((an->ncs + 1) * sizeof(*an->gend))) ||
 	    !(an->gfirst = tp_malloc((an->ncs + 1) * sizeof(*an->gfirst))) ||
 	    !(an->syncn = tp_calloc(an->ncs + 1, sizeof(*an->syncn))) ||
@@ -2292,6 +2380,7 @@ static void step_syncs(struct analysis *an)
 		an->res.steps[i].cpu_end_ns = an->cpu_steps[i].e;
 		an->res.steps[i].sync_calls = an->syncn[i];
 		an->res.steps[i].sync_ns = an->syncns[i];
+		an->res.steps[i].unrec_ns = an->unrec[i];
 	}
 }
 
@@ -2322,9 +2411,13 @@ static int queued(struct analysis *an, int64_t *out, struct tp_errbuf *err)
 		out[i] = INT64_MIN;
 	if (an->whole || !an->ncs || !(first = tp_malloc(an->ncs * sizeof(*first))))
 		return an->whole || !an->ncs ? TP_OK : nomem(err);
-	for (i = 0; i < an->ncs; i++)
-		if (an->gfirst[i] != INT64_MAX && (!i || an->cpu_steps[i - 1].step != an->cpu_steps[i].step - 1))
+	for (i = 0; i < an->ncs; i++) {
+		/* the step before it: the part before's last, for a part's first (analysis_new_after()) */
+		int has = i || an->has_prev;
+		int64_t before = i ? an->cpu_steps[i - 1].step : an->prev_step;
+		if (an->gfirst[i] != INT64_MAX && (!has || before != an->cpu_steps[i].step - 1))
 			first[n++] = i;
+	}
 	/* by their first GPU span's start (they are in start order, and so, nearly, are those) */
 	for (i = 1; i < n; i++)
 		for (size_t k = i; k && an->gfirst[first[k - 1]] > an->gfirst[first[k]]; k--) {
@@ -2441,23 +2534,8 @@ static int breakdown(struct analysis *an, struct tp_errbuf *err)
 		if (hu[c].c.err)
 			goto out;
 	step_syncs(an);
-	/* incomplete steps, once every step's GPU work is known */
-	for (i = 0, k = 0; i < an->res.nsteps; i++)
-		k += an->res.steps[i].gpu_calls > 0;
-	if (k && !whole) {
-		int64_t *missing = tp_calloc(an->ncs + 1, sizeof(*missing));
-		if (!missing)
-			goto out;
-		unrecorded(an, last, missing);
-		for (i = 0; i < an->res.nsteps; i++) {
-			struct an_step *st = &an->res.steps[i];
-			if (!st->gpu_calls)
-				st->incomplete = AN_INC_NO_GPU;
-			else if (missing[i])
-				st->incomplete = AN_INC_CUT;
-		}
-		tp_free(missing);
-	}
+	if (!whole)
+		mark_incomplete(an->res.steps, an->res.nsteps, last);
 	rc = TP_OK;
 out:
 	tp_free(from);
@@ -2826,18 +2904,20 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 		goto fail;
 	an->res.colls = &an->co;
 	rc = TP_ERR_NOMEM;
-	if (order_ops(an, t.first))
+	if (order_ops(an, t.first, t.fthread))
 		goto fail;
 	/* done with: the memory model's peak is not theirs */
 	tp_free(t.first);
+	tp_free(t.fthread);
 	hmap_free(&t.m);
 	t.first = NULL;
+	t.fthread = NULL;
 	runs_free(&an->h);
-	if (an->nmev) {
+	if (an->nopt > 1)
+		qsort(an->opt, an->nopt, sizeof(*an->opt), cmp_i64);
+	if (an->nmev && !an->part) {	/* a part's run over all parts (analysis_merge()) */
 		struct mem_input in = { .opt_starts = an->opt, .opt_ends = an->opte, .nopt = an->nopt,
 					.recs = &an->d, .str = an->str, .payload = an->payload };
-		if (an->nopt > 1)
-			qsort(an->opt, an->nopt, sizeof(*an->opt), cmp_i64);
 		if ((rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err)))
 			goto fail;
 		runs_free(&an->d);	/* the series replay from a file of their own */
@@ -2845,10 +2925,12 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
 	rc = TP_OK;
+	an->finished = 1;
 	*out = &an->res;
 fail:
 	hmap_free(&t.m);
 	tp_free(t.first);
+	tp_free(t.fthread);
 	if ((t.mc.err || t.gc.err || t.wc.err) && !err->rc) {
 		errno = t.mc.err ? t.mc.err : t.gc.err ? t.gc.err : t.wc.err;
 		spill_fail(err, "cannot read");
@@ -2860,4 +2942,419 @@ fail:
 	if (rc == TP_ERR_NOMEM && !err->rc)
 		return nomem(err);
 	return rc && err->rc ? err->rc : rc;	/* the first failure's, which err keeps */
+}
+
+/* ---- parts (analysis.h) ---- */
+
+void analysis_set_part(struct analysis *an)
+{
+	an->part = 1;
+}
+
+void analysis_bounds(const struct analysis *an, int64_t *lo, int64_t *hi)
+{
+	*lo = an->tlo;
+	*hi = an->thi;
+}
+
+size_t analysis_steps(const struct analysis *an)
+{
+	return an->ncs;
+}
+
+struct analysis *analysis_new_after(const struct analysis *prev, struct tp_errbuf *err)
+{
+	struct analysis *f;
+
+	if (!prev->finished || !prev->part || prev->nparts) {
+		tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "analysis_new_after: not a finished part");
+		return NULL;
+	}
+	if (!(f = analysis_new(prev->str, prev->payload))) {
+		nomem(err);
+		return NULL;
+	}
+	analysis_set_run(f, prev->h.limit);
+	f->part = 1;
+	f->has_prev = prev->ncs > 0 && !prev->whole;
+	f->prev_step = prev->last_step;
+	f->seeded = prev->threads.n;
+	f->res.nkernels = f->kcap = prev->res.nkernels;
+	if (hmap_copy(&f->threads, &prev->threads) || hmap_copy(&f->kmap, &prev->kmap) ||
+	    dup_array(&f->res.kernels, prev->res.kernels, prev->res.nkernels, sizeof(*prev->res.kernels))) {
+		analysis_free(f);
+		nomem(err);
+		return NULL;
+	}
+	return f;
+}
+
+/* Where a merge's op i first came, to order the merge's rows as one walk over all parts would. */
+struct opkey {
+	uint32_t thread, part;
+	uint64_t first;
+};
+
+static struct opkey opkey_of(const struct analysis *an, size_t i, uint32_t part)
+{
+	return (struct opkey){ an->opthread[i], an->oppart ? an->oppart[i] : part, an->opfirst[i] };
+}
+
+static int opkey_less(const struct opkey *x, const struct opkey *y)
+{
+	if (x->thread != y->thread)
+		return x->thread < y->thread;
+	return x->part != y->part ? x->part < y->part : x->first < y->first;
+}
+
+struct oprow {
+	struct an_op op;
+	struct opkey key;
+};
+
+static int cmp_oprow(const void *a, const void *b)
+{
+	const struct oprow *x = a, *y = b;
+
+	return opkey_less(&x->key, &y->key) ? -1 : opkey_less(&y->key, &x->key);
+}
+
+/* The operator rows of a (a merge; NULL: none) and b (a part), summed by name and device, into out's. */
+static int merge_ops(struct analysis *out, const struct analysis *a, const struct analysis *b)
+{
+	size_t na = a ? a->res.nops : 0, n = 0, i;
+	struct oprow *v = tp_malloc((na + b->res.nops + 1) * sizeof(*v));
+	struct hmap m = { 0 };
+	int rc = -1;
+
+	if (!v)
+		return -1;
+	for (i = 0; i < na; i++) {
+		const struct an_op *o = &a->res.ops[i];
+		if (!hmap_put(&m, (uint64_t)o->name * 2 + (uint64_t)o->device, (uint32_t)n))
+			goto out;
+		v[n++] = (struct oprow){ *o, opkey_of(a, i, 0) };
+	}
+	for (i = 0; i < b->res.nops; i++) {
+		const struct an_op *o = &b->res.ops[i];
+		struct opkey k = opkey_of(b, i, a ? a->nparts : 0);
+		uint32_t *slot = hmap_put(&m, (uint64_t)o->name * 2 + (uint64_t)o->device, (uint32_t)n);
+		if (!slot)
+			goto out;
+		if (*slot == n) {
+			v[n++] = (struct oprow){ *o, k };
+			continue;
+		}
+		struct oprow *r = &v[*slot];
+		r->op.calls += o->calls;
+		r->op.self_ns = tp_sat_add(r->op.self_ns, o->self_ns);
+		r->op.total_ns = tp_sat_add(r->op.total_ns, o->total_ns);
+		if (opkey_less(&k, &r->key))
+			r->key = k;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_oprow);
+	struct an_op *ops = tp_malloc((n + 1) * sizeof(*ops));
+	uint64_t *first = tp_malloc((n + 1) * sizeof(*first));
+	uint32_t *thread = tp_malloc((n + 1) * sizeof(*thread)), *part = tp_malloc((n + 1) * sizeof(*part));
+	if (!ops || !first || !thread || !part) {
+		tp_free(ops), tp_free(first), tp_free(thread), tp_free(part);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		ops[i] = v[i].op;
+		first[i] = v[i].key.first;
+		thread[i] = v[i].key.thread;
+		part[i] = v[i].key.part;
+	}
+	/* out may be a: its rows are read by now (the caller frees a's) */
+	out->res.ops = ops;
+	out->opfirst = first;
+	out->opthread = thread;
+	out->oppart = part;
+	out->res.nops = n;
+	out->opcap = n + 1;
+	rc = 0;
+out:
+	hmap_free(&m);
+	tp_free(v);
+	return rc;
+}
+
+/* b's [memory] events as one analysis of all parts places them: after a's spans, optimizer steps, events */
+struct memfix {
+	int64_t pos;
+	uint32_t opt, ord;
+};
+
+/*
+ * And, read back for the memory model, their threads and backward as all the
+ * parts know them: a thread with no spans in its part (MEM_NO_SPANS | its index
+ * in the merge's mkeys, add_part_recs()) may have some in another.
+ */
+static void mem_resolve(void *ctx, void *recs, size_t n)
+{
+	const struct analysis *o = ctx;
+	struct mem_rec *r = recs;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = r[i].ev.thread;
+		if (t != UINT32_MAX && (t & MEM_NO_SPANS) && (t & ~MEM_NO_SPANS) < o->nmkeys)
+			t = hmap_get(&o->threads, o->mkeys[t & ~MEM_NO_SPANS]);
+		/* mem_context(): the thread's, or what encloses it in backward */
+		r[i].ctx.backward = t < o->threads.n && (o->bwd[t] || (r[i].ctx.flags & MS_BACKWARD));
+	}
+}
+
+/* b's collectives and [memory] events (placed after a's: f) into o's runs, not sealed */
+static int add_part_recs(struct analysis *o, const struct analysis *b, const struct memfix *f, struct tp_errbuf *err)
+{
+	const void *p;
+	struct rcur c;
+	int rc = TP_OK;
+
+	if (rcur_open(&c, &b->co))
+		return rcur_fail(&c, err);
+	while (!rc && (p = rcur_next(&c)))
+		rc = runs_add(&o->co, p, err);
+	if (rc || c.err)
+		return rc ? (rcur_close(&c), rc) : rcur_fail(&c, err);
+	rcur_close(&c);
+	if (!b->nmev)
+		return TP_OK;
+	if (rcur_open(&c, &b->d))
+		return rcur_fail(&c, err);
+	while ((p = rcur_next(&c))) {
+		struct mem_rec *r = runs_reserve(&o->d, 1, err);
+		if (!r) {
+			rcur_close(&c);
+			return err->rc;
+		}
+		*r = *(const struct mem_rec *)p;
+		uint32_t t = r->ev.thread;
+		if (t != UINT32_MAX && (t & MEM_NO_SPANS) && (t & ~MEM_NO_SPANS) < b->nmkeys) {	/* by the merge's index */
+			uint64_t key = b->mkeys[t & ~MEM_NO_SPANS];
+			if (mem_thread_key(o, key)) {
+				rcur_close(&c);
+				return nomem(err);
+			}
+			r->ev.thread = MEM_NO_SPANS | hmap_get(&o->mthreads, key);
+		}
+		if (r->ctx.top >= 0)
+			r->ctx.top = (int32_t)(r->ctx.top + f->pos);
+		if (r->ctx.opt)
+			r->ctx.opt += f->opt;
+		r->ev.ord += f->ord;
+		runs_commit(&o->d, 1);
+	}
+	if (c.err)
+		return rcur_fail(&c, err);
+	rcur_close(&c);
+	return TP_OK;
+}
+
+/* b may follow a (a merge; NULL: none): nothing crosses from one to the other */
+static int parts_meet(const struct analysis *a, const struct analysis *b, struct tp_errbuf *err)
+{
+	int64_t pos;
+	struct rcur c;
+	const struct kcoll *k;
+	int outside = 0;
+
+	if (!b->finished || !b->part || b->nparts || b->whole || !b->ncs || (a && (!a->finished || !a->nparts)))
+		goto no;
+	if (!a) {
+		if (b->has_prev)
+			goto no;
+		return TP_OK;
+	}
+	if (!b->has_prev || b->prev_step != a->last_step || b->seeded != a->threads.n || a->thi >= b->tlo ||
+	    (a->cmax != INT64_MIN && b->cmin != INT64_MAX && a->cmax >= b->cmin) ||
+	    (a->emax != INT64_MIN && b->emin != INT64_MAX && a->emax >= b->emin) ||
+	    (a->ng > 0) != (b->ng > 0) || (a->nmev > 0) != (b->nmev > 0) ||
+	    __builtin_add_overflow((int64_t)a->nh, (int64_t)b->nh, &pos) || pos > INT32_MAX)
+		goto no;
+	/* one of b's collectives outside a step could look back into a (before_op()) */
+	if (rcur_open(&c, &b->co))
+		return rcur_fail(&c, err);
+	while ((k = rcur_next(&c)) && !outside)
+		outside = k->c.step < 0;
+	if (c.err)
+		return rcur_fail(&c, err);
+	rcur_close(&c);
+	if (!outside)
+		return TP_OK;
+no:
+	return tp_fail(err, TP_ERR_UNSUPPORTED, "parts_overlap", "the parts do not follow one another");
+}
+
+/*
+ * What o (a merge, or new) takes of a (o itself, a merge, or NULL) and b: steps, operator
+ * rows, threads' self time and backward, optimizer steps, counts and bounds, and b's
+ * kernel table and thread numbers (theirs so far); not the collectives and [memory]
+ * events (add_part_recs()).
+ */
+static int combine(struct analysis *o, const struct analysis *a, const struct analysis *b)
+{
+	size_t na = a ? a->res.nsteps : 0, nt = b->res.nthreads, i;
+	struct an_op *ops = o->res.ops;
+	uint64_t *first = o->opfirst;
+	uint32_t *thread = o->opthread, *part = o->oppart;
+	struct an_kernel *kernels = NULL;
+	struct hmap threads = { 0 }, kmap = { 0 };
+	int64_t *self;
+	uint8_t *bwd;
+
+	/* steps, in start order: a's end before b's begin */
+	if (!(self = tp_calloc(nt + 1, sizeof(*self))))
+		return -1;
+	if (!(bwd = tp_calloc(b->threads.n + 1, 1))) {
+		tp_free(self);
+		return -1;
+	}
+	struct an_step *st = tp_malloc((na + b->res.nsteps + 1) * sizeof(*st));
+	int64_t *opt = tp_malloc(((a ? a->nopt : 0) + b->nopt + 1) * sizeof(*opt));
+	int64_t *opte = tp_malloc(((a ? a->nopt : 0) + b->nopt + 1) * sizeof(*opte));
+	if (!st || !opt || !opte || hmap_copy(&threads, &b->threads) || hmap_copy(&kmap, &b->kmap) ||
+	    dup_array(&kernels, b->res.kernels, b->res.nkernels, sizeof(*kernels)) || merge_ops(o, a, b)) {
+		tp_free(st), tp_free(opt), tp_free(opte), tp_free(self), tp_free(bwd), tp_free(kernels);
+		hmap_free(&threads);
+		hmap_free(&kmap);
+		return -1;
+	}
+	if (o == a) {	/* merge_ops() made o's rows anew */
+		tp_free(ops), tp_free(first), tp_free(thread), tp_free(part);
+	}
+	if (na)
+		memcpy(st, a->res.steps, na * sizeof(*st));
+	if (b->res.nsteps)
+		memcpy(st + na, b->res.steps, b->res.nsteps * sizeof(*st));
+	for (i = 0; i < nt; i++)
+		self[i] = tp_sat_add(b->res.thread_self_ns[i], a && i < a->res.nthreads ? a->res.thread_self_ns[i] : 0);
+	for (i = 0; i < b->threads.n; i++)
+		bwd[i] = (b->bwd && b->bwd[i]) || (a && a->bwd && i < a->threads.n && a->bwd[i]);
+	if (a && a->nopt) {
+		memcpy(opt, a->opt, a->nopt * sizeof(*opt));
+		memcpy(opte, a->opte, a->nopt * sizeof(*opte));
+	}
+	if (b->nopt) {	/* after a's: add_part_recs() counts b's so */
+		memcpy(opt + (a ? a->nopt : 0), b->opt, b->nopt * sizeof(*opt));
+		memcpy(opte + (a ? a->nopt : 0), b->opte, b->nopt * sizeof(*opte));
+	}
+	/* the counts and bounds, from a's before o (which may be a) takes them */
+	o->nh = (a ? a->nh : 0) + b->nh;
+	o->ng = (a ? a->ng : 0) + b->ng;
+	o->nmev = (a ? a->nmev : 0) + b->nmev;
+	o->nopt = o->optcap = o->optecap = (a ? a->nopt : 0) + b->nopt;
+	o->tlo = a ? a->tlo : b->tlo;
+	o->thi = b->thi;
+	o->cmin = a && a->cmin != INT64_MAX ? a->cmin : b->cmin;
+	o->cmax = b->cmax != INT64_MIN ? b->cmax : a ? a->cmax : INT64_MIN;
+	o->emin = a && a->emin != INT64_MAX ? a->emin : b->emin;
+	o->emax = b->emax != INT64_MIN ? b->emax : a ? a->emax : INT64_MIN;
+	o->glast = a && a->glast > b->glast ? a->glast : b->glast;
+	o->last_step = b->last_step;
+	o->nparts = (a ? a->nparts : 0) + 1;
+	tp_free(o->res.steps), tp_free(o->res.thread_self_ns), tp_free(o->bwd), tp_free(o->opt), tp_free(o->opte);
+	tp_free(o->res.kernels);
+	hmap_free(&o->threads);
+	hmap_free(&o->kmap);
+	o->res.steps = st;
+	o->res.nsteps = na + b->res.nsteps;
+	mark_incomplete(o->res.steps, o->res.nsteps, o->glast);
+	o->res.thread_self_ns = self;
+	o->res.nthreads = nt;
+	o->bwd = bwd;
+	o->opt = opt;
+	o->opte = opte;
+	o->threads = threads;
+	o->kmap = kmap;
+	o->res.kernels = kernels;
+	o->res.nkernels = o->kcap = b->res.nkernels;
+	return 0;
+}
+
+/* a new merge, empty, for parts like b */
+static struct analysis *merge_new(const struct analysis *b)
+{
+	struct analysis *o = analysis_new(b->str, b->payload);
+
+	if (o) {
+		o->part = o->finished = 1;
+		o->co.limit = b->co.limit;
+		o->d.limit = b->d.limit;
+	}
+	return o;
+}
+
+int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_errbuf *err)
+{
+	struct analysis *a = *acc, *o = a;
+	struct memfix f = { 0 };
+	int rc;
+
+	if ((rc = parts_meet(a, b, err)))
+		return rc;
+	if (a)
+		f = (struct memfix){ (int64_t)a->nh, (uint32_t)a->nopt, (uint32_t)a->nmev };
+	if (!o && !(o = merge_new(b)))
+		return nomem(err);
+	if (combine(o, a, b)) {
+		rc = nomem(err);
+	} else if (!(rc = add_part_recs(o, b, &f, err))) {
+		o->res.ncolls += b->res.ncolls;
+		*acc = o;
+		return TP_OK;
+	}
+	/* a is left half way: dropped */
+	if (o != a)
+		analysis_free(o);
+	return rc;
+}
+
+int analysis_merge(const struct analysis *a, const struct analysis *b, struct analysis **out, struct tp_errbuf *err)
+{
+	struct memfix f = { 0 };
+	struct analysis *o;
+	int rc;
+
+	*out = NULL;
+	if ((rc = parts_meet(a, b, err)))
+		return rc;
+	if (a)
+		f = (struct memfix){ (int64_t)a->nh, (uint32_t)a->nopt, (uint32_t)a->nmev };
+	if (!(o = merge_new(b)))
+		return nomem(err);
+	/* a's collectives and [memory] events shared, not copied (runs_fork()), b's after them */
+	rc = TP_ERR_NOMEM;
+	if (combine(o, a, b) ||
+	    (a && (hmap_copy(&o->mthreads, &a->mthreads) || dup_array(&o->mkeys, a->mkeys, a->nmkeys, sizeof(*a->mkeys)))))
+		goto fail;
+	o->nmkeys = o->mkeycap = a ? a->nmkeys : 0;
+	if ((a && ((rc = runs_fork(&o->co, &a->co, err)) || (rc = runs_fork(&o->d, &a->d, err)))) ||
+	    (rc = add_part_recs(o, b, &f, err)) || (rc = runs_seal(&o->co, err)) || (rc = runs_seal(&o->d, err)))
+		goto fail;
+	o->res.colls = &o->co;
+	o->res.ncolls = (a ? a->res.ncolls : 0) + b->res.ncolls;
+	if (o->nmev) {	/* the memory model over all of them */
+		struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt,
+					.recs = &o->d, .str = o->str, .payload = o->payload };
+		o->d.fix = mem_resolve;	/* the spilled runs, as they are read */
+		o->d.fixctx = o;
+		if (!o->d.nruns)
+			mem_resolve(o, o->d.buf, o->d.n);
+		if ((rc = mem_infer(&in, &o->mem, &o->res.mem_series, &o->res.nmem_series, err)))
+			goto fail;
+		runs_free(&o->d);
+	}
+	*out = o;
+	return TP_OK;
+fail:
+	analysis_free(o);
+	return rc == TP_ERR_NOMEM && !err->rc ? nomem(err) : err->rc ? err->rc : rc;
+}
+
+const struct an_result *analysis_merged(const struct analysis *an)
+{
+	return &an->res;
 }

@@ -53,6 +53,7 @@ struct an_step {
 	int64_t cpu_end_ns;		/* where the ProfilerStep#N span ends (the host's step end) */
 	int64_t sync_calls, sync_ns;	/* runtime calls that wait for the GPU (an_is_sync()) started in the span */
 	int incomplete;			/* enum an_incomplete; 0: complete */
+	int64_t unrec_ns;		/* the latest launch in it no GPU span names (analysis_merge()) */
 	int whole_trace;
 };
 
@@ -193,6 +194,47 @@ int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err);
 uint64_t analysis_held_bytes(const struct analysis *an);
 /* Compute; *out stays owned by an (valid until analysis_free). */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err);
+
+/*
+ * Parts. A rank's trace artifacts that follow one another in time with
+ * nothing between them (profiling cycles) are analysed as parts: each
+ * finished once, and their results merged (analysis_merge()) into what
+ * one analysis of them all would have given, byte for byte. So a new cycle
+ * costs its own finish and a merge of results, not a finish of the run
+ * (server/pipeline/runrank.c).
+ *
+ * analysis_new_after(): the part after prev (finished as a part): it numbers
+ * threads and adds to the kernel table where prev left them, and knows
+ * prev's last step. analysis_set_part(): its finish keeps what the merge
+ * reads (the [memory] events with their context, for one memory model over
+ * all parts) instead of running the memory model (a fork of a part is one).
+ * analysis_bounds(): the instants its events cover ([INT64_MAX, INT64_MIN]:
+ * none).
+ */
+struct analysis *analysis_new_after(const struct analysis *prev, struct tp_errbuf *err);
+void analysis_set_part(struct analysis *an);
+void analysis_bounds(const struct analysis *an, int64_t *lo, int64_t *hi);
+/* Its ProfilerStep#... spans so far (a part has some: analysis_merge()). */
+size_t analysis_steps(const struct analysis *an);
+/*
+ * Merges of parts. analysis_absorb(): b, finished as a part, into *acc (a
+ * merge of the parts before it; NULL: b is the first, and *acc is made), to
+ * merge with the part after b. analysis_merge(): a (a merge; NULL: none) and
+ * b, the part after a's last (finished as a part), as one analysis of all
+ * their events would give them, into *out (analysis_free() it; its strings
+ * are b's), the memory model run over every part's [memory] events; a and b
+ * are read, not changed. TP_ERR_UNSUPPORTED (code "parts_overlap") when
+ * something crosses from a to b, so that only one analysis of them all gives
+ * the answer: their times or ids overlap, b was not made after a's last part
+ * (analysis_new_after()), one has GPU work or [memory] events and the other
+ * none, b has no steps, or one of b's collectives is outside a step (it
+ * could look back into a: before_op()). On another failure of absorb *acc
+ * is left half changed: free it.
+ */
+int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_errbuf *err);
+int analysis_merge(const struct analysis *a, const struct analysis *b, struct analysis **out, struct tp_errbuf *err);
+/* A final merge's result (owned by it). */
+const struct an_result *analysis_merged(const struct analysis *an);
 void analysis_free(struct analysis *an);
 
 #endif

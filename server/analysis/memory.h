@@ -44,12 +44,15 @@ struct mem_event {
 	int64_t ts, ev_idx, addr, bytes, total_alloc, total_res;
 	union {
 		uint64_t thread_key;	/* the caller's, to find thread, */
-		uint32_t thread;	/* which replaces it: the thread's number; UINT32_MAX: it has no spans */
+		uint32_t thread;	/* which replaces it: the thread's number; MEM_NO_SPANS | i: the i-th
+					 * thread of the [memory] events that has no spans (analysis.c) */
 	};
 	int32_t dev_type, dev_id;
 	uint32_t ord;		/* arrival order: the sort's last tie-break (ev_idx repeats across chunks) */
 	uint8_t has_addr, has_totals;
 };
+
+#define MEM_NO_SPANS 0x80000000u
 
 /* An event with its context, as the model reads them. */
 struct mem_rec {

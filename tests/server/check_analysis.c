@@ -2436,8 +2436,164 @@ START_TEST(test_spill_failure_each_file)
 }
 END_TEST
 
+/* ---- parts (analysis_merge()) ---- */
+
+/* the synthetic trace's events, those from cut on moved on by gap, to whole and to part a (before cut) or b */
+struct parting {
+	struct analysis *whole, *a, *b;
+	int64_t cut, gap;
+	int pass;		/* 0: whole and a; 1: b */
+};
+
+static int parting_event(void *p, const struct tp_event *ev)
+{
+	struct parting *pt = p;
+	struct tp_event e = *ev;
+	struct tp_errbuf err = { 0 };
+	int late = (e.have & TH_TS) && e.ts_ns >= pt->cut;
+
+	if (late)
+		e.ts_ns += pt->gap;
+	if (!pt->pass) {
+		ck_assert_int_eq(analysis_event(pt->whole, &e, &err), 0);
+		if (!late)
+			ck_assert_int_eq(analysis_event(pt->a, &e, &err), 0);
+	} else if (late) {
+		ck_assert_int_eq(analysis_event(pt->b, &e, &err), 0);
+	}
+	return 0;
+}
+
+static int point_into(void *arg, const struct mem_point *p)
+{
+	struct mem_point **v = arg;
+
+	**v = *p;
+	(*v)++;
+	return 0;
+}
+
+/* the points of s, in an array the caller frees */
+static struct mem_point *points_of(const struct mem_series *s)
+{
+	struct mem_point *v = calloc(s->n + 1, sizeof(*v)), *at = v;
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(mem_series_each(s, point_into, &at), 0);
+	ck_assert_uint_eq((size_t)(at - v), s->n);
+	return v;
+}
+
+static void same_results(const struct an_result *x, const struct an_result *y)
+{
+	ck_assert_uint_eq(x->nsteps, y->nsteps);
+	for (size_t i = 0; i < x->nsteps; i++)
+		ck_assert_msg(!memcmp(&x->steps[i], &y->steps[i], sizeof(x->steps[i])), "step %zu (#%lld) differs", i,
+			      (long long)x->steps[i].step);
+	ck_assert_uint_eq(x->nops, y->nops);
+	ck_assert(!memcmp(x->ops, y->ops, x->nops * sizeof(*x->ops)));
+	ck_assert_uint_eq(x->nkernels, y->nkernels);
+	ck_assert(!memcmp(x->kernels, y->kernels, x->nkernels * sizeof(*x->kernels)));
+	ck_assert_uint_eq(x->nthreads, y->nthreads);
+	ck_assert(!memcmp(x->thread_self_ns, y->thread_self_ns, x->nthreads * sizeof(*x->thread_self_ns)));
+	ck_assert_uint_eq(x->ncolls, y->ncolls);
+	struct an_coll *cx = colls_of(x), *cy = colls_of(y);
+	ck_assert(!memcmp(cx, cy, x->ncolls * sizeof(*cx)));
+	free(cx);
+	free(cy);
+	ck_assert_uint_eq(x->nmem_series, y->nmem_series);
+	for (size_t i = 0; i < x->nmem_series; i++) {
+		const struct mem_series *a = &x->mem_series[i], *b = &y->mem_series[i];
+		ck_assert_str_eq(a->device, b->device);
+		ck_assert_uint_eq(a->n, b->n);
+		ck_assert_int_eq(a->baseline, b->baseline);
+		ck_assert_uint_eq(a->ngroups, b->ngroups);
+		ck_assert(!memcmp(a->groups, b->groups, a->ngroups * sizeof(*a->groups)));
+		struct mem_point *pa = points_of(a), *pb = points_of(b);
+		ck_assert(!memcmp(pa, pb, a->n * sizeof(*pa)));
+		free(pa);
+		free(pb);
+	}
+}
+
+/*
+ * A loop of 10 steps cut before step k, the steps from it moved on by a gap: part a before
+ * the cut, part b (analysis_new_after(a)) from it, merged, give one analysis's result of them
+ * all, to the byte: steps (b's first is no window's first: its number follows a's last), operator
+ * and kernel tables, threads, collectives and the memory model (a leak made in a, alive in b).
+ * Without the gap the parts touch (a's last step ends where b's first begins): refused.
+ */
+START_TEST(test_parts_merge_as_one)
+{
+	struct synth s = healthy;
+	size_t len;
+
+	s.act_bytes = 1 << 20;
+	s.leak_bytes = 4096;
+	s.nccl_us = 500;
+	s.sync_us = 200;
+	char *base = synth_trace(&s, &len);
+	/* and a thread whose allocation comes in a, its spans (backward) only in b */
+	struct text t = { .p = base, .n = len - 2, .cap = len };
+	ck_assert_str_eq(base + len - 2, "]}");
+	mem_event(&t, 2, 1000000000 + s.step_us + 50, 0x30000000, 2 << 20, 2 << 20, 10000);
+	span(&t, "cpu_op", "autograd::engine::evaluate_function: MmBackward0", 1, 2, 1000000000 + 6 * s.step_us + 5000,
+	     50, "");
+	emit(&t, "]}");
+	char *json = t.p;
+	len = t.n;
+	for (int gap = 0; gap < 2; gap++) {
+		struct parting pt = { .cut = (1000000000LL + 4 * s.step_us) * 1000, .gap = gap ? 1000000000LL : 0 };
+		struct trace_sink sink = { .string = busy_string, .event = parting_event, .payload = &pt };
+		struct trace_parser *p0 = trace_parser_new(&trace_default_limits, &sink), *p1;
+		const struct an_result *rw, *ra, *rb;
+		struct analysis *acc, *all;
+		struct tp_errbuf err = { 0 };
+
+		pt.whole = analysis_new(str_of, p0);
+		pt.a = analysis_new(str_of, p0);
+		analysis_set_part(pt.a);
+		ck_assert_int_eq(trace_parser_feed(p0, (const uint8_t *)json, len, &err), 0);
+		ck_assert_int_eq(trace_parser_finish(p0, &err), 0);
+		ck_assert_int_eq(analysis_finish(pt.whole, &rw, &err), 0);
+		ck_assert_int_eq(analysis_finish(pt.a, &ra, &err), 0);
+		ck_assert_uint_eq(ra->nsteps, 4);
+		acc = NULL;
+		ck_assert_int_eq(analysis_absorb(&acc, pt.a, &err), 0);
+		/* b: the same text parsed again (the same string ids), from the cut on */
+		ck_assert_ptr_nonnull(pt.b = analysis_new_after(pt.a, &err));
+		pt.pass = 1;
+		p1 = trace_parser_new(&trace_default_limits, &sink);
+		ck_assert_int_eq(trace_parser_feed(p1, (const uint8_t *)json, len, &err), 0);
+		ck_assert_int_eq(trace_parser_finish(p1, &err), 0);
+		ck_assert_int_eq(analysis_finish(pt.b, &rb, &err), 0);
+		ck_assert_uint_eq(rb->nsteps, 6);
+		int rc = analysis_merge(acc, pt.b, &all, &err);
+		if (!gap) {
+			ck_assert_int_eq(rc, TP_ERR_UNSUPPORTED);
+			ck_assert_str_eq(err.code, "parts_overlap");
+		} else {
+			ck_assert_msg(rc == 0, "%s", err.msg);
+			ck_assert_uint_eq(rw->nsteps, 10);
+			ck_assert_uint_gt(rw->ncolls, 0);
+			ck_assert_uint_gt(rw->nmem_series, 0);
+			same_results(rw, analysis_merged(all));
+			analysis_free(all);
+		}
+		analysis_free(acc);
+		analysis_free(pt.b);
+		analysis_free(pt.a);
+		analysis_free(pt.whole);
+		trace_parser_free(p1);
+		trace_parser_free(p0);
+	}
+	free(json);
+}
+END_TEST
+
 static void add_spill_tests(TCase *tc)
 {
+	tcase_add_test(tc, test_parts_merge_as_one);
 	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
 	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));

@@ -68,6 +68,9 @@ static void usage(FILE *f)
 		"  --derive-quiet SECONDS a run whose uploads joined a rank is analysed in the background\n"
 		"                         once it has had none for this long, so that the next read need\n"
 		"                         not (default 2; 0: only reads analyse)\n"
+		"  --derive-parts on|off  a profiling cycle that begins after the rank's last ended is\n"
+		"                         analysed as a part of its own, so that a derivation finishes the\n"
+		"                         cycles that joined, not the run (default on; off: the whole rank)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		"  --help\n"
 		"Sizes take a K, M or G suffix (powers of 1024).\n");
@@ -113,7 +116,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
 	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP,
-	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_DERIVE_QUIET, O_SPILL_AT };
+	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_DERIVE_QUIET, O_DERIVE_PARTS, O_SPILL_AT };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -136,6 +139,7 @@ int main(int argc, char **argv)
 		{ "derive-pace", required_argument, NULL, O_DERIVE_PACE },
 		{ "derive-keep", required_argument, NULL, O_DERIVE_KEEP },
 		{ "derive-quiet", required_argument, NULL, O_DERIVE_QUIET },
+		{ "derive-parts", required_argument, NULL, O_DERIVE_PARTS },
 		{ "spill-at", required_argument, NULL, O_SPILL_AT },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -218,6 +222,10 @@ int main(int argc, char **argv)
 				runrank_set_quiet((unsigned)k);
 			break;
 		}
+		case O_DERIVE_PARTS:
+			if (!(bad = strcmp(optarg, "on") && strcmp(optarg, "off")))
+				runrank_set_parts(!strcmp(optarg, "on"));
+			break;
 		case O_DERIVE_KEEP:	/* 0 is a size here: keep none */
 			if (!(bad = strcmp(optarg, "0") && parse_size(optarg, &v)))
 				runrank_set_kept_bytes(strcmp(optarg, "0") ? v : 0);

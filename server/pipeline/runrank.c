@@ -2,6 +2,7 @@
  * runrank.c: one analysis per run and rank (runrank.h).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -286,6 +287,17 @@ struct grown {
 	int rank;
 	struct names nm;
 	struct spans sp;
+	/*
+	 * Parts (analysis.h): the artifacts before the last that began after all
+	 * the ones before it ended, merged and finished (acc; NULL: none), and an,
+	 * the analysis of those since (the part still growing). A profiling cycle
+	 * that comes after the last closes the part before it: a derivation then
+	 * finishes that part and the cycles since, not the run. noparts: the
+	 * parts did not meet (analysis_merge()); the rank is one analysis, as
+	 * before parts.
+	 */
+	struct analysis *acc;
+	int noparts;
 	struct analysis *an;
 	int64_t base;
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
@@ -299,6 +311,7 @@ static void grown_free(struct grown *g)
 	if (!g)
 		return;
 	analysis_free(g->an);
+	analysis_free(g->acc);
 	names_free(&g->nm);
 	tp_free(g->sp.v);
 	tp_free(g->ids);
@@ -398,6 +411,11 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 	return g;
 }
 
+static uint64_t grown_bytes(const struct grown *g)
+{
+	return analysis_held_bytes(g->an) + (g->acc ? analysis_held_bytes(g->acc) : 0);
+}
+
 /* Keep g for the rank's next derivation, in place of the least recently kept when full. */
 static void grown_give(struct grown *g, uint64_t epoch)
 {
@@ -422,13 +440,13 @@ static void grown_give(struct grown *g, uint64_t epoch)
 	/* then the oldest, while there is no place or the bytes are too many */
 	for (;;) {
 		int free_at = -1, oldest = -1;
-		uint64_t total = analysis_held_bytes(g->an);
+		uint64_t total = grown_bytes(g);
 		for (i = 0; i < MAX_GROWN; i++) {
 			if (!grown.g[i]) {
 				free_at = i;
 				continue;
 			}
-			total += analysis_held_bytes(grown.g[i]->an);
+			total += grown_bytes(grown.g[i]);
 			if (oldest < 0 || grown.g[i]->used < grown.g[oldest]->used)
 				oldest = i;
 		}
@@ -501,6 +519,7 @@ static struct grown *grown_new(uint64_t store, const char *run, int rank, int64_
 struct derived {
 	struct grown *g;	/* the rank's analysis before this one finished; kept again after */
 	struct analysis *an;	/* the fork of g->an that finished */
+	struct analysis *merged;	/* and with g->acc, when the rank is in parts: the result's */
 	/* the fork's own names and steps, when it took artifacts g did not (ready before one still
 	 * uploading: the next derivation lists that one before them); else g's are */
 	struct names nm;
@@ -513,21 +532,72 @@ struct derived {
 	uint64_t epoch;		/* grown_epoch() before they were listed */
 };
 
-static void derived_free(struct derived *d)
+static void derived_reset(struct derived *d, int give)
 {
 	tp_free(d->src);
+	analysis_free(d->merged);
 	analysis_free(d->an);
 	if (d->own) {
 		names_free(&d->nm);
 		tp_free(d->sp.v);
 	}
-	if (d->g)
+	if (d->g && give)
 		grown_give(d->g, d->epoch);
+	else
+		grown_free(d->g);
+	d->src = NULL, d->merged = d->an = NULL, d->own = 0, d->g = NULL, d->ar = NULL;
 }
 
-/* d is set up even on failure (derived_free it). */
-static int compute(struct store_reader *r, const char *run, int rank, uint64_t epoch, struct derived *d,
-		   struct tp_errbuf *err)
+static void derived_free(struct derived *d)
+{
+	derived_reset(d, 1);
+}
+
+/* the parts did not meet: derive the rank again as one analysis */
+#define PARTS_REBUILD 1000
+
+/*
+ * Artifact a is about to join g: when it begins after all of g->an's events
+ * end, g->an is a part, closed (finished and merged into g->acc), and a
+ * starts the next (analysis.h). PARTS_REBUILD when the parts do not meet.
+ */
+static int cut_before(struct store_trace *t, struct grown *g, size_t a, const int64_t *bases, struct tp_errbuf *err)
+{
+	int64_t tlo, thi, lo, hi;
+	struct analysis *next;
+	const struct an_result *ar;
+	int rc;
+
+	analysis_bounds(g->an, &tlo, &thi);
+	if (g->noparts || tlo > thi || !analysis_steps(g->an))	/* a trace without steps is one */
+		return TP_OK;
+	if ((rc = store_trace_bounds(t, a, &lo, &hi, err)))
+		return rc;
+	if (lo > hi || tp_sat_add(lo, bases[a] - g->base) <= thi)	/* replay() moves it so (no overflow: base <= bases[a]) */
+		return TP_OK;
+	analysis_set_part(g->an);
+	if ((rc = analysis_finish(g->an, &ar, err)))
+		return rc;
+	if ((rc = analysis_absorb(&g->acc, g->an, err)))
+		return rc == TP_ERR_UNSUPPORTED ? PARTS_REBUILD : rc;
+	if (!(next = analysis_new_after(g->an, err)))
+		return err->rc;
+	analysis_free(g->an);
+	g->an = next;
+	metrics_part(0);
+	return TP_OK;
+}
+
+static atomic_int parts_on = 1;
+
+void runrank_set_parts(int on)
+{
+	atomic_store(&parts_on, on);
+}
+
+/* d is set up even on failure (derived_free it); PARTS_REBUILD: d reset, g dropped, try again with noparts. */
+static int compute_once(struct store_reader *r, const char *run, int rank, uint64_t epoch, int noparts,
+			struct derived *d, struct tp_errbuf *err)
 {
 	struct store_trace *t = NULL;
 	const int64_t *ids, *bases;
@@ -549,7 +619,7 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 	if (!d->n)
 		d->base = 0;
 	g = grown_take(store_reader_serial(r), run, got);
-	if (g && !grown_fits(g, ids, bases, d->n, d->base)) {
+	if (g && (!grown_fits(g, ids, bases, d->n, d->base) || (noparts && !g->noparts))) {
 		grown_free(g);
 		g = NULL;
 	}
@@ -557,6 +627,7 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
+	g->noparts |= noparts;
 	/*
 	 * g takes the artifacts listed before the run's first still being uploaded; the ones after
 	 * it, ready first, only this derivation's fork: g stays a prefix of what the next lists
@@ -571,10 +642,12 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 		k++;
 	metrics_replay(d->n - g->n, g->n);
 	store_trace_skip(t, g->n);
-	store_trace_limit(t, k);
-	if ((rc = replay(t, g->an, &g->nm, g->base, &g->sp, err))) {
-		grown_free(g);	/* it took part of an artifact */
-		goto out;
+	for (size_t a = g->n; a < k; a++) {	/* one at a time: each may begin a part */
+		store_trace_limit(t, a + 1);
+		if ((rc = cut_before(t, g, a, bases, err)) || (rc = replay(t, g->an, &g->nm, g->base, &g->sp, err))) {
+			grown_free(g);	/* it took part of an artifact, or closed a part of it */
+			goto out;
+		}
 	}
 	/* what it has replayed now */
 	int64_t *ni = tp_malloc((k + 1) * sizeof(*ni)), *nb = tp_malloc((k + 1) * sizeof(*nb));
@@ -618,10 +691,39 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 		goto out;
 	if ((rc = analysis_finish(d->an, &d->ar, err)))
 		goto out;
+	if (g->acc) {	/* the parts before this one's, and it */
+		if ((rc = analysis_merge(g->acc, d->an, &d->merged, err))) {
+			if (rc == TP_ERR_UNSUPPORTED) {
+				derived_reset(d, 0);
+				rc = PARTS_REBUILD;
+			}
+			goto out;
+		}
+		d->ar = analysis_merged(d->merged);
+	}
 	if (!(d->src = step_sources(d->ar, d->own ? &d->sp : &g->sp)))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 out:
 	store_trace_close(t);
+	return rc;
+}
+
+/*
+ * (run, rank)'s timeline from its stored events, into d (set up even on
+ * failure: derived_free it). In parts while they meet; else, from its start,
+ * as one analysis (analysis_merge()).
+ */
+static int compute(struct store_reader *r, const char *run, int rank, uint64_t epoch, struct derived *d,
+		   struct tp_errbuf *err)
+{
+	int rc = compute_once(r, run, rank, epoch, !atomic_load(&parts_on), d, err);
+
+	if (rc == PARTS_REBUILD) {
+		memset(err, 0, sizeof(*err));
+		derived_reset(d, 0);
+		metrics_part(1);
+		rc = compute_once(r, run, rank, epoch, 1, d, err);
+	}
 	return rc;
 }
 

@@ -11,8 +11,13 @@
  *
  * Cost: a derivation replays the events of the artifacts that joined since
  * the rank's last one (the analysis of the rank's earlier ones is kept, for
- * the last few ranks derived: runrank.c), then finishes the analysis over
- * the whole rank. An upload does not
+ * the last few ranks derived: runrank.c), then finishes the analysis of the
+ * rank's last part: the artifacts since the last one that began after all
+ * the ones before it ended (a profiling cycle; analysis.h's parts), merged
+ * with the parts before it, whose results are kept (every [memory] event of
+ * the rank still goes through the memory model; bench/cycles_cost.py). A
+ * rank whose artifacts overlap in time (chunks of one trace) is one part,
+ * finished whole. An upload does not
  * derive: a trace that joins a rank which has one is committed with the rank
  * marked (store_rank_defer), so uploads cost their own size (and when the
  * upload names a rank that has a trace already, it is not even analysed on
@@ -66,6 +71,8 @@ void runrank_set_pace(unsigned k);
 int runrank_uploaded(struct store *st, const char *run);
 #define RUNRANK_QUIET 2
 void runrank_set_quiet(unsigned seconds);
+/* Whether a rank's profiling cycles are analysed in parts (runrank.c; on until set). */
+void runrank_set_parts(int on);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct store *st);
 /* What the ranks kept may take in all, memory and temporary files (--derive-keep; runrank.c's GROWN_BYTES by

@@ -4309,6 +4309,29 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 	}
 }
 
+int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int step;
+
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
+	if (k >= t->nart)
+		return TP_OK;
+	if (!(st = prepare(t->r, "SELECT MIN(min_ts), MAX(max_end) FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
+				 " AND min_ts IS NOT NULL", err)))
+		return TP_ERR_DB;
+	db_bind_int64(st, 1, t->ids[k] << 32);
+	db_bind_int64(st, 2, t->ids[k] << 32 | 0xffffffffLL);
+	step = db_step(st);
+	if (step == DB_ROW && db_column_type(st, 0) != DB_NULL) {
+		*lo = db_column_int64(st, 0);
+		*hi = db_column_int64(st, 1);
+	}
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, t->r->db, "read event bounds");
+}
+
 void store_trace_skip(struct store_trace *t, size_t k)
 {
 	if (!t->blocks && t->cur < k)

@@ -445,6 +445,8 @@ int store_trace_inflight(struct store_trace *t, int64_t *id, struct tp_errbuf *e
 /* The store, among those this process opened (an identity a closed one's address cannot take). */
 uint64_t store_serial(const struct store *st);
 uint64_t store_reader_serial(const struct store_reader *r);
+/* The written times the k-th artifact's events cover, from its blocks' bounds (*lo > *hi: none). */
+int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi, struct tp_errbuf *err);
 /* The artifact of the block store_trace_next gave last. */
 int64_t store_trace_artifact(const struct store_trace *t);
 /* The artifacts t reads, in order, and their base_ns. */

@@ -3,6 +3,7 @@
  * token, answers and cache after it), and a database from before the memory
  * points were packed upgraded on either engine.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1420,6 +1421,110 @@ START_TEST(test_grown_chunk_by_chunk)
 }
 END_TEST
 
+/* upload body as artifact name of run on s, then (read) derive it on s */
+static void upload_to(const struct tu_server *s, const char *run, const char *name, const void *body, size_t len,
+		      int read)
+{
+	char url[256];
+
+	struct tu_resp r;
+
+	snprintf(url, sizeof(url), "/api/v1/runs/%s/artifacts?rank=0&name=%s", run, name);
+	ck_assert_int_eq(tu_http(s, "POST", url, body, len, NULL, &r), 0);
+	ck_assert_msg(r.status == 201, "%s: %ld: %s", url, r.status, r.body);
+	tu_resp_free(&r);
+	if (read) {
+		snprintf(url, sizeof(url), "/api/v1/runs/%s/steps", run);
+		json_decref(call_on(s, "GET", url, 200));
+	}
+}
+
+static int is_trace(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 17 && !strcmp(d->d_name + n - 17, ".pt.trace.json.gz");
+}
+
+/* every answer of run on a, byte for byte, on b */
+static void same_answers_via(const struct tu_server *a, const struct tu_server *b, const char *run)
+{
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		same_answer_via(a, run, b, run, answers[i]);
+	same_answer_via(a, run, b, run, "/timeline");
+	same_answer_via(a, run, b, run, "/memory");
+}
+
+/*
+ * Profiling cycles in parts (pipeline/runrank.c): the ten cycles of the GPU fixtures' QLoRA
+ * schedule (1 step in 10), uploaded in time order with a read after each, close a part each
+ * (nine: every derivation finishes the cycle that joined, not the run), and answer byte for byte
+ * as a server that analyses the rank whole (--derive-parts off); so do they uploaded shuffled.
+ * The same cycle twice, its times moved on: the second's ids run into the first's, the parts do
+ * not meet, and the rank is analysed whole (rebuilt), as the other server does.
+ */
+START_TEST(test_cycles_in_parts)
+{
+	static const char *closed = "trainscope_rank_parts_total{how=\"closed\"}",
+			  *rebuilt = "trainscope_rank_parts_total{how=\"rebuilt\"}";
+	static const size_t shuffled[] = { 3, 0, 7, 1, 9, 2, 4, 8, 5, 6 };
+	const char *const off[] = { "--derive-parts", "off", NULL };
+	char *dir = tu_source_path("tests/fixtures/gpu/train"), path[512];
+	struct tu_server whole;
+	struct dirent **ents;
+	uint8_t *body[10];
+	size_t len[10], i;
+	int n = scandir(dir, &ents, is_trace, alphasort);
+
+	ck_assert_int_eq(n, 10);	/* their names count up with their times */
+	ck_assert_int_eq(tu_server_start(&whole, off), 0);
+	for (i = 0; i < 10; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+		ck_assert_ptr_nonnull(body[i] = tu_read_file(path, &len[i]));
+	}
+	double c0 = metric(closed), r0 = metric(rebuilt);
+	for (i = 0; i < 10; i++) {
+		upload_to(&srv, "cycles", ents[i]->d_name, body[i], len[i], 1);
+		upload_to(&whole, "cycles", ents[i]->d_name, body[i], len[i], 0);
+		ck_assert_msg(metric(closed) == c0 + (double)i, "cycle %zu: %g parts closed", i, metric(closed) - c0);
+	}
+	ck_assert(metric(rebuilt) == r0);
+	same_answers_via(&whole, &srv, "cycles");
+
+	for (i = 0; i < 10; i++) {
+		upload_to(&srv, "shuffled", ents[shuffled[i]]->d_name, body[shuffled[i]], len[shuffled[i]], 1);
+		upload_to(&whole, "shuffled", ents[shuffled[i]]->d_name, body[shuffled[i]], len[shuffled[i]], 0);
+	}
+	same_answers_via(&whole, &srv, "shuffled");
+
+	/* the first cycle again, 10 s on: its correlation ids are the first's */
+	size_t tlen, k;
+	char *text = (char *)tu_gunzip(body[0], len[0], &tlen), *p = strstr(text, "\"baseTimeNanoseconds\"");
+	ck_assert_ptr_nonnull(p);
+	p = strchr(p, ':') + 1;
+	while (*p == ' ')
+		p++;
+	ck_assert(strspn(p, "0123456789") == 19 && p[8] < '9');	/* 10^10 ns a unit of its ninth digit */
+	r0 = metric(rebuilt);
+	upload_to(&srv, "again", "first.json", text, tlen, 1);
+	upload_to(&whole, "again", "first.json", text, tlen, 0);
+	p[8]++;
+	upload_to(&srv, "again", "moved.json", text, tlen, 1);
+	upload_to(&whole, "again", "moved.json", text, tlen, 0);
+	ck_assert_msg(metric(rebuilt) == r0 + 1, "%g rebuilt", metric(rebuilt) - r0);
+	same_answers_via(&whole, &srv, "again");
+
+	for (k = 0; k < 10; k++) {
+		free(body[k]);
+		free(ents[k]);
+	}
+	free(ents);
+	free(text);
+	free(dir);
+	tu_server_cleanup(&whole);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -1446,6 +1551,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_chunks_answer_as_whole_v100);
 	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
 	tcase_add_test(tc, test_grown_chunk_by_chunk);
+	tcase_add_test(tc, test_cycles_in_parts);
 	tcase_add_test(tc, test_quiet_derivation);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_one_run);

@@ -2539,6 +2539,10 @@ START_TEST(test_parts_merge_as_one)
 	mem_event(&t, 2, 1000000000 + s.step_us + 50, 0x30000000, 2 << 20, 2 << 20, 10000);
 	span(&t, "cpu_op", "autograd::engine::evaluate_function: MmBackward0", 1, 2, 1000000000 + 6 * s.step_us + 5000,
 	     50, "");
+	/* and an allocation in step 0's first operator, freed in step 4's: the first place of a and of b, the
+	 * same operator to a merge that did not move b's places past a's */
+	mem_event(&t, 1, 1000000000 + 3, 0x40000000, 3 << 20, 3 << 20, 10001);
+	mem_event(&t, 1, 1000000000 + 4 * s.step_us + 3, 0x40000000, -(3 << 20), 0, 10002);
 	emit(&t, "]}");
 	char *json = t.p;
 	len = t.n;

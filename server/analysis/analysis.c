@@ -3192,7 +3192,7 @@ no:
  * What o (a merge, or new) takes of a (o itself, a merge, or NULL) and b: steps, operator
  * rows, threads' self time and backward, optimizer steps, counts and bounds, and b's
  * kernel table and thread numbers (theirs so far); not the collectives and [memory]
- * events (add_part_recs()).
+ * events themselves (add_part_recs()).
  */
 static int combine(struct analysis *o, const struct analysis *a, const struct analysis *b)
 {
@@ -3205,7 +3205,6 @@ static int combine(struct analysis *o, const struct analysis *a, const struct an
 	int64_t *self;
 	uint8_t *bwd;
 
-	/* steps, in start order: a's end before b's begin */
 	if (!(self = tp_calloc(nt + 1, sizeof(*self))))
 		return -1;
 	if (!(bwd = tp_calloc(b->threads.n + 1, 1))) {
@@ -3225,6 +3224,7 @@ static int combine(struct analysis *o, const struct analysis *a, const struct an
 	if (o == a) {	/* merge_ops() made o's rows anew */
 		tp_free(ops), tp_free(first), tp_free(thread), tp_free(part);
 	}
+	/* steps, in start order: a's end before b's begin */
 	if (na)
 		memcpy(st, a->res.steps, na * sizeof(*st));
 	if (b->res.nsteps)
@@ -3255,6 +3255,7 @@ static int combine(struct analysis *o, const struct analysis *a, const struct an
 	o->glast = a && a->glast > b->glast ? a->glast : b->glast;
 	o->last_step = b->last_step;
 	o->nparts = (a ? a->nparts : 0) + 1;
+	o->res.ncolls = (a ? a->res.ncolls : 0) + b->res.ncolls;
 	tp_free(o->res.steps), tp_free(o->res.thread_self_ns), tp_free(o->bwd), tp_free(o->opt), tp_free(o->opte);
 	tp_free(o->res.kernels);
 	hmap_free(&o->threads);
@@ -3302,7 +3303,6 @@ int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_e
 	if (combine(o, a, b)) {
 		rc = nomem(err);
 	} else if (!(rc = add_part_recs(o, b, &f, err))) {
-		o->res.ncolls += b->res.ncolls;
 		*acc = o;
 		return TP_OK;
 	}
@@ -3335,7 +3335,6 @@ int analysis_merge(const struct analysis *a, const struct analysis *b, struct an
 	    (rc = add_part_recs(o, b, &f, err)) || (rc = runs_seal(&o->co, err)) || (rc = runs_seal(&o->d, err)))
 		goto fail;
 	o->res.colls = &o->co;
-	o->res.ncolls = (a ? a->res.ncolls : 0) + b->res.ncolls;
 	if (o->nmev) {	/* the memory model over all of them */
 		struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt,
 					.recs = &o->d, .str = o->str, .payload = o->payload };

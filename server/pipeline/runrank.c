@@ -595,7 +595,7 @@ void runrank_set_parts(int on)
 	atomic_store(&parts_on, on);
 }
 
-/* d is set up even on failure (derived_free it); PARTS_REBUILD: d reset, g dropped, try again with noparts. */
+/* d is set up even on failure (derived_free it); PARTS_REBUILD: reset d, dropping g, and try again with noparts. */
 static int compute_once(struct store_reader *r, const char *run, int rank, uint64_t epoch, int noparts,
 			struct derived *d, struct tp_errbuf *err)
 {
@@ -693,10 +693,7 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 		goto out;
 	if (g->acc) {	/* the parts before this one's, and it */
 		if ((rc = analysis_merge(g->acc, d->an, &d->merged, err))) {
-			if (rc == TP_ERR_UNSUPPORTED) {
-				derived_reset(d, 0);
-				rc = PARTS_REBUILD;
-			}
+			rc = rc == TP_ERR_UNSUPPORTED ? PARTS_REBUILD : rc;	/* compute() drops g with d */
 			goto out;
 		}
 		d->ar = analysis_merged(d->merged);

@@ -316,7 +316,8 @@ struct analysis {
 	int64_t prev_step;	/* the part before's last step number */
 	size_t seeded;		/* and its threads */
 	int64_t tlo, thi;	/* the instants the events cover */
-	int64_t cmin, cmax, emin, emax;	/* the correlation and External ids */
+	int64_t cmin, cmax, emin, emax;	/* the correlation ids, the operators' External ids */
+	int64_t xmin, xmax;	/* the External ids GPU spans fall back on (an->ext's, link_gpu()) */
 	uint64_t *opfirst;	/* per ops[]: where it first came (struct tables' first) */
 	uint32_t *opthread;	/* and on which thread */
 	uint32_t *oppart;	/* a merge's: in which part (a part's are all its own, 0) */
@@ -610,8 +611,8 @@ struct analysis *analysis_new(an_string_fn str, void *payload)
 		runs_init(&an->cw, sizeof(struct kcoll), 1, "comm", kcollw_order, kcollw_sort);
 		runs_init(&an->co, sizeof(struct kcoll), 1, "comm", kcoll_order, kcoll_sort);
 		analysis_set_run(an, default_run);
-		an->gmin = an->hmin = an->tlo = an->cmin = an->emin = INT64_MAX;
-		an->gmax = an->hmax = an->thi = an->cmax = an->emax = INT64_MIN;
+		an->gmin = an->hmin = an->tlo = an->cmin = an->emin = an->xmin = INT64_MAX;
+		an->gmax = an->hmax = an->thi = an->cmax = an->emax = an->xmax = INT64_MIN;
 	}
 	return an;
 }
@@ -977,6 +978,22 @@ static inline void widen(int64_t *lo, int64_t *hi, int64_t v)
 		*hi = v;
 }
 
+/*
+ * What analysis_merge() asks of parts: the instants and ids of the events the
+ * passes read (a span they pass over, as the profiler's own window span
+ * "PyTorch Profiler (0)" around the whole trace, joins nothing and crosses
+ * no part).
+ */
+static inline void covers(struct analysis *an, const struct tp_event *e, int64_t s, int64_t dur, int op)
+{
+	widen(&an->tlo, &an->thi, s);
+	widen(&an->tlo, &an->thi, s + dur);
+	if (e->have & TH_CORR)
+		widen(&an->cmin, &an->cmax, e->corr);
+	if (op && (e->have & TH_EXT))	/* an operator's: a GPU span may fall back on it (link_gpu()) */
+		widen(&an->emin, &an->emax, e->ext_id);
+}
+
 int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errbuf *err)
 {
 	uint16_t cc, nc;
@@ -995,19 +1012,12 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 	dur = (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0;
 	if (s > 0 && dur > INT64_MAX - s)
 		dur = INT64_MAX - s;
-	/* what analysis_merge() asks of parts */
-	widen(&an->tlo, &an->thi, s);
-	widen(&an->tlo, &an->thi, s + dur);
-	if (e->have & TH_CORR)
-		widen(&an->cmin, &an->cmax, e->corr);
-	if (e->have & TH_EXT)
-		widen(&an->emin, &an->emax, e->ext_id);
-
 	if (nc & N_STEP) {
 		/* the GPU mirror (gpu_user_annotation) is not a step: GPU work belongs
 		 * to the step that launched it, wherever the mirror says it ran */
 		if (cc == C_GPU_ANN)
 			return TP_OK;
+		covers(an, e, s, dur, 0);
 		step_number(an->str(an->payload, e->name), &n);
 		if (tp_grow((void **)&an->cpu_steps, &an->cscap, an->ncs + 1, sizeof(*an->cpu_steps)))
 			return nomem(err);
@@ -1019,6 +1029,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		uint32_t *t = thread_of(an, e);
 		if (!t)
 			return nomem(err);
+		covers(an, e, s, dur, cc != C_RUNTIME);
 		int rt = cc == C_RUNTIME;
 		struct hrec r = {
 			.s = s, .e = s + dur, .thread = *t, .name = e->name, .ann = cc == C_ANN, .ord = (uint32_t)an->nh,
@@ -1044,6 +1055,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 			.ord = (uint32_t)an->ng,
 		};
 		int rc;
+		covers(an, e, s, dur, 0);
 		if (add_kernel(an, e, kind, dur))
 			return nomem(err);
 		if ((rc = runs_add(&an->gr, &g, err)))
@@ -1853,9 +1865,12 @@ static int link_gpu(struct analysis *an, struct tp_errbuf *err)
 			j.nomem = 1;
 			break;
 		}
-		if ((!j.linked || j.call.op < 0) && g->ext >= 0 && !hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST)) {
-			j.nomem = 1;
-			break;
+		if ((!j.linked || j.call.op < 0) && g->ext >= 0) {
+			if (!hmap_put(&an->ext, (uint64_t)g->ext, NO_HOST)) {
+				j.nomem = 1;
+				break;
+			}
+			widen(&an->xmin, &an->xmax, g->ext);
 		}
 	}
 	if ((rc = gjoin_close(&j, err)))
@@ -2962,6 +2977,36 @@ size_t analysis_steps(const struct analysis *an)
 	return an->ncs;
 }
 
+void analysis_step_span(const struct analysis *an, size_t i, int64_t *start, int64_t *end)
+{
+	*start = an->cpu_steps[i].s;
+	*end = an->cpu_steps[i].e;
+}
+
+/* A part numbering threads as threads says and adding to kt's kernel table (NULL: none). */
+static struct analysis *new_seeded(const struct analysis *like, const struct hmap *threads, const struct analysis *kt,
+				   struct tp_errbuf *err)
+{
+	struct analysis *f = analysis_new(like->str, like->payload);
+
+	if (!f) {
+		nomem(err);
+		return NULL;
+	}
+	analysis_set_run(f, like->h.limit);
+	f->part = 1;
+	if (hmap_copy(&f->threads, threads) ||
+	    (kt && (hmap_copy(&f->kmap, &kt->kmap) ||
+		    dup_array(&f->res.kernels, kt->res.kernels, kt->res.nkernels, sizeof(*kt->res.kernels))))) {
+		analysis_free(f);
+		nomem(err);
+		return NULL;
+	}
+	if (kt)
+		f->res.nkernels = f->kcap = kt->res.nkernels;
+	return f;
+}
+
 struct analysis *analysis_new_after(const struct analysis *prev, struct tp_errbuf *err)
 {
 	struct analysis *f;
@@ -2970,22 +3015,28 @@ struct analysis *analysis_new_after(const struct analysis *prev, struct tp_errbu
 		tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "analysis_new_after: not a finished part");
 		return NULL;
 	}
-	if (!(f = analysis_new(prev->str, prev->payload))) {
-		nomem(err);
+	if (!(f = new_seeded(prev, &prev->threads, prev, err)))
 		return NULL;
-	}
-	analysis_set_run(f, prev->h.limit);
-	f->part = 1;
 	f->has_prev = prev->ncs > 0 && !prev->whole;
 	f->prev_step = prev->last_step;
 	f->seeded = prev->threads.n;
-	f->res.nkernels = f->kcap = prev->res.nkernels;
-	if (hmap_copy(&f->threads, &prev->threads) || hmap_copy(&f->kmap, &prev->kmap) ||
-	    dup_array(&f->res.kernels, prev->res.kernels, prev->res.nkernels, sizeof(*prev->res.kernels))) {
-		analysis_free(f);
-		nomem(err);
+	return f;
+}
+
+struct analysis *analysis_new_like(const struct analysis *an, const struct analysis *kt, struct tp_errbuf *err)
+{
+	struct analysis *f;
+
+	if (an->finishing || (kt && !kt->finished)) {
+		tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "analysis_new_like: finished, or a table not");
 		return NULL;
 	}
+	if (!(f = new_seeded(an, &an->threads, kt, err)))
+		return NULL;
+	f->part = an->part;
+	f->has_prev = an->has_prev;
+	f->prev_step = an->prev_step;
+	f->seeded = an->seeded;
 	return f;
 }
 
@@ -3154,25 +3205,40 @@ static int add_part_recs(struct analysis *o, const struct analysis *b, const str
 }
 
 /* b may follow a (a merge; NULL: none): nothing crosses from one to the other */
-static int parts_meet(const struct analysis *a, const struct analysis *b, struct tp_errbuf *err)
+/* [lo1, hi1] and [lo2, hi2] (empty when lo > hi) share nothing */
+static int apart(int64_t lo1, int64_t hi1, int64_t lo2, int64_t hi2)
+{
+	return lo1 > hi1 || lo2 > hi2 || hi1 < lo2 || hi2 < lo1;
+}
+
+/* What parts_meet() asks of a and b besides b's collectives. */
+static int follows(const struct analysis *a, const struct analysis *b)
 {
 	int64_t pos;
+
+	return b->has_prev && b->prev_step == a->last_step && b->seeded == a->threads.n && a->thi < b->tlo &&
+	       (a->cmax == INT64_MIN || b->cmin == INT64_MAX || a->cmax < b->cmin) &&
+	       /* (an operator's External id is not always above those before it: the autograd thread's) */
+	       apart(a->xmin, a->xmax, b->emin, b->emax) && apart(b->xmin, b->xmax, a->emin, a->emax) &&
+	       (a->ng > 0) == (b->ng > 0) && (a->nmev > 0) == (b->nmev > 0) &&
+	       !__builtin_add_overflow((int64_t)a->nh, (int64_t)b->nh, &pos) && pos <= INT32_MAX;
+}
+
+
+static int parts_meet(const struct analysis *a, const struct analysis *b, struct tp_errbuf *err)
+{
 	struct rcur c;
 	const struct kcoll *k;
 	int outside = 0;
 
-	if (!b->finished || !b->part || b->nparts || b->whole || !b->ncs || (a && (!a->finished || !a->nparts)))
+	if (!b->finished || !b->part || b->nparts || b->whole || !b->ncs || (a && (!a->finished || !a->part)))
 		goto no;
 	if (!a) {
 		if (b->has_prev)
 			goto no;
 		return TP_OK;
 	}
-	if (!b->has_prev || b->prev_step != a->last_step || b->seeded != a->threads.n || a->thi >= b->tlo ||
-	    (a->cmax != INT64_MIN && b->cmin != INT64_MAX && a->cmax >= b->cmin) ||
-	    (a->emax != INT64_MIN && b->emin != INT64_MAX && a->emax >= b->emin) ||
-	    (a->ng > 0) != (b->ng > 0) || (a->nmev > 0) != (b->nmev > 0) ||
-	    __builtin_add_overflow((int64_t)a->nh, (int64_t)b->nh, &pos) || pos > INT32_MAX)
+	if (!follows(a, b))
 		goto no;
 	/* one of b's collectives outside a step could look back into a (before_op()) */
 	if (rcur_open(&c, &b->co))
@@ -3186,6 +3252,13 @@ static int parts_meet(const struct analysis *a, const struct analysis *b, struct
 		return TP_OK;
 no:
 	return tp_fail(err, TP_ERR_UNSUPPORTED, "parts_overlap", "the parts do not follow one another");
+}
+
+int analysis_follows(const struct analysis *a, const struct analysis *b)
+{
+	struct tp_errbuf err = { 0 };
+
+	return !a->nparts && parts_meet(a, b, &err) == TP_OK;
 }
 
 /*
@@ -3250,8 +3323,10 @@ static int combine(struct analysis *o, const struct analysis *a, const struct an
 	o->thi = b->thi;
 	o->cmin = a && a->cmin != INT64_MAX ? a->cmin : b->cmin;
 	o->cmax = b->cmax != INT64_MIN ? b->cmax : a ? a->cmax : INT64_MIN;
-	o->emin = a && a->emin != INT64_MAX ? a->emin : b->emin;
-	o->emax = b->emax != INT64_MIN ? b->emax : a ? a->emax : INT64_MIN;
+	o->emin = a && a->emin < b->emin ? a->emin : b->emin;
+	o->emax = a && a->emax > b->emax ? a->emax : b->emax;
+	o->xmin = a && a->xmin < b->xmin ? a->xmin : b->xmin;
+	o->xmax = a && a->xmax > b->xmax ? a->xmax : b->xmax;
 	o->glast = a && a->glast > b->glast ? a->glast : b->glast;
 	o->last_step = b->last_step;
 	o->nparts = (a ? a->nparts : 0) + 1;

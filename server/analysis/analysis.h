@@ -201,21 +201,36 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
  * finished once, and their results merged (analysis_merge()) into what
  * one analysis of them all would have given, byte for byte. So a new cycle
  * costs its own finish and a merge of results, not a finish of the run
- * (server/pipeline/runrank.c).
+ * (server/pipeline/runrank.c). So are the events of one trace before and
+ * after an instant that nothing crosses (analysis_new_like()).
  *
  * analysis_new_after(): the part after prev (finished as a part): it numbers
  * threads and adds to the kernel table where prev left them, and knows
  * prev's last step. analysis_set_part(): its finish keeps what the merge
  * reads (the [memory] events with their context, for one memory model over
  * all parts) instead of running the memory model (a fork of a part is one).
- * analysis_bounds(): the instants its events cover ([INT64_MAX, INT64_MIN]:
+ * analysis_bounds(): the instants the events its passes read cover ([INT64_MAX, INT64_MIN]:
  * none).
  */
 struct analysis *analysis_new_after(const struct analysis *prev, struct tp_errbuf *err);
 void analysis_set_part(struct analysis *an);
+/*
+ * A part made as an was (by analysis_new() or analysis_new_after(), not
+ * finished) that numbers threads as an does now and adds to kt's kernel
+ * table (NULL: an empty one; else the merge an was made after): a trace that
+ * an took whole can be taken again in two parts, the events before an instant
+ * into this one and those after into analysis_new_after() of it
+ * (server/pipeline/runrank.c), the threads numbered as an numbered them.
+ * analysis_follows(): 1 when b (finished as a part, made after a, a part
+ * finished) follows a as analysis_merge() asks of parts.
+ */
+struct analysis *analysis_new_like(const struct analysis *an, const struct analysis *kt, struct tp_errbuf *err);
+int analysis_follows(const struct analysis *a, const struct analysis *b);
 void analysis_bounds(const struct analysis *an, int64_t *lo, int64_t *hi);
-/* Its ProfilerStep#... spans so far (a part has some: analysis_merge()). */
+/* Its ProfilerStep#... spans so far (a part has some: analysis_merge()), and the i-th's
+ * start and end as written, in the order they came. */
 size_t analysis_steps(const struct analysis *an);
+void analysis_step_span(const struct analysis *an, size_t i, int64_t *start, int64_t *end);
 /*
  * Merges of parts. analysis_absorb(): b, finished as a part, into *acc (a
  * merge of the parts before it; NULL: b is the first, and *acc is made), to
@@ -225,7 +240,8 @@ size_t analysis_steps(const struct analysis *an);
  * are b's), the memory model run over every part's [memory] events; a and b
  * are read, not changed. TP_ERR_UNSUPPORTED (code "parts_overlap") when
  * something crosses from a to b, so that only one analysis of them all gives
- * the answer: their times or ids overlap, b was not made after a's last part
+ * the answer: their times or correlation ids overlap, a GPU span of one falls
+ * back on an External id the other's operators have, b was not made after a's last part
  * (analysis_new_after()), one has GPU work or [memory] events and the other
  * none, b has no steps, or one of b's collectives is outside a step (it
  * could look back into a: before_op()). On another failure of absorb *acc

@@ -2521,7 +2521,10 @@ static void same_results(const struct an_result *x, const struct an_result *y)
  * the cut, part b (analysis_new_after(a)) from it, merged, give one analysis's result of them
  * all, to the byte: steps (b's first is no window's first: its number follows a's last), operator
  * and kernel tables, threads, collectives and the memory model (a leak made in a, alive in b).
- * Without the gap the parts touch (a's last step ends where b's first begins): refused.
+ * Without the gap the parts touch (a's last step ends where b's first begins): refused. An
+ * operator's External id in b below one's in a (the autograd thread's are) joins nothing: merged;
+ * a kernel in b that no call launched, whose External id names an operator in a, joins them:
+ * refused (analysis_follows() says as the merge does).
  */
 START_TEST(test_parts_merge_as_one)
 {
@@ -2543,10 +2546,20 @@ START_TEST(test_parts_merge_as_one)
 	 * same operator to a merge that did not move b's places past a's */
 	mem_event(&t, 1, 1000000000 + 3, 0x40000000, 3 << 20, 3 << 20, 10001);
 	mem_event(&t, 1, 1000000000 + 4 * s.step_us + 3, 0x40000000, -(3 << 20), 0, 10002);
+	/* External ids: an operator's in a above one's in b (as the autograd thread's are): nothing joins them */
+	span(&t, "cpu_op", "tagged", 1, 1, 1000000000 + 10, 1, "\"External id\":500");
+	span(&t, "cpu_op", "tagged_bwd", 1, 2, 1000000000 + 6 * s.step_us + 5060, 1, "\"External id\":100");
+	size_t nbase = t.n;
 	emit(&t, "]}");
-	char *json = t.p;
-	len = t.n;
-	for (int gap = 0; gap < 2; gap++) {
+	/* and a copy with a kernel in b that no call launched, whose External id is the operator's in a */
+	struct text o = { .p = malloc(t.n + 512), .n = nbase, .cap = t.n + 512 };
+	memcpy(o.p, t.p, nbase);
+	span(&o, "kernel", "orphan", 0, 7, 1000000000 + 7 * s.step_us + 10, 5, "\"External id\":500");
+	emit(&o, "]}");
+	for (int round = 0; round < 3; round++) {
+		int gap = round > 0, joined = round == 2;	/* joined: the merge must refuse */
+		char *json = joined ? o.p : t.p;
+		len = joined ? o.n : t.n;
 		struct parting pt = { .cut = (1000000000LL + 4 * s.step_us) * 1000, .gap = gap ? 1000000000LL : 0 };
 		struct trace_sink sink = { .string = busy_string, .event = parting_event, .payload = &pt };
 		struct trace_parser *p0 = trace_parser_new(&trace_default_limits, &sink), *p1;
@@ -2573,7 +2586,8 @@ START_TEST(test_parts_merge_as_one)
 		ck_assert_int_eq(analysis_finish(pt.b, &rb, &err), 0);
 		ck_assert_uint_eq(rb->nsteps, 6);
 		int rc = analysis_merge(acc, pt.b, &all, &err);
-		if (!gap) {
+		ck_assert_int_eq(analysis_follows(pt.a, pt.b), rc == 0);
+		if (!gap || joined) {
 			ck_assert_int_eq(rc, TP_ERR_UNSUPPORTED);
 			ck_assert_str_eq(err.code, "parts_overlap");
 		} else {
@@ -2591,7 +2605,8 @@ START_TEST(test_parts_merge_as_one)
 		trace_parser_free(p1);
 		trace_parser_free(p0);
 	}
-	free(json);
+	free(o.p);
+	free(t.p);
 }
 END_TEST
 

@@ -71,6 +71,9 @@ static void usage(FILE *f)
 		"  --derive-parts on|off  a profiling cycle that begins after the rank's last ended is\n"
 		"                         analysed as a part of its own, so that a derivation finishes the\n"
 		"                         cycles that joined, not the run (default on; off: the whole rank)\n"
+		"  --derive-split SIZE    and a part (the chunks of one trace) that holds more than SIZE is\n"
+		"                         cut in two at a step that nothing crosses: a derivation finishes\n"
+		"                         the steps since (default 16M; 0: never)\n"
 		"  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		"  --help\n"
 		"Sizes take a K, M or G suffix (powers of 1024).\n");
@@ -116,7 +119,7 @@ int main(int argc, char **argv)
 {
 	enum { O_LISTEN = 1, O_DB, O_TOKENS, O_MAX_BODY, O_MAX_INFL, O_MAX_RATIO, O_MAX_DEPTH,
 	       O_MAX_STRING, O_MAX_EVENTS, O_MAX_PICKLE, O_MAX_UPLOADS, O_MAX_CLIENT_UPLOADS, O_THREADS, O_TIMEOUT, O_GRACE, O_LOG, O_HELP,
-	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_DERIVE_QUIET, O_DERIVE_PARTS, O_SPILL_AT };
+	       O_MAX_CLIENT_CONNS, O_DERIVE_PACE, O_DERIVE_KEEP, O_DERIVE_QUIET, O_DERIVE_PARTS, O_DERIVE_SPLIT, O_SPILL_AT };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "db", required_argument, NULL, O_DB },
@@ -140,6 +143,7 @@ int main(int argc, char **argv)
 		{ "derive-keep", required_argument, NULL, O_DERIVE_KEEP },
 		{ "derive-quiet", required_argument, NULL, O_DERIVE_QUIET },
 		{ "derive-parts", required_argument, NULL, O_DERIVE_PARTS },
+		{ "derive-split", required_argument, NULL, O_DERIVE_SPLIT },
 		{ "spill-at", required_argument, NULL, O_SPILL_AT },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -225,6 +229,10 @@ int main(int argc, char **argv)
 		case O_DERIVE_PARTS:
 			if (!(bad = strcmp(optarg, "on") && strcmp(optarg, "off")))
 				runrank_set_parts(!strcmp(optarg, "on"));
+			break;
+		case O_DERIVE_SPLIT:	/* 0: never */
+			if (!(bad = strcmp(optarg, "0") && parse_size(optarg, &v)))
+				runrank_set_split(strcmp(optarg, "0") ? v : 0);
 			break;
 		case O_DERIVE_KEEP:	/* 0 is a size here: keep none */
 			if (!(bad = strcmp(optarg, "0") && parse_size(optarg, &v)))

@@ -20,7 +20,7 @@ static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
 static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept,
-	parts_closed, parts_rebuilt;
+	parts[METRICS_PART_KINDS];
 
 void metrics_request(int route, unsigned status)
 {
@@ -43,9 +43,9 @@ void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept)
 	atomic_fetch_add_explicit(&kept, artifacts_kept, memory_order_relaxed);
 }
 
-void metrics_part(int rebuilt)
+void metrics_part(enum metrics_part how)
 {
-	atomic_fetch_add_explicit(rebuilt ? &parts_rebuilt : &parts_closed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&parts[how], 1, memory_order_relaxed);
 }
 
 void metrics_upload(uint64_t bytes_sent, double seconds)
@@ -132,12 +132,18 @@ char *metrics_render(struct store *st)
 		"trainscope_rank_replay_artifacts_total{how=\"kept\"} %llu\n",
 	    (unsigned long long)atomic_load(&replayed), (unsigned long long)atomic_load(&kept));
 	put(&t, "# HELP trainscope_rank_parts_total Parts of ranks closed (a profiling cycle that began after"
-		" the rank's last ended: derivations then finish the cycles since), and ranks derived again as one"
-		" analysis because their parts did not meet (rebuilt).\n"
+		" the rank's last ended: derivations then finish the cycles since), parts cut inside their traces"
+		" (cut: at a step that nothing crosses; uncut: nothing was found, or something crossed), and ranks"
+		" derived again as one analysis because their parts did not meet (rebuilt).\n"
 		"# TYPE trainscope_rank_parts_total counter\n"
 		"trainscope_rank_parts_total{how=\"closed\"} %llu\n"
+		"trainscope_rank_parts_total{how=\"cut\"} %llu\n"
+		"trainscope_rank_parts_total{how=\"uncut\"} %llu\n"
 		"trainscope_rank_parts_total{how=\"rebuilt\"} %llu\n",
-	    (unsigned long long)atomic_load(&parts_closed), (unsigned long long)atomic_load(&parts_rebuilt));
+	    (unsigned long long)atomic_load(&parts[METRICS_PART_CLOSED]),
+	    (unsigned long long)atomic_load(&parts[METRICS_PART_CUT]),
+	    (unsigned long long)atomic_load(&parts[METRICS_PART_UNCUT]),
+	    (unsigned long long)atomic_load(&parts[METRICS_PART_REBUILT]));
 	if (store_counts(st, &c, NULL) == 0) {
 		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
 			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"

@@ -18,8 +18,10 @@ void metrics_derivation(double seconds);
 /* A derivation's trace artifacts: those it replayed, those it took from the rank's analysis kept. */
 void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept);
 
-/* A rank's part closed (pipeline/runrank.c), or (rebuilt) a rank derived as one analysis: its parts did not meet. */
-void metrics_part(int rebuilt);
+/* A rank's part closed (pipeline/runrank.c), cut inside its traces, or not (uncut: it was tried), or
+ * (rebuilt) a rank derived as one analysis: its parts did not meet. */
+enum metrics_part { METRICS_PART_CLOSED, METRICS_PART_CUT, METRICS_PART_UNCUT, METRICS_PART_REBUILT, METRICS_PART_KINDS };
+void metrics_part(enum metrics_part how);
 
 /* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
 char *metrics_render(struct store *st);

@@ -228,8 +228,13 @@ static int64_t *step_sources(const struct an_result *ar, const struct spans *sp)
 	return src;
 }
 
-static int replay(struct store_trace *t, struct analysis *an, struct names *nm, int64_t base,
-		  struct spans *sp, struct tp_errbuf *err)
+/*
+ * t's next artifacts into an, on base; of the events with a time, only those in [from, to)
+ * on base (the window a part takes of them: split()). Their steps into sp (NULL: noted
+ * before).
+ */
+static int replay_in(struct store_trace *t, struct analysis *an, struct names *nm, int64_t base,
+		     struct spans *sp, int64_t from, int64_t to, struct tp_errbuf *err)
 {
 	const struct tp_event *ev;
 	struct idmap m = { 0 };
@@ -255,7 +260,9 @@ static int replay(struct store_trace *t, struct analysis *an, struct names *nm, 
 				break;
 			if ((e.have & TH_TS) && b != base)
 				e.ts_ns = tp_sat_add(e.ts_ns, b - base);
-			if (e.ph == 'X' && (e.have & TH_TS) &&
+			if ((e.have & TH_TS) && (e.ts_ns < from || e.ts_ns >= to))
+				continue;
+			if (sp && e.ph == 'X' && (e.have & TH_TS) &&
 			    note_step(sp, names_get(nm, e.name), e.ts_ns, store_trace_artifact(t))) {
 				bad = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 				break;
@@ -268,6 +275,12 @@ static int replay(struct store_trace *t, struct analysis *an, struct names *nm, 
 	}
 	tp_free(m.v);
 	return bad ? bad : rc;
+}
+
+static int replay(struct store_trace *t, struct analysis *an, struct names *nm, int64_t base,
+		  struct spans *sp, struct tp_errbuf *err)
+{
+	return replay_in(t, an, nm, base, sp, INT64_MIN, INT64_MAX, err);
 }
 
 /*
@@ -299,6 +312,19 @@ struct grown {
 	struct analysis *acc;
 	int noparts;
 	struct analysis *an;
+	/*
+	 * an's artifacts: from pfirst on (those before are all in acc); of those before
+	 * floor_n, only the events from floor on (the part was cut inside them: split()).
+	 * ext: an's steps when the rank was last derived, by start; split_at: held
+	 * bytes before the next try to cut an (the last found nothing to cut at).
+	 */
+	size_t pfirst, floor_n;
+	int64_t floor;
+	int64_t lo_max;		/* the latest first instant of an artifact so far */
+	size_t back;		/* the last artifact that began before it (0: none) */
+	struct ext { int64_t s, e; } *ext;
+	size_t next;
+	uint64_t split_at;
 	int64_t base;
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
 	size_t n;
@@ -312,6 +338,7 @@ static void grown_free(struct grown *g)
 		return;
 	analysis_free(g->an);
 	analysis_free(g->acc);
+	tp_free(g->ext);
 	names_free(&g->nm);
 	tp_free(g->sp.v);
 	tp_free(g->ids);
@@ -508,6 +535,7 @@ static struct grown *grown_new(uint64_t store, const char *run, int rank, int64_
 	g->store = store;
 	g->rank = rank;
 	g->base = base;
+	g->lo_max = INT64_MIN;
 	if (!(g->run = tp_strdup(run)) || names_init(&g->nm) || !(g->an = analysis_new(names_get, &g->nm))) {
 		grown_free(g);
 		return NULL;
@@ -568,12 +596,19 @@ static int cut_before(struct store_trace *t, struct grown *g, size_t a, const in
 	const struct an_result *ar;
 	int rc;
 
-	analysis_bounds(g->an, &tlo, &thi);
-	if (g->noparts || tlo > thi || !analysis_steps(g->an))	/* a trace without steps is one */
+	if (g->noparts)
 		return TP_OK;
 	if ((rc = store_trace_bounds(t, a, &lo, &hi, err)))
 		return rc;
-	if (lo > hi || tp_sat_add(lo, bases[a] - g->base) <= thi)	/* replay() moves it so (no overflow: base <= bases[a]) */
+	if (lo > hi)
+		return TP_OK;
+	lo = tp_sat_add(lo, bases[a] - g->base);	/* replay() moves it so (no overflow: base <= bases[a]) */
+	if (lo < g->lo_max)
+		g->back = a;
+	else
+		g->lo_max = lo;
+	analysis_bounds(g->an, &tlo, &thi);
+	if (tlo > thi || !analysis_steps(g->an) || lo <= thi)	/* a trace without steps is one */
 		return TP_OK;
 	analysis_set_part(g->an);
 	if ((rc = analysis_finish(g->an, &ar, err)))
@@ -584,8 +619,212 @@ static int cut_before(struct store_trace *t, struct grown *g, size_t a, const in
 		return err->rc;
 	analysis_free(g->an);
 	g->an = next;
-	metrics_part(0);
+	g->pfirst = g->floor_n = a;
+	g->next = 0;
+	g->split_at = 0;
+	metrics_part(METRICS_PART_CLOSED);
 	return TP_OK;
+}
+
+/*
+ * Cutting a part inside its traces. Artifacts that overlap in time (the chunks of one
+ * trace) are one part however long it grows, and each derivation would finish it whole. So
+ * once it holds split_bytes (analysis_held_bytes()), it is taken again in two (struct cut):
+ * the events before an instant, a part closed (finished, and absorbed once the derivation has
+ * finished the rest), and those from it on, the part that grows. The instant is the start of
+ * one of its steps that every step before it had ended by (GPU work included, where the
+ * rank's last derivation says), and that the newest of its artifacts begins after, while each of
+ * the part's artifacts began after the ones before it did (chunks in time order, as the collector
+ * writes them: the next begin after it too). Nothing else may cross it: a span, a launch's
+ * kernel, an id, another thread's work; when something does (analysis_follows(),
+ * analysis_absorb()), or no step is such, the part stays whole and the next try waits until it
+ * holds twice as much. A later artifact that reaches back before the instant makes the parts
+ * not meet: the rank is derived again as one (compute()).
+ */
+static _Atomic uint64_t split_bytes = 16u << 20;
+
+void runrank_set_split(uint64_t bytes)
+{
+	atomic_store(&split_bytes, bytes);
+}
+
+static int ext_less(const void *x, const void *y)
+{
+	const struct ext *a = x, *b = y;
+
+	return (a->s > b->s) - (a->s < b->s);
+}
+
+/* The steps of ar (g->an's, finished): how far their GPU work went (split_instant()). */
+static int note_ext(struct grown *g, const struct an_result *ar)
+{
+	struct ext *v = NULL;
+	size_t n = 0;
+
+	if (ar->nsteps && !ar->steps[0].whole_trace) {
+		if (!(v = tp_malloc(ar->nsteps * sizeof(*v))))
+			return TP_ERR_NOMEM;
+		for (size_t i = 0; i < ar->nsteps; i++)
+			v[n++] = (struct ext){ ar->steps[i].start_ns, tp_sat_add(ar->steps[i].start_ns, ar->steps[i].dur_ns) };
+		qsort(v, n, sizeof(*v), ext_less);
+	}
+	tp_free(g->ext);
+	g->ext = v;
+	g->next = n;
+	return TP_OK;
+}
+
+/*
+ * The latest start of a step of g->an after floor and at most limit that the steps before
+ * it have ended by: their spans, and their GPU work where g->ext knows it; INT64_MIN: none
+ * (or out of memory).
+ */
+static int64_t split_instant(const struct grown *g, int64_t limit)
+{
+	size_t n = analysis_steps(g->an), k = 0;
+	struct ext *v = tp_malloc((n + 1) * sizeof(*v));
+	int64_t end = INT64_MIN, at = INT64_MIN;
+
+	if (!v)
+		return INT64_MIN;
+	for (size_t i = 0; i < n; i++)
+		analysis_step_span(g->an, i, &v[i].s, &v[i].e);
+	qsort(v, n, sizeof(*v), ext_less);
+	for (size_t i = 0; i < n; i++) {
+		while (k < g->next && g->ext[k].s < v[i].s)
+			k++;
+		if (k < g->next && g->ext[k].s == v[i].s && g->ext[k].e > v[i].e)
+			v[i].e = g->ext[k].e;
+		if (i && v[i].s > end && v[i].s > g->floor && v[i].s <= limit)
+			at = v[i].s;
+		end = v[i].e > end ? v[i].e : end;
+	}
+	tp_free(v);
+	return at;
+}
+
+/* a's bounds on g's base ([lo, hi]: lo > hi when it has no times) */
+static int bounds_on(struct store_trace *t, const struct grown *g, size_t a, int64_t *lo, int64_t *hi,
+		     struct tp_errbuf *err)
+{
+	int rc = store_trace_bounds(t, a, lo, hi, err);
+
+	if (!rc && *lo <= *hi) {	/* no overflow: g->base <= g->bases[a] */
+		*lo = tp_sat_add(*lo, g->bases[a] - g->base);
+		*hi = tp_sat_add(*hi, g->bases[a] - g->base);
+	}
+	return rc;
+}
+
+/*
+ * g's artifacts [g->pfirst, g->n) into an again, the events in [from, to) (those before
+ * g->floor of the ones before g->floor_n: none), skipping an artifact with none there.
+ */
+static int replay_part(struct store_reader *r, const char *run, int rank, struct grown *g, struct analysis *an,
+		       int64_t from, int64_t to, struct tp_errbuf *err)
+{
+	struct store_trace *t;
+	const int64_t *ids, *bases;
+	int rc, got;
+
+	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
+		return rc;
+	if (store_trace_artifacts(t, &ids, &bases) < g->n || memcmp(ids, g->ids, g->n * sizeof(*ids)) ||
+	    memcmp(bases, g->bases, g->n * sizeof(*bases))) {
+		store_trace_close(t);
+		return tp_fail(err, TP_ERR_UNSUPPORTED, NULL, "the rank's artifacts changed");
+	}
+	for (size_t a = g->pfirst; a < g->n && !rc; a++) {
+		int64_t lo, hi, f = a < g->floor_n && g->floor > from ? g->floor : from;
+		if ((rc = bounds_on(t, g, a, &lo, &hi, err)) || lo > hi || hi < f || lo >= to)
+			continue;
+		store_trace_skip(t, a);
+		store_trace_limit(t, a + 1);
+		store_trace_window(t, f == INT64_MIN ? f : tp_sat_add(f, g->base), to == INT64_MAX ? to : tp_sat_add(to, g->base));
+		rc = replay_in(t, an, &g->nm, g->base, NULL, f, to, err);
+	}
+	store_trace_close(t);
+	return rc;
+}
+
+/* g->an taken again in two at c: a, finished, and b, growing (split(), cut_end()) */
+struct cut {
+	struct analysis *a, *b;
+	int64_t c;
+};
+
+static void cut_free(struct cut *k)
+{
+	analysis_free(k->a);
+	analysis_free(k->b);
+	memset(k, 0, sizeof(*k));
+}
+
+/* g->an in two (*k) when it is due and can be (above); 0 whether or not it was, else a failure. */
+static int split(struct store_reader *r, struct store_trace *t, const char *run, int rank, struct grown *g,
+		 struct cut *k, struct tp_errbuf *err)
+{
+	uint64_t held = analysis_held_bytes(g->an), at = atomic_load(&split_bytes);
+	const struct an_result *ar;
+	int64_t lo, hi;
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	if (!at || g->noparts || !g->n || held < at || held < g->split_at)
+		return TP_OK;
+	g->split_at = held * 2;	/* unless it is cut */
+	if ((rc = bounds_on(t, g, g->n - 1, &lo, &hi, err)))
+		return rc;
+	/* the chunks of one trace cut in the order it was written (kineto writes the host's events, then
+	 * the GPU's: each chunk reaches back to where the file's section began) give no such instant */
+	if (lo > hi || g->back > g->pfirst || (k->c = split_instant(g, lo)) == INT64_MIN) {
+		metrics_part(METRICS_PART_UNCUT);
+		return TP_OK;
+	}
+	if (!(k->a = analysis_new_like(g->an, g->acc, err)))
+		return err->rc;
+	analysis_set_part(k->a);
+	if ((rc = replay_part(r, run, rank, g, k->a, INT64_MIN, k->c, err)) ||
+	    (rc = analysis_finish(k->a, &ar, err)) || (!(k->b = analysis_new_after(k->a, err)) && (rc = err->rc)) ||
+	    (rc = replay_part(r, run, rank, g, k->b, k->c, INT64_MAX, err)))
+		cut_free(k);
+	return rc;
+}
+
+/*
+ * The cut k made (b, finished as bf): 1 when the parts meet, a absorbed and b now g->an; 0
+ * when they do not, k dropped (the caller finishes g->an instead); else a failure, after which
+ * g->acc may be half changed.
+ */
+static int cut_end(struct grown *g, struct cut *k, const struct analysis *bf, struct store_trace *t,
+		   struct tp_errbuf *err)
+{
+	int rc = TP_OK;
+
+	if (!analysis_follows(k->a, bf) || (rc = analysis_absorb(&g->acc, k->a, err)) == TP_ERR_UNSUPPORTED) {
+		memset(err, 0, sizeof(*err));
+		cut_free(k);
+		metrics_part(METRICS_PART_UNCUT);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	analysis_free(g->an);
+	g->an = k->b;
+	k->b = NULL;
+	for (; g->pfirst < g->n; g->pfirst++) {	/* of the artifacts, those that reach c are b's */
+		int64_t lo, hi;
+		if ((rc = bounds_on(t, g, g->pfirst, &lo, &hi, err)))
+			return rc;
+		if (lo <= hi && hi >= k->c)
+			break;
+	}
+	g->floor = k->c;
+	g->floor_n = g->n;
+	g->split_at = 0;
+	cut_free(k);
+	metrics_part(METRICS_PART_CUT);
+	return 1;
 }
 
 static atomic_int parts_on = 1;
@@ -665,6 +904,12 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 	g->ids = ni;
 	g->bases = nb;
 	g->n = k;
+	/* g->an due to be cut in two (split()), when no artifact joins this derivation's fork alone */
+	struct cut cut = { 0 };
+	if (k == d->n && (rc = split(r, t, run, got, g, &cut, err))) {
+		grown_free(g);
+		goto out;
+	}
 	d->g = g;
 	if (k < d->n) {
 		if (names_copy(&d->nm, &g->nm) ||
@@ -678,19 +923,40 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 		d->sp.n = d->sp.cap = g->sp.n;
 		d->own = 1;
 	}
-	/* what g holds past GROWN_HOLD goes to its files first: the fork copies the rest */
-	if ((rc = analysis_hold(g->an, GROWN_HOLD, err)) ||
-	    !(d->an = analysis_fork(g->an, d->own ? &d->nm : NULL, err))) {
-		rc = rc ? rc : err->rc;
-		grown_free(g);	/* kept only when all went well */
-		d->g = NULL;
+	for (;;) {	/* the part that grows (b, when g->an is cut), finished in a fork */
+		struct analysis *grow = cut.b ? cut.b : g->an;
+		/* what it holds past GROWN_HOLD goes to its files first: the fork copies the rest */
+		if ((rc = analysis_hold(grow, GROWN_HOLD, err)) ||
+		    !(d->an = analysis_fork(grow, d->own ? &d->nm : NULL, err))) {
+			rc = rc ? rc : err->rc;
+			cut_free(&cut);
+			grown_free(g);	/* kept only when all went well */
+			d->g = NULL;
+			goto out;
+		}
+		store_trace_limit(t, d->n);
+		if (d->own && (rc = replay(t, d->an, &d->nm, g->base, &d->sp, err)))
+			goto out;
+		if ((rc = analysis_finish(d->an, &d->ar, err))) {
+			cut_free(&cut);
+			goto out;
+		}
+		if (!cut.b || (rc = cut_end(g, &cut, d->an, t, err)) == 1)
+			break;
+		if (rc) {
+			cut_free(&cut);
+			grown_free(g);	/* its parts may be half changed */
+			d->g = NULL;
+			goto out;
+		}
+		analysis_free(d->an);	/* not cut: the part grows whole */
+		d->an = NULL;
+	}
+	rc = TP_OK;
+	if (note_ext(g, d->ar)) {
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	store_trace_limit(t, d->n);
-	if (d->own && (rc = replay(t, d->an, &d->nm, g->base, &d->sp, err)))
-		goto out;
-	if ((rc = analysis_finish(d->an, &d->ar, err)))
-		goto out;
 	if (g->acc) {	/* the parts before this one's, and it */
 		if ((rc = analysis_merge(g->acc, d->an, &d->merged, err))) {
 			rc = rc == TP_ERR_UNSUPPORTED ? PARTS_REBUILD : rc;	/* compute() drops g with d */
@@ -718,7 +984,7 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 	if (rc == PARTS_REBUILD) {
 		memset(err, 0, sizeof(*err));
 		derived_reset(d, 0);
-		metrics_part(1);
+		metrics_part(METRICS_PART_REBUILT);
 		rc = compute_once(r, run, rank, epoch, 1, d, err);
 	}
 	return rc;

@@ -73,6 +73,9 @@ int runrank_uploaded(struct store *st, const char *run);
 void runrank_set_quiet(unsigned seconds);
 /* Whether a rank's profiling cycles are analysed in parts (runrank.c; on until set). */
 void runrank_set_parts(int on);
+/* And a part that holds more than bytes is cut inside its traces (the chunks of one), at a step that
+ * nothing crosses (runrank.c: split()); 0: never. Default 16 MiB. */
+void runrank_set_split(uint64_t bytes);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct store *st);
 /* What the ranks kept may take in all, memory and temporary files (--derive-keep; runrank.c's GROWN_BYTES by

@@ -4338,6 +4338,12 @@ void store_trace_skip(struct store_trace *t, size_t k)
 		t->cur = k < t->nart ? k : t->nart;
 }
 
+void store_trace_window(struct store_trace *t, int64_t start_ns, int64_t end_ns)
+{
+	t->start = start_ns;
+	t->end = end_ns;
+}
+
 void store_trace_limit(struct store_trace *t, size_t k)
 {
 	t->lim = k < t->nart ? k : t->nart;

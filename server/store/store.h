@@ -436,6 +436,8 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, struct tp_errbuf *err);
 /* Start at the k-th artifact (store_trace_artifacts' order), before the first store_trace_next. */
 void store_trace_skip(struct store_trace *t, size_t k);
+/* The window of the artifacts store_trace_next begins after this call (as store_trace_open's). */
+void store_trace_window(struct store_trace *t, int64_t start_ns, int64_t end_ns);
 /* Stop before the k-th (store_trace_next gives 0 there; a later call may move it on). */
 void store_trace_limit(struct store_trace *t, size_t k);
 /* *id: the run's lowest artifact id still being uploaded (any rank or kind), as t's reader sees it

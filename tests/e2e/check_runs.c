@@ -995,18 +995,23 @@ static void *read_steps(void *arg)
 }
 
 /* the value of a metric line "name value" in /metrics, -1 when absent */
-static double metric(const char *name)
+static double metric_on(const struct tu_server *s, const char *name)
 {
 	struct tu_resp r;
 	double v = -1;
 	size_t n = strlen(name);
 
-	ck_assert_int_eq(tu_http(&srv, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(tu_http(s, "GET", "/metrics", NULL, 0, NULL, &r), 0);
 	for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, name, n) && p[n] == ' ')
 			v = strtod(p + n + 1, NULL);
 	tu_resp_free(&r);
 	return v;
+}
+
+static double metric(const char *name)
+{
+	return metric_on(&srv, name);
 }
 
 START_TEST(test_reads_derive_once)
@@ -1525,6 +1530,99 @@ START_TEST(test_cycles_in_parts)
 }
 END_TEST
 
+/* The events of c written in [lo, hi) (lo INT64_MIN: those without a time too), as one chunk of run on s. */
+static void upload_window(const struct tu_server *s, const struct cut *c, const int64_t *ts, int64_t lo, int64_t hi,
+			  const char *run, const char *name)
+{
+	size_t cap = c->nhead + c->ntail + (size_t)(c->ev[c->n] - c->ev[0]) + 1, len = c->nhead, k = 0;
+	char *buf = malloc(cap);
+
+	memcpy(buf, c->head, c->nhead);
+	for (size_t i = 0; i < c->n; i++) {
+		const char *e = c->ev[i], *end = c->ev[i + 1];
+		if (ts[i] < lo || ts[i] >= hi)
+			continue;
+		while (end > e && end[-1] != '}')	/* the comma after it */
+			end--;
+		if (k++)
+			buf[len++] = ',';
+		memcpy(buf + len, e, (size_t)(end - e));
+		len += (size_t)(end - e);
+	}
+	memcpy(buf + len, c->tail, c->ntail);
+	len += c->ntail;
+	upload_to(s, run, name, buf, len, 1);
+	free(buf);
+}
+
+/*
+ * Chunks of one trace cut inside their part (pipeline/runrank.c: split()). The sync fixture
+ * waits for the GPU at every step's end (loss.item()), so nothing crosses its step boundaries;
+ * its events cut in 10 windows of time (the collector's chunks: one a second), uploaded in
+ * order with a read after each to a server that cuts a part holding more than 1 byte: parts are
+ * cut, none rebuilt, and every answer is byte for byte a server's that analyses the rank whole.
+ * Then the first half window's events again: they reach back before the cuts, the parts no longer
+ * meet, and the rank is analysed whole (rebuilt), as the other server does.
+ */
+START_TEST(test_chunks_cut_in_parts)
+{
+	static const char *cut = "trainscope_rank_parts_total{how=\"cut\"}",
+			  *rebuilt = "trainscope_rank_parts_total{how=\"rebuilt\"}";
+	const char *const off[] = { "--derive-parts", "off", NULL }, *const small[] = { "--derive-split", "1", NULL };
+	char *dir = tu_source_path("tests/fixtures/gpu/sync"), path[512], name[32];
+	struct tu_server whole, cutting;
+	struct dirent **ents;
+	size_t glen, len, i, k = 10;
+	int n = scandir(dir, &ents, is_trace, alphasort);
+	int64_t lo = INT64_MAX, hi = INT64_MIN, *ts;
+	struct cut c;
+
+	ck_assert_int_eq(n, 1);
+	snprintf(path, sizeof(path), "%s/%s", dir, ents[0]->d_name);
+	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
+	ck_assert_ptr_nonnull(text);
+	cut_find((const char *)text, len, &c);
+	ck_assert_ptr_nonnull(ts = malloc(c.n * sizeof(*ts)));
+	for (i = 0; i < c.n; i++) {	/* "ts" in us, as the fixture writes it */
+		const char *t = strstr(c.ev[i], "\"ts\":");
+		ts[i] = t && t < c.ev[i + 1] ? (int64_t)(strtod(t + 5, NULL) * 1000) : INT64_MIN;
+		if (ts[i] != INT64_MIN) {
+			lo = ts[i] < lo ? ts[i] : lo;
+			hi = ts[i] > hi ? ts[i] : hi;
+		}
+	}
+	ck_assert(lo < hi);
+	ck_assert_int_eq(tu_server_start(&whole, off), 0);
+	ck_assert_int_eq(tu_server_start(&cutting, small), 0);
+	for (i = 0; i < k; i++) {
+		int64_t from = i ? lo + (hi - lo) / (int64_t)k * (int64_t)i : INT64_MIN,
+			to = i + 1 < k ? lo + (hi - lo) / (int64_t)k * (int64_t)(i + 1) : INT64_MAX;
+		snprintf(name, sizeof(name), "second%zu.json", i);
+		upload_window(&cutting, &c, ts, from, to, "live", name);
+		upload_window(&whole, &c, ts, from, to, "live", name);
+	}
+	/* five steps: four boundaries, each cut once the chunk after it has come */
+	ck_assert_msg(metric_on(&cutting, cut) >= 3, "%g cut", metric_on(&cutting, cut));
+	ck_assert(metric_on(&cutting, rebuilt) == 0);
+	same_answers_via(&whole, &cutting, "live");
+
+	upload_window(&cutting, &c, ts, INT64_MIN, lo + (hi - lo) / (int64_t)k / 2, "live", "again.json");
+	upload_window(&whole, &c, ts, INT64_MIN, lo + (hi - lo) / (int64_t)k / 2, "live", "again.json");
+	ck_assert(metric_on(&cutting, rebuilt) == 1);
+	same_answers_via(&whole, &cutting, "live");
+
+	tu_server_cleanup(&cutting);
+	tu_server_cleanup(&whole);
+	free(ts);
+	free(c.ev);
+	free(text);
+	free(gz);
+	free(ents[0]);
+	free(ents);
+	free(dir);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -1552,6 +1650,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
 	tcase_add_test(tc, test_grown_chunk_by_chunk);
 	tcase_add_test(tc, test_cycles_in_parts);
+	tcase_add_test(tc, test_chunks_cut_in_parts);
 	tcase_add_test(tc, test_quiet_derivation);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_one_run);

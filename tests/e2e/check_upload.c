@@ -516,6 +516,7 @@ START_TEST(test_bad_flag_values)
 		{ "--derive-keep", "-1" }, { "--derive-keep", "x" }, { "--max-body", "-5" }, { "--max-body", "0" },
 		{ "--spill-at", "-7" }, { "--max-inflated", "1Q" }, { "--derive-quiet", "-1" }, { "--derive-quiet", "2s" },
 		{ "--derive-quiet", "86401" }, { "--derive-parts", "1" }, { "--derive-parts", "yes" },
+		{ "--derive-split", "-1" }, { "--derive-split", "on" },
 	};
 	char *dir = tu_tmpdir(), cmd[2048], out[1024], want[128];
 

@@ -9,7 +9,8 @@ run's steps after each, as the run's page does while it grows: each read derives
 the chunk that joined (server/pipeline/runrank.c). Per window of --every chunks it reports the
 run's size, the mean and largest derivation (the read's time), and the server's CPU so far; at
 the end, the parts /metrics counted (trainscope_rank_parts_total: a part cut inside its traces
-is how a derivation stops finishing the whole rank).
+is how a derivation stops finishing the whole rank) and the memory models
+(trainscope_rank_memory_models_total: went on from the parts before, or made from all).
 
 --order says how the chunks cut the trace:
   file  at event boundaries in the file's order (bench/chunks_bench.py's cut). kineto writes a
@@ -86,7 +87,7 @@ def main():
                 print(f"chunks {i + 1:5d}  run {size / (1 << 20):8.1f} MiB  derivation mean {sum(w) / len(w):6.3f} s"
                       f"  max {max(w):6.3f} s  server cpu {cb.server_cpu(srv):7.1f} s", flush=True)
         m = cb.get(base, "/metrics").decode()
-        parts = [line.split("{", 1)[1] for line in m.splitlines() if line.startswith("trainscope_rank_parts_total")]
+        parts = [line.split("{", 1)[1] for line in m.splitlines() if line.startswith(("trainscope_rank_parts_total", "trainscope_rank_memory_models_total"))]
         print("parts:", " ".join(p.replace('"}', "").replace('how="', "") for p in parts))
     finally:
         srv.terminate()

@@ -20,7 +20,7 @@ static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
 static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept,
-	parts[METRICS_PART_KINDS];
+	parts[METRICS_PART_KINDS], mem_models[2];
 
 void metrics_request(int route, unsigned status)
 {
@@ -46,6 +46,11 @@ void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept)
 void metrics_part(enum metrics_part how)
 {
 	atomic_fetch_add_explicit(&parts[how], 1, memory_order_relaxed);
+}
+
+void metrics_memory_model(int went_on)
+{
+	atomic_fetch_add_explicit(&mem_models[!!went_on], 1, memory_order_relaxed);
 }
 
 void metrics_upload(uint64_t bytes_sent, double seconds)
@@ -144,6 +149,13 @@ char *metrics_render(struct store *st)
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_CUT]),
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_UNCUT]),
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_REBUILT]));
+	put(&t, "# HELP trainscope_rank_memory_models_total Memory models of ranks in parts, at each derivation:"
+		" the parts before went on with the newest part's [memory] events (went_on), or the model was made"
+		" again from every part's (made).\n"
+		"# TYPE trainscope_rank_memory_models_total counter\n"
+		"trainscope_rank_memory_models_total{how=\"went_on\"} %llu\n"
+		"trainscope_rank_memory_models_total{how=\"made\"} %llu\n",
+	    (unsigned long long)atomic_load(&mem_models[1]), (unsigned long long)atomic_load(&mem_models[0]));
 	if (store_counts(st, &c, NULL) == 0) {
 		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
 			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"

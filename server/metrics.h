@@ -22,6 +22,8 @@ void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept);
  * (rebuilt) a rank derived as one analysis: its parts did not meet. */
 enum metrics_part { METRICS_PART_CLOSED, METRICS_PART_CUT, METRICS_PART_UNCUT, METRICS_PART_REBUILT, METRICS_PART_KINDS };
 void metrics_part(enum metrics_part how);
+/* A rank in parts derived: its memory model went on from the parts before, or was made from all. */
+void metrics_memory_model(int went_on);
 
 /* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
 char *metrics_render(struct store *st);

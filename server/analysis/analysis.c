@@ -306,6 +306,11 @@ struct analysis {
 	int64_t *opt, *opte;	/* Optimizer.step#... starts and ends, as the passes meet them (memory) */
 	size_t nopt, optcap, optecap;
 	struct mem_result *mem;
+	struct mem_model *mm;	/* a merge's memory model of its parts so far, to go on from (model_holds()) */
+	uint8_t *mmbwd;		/* what resolved the threads of its events: per thread, backward (mem_resolve()); */
+	uint32_t *mmres;	/* per memory-only thread (mkeys), the thread it was */
+	size_t mmnt, mmnk;
+	int mwent;		/* the merge's model went on from the parts before (1), or was made from all (0); -1: none */
 	struct an_result res;
 	size_t kcap, opcap;
 	int finishing;		/* analysis_finish() began: no more events, no fork */
@@ -676,6 +681,9 @@ void analysis_free(struct analysis *an)
 	runs_free(&an->hcr);
 	runs_free(&an->kcr);
 	mem_result_free(an->mem);
+	mem_model_free(an->mm);
+	tp_free(an->mmbwd);
+	tp_free(an->mmres);
 	tp_free(an->opfirst);
 	tp_free(an->opthread);
 	tp_free(an->oppart);
@@ -3157,9 +3165,16 @@ static void mem_resolve(void *ctx, void *recs, size_t n)
 	}
 }
 
-/* b's collectives and [memory] events (placed after a's: f) into o's runs, not sealed */
-static int add_part_recs(struct analysis *o, const struct analysis *b, const struct memfix *f, struct tp_errbuf *err)
+/*
+ * b's collectives and [memory] events (placed after a's: f) into o's runs, not
+ * sealed; and, while *fed, the events as o resolves them to feed, o's memory
+ * model going on (*fed 0 when one is before those it has).
+ */
+static int add_part_recs(struct analysis *o, const struct analysis *b, const struct memfix *f,
+			 struct mem_model *feed, int *fed, struct tp_errbuf *err)
 {
+	struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt, .str = o->str,
+				.payload = o->payload };
 	const void *p;
 	struct rcur c;
 	int rc = TP_OK;
@@ -3196,6 +3211,16 @@ static int add_part_recs(struct analysis *o, const struct analysis *b, const str
 		if (r->ctx.opt)
 			r->ctx.opt += f->opt;
 		r->ev.ord += f->ord;
+		if (*fed) {
+			struct mem_rec x = *r;
+			mem_resolve(o, &x, 1);
+			if ((rc = mem_model_add(feed, &in, &x, err)) == TP_ERR_UNSUPPORTED)
+				*fed = 0, rc = TP_OK;
+			if (rc) {
+				rcur_close(&c);
+				return rc;
+			}
+		}
 		runs_commit(&o->d, 1);
 	}
 	if (c.err)
@@ -3357,17 +3382,102 @@ static struct analysis *merge_new(const struct analysis *b)
 
 	if (o) {
 		o->part = o->finished = 1;
+		o->mwent = -1;
 		o->co.limit = b->co.limit;
 		o->d.limit = b->d.limit;
 	}
 	return o;
 }
 
+/*
+ * a's memory model goes on in o, which takes b after a, as the model of all
+ * of o's events would: a's events resolve their threads in o as they did in a
+ * (mem_resolve()), and none of b's optimizer steps starts before a's last
+ * event (a free's category asks for the first step after its allocation).
+ * The events' own order is mem_model_add()'s to check.
+ */
+static int model_holds(const struct analysis *a, const struct analysis *o, const struct analysis *b)
+{
+	size_t i;
+
+	if (!a->mm)
+		return 0;
+	for (i = 0; i < a->mmnt; i++)
+		if ((i < o->threads.n && o->bwd && o->bwd[i]) != a->mmbwd[i])
+			return 0;
+	for (i = 0; i < a->mmnk; i++)
+		if (i >= o->nmkeys || hmap_get(&o->threads, o->mkeys[i]) != a->mmres[i])
+			return 0;
+	return !b->nopt || b->opt[0] > mem_model_last(a->mm);
+}
+
+/* What o's model resolved its events' threads with, for model_holds() */
+static int model_mark(struct analysis *o)
+{
+	uint8_t *bwd = tp_calloc(o->threads.n + 1, 1);
+	uint32_t *res = tp_malloc((o->nmkeys + 1) * sizeof(*res));
+	size_t i;
+
+	if (!bwd || !res) {
+		tp_free(bwd);
+		tp_free(res);
+		return -1;
+	}
+	for (i = 0; i < o->threads.n; i++)
+		bwd[i] = o->bwd && o->bwd[i];
+	for (i = 0; i < o->nmkeys; i++)
+		res[i] = hmap_get(&o->threads, o->mkeys[i]);
+	tp_free(o->mmbwd);
+	tp_free(o->mmres);
+	o->mmbwd = bwd;
+	o->mmres = res;
+	o->mmnt = o->threads.n;
+	o->mmnk = o->nmkeys;
+	return 0;
+}
+
+/* o's memory model made again from all its events (o->d, unsealed; kept) */
+static int model_build(struct analysis *o, struct tp_errbuf *err)
+{
+	struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt, .str = o->str,
+				.payload = o->payload };
+	struct runs d;
+	struct rcur c;
+	const struct mem_rec *x;
+	int rc;
+
+	mem_model_free(o->mm);
+	o->mm = NULL;
+	if ((rc = runs_fork(&d, &o->d, err)))
+		return rc;
+	if ((rc = runs_seal(&d, err)) || !(o->mm = mem_model_new())) {
+		runs_free(&d);
+		return rc ? rc : nomem(err);
+	}
+	d.fix = mem_resolve;
+	d.fixctx = o;
+	if (!d.nruns)
+		mem_resolve(o, d.buf, d.n);
+	if (rcur_open(&c, &d)) {
+		runs_free(&d);
+		return rcur_fail(&c, err);
+	}
+	while (!rc && (x = rcur_next(&c)))
+		if ((rc = mem_model_add(o->mm, &in, x, err)) == TP_ERR_UNSUPPORTED)	/* sorted: not so */
+			rc = tp_fail(err, TP_ERR_IO, NULL, "memory model: events out of order");
+	if (!rc && c.err)
+		rc = rcur_fail(&c, err);
+	else
+		rcur_close(&c);
+	runs_free(&d);
+	return rc ? rc : mem_model_sync(o->mm, err);
+}
+
 int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_errbuf *err)
 {
 	struct analysis *a = *acc, *o = a;
 	struct memfix f = { 0 };
-	int rc;
+	int rc, fed;
 
 	if ((rc = parts_meet(a, b, err)))
 		return rc;
@@ -3377,11 +3487,23 @@ int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_e
 		return nomem(err);
 	if (combine(o, a, b)) {
 		rc = nomem(err);
-	} else if (!(rc = add_part_recs(o, b, &f, err))) {
-		*acc = o;
-		return TP_OK;
+		goto fail;
 	}
-	/* a is left half way: dropped */
+	/* the memory model of the parts so far goes on with b's events, or is made again */
+	fed = o->nmev && (a && a->nmev ? model_holds(a, o, b) : (o->mm = mem_model_new()) != NULL);
+	if ((rc = add_part_recs(o, b, &f, o->mm, &fed, err)))
+		goto fail;
+	if (o->nmev) {
+		rc = fed ? mem_model_sync(o->mm, err) : model_build(o, err);
+		o->mwent = fed;
+		if (!rc && model_mark(o))
+			rc = nomem(err);
+		if (rc)
+			goto fail;
+	}
+	*acc = o;
+	return TP_OK;
+fail:	/* a is left half way: dropped */
 	if (o != a)
 		analysis_free(o);
 	return rc;
@@ -3390,8 +3512,9 @@ int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_e
 int analysis_merge(const struct analysis *a, const struct analysis *b, struct analysis **out, struct tp_errbuf *err)
 {
 	struct memfix f = { 0 };
+	struct mem_model *feed = NULL;
 	struct analysis *o;
-	int rc;
+	int rc, fed = 0;
 
 	*out = NULL;
 	if ((rc = parts_meet(a, b, err)))
@@ -3406,26 +3529,53 @@ int analysis_merge(const struct analysis *a, const struct analysis *b, struct an
 	    (a && (hmap_copy(&o->mthreads, &a->mthreads) || dup_array(&o->mkeys, a->mkeys, a->nmkeys, sizeof(*a->mkeys)))))
 		goto fail;
 	o->nmkeys = o->mkeycap = a ? a->nmkeys : 0;
+	/* the memory model: a's going on with b's events (a copy), or made again from all of them */
+	if (o->nmev && (!a || !a->nmev)) {
+		if (!(feed = mem_model_new()))
+			goto fail;
+		fed = 1;
+	} else if (o->nmev && model_holds(a, o, b)) {
+		if ((rc = mem_model_copy(a->mm, &feed, err)) && rc != TP_ERR_UNSUPPORTED)
+			goto fail;
+		fed = !rc;
+	}
 	if ((a && ((rc = runs_fork(&o->co, &a->co, err)) || (rc = runs_fork(&o->d, &a->d, err)))) ||
-	    (rc = add_part_recs(o, b, &f, err)) || (rc = runs_seal(&o->co, err)) || (rc = runs_seal(&o->d, err)))
+	    (rc = add_part_recs(o, b, &f, feed, &fed, err)) || (rc = runs_seal(&o->co, err)))
 		goto fail;
 	o->res.colls = &o->co;
-	if (o->nmev) {	/* the memory model over all of them */
+	if (o->nmev) {
 		struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt,
 					.recs = &o->d, .str = o->str, .payload = o->payload };
-		o->d.fix = mem_resolve;	/* the spilled runs, as they are read */
-		o->d.fixctx = o;
-		if (!o->d.nruns)
-			mem_resolve(o, o->d.buf, o->d.n);
-		if ((rc = mem_infer(&in, &o->mem, &o->res.mem_series, &o->res.nmem_series, err)))
+		o->mwent = fed;
+		if (fed) {
+			rc = mem_model_result(feed, &in, &o->mem, &o->res.mem_series, &o->res.nmem_series, err);
+			feed = NULL;	/* freed */
+		} else {	/* over all of them */
+			mem_model_free(feed);
+			feed = NULL;
+			o->d.fix = mem_resolve;	/* the spilled runs, as they are read */
+			o->d.fixctx = o;
+			if (!(rc = runs_seal(&o->d, err))) {
+				if (!o->d.nruns)
+					mem_resolve(o, o->d.buf, o->d.n);
+				rc = mem_infer(&in, &o->mem, &o->res.mem_series, &o->res.nmem_series, err);
+			}
+		}
+		if (rc)
 			goto fail;
-		runs_free(&o->d);
 	}
+	runs_free(&o->d);
 	*out = o;
 	return TP_OK;
 fail:
+	mem_model_free(feed);
 	analysis_free(o);
 	return rc == TP_ERR_NOMEM && !err->rc ? nomem(err) : err->rc ? err->rc : rc;
+}
+
+int analysis_memory_went_on(const struct analysis *an)
+{
+	return an->mwent;
 }
 
 const struct an_result *analysis_merged(const struct analysis *an)

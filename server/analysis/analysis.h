@@ -237,8 +237,13 @@ void analysis_step_span(const struct analysis *an, size_t i, int64_t *start, int
  * merge with the part after b. analysis_merge(): a (a merge; NULL: none) and
  * b, the part after a's last (finished as a part), as one analysis of all
  * their events would give them, into *out (analysis_free() it; its strings
- * are b's), the memory model run over every part's [memory] events; a and b
- * are read, not changed. TP_ERR_UNSUPPORTED (code "parts_overlap") when
+ * are b's), the memory model over every part's [memory] events; a and b
+ * are read, not changed. The model is a's (absorb keeps one) going on with b's
+ * events when that is what the model of them all gives, and made again from
+ * every part's events when not: an event of b before one of a's on its device,
+ * an optimizer step of b that starts before a's last event (a free's
+ * category looks for the next), or a thread whose events a placed without
+ * knowing it (spans, backward) that b tells more of. TP_ERR_UNSUPPORTED (code "parts_overlap") when
  * something crosses from a to b, so that only one analysis of them all gives
  * the answer: their times or correlation ids overlap, a GPU span of one falls
  * back on an External id the other's operators have, b was not made after a's last part
@@ -251,6 +256,8 @@ int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_e
 int analysis_merge(const struct analysis *a, const struct analysis *b, struct analysis **out, struct tp_errbuf *err);
 /* A final merge's result (owned by it). */
 const struct an_result *analysis_merged(const struct analysis *an);
+/* Its memory model went on from a's (1) or was made again from all the events (0); -1: it has none. */
+int analysis_memory_went_on(const struct analysis *an);
 void analysis_free(struct analysis *an);
 
 #endif

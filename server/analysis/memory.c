@@ -13,6 +13,7 @@
  * the first rule below that matches wins.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +67,11 @@ static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t 
 }
 
 /*
- * A device's series, made again at each walk from a file instead of held: a
+ * A device's series, made again at each walk from files instead of held: a
  * record per event (struct rp) of what the walk needs, written as the events
  * are paired. An allocation's category, known at its free after its record is
- * written, is found in acat.
+ * written, is found in acat. A model copied from another (mem_model_copy())
+ * reads the other's records from a file the two share, and writes its own.
  */
 enum { RP_ADDR = 1, RP_TOTALS = 2, RP_OP = 4 };
 
@@ -85,9 +87,9 @@ struct rp {
 #define RP_BUF 1024		/* records read or written at once (48 KiB) */
 
 struct trace_src {
-	int fd;			/* the result's file */
-	off_t off;		/* where the device's records start */
-	size_t n;
+	int pfd;		/* the first pn records, from the model this one was copied from; -1: none */
+	int fd;			/* the rest, from the first byte; -1: none yet */
+	size_t pn, n;
 	uint8_t *acat;		/* per allocation */
 	int64_t base;		/* allocated before the first event */
 };
@@ -96,24 +98,29 @@ struct mem_result {
 	struct mem_series *series;
 	struct trace_src *src;
 	struct mem_group **groups;
-	size_t nseries, scap, tcap, gcap;
-	int fd;			/* the series' records, back to back; -1: none yet */
-	off_t end;
+	size_t nseries;
 };
+
+static void src_free(struct trace_src *t)
+{
+	tp_free(t->acat);
+	if (t->pfd >= 0)
+		close(t->pfd);
+	if (t->fd >= 0)
+		close(t->fd);
+}
 
 void mem_result_free(struct mem_result *r)
 {
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->nseries; i++) {
-		tp_free(r->src[i].acat);
+		src_free(&r->src[i]);
 		tp_free(r->groups[i]);
 	}
 	tp_free(r->series);
 	tp_free(r->src);
 	tp_free(r->groups);
-	if (r->fd >= 0)
-		close(r->fd);
 	tp_free(r);
 }
 
@@ -121,7 +128,7 @@ void mem_result_free(struct mem_result *r)
 struct rpread {
 	const struct trace_src *t;
 	struct rp *b;
-	size_t i, upto;
+	size_t i, upto, bi, bn;
 	int err;		/* errno of a failed read; ENOMEM when there was no buffer */
 };
 
@@ -135,17 +142,26 @@ static void rp_open(struct rpread *r, const struct trace_src *t, size_t upto)
 /* NULL at the end, or when a read failed (r->err) */
 static const struct rp *rp_next(struct rpread *r)
 {
-	size_t k = r->i % RP_BUF;
-
 	if (r->err || r->i >= r->upto)
 		return NULL;
-	if (!k) {
+	if (r->bi == r->bn) {
+		const struct trace_src *t = r->t;
 		size_t want = r->upto - r->i < RP_BUF ? r->upto - r->i : RP_BUF;
-		if ((r->err = spill_read(r->t->fd, r->b, want * sizeof(*r->b), r->t->off + (off_t)(r->i * sizeof(*r->b)))))
+		int fd = t->fd;
+		off_t off = (off_t)((r->i - t->pn) * sizeof(*r->b));
+		if (r->i < t->pn) {	/* the records shared with the model this one was copied from */
+			if (want > t->pn - r->i)
+				want = t->pn - r->i;
+			fd = t->pfd;
+			off = (off_t)(r->i * sizeof(*r->b));
+		}
+		if ((r->err = spill_read(fd, r->b, want * sizeof(*r->b), off)))
 			return NULL;
+		r->bi = 0;
+		r->bn = want;
 	}
 	r->i++;
-	return &r->b[k];
+	return &r->b[r->bi++];
 }
 
 /* TP_OK, or TP_ERR_NOMEM / TP_ERR_IO for what stopped r */
@@ -292,46 +308,131 @@ struct live {
 	int32_t next;		/* in the free list */
 };
 
-struct pairing {
-	const struct mem_input *in;
-	struct trace_src *t;
+/* One device's events so far: their records, and what pairing the next ones needs. */
+struct dev {
+	struct mem_event last;	/* the latest event: the next must not be before it */
+	int totals;		/* its first event had the allocator's totals */
+	int64_t sum, low;	/* the sum of Bytes, and the deepest it went below 0 */
+	struct trace_src t;	/* the records; t.base from the first event's totals */
+	size_t nal, acap;	/* allocations, and t.acat's room */
+	struct mem_amap m;	/* address -> the allocation alive there (lv[]) */
 	struct live *lv;
 	size_t nlv, lvcap;
 	int32_t free;		/* the first unused lv[], -1: none */
-	size_t nal, acap;
+	struct rp *wb;		/* records not written yet */
+	size_t nw;
 };
 
-static void end_alive(struct pairing *p, int32_t li)
-{
-	const struct live *l = &p->lv[li];
+struct mem_model {
+	struct dev *dev;	/* in the order their first events came */
+	size_t n, cap, cur;	/* cur: the device of the latest event */
+};
 
-	p->t->acat[l->k] = (uint8_t)categorize(&l->ctx, NULL, -1, p->in->opt_ends,
-					       next_opt(p->in->opt_starts, p->in->nopt, l->ta));
-	p->lv[li].next = p->free;
-	p->free = li;
+/* *out as a copy of n bytes of p (NULL when n is 0); -1: out of memory */
+static int dup_bytes(void **out, const void *p, size_t n)
+{
+	*out = NULL;
+	if (!n)
+		return 0;
+	if (!(*out = tp_malloc(n)))
+		return -1;
+	memcpy(*out, p, n);
+	return 0;
+}
+
+static void dev_free(struct dev *d)
+{
+	src_free(&d->t);
+	mem_amap_free(&d->m);
+	tp_free(d->lv);
+	tp_free(d->wb);
+}
+
+void mem_model_free(struct mem_model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		dev_free(&m->dev[i]);
+	tp_free(m->dev);
+	tp_free(m);
+}
+
+struct mem_model *mem_model_new(void)
+{
+	return tp_calloc(1, sizeof(struct mem_model));
+}
+
+/* x's device, new when it is the first of its events; NULL: out of memory */
+static struct dev *dev_of(struct mem_model *m, const struct mem_event *x)
+{
+	struct dev *d;
+
+	if (m->cur < m->n && m->dev[m->cur].last.dev_type == x->dev_type && m->dev[m->cur].last.dev_id == x->dev_id)
+		return &m->dev[m->cur];
+	for (m->cur = 0; m->cur < m->n; m->cur++)
+		if (m->dev[m->cur].last.dev_type == x->dev_type && m->dev[m->cur].last.dev_id == x->dev_id)
+			return &m->dev[m->cur];
+	if (tp_grow((void **)&m->dev, &m->cap, m->n + 1, sizeof(*m->dev)))
+		return NULL;
+	d = &m->dev[m->n];
+	*d = (struct dev){ .last = *x, .t = { .pfd = -1, .fd = -1 }, .free = -1 };
+	if (!(d->wb = tp_malloc(RP_BUF * sizeof(*d->wb))) || mem_amap_init(&d->m, 64)) {
+		dev_free(d);
+		return NULL;
+	}
+	/* what was there before: the first event's total less its own bytes; with no allocator totals
+	 * (PyTorch 1.9), at least what the frees ahead of their allocations need, the deepest the
+	 * sum of Bytes goes below 0 (at the end) */
+	d->totals = x->has_totals;
+	d->t.base = d->totals ? tp_sat_sub(x->total_alloc, x->bytes) : 0;
+	m->cur = m->n++;
+	return d;
+}
+
+static int dev_flush(struct dev *d, struct tp_errbuf *err)
+{
+	int rc;
+
+	if (!d->nw)
+		return TP_OK;
+	if ((rc = spill_append(&d->t.fd, "memory", d->wb, d->nw * sizeof(*d->wb), err)))
+		return rc;
+	d->nw = 0;
+	return TP_OK;
+}
+
+/* The category of an allocation alive at the end (or lost: its address reused without a free). */
+static uint8_t alive_cat(const struct mem_input *in, const struct live *l)
+{
+	return (uint8_t)categorize(&l->ctx, NULL, -1, in->opt_ends, next_opt(in->opt_starts, in->nopt, l->ta));
 }
 
 /* A new allocation's number in *o, alive in the slot *slot; -1: out of memory. */
-static int alloc_begin(struct pairing *p, int32_t *slot, const struct mem_rec *x, struct rp *o)
+static int alloc_begin(struct dev *d, const struct mem_input *in, int32_t *slot, const struct mem_rec *x, struct rp *o)
 {
 	int32_t li;
 
-	if (*slot >= 0)
-		end_alive(p, *slot);	/* a new block at an address reused without a free: the old one is lost */
-	if (tp_grow((void **)&p->t->acat, &p->acap, p->nal + 1, 1))
-		return -1;
-	if (p->free >= 0) {
-		li = p->free;
-		p->free = p->lv[li].next;
-	} else {
-		if (tp_grow((void **)&p->lv, &p->lvcap, p->nlv + 1, sizeof(*p->lv)))
-			return -1;
-		li = (int32_t)p->nlv++;
+	if (*slot >= 0) {	/* a new block at an address reused without a free: the old one is lost */
+		struct live *l = &d->lv[*slot];
+		d->t.acat[l->k] = alive_cat(in, l);
+		l->next = d->free;
+		d->free = *slot;
 	}
-	p->lv[li] = (struct live){ .ta = x->ev.ts, .size = x->ev.bytes, .ctx = x->ctx, .k = (int32_t)p->nal };
-	p->t->acat[p->nal] = UINT8_MAX;
+	if (tp_grow((void **)&d->t.acat, &d->acap, d->nal + 1, 1))
+		return -1;
+	if (d->free >= 0) {
+		li = d->free;
+		d->free = d->lv[li].next;
+	} else {
+		if (tp_grow((void **)&d->lv, &d->lvcap, d->nlv + 1, sizeof(*d->lv)))
+			return -1;
+		li = (int32_t)d->nlv++;
+	}
+	d->lv[li] = (struct live){ .ta = x->ev.ts, .size = x->ev.bytes, .ctx = x->ctx, .k = (int32_t)d->nal };
+	d->t.acat[d->nal] = UINT8_MAX;
 	*slot = li;
-	o->a = (int32_t)p->nal++;
+	o->a = (int32_t)d->nal++;
 	if (x->ctx.op) {
 		o->op_name = x->ctx.op_name;
 		o->flags |= RP_OP;
@@ -340,207 +441,254 @@ static int alloc_begin(struct pairing *p, int32_t *slot, const struct mem_rec *x
 }
 
 /* The free of the allocation alive in *slot: its category, and the record's size its size. */
-static void alloc_end(struct pairing *p, int32_t *slot, const struct mem_rec *x, struct rp *o)
+static void alloc_end(struct dev *d, const struct mem_input *in, int32_t *slot, const struct mem_rec *x, struct rp *o)
 {
-	struct live *l = &p->lv[*slot];
+	struct live *l = &d->lv[*slot];
 
-	p->t->acat[l->k] = (uint8_t)categorize(&l->ctx, &x->ctx, x->ev.ts, p->in->opt_ends,
-					       next_opt(p->in->opt_starts, p->in->nopt, l->ta));
+	d->t.acat[l->k] = (uint8_t)categorize(&l->ctx, &x->ctx, x->ev.ts, in->opt_ends,
+					      next_opt(in->opt_starts, in->nopt, l->ta));
 	o->a = l->k;
 	o->bytes = tp_sat_sub(0, l->size);
-	l->next = p->free;
-	p->free = *slot;
+	l->next = d->free;
+	d->free = *slot;
 	*slot = -2;
 }
 
-/*
- * One device's events, from *cur on while the device is the same (left at
- * the next device's first, or NULL): paired, their records written to the
- * result's file, the series into *s, replayed from *t.
- */
-static int one_device(const struct mem_input *in, struct mem_result *r, struct rcur *c, const struct mem_rec **cur,
-		      struct mem_series *s, struct trace_src *t, struct mem_group **groups_out, struct tp_errbuf *err)
+int mem_model_add(struct mem_model *m, const struct mem_input *in, const struct mem_rec *x, struct tp_errbuf *err)
 {
-	const struct mem_rec *x = *cur;
-	const int32_t dev_type = x->ev.dev_type, dev_id = x->ev.dev_id;
-	const int totals = x->ev.has_totals;
-	struct rp *wb = tp_malloc(RP_BUF * sizeof(*wb));
-	struct pairing p = { .in = in, .t = t, .free = -1 };
-	struct mem_amap m = { 0 };
-	struct peak pk = { .best = INT64_MIN };
-	int64_t sum = 0, low = 0;
-	size_t nw = 0, j;
+	const struct mem_event *e = &x->ev;
+	struct dev *d = dev_of(m, e);
+	struct rp *o;
+
+	if (!d)
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (event_less(e, &d->last))
+		return TP_ERR_UNSUPPORTED;
+	d->last = *e;
+	o = &d->wb[d->nw++];
+	*o = (struct rp){ .ts = e->ts, .bytes = e->bytes, .total_alloc = e->total_alloc, .total_res = e->total_res,
+			  .a = -1, .flags = (uint8_t)((e->has_addr ? RP_ADDR : 0) | (e->has_totals ? RP_TOTALS : 0)) };
+	if ((d->sum = tp_sat_add(d->sum, e->bytes)) < d->low)
+		d->low = d->sum;
+	d->t.n++;
+	/* pair allocations and frees by address; an allocation's category once its free is known */
+	if (e->has_addr && e->bytes) {
+		int32_t *slot = mem_amap_put(&d->m, e->addr);
+		if (!slot || (e->bytes > 0 && alloc_begin(d, in, slot, x, o)))
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		if (e->bytes < 0 && *slot >= 0)
+			alloc_end(d, in, slot, x, o);
+	}
+	return d->nw == RP_BUF ? dev_flush(d, err) : TP_OK;
+}
+
+int mem_model_sync(struct mem_model *m, struct tp_errbuf *err)
+{
+	int rc = TP_OK;
+
+	for (size_t i = 0; i < m->n && !rc; i++)
+		rc = dev_flush(&m->dev[i], err);
+	return rc;
+}
+
+int64_t mem_model_last(const struct mem_model *m)
+{
+	int64_t t = INT64_MIN;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (m->dev[i].last.ts > t)
+			t = m->dev[i].last.ts;
+	return t;
+}
+
+int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_errbuf *err)
+{
+	struct mem_model *c = mem_model_new();
 	int rc = TP_ERR_NOMEM;
 
-	*t = (struct trace_src){ .fd = -1, .off = r->end };
-	/* what was there before: the first event's total less its own bytes; with no allocator totals
-	 * (PyTorch 1.9), at least what the frees ahead of their allocations need, the deepest the
-	 * sum of Bytes goes below 0 */
-	t->base = totals ? tp_sat_sub(x->ev.total_alloc, x->ev.bytes) : 0;
-	/* the map grows with the addresses, which the caching allocator reuses: not the events */
-	if (!wb || mem_amap_init(&m, 64))
-		goto out;
-	/* pair allocations and frees by address; an allocation's category once its free is known */
-	for (; x && x->ev.dev_type == dev_type && x->ev.dev_id == dev_id; x = rcur_next(c)) {
-		const struct mem_event *e = &x->ev;
-		struct rp *o = &wb[nw++];
-		*o = (struct rp){ .ts = e->ts, .bytes = e->bytes, .total_alloc = e->total_alloc, .total_res = e->total_res,
-				  .a = -1, .flags = (uint8_t)((e->has_addr ? RP_ADDR : 0) | (e->has_totals ? RP_TOTALS : 0)) };
-		if ((sum = tp_sat_add(sum, e->bytes)) < low)
-			low = sum;
-		t->n++;
-		if (e->has_addr && e->bytes) {
-			int32_t *slot = mem_amap_put(&m, e->addr);
-			if (!slot)
-				goto out;
-			if (e->bytes > 0) {
-				if (alloc_begin(&p, slot, x, o))
-					goto out;
-			} else if (*slot >= 0) {
-				alloc_end(&p, slot, x, o);
-			}
+	*out = NULL;
+	if (!c || (m->n && tp_grow((void **)&c->dev, &c->cap, m->n, sizeof(*c->dev))))
+		goto fail;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct dev *s = &m->dev[i];
+		struct dev *d = &c->dev[i];
+		if (s->nw || s->t.pfd >= 0) {	/* not synced, or a copy itself */
+			rc = TP_ERR_UNSUPPORTED;
+			goto fail;
 		}
-		if (nw == RP_BUF) {
-			if ((rc = spill_append(&r->fd, "memory", wb, nw * sizeof(*wb), err)))
-				goto out;
-			r->end += (off_t)(nw * sizeof(*wb));
-			nw = 0;
-			rc = TP_ERR_NOMEM;
+		*d = *s;
+		d->t = (struct trace_src){ .pfd = -1, .fd = -1, .pn = s->t.n, .n = s->t.n, .base = s->t.base };
+		d->m = (struct mem_amap){ 0 };
+		d->lv = NULL;
+		d->wb = NULL;
+		d->acap = d->nal;
+		d->lvcap = d->nlv;
+		c->n++;	/* what it holds is freed with the rest */
+		if (s->t.fd >= 0 && (d->t.pfd = fcntl(s->t.fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			rc = spill_fail(err, "cannot share");
+			goto fail;
 		}
+		if (!(d->wb = tp_malloc(RP_BUF * sizeof(*d->wb))) || mem_amap_copy(&d->m, &s->m) ||
+		    dup_bytes((void **)&d->t.acat, s->t.acat, s->nal) ||
+		    dup_bytes((void **)&d->lv, s->lv, s->nlv * sizeof(*s->lv)))
+			goto fail;
 	}
-	*cur = x;
-	if (c->err) {
-		errno = c->err;
-		rc = spill_fail(err, "cannot read");
-		goto out;
-	}
-	if (nw && (rc = spill_append(&r->fd, "memory", wb, nw * sizeof(*wb), err)))
-		goto out;
-	r->end += (off_t)(nw * sizeof(*wb));
-	t->fd = r->fd;
-	for (j = 0; j < m.cap; j++)	/* alive at the end */
-		if (m.val[j] >= 0)
-			end_alive(&p, m.val[j]);
-	mem_amap_free(&m);
-	tp_free(p.lv);
-	p.lv = NULL;
-	if (!totals)
-		t->base = tp_sat_sub(0, low);
+	c->cur = m->cur;
+	*out = c;
+	return TP_OK;
+fail:
+	mem_model_free(c);
+	return rc == TP_ERR_NOMEM ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : rc;
+}
+
+/*
+ * A device's series from its model, which it takes the records of: the
+ * categories of what is still alive, the baseline, and what was alive at the
+ * peak, by category and allocating operator, in the allocations' order.
+ */
+static int dev_series(const struct mem_input *in, struct dev *d, struct mem_series *s, struct trace_src *t,
+		      struct mem_group **groups_out)
+{
+	struct peak pk = { .best = INT64_MIN };
+	struct mem_group *g;
+	uint8_t *alive;
+	const struct rp *e;
+	struct rpread rd;
+	size_t ng = 0, j;
+	int rc;
+
+	for (j = 0; j < d->m.cap; j++)	/* alive at the end */
+		if (d->m.val[j] >= 0)
+			d->t.acat[d->lv[d->m.val[j]].k] = alive_cat(in, &d->lv[d->m.val[j]]);
+	if (!d->totals)
+		d->t.base = tp_sat_sub(0, d->low);
+	*t = d->t;
+	d->t = (struct trace_src){ .pfd = -1, .fd = -1 };
 	s->baseline = t->base;
 	if ((rc = walk(t, at_peak, &pk)))
-		goto out;
-
-	/* what was alive at the peak, by category and allocating operator, in the allocations' order */
-	{
-		struct mem_group *g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
-		uint8_t *alive = tp_calloc(p.nal + 1, 1);
-		const struct rp *e;
-		struct rpread rd;
-		size_t ng = 0;
-		rc = TP_ERR_NOMEM;
-		if (!g || !alive) {
-			tp_free(g);
-			tp_free(alive);
-			goto out;
-		}
-		rp_open(&rd, t, pk.at + 1);
-		while ((e = rp_next(&rd)))
-			if (e->a >= 0)
-				alive[e->a] = e->bytes > 0;
-		if (!(rc = rp_close(&rd)))
-			rp_open(&rd, t, pk.at + 1);
-		while (!rc && (e = rp_next(&rd))) {
-			if (e->a < 0 || e->bytes <= 0 || !alive[e->a])
-				continue;
-			const char *op = (e->flags & RP_OP) ? in->str(in->payload, e->op_name) : NULL;
-			struct mem_group *gx = mem_group_add(g, &ng, t->acat[e->a], op, NULL);
-			if (gx) {
-				gx->bytes = tp_sat_add(gx->bytes, e->bytes);
-				gx->count++;
-			}
-		}
-		if (!rc)
-			rc = rp_close(&rd);
+		return rc;
+	g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
+	alive = tp_calloc(d->nal + 1, 1);
+	if (!g || !alive) {
+		tp_free(g);
 		tp_free(alive);
-		if (rc) {
-			tp_free(g);
-			goto out;
-		}
-		if (pk.base > 0 && ng < MEM_MAX_GROUPS + 2)
-			g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = pk.base, .count = -1 };
-		mem_groups_sort(g, ng);
-		*groups_out = g;
-		s->groups = g;
-		s->ngroups = ng;
+		return TP_ERR_NOMEM;
 	}
-	if (dev_type == 0)
+	rp_open(&rd, t, pk.at + 1);
+	while ((e = rp_next(&rd)))
+		if (e->a >= 0)
+			alive[e->a] = e->bytes > 0;
+	if (!(rc = rp_close(&rd)))
+		rp_open(&rd, t, pk.at + 1);
+	while (!rc && (e = rp_next(&rd))) {
+		if (e->a < 0 || e->bytes <= 0 || !alive[e->a])
+			continue;
+		const char *op = (e->flags & RP_OP) ? in->str(in->payload, e->op_name) : NULL;
+		struct mem_group *gx = mem_group_add(g, &ng, t->acat[e->a], op, NULL);
+		if (gx) {
+			gx->bytes = tp_sat_add(gx->bytes, e->bytes);
+			gx->count++;
+		}
+	}
+	if (!rc)
+		rc = rp_close(&rd);
+	tp_free(alive);
+	if (rc) {
+		tp_free(g);
+		return rc;
+	}
+	if (pk.base > 0 && ng < MEM_MAX_GROUPS + 2)
+		g[ng++] = (struct mem_group){ .cat = CAT_PARAMETER, .op = NULL, .bytes = pk.base, .count = -1 };
+	mem_groups_sort(g, ng);
+	*groups_out = g;
+	s->groups = g;
+	s->ngroups = ng;
+	if (d->last.dev_type == 0)
 		snprintf(s->device, sizeof(s->device), "cpu");
 	else
-		snprintf(s->device, sizeof(s->device), "cuda:%d", dev_id < 0 ? 0 : dev_id);
+		snprintf(s->device, sizeof(s->device), "cuda:%d", d->last.dev_id < 0 ? 0 : d->last.dev_id);
 	s->source = "trace";
 	s->pts = NULL;
 	s->n = t->n;
 	s->replay = replay;
 	s->src = t;
-	rc = TP_OK;
-out:
-	tp_free(wb);
-	tp_free(p.lv);
-	mem_amap_free(&m);
-	if (rc == TP_ERR_NOMEM)
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (rc == TP_ERR_IO && !err->rc) {
-		errno = EIO;
-		return spill_fail(err, "cannot read");
+	return TP_OK;
+}
+
+static int dev_less(const struct dev *x, const struct dev *y)
+{
+	if (x->last.dev_type != y->last.dev_type)
+		return x->last.dev_type < y->last.dev_type;
+	return x->last.dev_id < y->last.dev_id;
+}
+
+int mem_model_result(struct mem_model *m, const struct mem_input *in, struct mem_result **out,
+		     const struct mem_series **series, size_t *nseries, struct tp_errbuf *err)
+{
+	struct mem_result *r = tp_calloc(1, sizeof(*r));
+	int rc = TP_ERR_NOMEM;
+	size_t i, k;
+
+	if (!r || (rc = mem_model_sync(m, err)))
+		goto out;
+	rc = TP_ERR_NOMEM;
+	for (i = 1; i < m->n; i++)	/* by device, as the events sort */
+		for (k = i; k > 0 && dev_less(&m->dev[k], &m->dev[k - 1]); k--) {
+			struct dev x = m->dev[k];
+			m->dev[k] = m->dev[k - 1];
+			m->dev[k - 1] = x;
+		}
+	if (m->n && (!(r->series = tp_calloc(m->n, sizeof(*r->series))) || !(r->src = tp_calloc(m->n, sizeof(*r->src))) ||
+		     !(r->groups = tp_calloc(m->n, sizeof(*r->groups)))))
+		goto out;
+	for (rc = TP_OK, i = 0; i < m->n && !rc; i++) {
+		r->src[i] = (struct trace_src){ .pfd = -1, .fd = -1 };
+		r->nseries++;	/* what it takes is freed with the rest */
+		rc = dev_series(in, &m->dev[i], &r->series[i], &r->src[i], &r->groups[i]);
 	}
-	return rc;
+out:
+	mem_model_free(m);
+	if (rc) {
+		mem_result_free(r);
+		if (rc == TP_ERR_NOMEM && !err->rc)
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		if (rc == TP_ERR_IO && !err->rc) {
+			errno = EIO;
+			return spill_fail(err, "cannot read");
+		}
+		return err->rc ? err->rc : rc;
+	}
+	*out = r;
+	*series = r->series;
+	*nseries = r->nseries;
+	return TP_OK;
 }
 
 int mem_infer(const struct mem_input *in, struct mem_result **out, const struct mem_series **series,
 	      size_t *nseries, struct tp_errbuf *err)
 {
-	struct mem_result *r = tp_calloc(1, sizeof(*r));
-	const struct mem_rec *x = NULL;
+	struct mem_model *m = mem_model_new();
+	const struct mem_rec *x;
 	struct rcur c;
-	int rc = TP_ERR_NOMEM;
+	int rc = TP_OK;
 
-	memset(&c, 0, sizeof(c));
-	if (!r)
+	if (!m)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	r->fd = -1;
+	memset(&c, 0, sizeof(c));
 	if (rcur_open(&c, in->recs))
-		goto fail;
-	x = rcur_next(&c);
-	while (x) {
-		size_t k = r->nseries;
-		if (tp_grow((void **)&r->series, &r->scap, k + 1, sizeof(*r->series)) ||
-		    tp_grow((void **)&r->src, &r->tcap, k + 1, sizeof(*r->src)) ||
-		    tp_grow((void **)&r->groups, &r->gcap, k + 1, sizeof(*r->groups))) {
-			rc = TP_ERR_NOMEM;
-			goto fail;
-		}
-		r->series[k] = (struct mem_series){ 0 };
-		r->src[k] = (struct trace_src){ .fd = -1 };
-		r->groups[k] = NULL;
-		r->nseries++;	/* what it makes is freed with the rest */
-		if ((rc = one_device(in, r, &c, &x, &r->series[k], &r->src[k], &r->groups[k], err)))
-			goto fail;
-	}
-	if (c.err)
-		goto fail;
-	rcur_close(&c);
-	for (size_t i = 0; i < r->nseries; i++)
-		r->series[i].src = &r->src[i];	/* src[] moved as it grew */
-	*out = r;
-	*series = r->series;
-	*nseries = r->nseries;
-	return TP_OK;
-fail:
-	if (c.err && !err->rc) {
-		errno = c.err;
+		rc = c.err ? TP_ERR_IO : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	while (!rc && (x = rcur_next(&c)))
+		rc = mem_model_add(m, in, x, err);
+	if (!rc && c.err)
+		rc = TP_ERR_IO;
+	if (rc == TP_ERR_IO && !err->rc) {
+		errno = c.err ? c.err : EIO;
 		spill_fail(err, "cannot read");
 	}
 	rcur_close(&c);
-	mem_result_free(r);
-	return rc == TP_ERR_NOMEM && !err->rc ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : err->rc;
+	if (rc) {
+		mem_model_free(m);
+		return err->rc ? err->rc : rc;
+	}
+	return mem_model_result(m, in, out, series, nseries, err);
 }

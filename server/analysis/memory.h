@@ -77,13 +77,38 @@ struct mem_input {
 
 struct mem_result;
 
-
 /*
  * Infer, reading the events once; series stay owned by *out until
- * mem_result_free, and replay from a temporary file of their own.
+ * mem_result_free, and replay from temporary files of their own.
  */
 int mem_infer(const struct mem_input *in, struct mem_result **out, const struct mem_series **series,
 	      size_t *nseries, struct tp_errbuf *err);
 void mem_result_free(struct mem_result *r);
+
+/*
+ * The same model, fed an event at a time, so that it can go on later with the
+ * events after those fed (a run's parts, analysis.c): mem_infer() is
+ * mem_model_new(), mem_model_add() of each event in order, and
+ * mem_model_result(). in's optimizer steps are read at each event (a free's
+ * category); its recs are not.
+ */
+struct mem_model;
+
+struct mem_model *mem_model_new(void);
+void mem_model_free(struct mem_model *m);
+/* TP_OK; TP_ERR_UNSUPPORTED when x is before its device's latest event (m is then left as it was) */
+int mem_model_add(struct mem_model *m, const struct mem_input *in, const struct mem_rec *x, struct tp_errbuf *err);
+/* The records added so far written out, as a copy needs them. */
+int mem_model_sync(struct mem_model *m, struct tp_errbuf *err);
+/* The time of the latest event added; INT64_MIN: none. */
+int64_t mem_model_last(const struct mem_model *m);
+/*
+ * A copy of m (synced, and not a copy itself) that goes on apart from it: it
+ * shares the records m has written (m may go on writing after them, or be freed).
+ */
+int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_errbuf *err);
+/* The series of what m was fed, as mem_infer() gives them; m is freed, even on failure. */
+int mem_model_result(struct mem_model *m, const struct mem_input *in, struct mem_result **out,
+		     const struct mem_series **series, size_t *nseries, struct tp_errbuf *err);
 
 #endif

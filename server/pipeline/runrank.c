@@ -963,6 +963,8 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 			goto out;
 		}
 		d->ar = analysis_merged(d->merged);
+		if (analysis_memory_went_on(d->merged) >= 0)
+			metrics_memory_model(analysis_memory_went_on(d->merged));
 	}
 	if (!(d->src = step_sources(d->ar, d->own ? &d->sp : &g->sp)))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");

@@ -14,10 +14,12 @@
  * the last few ranks derived: runrank.c), then finishes the analysis of the
  * rank's last part: the artifacts since the last one that began after all
  * the ones before it ended (a profiling cycle; analysis.h's parts), merged
- * with the parts before it, whose results are kept (every [memory] event of
- * the rank still goes through the memory model; bench/cycles_cost.py). A
- * rank whose artifacts overlap in time (chunks of one trace) is one part,
- * finished whole. An upload does not
+ * with the parts before it, whose results are kept, and whose memory model
+ * goes on with the last part's [memory] events (made again from every part's
+ * when it cannot: analysis.h). Chunks of one trace overlap in time and make
+ * one part, but one that holds more than --derive-split is cut at a step that
+ * nothing crosses, when they come in time order (runrank.c: split()), so
+ * that the steps before close a part. An upload does not
  * derive: a trace that joins a rank which has one is committed with the rank
  * marked (store_rank_defer), so uploads cost their own size (and when the
  * upload names a rank that has a trace already, it is not even analysed on

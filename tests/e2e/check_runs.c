@@ -1556,36 +1556,43 @@ static void upload_window(const struct tu_server *s, const struct cut *c, const 
 }
 
 /*
- * Chunks of one trace cut inside their part (pipeline/runrank.c: split()). The sync fixture
- * waits for the GPU at every step's end (loss.item()), so nothing crosses its step boundaries;
- * its events cut in 10 windows of time (the collector's chunks: one a second), uploaded in
- * order with a read after each to a server that cuts a part holding more than 1 byte: parts are
- * cut, none rebuilt, and every answer is byte for byte a server's that analyses the rank whole.
- * Then the first half window's events again: they reach back before the cuts, the parts no longer
- * meet, and the rank is analysed whole (rebuilt), as the other server does.
+ * A trace's events cut in k windows of time (the collector's chunks: one a second), uploaded
+ * in order with a read after each to a server that cuts a part holding more than 1 byte, and
+ * to one that analyses the rank whole: at least cuts parts are cut, none rebuilt, and every
+ * answer is byte for byte the other server's. With memory, the [memory] events' model goes on
+ * from the parts before at each derivation, never made again. Then the first half window's
+ * events again: they reach back before the cuts, the parts no longer meet, and the rank is
+ * analysed whole (rebuilt), as the other server does.
  */
-START_TEST(test_chunks_cut_in_parts)
+/* "ts": in [p, end), not past it (strstr() would read to the file's end at each event) */
+static const char *ts_in(const char *p, const char *end)
+{
+	for (; end - p >= 5; p++)
+		if (!memcmp(p, "\"ts\":", 5))
+			return p;
+	return NULL;
+}
+
+static void windows_cut_in_parts(const char *path, size_t k, double cuts, int memory)
 {
 	static const char *cut = "trainscope_rank_parts_total{how=\"cut\"}",
-			  *rebuilt = "trainscope_rank_parts_total{how=\"rebuilt\"}";
+			  *rebuilt = "trainscope_rank_parts_total{how=\"rebuilt\"}",
+			  *went_on = "trainscope_rank_memory_models_total{how=\"went_on\"}",
+			  *made = "trainscope_rank_memory_models_total{how=\"made\"}";
 	const char *const off[] = { "--derive-parts", "off", NULL }, *const small[] = { "--derive-split", "1", NULL };
-	char *dir = tu_source_path("tests/fixtures/gpu/sync"), path[512], name[32];
+	char name[32];
 	struct tu_server whole, cutting;
-	struct dirent **ents;
-	size_t glen, len, i, k = 10;
-	int n = scandir(dir, &ents, is_trace, alphasort);
+	size_t glen, len, i;
 	int64_t lo = INT64_MAX, hi = INT64_MIN, *ts;
 	struct cut c;
 
-	ck_assert_int_eq(n, 1);
-	snprintf(path, sizeof(path), "%s/%s", dir, ents[0]->d_name);
 	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
 	ck_assert_ptr_nonnull(text);
 	cut_find((const char *)text, len, &c);
 	ck_assert_ptr_nonnull(ts = malloc(c.n * sizeof(*ts)));
-	for (i = 0; i < c.n; i++) {	/* "ts" in us, as the fixture writes it */
-		const char *t = strstr(c.ev[i], "\"ts\":");
-		ts[i] = t && t < c.ev[i + 1] ? (int64_t)(strtod(t + 5, NULL) * 1000) : INT64_MIN;
+	for (i = 0; i < c.n; i++) {	/* "ts" in us, as the fixtures write it */
+		const char *t = ts_in(c.ev[i], c.ev[i + 1]);
+		ts[i] = t ? (int64_t)(strtod(t + 5, NULL) * 1000) : INT64_MIN;
 		if (ts[i] != INT64_MIN) {
 			lo = ts[i] < lo ? ts[i] : lo;
 			hi = ts[i] > hi ? ts[i] : hi;
@@ -1601,9 +1608,12 @@ START_TEST(test_chunks_cut_in_parts)
 		upload_window(&cutting, &c, ts, from, to, "live", name);
 		upload_window(&whole, &c, ts, from, to, "live", name);
 	}
-	/* five steps: four boundaries, each cut once the chunk after it has come */
-	ck_assert_msg(metric_on(&cutting, cut) >= 3, "%g cut", metric_on(&cutting, cut));
+	ck_assert_msg(metric_on(&cutting, cut) >= cuts, "%g cut", metric_on(&cutting, cut));
 	ck_assert(metric_on(&cutting, rebuilt) == 0);
+	if (memory) {
+		ck_assert_msg(metric_on(&cutting, went_on) >= 1, "%g went on", metric_on(&cutting, went_on));
+		ck_assert(metric_on(&cutting, made) == 0);
+	}
 	same_answers_via(&whole, &cutting, "live");
 
 	upload_window(&cutting, &c, ts, INT64_MIN, lo + (hi - lo) / (int64_t)k / 2, "live", "again.json");
@@ -1617,9 +1627,38 @@ START_TEST(test_chunks_cut_in_parts)
 	free(c.ev);
 	free(text);
 	free(gz);
+}
+
+/*
+ * The sync fixture waits for the GPU at every step's end (loss.item()), so nothing crosses its
+ * step boundaries: five steps, four boundaries, each cut once the chunk after it has come.
+ */
+START_TEST(test_chunks_cut_in_parts)
+{
+	char *dir = tu_source_path("tests/fixtures/gpu/sync"), path[512];
+	struct dirent **ents;
+	int n = scandir(dir, &ents, is_trace, alphasort);
+
+	ck_assert_int_eq(n, 1);
+	snprintf(path, sizeof(path), "%s/%s", dir, ents[0]->d_name);
+	windows_cut_in_parts(path, 10, 3, 0);
 	free(ents[0]);
 	free(ents);
 	free(dir);
+}
+END_TEST
+
+/*
+ * The V100 trace's 28,010 [memory] events: allocations made in one part and freed in a later
+ * one, a model that goes on from part to part, the memory answers (timeline, peak) the whole
+ * rank's to the byte.
+ */
+START_TEST(test_chunks_cut_with_memory)
+{
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
+
+	windows_cut_in_parts(path, 10, 1, 1);
+	free(path);
 }
 END_TEST
 
@@ -1651,6 +1690,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_grown_chunk_by_chunk);
 	tcase_add_test(tc, test_cycles_in_parts);
 	tcase_add_test(tc, test_chunks_cut_in_parts);
+	tcase_add_test(tc, test_chunks_cut_with_memory);
 	tcase_add_test(tc, test_quiet_derivation);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_one_run);

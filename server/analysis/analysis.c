@@ -3392,11 +3392,11 @@ static struct analysis *merge_new(const struct analysis *b)
 /*
  * a's memory model goes on in o, which takes b after a, as the model of all
  * of o's events would: a's events resolve their threads in o as they did in a
- * (mem_resolve()), and none of b's optimizer steps starts before a's last
- * event (a free's category asks for the first step after its allocation).
- * The events' own order is mem_model_add()'s to check.
+ * (mem_resolve()). The rest holds as the parts meet (parts_meet()): a's bounds
+ * take its [memory] events, so b's events and optimizer steps (a free's
+ * category asks for the first step after its allocation) all come after a's.
  */
-static int model_holds(const struct analysis *a, const struct analysis *o, const struct analysis *b)
+static int model_holds(const struct analysis *a, const struct analysis *o)
 {
 	size_t i;
 
@@ -3408,7 +3408,7 @@ static int model_holds(const struct analysis *a, const struct analysis *o, const
 	for (i = 0; i < a->mmnk; i++)
 		if (i >= o->nmkeys || hmap_get(&o->threads, o->mkeys[i]) != a->mmres[i])
 			return 0;
-	return !b->nopt || b->opt[0] > mem_model_last(a->mm);
+	return 1;
 }
 
 /* What o's model resolved its events' threads with, for model_holds() */
@@ -3490,7 +3490,7 @@ int analysis_absorb(struct analysis **acc, const struct analysis *b, struct tp_e
 		goto fail;
 	}
 	/* the memory model of the parts so far goes on with b's events, or is made again */
-	fed = o->nmev && (a && a->nmev ? model_holds(a, o, b) : (o->mm = mem_model_new()) != NULL);
+	fed = o->nmev && (a && a->nmev ? model_holds(a, o) : (o->mm = mem_model_new()) != NULL);
 	if ((rc = add_part_recs(o, b, &f, o->mm, &fed, err)))
 		goto fail;
 	if (o->nmev) {
@@ -3534,7 +3534,7 @@ int analysis_merge(const struct analysis *a, const struct analysis *b, struct an
 		if (!(feed = mem_model_new()))
 			goto fail;
 		fed = 1;
-	} else if (o->nmev && model_holds(a, o, b)) {
+	} else if (o->nmev && model_holds(a, o)) {
 		if ((rc = mem_model_copy(a->mm, &feed, err)) && rc != TP_ERR_UNSUPPORTED)
 			goto fail;
 		fed = !rc;

@@ -240,10 +240,8 @@ void analysis_step_span(const struct analysis *an, size_t i, int64_t *start, int
  * are b's), the memory model over every part's [memory] events; a and b
  * are read, not changed. The model is a's (absorb keeps one) going on with b's
  * events when that is what the model of them all gives, and made again from
- * every part's events when not: an event of b before one of a's on its device,
- * an optimizer step of b that starts before a's last event (a free's
- * category looks for the next), or a thread whose events a placed without
- * knowing it (spans, backward) that b tells more of. TP_ERR_UNSUPPORTED (code "parts_overlap") when
+ * every part's events when not: a thread whose events a placed without
+ * knowing it (its spans, backward) that b tells more of. TP_ERR_UNSUPPORTED (code "parts_overlap") when
  * something crosses from a to b, so that only one analysis of them all gives
  * the answer: their times or correlation ids overlap, a GPU span of one falls
  * back on an External id the other's operators have, b was not made after a's last part

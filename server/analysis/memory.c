@@ -491,16 +491,6 @@ int mem_model_sync(struct mem_model *m, struct tp_errbuf *err)
 	return rc;
 }
 
-int64_t mem_model_last(const struct mem_model *m)
-{
-	int64_t t = INT64_MIN;
-
-	for (size_t i = 0; i < m->n; i++)
-		if (m->dev[i].last.ts > t)
-			t = m->dev[i].last.ts;
-	return t;
-}
-
 int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_errbuf *err)
 {
 	struct mem_model *c = mem_model_new();

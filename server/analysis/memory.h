@@ -100,8 +100,6 @@ void mem_model_free(struct mem_model *m);
 int mem_model_add(struct mem_model *m, const struct mem_input *in, const struct mem_rec *x, struct tp_errbuf *err);
 /* The records added so far written out, as a copy needs them. */
 int mem_model_sync(struct mem_model *m, struct tp_errbuf *err);
-/* The time of the latest event added; INT64_MIN: none. */
-int64_t mem_model_last(const struct mem_model *m);
 /*
  * A copy of m (synced, and not a copy itself) that goes on apart from it: it
  * shares the records m has written (m may go on writing after them, or be freed).

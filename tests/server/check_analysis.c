@@ -2622,9 +2622,103 @@ START_TEST(test_parts_merge_as_one)
 }
 END_TEST
 
+/* the synthetic trace's events in three parts, cut at cut[0] and cut[1], each part moved on by a gap more */
+struct thirds {
+	struct analysis *whole, *p[3];
+	int64_t cut[2], gap;
+	int pass;		/* 0: whole and p[0]; k: p[k] */
+};
+
+static int thirds_event(void *arg, const struct tp_event *ev)
+{
+	struct thirds *th = arg;
+	struct tp_event e = *ev;
+	struct tp_errbuf err = { 0 };
+	int k = !(e.have & TH_TS) ? 0 : e.ts_ns >= th->cut[1] ? 2 : e.ts_ns >= th->cut[0] ? 1 : 0;
+
+	if (e.have & TH_TS)
+		e.ts_ns += k * th->gap;
+	if (!th->pass)
+		ck_assert_int_eq(analysis_event(th->whole, &e, &err), 0);
+	if (k == th->pass)
+		ck_assert_int_eq(analysis_event(th->p[k], &e, &err), 0);
+	return 0;
+}
+
+/*
+ * A rank in three parts, absorbed one by one and merged with the third: a thread's allocation in
+ * the first, with no spans there to place it, its backward spans in the second; absorbing the
+ * second makes the memory model again from both parts' events (the first's model placed the
+ * allocation outside backward), and the merge with the third goes on from that one. The result
+ * is one analysis's of it all, to the byte.
+ */
+START_TEST(test_parts_model_made_again)
+{
+	struct synth s = healthy;
+	size_t len;
+
+	s.act_bytes = 1 << 20;
+	s.leak_bytes = 4096;
+	char *base = synth_trace(&s, &len);
+	struct text t = { .p = base, .n = len - 2, .cap = len };
+	ck_assert_str_eq(base + len - 2, "]}");
+	mem_event(&t, 2, 1000000000 + s.step_us + 50, 0x30000000, 2 << 20, 2 << 20, 10000);
+	span(&t, "cpu_op", "autograd::engine::evaluate_function: MmBackward0", 1, 2, 1000000000 + 5 * s.step_us + 5000,
+	     50, "");
+	mem_event(&t, 1, 1000000000 + 3, 0x40000000, 3 << 20, 3 << 20, 10001);	/* freed in the second part */
+	mem_event(&t, 1, 1000000000 + 4 * s.step_us + 3, 0x40000000, -(3 << 20), 0, 10002);
+	emit(&t, "]}");
+	struct thirds th = { .cut = { (1000000000LL + 4 * s.step_us) * 1000, (1000000000LL + 7 * s.step_us) * 1000 },
+			     .gap = 1000000000LL };
+	struct trace_sink sink = { .string = busy_string, .event = thirds_event, .payload = &th };
+	struct trace_parser *ps[3];
+	const struct an_result *rw, *r;
+	struct analysis *acc = NULL, *all;
+	struct tp_errbuf err = { 0 };
+	static const size_t nsteps[3] = { 4, 3, 3 };
+
+	ps[0] = trace_parser_new(&trace_default_limits, &sink);
+	th.whole = analysis_new(str_of, ps[0]);
+	th.p[0] = analysis_new(str_of, ps[0]);
+	analysis_set_part(th.p[0]);
+	for (int k = 0; k < 3; k++) {
+		th.pass = k;
+		if (k) {
+			ck_assert_ptr_nonnull(th.p[k] = analysis_new_after(th.p[k - 1], &err));
+			ps[k] = trace_parser_new(&trace_default_limits, &sink);	/* the same text: the same string ids */
+		}
+		ck_assert_int_eq(trace_parser_feed(ps[k], (const uint8_t *)t.p, t.n, &err), 0);
+		ck_assert_int_eq(trace_parser_finish(ps[k], &err), 0);
+		if (!k)
+			ck_assert_int_eq(analysis_finish(th.whole, &rw, &err), 0);
+		ck_assert_int_eq(analysis_finish(th.p[k], &r, &err), 0);
+		ck_assert_uint_eq(r->nsteps, nsteps[k]);
+		if (k < 2) {
+			ck_assert_msg(analysis_absorb(&acc, th.p[k], &err) == 0, "part %d: %s", k, err.msg);
+			/* the first starts a model; the second's thread makes it again */
+			ck_assert_int_eq(analysis_memory_went_on(acc), k == 0);
+		}
+	}
+	ck_assert_msg(analysis_merge(acc, th.p[2], &all, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(analysis_memory_went_on(all), 1);
+	ck_assert_uint_eq(rw->nsteps, 10);
+	ck_assert_uint_gt(rw->nmem_series, 0);
+	same_results(rw, analysis_merged(all));
+	analysis_free(all);
+	analysis_free(acc);
+	for (int k = 0; k < 3; k++) {
+		analysis_free(th.p[k]);
+		trace_parser_free(ps[k]);
+	}
+	analysis_free(th.whole);
+	free(t.p);
+}
+END_TEST
+
 static void add_spill_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_parts_merge_as_one);
+	tcase_add_test(tc, test_parts_model_made_again);
 	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
 	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));

@@ -323,7 +323,7 @@ struct grown {
 	int64_t lo_max;		/* the latest first instant of an artifact so far */
 	size_t back;		/* the last artifact that began before it (0: none) */
 	struct ext { int64_t s, e; } *ext;
-	size_t next;
+	size_t n_ext;		/* ext's steps */
 	uint64_t split_at;
 	int64_t base;
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
@@ -620,7 +620,7 @@ static int cut_before(struct store_trace *t, struct grown *g, size_t a, const in
 	analysis_free(g->an);
 	g->an = next;
 	g->pfirst = g->floor_n = a;
-	g->next = 0;
+	g->n_ext = 0;
 	g->split_at = 0;
 	metrics_part(METRICS_PART_CLOSED);
 	return TP_OK;
@@ -670,7 +670,7 @@ static int note_ext(struct grown *g, const struct an_result *ar)
 	}
 	tp_free(g->ext);
 	g->ext = v;
-	g->next = n;
+	g->n_ext = n;
 	return TP_OK;
 }
 
@@ -691,9 +691,9 @@ static int64_t split_instant(const struct grown *g, int64_t limit)
 		analysis_step_span(g->an, i, &v[i].s, &v[i].e);
 	qsort(v, n, sizeof(*v), ext_less);
 	for (size_t i = 0; i < n; i++) {
-		while (k < g->next && g->ext[k].s < v[i].s)
+		while (k < g->n_ext && g->ext[k].s < v[i].s)
 			k++;
-		if (k < g->next && g->ext[k].s == v[i].s && g->ext[k].e > v[i].e)
+		if (k < g->n_ext && g->ext[k].s == v[i].s && g->ext[k].e > v[i].e)
 			v[i].e = g->ext[k].e;
 		if (i && v[i].s > end && v[i].s > g->floor && v[i].s <= limit)
 			at = v[i].s;

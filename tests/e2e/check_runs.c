@@ -1471,7 +1471,9 @@ static void same_answers_via(const struct tu_server *a, const struct tu_server *
 START_TEST(test_cycles_in_parts)
 {
 	static const char *closed = "trainscope_rank_parts_total{how=\"closed\"}",
-			  *rebuilt = "trainscope_rank_parts_total{how=\"rebuilt\"}";
+			  *rebuilt = "trainscope_rank_parts_total{how=\"rebuilt\"}",
+			  *went_on = "trainscope_rank_memory_models_total{how=\"went_on\"}",
+			  *made = "trainscope_rank_memory_models_total{how=\"made\"}";
 	static const size_t shuffled[] = { 3, 0, 7, 1, 9, 2, 4, 8, 5, 6 };
 	const char *const off[] = { "--derive-parts", "off", NULL };
 	char *dir = tu_source_path("tests/fixtures/gpu/train"), path[512];
@@ -1487,13 +1489,16 @@ START_TEST(test_cycles_in_parts)
 		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
 		ck_assert_ptr_nonnull(body[i] = tu_read_file(path, &len[i]));
 	}
-	double c0 = metric(closed), r0 = metric(rebuilt);
+	double c0 = metric(closed), r0 = metric(rebuilt), w0 = metric(went_on), m0 = metric(made);
 	for (i = 0; i < 10; i++) {
 		upload_to(&srv, "cycles", ents[i]->d_name, body[i], len[i], 1);
 		upload_to(&whole, "cycles", ents[i]->d_name, body[i], len[i], 0);
 		ck_assert_msg(metric(closed) == c0 + (double)i, "cycle %zu: %g parts closed", i, metric(closed) - c0);
 	}
 	ck_assert(metric(rebuilt) == r0);
+	/* each cycle's 708 [memory] events fed to the model of the cycles before */
+	ck_assert_msg(metric(went_on) >= w0 + 9, "%g went on", metric(went_on) - w0);
+	ck_assert(metric(made) == m0);
 	same_answers_via(&whole, &srv, "cycles");
 
 	for (i = 0; i < 10; i++) {
@@ -1631,7 +1636,8 @@ static void windows_cut_in_parts(const char *path, size_t k, double cuts, int me
 
 /*
  * The sync fixture waits for the GPU at every step's end (loss.item()), so nothing crosses its
- * step boundaries: five steps, four boundaries, each cut once the chunk after it has come.
+ * step boundaries: five steps, four boundaries, each cut once the chunk after it has come; its
+ * 3,559 [memory] events go on from part to part.
  */
 START_TEST(test_chunks_cut_in_parts)
 {
@@ -1641,7 +1647,7 @@ START_TEST(test_chunks_cut_in_parts)
 
 	ck_assert_int_eq(n, 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, ents[0]->d_name);
-	windows_cut_in_parts(path, 10, 3, 0);
+	windows_cut_in_parts(path, 10, 3, 1);
 	free(ents[0]);
 	free(ents);
 	free(dir);

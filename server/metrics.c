@@ -138,16 +138,19 @@ char *metrics_render(struct store *st)
 	    (unsigned long long)atomic_load(&replayed), (unsigned long long)atomic_load(&kept));
 	put(&t, "# HELP trainscope_rank_parts_total Parts of ranks closed (a profiling cycle that began after"
 		" the rank's last ended: derivations then finish the cycles since), parts cut inside their traces"
-		" (cut: at a step that nothing crosses; uncut: nothing was found, or something crossed), and ranks"
-		" derived again as one analysis because their parts did not meet (rebuilt).\n"
+		" (cut: at a step that nothing crosses; uncut: no such step was found; crossed: one was, but"
+		" something crossed it), and ranks derived again as one analysis because their parts did not meet"
+		" (rebuilt).\n"
 		"# TYPE trainscope_rank_parts_total counter\n"
 		"trainscope_rank_parts_total{how=\"closed\"} %llu\n"
 		"trainscope_rank_parts_total{how=\"cut\"} %llu\n"
 		"trainscope_rank_parts_total{how=\"uncut\"} %llu\n"
+		"trainscope_rank_parts_total{how=\"crossed\"} %llu\n"
 		"trainscope_rank_parts_total{how=\"rebuilt\"} %llu\n",
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_CLOSED]),
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_CUT]),
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_UNCUT]),
+	    (unsigned long long)atomic_load(&parts[METRICS_PART_CROSSED]),
 	    (unsigned long long)atomic_load(&parts[METRICS_PART_REBUILT]));
 	put(&t, "# HELP trainscope_rank_memory_models_total Memory models of ranks in parts, at each derivation:"
 		" the parts before went on with the newest part's [memory] events (went_on), or the model was made"

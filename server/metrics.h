@@ -18,9 +18,11 @@ void metrics_derivation(double seconds);
 /* A derivation's trace artifacts: those it replayed, those it took from the rank's analysis kept. */
 void metrics_replay(uint64_t artifacts_replayed, uint64_t artifacts_kept);
 
-/* A rank's part closed (pipeline/runrank.c), cut inside its traces, or not (uncut: it was tried), or
- * (rebuilt) a rank derived as one analysis: its parts did not meet. */
-enum metrics_part { METRICS_PART_CLOSED, METRICS_PART_CUT, METRICS_PART_UNCUT, METRICS_PART_REBUILT, METRICS_PART_KINDS };
+/* A rank's part closed (pipeline/runrank.c), cut inside its traces, or not (uncut: no instant was
+ * found; crossed: the two parts did not meet), or (rebuilt) a rank derived as one analysis: its parts
+ * did not meet. */
+enum metrics_part { METRICS_PART_CLOSED, METRICS_PART_CUT, METRICS_PART_UNCUT, METRICS_PART_CROSSED, METRICS_PART_REBUILT,
+		    METRICS_PART_KINDS };
 void metrics_part(enum metrics_part how);
 /* A rank in parts derived: its memory model went on from the parts before, or was made from all. */
 void metrics_memory_model(int went_on);

@@ -804,7 +804,7 @@ static int cut_end(struct grown *g, struct cut *k, const struct analysis *bf, st
 	if (!analysis_follows(k->a, bf) || (rc = analysis_absorb(&g->acc, k->a, err)) == TP_ERR_UNSUPPORTED) {
 		memset(err, 0, sizeof(*err));
 		cut_free(k);
-		metrics_part(METRICS_PART_UNCUT);
+		metrics_part(METRICS_PART_CROSSED);
 		return 0;
 	}
 	if (rc)

@@ -9,8 +9,9 @@ run's steps after each, as the run's page does while it grows: each read derives
 the chunk that joined (server/pipeline/runrank.c). Per window of --every chunks it reports the
 run's size, the mean and largest derivation (the read's time), and the server's CPU so far; at
 the end, the parts /metrics counted (trainscope_rank_parts_total: a part cut inside its traces
-is how a derivation stops finishing the whole rank) and the memory models
-(trainscope_rank_memory_models_total: went on from the parts before, or made from all).
+is how a derivation stops finishing the whole rank), the memory models
+(trainscope_rank_memory_models_total: went on from the parts before, or made from all) and the
+memory points' blocks the derivations' writes kept or wrote (trainscope_rank_memory_blocks_total).
 
 --order says how the chunks cut the trace:
   file  at event boundaries in the file's order (bench/chunks_bench.py's cut). kineto writes a
@@ -89,6 +90,9 @@ def main():
         m = cb.get(base, "/metrics").decode()
         parts = [line.split("{", 1)[1] for line in m.splitlines() if line.startswith(("trainscope_rank_parts_total", "trainscope_rank_memory_models_total"))]
         print("parts:", " ".join(p.replace('"}', "").replace('how="', "") for p in parts))
+        blocks = [line.split("{", 1)[1] for line in m.splitlines() if line.startswith("trainscope_rank_memory_blocks_total")]
+        if blocks:  # servers since the rank's memory points are gone over block by block
+            print("memory point blocks:", " ".join(p.replace('"}', "").replace('how="', "") for p in blocks))
     finally:
         srv.terminate()
         srv.wait()

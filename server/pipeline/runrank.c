@@ -852,7 +852,7 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 	for (size_t i = 0; i < d->n; i++) {
 		if (bases[i] < d->base)
 			d->base = bases[i];
-		if (ids[i] > d->owner)
+		if (!d->owner || ids[i] < d->owner)	/* the first: it stays while chunks join */
 			d->owner = ids[i];
 	}
 	if (!d->n)
@@ -998,7 +998,12 @@ static int write_rank(struct store_writer *w, const char *run, int rank, const s
 	struct store_final f = { .base_ns = d->base, .analysis = d->ar, .step_src = d->src, .str = names_get,
 				 .str_payload = d->own ? (void *)&d->nm : (void *)&d->g->nm, .mem = d->ar ? d->ar->mem_series : NULL,
 				 .nmem = d->ar ? d->ar->nmem_series : 0 };
-	return store_rank_replace(w, run, rank, d->owner, &f, err);
+	struct store_blocks c;
+	int rc = store_rank_replace(w, run, rank, d->owner, &f, &c, err);
+
+	if (!rc)
+		metrics_point_blocks(c.kept, c.written);
+	return rc;
 }
 
 /* The run, or this rank of it, has nothing ready left: nothing to derive. */

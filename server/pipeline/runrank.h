@@ -5,7 +5,8 @@
  * replayed through one analysis (analysis.h), names joined by their text and
  * times put on one base, and the derived tables (steps, operators, kernels,
  * the trace's memory timelines) are stored once for the rank, under its
- * newest trace artifact (store_rank_replace). An operator whose children
+ * first trace artifact (store_rank_replace: its memory points are gone
+ * over, so the ones a chunk left as they were are not written again). An operator whose children
  * came in another chunk nests, an allocation freed in another chunk pairs,
  * a step cut by a chunk boundary gets all its events.
  *

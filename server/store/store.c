@@ -127,14 +127,32 @@ static int exec(struct db *db, const char *sql, struct tp_errbuf *err)
 /* Points per row of memory_point_blocks (migration 015). */
 #define PT_BLOCK 1024
 
-/* n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins). */
-static int put_point_block(struct db *db, struct db_stmt *ins, int64_t artifact, const char *device, int64_t first_seq,
-			   const int64_t (*rows)[MEM_POINT_COLS], const uint8_t *nul, size_t n, uint8_t *buf,
-			   struct tp_errbuf *err)
+/*
+ * n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
+ * old (SELECT n, data of that row; NULL: none looked at) finds the row holds them already.
+ */
+static int put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t artifact,
+			   const char *device, int64_t first_seq, const int64_t (*rows)[MEM_POINT_COLS],
+			   const uint8_t *nul, size_t n, uint8_t *buf, struct store_blocks *count, struct tp_errbuf *err)
 {
 	size_t len = ptpack_encode(buf, rows, nul, n);
-	int r;
+	int r, same = 0;
 
+	if (old) {
+		db_bind_int64(old, 1, artifact);
+		db_bind_text(old, 2, device, -1, DB_STATIC);
+		db_bind_int64(old, 3, first_seq);
+		if ((r = db_step(old)) == DB_ROW)
+			same = db_column_int64(old, 0) == (int64_t)n && db_column_bytes(old, 1) == (int)len &&
+			       !memcmp(db_column_blob(old, 1), buf, len);
+		db_reset(old);
+		if (r != DB_ROW && r != DB_DONE)
+			return db_fail(err, db, "read memory");
+		if (count)
+			count->kept += same, count->written += !same;
+		if (same)
+			return TP_OK;
+	}
 	db_bind_int64(ins, 1, artifact);
 	db_bind_text(ins, 2, device, -1, DB_STATIC);
 	db_bind_int64(ins, 3, first_seq);
@@ -143,6 +161,27 @@ static int put_point_block(struct db *db, struct db_stmt *ins, int64_t artifact,
 	r = db_step(ins);
 	db_reset(ins);
 	return r == DB_DONE ? TP_OK : db_fail(err, db, "insert memory");
+}
+
+/* The blocks of (artifact, device) from point n on (device NULL: of every device no series has). */
+static int drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int rc = TP_OK;
+
+	if (db_prepare(db, device ? "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2 AND first_seq >= ?3"
+				  : "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device NOT IN"
+				    " (SELECT device FROM memory_series WHERE artifact_id=?1)", 0, &st) != DB_OK)
+		return db_fail(err, db, "prepare");
+	db_bind_int64(st, 1, artifact);
+	if (device) {
+		db_bind_text(st, 2, device, -1, DB_STATIC);
+		db_bind_int64(st, 3, n);
+	}
+	if (db_step(st) != DB_DONE)
+		rc = db_fail(err, db, "delete memory");
+	db_finalize(st);
+	return rc;
 }
 
 /*
@@ -182,8 +221,8 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 			for (got = 0; !rc && (step = db_step(pt)) == DB_ROW; got++) {
 				int64_t seq = db_column_int64(pt, 0);
 				if (n && (n == PT_BLOCK || seq != next)) {
-					rc = put_point_block(db, ins, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
-							     nul, n, buf, err);
+					rc = put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
+							     nul, n, buf, NULL, err);
 					n = 0;
 				}
 				if (!n)
@@ -199,8 +238,8 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 				rc = db_fail(err, db, "read memory");
 		} while (!rc && got == 65536);
 		if (!rc && n)
-			rc = put_point_block(db, ins, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
-					     buf, err);
+			rc = put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
+					     buf, NULL, err);
 		tp_free(device);
 	}
 	if (!rc && step != DB_DONE)
@@ -1096,7 +1135,8 @@ struct point_ins {
 	struct store_writer *w;
 	int64_t artifact, base_ns;	/* base_ns: added to the times of a source other than "pytorch" */
 	const struct mem_series *ms;
-	struct db_stmt *pt;
+	struct db_stmt *pt, *old;	/* old: the stored block looked at first (NULL: none) */
+	struct store_blocks *count;
 	struct tp_errbuf *err;
 	int64_t i, best, peak, first_t, max_reserved;
 	int64_t (*rows)[MEM_POINT_COLS];	/* the block being filled: PT_BLOCK rows */
@@ -1113,8 +1153,8 @@ static int flush_points(struct point_ins *x)
 	if (!n)
 		return TP_OK;
 	x->n = 0;
-	return put_point_block(x->w->db, x->pt, x->artifact, x->ms->device, x->i - (int64_t)n,
-			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->err);
+	return put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->i - (int64_t)n,
+			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->count, x->err);
 }
 
 static int insert_point(void *arg, const struct mem_point *p)
@@ -1142,15 +1182,20 @@ static int insert_point(void *arg, const struct mem_point *p)
 
 static void bind_opt(struct db_stmt *st, int i, int64_t v);
 
+/*
+ * A series' points, groups and row. With old (store_rank_replace's), the points go over the
+ * blocks stored under artifact: a block that holds them already stays, the ones past the last
+ * point go (not in a batch: each block is looked at first).
+ */
 static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *se, struct db_stmt *gr,
-			 struct tp_errbuf *err)
+			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *old, struct store_blocks *count,
+			 struct db_stmt *se, struct db_stmt *gr, struct tp_errbuf *err)
 {
-	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .err = err, .best = INT64_MIN,
-			       .peak = -1, .max_reserved = -1,
+	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .old = old, .count = count, .err = err,
+			       .best = INT64_MIN, .peak = -1, .max_reserved = -1,
 			       .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
 	int64_t peak;
-	int rc = db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
+	int rc = !old && db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
 	size_t i;
 
 	x.rows = tp_malloc(PT_BLOCK * sizeof(*x.rows));
@@ -1166,6 +1211,10 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	tp_free(x.rows);
 	tp_free(x.nul);
 	tp_free(x.buf);
+	if (!rc && old)
+		rc = drop_points_after(w->db, artifact, ms->device, x.i, err);
+	if (!rc && old && db_batch_begin(w->db))
+		rc = db_fail(err, w->db, "insert memory");
 	peak = x.peak;
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
@@ -1247,15 +1296,21 @@ static int insert_segments(struct store_writer *w, int64_t artifact, const struc
 	return rc;
 }
 
+/* keep (counting there): the artifact's blocks are gone over, not new (insert_series) */
 static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			 struct tp_errbuf *err)
+			 struct store_blocks *keep, struct tp_errbuf *err)
 {
-	struct db_stmt *pt = NULL, *se = NULL, *gr = NULL;
+	struct db_stmt *pt = NULL, *old = NULL, *se = NULL, *gr = NULL;
 	int rc = TP_OK;
 	size_t i;
 
-	if (db_prepare(w->db, "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
-				      " VALUES(?1, ?2, ?3, ?4, ?5)", 0, &pt) != DB_OK ||
+	if (db_prepare(w->db, keep ? "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+				     " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(artifact_id, device, first_seq) DO UPDATE"
+				     " SET n=excluded.n, data=excluded.data"
+				   : "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+				     " VALUES(?1, ?2, ?3, ?4, ?5)", 0, &pt) != DB_OK ||
+	    (keep && db_prepare(w->db, "SELECT n, data FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2"
+					" AND first_seq=?3", 0, &old) != DB_OK) ||
 	    db_prepare(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
 				      " baseline, first_t_ns, peak_allocated, max_reserved)"
 				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(artifact_id, device) DO UPDATE"
@@ -1267,8 +1322,9 @@ static int insert_memory(struct store_writer *w, int64_t artifact, const struct 
 				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK)
 		rc = db_fail(err, w->db, "prepare");
 	for (i = 0; i < f->nmem && !rc; i++)
-		rc = insert_series(w, artifact, f, &f->mem[i], pt, se, gr, err);
+		rc = insert_series(w, artifact, f, &f->mem[i], pt, old, keep, se, gr, err);
 	db_finalize(pt);
+	db_finalize(old);
 	db_finalize(se);
 	db_finalize(gr);
 	return rc;
@@ -1490,7 +1546,7 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 }
 
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			   struct tp_errbuf *err)
+			   struct store_blocks *keep, struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
 	int rc;
@@ -1505,7 +1561,7 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 		return rc;
 	if (f->canary && (rc = insert_canary(w, artifact, f->canary, err)))
 		return rc;
-	if (f->nmem && (rc = insert_memory(w, artifact, f, err)))
+	if (f->nmem && (rc = insert_memory(w, artifact, f, keep, err)))
 		return rc;
 	if (!a)
 		return TP_OK;
@@ -1543,7 +1599,7 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 	if (failed)
 		rc = delete_rows(w->db, artifact, 1, err);
 	else
-		rc = insert_analysis(w, artifact, f, err);
+		rc = insert_analysis(w, artifact, f, NULL, err);
 	if (rc)
 		goto out;
 	if (db_prepare(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
@@ -1850,9 +1906,14 @@ out:
 static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
 					   "memory_groups", "collectives" };
 
+/*
+ * Every row of the tables goes but the owner's memory points, which f's go over block by block:
+ * a live run's earlier points mostly stay as they were, and are not written again.
+ */
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
-		       const struct store_final *f, struct tp_errbuf *err)
+		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err)
 {
+	struct store_blocks c = { 0, 0 };
 	char sql[512];
 	size_t i;
 	int rc;
@@ -1862,23 +1923,30 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
 		struct db_stmt *st;
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
-			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')", rank_tables[i]);
+			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", rank_tables[i],
+			 strcmp(rank_tables[i], "memory_point_blocks") ? "" : " AND artifact_id <> ?3");
 		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 			rc = db_fail(err, w->db, "prepare");
 		else {
 			bind_text(st, 1, run);
 			db_bind_int(st, 2, rank);
+			if (!strcmp(rank_tables[i], "memory_point_blocks"))
+				db_bind_int64(st, 3, owner);
 			if (db_step(st) != DB_DONE)
 				rc = db_fail(err, w->db, "replace rank analysis");
 			db_finalize(st);
 		}
 	}
 	if (!rc && owner)
-		rc = insert_analysis(w, owner, f, err);
+		rc = insert_analysis(w, owner, f, &c, err);
+	if (!rc && owner)
+		rc = drop_points_after(w->db, owner, NULL, 0, err);
 	if (!rc)
 		rc = commit(w, err);
 	if (rc)
 		rollback(w);
+	else if (count)
+		*count = c;
 	return rc;
 }
 

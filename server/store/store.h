@@ -120,10 +120,15 @@ struct store_reader *store_writer_reader(struct store_writer *w);
 /*
  * The derived tables of (run, rank) from all of its trace artifacts: remove every trace
  * artifact's steps, operators, kernels and trace memory timelines there, and store f's
- * (analysis, mem, str, base_ns) under owner (0: none). One transaction, or part of one.
+ * (analysis, mem, str, base_ns) under owner (0: none); owner's memory points are gone over
+ * block by block, a block already stored as f has it staying (counted in *count, when not NULL,
+ * once written). One transaction, or part of one.
  */
+struct store_blocks {
+	int64_t kept, written;	/* memory point blocks (of PT_BLOCK points) that stayed, that were written */
+};
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
-		       const struct store_final *f, struct tp_errbuf *err);
+		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err);
 
 /* Create the run if needed and an artifact in status 'ingesting'. */
 int store_artifact_begin(struct store_writer *w, const char *run, int rank, const char *kind,

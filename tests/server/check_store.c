@@ -404,6 +404,89 @@ START_TEST(test_legacy_points_packed)
 }
 END_TEST
 
+/* Point i of round k of test_rank_points_gone_over: round k changes the points from 2000 on. */
+static void round_point(int k, int i, struct mem_point *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->t_ns = 1000 * (int64_t)i;
+	p->cat[0] = 4096 + i + (i >= 2000 ? k : 0);
+	p->reserved = i % 3 ? 1 << 20 : -1;
+}
+
+/* The points of (artifact, cuda:0) read back: how many, each as round k made it. */
+static int64_t points_read_back(int64_t artifact, int k)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_mem_points *c;
+	struct mem_point p;
+	int64_t row[MEM_POINT_COLS], seq, i;
+	uint8_t nul;
+
+	ck_assert_int_eq(store_mem_points_open(r, artifact, "cuda:0", -1, &c, &err), 0);
+	for (i = 0; store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++) {
+		round_point(k, (int)i, &p);
+		ck_assert_int_eq(seq, i);
+		ck_assert_int_eq(row[0], p.t_ns);
+		ck_assert_int_eq(row[1], p.cat[0]);
+		ck_assert_int_eq(row[MEM_COL_ALLOCATED], p.cat[0]);
+		ck_assert_int_eq(nul, p.reserved < 0);
+	}
+	ck_assert_int_eq(err.rc, 0);
+	store_mem_points_close(c);
+	return i;
+}
+
+/*
+ * A rank's trace memory written again (store_rank_replace) goes over its owner's blocks: those
+ * stored as they are stay, a changed one is written, the ones past the last point go, and a
+ * device the rank no longer has loses its blocks; what reads back is always the last write's.
+ */
+START_TEST(test_rank_points_gone_over)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("ab");
+	struct mem_point *pts = calloc(5000, sizeof(*pts));
+	struct mem_series ms = { .device = "cuda:0", .source = "trace", .pts = pts };
+	struct store_blocks c;
+	int64_t id = filled_artifact("gone-over"), dup;
+	static const struct { int k, n; int64_t kept, written, blocks; } rounds[] = {
+		{ 0, 5000, 0, 5, 5 },	/* first: every block written */
+		{ 0, 5000, 5, 0, 5 },	/* as stored: none */
+		{ 1, 5000, 1, 4, 5 },	/* points 2000.. changed: the block of 0..1023 stays */
+		{ 1, 3000, 2, 1, 3 },	/* shorter: the block of 2048.. has 952 points now, the last two go */
+		{ 2, 4096, 1, 3, 4 },	/* longer again, blocks 1024.. changed (round 2) */
+	};
+
+	ck_assert_ptr_nonnull(pts);
+	f.mem = &ms;
+	f.nmem = 1;
+	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
+	f.base_ns = 0;	/* the times read back as written */
+	/* the commit wrote the artifact's own series, with no points */
+	for (size_t j = 0; j < sizeof(rounds) / sizeof(rounds[0]); j++) {
+		for (int i = 0; i < rounds[j].n; i++)
+			round_point(rounds[j].k, i, &pts[i]);
+		ms.n = (size_t)rounds[j].n;
+		ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
+		ck_assert_int_eq(c.kept, rounds[j].kept);
+		ck_assert_int_eq(c.written, rounds[j].written);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks"), rounds[j].blocks);
+		ck_assert_int_eq(points_read_back(id, rounds[j].k), rounds[j].n);
+	}
+	/* the rank has memory on another device only now: cuda:0's blocks go */
+	snprintf(ms.device, sizeof(ms.device), "cuda:1");
+	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
+	ck_assert_int_eq(c.written, 4);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks WHERE device='cuda:0'"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks WHERE device='cuda:1'"), 4);
+	/* and none */
+	f.nmem = 0;
+	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks"), 0);
+	free(pts);
+}
+END_TEST
+
 Suite *suite_store(void)
 {
 	Suite *s = suite_create("store");
@@ -418,6 +501,7 @@ Suite *suite_store(void)
 	tcase_add_test(tc, test_fail_keeps_raw_only);
 	tcase_add_test(tc, test_duplicates_and_drop);
 	tcase_add_test(tc, test_delete_waits_for_ingest);
+	tcase_add_test(tc, test_rank_points_gone_over);
 	tcase_add_test(tc, test_legacy_points_packed);
 	suite_add_tcase(s, tc);
 	return s;

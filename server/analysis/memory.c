@@ -13,6 +13,7 @@
  * the first rule below that matches wins.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +322,15 @@ struct dev {
 	int32_t free;		/* the first unused lv[], -1: none */
 	struct rp *wb;		/* records not written yet */
 	size_t nw;
+	/*
+	 * The peak as walk() finds it (struct peak), kept as the records come while each has the
+	 * allocator's totals (the bytes allocated there are its, whatever the categories) and none
+	 * frees what is not paired without an address (how much that takes from the baseline
+	 * depends on them): else (walk_peak) dev_series() walks the records for it.
+	 */
+	struct peak pk;
+	int64_t base;		/* the baseline after the records so far */
+	int walk_peak;
 };
 
 struct mem_model {
@@ -386,6 +396,8 @@ static struct dev *dev_of(struct mem_model *m, const struct mem_event *x)
 	 * sum of Bytes goes below 0 (at the end) */
 	d->totals = x->has_totals;
 	d->t.base = d->totals ? tp_sat_sub(x->total_alloc, x->bytes) : 0;
+	d->pk.best = INT64_MIN;
+	d->base = d->t.base;
 	m->cur = m->n++;
 	return d;
 }
@@ -454,6 +466,30 @@ static void alloc_end(struct dev *d, const struct mem_input *in, int32_t *slot, 
 	*slot = -2;
 }
 
+static atomic_int peak_walked;	/* mem_peak_test() */
+static atomic_ulong peaks_kept;
+
+unsigned long mem_peak_test(int walk)
+{
+	atomic_store(&peak_walked, walk);
+	return atomic_exchange(&peaks_kept, 0);
+}
+
+/* The record o, the last, to d's peak (walk(), at_peak()) */
+static void peak_add(struct dev *d, const struct rp *o)
+{
+	if (d->walk_peak)
+		return;
+	if (!(o->flags & RP_TOTALS) || (o->a < 0 && o->bytes <= 0 && !(o->bytes < 0 && (o->flags & RP_ADDR)))) {
+		d->walk_peak = 1;
+		return;
+	}
+	if (o->a < 0 && o->bytes < 0)	/* a block from before the window */
+		d->base = tp_sat_add(d->base, o->bytes);
+	if (o->total_alloc > d->pk.best)
+		d->pk = (struct peak){ .best = o->total_alloc, .at = d->t.n - 1, .base = d->base };
+}
+
 int mem_model_add(struct mem_model *m, const struct mem_input *in, const struct mem_rec *x, struct tp_errbuf *err)
 {
 	const struct mem_event *e = &x->ev;
@@ -479,6 +515,7 @@ int mem_model_add(struct mem_model *m, const struct mem_input *in, const struct 
 		if (e->bytes < 0 && *slot >= 0)
 			alloc_end(d, in, slot, x, o);
 	}
+	peak_add(d, o);
 	return d->nw == RP_BUF ? dev_flush(d, err) : TP_OK;
 }
 
@@ -555,7 +592,10 @@ static int dev_series(const struct mem_input *in, struct dev *d, struct mem_seri
 	*t = d->t;
 	d->t = (struct trace_src){ .pfd = -1, .fd = -1 };
 	s->baseline = t->base;
-	if ((rc = walk(t, at_peak, &pk)))
+	if (!d->walk_peak && !atomic_load_explicit(&peak_walked, memory_order_relaxed)) {
+		pk = d->pk;
+		atomic_fetch_add_explicit(&peaks_kept, 1, memory_order_relaxed);
+	} else if ((rc = walk(t, at_peak, &pk)))
 		return rc;
 	g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
 	alive = tp_calloc(d->nal + 1, 1);

@@ -109,4 +109,11 @@ int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_
 int mem_model_result(struct mem_model *m, const struct mem_input *in, struct mem_result **out,
 		     const struct mem_series **series, size_t *nseries, struct tp_errbuf *err);
 
+/*
+ * Tests: walk != 0 has every result walk its records for the peak, as a trace without the
+ * allocator's totals does, instead of taking the one the model kept as they came; returns how
+ * many results took the kept one since the last call.
+ */
+unsigned long mem_peak_test(int walk);
+
 #endif

@@ -15,6 +15,7 @@
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
+#include "analysis/memory.h"
 #include "analysis/runs.h"
 #include "hmap.h"
 #include "pipeline/ingest.h"
@@ -2348,6 +2349,34 @@ START_TEST(test_forks_answer_alike)
 }
 END_TEST
 
+/*
+ * The peak a memory model keeps as its records come (allocator totals on every one) is the one
+ * a walk of its records finds: what was alive there answers the same. The V100 trace's, the
+ * first, is kept.
+ */
+START_TEST(test_peak_kept_as_walked)
+{
+	char *path = spill_path(spill_files[_i]);
+	size_t len, glen;
+	uint8_t *gz = tu_read_file(path, &len), *json = tu_gunzip(gz, len, &glen);
+
+	ck_assert_ptr_nonnull(json);
+	mem_peak_test(0);
+	char *kept = analyse_forking(json, glen, 0, 0, NULL, 0, NULL, NULL);
+	unsigned long n = mem_peak_test(1);
+	char *walked = analyse_forking(json, glen, 0, 0, NULL, 0, NULL, NULL);
+	ck_assert_uint_eq(mem_peak_test(0), 0);
+	same_dump(spill_files[_i], 0, walked, kept);
+	if (_i == 0)
+		ck_assert_uint_gt(n, 0);
+	free(kept);
+	free(walked);
+	free(json);
+	free(gz);
+	free(path);
+}
+END_TEST
+
 /* A spill that cannot be written fails the analysis with a message, and leaks nothing. */
 START_TEST(test_spill_failure)
 {
@@ -2722,5 +2751,6 @@ static void add_spill_tests(TCase *tc)
 	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
 	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
+	tcase_add_loop_test(tc, test_peak_kept_as_walked, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_test(tc, test_spill_failure);
 }

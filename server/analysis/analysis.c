@@ -960,10 +960,10 @@ uint64_t analysis_held_bytes(const struct analysis *an)
 	const struct runs *r[NEVENT_RUNS + 2] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr, &an->d, &an->co };
 	uint64_t n = 0;
 
-	/* and what a merge of parts keeps (analysis_merge()) */
+	/* and what a merge of parts keeps (analysis_merge()), its memory model too */
 	for (size_t i = 0; i < NEVENT_RUNS + 2; i++)
 		n += (uint64_t)r[i]->end + r[i]->cap * r[i]->size;
-	return n;
+	return n + mem_model_bytes(an->mm);
 }
 
 int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err)

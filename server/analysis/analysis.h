@@ -190,7 +190,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 struct analysis *analysis_fork(const struct analysis *an, void *payload, struct tp_errbuf *err);
 /* Write out what an holds of its runs beyond about keep bytes each (between forks). */
 int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err);
-/* What an's runs take, in memory and in its temporary files. */
+/* What an's runs and memory model take, in memory and in its temporary files. */
 uint64_t analysis_held_bytes(const struct analysis *an);
 /* Compute; *out stays owned by an (valid until analysis_free). */
 int analysis_finish(struct analysis *an, const struct an_result **out, struct tp_errbuf *err);

@@ -528,6 +528,20 @@ int mem_model_sync(struct mem_model *m, struct tp_errbuf *err)
 	return rc;
 }
 
+uint64_t mem_model_bytes(const struct mem_model *m)
+{
+	uint64_t n = 0;
+
+	if (!m)
+		return 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct dev *d = &m->dev[i];
+		n += (uint64_t)(d->t.n - d->t.pn) * sizeof(struct rp) + RP_BUF * sizeof(struct rp) + d->acap +
+		     d->lvcap * sizeof(struct live) + d->m.cap * (sizeof(*d->m.key) + sizeof(*d->m.val));
+	}
+	return n + m->cap * sizeof(*m->dev);
+}
+
 int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_errbuf *err)
 {
 	struct mem_model *c = mem_model_new();

@@ -105,6 +105,8 @@ int mem_model_sync(struct mem_model *m, struct tp_errbuf *err);
  * shares the records m has written (m may go on writing after them, or be freed).
  */
 int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_errbuf *err);
+/* What m takes, in memory and in its own temporary files (not those it shares with the model it copies). */
+uint64_t mem_model_bytes(const struct mem_model *m);
 /* The series of what m was fed, as mem_infer() gives them; m is freed, even on failure. */
 int mem_model_result(struct mem_model *m, const struct mem_input *in, struct mem_result **out,
 		     const struct mem_series **series, size_t *nseries, struct tp_errbuf *err);

@@ -2377,6 +2377,42 @@ START_TEST(test_peak_kept_as_walked)
 }
 END_TEST
 
+/*
+ * What a memory model takes counts its records (48 B an event) and grows with them; a
+ * copy counts only the records written after what it shares (analysis_held_bytes() adds it,
+ * and the ranks kept between derivations are bounded by that: runrank.c's grown_bytes()).
+ */
+START_TEST(test_model_bytes)
+{
+	const struct mem_input in = { 0 };
+	struct tp_errbuf err = { 0 };
+	struct mem_model *m = mem_model_new(), *c;
+	struct mem_rec x = { .ctx = { .top = -1 } };
+	uint64_t at[3];
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_eq(mem_model_bytes(NULL), 0);
+	/* a block made and freed again and again at one address: the records are what grows */
+	x.ev = (struct mem_event){ .dev_type = 1, .has_addr = 1, .has_totals = 1, .addr = 0x10000 };
+	for (int i = 0; i < 3000; i++) {
+		x.ev.ts = x.ev.ev_idx = i;
+		x.ev.bytes = i % 2 ? -512 : 512;
+		x.ev.total_alloc += x.ev.bytes;
+		ck_assert_int_eq(mem_model_add(m, &in, &x, &err), 0);
+		if (i == 0 || i == 999)
+			at[i ? 1 : 0] = mem_model_bytes(m);
+	}
+	ck_assert_int_eq(mem_model_sync(m, &err), 0);
+	at[2] = mem_model_bytes(m);
+	ck_assert_uint_ge(at[1], at[0] + 999 * 48);
+	ck_assert_uint_ge(at[2], at[1] + 2000 * 48);
+	ck_assert_int_eq(mem_model_copy(m, &c, &err), 0);
+	ck_assert_uint_lt(mem_model_bytes(c), at[2] - 2999 * 48);
+	mem_model_free(c);
+	mem_model_free(m);
+}
+END_TEST
+
 /* A spill that cannot be written fails the analysis with a message, and leaks nothing. */
 START_TEST(test_spill_failure)
 {
@@ -2752,5 +2788,6 @@ static void add_spill_tests(TCase *tc)
 	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_loop_test(tc, test_peak_kept_as_walked, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
+	tcase_add_test(tc, test_model_bytes);
 	tcase_add_test(tc, test_spill_failure);
 }

@@ -33,6 +33,31 @@ int64_t mem_point_total(const struct mem_point *p)
 	return sum;
 }
 
+int64_t mem_prefix_add(struct mem_prefix *x, const struct mem_point *p)
+{
+	int64_t sum = mem_point_total(p);
+
+	if (!x->n)
+		x->first_t = p->t_ns;
+	if (sum > x->best) {
+		x->best = sum;
+		x->best_at = x->n;
+	}
+	if (p->reserved > x->max_reserved)
+		x->max_reserved = p->reserved;
+	x->n++;
+	return sum;
+}
+
+int mem_series_each_from(const struct mem_series *s, size_t from, mem_point_fn fn, void *arg)
+{
+	if (!from)
+		return mem_series_each(s, fn, arg);
+	if (from != s->same || !s->replay_from)
+		return TP_ERR_UNSUPPORTED;
+	return s->replay_from(s->src, from, fn, arg);
+}
+
 int mem_series_each(const struct mem_series *s, mem_point_fn fn, void *arg)
 {
 	int rc = 0;

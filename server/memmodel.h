@@ -66,6 +66,22 @@ struct mem_segment {
 
 typedef int (*mem_point_fn)(void *arg, const struct mem_point *p);
 
+/*
+ * What a series' first n points come to: the first's time, the first point of
+ * the most bytes allocated (mem_point_total) and those bytes, the most bytes
+ * reserved (-1: none known). The store keeps it with a series; a series that
+ * goes on from one stored before starts from it (mem_series.same).
+ */
+struct mem_prefix {
+	int64_t n, first_t, best, best_at, max_reserved;
+};
+#define MEM_PREFIX_INIT ((struct mem_prefix){ 0, 0, INT64_MIN, -1, -1 })
+/* p, the next point, to x; its mem_point_total */
+int64_t mem_prefix_add(struct mem_prefix *x, const struct mem_point *p);
+
+/* Points per stored block: a series stored before is gone on from a block's first point. */
+#define MEM_PT_BLOCK 1024
+
 /* One device's timeline, as a source produced it. */
 struct mem_series {
 	char device[16];		/* "cuda:N" or "cpu" */
@@ -74,6 +90,14 @@ struct mem_series {
 	size_t n;
 	/* a series too long to hold (a snapshot's): its n points made again, in order, at each call */
 	int (*replay)(const void *src, mem_point_fn fn, void *arg);
+	/*
+	 * Points [0, same) are those the last write of the series this one goes on
+	 * from stored (a multiple of MEM_PT_BLOCK; 0: none known), and come to
+	 * pre; replay_from makes the points from there on (memory.c's marks).
+	 */
+	size_t same;
+	struct mem_prefix pre;
+	int (*replay_from)(const void *src, size_t from, mem_point_fn fn, void *arg);
 	const void *src;
 	int64_t baseline;		/* trace: bytes allocated before the first event */
 	const struct mem_group *groups;
@@ -87,6 +111,8 @@ int64_t mem_point_total(const struct mem_point *p);
 
 /* Each point of s, in order, to fn (held or replayed); stops at fn's first non-zero, which it returns. */
 int mem_series_each(const struct mem_series *s, mem_point_fn fn, void *arg);
+/* The same from point from on: 0, or s->same (TP_ERR_UNSUPPORTED else). */
+int mem_series_each_from(const struct mem_series *s, size_t from, mem_point_fn fn, void *arg);
 
 /*
  * Address -> allocation index, open addressing, for at most n addresses.

@@ -20,7 +20,7 @@ static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
 static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept,
-	parts[METRICS_PART_KINDS], mem_models[2], point_blocks[2];
+	parts[METRICS_PART_KINDS], mem_models[2], point_blocks[3];
 
 void metrics_request(int route, unsigned status)
 {
@@ -53,10 +53,11 @@ void metrics_memory_model(int went_on)
 	atomic_fetch_add_explicit(&mem_models[!!went_on], 1, memory_order_relaxed);
 }
 
-void metrics_point_blocks(int64_t same, int64_t written)
+void metrics_point_blocks(int64_t same, int64_t written, int64_t unread)
 {
 	atomic_fetch_add_explicit(&point_blocks[0], (unsigned long long)same, memory_order_relaxed);
 	atomic_fetch_add_explicit(&point_blocks[1], (unsigned long long)written, memory_order_relaxed);
+	atomic_fetch_add_explicit(&point_blocks[2], (unsigned long long)unread, memory_order_relaxed);
 }
 
 void metrics_upload(uint64_t bytes_sent, double seconds)
@@ -166,11 +167,14 @@ char *metrics_render(struct store *st)
 		"trainscope_rank_memory_models_total{how=\"made\"} %llu\n",
 	    (unsigned long long)atomic_load(&mem_models[1]), (unsigned long long)atomic_load(&mem_models[0]));
 	put(&t, "# HELP trainscope_rank_memory_blocks_total Blocks of a rank's memory timeline points at each"
-		" derivation's write: those already stored as they were (kept), those written.\n"
+		" derivation's write: those found stored as they were (kept), those written, those known to be"
+		" stored by the last write and not read (unread).\n"
 		"# TYPE trainscope_rank_memory_blocks_total counter\n"
 		"trainscope_rank_memory_blocks_total{how=\"kept\"} %llu\n"
-		"trainscope_rank_memory_blocks_total{how=\"written\"} %llu\n",
-	    (unsigned long long)atomic_load(&point_blocks[0]), (unsigned long long)atomic_load(&point_blocks[1]));
+		"trainscope_rank_memory_blocks_total{how=\"written\"} %llu\n"
+		"trainscope_rank_memory_blocks_total{how=\"unread\"} %llu\n",
+	    (unsigned long long)atomic_load(&point_blocks[0]), (unsigned long long)atomic_load(&point_blocks[1]),
+	    (unsigned long long)atomic_load(&point_blocks[2]));
 	if (store_counts(st, &c, NULL) == 0) {
 		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
 			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"

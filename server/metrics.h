@@ -26,8 +26,8 @@ enum metrics_part { METRICS_PART_CLOSED, METRICS_PART_CUT, METRICS_PART_UNCUT, M
 void metrics_part(enum metrics_part how);
 /* A rank in parts derived: its memory model went on from the parts before, or was made from all. */
 void metrics_memory_model(int went_on);
-/* A derivation's memory point blocks written again: those that stayed as stored, those written. */
-void metrics_point_blocks(int64_t kept, int64_t written);
+/* A derivation's memory point blocks: found as stored, written, known stored and not read. */
+void metrics_point_blocks(int64_t kept, int64_t written, int64_t unread);
 
 /* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
 char *metrics_render(struct store *st);

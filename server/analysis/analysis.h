@@ -256,6 +256,17 @@ int analysis_merge(const struct analysis *a, const struct analysis *b, struct an
 const struct an_result *analysis_merged(const struct analysis *an);
 /* Its memory model went on from a's (1) or was made again from all the events (0); -1: it has none. */
 int analysis_memory_went_on(const struct analysis *an);
+/*
+ * A merge's memory series once stored, marked for the next merge of the same
+ * parts gone on (memory.h: mem_result_mark(); NULL: none), and that next
+ * merge's series told which of their points the mark's stored already
+ * (mem_result_follow(); -1: out of memory).
+ */
+struct mem_mark;
+struct mem_mark *analysis_memory_mark(struct analysis *an);
+int analysis_memory_follow(struct analysis *an, const struct mem_mark *m);
+void analysis_mark_free(struct mem_mark *m);
+uint64_t analysis_mark_bytes(const struct mem_mark *m);
 void analysis_free(struct analysis *an);
 
 #endif

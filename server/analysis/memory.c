@@ -13,8 +13,8 @@
  * the first rule below that matches wins.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +87,38 @@ struct rp {
 
 #define RP_BUF 1024		/* records read or written at once (48 KiB) */
 
+/* A walk's state at a block's first point (MEM_PT_BLOCK), enough to go on from there. */
+struct ck {
+	int64_t live[MEM_NCAT], base;
+	struct mem_prefix pre;	/* of the points before */
+};
+
+struct cks {
+	struct ck *v;
+	size_t n, cap;		/* v[0, n): blocks 0 to n - 1 */
+};
+
+/* An allocation alive in the model a copy was made from: its number, its record, its category at the end. */
+struct alive0 {
+	int32_t k;
+	uint8_t cat;
+	size_t r;
+};
+
 struct trace_src {
 	int pfd;		/* the first pn records, from the model this one was copied from; -1: none */
 	int fd;			/* the rest, from the first byte; -1: none yet */
 	size_t pn, n;
 	uint8_t *acat;		/* per allocation */
 	int64_t base;		/* allocated before the first event */
+	/*
+	 * A copy's (mem_model_copy()): the model it copied (its serial; 0: not a copy) and what
+	 * was alive there, by number; a result's: the last walk's state at each block (NULL: none).
+	 */
+	uint64_t from;
+	struct alive0 *al;
+	size_t nal0;
+	struct cks *ck;
 };
 
 struct mem_result {
@@ -102,9 +128,18 @@ struct mem_result {
 	size_t nseries;
 };
 
+static void cks_free(struct cks *c)
+{
+	if (c)
+		tp_free(c->v);
+	tp_free(c);
+}
+
 static void src_free(struct trace_src *t)
 {
 	tp_free(t->acat);
+	tp_free(t->al);
+	cks_free(t->ck);
 	if (t->pfd >= 0)
 		close(t->pfd);
 	if (t->fd >= 0)
@@ -133,9 +168,9 @@ struct rpread {
 	int err;		/* errno of a failed read; ENOMEM when there was no buffer */
 };
 
-static void rp_open(struct rpread *r, const struct trace_src *t, size_t upto)
+static void rp_open(struct rpread *r, const struct trace_src *t, size_t from, size_t upto)
 {
-	*r = (struct rpread){ .t = t, .upto = upto < t->n ? upto : t->n };
+	*r = (struct rpread){ .t = t, .i = from, .upto = upto < t->n ? upto : t->n };
 	if (!(r->b = tp_malloc(RP_BUF * sizeof(*r->b))))
 		r->err = ENOMEM;
 }
@@ -176,18 +211,47 @@ static int rp_close(struct rpread *r)
 /* Each event's point, in order, to fn with the baseline there and the bytes allocated */
 typedef int (*walk_fn)(void *arg, size_t i, const struct mem_point *p, int64_t base, int64_t allocated);
 
-static int walk(const struct trace_src *t, walk_fn fn, void *arg)
+/* The state at block b's first point into c; -1: out of memory */
+static int ck_put(struct cks *c, size_t b, const int64_t *live, int64_t base, const struct mem_prefix *pre)
+{
+	if (b >= c->n && tp_grow((void **)&c->v, &c->cap, b + 1, sizeof(*c->v)))
+		return -1;
+	memcpy(c->v[b].live, live, sizeof(c->v[b].live));
+	c->v[b].base = base;
+	c->v[b].pre = *pre;
+	if (b >= c->n)
+		c->n = b + 1;
+	return 0;
+}
+
+/*
+ * The points from from on (0, or the first of a block t->ck holds), each block's state kept in
+ * t->ck on the way when mark (a replay's: the store's walk, that the next result goes on from).
+ */
+static int walk(const struct trace_src *t, size_t from, int mark, walk_fn fn, void *arg)
 {
 	int64_t live[MEM_NCAT] = { 0 }, base = t->base;
+	struct mem_prefix pre = MEM_PREFIX_INIT;
 	struct mem_point p;
 	struct rpread rd;
 	const struct rp *e;
 	int rc = 0, rrc;
 
-	rp_open(&rd, t, t->n);
-	for (size_t i = 0; !rc && (e = rp_next(&rd)); i++) {
+	if (from) {
+		const struct ck *c = &t->ck->v[from / MEM_PT_BLOCK];
+		memcpy(live, c->live, sizeof(live));
+		base = c->base;
+		pre = c->pre;
+	}
+	mark = mark && t->ck;
+	rp_open(&rd, t, from, t->n);
+	for (size_t i = from; !rc && (e = rp_next(&rd)); i++) {
 		int32_t a = e->a;
 		int64_t sum, allocated;
+		if (mark && i % MEM_PT_BLOCK == 0 && ck_put(t->ck, i / MEM_PT_BLOCK, live, base, &pre)) {
+			rc = TP_ERR_NOMEM;
+			break;
+		}
 		if (a >= 0)
 			live[t->acat[a]] = e->bytes > 0 ? tp_sat_add(live[t->acat[a]], e->bytes)
 						       : tp_sat_sub(live[t->acat[a]], tp_sat_sub(0, e->bytes));
@@ -210,6 +274,8 @@ static int walk(const struct trace_src *t, walk_fn fn, void *arg)
 		p.cat[CAT_UNKNOWN] = tp_sat_add(p.cat[CAT_UNKNOWN], tp_sat_sub(allocated, sum));
 		p.t_ns = e->ts;
 		p.reserved = (e->flags & RP_TOTALS) ? e->total_res : -1;
+		if (mark)
+			mem_prefix_add(&pre, &p);
 		rc = fn(arg, i, &p, base, allocated);
 	}
 	rrc = rp_close(&rd);
@@ -233,7 +299,17 @@ static int replay(const void *src, mem_point_fn fn, void *arg)
 {
 	struct each x = { fn, arg };
 
-	return walk(src, each_point, &x);
+	return walk(src, 0, 1, each_point, &x);
+}
+
+static int replay_from(const void *src, size_t from, mem_point_fn fn, void *arg)
+{
+	const struct trace_src *t = src;
+	struct each x = { fn, arg };
+
+	if (from % MEM_PT_BLOCK || (from && (!t->ck || from / MEM_PT_BLOCK >= t->ck->n)))
+		return TP_ERR_UNSUPPORTED;
+	return walk(t, from, 1, each_point, &x);
 }
 
 struct peak {
@@ -307,6 +383,7 @@ struct live {
 	struct mem_ctx ctx;	/* at its allocation */
 	int32_t k;		/* the allocation's number */
 	int32_t next;		/* in the free list */
+	size_t r;		/* its record */
 };
 
 /* One device's events so far: their records, and what pairing the next ones needs. */
@@ -336,7 +413,10 @@ struct dev {
 struct mem_model {
 	struct dev *dev;	/* in the order their first events came */
 	size_t n, cap, cur;	/* cur: the device of the latest event */
+	uint64_t serial;	/* a model's own, for its copies' marks */
 };
+
+static atomic_ullong model_serial;
 
 /* *out as a copy of n bytes of p (NULL when n is 0); -1: out of memory */
 static int dup_bytes(void **out, const void *p, size_t n)
@@ -370,7 +450,11 @@ void mem_model_free(struct mem_model *m)
 
 struct mem_model *mem_model_new(void)
 {
-	return tp_calloc(1, sizeof(struct mem_model));
+	struct mem_model *m = tp_calloc(1, sizeof(struct mem_model));
+
+	if (m)
+		m->serial = atomic_fetch_add(&model_serial, 1) + 1;
+	return m;
 }
 
 /* x's device, new when it is the first of its events; NULL: out of memory */
@@ -441,7 +525,7 @@ static int alloc_begin(struct dev *d, const struct mem_input *in, int32_t *slot,
 			return -1;
 		li = (int32_t)d->nlv++;
 	}
-	d->lv[li] = (struct live){ .ta = x->ev.ts, .size = x->ev.bytes, .ctx = x->ctx, .k = (int32_t)d->nal };
+	d->lv[li] = (struct live){ .ta = x->ev.ts, .size = x->ev.bytes, .ctx = x->ctx, .k = (int32_t)d->nal, .r = d->t.n - 1 };
 	d->t.acat[d->nal] = UINT8_MAX;
 	*slot = li;
 	o->a = (int32_t)d->nal++;
@@ -537,9 +621,36 @@ uint64_t mem_model_bytes(const struct mem_model *m)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct dev *d = &m->dev[i];
 		n += (uint64_t)(d->t.n - d->t.pn) * sizeof(struct rp) + RP_BUF * sizeof(struct rp) + d->acap +
+		     d->t.nal0 * sizeof(struct alive0) +
 		     d->lvcap * sizeof(struct live) + d->m.cap * (sizeof(*d->m.key) + sizeof(*d->m.val));
 	}
 	return n + m->cap * sizeof(*m->dev);
+}
+
+static int alive0_less(const void *x, const void *y)
+{
+	const struct alive0 *a = x, *b = y;
+
+	return (a->k > b->k) - (a->k < b->k);
+}
+
+/* What is alive in s, as its copy d's marks need it (trace_src.al); -1: out of memory */
+static int alive_then(struct dev *d, const struct dev *s)
+{
+	size_t n = 0, j;
+
+	for (j = 0; j < s->m.cap; j++)
+		n += s->m.val[j] >= 0;
+	if (n && !(d->t.al = tp_malloc(n * sizeof(*d->t.al))))
+		return -1;
+	for (j = 0; j < s->m.cap; j++)
+		if (s->m.val[j] >= 0) {
+			const struct live *l = &s->lv[s->m.val[j]];
+			d->t.al[d->t.nal0++] = (struct alive0){ .k = l->k, .r = l->r };
+		}
+	if (n)
+		qsort(d->t.al, n, sizeof(*d->t.al), alive0_less);
+	return 0;
 }
 
 int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_errbuf *err)
@@ -558,7 +669,8 @@ int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_
 			goto fail;
 		}
 		*d = *s;
-		d->t = (struct trace_src){ .pfd = -1, .fd = -1, .pn = s->t.n, .n = s->t.n, .base = s->t.base };
+		d->t = (struct trace_src){ .pfd = -1, .fd = -1, .pn = s->t.n, .n = s->t.n, .base = s->t.base,
+					   .from = m->serial };
 		d->m = (struct mem_amap){ 0 };
 		d->lv = NULL;
 		d->wb = NULL;
@@ -571,7 +683,7 @@ int mem_model_copy(const struct mem_model *m, struct mem_model **out, struct tp_
 		}
 		if (!(d->wb = tp_malloc(RP_BUF * sizeof(*d->wb))) || mem_amap_copy(&d->m, &s->m) ||
 		    dup_bytes((void **)&d->t.acat, s->t.acat, s->nal) ||
-		    dup_bytes((void **)&d->lv, s->lv, s->nlv * sizeof(*s->lv)))
+		    dup_bytes((void **)&d->lv, s->lv, s->nlv * sizeof(*s->lv)) || alive_then(d, s))
 			goto fail;
 	}
 	c->cur = m->cur;
@@ -603,13 +715,17 @@ static int dev_series(const struct mem_input *in, struct dev *d, struct mem_seri
 			d->t.acat[d->lv[d->m.val[j]].k] = alive_cat(in, &d->lv[d->m.val[j]]);
 	if (!d->totals)
 		d->t.base = tp_sat_sub(0, d->low);
+	for (j = 0; j < d->t.nal0; j++)	/* a copy's: what became of what was alive in the model it copied */
+		d->t.al[j].cat = d->t.acat[d->t.al[j].k];
+	if (!d->t.ck && !(d->t.ck = tp_calloc(1, sizeof(*d->t.ck))))
+		return TP_ERR_NOMEM;
 	*t = d->t;
 	d->t = (struct trace_src){ .pfd = -1, .fd = -1 };
 	s->baseline = t->base;
 	if (!d->walk_peak && !atomic_load_explicit(&peak_walked, memory_order_relaxed)) {
 		pk = d->pk;
 		atomic_fetch_add_explicit(&peaks_kept, 1, memory_order_relaxed);
-	} else if ((rc = walk(t, at_peak, &pk)))
+	} else if ((rc = walk(t, 0, 0, at_peak, &pk)))
 		return rc;
 	g = tp_calloc(MEM_MAX_GROUPS + 2, sizeof(*g));
 	alive = tp_calloc(d->nal + 1, 1);
@@ -618,12 +734,12 @@ static int dev_series(const struct mem_input *in, struct dev *d, struct mem_seri
 		tp_free(alive);
 		return TP_ERR_NOMEM;
 	}
-	rp_open(&rd, t, pk.at + 1);
+	rp_open(&rd, t, 0, pk.at + 1);
 	while ((e = rp_next(&rd)))
 		if (e->a >= 0)
 			alive[e->a] = e->bytes > 0;
 	if (!(rc = rp_close(&rd)))
-		rp_open(&rd, t, pk.at + 1);
+		rp_open(&rd, t, 0, pk.at + 1);
 	while (!rc && (e = rp_next(&rd))) {
 		if (e->a < 0 || e->bytes <= 0 || !alive[e->a])
 			continue;
@@ -655,6 +771,7 @@ static int dev_series(const struct mem_input *in, struct dev *d, struct mem_seri
 	s->pts = NULL;
 	s->n = t->n;
 	s->replay = replay;
+	s->replay_from = replay_from;
 	s->src = t;
 	return TP_OK;
 }
@@ -706,6 +823,106 @@ out:
 	*series = r->series;
 	*nseries = r->nseries;
 	return TP_OK;
+}
+
+/* A series' mark: the copy it came from, and its last walk's state at each block. */
+struct mark_dev {
+	char device[16];
+	uint64_t from;
+	size_t pn;
+	int64_t base;
+	struct alive0 *al;
+	size_t nal0;
+	struct cks *ck;
+};
+
+struct mem_mark {
+	size_t n;
+	struct mark_dev d[];
+};
+
+void mem_mark_free(struct mem_mark *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++) {
+		tp_free(m->d[i].al);
+		cks_free(m->d[i].ck);
+	}
+	tp_free(m);
+}
+
+uint64_t mem_mark_bytes(const struct mem_mark *m)
+{
+	uint64_t n = 0;
+
+	if (!m)
+		return 0;
+	for (size_t i = 0; i < m->n; i++)
+		n += m->d[i].nal0 * sizeof(struct alive0) + m->d[i].ck->cap * sizeof(struct ck);
+	return n + sizeof(*m) + m->n * sizeof(m->d[0]);
+}
+
+struct mem_mark *mem_result_mark(struct mem_result *r)
+{
+	struct mem_mark *m;
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nseries; i++)
+		n += r->src[i].from && r->src[i].ck && r->src[i].ck->n;
+	if (!n || !(m = tp_calloc(1, sizeof(*m) + n * sizeof(m->d[0]))))
+		return NULL;
+	for (i = 0; i < r->nseries; i++) {
+		struct trace_src *t = &r->src[i];
+		if (!t->from || !t->ck || !t->ck->n)
+			continue;
+		m->d[m->n++] = (struct mark_dev){ .from = t->from, .pn = t->pn, .base = t->base, .al = t->al,
+						  .nal0 = t->nal0, .ck = t->ck };
+		memcpy(m->d[m->n - 1].device, r->series[i].device, sizeof(m->d[0].device));
+		t->al = NULL;
+		t->nal0 = 0;
+		t->ck = NULL;
+	}
+	return m;
+}
+
+/*
+ * A point of a copy's series differs from the mark's only past the records the two share (pn)
+ * or from the record of the first allocation alive in the model copied whose category is not
+ * the mark's: the rest of a point is its records and its allocations' categories, and the
+ * categories of those not alive there were found in the model copied.
+ */
+int mem_result_follow(struct mem_result *r, const struct mem_mark *m)
+{
+	for (size_t i = 0; m && i < r->nseries; i++) {
+		struct trace_src *t = &r->src[i];
+		struct mem_series *s = &r->series[i];
+		const struct mark_dev *md = NULL;
+		size_t j, same, b;
+		for (j = 0; j < m->n && !md; j++)
+			if (!strcmp(m->d[j].device, s->device))
+				md = &m->d[j];
+		if (!md || !t->from || !t->ck || md->from != t->from || t->pn < md->pn || md->base != t->base)
+			continue;
+		for (same = md->pn, j = 0; j < md->nal0; j++)
+			if (t->acat[md->al[j].k] != md->al[j].cat) {	/* by number: the first made */
+				if (md->al[j].r < same)
+					same = md->al[j].r;
+				break;
+			}
+		b = same / MEM_PT_BLOCK;
+		if (b >= md->ck->n)
+			b = md->ck->n - 1;
+		if (!b)
+			continue;
+		if (tp_grow((void **)&t->ck->v, &t->ck->cap, b + 1, sizeof(*t->ck->v)))
+			return -1;
+		memcpy(t->ck->v, md->ck->v, (b + 1) * sizeof(*t->ck->v));
+		t->ck->n = b + 1;
+		s->same = b * MEM_PT_BLOCK;
+		s->pre = md->ck->v[b].pre;
+	}
+	return 0;
 }
 
 int mem_infer(const struct mem_input *in, struct mem_result **out, const struct mem_series **series,

@@ -112,6 +112,22 @@ int mem_model_result(struct mem_model *m, const struct mem_input *in, struct mem
 		     const struct mem_series **series, size_t *nseries, struct tp_errbuf *err);
 
 /*
+ * Marks: what a result's series were when the store last wrote them
+ * (mem_result_mark(), once the store's walk went over them: the walk keeps
+ * its state at each block's first point), so that the next result of a copy
+ * of the same model, gone on since, tells how many of its points are the
+ * same (mem_result_follow() sets mem_series.same) and is replayed from there.
+ */
+struct mem_mark;
+
+/* r's marks, taken from it (NULL: nothing to mark, or out of memory); r's series still replay */
+struct mem_mark *mem_result_mark(struct mem_result *r);
+/* r's series' same from m (NULL: none); -1: out of memory */
+int mem_result_follow(struct mem_result *r, const struct mem_mark *m);
+void mem_mark_free(struct mem_mark *m);
+uint64_t mem_mark_bytes(const struct mem_mark *m);
+
+/*
  * Tests: walk != 0 has every result walk its records for the peak, as a trace without the
  * allocator's totals does, instead of taking the one the model kept as they came; returns how
  * many results took the kept one since the last call.

@@ -328,6 +328,12 @@ struct grown {
 	int64_t base;
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
 	size_t n;
+	/*
+	 * What the rank's last committed write stored as memory points under mark_owner, for the
+	 * next to go on from (analysis_memory_mark(); NULL: not known, every block is gone over)
+	 */
+	struct mem_mark *mark;
+	int64_t mark_owner;
 	uint64_t used;			/* the cache's clock when it was last given back */
 	struct timespec at;		/* and then (CLOCK_MONOTONIC) */
 };
@@ -338,6 +344,7 @@ static void grown_free(struct grown *g)
 		return;
 	analysis_free(g->an);
 	analysis_free(g->acc);
+	analysis_mark_free(g->mark);
 	tp_free(g->ext);
 	names_free(&g->nm);
 	tp_free(g->sp.v);
@@ -440,7 +447,7 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 
 static uint64_t grown_bytes(const struct grown *g)
 {
-	return analysis_held_bytes(g->an) + (g->acc ? analysis_held_bytes(g->acc) : 0);
+	return analysis_held_bytes(g->an) + (g->acc ? analysis_held_bytes(g->acc) : 0) + analysis_mark_bytes(g->mark);
 }
 
 /* Keep g for the rank's next derivation, in place of the least recently kept when full. */
@@ -965,6 +972,11 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 		d->ar = analysis_merged(d->merged);
 		if (analysis_memory_went_on(d->merged) >= 0)
 			metrics_memory_model(analysis_memory_went_on(d->merged));
+		/* the points the last write stored already */
+		if (g->mark && g->mark_owner == d->owner && analysis_memory_follow(d->merged, g->mark)) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			goto out;
+		}
 	}
 	if (!(d->src = step_sources(d->ar, d->own ? &d->sp : &g->sp)))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -1002,8 +1014,21 @@ static int write_rank(struct store_writer *w, const char *run, int rank, const s
 	int rc = store_rank_replace(w, run, rank, d->owner, &f, &c, err);
 
 	if (!rc)
-		metrics_point_blocks(c.kept, c.written);
+		metrics_point_blocks(c.kept, c.written, c.unread);
 	return rc;
+}
+
+/*
+ * d's write committed (stored 1: alone, in a transaction of its own): the rank's next
+ * derivation goes on from the memory points it stored; else from none.
+ */
+static void derived_stored(struct derived *d, int stored)
+{
+	if (!d->g)
+		return;
+	analysis_mark_free(d->g->mark);
+	d->g->mark = stored && d->merged ? analysis_memory_mark(d->merged) : NULL;
+	d->g->mark_owner = d->owner;
 }
 
 /* The run, or this rank of it, has nothing ready left: nothing to derive. */
@@ -1031,6 +1056,7 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_
 		rc = write_rank(w, run, rank, &d, err);
 	if (!rc)
 		rc = store_rank_settled(w, run, rank, -1, err);
+	derived_stored(&d, 0);	/* maybe inside a transaction that is yet to commit (a DELETE's) */
 	derived_free(&d);
 	if (nothing_left(rc, err))
 		rc = store_rank_settled(w, run, rank, -1, err);
@@ -1096,8 +1122,10 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 				      : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")) && now == seq &&
 			    !(rc = write_rank(w, p->run, p->rank, &d, err)) &&
 			    !(rc = store_rank_settled(w, p->run, p->rank, seq, err))) {
-				if (!(rc = store_tx_commit(w, err)))
+				if (!(rc = store_tx_commit(w, err))) {
 					metrics_derivation(seconds_since(&t0));
+					derived_stored(&d, 1);
+				}
 				derived_free(&d);
 				return rc;
 			}

@@ -125,7 +125,7 @@ static int exec(struct db *db, const char *sql, struct tp_errbuf *err)
 }
 
 /* Points per row of memory_point_blocks (migration 015). */
-#define PT_BLOCK 1024
+#define PT_BLOCK MEM_PT_BLOCK
 
 /*
  * n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
@@ -1138,7 +1138,7 @@ struct point_ins {
 	struct db_stmt *pt, *old;	/* old: the stored block looked at first (NULL: none) */
 	struct store_blocks *count;
 	struct tp_errbuf *err;
-	int64_t i, best, peak, first_t, max_reserved;
+	struct mem_prefix pre;		/* of the points so far (pre.n: the next one's seq) */
 	int64_t (*rows)[MEM_POINT_COLS];	/* the block being filled: PT_BLOCK rows */
 	uint8_t *nul;
 	uint8_t *buf;			/* ptpack_bound(PT_BLOCK) */
@@ -1153,30 +1153,21 @@ static int flush_points(struct point_ins *x)
 	if (!n)
 		return TP_OK;
 	x->n = 0;
-	return put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->i - (int64_t)n,
+	return put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->pre.n - (int64_t)n,
 			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->count, x->err);
 }
 
 static int insert_point(void *arg, const struct mem_point *p)
 {
 	struct point_ins *x = arg;
-	int64_t sum = mem_point_total(p), t = tp_sat_add(p->t_ns, x->base_ns), *row = x->rows[x->n];
+	int64_t *row = x->rows[x->n];
 
-	row[0] = t;
+	row[0] = tp_sat_add(p->t_ns, x->base_ns);
 	for (int c = 0; c < MEM_NCAT; c++)
 		row[1 + c] = p->cat[c];
-	row[MEM_COL_ALLOCATED] = sum;
+	row[MEM_COL_ALLOCATED] = mem_prefix_add(&x->pre, p);
 	row[MEM_COL_RESERVED] = p->reserved >= 0 ? p->reserved : 0;
 	x->nul[x->n++] = p->reserved < 0;
-	if (!x->i)
-		x->first_t = t;
-	if (p->reserved > x->max_reserved)
-		x->max_reserved = p->reserved;
-	if (sum > x->best) {
-		x->best = sum;
-		x->peak = x->i;
-	}
-	x->i++;
 	return x->n == PT_BLOCK ? flush_points(x) : TP_OK;
 }
 
@@ -1185,37 +1176,43 @@ static void bind_opt(struct db_stmt *st, int i, int64_t v);
 /*
  * A series' points, groups and row. With old (store_rank_replace's), the points go over the
  * blocks stored under artifact: a block that holds them already stays, the ones past the last
- * point go (not in a batch: each block is looked at first).
+ * point go (not in a batch: each block is looked at first). The blocks before ms->same stay
+ * unread, when this server alone writes (another may have written them since).
  */
 static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *old, struct store_blocks *count,
 			 struct db_stmt *se, struct db_stmt *gr, struct tp_errbuf *err)
 {
+	size_t same = old && !w->store->shared ? ms->same : 0;
 	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .old = old, .count = count, .err = err,
-			       .best = INT64_MIN, .peak = -1, .max_reserved = -1,
+			       .pre = same ? ms->pre : MEM_PREFIX_INIT,
 			       .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
 	int64_t peak;
 	int rc = !old && db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
 	size_t i;
+
+	if (count)
+		count->unread += (int64_t)(same / PT_BLOCK);
 
 	x.rows = tp_malloc(PT_BLOCK * sizeof(*x.rows));
 	x.nul = tp_malloc(PT_BLOCK);
 	x.buf = tp_malloc(ptpack_bound(PT_BLOCK));
 	if (!rc && (!x.rows || !x.nul || !x.buf))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-	if (!rc && (rc = mem_series_each(ms, insert_point, &x)) && !err->rc)	/* a replay's own failure */
-		rc = rc == TP_ERR_IO ? tp_fail(err, rc, "temp_file", "memory series: cannot read its temporary file")
-				     : tp_fail(err, rc, NULL, "memory series: out of memory");
+	if (!rc && (rc = mem_series_each_from(ms, same, insert_point, &x)) && !err->rc)	/* a replay's own failure */
+		rc = rc == TP_ERR_IO	       ? tp_fail(err, rc, "temp_file", "memory series: cannot read its temporary file")
+		     : rc == TP_ERR_UNSUPPORTED ? tp_fail(err, rc, NULL, "memory series: cannot go on from its mark")
+						: tp_fail(err, rc, NULL, "memory series: out of memory");
 	if (!rc)
 		rc = flush_points(&x);
 	tp_free(x.rows);
 	tp_free(x.nul);
 	tp_free(x.buf);
 	if (!rc && old)
-		rc = drop_points_after(w->db, artifact, ms->device, x.i, err);
+		rc = drop_points_after(w->db, artifact, ms->device, x.pre.n, err);
 	if (!rc && old && db_batch_begin(w->db))
 		rc = db_fail(err, w->db, "insert memory");
-	peak = x.peak;
+	peak = x.pre.best_at;
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
 		db_bind_int64(gr, 1, artifact);
@@ -1242,15 +1239,15 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	db_bind_int64(se, 4, (int64_t)ms->n);
 	bind_opt(se, 5, peak);
 	db_bind_int64(se, 6, ms->baseline);
-	if (x.i)
-		db_bind_int64(se, 7, x.first_t);
+	if (x.pre.n)
+		db_bind_int64(se, 7, tp_sat_add(x.pre.first_t, x.base_ns));
 	else
 		db_bind_null(se, 7);
 	if (peak >= 0)
-		db_bind_int64(se, 8, x.best);
+		db_bind_int64(se, 8, x.pre.best);
 	else
 		db_bind_null(se, 8);
-	bind_opt(se, 9, x.max_reserved);
+	bind_opt(se, 9, x.pre.max_reserved);
 	return step_reset(w, se, err);
 }
 
@@ -1913,7 +1910,7 @@ static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", 
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err)
 {
-	struct store_blocks c = { 0, 0 };
+	struct store_blocks c = { 0, 0, 0 };
 	char sql[512];
 	size_t i;
 	int rc;

@@ -122,10 +122,12 @@ struct store_reader *store_writer_reader(struct store_writer *w);
  * artifact's steps, operators, kernels and trace memory timelines there, and store f's
  * (analysis, mem, str, base_ns) under owner (0: none); owner's memory points are gone over
  * block by block, a block already stored as f has it staying (counted in *count, when not NULL,
- * once written). One transaction, or part of one.
+ * once written); a series' blocks before its same (memmodel.h) stay unread, unless another
+ * server may write the store (PostgreSQL). One transaction, or part of one.
  */
 struct store_blocks {
-	int64_t kept, written;	/* memory point blocks (of PT_BLOCK points) that stayed, that were written */
+	int64_t kept, written;	/* memory point blocks (of MEM_PT_BLOCK points) found as stored, written */
+	int64_t unread;		/* known stored by the last write (mem_series.same), not read */
 };
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "analysis/analysis.h"
 #include "analysis/compare.h"
 #include "analysis/diagnosis.h"
@@ -2413,6 +2414,130 @@ START_TEST(test_model_bytes)
 }
 END_TEST
 
+/*
+ * The scripted device of test_marks_go_on: a block made and freed again and again at one
+ * address, and at event keep a block at another, freed at event freed (-1: never), both with
+ * nothing around them (made in forward: alive, unknown; freed, an activation).
+ */
+static void mark_feed(struct mem_model *m, int from, int to, int keep, int freed)
+{
+	const struct mem_input in = { 0 };
+	struct tp_errbuf err = { 0 };
+	struct mem_rec x = { .ctx = { .top = -1 } };
+
+	for (int i = from; i < to; i++) {
+		int j = i - (i > keep) - (freed >= 0 && i > freed), y = i >= keep && (freed < 0 || i < freed);
+		x.ev = (struct mem_event){ .dev_type = 1, .has_addr = 1, .has_totals = 1, .ts = i, .ev_idx = i,
+					   .total_alloc = (1 << 20) + (j % 2 ? 0 : 512) + (y ? 4096 : 0) };
+		if (i == keep || i == freed) {
+			x.ev.addr = 0x20000;
+			x.ev.bytes = i == keep ? 4096 : -4096;
+			x.ev.total_alloc = (1 << 20) + (j % 2 ? 512 : 0) + (y ? 4096 : 0);
+		} else {
+			x.ev.addr = 0x10000;
+			x.ev.bytes = j % 2 ? -512 : 512;
+		}
+		ck_assert_int_eq(mem_model_add(m, &in, &x, &err), 0);
+	}
+	ck_assert_int_eq(mem_model_sync(m, &err), 0);
+}
+
+struct pts {
+	struct mem_point *v;
+	size_t n, cap;
+};
+
+static int pts_add(void *arg, const struct mem_point *p)
+{
+	struct pts *x = arg;
+
+	if (tp_grow((void **)&x->v, &x->cap, x->n + 1, sizeof(*x->v)))
+		return TP_ERR_NOMEM;
+	x->v[x->n++] = *p;
+	return 0;
+}
+
+/*
+ * A copy of m (its events [0, n) of the script) gone on with events [n, n + 40): its result,
+ * its single series in *s, told by mark (may be NULL) which of its points are the same. Its
+ * points from s->same on must be a walk's from the start, and s->pre what the ones before
+ * come to; out (may be NULL): its mark, once replayed.
+ */
+static struct mem_result *mark_result(struct mem_model *m, int n, int freed, const struct mem_mark *mark,
+				      const struct mem_series **s, struct mem_mark **out)
+{
+	const struct mem_input in = { 0 };
+	struct tp_errbuf err = { 0 };
+	struct mem_model *c;
+	struct mem_result *r;
+	struct pts all = { 0 }, tail = { 0 };
+	struct mem_prefix pre = MEM_PREFIX_INIT;
+	size_t ns, i;
+
+	ck_assert_int_eq(mem_model_copy(m, &c, &err), 0);
+	mark_feed(c, n, n + 40, 1500, freed);
+	ck_assert_int_eq(mem_model_result(c, &in, &r, s, &ns, &err), 0);
+	ck_assert_uint_eq(ns, 1);
+	ck_assert_int_eq(mem_result_follow(r, mark), 0);
+	ck_assert_uint_eq((*s)->same % MEM_PT_BLOCK, 0);
+	ck_assert_int_eq(mem_series_each_from(*s, (*s)->same, pts_add, &tail), 0);
+	if (out) {
+		*out = mem_result_mark(r);
+		ck_assert_ptr_nonnull(*out);
+	}
+	ck_assert_int_eq(mem_series_each(*s, pts_add, &all), 0);
+	ck_assert_uint_eq(all.n, (size_t)n + 40);
+	ck_assert_uint_eq(tail.n, all.n - (*s)->same);
+	ck_assert_mem_eq(tail.v, all.v + (*s)->same, tail.n * sizeof(*tail.v));
+	for (i = 0; i < (*s)->same; i++)
+		mem_prefix_add(&pre, &all.v[i]);
+	if ((*s)->same)
+		ck_assert_mem_eq(&pre, &(*s)->pre, sizeof(pre));
+	tp_free(all.v);
+	tp_free(tail.v);
+	return r;
+}
+
+/*
+ * A copy's points are the same as the last marked copy of the model's up to the records that
+ * one shared, and before the first allocation alive in its model whose category changed since:
+ * the block made at event 1500 is alive (unknown) at the first copy and an activation by the
+ * second, whose points are then new from block 1 (1,024) on, not from the 3,000 records shared;
+ * with nothing changed, the third's are from the 5,000 shared (block 4); a model of the same
+ * events that is another's is not followed.
+ */
+START_TEST(test_marks_go_on)
+{
+	struct mem_model *m = mem_model_new(), *o = mem_model_new();
+	struct mem_mark *m1, *m2;
+	struct mem_result *r;
+	const struct mem_series *s;
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(o);
+	mark_feed(m, 0, 3000, 1500, 3050);
+	r = mark_result(m, 3000, -1, NULL, &s, &m1);	/* its 40 events stop before the free at 3,050 */
+	ck_assert_uint_eq(s->same, 0);
+	mem_result_free(r);
+	mark_feed(m, 3000, 5000, 1500, 3050);
+	r = mark_result(m, 5000, 3050, m1, &s, &m2);
+	ck_assert_uint_eq(s->same, 1024);
+	mem_result_free(r);
+	mark_feed(m, 5000, 9000, 1500, 3050);
+	r = mark_result(m, 9000, 3050, m2, &s, NULL);
+	ck_assert_uint_eq(s->same, 4096);
+	mem_result_free(r);
+	mark_feed(o, 0, 9000, 1500, 3050);
+	r = mark_result(o, 9000, 3050, m2, &s, NULL);
+	ck_assert_uint_eq(s->same, 0);
+	mem_result_free(r);
+	mem_mark_free(m1);
+	mem_mark_free(m2);
+	mem_model_free(m);
+	mem_model_free(o);
+}
+END_TEST
+
 /* A spill that cannot be written fails the analysis with a message, and leaks nothing. */
 START_TEST(test_spill_failure)
 {
@@ -2789,5 +2914,6 @@ static void add_spill_tests(TCase *tc)
 	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_loop_test(tc, test_peak_kept_as_walked, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
 	tcase_add_test(tc, test_model_bytes);
+	tcase_add_test(tc, test_marks_go_on);
 	tcase_add_test(tc, test_spill_failure);
 }

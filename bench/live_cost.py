@@ -11,7 +11,8 @@ run's size, the mean and largest derivation (the read's time), and the server's 
 the end, the parts /metrics counted (trainscope_rank_parts_total: a part cut inside its traces
 is how a derivation stops finishing the whole rank), the memory models
 (trainscope_rank_memory_models_total: went on from the parts before, or made from all) and the
-memory points' blocks the derivations' writes kept or wrote (trainscope_rank_memory_blocks_total).
+memory points' blocks the derivations' writes kept or wrote (trainscope_rank_memory_blocks_total)
+and the collectives' rows they left or wrote (trainscope_rank_collectives_total).
 
 --order says how the chunks cut the trace:
   file  at event boundaries in the file's order (bench/chunks_bench.py's cut). kineto writes a
@@ -93,6 +94,9 @@ def main():
         blocks = [line.split("{", 1)[1] for line in m.splitlines() if line.startswith("trainscope_rank_memory_blocks_total")]
         if blocks:  # servers since the rank's memory points are gone over block by block
             print("memory point blocks:", " ".join(p.replace('"}', "").replace('how="', "") for p in blocks))
+        colls = [line.split("{", 1)[1] for line in m.splitlines() if line.startswith("trainscope_rank_collectives_total")]
+        if colls:  # servers since the parts' collectives stay as stored
+            print("collectives' rows:", " ".join(p.replace('"}', "").replace('how="', "") for p in colls))
     finally:
         srv.terminate()
         srv.wait()

@@ -20,7 +20,7 @@ static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
 static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept,
-	parts[METRICS_PART_KINDS], mem_models[2], point_blocks[3];
+	parts[METRICS_PART_KINDS], mem_models[2], point_blocks[3], coll_rows[2];
 
 void metrics_request(int route, unsigned status)
 {
@@ -58,6 +58,12 @@ void metrics_point_blocks(int64_t same, int64_t written, int64_t unread)
 	atomic_fetch_add_explicit(&point_blocks[0], (unsigned long long)same, memory_order_relaxed);
 	atomic_fetch_add_explicit(&point_blocks[1], (unsigned long long)written, memory_order_relaxed);
 	atomic_fetch_add_explicit(&point_blocks[2], (unsigned long long)unread, memory_order_relaxed);
+}
+
+void metrics_coll_rows(int64_t same, int64_t written)
+{
+	atomic_fetch_add_explicit(&coll_rows[0], (unsigned long long)same, memory_order_relaxed);
+	atomic_fetch_add_explicit(&coll_rows[1], (unsigned long long)written, memory_order_relaxed);
 }
 
 void metrics_upload(uint64_t bytes_sent, double seconds)
@@ -175,6 +181,12 @@ char *metrics_render(struct store *st)
 		"trainscope_rank_memory_blocks_total{how=\"unread\"} %llu\n",
 	    (unsigned long long)atomic_load(&point_blocks[0]), (unsigned long long)atomic_load(&point_blocks[1]),
 	    (unsigned long long)atomic_load(&point_blocks[2]));
+	put(&t, "# HELP trainscope_rank_collectives_total Rows of a rank's collectives at each derivation's write:"
+		" those the write before stored, left as they were (kept), those written.\n"
+		"# TYPE trainscope_rank_collectives_total counter\n"
+		"trainscope_rank_collectives_total{how=\"kept\"} %llu\n"
+		"trainscope_rank_collectives_total{how=\"written\"} %llu\n",
+	    (unsigned long long)atomic_load(&coll_rows[0]), (unsigned long long)atomic_load(&coll_rows[1]));
 	if (store_counts(st, &c, NULL) == 0) {
 		put(&t, "# HELP trainscope_artifacts Artifacts by status.\n# TYPE trainscope_artifacts gauge\n"
 			"trainscope_artifacts{status=\"ready\"} %lld\ntrainscope_artifacts{status=\"error\"} %lld\n"

@@ -28,6 +28,8 @@ void metrics_part(enum metrics_part how);
 void metrics_memory_model(int went_on);
 /* A derivation's memory point blocks: found as stored, written, known stored and not read. */
 void metrics_point_blocks(int64_t kept, int64_t written, int64_t unread);
+/* A derivation's collectives' rows: left as the write before stored them, written. */
+void metrics_coll_rows(int64_t kept, int64_t written);
 
 /* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
 char *metrics_render(struct store *st);

@@ -329,11 +329,13 @@ struct grown {
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
 	size_t n;
 	/*
-	 * What the rank's last committed write stored as memory points under mark_owner, for the
-	 * next to go on from (analysis_memory_mark(); NULL: not known, every block is gone over)
+	 * What the rank's last committed write stored under mark_owner, for the next to go on
+	 * from: its memory points (analysis_memory_mark(); NULL: not known, every block is gone
+	 * over), and acc's collectives then, the first rows of its collectives (0: none known)
 	 */
 	struct mem_mark *mark;
 	int64_t mark_owner;
+	size_t mark_colls;
 	uint64_t used;			/* the cache's clock when it was last given back */
 	struct timespec at;		/* and then (CLOCK_MONOTONIC) */
 };
@@ -564,6 +566,7 @@ struct derived {
 	int64_t *src;
 	int64_t base, owner;
 	size_t n;		/* trace artifacts read */
+	size_t same_colls;	/* the first collectives, as the rank's last write stored them */
 	uint64_t epoch;		/* grown_epoch() before they were listed */
 };
 
@@ -972,7 +975,9 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 		d->ar = analysis_merged(d->merged);
 		if (analysis_memory_went_on(d->merged) >= 0)
 			metrics_memory_model(analysis_memory_went_on(d->merged));
-		/* the points the last write stored already */
+		/* what the last write stored already: the parts' first collectives, memory points */
+		if (g->mark_owner == d->owner)
+			d->same_colls = g->mark_colls;
 		if (g->mark && g->mark_owner == d->owner && analysis_memory_follow(d->merged, g->mark)) {
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			goto out;
@@ -1007,14 +1012,17 @@ static int compute(struct store_reader *r, const char *run, int rank, uint64_t e
 static int write_rank(struct store_writer *w, const char *run, int rank, const struct derived *d,
 		      struct tp_errbuf *err)
 {
-	struct store_final f = { .base_ns = d->base, .analysis = d->ar, .step_src = d->src, .str = names_get,
+	struct store_final f = { .base_ns = d->base, .analysis = d->ar, .step_src = d->src, .same_colls = d->same_colls,
+				 .str = names_get,
 				 .str_payload = d->own ? (void *)&d->nm : (void *)&d->g->nm, .mem = d->ar ? d->ar->mem_series : NULL,
 				 .nmem = d->ar ? d->ar->nmem_series : 0 };
 	struct store_blocks c;
 	int rc = store_rank_replace(w, run, rank, d->owner, &f, &c, err);
 
-	if (!rc)
+	if (!rc) {
 		metrics_point_blocks(c.kept, c.written, c.unread);
+		metrics_coll_rows(c.colls_kept, c.colls_written);
+	}
 	return rc;
 }
 
@@ -1029,6 +1037,8 @@ static void derived_stored(struct derived *d, int stored)
 	analysis_mark_free(d->g->mark);
 	d->g->mark = stored && d->merged ? analysis_memory_mark(d->merged) : NULL;
 	d->g->mark_owner = d->owner;
+	/* acc's collectives come first in the merge's, and stay as they are while acc grows */
+	d->g->mark_colls = stored && d->merged && d->g->acc ? analysis_merged(d->g->acc)->ncolls : 0;
 }
 
 /* The run, or this rank of it, has nothing ready left: nothing to derive. */

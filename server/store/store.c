@@ -163,6 +163,24 @@ static int put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *o
 	return r == DB_DONE ? TP_OK : db_fail(err, db, "insert memory");
 }
 
+/* table's rows of artifact from row n on (table: keyed by (artifact_id, n)) */
+static int drop_rows_after(struct db *db, const char *table, int64_t artifact, int64_t n, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	char sql[128];
+	int rc = TP_OK;
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1 AND n >= ?2", table);
+	if (db_prepare(db, sql, 0, &st) != DB_OK)
+		return db_fail(err, db, "prepare");
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, n);
+	if (db_step(st) != DB_DONE)
+		rc = db_fail(err, db, "replace rank analysis");
+	db_finalize(st);
+	return rc;
+}
+
 /* The blocks of (artifact, device) from point n on (device NULL: of every device no series has). */
 static int drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err)
 {
@@ -1083,8 +1101,12 @@ static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t a
 	db_bind_int64(st, 15, c->before_ns);
 }
 
-/* The collectives, read back from the analysis' runs as they are inserted: they are not held. */
-static int insert_colls(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
+/*
+ * f's collectives, read back from the analysis' runs as they are inserted (they are not held),
+ * from the from-th on (store_rank_replace's: those before are stored already).
+ */
+static int insert_colls(struct store_writer *w, int64_t artifact, const struct store_final *f, size_t from,
+			struct tp_errbuf *err)
 {
 	const struct an_coll *c;
 	struct db_stmt *st;
@@ -1092,7 +1114,7 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 	size_t i = 0;
 	int rc = TP_OK;
 
-	if (!f->analysis->ncolls)
+	if (f->analysis->ncolls <= from)
 		return TP_OK;
 	if (db_prepare(w->db, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
 			      " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
@@ -1103,6 +1125,10 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 	else if (db_batch_begin(w->db))
 		rc = db_fail(err, w->db, "insert analysis");
 	while (!rc && (c = rcur_next(&cur))) {
+		if (i < from) {
+			i++;
+			continue;
+		}
 		bind_coll(st, f, artifact, i++, c);
 		if (db_step(st) != DB_DONE)
 			rc = db_fail(err, w->db, "insert analysis");
@@ -1543,7 +1569,7 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 }
 
 static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			   struct store_blocks *keep, struct tp_errbuf *err)
+			   struct store_blocks *keep, size_t same_colls, struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
 	int rc;
@@ -1568,7 +1594,7 @@ static int insert_analysis(struct store_writer *w, int64_t artifact, const struc
 				 " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
 			      a->nsteps, bind_step, f, artifact, err)))
 		return rc;
-	if ((rc = insert_colls(w, artifact, f, err)))
+	if ((rc = insert_colls(w, artifact, f, same_colls, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
 				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", a->nops, bind_op, f, artifact, err)))
@@ -1596,7 +1622,7 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 	if (failed)
 		rc = delete_rows(w->db, artifact, 1, err);
 	else
-		rc = insert_analysis(w, artifact, f, NULL, err);
+		rc = insert_analysis(w, artifact, f, NULL, 0, err);
 	if (rc)
 		goto out;
 	if (db_prepare(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
@@ -1910,7 +1936,9 @@ static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", 
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err)
 {
-	struct store_blocks c = { 0, 0, 0 };
+	struct store_blocks c = { 0 };
+	size_t same_colls = owner && !w->store->shared && f->analysis && f->same_colls <= f->analysis->ncolls
+				    ? f->same_colls : 0;
 	char sql[512];
 	size_t i;
 	int rc;
@@ -1919,31 +1947,38 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 		return rc;
 	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
 		struct db_stmt *st;
+		int keep = !strcmp(rank_tables[i], "memory_point_blocks") ||
+			   (same_colls && !strcmp(rank_tables[i], "collectives"));
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
 			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", rank_tables[i],
-			 strcmp(rank_tables[i], "memory_point_blocks") ? "" : " AND artifact_id <> ?3");
+			 keep ? " AND artifact_id <> ?3" : "");
 		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 			rc = db_fail(err, w->db, "prepare");
 		else {
 			bind_text(st, 1, run);
 			db_bind_int(st, 2, rank);
-			if (!strcmp(rank_tables[i], "memory_point_blocks"))
+			if (keep)
 				db_bind_int64(st, 3, owner);
 			if (db_step(st) != DB_DONE)
 				rc = db_fail(err, w->db, "replace rank analysis");
 			db_finalize(st);
 		}
 	}
+	if (!rc && same_colls)	/* the owner's collectives from the first not stored on */
+		rc = drop_rows_after(w->db, "collectives", owner, (int64_t)same_colls, err);
 	if (!rc && owner)
-		rc = insert_analysis(w, owner, f, &c, err);
+		rc = insert_analysis(w, owner, f, &c, same_colls, err);
 	if (!rc && owner)
 		rc = drop_points_after(w->db, owner, NULL, 0, err);
 	if (!rc)
 		rc = commit(w, err);
 	if (rc)
 		rollback(w);
-	else if (count)
+	else if (count) {
+		c.colls_kept = (int64_t)same_colls;
+		c.colls_written = f->analysis && owner ? (int64_t)(f->analysis->ncolls - same_colls) : 0;
 		*count = c;
+	}
 	return rc;
 }
 

@@ -96,6 +96,7 @@ struct store_final {
 	int64_t peak_allocated;		/* -1: no memory data */
 	const struct an_result *analysis;	/* steps, ops, kernels (times as written); may be NULL */
 	const int64_t *step_src;	/* per analysis step, the artifact its span came from (0, or NULL: this one) */
+	size_t same_colls;		/* store_rank_replace: the first collectives, stored as they are by the last write */
 	an_string_fn str;		/* names of the analysis' string ids */
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
@@ -122,12 +123,14 @@ struct store_reader *store_writer_reader(struct store_writer *w);
  * artifact's steps, operators, kernels and trace memory timelines there, and store f's
  * (analysis, mem, str, base_ns) under owner (0: none); owner's memory points are gone over
  * block by block, a block already stored as f has it staying (counted in *count, when not NULL,
- * once written); a series' blocks before its same (memmodel.h) stay unread, unless another
- * server may write the store (PostgreSQL). One transaction, or part of one.
+ * once written); a series' blocks before its same (memmodel.h) and f's first same_colls
+ * collectives stay unread, unless another server may write the store (PostgreSQL). One
+ * transaction, or part of one.
  */
 struct store_blocks {
 	int64_t kept, written;	/* memory point blocks (of MEM_PT_BLOCK points) found as stored, written */
 	int64_t unread;		/* known stored by the last write (mem_series.same), not read */
+	int64_t colls_kept, colls_written;	/* collectives' rows: left as stored (same_colls), written */
 };
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err);

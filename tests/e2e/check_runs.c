@@ -1458,6 +1458,21 @@ static void same_answers_via(const struct tu_server *a, const struct tu_server *
 		same_answer_via(a, run, b, run, answers[i]);
 	same_answer_via(a, run, b, run, "/timeline");
 	same_answer_via(a, run, b, run, "/memory");
+	same_answer_via(a, run, b, run, "/distributed");
+}
+
+/*
+ * The rows of the collectives table, every column and its place (n) in a sum (the parts'
+ * first ones are left as a write before stored them: they must be the whole's).
+ */
+static long long colls_sum(const struct tu_server *s)
+{
+	return tu_db_scalar(s->db, "SELECT COUNT(*) + COALESCE(SUM((n % 1000 + 1) * ((COALESCE(step, -1) * 7919"
+				   " + length(kind) * 31 + length(pg) * 37 + COALESCE(seq, -1) * 131 + launch_ns % 1000003"
+				   " + start_ns % 999983 * 3 + end_ns % 999979 * 5 + time_ns % 1000033 * 11 + kernels * 17"
+				   " + COALESCE(bytes, -1) % 1000003 * 19 + COALESCE(group_size, -1) * 23"
+				   " + length(COALESCE(before_op, '')) * 29 + before_ns % 1000003 * 41) % 1000000007)), 0)"
+				   " FROM collectives");
 }
 
 /*
@@ -1586,7 +1601,8 @@ static void windows_cut_in_parts(const char *path, size_t k, double cuts, int me
 			  *went_on = "trainscope_rank_memory_models_total{how=\"went_on\"}",
 			  *made = "trainscope_rank_memory_models_total{how=\"made\"}",
 			  *kept = "trainscope_rank_memory_blocks_total{how=\"kept\"}",
-			  *unread = "trainscope_rank_memory_blocks_total{how=\"unread\"}";
+			  *unread = "trainscope_rank_memory_blocks_total{how=\"unread\"}",
+			  *colls_kept = "trainscope_rank_collectives_total{how=\"kept\"}";
 	const char *const off[] = { "--derive-parts", "off", NULL }, *const small[] = { "--derive-split", "1", NULL };
 	char name[32];
 	struct tu_server whole, cutting;
@@ -1631,11 +1647,16 @@ static void windows_cut_in_parts(const char *path, size_t k, double cuts, int me
 			ck_assert_msg(metric_on(&cutting, unread) >= 1, "%g blocks unread", metric_on(&cutting, unread));
 	}
 	same_answers_via(&whole, &cutting, "live");
+	ck_assert_int_eq(colls_sum(&cutting), colls_sum(&whole));
+	/* the parts' collectives, left as a write before stored them (the V100 trace's NCCL calls) */
+	if (tu_db_scalar(whole.db, "SELECT COUNT(*) FROM collectives") && !tu_postgres())
+		ck_assert_msg(metric_on(&cutting, colls_kept) >= 1, "%g collectives kept", metric_on(&cutting, colls_kept));
 
 	upload_window(&cutting, &c, ts, INT64_MIN, lo + (hi - lo) / (int64_t)k / 2, "live", "again.json");
 	upload_window(&whole, &c, ts, INT64_MIN, lo + (hi - lo) / (int64_t)k / 2, "live", "again.json");
 	ck_assert(metric_on(&cutting, rebuilt) == 1);
 	same_answers_via(&whole, &cutting, "live");
+	ck_assert_int_eq(colls_sum(&cutting), colls_sum(&whole));
 
 	tu_server_cleanup(&cutting);
 	tu_server_cleanup(&whole);

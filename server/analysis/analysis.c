@@ -2831,6 +2831,13 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* What the memory model reads of an: its optimizer steps, its [memory] events, its names. */
+static struct mem_input mem_input_of(struct analysis *an)
+{
+	return (struct mem_input){ .opt_starts = an->opt, .opt_ends = an->opte, .nopt = an->nopt, .recs = &an->d,
+				   .str = an->str, .payload = an->payload };
+}
+
 /*
  * The passes. Host spans come back sorted by thread and start (runs.h),
  * nested on a stack as they come (struct walk): a first pass writes the
@@ -2939,8 +2946,7 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	if (an->nopt > 1)
 		qsort(an->opt, an->nopt, sizeof(*an->opt), cmp_i64);
 	if (an->nmev && !an->part) {	/* a part's run over all parts (analysis_merge()) */
-		struct mem_input in = { .opt_starts = an->opt, .opt_ends = an->opte, .nopt = an->nopt,
-					.recs = &an->d, .str = an->str, .payload = an->payload };
+		struct mem_input in = mem_input_of(an);
 		if ((rc = mem_infer(&in, &an->mem, &an->res.mem_series, &an->res.nmem_series, err)))
 			goto fail;
 		runs_free(&an->d);	/* the series replay from a file of their own */
@@ -3173,8 +3179,7 @@ static void mem_resolve(void *ctx, void *recs, size_t n)
 static int add_part_recs(struct analysis *o, const struct analysis *b, const struct memfix *f,
 			 struct mem_model *feed, int *fed, struct tp_errbuf *err)
 {
-	struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt, .str = o->str,
-				.payload = o->payload };
+	struct mem_input in = mem_input_of(o);
 	const void *p;
 	struct rcur c;
 	int rc = TP_OK;
@@ -3439,8 +3444,7 @@ static int model_mark(struct analysis *o)
 /* o's memory model made again from all its events (o->d, unsealed; kept) */
 static int model_build(struct analysis *o, struct tp_errbuf *err)
 {
-	struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt, .str = o->str,
-				.payload = o->payload };
+	struct mem_input in = mem_input_of(o);
 	struct runs d;
 	struct rcur c;
 	const struct mem_rec *x;
@@ -3544,8 +3548,7 @@ int analysis_merge(const struct analysis *a, const struct analysis *b, struct an
 		goto fail;
 	o->res.colls = &o->co;
 	if (o->nmev) {
-		struct mem_input in = { .opt_starts = o->opt, .opt_ends = o->opte, .nopt = o->nopt,
-					.recs = &o->d, .str = o->str, .payload = o->payload };
+		struct mem_input in = mem_input_of(o);
 		o->mwent = fed;
 		if (fed) {
 			rc = mem_model_result(feed, &in, &o->mem, &o->res.mem_series, &o->res.nmem_series, err);

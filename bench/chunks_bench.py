@@ -16,12 +16,16 @@ page did), the same with reads that do not wait (?wait=0, as the page follows a 
 now) and how long after the last chunk the background derivation caught up, and
 whether /steps, /ops and /kernels of the runs are the same bytes.
 
+--order time cuts the chunks as windows of time instead (bench/live_cost.py's cut: each chunk the
+events that began in it, as the collector writes one a second), so that the rank's derivations
+cut parts and go on from them as the run grows (server/pipeline/runrank.c).
+
 With --collector PATH (repeatable), the chunks are also written as files to a
 folder and shipped by that trainscope-collect, `watch --once` (which gzips
 each on the way, two in flight) and `upload FILE...` (two in flight since
 2026-11-27), each as another run.
 
-Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--poll-s 1] [--server build/trainscope-server]
+Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--order file|time] [--poll-s 1] [--server build/trainscope-server]
                              [--collector build/trainscope-collect]...
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.
@@ -175,6 +179,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=int, default=64)
     ap.add_argument("--chunk-mb", type=float, default=1.0)
+    ap.add_argument("--order", choices=("file", "time"), default="file")
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
     ap.add_argument("--poll-s", type=float, default=1.0)
     ap.add_argument("--no-follow", action="store_true", help="skip the ?wait=0 phase (a server before it)")
@@ -190,7 +195,11 @@ def main():
         path = made["json"]
         with open(path) as f:
             text = f.read()
-        bodies = chunk_bodies(text, int(args.chunk_mb * 1048576))
+        if args.order == "time":
+            import live_cost  # noqa: E402 (it imports this module: not at the top)
+            bodies = live_cost.time_bodies(text, int(args.chunk_mb * 1048576))
+        else:
+            bodies = chunk_bodies(text, int(args.chunk_mb * 1048576))
         whole = text.encode()
         del text
 
@@ -264,7 +273,7 @@ def main():
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
         print(f"trace: {mib:.1f} MiB, {made.get('events', '?')} events; "
-              f"{len(bodies)} chunks of about {args.chunk_mb} MiB")
+              f"{len(bodies)} chunks of about {args.chunk_mb} MiB in {args.order} order")
         print(f"whole file: {t_whole:.2f} s, {mib / t_whole:.1f} MiB/s")
         print(f"chunks, one after another: {t_chunks:.2f} s, {mib / t_chunks:.1f} MiB/s "
               f"({t_chunks / t_whole:.1f}x the whole file's time)")

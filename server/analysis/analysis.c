@@ -3591,16 +3591,6 @@ int analysis_memory_follow(struct analysis *an, const struct mem_mark *m)
 	return an->mem && m ? mem_result_follow(an->mem, m) : 0;
 }
 
-void analysis_mark_free(struct mem_mark *m)
-{
-	mem_mark_free(m);
-}
-
-uint64_t analysis_mark_bytes(const struct mem_mark *m)
-{
-	return mem_mark_bytes(m);
-}
-
 const struct an_result *analysis_merged(const struct analysis *an)
 {
 	return &an->res;

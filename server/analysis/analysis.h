@@ -265,8 +265,6 @@ int analysis_memory_went_on(const struct analysis *an);
 struct mem_mark;
 struct mem_mark *analysis_memory_mark(struct analysis *an);
 int analysis_memory_follow(struct analysis *an, const struct mem_mark *m);
-void analysis_mark_free(struct mem_mark *m);
-uint64_t analysis_mark_bytes(const struct mem_mark *m);
 void analysis_free(struct analysis *an);
 
 #endif

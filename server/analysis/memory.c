@@ -825,15 +825,10 @@ out:
 	return TP_OK;
 }
 
-/* A series' mark: the copy it came from, and its last walk's state at each block. */
+/* A series' mark: of its source, the copy it came from and its last walk's state at each block. */
 struct mark_dev {
 	char device[16];
-	uint64_t from;
-	size_t pn;
-	int64_t base;
-	struct alive0 *al;
-	size_t nal0;
-	struct cks *ck;
+	struct trace_src t;	/* from, pn, base, al, nal0, ck; no records */
 };
 
 struct mem_mark {
@@ -845,10 +840,8 @@ void mem_mark_free(struct mem_mark *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++) {
-		tp_free(m->d[i].al);
-		cks_free(m->d[i].ck);
-	}
+	for (size_t i = 0; i < m->n; i++)
+		src_free(&m->d[i].t);
 	tp_free(m);
 }
 
@@ -859,7 +852,7 @@ uint64_t mem_mark_bytes(const struct mem_mark *m)
 	if (!m)
 		return 0;
 	for (size_t i = 0; i < m->n; i++)
-		n += m->d[i].nal0 * sizeof(struct alive0) + m->d[i].ck->cap * sizeof(struct ck);
+		n += m->d[i].t.nal0 * sizeof(struct alive0) + m->d[i].t.ck->cap * sizeof(struct ck);
 	return n + sizeof(*m) + m->n * sizeof(m->d[0]);
 }
 
@@ -876,9 +869,9 @@ struct mem_mark *mem_result_mark(struct mem_result *r)
 		struct trace_src *t = &r->src[i];
 		if (!t->from || !t->ck || !t->ck->n)
 			continue;
-		m->d[m->n++] = (struct mark_dev){ .from = t->from, .pn = t->pn, .base = t->base, .al = t->al,
-						  .nal0 = t->nal0, .ck = t->ck };
-		memcpy(m->d[m->n - 1].device, r->series[i].device, sizeof(m->d[0].device));
+		m->d[m->n].t = (struct trace_src){ .pfd = -1, .fd = -1, .pn = t->pn, .base = t->base, .from = t->from,
+						   .al = t->al, .nal0 = t->nal0, .ck = t->ck };
+		memcpy(m->d[m->n++].device, r->series[i].device, sizeof(m->d[0].device));
 		t->al = NULL;
 		t->nal0 = 0;
 		t->ck = NULL;
@@ -897,11 +890,11 @@ int mem_result_follow(struct mem_result *r, const struct mem_mark *m)
 	for (size_t i = 0; m && i < r->nseries; i++) {
 		struct trace_src *t = &r->src[i];
 		struct mem_series *s = &r->series[i];
-		const struct mark_dev *md = NULL;
+		const struct trace_src *md = NULL;
 		size_t j, same, b;
 		for (j = 0; j < m->n && !md; j++)
 			if (!strcmp(m->d[j].device, s->device))
-				md = &m->d[j];
+				md = &m->d[j].t;
 		if (!md || !t->from || !t->ck || md->from != t->from || t->pn < md->pn || md->base != t->base)
 			continue;
 		for (same = md->pn, j = 0; j < md->nal0; j++)

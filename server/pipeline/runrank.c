@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
+#include "analysis/memory.h"
 #include "metrics.h"
 #include "pipeline/runrank.h"
 #include "ingest/trace.h"
@@ -346,7 +347,7 @@ static void grown_free(struct grown *g)
 		return;
 	analysis_free(g->an);
 	analysis_free(g->acc);
-	analysis_mark_free(g->mark);
+	mem_mark_free(g->mark);
 	tp_free(g->ext);
 	names_free(&g->nm);
 	tp_free(g->sp.v);
@@ -449,7 +450,7 @@ static struct grown *grown_take(uint64_t store, const char *run, int rank)
 
 static uint64_t grown_bytes(const struct grown *g)
 {
-	return analysis_held_bytes(g->an) + (g->acc ? analysis_held_bytes(g->acc) : 0) + analysis_mark_bytes(g->mark);
+	return analysis_held_bytes(g->an) + (g->acc ? analysis_held_bytes(g->acc) : 0) + mem_mark_bytes(g->mark);
 }
 
 /* Keep g for the rank's next derivation, in place of the least recently kept when full. */
@@ -976,11 +977,12 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 		if (analysis_memory_went_on(d->merged) >= 0)
 			metrics_memory_model(analysis_memory_went_on(d->merged));
 		/* what the last write stored already: the parts' first collectives, memory points */
-		if (g->mark_owner == d->owner)
+		if (g->mark_owner == d->owner) {
 			d->same_colls = g->mark_colls;
-		if (g->mark && g->mark_owner == d->owner && analysis_memory_follow(d->merged, g->mark)) {
-			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-			goto out;
+			if (analysis_memory_follow(d->merged, g->mark)) {
+				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				goto out;
+			}
 		}
 	}
 	if (!(d->src = step_sources(d->ar, d->own ? &d->sp : &g->sp)))
@@ -1034,7 +1036,7 @@ static void derived_stored(struct derived *d, int stored)
 {
 	if (!d->g)
 		return;
-	analysis_mark_free(d->g->mark);
+	mem_mark_free(d->g->mark);
 	d->g->mark = stored && d->merged ? analysis_memory_mark(d->merged) : NULL;
 	d->g->mark_owner = d->owner;
 	/* acc's collectives come first in the merge's, and stay as they are while acc grows */

@@ -113,7 +113,8 @@ struct trace_src {
 	int64_t base;		/* allocated before the first event */
 	/*
 	 * A copy's (mem_model_copy()): the model it copied (its serial; 0: not a copy) and what
-	 * was alive there, by number; a result's: the last walk's state at each block (NULL: none).
+	 * was alive there, by number; its result's: the last walk's state at each block (NULL: none,
+	 * not a copy's: nothing marks it).
 	 */
 	uint64_t from;
 	struct alive0 *al;
@@ -717,7 +718,7 @@ static int dev_series(const struct mem_input *in, struct dev *d, struct mem_seri
 		d->t.base = tp_sat_sub(0, d->low);
 	for (j = 0; j < d->t.nal0; j++)	/* a copy's: what became of what was alive in the model it copied */
 		d->t.al[j].cat = d->t.acat[d->t.al[j].k];
-	if (!d->t.ck && !(d->t.ck = tp_calloc(1, sizeof(*d->t.ck))))
+	if (d->t.from && !d->t.ck && !(d->t.ck = tp_calloc(1, sizeof(*d->t.ck))))	/* a copy's walks, for its mark */
 		return TP_ERR_NOMEM;
 	*t = d->t;
 	d->t = (struct trace_src){ .pfd = -1, .fd = -1 };

@@ -25,21 +25,6 @@
 #define LIMIT_DEFAULT 100
 #define LIMIT_MAX 100000
 
-/* Answer body (stolen) as JSON, or its table member as CSV when csv (?format=csv). */
-static int reply(struct request *req, json_t *body, const char *member, int csv)
-{
-	size_t len;
-	char *text;
-
-	if (!csv || !body || !answer_csv_table(member))
-		return http_reply_json(req, 200, body);
-	text = answer_csv(body, member, &len);
-	json_decref(body);
-	if (!text)
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	return http_reply_text(req, 200, "text/csv; charset=utf-8", text, len);
-}
-
 /* ?format=csv (the dispatcher refuses other values, and csv where the route has no ROUTE_CSV) */
 static int want_csv(struct request *req)
 {
@@ -61,25 +46,6 @@ static int arg_choice(struct request *req, const char *name, const char *const *
 			return i;
 	http_reply_error(req, 400, "invalid_parameter", NULL, "query parameter '%s' has an unknown value", name);
 	return -1;
-}
-
-int h_reader_open(struct request *req, struct store_reader **r)
-{
-	struct tp_errbuf err = { 0 };
-	int rc = store_reader_open(http_store(req), r, &err);
-
-	if (rc)
-		http_reply_fail(req, rc, &err, NULL);
-	return rc;
-}
-
-int h_answer(struct request *req, json_t *body, struct store_reader *r, const struct tp_errbuf *err,
-	     const char *member, int csv)
-{
-	store_reader_close(r);
-	if (!body)
-		return http_reply_fail(req, err->rc ? err->rc : TP_ERR_NOMEM, err, NULL);
-	return reply(req, body, member, csv);
 }
 
 int h_run_steps(struct request *req)

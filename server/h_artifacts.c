@@ -45,20 +45,6 @@ static int valid_file_name(const char *s)
 	return 1;
 }
 
-int h_valid_device(const char *d)
-{
-	size_t i;
-
-	if (!strcmp(d, "cpu"))
-		return 1;
-	if (strncmp(d, "cuda:", 5) || !d[5] || strlen(d) > 9 || (d[5] == '0' && d[6]))
-		return 0;
-	for (i = 5; d[i]; i++)
-		if (d[i] < '0' || d[i] > '9')
-			return 0;
-	return atoi(d + 5) < 1024;
-}
-
 int h_artifact_upload_begin(struct request *req)
 {
 	const struct ingest_limits *lim = http_limits(req);

@@ -16,28 +16,6 @@
 #include "http.h"
 #include "pipeline/runrank.h"
 
-int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
-	      long long *out)
-{
-	const char *s = http_arg(req, name);
-	char *end;
-	long long v;
-
-	if (!s) {
-		*out = def;
-		return 0;
-	}
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (!*s || *end || errno == ERANGE || v < lo || v > hi) {
-		http_reply_error(req, 400, "invalid_parameter", NULL,
-				 "query parameter '%s' must be an integer from %lld to %lld", name, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 /* Run a store query with a fresh reader and answer with its result. */
 static int answer(struct request *req, json_t *(*query)(struct store_reader *, const char *, int,
 							 struct tp_errbuf *),

@@ -1,6 +1,6 @@
 /*
  * handlers.h: one handler file per resource (h_*.c); the route table in
- * routes.c is their only caller.
+ * routes.c is their only caller, and h_common.c what they share.
  */
 #ifndef HANDLERS_H
 #define HANDLERS_H
@@ -72,16 +72,15 @@ void h_artifact_upload_cleanup(struct request *req, int completed);
 int h_artifact_get(struct request *req);
 int h_artifact_raw(struct request *req);
 
-/* h_analysis.c, for the other read handlers: open a reader (answering the failure), and
- * answer with body, closing r (NULL body: the error in err; csv: body's member as CSV). */
+/* h_common.c, what every handler may call (no handler calls another):
+ * open a reader (answering the failure), and answer with body, closing r (NULL body: the
+ * error in err; csv: body's member as CSV). */
 int h_reader_open(struct request *req, struct store_reader **r);
 int h_answer(struct request *req, json_t *body, struct store_reader *r, const struct tp_errbuf *err,
 	     const char *member, int csv);
-
-/* "cpu" or "cuda:N", N from 0 to 1023 without leading zeros (h_artifacts.c). */
+/* "cpu" or "cuda:N", N from 0 to 1023 without leading zeros. */
 int h_valid_device(const char *d);
-
-/* Shared argument parsing: an integer in [lo, hi], or def when absent. -1 on a bad value (answered). */
+/* An integer query argument in [lo, hi], or def when absent. -1 on a bad value (answered). */
 int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
 	      long long *out);
 

@@ -14,6 +14,8 @@ if [ "${SANITIZE:-0}" = 1 ]; then dir=build-asan; opts="-DSANITIZE=ON -DCMAKE_BU
 # shellcheck disable=SC2086
 cmake -S . -B "$dir" $opts >/dev/null
 cmake --build "$dir" -j"$(nproc)"
+# no circle among server/ files (who calls whom, read from the objects' symbols)
+python3 scripts/cycles.py "$dir"
 ctest --test-dir "$dir" --output-on-failure
 # npm ci only when node_modules lacks this very lock (missing, or the lock changed)
 lock=tests/schema/package-lock.json

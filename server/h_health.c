@@ -32,7 +32,7 @@ int h_health_get(struct request *req)
 
 int h_metrics_get(struct request *req)
 {
-	char *text = metrics_render(http_store(req));
+	char *text = metrics_render(http_store(req), http_routes(req));
 	struct MHD_Response *resp;
 
 	if (!text)

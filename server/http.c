@@ -31,7 +31,6 @@
 #include "alloc.h"
 #include "cache.h"
 #include "http.h"
-#include "pipeline/runrank.h"
 #include "metrics.h"
 #include "routes.h"
 
@@ -89,6 +88,11 @@ struct conn_watch {
 struct store *http_store(const struct request *req)
 {
 	return req->srv->store;
+}
+
+const struct route_table *http_routes(const struct request *req)
+{
+	return req->srv->cfg.routes;
 }
 
 const struct ingest_limits *http_limits(const struct request *req)
@@ -696,7 +700,7 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 		return reply_result(req, http_reply_error(req, 400, "invalid_request", NULL,
 							  "conflicting Content-Length headers, or Content-Length with "
 							  "Transfer-Encoding"));
-	m = route_match(method, url, &req->route, req->params, allow, sizeof(allow), &bad);
+	m = route_match(srv->cfg.routes, method, url, &req->route, req->params, allow, sizeof(allow), &bad);
 	switch (m) {
 	case ROUTE_NO_PATH:
 		return reply_result(req, http_reply_error(req, 404, "not_found", NULL,
@@ -759,21 +763,24 @@ static int dispatch(struct request *req, const char *url)
 	const char *p = req->route->pattern;
 	const char *wait = http_arg(req, "wait");
 	const char *run = !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : NULL;
+	const struct derive_hooks *derive = req->srv->cfg.derive;
 
 	if (wait && strcmp(wait, "0") && strcmp(wait, "1"))
 		return http_reply_error(req, 400, "invalid_parameter", NULL, "wait must be 0 or 1");
 	/*
 	 * wait=0: the analysis as it stands, the newest traces derived in the
-	 * background (runrank_kick; GET /runs/{run} says analysis_pending until
+	 * background (the kick hook; GET /runs/{run} says analysis_pending until
 	 * they are): a page that follows a growing run never waits for it.
 	 */
-	if ((req->route->flags & ROUTE_DERIVED) && wait && !strcmp(wait, "0")) {
-		if (runrank_kick(req->srv->store, run))
+	if (!derive || !(req->route->flags & ROUTE_DERIVED)) {
+		/* nothing to derive first */
+	} else if (wait && !strcmp(wait, "0")) {
+		if (derive->kick && derive->kick(req->srv->store, run))
 			tp_warn("could not start deriving run '%s' in the background", run ? run : "*");
-	} else if (req->route->flags & ROUTE_DERIVED) {
+	} else if (derive->settle) {
 		/* reads of what traces derive answer for every trace uploaded before them: marked ranks first */
 		struct tp_errbuf err = { 0 };
-		int rc = runrank_settle(req->srv->store, run, &err);
+		int rc = derive->settle(req->srv->store, run, &err);
 		/* never a failed read for it: the tables as they are (each trace's commit left them whole),
 		 * the ranks still marked for the next read to derive */
 		if (rc)
@@ -872,7 +879,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	upload_give(srv, req);
 	{
 		double secs = mono_now() - req->t0;
-		metrics_request(route_index(req->route), req->status);
+		metrics_request(route_index(srv->cfg.routes, req->route), req->status);
 		if (req->route && (req->route->flags & ROUTE_UPLOAD)) {
 			metrics_upload(req->body_bytes, secs);
 			trim_after(req->body_bytes);
@@ -1037,7 +1044,8 @@ void server_stop(struct server *srv)
 			close(ls);
 	}
 	/* the derivations reads started in the background use the store too */
-	runrank_drain(srv->store);
+	if (srv->cfg.derive && srv->cfg.derive->drain)
+		srv->cfg.derive->drain(srv->store);
 	store_close(srv->store);
 	cache_free(srv->cache);
 	for (i = 0; i < srv->ntokens; i++)

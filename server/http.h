@@ -23,7 +23,23 @@ struct MHD_Connection;
 struct MHD_Response;
 struct route;
 
+/*
+ * What the server calls that lives above it, installed by main.c, so that
+ * http.c names neither the derivation pipeline nor a handler. NULL members
+ * (or no hooks): reads derive nothing first.
+ */
+struct derive_hooks {
+	/* wait=0 reads: the run's marked ranks derived in the background; non-zero when that failed to start */
+	int (*kick)(struct store *st, const char *run);
+	/* other reads of derived tables: the run's (NULL: every run's) marked ranks derived first */
+	int (*settle)(struct store *st, const char *run, struct tp_errbuf *err);
+	/* at stop, before the store closes: the background derivations finished */
+	void (*drain)(struct store *st);
+};
+
 struct server_config {
+	const struct route_table *routes;	/* what requests are matched against (routes.c's server_routes) */
+	const struct derive_hooks *derive;	/* may be NULL */
 	const char *listen;		/* "HOST:PORT"; port 0 picks a free one */
 	const char *db_path;
 	const char *token_file;		/* NULL: writes need no token */
@@ -68,6 +84,7 @@ uint16_t server_port(const struct server *srv);
 void server_stop(struct server *srv);
 
 struct store *http_store(const struct request *req);
+const struct route_table *http_routes(const struct request *req);
 const struct ingest_limits *http_limits(const struct request *req);
 /* A query-string argument (borrowed), or NULL. */
 const char *http_arg(const struct request *req, const char *name);

@@ -147,7 +147,10 @@ int main(int argc, char **argv)
 		{ "spill-at", required_argument, NULL, O_SPILL_AT },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const struct derive_hooks derive = { runrank_kick, runrank_settle, runrank_drain };
 	struct server_config cfg = {
+		.routes = &server_routes,
+		.derive = &derive,
 		.listen = DEFAULT_LISTEN,
 		.db_path = DEFAULT_DB,
 		.threads = 16,

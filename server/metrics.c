@@ -13,7 +13,7 @@
 #include "routes.h"
 #include "store/store.h"
 
-#define MAX_ROUTES 64	/* more than routes.c has (36): a route past it would count as unmatched */
+#define MAX_ROUTES 64	/* more than routes.c has (37): a route past it would count as unmatched */
 
 static const unsigned statuses[] = { 200, 201, 400, 401, 404, 405, 413, 422, 500, 503, 507 };
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1)	/* + other */
@@ -105,18 +105,18 @@ static void put(struct text *t, const char *fmt, ...)
 	}
 }
 
-char *metrics_render(struct store *st)
+char *metrics_render(struct store *st, const struct route_table *routes)
 {
 	struct text t = { tp_malloc(4096), 0, 4096, 0 };
 	struct store_counts c = { 0 };
-	size_t r, s, nroutes = route_count();
+	size_t r, s, nroutes = routes ? routes->n : 0;
 
 	if (!t.buf)
 		return NULL;
 	put(&t, "# HELP trainscope_http_requests_total HTTP requests by route and status.\n"
 		"# TYPE trainscope_http_requests_total counter\n");
 	for (r = 0; r <= MAX_ROUTES; r++) {
-		const struct route *rt = r < nroutes && r < MAX_ROUTES ? route_at(r) : NULL;
+		const struct route *rt = r < nroutes && r < MAX_ROUTES ? &routes->route[r] : NULL;
 		if (r < MAX_ROUTES && !rt)
 			continue;
 		for (s = 0; s < NSTATUS; s++) {

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 struct store;
+struct route_table;
 
-/* One finished request: its route (index into the route table, -1 when none matched) and status. */
+/* One finished request: its route (index into the server's route table, -1 when none matched) and status. */
 void metrics_request(int route, unsigned status);
 void metrics_upload(uint64_t bytes_sent, double seconds);
 /* A rank derived again from its traces (pipeline/runrank.h), in seconds. */
@@ -31,7 +32,8 @@ void metrics_point_blocks(int64_t kept, int64_t written, int64_t unread);
 /* A derivation's collectives' rows: left as the write before stored them, written. */
 void metrics_coll_rows(int64_t kept, int64_t written);
 
-/* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory. */
-char *metrics_render(struct store *st);
+/* The exposition text (malloc'd, caller frees with tp_free), or NULL when out of memory;
+ * requests are labelled by routes, the table their indexes are into (NULL: all unmatched). */
+char *metrics_render(struct store *st, const struct route_table *routes);
 
 #endif

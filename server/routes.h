@@ -1,5 +1,7 @@
 /*
- * routes.h: the one static route table and its dispatcher.
+ * routes.h: a route table and its matcher: the server's table is
+ * server_routes (routes.c, the only file that names handlers); the matcher
+ * (router.c) takes the table it is given.
  *
  * A pattern is a path with {run} and {id} segments. The dispatcher checks,
  * before any handler runs: the path (404), the method (405), the {run} name
@@ -41,19 +43,26 @@ struct route {
 	void (*cleanup)(struct request *req, int completed);
 };
 
+struct route_table {
+	const struct route *route;
+	size_t n;
+};
+
+/* routes.c: the server's routes, which main.c hands to server_start */
+extern const struct route_table server_routes;
+
 enum route_match { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_NO_METHOD, ROUTE_BAD_PARAM };
 
 /*
- * Find the route for method and path, filling params (each a new string the
+ * Find t's route for method and path, filling params (each a new string the
  * caller frees). On ROUTE_NO_METHOD, allow gets the allowed methods.
  */
-enum route_match route_match(const char *method, const char *path, const struct route **out,
-			     char *params[], char *allow, size_t allow_size, const char **bad_param);
+enum route_match route_match(const struct route_table *t, const char *method, const char *path,
+			     const struct route **out, char *params[], char *allow, size_t allow_size,
+			     const char **bad_param);
 
-/* The route table, for metrics: its size, a route by index, a route's index. */
-size_t route_count(void);
-const struct route *route_at(size_t i);
-int route_index(const struct route *r);
+/* r's index in t (for metrics), or -1 when r is NULL or not t's. */
+int route_index(const struct route_table *t, const struct route *r);
 
 /* 1 when s is a valid run name. */
 int route_valid_run_name(const char *s);

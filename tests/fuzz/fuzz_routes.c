@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	path = buf + strlen(buf) + 1;
 	if (path > buf + size)
 		path = buf + size;
-	m = route_match(buf, path, &r, params, allow, sizeof(allow), &bad);
+	m = route_match(&server_routes, buf, path, &r, params, allow, sizeof(allow), &bad);
 	if (m == ROUTE_FOUND && (!r || (strstr(r->pattern, "{run}") && !route_valid_run_name(params[0]))))
 		abort();
 	if (m == ROUTE_BAD_PARAM && !bad)

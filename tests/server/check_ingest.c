@@ -439,7 +439,7 @@ END_TEST
 static long replayed(void)
 {
 	static const char key[] = "trainscope_rank_replay_artifacts_total{how=\"replayed\"} ";
-	char *m = metrics_render(st), *p;
+	char *m = metrics_render(st, NULL), *p;
 	long n;
 
 	ck_assert_ptr_nonnull(m);

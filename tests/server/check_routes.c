@@ -1,4 +1,4 @@
-/* check_routes.c: the route table and matcher (server/routes.c). */
+/* check_routes.c: the route table and matcher (server/routes.c, server/router.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +11,7 @@ static enum route_match match(const char *method, const char *path, const struct
 	const char *bad = NULL;
 
 	params[0] = params[1] = NULL;
-	return route_match(method, path, r, params, allow, 64, &bad);
+	return route_match(&server_routes, method, path, r, params, allow, 64, &bad);
 }
 
 START_TEST(test_match)

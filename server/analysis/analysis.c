@@ -1527,15 +1527,6 @@ static int gloo_made(struct analysis *an, const struct crec *c, const struct wal
 	return 0;
 }
 
-/*
- * The first pass: the host's busy time per category and its bounds
- * (breakdown()), the calls that wait for the GPU (step_syncs()), the
- * launches no GPU span names (unrecorded()), what the memory model needs
- * (the autograd threads, the optimizer steps), the crecs' spans, and the
- * runtime calls GPU spans name by correlation: the first of each id, with
- * the operator above it (not a runtime call) and, for communication
- * kernels, the chain above it (add_chain()).
- */
 /* id may be a communication kernel's correlation id (cc_build()) */
 static int is_comm_corr(const struct analysis *an, int64_t id)
 {
@@ -1559,6 +1550,15 @@ struct linking {
 
 static void sync_call(struct analysis *an, int64_t s, int64_t e);
 
+/*
+ * The first pass: the host's busy time per category and its bounds
+ * (breakdown()), the calls that wait for the GPU (step_syncs()), the
+ * launches no GPU span names (gjoin_skip()), what the memory model needs
+ * (the autograd threads, the optimizer steps), the crecs' spans, and the
+ * runtime calls GPU spans name by correlation: the first of each id, with
+ * the operator above it (not a runtime call) and, for communication
+ * kernels, the chain above it (add_chain()).
+ */
 static int link_host(struct walk *w, const struct hrec *r)
 {
 	struct linking *lk = w->arg;
@@ -1773,16 +1773,6 @@ static int gpu_owner(struct analysis *an, const struct gjoin *j, const struct gr
 static void owners_begin(struct analysis *an);
 static int owners_end(struct analysis *an, struct tp_errbuf *err);
 
-/*
- * The operator that launched each GPU span: its correlation id names the
- * runtime call (cudaLaunchKernel, ...), whose nearest enclosing operator is
- * the launcher. Traces where that fails (no runtime event kept) fall back
- * to the span's External id, which Kineto sets to the launching operator's.
- * The first pass writes the runtime calls with ids into runs by id, and the
- * GPU spans, in runs by id already, are joined with them (struct gjoin):
- * no map of ids (a map of every span's ids was 96 MiB at the peak of a
- * 1 GB trace), and no array of the spans (30 MiB).
- */
 /* Closes c, and reports its read's failure, else (none failed) the one in err, else out of memory. */
 static int rcur_fail(struct rcur *c, struct tp_errbuf *err)
 {
@@ -1833,6 +1823,16 @@ static int comm_exts(struct analysis *an, struct tp_errbuf *err)
 	return TP_OK;
 }
 
+/*
+ * The operator that launched each GPU span: its correlation id names the
+ * runtime call (cudaLaunchKernel, ...), whose nearest enclosing operator is
+ * the launcher. Traces where that fails (no runtime event kept) fall back
+ * to the span's External id, which Kineto sets to the launching operator's.
+ * The first pass writes the runtime calls with ids into runs by id, and the
+ * GPU spans, in runs by id already, are joined with them (struct gjoin):
+ * no map of ids (a map of every span's ids was 96 MiB at the peak of a
+ * 1 GB trace), and no array of the spans (30 MiB).
+ */
 static int link_gpu(struct analysis *an, struct tp_errbuf *err)
 {
 	const struct grec *g;
@@ -3234,7 +3234,6 @@ static int add_part_recs(struct analysis *o, const struct analysis *b, const str
 	return TP_OK;
 }
 
-/* b may follow a (a merge; NULL: none): nothing crosses from one to the other */
 /* [lo1, hi1] and [lo2, hi2] (empty when lo > hi) share nothing */
 static int apart(int64_t lo1, int64_t hi1, int64_t lo2, int64_t hi2)
 {
@@ -3254,7 +3253,7 @@ static int follows(const struct analysis *a, const struct analysis *b)
 	       !__builtin_add_overflow((int64_t)a->nh, (int64_t)b->nh, &pos) && pos <= INT32_MAX;
 }
 
-
+/* b may follow a (a merge; NULL: none): nothing crosses from one to the other */
 static int parts_meet(const struct analysis *a, const struct analysis *b, struct tp_errbuf *err)
 {
 	struct rcur c;

@@ -30,11 +30,11 @@
  */
 #define RUNS_DEFINE(NAME, T, LESS)								\
 SORT_DEFINE(NAME##_sort_typed, T, LESS)								\
-static int NAME##_order(const void *a, const void *b)						\
+static inline int NAME##_order(const void *a, const void *b)						\
 {												\
 	return LESS((const T *)a, (const T *)b);						\
 }												\
-static void NAME##_sort(void *v, size_t n)							\
+static inline void NAME##_sort(void *v, size_t n)							\
 {												\
 	NAME##_sort_typed((T *)v, n);								\
 }

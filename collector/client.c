@@ -259,6 +259,14 @@ out:
 	return out->outcome;
 }
 
+static long long monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 long client_backoff_ms(const struct client *c, int n)
 {
 	long d = c->retry_base_ms;
@@ -294,19 +302,52 @@ int client_sleep(const struct client *c, long ms)
 	}
 }
 
+long long client_wait_bound_ms(const struct client *c)
+{
+	long long sum = 0, d = c->retry_base_ms;
+	int n;
+
+	if (!c->max_attempts)
+		return -1;
+	for (n = 1; n < c->max_attempts && d < c->retry_max_ms; n++, d *= 2)
+		sum += d;
+	/* the waits left are all at the cap */
+	return sum + (long long)(c->max_attempts - n) * c->retry_max_ms;
+}
+
+/* What a transient failure was, for a line: "server not reachable (curl's reason)" or the 5xx/429 answer. */
+static void transient_reason(const struct client_resp *r, char *buf, size_t size)
+{
+	if (r->status == 0)
+		snprintf(buf, size, "server not reachable (%s)", r->error);
+	else
+		snprintf(buf, size, "server answered %s", r->error);
+}
+
 enum client_outcome client_request(const struct client *c, const char *method, const char *path,
 				   const struct client_body *body, struct client_resp *out)
 {
+	long long started = monotonic_ms(), bound = client_wait_bound_ms(c);
+	char why[600];
 	int attempt;
 
 	for (attempt = 1;; attempt++) {
-		if (client_try(c, method, path, body, out) != CLIENT_TRANSIENT ||
-		    (c->max_attempts && attempt >= c->max_attempts))
-			return out->outcome;
+		enum client_outcome o = client_try(c, method, path, body, out);
+		out->attempts = attempt;
+		out->elapsed_ms = monotonic_ms() - started;
+		if (o != CLIENT_TRANSIENT || (c->max_attempts && attempt >= c->max_attempts))
+			return o;
 		long ms = client_backoff_ms(c, attempt);
-		if (c->verbose)
-			fprintf(stderr, "trainscope-collect: %s %s: %s; retrying in %ld ms\n", method, path,
-				out->error, ms);
+		if (c->verbose) {
+			transient_reason(out, why, sizeof(why));
+			if (bound < 0)
+				fprintf(stderr, "trainscope-collect: %s %s: %s; retrying in %ld ms (attempt %d, no limit)\n",
+					method, path, why, ms, attempt);
+			else
+				fprintf(stderr, "trainscope-collect: %s %s: %s; retrying in %ld ms (attempt %d of %d, at most"
+					" %.1f s of waiting in all)\n", method, path, why, ms, attempt, c->max_attempts,
+					(double)bound / 1000);
+		}
 		client_resp_release(out);
 		if (client_sleep(c, ms)) {
 			snprintf(out->error, sizeof(out->error), "interrupted");
@@ -321,5 +362,13 @@ enum client_outcome client_request(const struct client *c, const char *method, c
 
 void client_print_error(const char *what, const struct client_resp *r)
 {
+	char why[600];
+
+	if (r->outcome == CLIENT_TRANSIENT && r->attempts > 1) {
+		transient_reason(r, why, sizeof(why));
+		fprintf(stderr, "trainscope-collect: %s: gave up after %d attempts in %.1f s: %s\n", what, r->attempts,
+			(double)r->elapsed_ms / 1000, why);
+		return;
+	}
 	fprintf(stderr, "trainscope-collect: %s: %s\n", what, r->error[0] ? r->error : "failed");
 }

@@ -40,7 +40,7 @@ struct client {
 	long retry_max_ms;
 	int max_attempts;	/* 0: retry for ever */
 	int cancel_fd;		/* readable: stop waiting between attempts; -1: none */
-	int verbose;		/* say each retry on stderr */
+	int verbose;		/* say each retry on stderr, with the wait left (client_request) */
 };
 
 /*
@@ -86,6 +86,8 @@ struct client_resp {
 	char *body;		/* the raw answer body, NUL-terminated; owned */
 	size_t len;
 	char error[512];	/* why, for REJECTED/TRANSIENT/FAILED: the server's message or curl's */
+	int attempts;		/* requests sent by client_request (1 by client_try) */
+	long long elapsed_ms;	/* client_request's time from its first attempt to its answer */
 };
 
 /*
@@ -97,7 +99,9 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 /*
  * client_try, retried on CLIENT_TRANSIENT after client_backoff_ms(attempt)
  * (rewinding the body first) until max_attempts or cancel_fd is readable
- * (then CLIENT_FAILED with error "interrupted").
+ * (then CLIENT_FAILED with error "interrupted"). With c->verbose each retry
+ * is a line on stderr: "METHOD PATH: server not reachable (why); retrying in
+ * N ms (attempt K of M, at most S s of waiting in all)".
  */
 enum client_outcome client_request(const struct client *c, const char *method, const char *path,
 				   const struct client_body *body, struct client_resp *out);
@@ -105,10 +109,16 @@ void client_resp_release(struct client_resp *r);
 
 /* The wait before attempt n+1 after n failed ones (n >= 1): base*2^(n-1), capped, jittered to [d/2, d]. */
 long client_backoff_ms(const struct client *c, int n);
+/* The most client_request waits between its attempts in all (the unjittered sum); -1 without a limit. */
+long long client_wait_bound_ms(const struct client *c);
 /* Wait ms, or less if cancel_fd becomes readable: 0 when the whole wait passed, 1 when cancelled. */
 int client_sleep(const struct client *c, long ms);
 
-/* "trainscope-collect: WHAT: 401 unauthorized: the message" on stderr. */
+/*
+ * "trainscope-collect: WHAT: 401 unauthorized: the message" on stderr; after
+ * retries, "trainscope-collect: WHAT: gave up after 8 attempts in 46.2 s:
+ * server not reachable (...)".
+ */
 void client_print_error(const char *what, const struct client_resp *r);
 
 #endif

@@ -218,6 +218,7 @@ int compare_main(int argc, char **argv)
 		client_release(&c);
 		return CLIENT_EXIT_USAGE;
 	}
+	c.verbose = 1;	/* a server away is said at each retry, as upload says it */
 	snprintf(path, sizeof(path), "/api/v1/compare?target=%s%s%s%s%s%s%s&limit=%ld", target,
 		 base ? "&base=" : "", base ? base : "", threshold ? "&threshold_pct=" : "",
 		 threshold ? threshold : "", alpha ? "&alpha=" : "", alpha ? alpha : "", top);

@@ -953,6 +953,48 @@ START_TEST(test_run_server_restart)
 }
 END_TEST
 
+/* A loopback port bound and never listened on: connections to it are refused. Returns the socket. */
+static int refused_port(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static int count_of(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* Each line of text starts with "trainscope-collect: "; returns how many lines. */
+static int collector_lines(const char *text)
+{
+	int n = 0;
+
+	for (const char *p = text; *p; n++) {
+		const char *nl = strchr(p, '\n');
+		ck_assert_msg(starts(p, "trainscope-collect: "), "line %d: %s", n + 1, p);
+		ck_assert_msg(nl != NULL, "the last line does not end: %s", p);
+		p = nl + 1;
+	}
+	return n;
+}
+
 /* ---- usage ---- */
 
 START_TEST(test_usage)
@@ -1115,6 +1157,56 @@ START_TEST(test_compare_canary)
 END_TEST
 
 /* ---- the file as it was, and what the CLI says ---- */
+
+/*
+ * compare with no server: each retry said, as upload says it, with the wait
+ * it bounds; then it gives up within that bound with exit 3 and nothing on
+ * stdout (spawn's backoff: 20 ms doubling up to 200 ms).
+ */
+START_TEST(test_compare_server_away)
+{
+	const char *args[] = { "compare", "cbase", "cslow", NULL };
+	char server[64], want[128], *err, *out;
+	const char *four[] = { server, "TRAINSCOPE_RETRY_ATTEMPTS=4", NULL }, *dflt[] = { server, NULL };
+	struct timespec t0, t1;
+	int port, fd = refused_port(&port);
+	double s;
+
+	snprintf(server, sizeof(server), "TRAINSCOPE_SERVER=http://127.0.0.1:%d", port);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(collect("four", args, four), 3);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* three waits of 20, 40 and 80 ms, jittered to half of each at least: 70 to 140 ms, and the start */
+	ck_assert_msg(s >= 0.07 && s < 0.14 + 2, "%.3f s", s);
+	err = output("four", "err");
+	ck_assert_int_eq(collector_lines(err), 4);
+	ck_assert_int_eq(count_of(err, "server not reachable (http://127.0.0.1:"), 4);
+	ck_assert_int_eq(count_of(err, "; retrying in "), 3);
+	for (int i = 1; i <= 3; i++) {
+		snprintf(want, sizeof(want), " ms (attempt %d of 4, at most 0.1 s of waiting in all)\n", i);
+		ck_assert_msg(strstr(err, want), "no '%s' in %s", want, err);
+	}
+	ck_assert_msg(strstr(err, "trainscope-collect: compare: gave up after 4 attempts in 0.") &&
+			      strstr(err, " s: server not reachable (http://127.0.0.1:"), "%s", err);
+	free(err);
+	out = output("four", "out");
+	ck_assert_str_eq(out, "");
+	free(out);
+	/* the default 8 attempts: 20+40+80+160+200+200+200 ms at most */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(collect("eight", args, dflt), 3);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_msg(s >= 0.45 && s < 0.9 + 2, "%.3f s", s);
+	err = output("eight", "err");
+	ck_assert_int_eq(count_of(err, "; retrying in "), 7);
+	ck_assert_msg(strstr(err, "(attempt 7 of 8, at most 0.9 s of waiting in all)\n") &&
+			      strstr(err, "compare: gave up after 8 attempts in "), "%s", err);
+	free(err);
+	close(fd);
+}
+END_TEST
 
 static void sha256_hex(const void *data, size_t len, char out[65])
 {
@@ -1678,6 +1770,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_compare_gates);
 	tcase_add_test(tc, test_compare_canary);
+	tcase_add_test(tc, test_compare_server_away);
 	tcase_add_test(tc, test_raw_is_the_file);
 	tcase_add_test(tc, test_ports_checked);
 	tcase_add_test(tc, test_watch_says_what_it_did);

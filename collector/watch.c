@@ -594,6 +594,7 @@ static int ship_finish(struct watch *w, struct ship_job *j)
 	case CLIENT_OK:
 		upload_report(j->path, &j->r);
 		w->shipped++;
+		w->shipped_bytes += j->st.st_size;
 		record_item(w, d, j->name, j->path, &j->st, 1);
 		return 1;
 	case CLIENT_REJECTED:
@@ -617,16 +618,37 @@ static int ship_finish(struct watch *w, struct ship_job *j)
 	return 1;
 }
 
-/* One line on stderr when watch ends: what it shipped, rejected and left, or that it found nothing. */
+const char *watch_bytes(long long n, char *buf, size_t size)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	int u = -1;
+
+	while (v >= 1024 && u < 3)
+		v /= 1024, u++;
+	if (u < 0)
+		snprintf(buf, size, "%lld bytes", n);
+	else
+		snprintf(buf, size, "%lld bytes, %.1f %s", n, v, units[u]);
+	return buf;
+}
+
+/*
+ * One line on stderr when watch ends: what it shipped (and its bytes),
+ * rejected and left, and the run's page; or that it found nothing.
+ */
 static void watch_summary(const struct watch *w, const char *how)
 {
+	char bytes[64];
+
 	if (!w->shipped && !w->rejected && !w->nqueue) {
 		fprintf(stderr, "trainscope-collect: %s: shipped nothing (no .json, .json.gz, .pickle, .pkl, .txt or .csv"
 			" file that was not shipped before)\n", how);
 		return;
 	}
-	fprintf(stderr, "trainscope-collect: %s: %u file(s) shipped, %u rejected, %zu left waiting%s\n", how,
-		w->shipped, w->rejected, w->nqueue, w->nqueue ? " (the next start ships them)" : "");
+	fprintf(stderr, "trainscope-collect: %s: %u file(s) shipped (%s), %u rejected, %zu left waiting%s; see %s/runs/%s\n",
+		how, w->shipped, watch_bytes(w->shipped_bytes, bytes, sizeof(bytes)), w->rejected, w->nqueue,
+		w->nqueue ? " (the next start ships them)" : "", w->c->server, w->c->run);
 }
 
 /* A job in flight on a thread of its own, or run here when no thread is to be had. */
@@ -668,6 +690,7 @@ static void ship_pause(struct watch *w, const struct ship_fail *failed, size_t n
 		w->failures = 0;
 	w->failures++;
 	w->retry_at = watch_now_ms() + client_backoff_ms(w->c, w->failures);
+	w->transient += (unsigned)nfailed;
 	for (size_t k = 0; k < nfailed; k++) {
 		snprintf(w->last_error, sizeof(w->last_error), "%.511s", failed[k].error);
 		fprintf(stderr, "trainscope-collect: %s: %s; trying again in %lld ms\n", failed[k].name,

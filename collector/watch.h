@@ -62,6 +62,8 @@ struct watch {
 	int fatal;		/* 0, or why shipping stopped as an exit code: 1 after 401/403, 4 local */
 	unsigned rejected;	/* files the server answered with a 4xx (not 401/403) */
 	unsigned shipped;	/* files the server took */
+	long long shipped_bytes;	/* their sizes on disk */
+	unsigned transient;	/* uploads that met a transient failure (each retried later) */
 	char last_error[512];	/* the last transient failure, for messages */
 };
 
@@ -87,5 +89,7 @@ size_t watch_ship(struct watch *w);
 long watch_timeout_ms(const struct watch *w);
 /* Monotonic milliseconds (the clock of retry_at). */
 long long watch_now_ms(void);
+/* n bytes for a message: "812 bytes", "1234567 bytes, 1.2 MiB"; returns buf. */
+const char *watch_bytes(long long n, char *buf, size_t size);
 
 #endif

@@ -1310,8 +1310,9 @@ END_TEST
 
 START_TEST(test_watch_says_what_it_did)
 {
-	char *sub = path_in("says"), *t, *err;
+	char *sub = path_in("says"), *t, *err, want[256];
 	const char *once[] = { "watch", "--once", "--run", "says", sub, NULL };
+	size_t bytes = 0;
 	const char *watch[] = { "watch", "--run", "says", sub, NULL };
 	pid_t pid;
 
@@ -1324,13 +1325,18 @@ START_TEST(test_watch_says_what_it_did)
 	/* two files: it says it shipped them */
 	t = trace_text("says", 1);
 	put_file("says/a.json", t, 10);
+	bytes += strlen(t);
 	free(t);
 	t = trace_text("says", 2);
 	put_file("says/b.json", t, 10);
+	bytes += strlen(t);
 	free(t);
 	ck_assert_int_eq(collect("two", once, NULL), 0);
 	err = output("two", "err");
-	ck_assert_msg(strstr(err, "done: 2 file(s) shipped, 0 rejected, 0 left waiting"), "%s", err);
+	/* with their bytes and where the run can be seen */
+	snprintf(want, sizeof(want), "done: 2 file(s) shipped (%zu bytes), 0 rejected, 0 left waiting; see %s/runs/says\n",
+		 bytes, srv.base);
+	ck_assert_msg(strstr(err, want), "want %s got %s", want, err);
 	free(err);
 	/* stopped by a signal after one more */
 	pid = spawn("term", watch, NULL);
@@ -1416,7 +1422,8 @@ START_TEST(test_watch_formats)
 	json_decref(arts);
 	err = output("formats", "err");
 	ck_assert_msg(strstr(err, "requirements.txt: 415 unsupported_format"), "%s", err);
-	ck_assert_msg(strstr(err, "stopped by a signal: 5 file(s) shipped, 1 rejected, 2 left waiting"), "%s", err);
+	ck_assert_msg(strstr(err, "stopped by a signal: 5 file(s) shipped (") && strstr(err, "), 1 rejected, 2 left waiting"),
+		      "%s", err);
 	free(err);
 	/* started again: the 415 is not sent again, nor anything else; the two still wait */
 	pid = spawn("again", again, NULL);
@@ -1425,7 +1432,7 @@ START_TEST(test_watch_formats)
 	ck_assert_int_eq(reap(pid), 0);
 	err = output("again", "err");
 	ck_assert_msg(!strstr(err, "requirements.txt"), "%s", err);
-	ck_assert_msg(strstr(err, "stopped by a signal: 0 file(s) shipped, 0 rejected, 2 left waiting"), "%s", err);
+	ck_assert_msg(strstr(err, "stopped by a signal: 0 file(s) shipped (0 bytes), 0 rejected, 2 left waiting"), "%s", err);
 	free(err);
 	ck_assert_int_eq(uploads_answered(201) + uploads_answered(200), 5);	/* the 415 is counted apart */
 	ck_assert_int_eq(count_artifacts("wf"), 6);
@@ -1679,7 +1686,7 @@ START_TEST(test_watch_two_in_flight)
 		}
 	}
 	ck_assert_msg(strstr(err, "t0.json: 503 busy: try later; trying again in"), "%s", err);
-	ck_assert_msg(strstr(err, "5 file(s) shipped, 0 rejected, 0 left waiting"), "%s", err);
+	ck_assert_msg(strstr(err, "5 file(s) shipped (") && strstr(err, "), 0 rejected, 0 left waiting"), "%s", err);
 	free(out);
 	free(err);
 	close(lfd);

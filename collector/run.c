@@ -11,6 +11,11 @@
  * TRAINSCOPE_SPOOL_MAX bytes. This side reports a full spool and never
  * deletes a chunk the server did not keep.
  *
+ * It says on stderr, first, whether CUDA tracing is on (the library found and
+ * injected, a CUDA driver here) or off and why, and last how CMD ended, the
+ * rank's steps on the server, the chunks and bytes shipped, the rejected
+ * ones, the failed attempts, what is left in the spool, and the run's page.
+ *
  * Signals (SIGCHLD, SIGINT, SIGTERM) arrive on a signalfd polled with the
  * inotify descriptor. SIGINT/SIGTERM sent by a process (a scheduler) are
  * passed on to CMD; those from the terminal reached CMD already. After CMD
@@ -19,6 +24,7 @@
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -45,18 +51,18 @@ static const char run_help[] =
 	"                              -- CMD [ARGS...]\n"
 	"\n"
 	"Runs CMD with the CUPTI library injected (CUDA_INJECTION64_PATH and\n"
-	"NVTX_INJECTION64_PATH) and TRAINSCOPE_SPOOL, TRAINSCOPE_SPOOL_MAX and\n"
-	"TRAINSCOPE_RANK set; ships each trace chunk the library finishes in the spool\n"
-	"as an artifact of the run and rank while CMD runs, and the rest after it exits;\n"
-	"exits with CMD's status. While the server is away, chunks wait in the spool and\n"
-	"go when it is back; a full spool is said on stderr (the library then stops\n"
-	"writing until there is room). A 401/403 stops shipping, not CMD.\n"
+	"NVTX_INJECTION64_PATH; whether tracing is on, or why not, is said first) and\n"
+	"TRAINSCOPE_SPOOL, TRAINSCOPE_SPOOL_MAX and TRAINSCOPE_RANK set; ships each trace\n"
+	"chunk the library finishes in the spool while CMD runs, and the rest after it\n"
+	"exits; says steps, chunks, bytes and failures, and exits with CMD's status.\n"
+	"While the server is away, chunks wait in the spool; a full spool is said (the\n"
+	"library stops writing until there is room). A 401/403 stops shipping, not CMD.\n"
 	"\n"
 	"  --spool DIR          the spool folder (default: a new one under $TMPDIR, removed\n"
 	"                       when empty at the end)\n"
 	"  --spool-max BYTES    its bound (env TRAINSCOPE_SPOOL_MAX, default 1073741824)\n"
-	"  --cupti PATH         the library (env TRAINSCOPE_CUPTI_LIB, default " CUPTI_LIB "\n"
-	"                       beside trainscope-collect); missing: CMD runs untraced\n"
+	"  --cupti PATH         the library, or none (env TRAINSCOPE_CUPTI_LIB; default\n"
+	"                       " CUPTI_LIB " beside this binary or in ../lib)\n"
 	"  --drain-timeout S    after CMD exits, how long to keep trying (default 300)\n";
 
 /* Bytes of everything in the spool, the library's unfinished chunks included. */
@@ -80,48 +86,150 @@ static long long spool_bytes(const char *dir, int *chunks_out)
 	return sum;
 }
 
-/* --cupti, else TRAINSCOPE_CUPTI_LIB, else beside this binary (or in the build tree's collector/cupti/). */
-static char *cupti_path(const char *flag)
+/*
+ * --cupti, else TRAINSCOPE_CUPTI_LIB, else the first that exists of: the build
+ * tree's collector/cupti/, beside this binary, ../lib/ from it (an installed
+ * prefix); where it looked goes in looked. NULL when out of memory.
+ */
+static char *cupti_path(const char *given, char *looked, size_t size)
 {
-	const char *env = getenv("TRAINSCOPE_CUPTI_LIB");
+	static const char *const where[] = { "/collector/cupti/", "/", "/../lib/" };
 	char self[PATH_MAX], *slash, *p = NULL;
-	ssize_t n;
+	size_t i, n = 0;
+	ssize_t len;
 
-	if (flag || (env && *env))
-		return strdup(flag ? flag : env);
-	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
+	looked[0] = 0;
+	if (given)
+		return strdup(given);
+	if ((len = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0)
 		return strdup(CUPTI_LIB);
-	self[n] = 0;
+	self[len] = 0;
 	if ((slash = strrchr(self, '/')))
 		*slash = 0;
-	if (asprintf(&p, "%s/collector/cupti/" CUPTI_LIB, self) >= 0 && access(p, F_OK) == 0)
-		return p;
-	free(p);
-	return asprintf(&p, "%s/" CUPTI_LIB, self) < 0 ? NULL : p;
+	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		free(p);
+		if (asprintf(&p, "%s%s" CUPTI_LIB, self, where[i]) < 0)
+			return NULL;
+		if (access(p, F_OK) == 0)
+			return p;
+		n += (size_t)snprintf(looked + n, n < size ? size - n : 0, "%s%s", i ? ", " : "", p);
+		if (n >= size)
+			n = size - 1;
+	}
+	return p;	/* the last place looked: realpath() says it is not there */
 }
 
-/* The child's environment, set in this process before fork (no allocation after it). */
+/* 1 when the CUDA driver (libcuda.so.1) can be loaded here, else 0 with the loader's reason in why. */
+static int cuda_driver(char *why, size_t size)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+	const char *e;
+
+	if (h) {
+		dlclose(h);
+		return 1;
+	}
+	e = dlerror();
+	snprintf(why, size, "%s", e ? e : "libcuda.so.1 not found");
+	return 0;
+}
+
+/*
+ * The child's environment, set in this process before fork (no allocation
+ * after it), and one line on stderr: whether CUDA tracing is on (the library
+ * injected, and a CUDA driver here to load it) or off, and why. With the
+ * library found it is injected even without a driver here: CMD may find one
+ * that this process does not (its own LD_LIBRARY_PATH).
+ */
 static int child_env(const struct client *c, const char *spool, long long spool_max, const char *lib_flag)
 {
-	char num[32], real[PATH_MAX], *lib = cupti_path(lib_flag);
+	const char *env = getenv("TRAINSCOPE_CUPTI_LIB"), *given = lib_flag ? lib_flag : env && *env ? env : NULL;
+	char num[32], real[PATH_MAX], looked[3 * PATH_MAX], why[512], *lib;
 	int rc = 0;
 
-	if (!lib)
+	if (given && !strcmp(given, "none")) {
+		fprintf(stderr, "trainscope-collect: CUDA tracing off: turned off by %s\n",
+			lib_flag ? "--cupti none" : "TRAINSCOPE_CUPTI_LIB=none");
+	} else if (!(lib = cupti_path(given, looked, sizeof(looked)))) {
 		return -1;
-	if (realpath(lib, real)) {
-		rc |= setenv("CUDA_INJECTION64_PATH", real, 1);
-		rc |= setenv("NVTX_INJECTION64_PATH", real, 1);
 	} else {
-		fprintf(stderr, "trainscope-collect: no CUPTI library at %s (%s): running the command without GPU "
-			"tracing\n", lib, strerror(errno));
+		if (!realpath(lib, real)) {
+			fprintf(stderr, "trainscope-collect: CUDA tracing off: no CUPTI library at %s (%s); the command runs "
+				"untraced\n", looked[0] ? looked : lib, strerror(errno));
+		} else {
+			rc |= setenv("CUDA_INJECTION64_PATH", real, 1);
+			rc |= setenv("NVTX_INJECTION64_PATH", real, 1);
+			if (cuda_driver(why, sizeof(why)))
+				fprintf(stderr, "trainscope-collect: CUDA tracing on: %s injected (CUDA_INJECTION64_PATH)\n",
+					real);
+			else
+				fprintf(stderr, "trainscope-collect: CUDA tracing off: no CUDA driver here (%s); %s injected all "
+					"the same\n", why, real);
+		}
+		free(lib);
 	}
-	free(lib);
 	rc |= setenv("TRAINSCOPE_SPOOL", spool, 1);
 	snprintf(num, sizeof(num), "%lld", spool_max);
 	rc |= setenv("TRAINSCOPE_SPOOL_MAX", num, 1);
 	snprintf(num, sizeof(num), "%d", c->rank);
 	rc |= setenv("TRAINSCOPE_RANK", num, 1);
 	return rc ? -1 : 0;
+}
+
+/* The rank's complete steps on the server (GET /runs/{run}/ranks, one try), or -1 with why. */
+static long long server_steps(const struct client *c, char *why, size_t size)
+{
+	struct client_resp r;
+	json_t *k;
+	size_t i;
+	char path[256];
+	long long n = -1;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/ranks", c->run);
+	if (client_try(c, "GET", path, NULL, &r) != CLIENT_OK) {
+		snprintf(why, size, "%s", r.error);
+	} else {
+		json_array_foreach(json_object_get(r.json, "ranks"), i, k)
+			if (json_integer_value(json_object_get(k, "rank")) == c->rank)
+				n = json_integer_value(json_object_get(k, "steps"));
+		if (n < 0)
+			n = 0;	/* no trace of this rank (yet): no step */
+	}
+	client_resp_release(&r);
+	return n;
+}
+
+/*
+ * The last line of run: how CMD ended, the rank's steps on the server, the
+ * chunks shipped (and bytes), rejected, failed attempts, left in the spool,
+ * and the run's page.
+ */
+static void run_summary(const struct client *c, const struct watch *w, int status, long long ms, int left)
+{
+	char how[96], steps[600], bytes[64], why[512];
+	long long n = -1;
+
+	if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "the command was ended by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else if (WEXITSTATUS(status) == 127)
+		snprintf(how, sizeof(how), "the command exited with 127 (not found or not started)");
+	else
+		snprintf(how, sizeof(how), "the command exited with %d", WEXITSTATUS(status));
+	if (!w->shipped)
+		snprintf(steps, sizeof(steps), "no chunk shipped");
+	else if (w->failures)
+		snprintf(steps, sizeof(steps), "steps unknown (the server is away)");
+	else if ((n = server_steps(c, why, sizeof(why))) < 0)
+		snprintf(steps, sizeof(steps), "steps unknown (%s)", why);
+	else
+		snprintf(steps, sizeof(steps), "%lld step(s) on the server", n);
+	if (w->shipped)
+		snprintf(steps + strlen(steps), sizeof(steps) - strlen(steps), " from %u chunk(s) shipped (%s)", w->shipped,
+			 watch_bytes(w->shipped_bytes, bytes, sizeof(bytes)));
+	fprintf(stderr, "trainscope-collect: run %s rank %d: %s after %.1f s; %s; %u rejected, %u failed attempt(s), %d left"
+		" in the spool; see %s/runs/%s\n", c->run, c->rank, how, (double)ms / 1000, steps, w->rejected,
+		w->transient, left, c->server, c->run);
 }
 
 static int parse_bytes(const char *s, long long *out)
@@ -152,7 +260,7 @@ int run_main(int argc, char **argv)
 	struct client c;
 	struct watch w = { .ifd = -1 };
 	sigset_t sigs, old;
-	long long spool_max = DEFAULT_SPOOL_MAX, drain_s = DEFAULT_DRAIN_S, deadline = 0, bytes;
+	long long spool_max = DEFAULT_SPOOL_MAX, drain_s = DEFAULT_DRAIN_S, deadline = 0, bytes, started;
 	int opt, made_spool = 0, sfd = -1, status = 0, alive = 0, full = 0, stopped = 0, broken = 0, left;
 	int rc = CLIENT_EXIT_USAGE;
 	pid_t child;
@@ -228,7 +336,10 @@ int run_main(int argc, char **argv)
 	c.cancel_fd = sfd;
 	if (watch_init(&w, &c, 1) || watch_add(&w, spool, NULL) || child_env(&c, spool, spool_max, lib))
 		goto out;
+	fprintf(stderr, "trainscope-collect: shipping the spool %s to run %s rank %d on %s\n", spool, c.run, c.rank,
+		c.server);
 	fflush(NULL);
+	started = watch_now_ms();
 	if ((child = fork()) < 0) {
 		fprintf(stderr, "trainscope-collect: fork: %s\n", strerror(errno));
 		goto out;
@@ -298,6 +409,7 @@ int run_main(int argc, char **argv)
 			"--run %s --rank %d %s/*` ships them\n", left, spool, c.run, c.rank, spool);
 	if (made_spool && !bytes)
 		rmdir(spool);
+	run_summary(&c, &w, status, watch_now_ms() - started, left);
 	rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 out:
 	watch_release(&w);

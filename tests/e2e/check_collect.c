@@ -944,6 +944,11 @@ START_TEST(test_run_server_restart)
 	ck_assert_int_eq(uploads_answered(200), 0);
 	err = output("run", "err");
 	ck_assert_msg(strstr(err, "is full") && strstr(err, "has room again"), "%s", err);
+	/* the summary: all eight shipped in the end, the attempts made while the server was away counted */
+	ck_assert_msg(strstr(err, "trainscope-collect: run restart rank 0: the command exited with 7 after ") &&
+			      strstr(err, "; 0 step(s) on the server from 8 chunk(s) shipped (") &&
+			      !strstr(err, " 0 failed attempt(s)") && strstr(err, " failed attempt(s), 0 left in the spool; see "),
+		      "%s", err);
 	free(err);
 	ck_assert_int_eq(rmdir(spool), 0);	/* empty */
 	free(cmd);
@@ -976,6 +981,20 @@ static int count_of(const char *text, const char *what)
 	return n;
 }
 
+/* A Kineto-form trace of steps ProfilerStep#first .. first+n-1, 10 ms each from t0_us; returns its length. */
+static size_t steps_text(char *text, size_t size, int first, int n, long long t0_us)
+{
+	size_t len = (size_t)snprintf(text, size, "{\"traceEvents\":[");
+
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, size - len, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"
+					"\"ProfilerStep#%d\",\"pid\":1,\"tid\":1,\"ts\":%lld,\"dur\":10000}",
+					i ? "," : "", first + i, t0_us + 10000LL * i);
+	len += (size_t)snprintf(text + len, size - len, "]}");
+	ck_assert_uint_lt(len, size);
+	return len;
+}
+
 static int starts(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));
@@ -994,6 +1013,100 @@ static int collector_lines(const char *text)
 	}
 	return n;
 }
+
+/*
+ * run says whether CUDA tracing is on, then at its end the steps the server
+ * has for the rank, the chunks and bytes shipped, the rejected ones, the
+ * failed attempts, what is left in the spool, and the run's page.
+ */
+START_TEST(test_run_says_what_it_did)
+{
+	char *cmd = path_in("says.sh"), *spool = path_in("spool"), *lib = NULL, *err, *line, want[1024], text[4096];
+	const char script_text[] = "#!/bin/sh\n"
+				   "for f in c1.json bad.json c2.json; do\n"
+				   "  mv \"$SRC/$f\" \"$TRAINSCOPE_SPOOL/trace-$$-$f\"\n"
+				   "done\n"
+				   "exit 4\n";
+	char srcline[600];
+	char server[96];
+	const char *env[] = { srcline, server, NULL }, *off_env[] = { "TRAINSCOPE_CUPTI_LIB=none", NULL };
+	const char *away[] = { "run", "--run", "says", "--spool", spool, "--drain-timeout", "1", "--", cmd, NULL };
+	int port, fd = refused_port(&port);
+	const char *args[] = { "run", "--run", "says", "--rank", "3", "--cupti", cmd, "--", cmd, NULL };
+	const char *off[] = { "run", "--run", "says", "--cupti", "none", "--", "true", NULL };
+	const char *off_by_env[] = { "run", "--run", "says", "--", "true", NULL };
+	size_t a, b, len;
+	char *src = path_in("src");
+
+	ck_assert_int_eq(mkdir(src, 0700), 0);
+	snprintf(srcline, sizeof(srcline), "SRC=%s", src);
+	snprintf(server, sizeof(server), "TRAINSCOPE_SERVER=%s", srv.base);
+	/* three steps and two more, as two chunks; a third that is not a trace, rejected */
+	a = steps_text(text, sizeof(text), 0, 3, 1700000000000000LL);
+	put_file("src/c1.json", text, 0);
+	b = steps_text(text, sizeof(text), 3, 2, 1700000000030000LL);
+	put_file("src/c2.json", text, 0);
+	put_file("src/bad.json", "{\"traceEvents\": [{\"ph\": ", 0);
+	ck_assert_int_eq(tu_write_file(cmd, script_text, strlen(script_text)), 0);
+	ck_assert_int_eq(chmod(cmd, 0700), 0);
+	ck_assert_ptr_nonnull(lib = realpath(cmd, NULL));
+
+	ck_assert_int_eq(collect("says", args, env), 4);
+	err = output("says", "err");
+	ck_assert_int_eq(collector_lines(err), 3 + 1);	/* tracing, spool, the bad chunk's 4xx, summary */
+	/* the library given is injected: tracing is on, or off for want of a driver on this machine */
+	snprintf(want, sizeof(want), "trainscope-collect: CUDA tracing on: %s injected (CUDA_INJECTION64_PATH)\n", lib);
+	if (strncmp(err, want, strlen(want))) {
+		snprintf(want, sizeof(want), "; %s injected all the same\n", lib);
+		ck_assert_msg(starts(err, "trainscope-collect: CUDA tracing off: no CUDA driver here (") &&
+				      strstr(err, want) && strstr(err, want) < strchr(err, '\n') + 1, "%s", err);
+	}
+	ck_assert_msg(strstr(err, "shipping the spool ") && strstr(err, " to run says rank 3 on http://127.0.0.1:"), "%s", err);
+	/* the summary is the last line, with the right counts */
+	ck_assert_ptr_nonnull(line = strstr(err, "trainscope-collect: run says rank 3: "));
+	ck_assert_msg(strstr(line, "the command exited with 4 after "), "%s", line);
+	snprintf(want, sizeof(want), "; 5 step(s) on the server from 2 chunk(s) shipped (%zu bytes); 1 rejected, 0 failed"
+		 " attempt(s), 0 left in the spool; see %s/runs/says\n", a + b, srv.base);
+	len = strlen(want);
+	ck_assert_msg(strlen(line) >= len && !strcmp(line + strlen(line) - len, want), "want ...%s got %s", want, line);
+	ck_assert_uint_eq(count_artifacts("says"), 3);
+	free(err);
+
+	/* the server away: the chunk stays in the spool, the attempts that failed are counted */
+	snprintf(server, sizeof(server), "TRAINSCOPE_SERVER=http://127.0.0.1:%d", port);
+	steps_text(text, sizeof(text), 0, 1, 1700000000000000LL);
+	put_file("src/c1.json", text, 0);
+	put_file("src/c2.json", text, 0);
+	put_file("src/bad.json", text, 0);
+	ck_assert_int_eq(collect("away", away, env), 4);
+	err = output("away", "err");
+	ck_assert_msg(strstr(err, "trainscope-collect: run says rank 0: the command exited with 4 after ") &&
+			      strstr(err, " s; no chunk shipped; 0 rejected, ") &&
+			      !strstr(err, " 0 failed attempt(s)") && strstr(err, " failed attempt(s), 3 left in the spool; see "),
+		      "%s", err);
+	free(err);
+
+	/* turned off, by the flag or the environment; nothing shipped */
+	ck_assert_int_eq(collect("off", off, NULL), 0);
+	err = output("off", "err");
+	ck_assert_int_eq(collector_lines(err), 3);
+	ck_assert_msg(starts(err, "trainscope-collect: CUDA tracing off: turned off by --cupti none\n") &&
+			      strstr(err, "trainscope-collect: run says rank 0: the command exited with 0 after ") &&
+			      strstr(err, " s; no chunk shipped; 0 rejected, 0 failed attempt(s), 0 left in the spool; see "),
+		      "%s", err);
+	free(err);
+	ck_assert_int_eq(collect("offenv", off_by_env, off_env), 0);
+	err = output("offenv", "err");
+	ck_assert_msg(starts(err, "trainscope-collect: CUDA tracing off: turned off by TRAINSCOPE_CUPTI_LIB=none\n"),
+		      "%s", err);
+	free(err);
+	close(fd);
+	free(lib);
+	free(cmd);
+	free(spool);
+	free(src);
+}
+END_TEST
 
 /* ---- usage ---- */
 
@@ -1774,6 +1887,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_run_chunks);
 	tcase_add_test(tc, test_run_passes_sigterm);
 	tcase_add_test(tc, test_run_server_restart);
+	tcase_add_test(tc, test_run_says_what_it_did);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_compare_gates);
 	tcase_add_test(tc, test_compare_canary);

@@ -1,5 +1,8 @@
 /*
- * store.c: the SQLite store (see store.h for the contract).
+ * store.c: the store itself (see store.h for the contract, store_int.h for
+ * the files that share its work): opening it, the schema and its
+ * migrations, the removal of interrupted uploads, the heartbeat of servers
+ * sharing a PostgreSQL database, health, counts, and closing.
  *
  * Schema: schemas/migrations/NNN_*.sql, compiled in (migrations_gen.c) and
  * applied in order inside one transaction each; PRAGMA user_version counts
@@ -10,16 +13,7 @@
  * packed into one row per block, a transaction per batch, and no secondary
  * index on the tables written during ingest: their keys are
  * (artifact << 32 | ordinal), so rows arrive as B-tree appends.
- *
- * Reads return rows and structs (store_rows for plain tables, structs where
- * the reader computes: store_steps, store_ranks, store_mem_series and its
- * point cursor, store_diag_input, store_compare_input, store_timeline, ...),
- * never JSON: analysis/ computes from them, answer.c shapes them, reads.c and
- * memread.c glue the two (scripts/answers.py guards every answer's bytes).
- * The one JSON left is the run's metadata, a JSON document by nature, merged
- * by PATCH in its write transaction.
  */
-#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,82 +25,15 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "store/db.h"
 #include "store/evpack.h"
-#include "store/store.h"
-#include "utf8.h"
-#include "analysis/runline.h"
 #include "ingest/textfmt.h"
-
-#define LOG_PREFIX "store"
-
-#define BUSY_TIMEOUT_MS 60000
+#include "analysis/runline.h"
+#include "store/store_int.h"
 
 extern const char *const store_migrations[];
 extern const int store_nmigrations;
 
-/* Idle read connections kept for the next request (opening one costs more than most queries). */
-#define READER_POOL 32
-/* a fresh connection reads the schema and starts with a cold page cache: a millisecond per upload of a
- * run of 1 MiB chunks */
-#define WRITER_POOL 4
-
-struct store {
-	char *path;
-	pthread_mutex_t mu;		/* guards idle */
-	struct db *idle[READER_POOL];
-	int nidle;
-	struct store_writer *widle[WRITER_POOL];	/* writers closed with no transaction open, kept warm */
-	int nwidle;
-	_Atomic uint64_t gen;		/* bumped by every write that commits */
-	uint64_t serial;		/* this store among those the process opened (store_serial()) */
-	/* PostgreSQL: other servers write too, so the generation is the database's (table generation) */
-	int shared;
-	/* PostgreSQL: this server in table servers, its heartbeat (which also drops uploads of servers gone) */
-	int64_t server_id;
-	pthread_t beat;
-	int beating, stopping;
-	pthread_cond_t beat_cv;
-	/* setup() done (migrations, recovery, registration); waiting: the database was down at start */
-	pthread_mutex_t setup_mu;
-	_Atomic int ready;
-	int waiting;
-	/* uploads whose drop failed (a full disk): dropped by the next writer (under mu) */
-	int64_t undropped[16];
-	int nundropped;
-	/* rank_pending: marks made, and the count when a full listing last found none */
-	_Atomic uint64_t marks, marks_clear;
-};
-
-enum wstmt { W_BLOCK, W_STR, W_RAW, W_BEGIN, W_COMMIT, W_ROLLBACK, W_NSTMT };
-
-struct store_writer {
-	struct store *store;
-	struct db *db;
-	struct db_stmt *st[W_NSTMT];
-	uint32_t next_block;	/* of the artifact being written */
-	uint8_t *pack;		/* evpack buffer */
-	size_t pack_cap;
-	int depth;		/* of begin() calls inside the open transaction (store_tx_begin nests them) */
-	int quiet;		/* the open transaction changes no answer (store_write_batch): no new generation */
-	struct store_reader *as_reader;	/* reads on this connection (store_writer_reader) */
-};
-
-static void writer_free(struct store_writer *w);
-struct store_reader;
-static void diag_lent_clear(struct store_reader *r);
-
-struct store_reader {
-	struct store *store;
-	struct db *db;
-	struct db_stmt *raw;	/* kept for chunk-by-chunk reads */
-	struct canary_metrics canary;	/* what store_diag_input lends (diag_input.canary) */
-	struct diag_action *actions;	/* and diag_input.actions, their names after them */
-	size_t nactions;
-	struct diag_gpu *gpus;		/* and diag_input.gpus */
-};
-
-static int db_fail(struct tp_errbuf *err, struct db *db, const char *what)
+int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what)
 {
 	tp_err("%s: %s", what, db ? db_errmsg(db) : "no connection");
 	switch (db ? db_errkind(db) : DB_ERR_OTHER) {
@@ -119,19 +46,16 @@ static int db_fail(struct tp_errbuf *err, struct db *db, const char *what)
 	}
 }
 
-static int exec(struct db *db, const char *sql, struct tp_errbuf *err)
+int store_exec(struct db *db, const char *sql, struct tp_errbuf *err)
 {
-	return db_exec(db, sql) ? db_fail(err, db, "exec") : TP_OK;
+	return db_exec(db, sql) ? store_db_fail(err, db, "exec") : TP_OK;
 }
-
-/* Points per row of memory_point_blocks (migration 015). */
-#define PT_BLOCK MEM_PT_BLOCK
 
 /*
  * n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
  * old (SELECT n, data of that row; NULL: none looked at) finds the row holds them already.
  */
-static int put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t artifact,
+int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t artifact,
 			   const char *device, int64_t first_seq, const int64_t (*rows)[MEM_POINT_COLS],
 			   const uint8_t *nul, size_t n, uint8_t *buf, struct store_blocks *count, struct tp_errbuf *err)
 {
@@ -147,7 +71,7 @@ static int put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *o
 			       !memcmp(db_column_blob(old, 1), buf, len);
 		db_reset(old);
 		if (r != DB_ROW && r != DB_DONE)
-			return db_fail(err, db, "read memory");
+			return store_db_fail(err, db, "read memory");
 		if (count)
 			count->kept += same, count->written += !same;
 		if (same)
@@ -160,7 +84,7 @@ static int put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *o
 	db_bind_blob(ins, 5, buf, (int)len, DB_STATIC);
 	r = db_step(ins);
 	db_reset(ins);
-	return r == DB_DONE ? TP_OK : db_fail(err, db, "insert memory");
+	return r == DB_DONE ? TP_OK : store_db_fail(err, db, "insert memory");
 }
 
 /* table's rows of artifact from row n on (table: keyed by (artifact_id, n)) */
@@ -172,17 +96,17 @@ static int drop_rows_after(struct db *db, const char *table, int64_t artifact, i
 
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1 AND n >= ?2", table);
 	if (db_prepare(db, sql, 0, &st) != DB_OK)
-		return db_fail(err, db, "prepare");
+		return store_db_fail(err, db, "prepare");
 	db_bind_int64(st, 1, artifact);
 	db_bind_int64(st, 2, n);
 	if (db_step(st) != DB_DONE)
-		rc = db_fail(err, db, "replace rank analysis");
+		rc = store_db_fail(err, db, "replace rank analysis");
 	db_finalize(st);
 	return rc;
 }
 
 /* The blocks of (artifact, device) from point n on (device NULL: of every device no series has). */
-static int drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err)
+int store_drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	int rc = TP_OK;
@@ -190,14 +114,14 @@ static int drop_points_after(struct db *db, int64_t artifact, const char *device
 	if (db_prepare(db, device ? "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2 AND first_seq >= ?3"
 				  : "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device NOT IN"
 				    " (SELECT device FROM memory_series WHERE artifact_id=?1)", 0, &st) != DB_OK)
-		return db_fail(err, db, "prepare");
+		return store_db_fail(err, db, "prepare");
 	db_bind_int64(st, 1, artifact);
 	if (device) {
 		db_bind_text(st, 2, device, -1, DB_STATIC);
 		db_bind_int64(st, 3, n);
 	}
 	if (db_step(st) != DB_DONE)
-		rc = db_fail(err, db, "delete memory");
+		rc = store_db_fail(err, db, "delete memory");
 	db_finalize(st);
 	return rc;
 }
@@ -223,7 +147,7 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 				" AND device=?2 AND seq >= ?3 ORDER BY seq LIMIT 65536", 0, &pt) != DB_OK ||
 		 db_prepare(db, "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
 				" VALUES(?1, ?2, ?3, ?4, ?5)", 0, &ins) != DB_OK)
-		rc = db_fail(err, db, "prepare");
+		rc = store_db_fail(err, db, "prepare");
 	while (!rc && (step = db_step(se)) == DB_ROW) {
 		int64_t artifact = db_column_int64(se, 0), from = INT64_MIN, first = 0, next = 0;
 		char *device = tp_strdup((const char *)db_column_text(se, 1));
@@ -239,7 +163,7 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 			for (got = 0; !rc && (step = db_step(pt)) == DB_ROW; got++) {
 				int64_t seq = db_column_int64(pt, 0);
 				if (n && (n == PT_BLOCK || seq != next)) {
-					rc = put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
+					rc = store_put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
 							     nul, n, buf, NULL, err);
 					n = 0;
 				}
@@ -253,22 +177,22 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 			}
 			db_reset(pt);
 			if (!rc && step != DB_DONE)
-				rc = db_fail(err, db, "read memory");
+				rc = store_db_fail(err, db, "read memory");
 		} while (!rc && got == 65536);
 		if (!rc && n)
-			rc = put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
+			rc = store_put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
 					     buf, NULL, err);
 		tp_free(device);
 	}
 	if (!rc && step != DB_DONE)
-		rc = db_fail(err, db, "read memory");
+		rc = store_db_fail(err, db, "read memory");
 	db_finalize(se);
 	db_finalize(pt);
 	db_finalize(ins);
 	tp_free(rows);
 	tp_free(nul);
 	tp_free(buf);
-	return rc ? rc : exec(db, "DROP TABLE memory_points", err);
+	return rc ? rc : store_exec(db, "DROP TABLE memory_points", err);
 }
 
 static int migrate(struct db *db, struct tp_errbuf *err)
@@ -276,23 +200,23 @@ static int migrate(struct db *db, struct tp_errbuf *err)
 	int version = db_schema_version(db), i;
 
 	if (version < 0)
-		return db_fail(err, db, "read schema version");
+		return store_db_fail(err, db, "read schema version");
 	if (version > store_nmigrations)
 		return tp_fail(err, TP_ERR_DB, "database_error",
 			       "the database has schema version %d, newer than this server's %d",
 			       version, store_nmigrations);
 	for (i = version; i < store_nmigrations; i++) {
-		if (exec(db, "BEGIN IMMEDIATE", err) || (db_begin_write(db) && db_fail(err, db, "lock")))
+		if (store_exec(db, "BEGIN IMMEDIATE", err) || (db_begin_write(db) && store_db_fail(err, db, "lock")))
 			return TP_ERR_DB;
 		/* another server may have applied it while this one waited for the lock */
 		if ((version = db_schema_version(db)) > i) {
-			if (exec(db, "COMMIT", err))
+			if (store_exec(db, "COMMIT", err))
 				return TP_ERR_DB;
 			i = version - 1;
 			continue;
 		}
 		if (db_migrate(db, i + 1, store_migrations[i])) {
-			db_fail(err, db, "migrate");
+			store_db_fail(err, db, "migrate");
 			db_exec(db, "ROLLBACK");
 			return TP_ERR_DB;
 		}
@@ -300,7 +224,7 @@ static int migrate(struct db *db, struct tp_errbuf *err)
 			db_exec(db, "ROLLBACK");
 			return err->rc ? err->rc : TP_ERR_DB;
 		}
-		if (exec(db, "COMMIT", err))
+		if (store_exec(db, "COMMIT", err))
 			return TP_ERR_DB;
 		tp_info("applied migration %d", i + 1);
 	}
@@ -308,7 +232,7 @@ static int migrate(struct db *db, struct tp_errbuf *err)
 }
 
 /* Rows of every per-artifact table, except (keep_raw) the raw bytes. */
-static int delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
+int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
 {
 	static const char *const tables[] = { "event_blocks", "strings", "raw_chunks" };
 	struct db_stmt *st;
@@ -318,13 +242,13 @@ static int delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]) - (keep_raw ? 1 : 0); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key BETWEEN ?1 AND ?2", tables[i]);
 		if (db_prepare(db, sql, 0, &st) != DB_OK)
-			return db_fail(err, db, "prepare delete");
+			return store_db_fail(err, db, "prepare delete");
 		db_bind_int64(st, 1, artifact << 32);
 		db_bind_int64(st, 2, (artifact << 32) | 0xffffffffLL);
 		int r = db_step(st);
 		db_finalize(st);
 		if (r != DB_DONE)
-			return db_fail(err, db, "delete rows");
+			return store_db_fail(err, db, "delete rows");
 	}
 	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
 					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
@@ -333,32 +257,32 @@ static int delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
 		if (db_prepare(db, sql, 0, &st) != DB_OK)
-			return db_fail(err, db, "prepare delete");
+			return store_db_fail(err, db, "prepare delete");
 		db_bind_int64(st, 1, artifact);
 		int r = db_step(st);
 		db_finalize(st);
 		if (r != DB_DONE)
-			return db_fail(err, db, "delete rows");
+			return store_db_fail(err, db, "delete rows");
 	}
 	return TP_OK;
 }
 
-static int drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err)
+int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	int rc;
 
-	if ((rc = delete_rows(db, artifact, 0, err)))
+	if ((rc = store_delete_rows(db, artifact, 0, err)))
 		return rc;
 	if (db_prepare(db, "DELETE FROM artifacts WHERE id=?1", 0, &st) != DB_OK)
-		return db_fail(err, db, "prepare delete");
+		return store_db_fail(err, db, "prepare delete");
 	db_bind_int64(st, 1, artifact);
-	rc = db_step(st) == DB_DONE ? TP_OK : db_fail(err, db, "delete artifact");
+	rc = db_step(st) == DB_DONE ? TP_OK : store_db_fail(err, db, "delete artifact");
 	db_finalize(st);
 	return rc;
 }
 
-static const char empty_runs_sql[] =
+const char store_empty_runs_sql[] =
 	"DELETE FROM runs WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE run_id=runs.id)"
 	" AND metadata='{}' AND tags='[]' AND project IS NULL"
 	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id)";
@@ -377,7 +301,7 @@ static int recover(struct db *db, int shared, int64_t dead_ns, struct tp_errbuf 
 	do {
 		if (db_prepare(db, "SELECT id FROM artifacts WHERE status='ingesting' AND (?1 = 0 OR owner NOT IN"
 				   " (SELECT id FROM servers WHERE alive_ns >= ?2)) LIMIT 256", 0, &st) != DB_OK)
-			return db_fail(err, db, "recover");
+			return store_db_fail(err, db, "recover");
 		db_bind_int(st, 1, shared);
 		db_bind_int64(st, 2, dead_ns);
 		for (n = 0; n < 256 && db_step(st) == DB_ROW; n++)
@@ -385,24 +309,24 @@ static int recover(struct db *db, int shared, int64_t dead_ns, struct tp_errbuf 
 		db_finalize(st);
 		if (!n)
 			break;
-		if ((rc = exec(db, "BEGIN IMMEDIATE", err)))
+		if ((rc = store_exec(db, "BEGIN IMMEDIATE", err)))
 			return rc;
 		if (db_begin_write(db)) {
-			rc = db_fail(err, db, "lock");
+			rc = store_db_fail(err, db, "lock");
 			db_exec(db, "ROLLBACK");
 			return rc;
 		}
 		for (i = 0; i < n && !rc; i++)
-			rc = drop_artifact(db, ids[i], err);
+			rc = store_drop_artifact(db, ids[i], err);
 		if (!rc)
-			rc = exec(db, empty_runs_sql, err);
+			rc = store_exec(db, store_empty_runs_sql, err);
 		if (!rc && shared)
-			rc = exec(db, "UPDATE generation SET n = n + 1", err);
+			rc = store_exec(db, "UPDATE generation SET n = n + 1", err);
 		if (rc) {
 			db_exec(db, "ROLLBACK");
 			return rc;
 		}
-		if ((rc = exec(db, "COMMIT", err)))
+		if ((rc = store_exec(db, "COMMIT", err)))
 			return rc;
 		total += n;
 	} while (n == 256);
@@ -436,10 +360,10 @@ static int beat_once(struct db *db, int64_t id, struct tp_errbuf *err)
 
 	if (db_prepare(db, "INSERT INTO servers(id, alive_ns) VALUES(?1, ?2)"
 			   " ON CONFLICT(id) DO UPDATE SET alive_ns=excluded.alive_ns", 0, &st))
-		return db_fail(err, db, "beat");
+		return store_db_fail(err, db, "beat");
 	db_bind_int64(st, 1, id);
 	db_bind_int64(st, 2, tp_now_ns());
-	rc = db_step(st) == DB_DONE ? TP_OK : db_fail(err, db, "beat");
+	rc = db_step(st) == DB_DONE ? TP_OK : store_db_fail(err, db, "beat");
 	db_finalize(st);
 	return rc;
 }
@@ -526,7 +450,7 @@ static int setup(struct store *st, struct tp_errbuf *err)
 	return rc;
 }
 
-static int ready(struct store *st, struct tp_errbuf *err)
+int store_ready(struct store *st, struct tp_errbuf *err)
 {
 	return atomic_load(&st->ready) ? TP_OK : setup(st, err);
 }
@@ -586,7 +510,7 @@ int store_health(struct store *st, struct tp_errbuf *err)
 
 	if (!st->shared)
 		return TP_OK;	/* a file: nothing to reach */
-	if (ready(st, err))
+	if (store_ready(st, err))
 		return err->rc ? err->rc : TP_ERR_UNAVAILABLE;
 	gen = store_generation(st);
 	return gen >> 63 ? tp_fail(err, TP_ERR_UNAVAILABLE, "database_unavailable", "database unavailable") : TP_OK;
@@ -610,7 +534,7 @@ void store_close(struct store *st)
 	while (st->nidle)
 		db_close(st->idle[--st->nidle]);
 	while (st->nwidle)
-		writer_free(st->widle[--st->nwidle]);
+		store_writer_free(st->widle[--st->nwidle]);
 	pthread_mutex_destroy(&st->mu);
 	/* fold the WAL back into the main file so the database is one file at rest */
 	if (!st->shared && db_open(st->path, 0, &db, NULL) == TP_OK) {
@@ -658,7 +582,7 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	char *sql[W_NSTMT] = { 0 };
 	int rc, i;
 
-	if ((rc = ready(st, err)))
+	if ((rc = store_ready(st, err)))
 		return rc;
 	pthread_mutex_lock(&st->mu);
 	if (st->nwidle) {
@@ -688,7 +612,7 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 		}
 		if (db_prepare(w->db, sql[i], 1, &w->st[i]) !=
 		    DB_OK) {
-			rc = db_fail(err, w->db, "prepare");
+			rc = store_db_fail(err, w->db, "prepare");
 			goto fail;
 		}
 	}
@@ -700,11 +624,11 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 fail:
 	for (i = 0; i < W_NSTMT; i++)
 		tp_free(sql[i]);
-	writer_free(w);
+	store_writer_free(w);
 	return rc;
 }
 
-static void writer_free(struct store_writer *w)
+void store_writer_free(struct store_writer *w)
 {
 	int i;
 
@@ -736,7 +660,7 @@ void store_writer_close(struct store_writer *w)
 		w = NULL;
 	}
 	pthread_mutex_unlock(&st->mu);
-	writer_free(w);
+	store_writer_free(w);
 }
 
 static int step_done(struct store_writer *w, struct db_stmt *st, const char *what, struct tp_errbuf *err)
@@ -745,11 +669,11 @@ static int step_done(struct store_writer *w, struct db_stmt *st, const char *wha
 
 	db_reset(st);
 	db_clear_bindings(st);
-	return r == DB_DONE ? TP_OK : db_fail(err, w->db, what);
+	return r == DB_DONE ? TP_OK : store_db_fail(err, w->db, what);
 }
 
 /* Transactions nest: only the outermost begin and commit reach SQLite (store_tx_begin). */
-static int begin(struct store_writer *w, struct tp_errbuf *err)
+int store_begin(struct store_writer *w, struct tp_errbuf *err)
 {
 	int rc;
 
@@ -760,7 +684,7 @@ static int begin(struct store_writer *w, struct tp_errbuf *err)
 	if ((rc = step_done(w, w->st[W_BEGIN], "begin", err)))
 		return rc;
 	if (db_begin_write(w->db)) {
-		rc = db_fail(err, w->db, "lock");
+		rc = store_db_fail(err, w->db, "lock");
 		step_done(w, w->st[W_ROLLBACK], "rollback", NULL);
 		return rc;
 	}
@@ -768,7 +692,7 @@ static int begin(struct store_writer *w, struct tp_errbuf *err)
 	return rc;
 }
 
-static int commit(struct store_writer *w, struct tp_errbuf *err)
+int store_commit(struct store_writer *w, struct tp_errbuf *err)
 {
 	int rc;
 
@@ -777,7 +701,7 @@ static int commit(struct store_writer *w, struct tp_errbuf *err)
 		return TP_OK;
 	}
 	if (w->store->shared && !w->quiet && db_exec(w->db, "UPDATE generation SET n = n + 1"))
-		return db_fail(err, w->db, "commit");
+		return store_db_fail(err, w->db, "commit");
 	if (!(rc = step_done(w, w->st[W_COMMIT], "commit", err))) {
 		w->depth = 0;
 		if (!w->quiet)
@@ -787,7 +711,7 @@ static int commit(struct store_writer *w, struct tp_errbuf *err)
 }
 
 /* An inner failure leaves the rollback to the outermost level, which sees the error too. */
-static void rollback(struct store_writer *w)
+void store_rollback(struct store_writer *w)
 {
 	if (w->depth > 1) {
 		w->depth--;
@@ -800,21 +724,21 @@ static void rollback(struct store_writer *w)
 
 int store_tx_begin(struct store_writer *w, struct tp_errbuf *err)
 {
-	return begin(w, err);
+	return store_begin(w, err);
 }
 
 int store_tx_commit(struct store_writer *w, struct tp_errbuf *err)
 {
-	int rc = commit(w, err);
+	int rc = store_commit(w, err);
 
 	if (rc)
-		rollback(w);
+		store_rollback(w);
 	return rc;
 }
 
 void store_tx_rollback(struct store_writer *w)
 {
-	rollback(w);
+	store_rollback(w);
 }
 
 struct store_reader *store_writer_reader(struct store_writer *w)
@@ -861,7 +785,7 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 {
 	int64_t base = artifact << 32;
 	size_t i;
-	int rc = b->nstr && db_batch_begin(w->db) ? db_fail(err, w->db, "insert strings") : TP_OK;
+	int rc = b->nstr && db_batch_begin(w->db) ? store_db_fail(err, w->db, "insert strings") : TP_OK;
 
 	for (i = 0; i < b->nstr && !rc; i++) {
 		struct db_stmt *st = w->st[W_STR];
@@ -870,7 +794,7 @@ static int write_rows(struct store_writer *w, int64_t artifact, const struct sto
 		rc = step_done(w, st, "insert strings", err);
 	}
 	if (b->nstr && db_batch_end(w->db) && !rc)
-		rc = db_fail(err, w->db, "insert strings");
+		rc = store_db_fail(err, w->db, "insert strings");
 	if (rc)
 		return rc;
 	if ((rc = write_block(w, artifact, 0, b->ev, b->nev, b->ev_first, err)) ||
@@ -891,18 +815,18 @@ int store_write_batch(struct store_writer *w, int64_t artifact, const struct sto
 {
 	int rc;
 
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
 	/* rows of an upload still invisible: no answer changes, so the generation stays (one transaction alone) */
 	w->quiet = w->depth == 1;
-	if ((rc = write_rows(w, artifact, b, err)) || (rc = commit(w, err)))
-		rollback(w);
+	if ((rc = write_rows(w, artifact, b, err)) || (rc = store_commit(w, err)))
+		store_rollback(w);
 	w->quiet = 0;
 	return rc;
 }
 
 /* Bind text or NULL. */
-static void bind_text(struct db_stmt *st, int col, const char *s)
+void store_bind_text(struct db_stmt *st, int col, const char *s)
 {
 	if (s)
 		db_bind_text(st, col, s, -1, DB_TRANSIENT);
@@ -916,46 +840,46 @@ int store_artifact_begin(struct store_writer *w, const char *run, int rank, cons
 	struct db_stmt *st = NULL;
 	int rc;
 
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
 	if (db_prepare(w->db, "INSERT INTO runs(name, created_ns) VALUES(?1, ?2)"
 				      " ON CONFLICT(name) DO NOTHING", 0, &st) != DB_OK) {
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 		goto out;
 	}
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	db_bind_int64(st, 2, tp_now_ns());
 	if (db_step(st) != DB_DONE) {
-		rc = db_fail(err, w->db, "create run");
+		rc = store_db_fail(err, w->db, "create run");
 		goto out;
 	}
 	db_finalize(st);
 	if (db_prepare(w->db, "INSERT INTO artifacts(run_id, rank, kind, name, created_ns, owner)"
 				      " SELECT id, ?2, ?3, ?4, ?5, ?6 FROM runs WHERE name=?1 RETURNING id", 0, &st) != DB_OK) {
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 		goto out;
 	}
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	db_bind_int(st, 2, rank);
-	bind_text(st, 3, kind);
-	bind_text(st, 4, name);
+	store_bind_text(st, 3, kind);
+	store_bind_text(st, 4, name);
 	db_bind_int64(st, 5, tp_now_ns());
 	db_bind_int64(st, 6, w->store->server_id);
 	if (db_step(st) != DB_ROW) {
-		rc = db_fail(err, w->db, "create artifact");
+		rc = store_db_fail(err, w->db, "create artifact");
 		goto out;
 	}
 	*id_out = db_column_int64(st, 0);
 	if (db_step(st) != DB_DONE) {
-		rc = db_fail(err, w->db, "create artifact");
+		rc = store_db_fail(err, w->db, "create artifact");
 		goto out;
 	}
 	w->next_block = 0;
-	rc = commit(w, err);
+	rc = store_commit(w, err);
 out:
 	db_finalize(st);
 	if (rc)
-		rollback(w);
+		store_rollback(w);
 	return rc;
 }
 
@@ -970,14 +894,14 @@ static int find_duplicate(struct store_writer *w, int64_t artifact, const char *
 	if (db_prepare(w->db, "SELECT b.id FROM artifacts a JOIN artifacts b"
 				      " ON b.run_id=a.run_id AND b.sha256=?2 AND b.id!=a.id"
 				      " AND b.status!='ingesting' WHERE a.id=?1 ORDER BY b.id LIMIT 1", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
+		return store_db_fail(err, w->db, "prepare");
 	db_bind_int64(st, 1, artifact);
-	bind_text(st, 2, sha);
+	store_bind_text(st, 2, sha);
 	r = db_step(st);
 	if (r == DB_ROW)
 		*out = db_column_int64(st, 0);
 	db_finalize(st);
-	return r == DB_ROW || r == DB_DONE ? TP_OK : db_fail(err, w->db, "find duplicate");
+	return r == DB_ROW || r == DB_DONE ? TP_OK : store_db_fail(err, w->db, "find duplicate");
 }
 
 /* Run one prepared statement per row: bind(st, i) binds row i. */
@@ -992,23 +916,20 @@ static int insert_rows(struct store_writer *w, const char *sql, size_t n,
 	if (!n)
 		return TP_OK;
 	if (db_prepare(w->db, sql, 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
+		return store_db_fail(err, w->db, "prepare");
 	if (db_batch_begin(w->db))
-		rc = db_fail(err, w->db, "insert analysis");
+		rc = store_db_fail(err, w->db, "insert analysis");
 	for (i = 0; i < n && !rc; i++) {
 		bind(st, f, artifact, i);
 		if (db_step(st) != DB_DONE)
-			rc = db_fail(err, w->db, "insert analysis");
+			rc = store_db_fail(err, w->db, "insert analysis");
 		db_reset(st);
 	}
 	if (db_batch_end(w->db) && !rc)
-		rc = db_fail(err, w->db, "insert analysis");
+		rc = store_db_fail(err, w->db, "insert analysis");
 	db_finalize(st);
 	return rc;
 }
-
-/* The columns of the step components, in enum an_comp order. */
-#define STEP_COMPS "kernel_ns, memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
 
 static void bind_step(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
 {
@@ -1119,11 +1040,11 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 	if (db_prepare(w->db, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
 			      " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
 			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
+		return store_db_fail(err, w->db, "prepare");
 	if (an_colls_open(f->analysis, &cur))
 		rc = cur.err ? TP_ERR_IO : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	else if (db_batch_begin(w->db))
-		rc = db_fail(err, w->db, "insert analysis");
+		rc = store_db_fail(err, w->db, "insert analysis");
 	while (!rc && (c = rcur_next(&cur))) {
 		if (i < from) {
 			i++;
@@ -1131,7 +1052,7 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 		}
 		bind_coll(st, f, artifact, i++, c);
 		if (db_step(st) != DB_DONE)
-			rc = db_fail(err, w->db, "insert analysis");
+			rc = store_db_fail(err, w->db, "insert analysis");
 		db_reset(st);
 	}
 	if (!rc && cur.err)
@@ -1139,7 +1060,7 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 	if (rc == TP_ERR_IO && !err->rc)
 		tp_fail(err, rc, "temp_file", "collectives: cannot read their temporary file: %s", strerror(cur.err));
 	if (db_batch_end(w->db) && !rc)
-		rc = db_fail(err, w->db, "insert analysis");
+		rc = store_db_fail(err, w->db, "insert analysis");
 	db_finalize(st);
 	rcur_close(&cur);
 	return rc;
@@ -1151,7 +1072,7 @@ static int step_reset(struct store_writer *w, struct db_stmt *st, struct tp_errb
 	int r = db_step(st);
 
 	db_reset(st);
-	return r == DB_DONE ? TP_OK : db_fail(err, w->db, "insert memory");
+	return r == DB_DONE ? TP_OK : store_db_fail(err, w->db, "insert memory");
 }
 
 static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
@@ -1179,7 +1100,7 @@ static int flush_points(struct point_ins *x)
 	if (!n)
 		return TP_OK;
 	x->n = 0;
-	return put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->pre.n - (int64_t)n,
+	return store_put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->pre.n - (int64_t)n,
 			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->count, x->err);
 }
 
@@ -1214,7 +1135,7 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 			       .pre = same ? ms->pre : MEM_PREFIX_INIT,
 			       .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
 	int64_t peak;
-	int rc = !old && db_batch_begin(w->db) ? db_fail(err, w->db, "insert memory") : TP_OK;
+	int rc = !old && db_batch_begin(w->db) ? store_db_fail(err, w->db, "insert memory") : TP_OK;
 	size_t i;
 
 	if (count)
@@ -1235,9 +1156,9 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	tp_free(x.nul);
 	tp_free(x.buf);
 	if (!rc && old)
-		rc = drop_points_after(w->db, artifact, ms->device, x.pre.n, err);
+		rc = store_drop_points_after(w->db, artifact, ms->device, x.pre.n, err);
 	if (!rc && old && db_batch_begin(w->db))
-		rc = db_fail(err, w->db, "insert memory");
+		rc = store_db_fail(err, w->db, "insert memory");
 	peak = x.pre.best_at;
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
@@ -1245,7 +1166,7 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 		db_bind_text(gr, 2, ms->device, -1, DB_STATIC);
 		db_bind_int64(gr, 3, (int64_t)i);
 		db_bind_text(gr, 4, mem_cat_names[g->cat & 7], -1, DB_STATIC);
-		bind_text(gr, 5, g->op);
+		store_bind_text(gr, 5, g->op);
 		db_bind_int64(gr, 6, g->bytes);
 		if (g->count >= 0)
 			db_bind_int64(gr, 7, g->count);
@@ -1254,14 +1175,14 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 		rc = step_reset(w, gr, err);
 	}
 	if (db_batch_end(w->db) && !rc)
-		rc = db_fail(err, w->db, "insert memory");
+		rc = store_db_fail(err, w->db, "insert memory");
 	if (!rc && ms->nsegs)
 		rc = insert_segments(w, artifact, ms, err);
 	if (rc)
 		return rc;
 	db_bind_int64(se, 1, artifact);
-	bind_text(se, 2, ms->device);
-	bind_text(se, 3, ms->source);
+	store_bind_text(se, 2, ms->device);
+	store_bind_text(se, 3, ms->source);
 	db_bind_int64(se, 4, (int64_t)ms->n);
 	bind_opt(se, 5, peak);
 	db_bind_int64(se, 6, ms->baseline);
@@ -1288,29 +1209,29 @@ static int insert_segments(struct store_writer *w, int64_t artifact, const struc
 				      " segment_type) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &sg) != DB_OK ||
 	    db_prepare(w->db, "INSERT INTO memory_blocks(artifact_id, device, seg, n, offset, size, requested_size,"
 				      " state, category, op) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", 0, &bl) != DB_OK)
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < ms->nsegs && !rc; i++) {
 		const struct mem_segment *x = &ms->segs[i];
 		db_bind_int64(sg, 1, artifact);
-		bind_text(sg, 2, ms->device);
+		store_bind_text(sg, 2, ms->device);
 		db_bind_int64(sg, 3, (int64_t)i);
 		db_bind_int64(sg, 4, x->address);
 		db_bind_int64(sg, 5, x->total_size);
 		db_bind_int64(sg, 6, x->stream);
-		bind_text(sg, 7, x->type[0] ? x->type : NULL);
+		store_bind_text(sg, 7, x->type[0] ? x->type : NULL);
 		rc = step_reset(w, sg, err);
 		for (size_t k = 0; k < x->nblocks && !rc; k++) {
 			const struct mem_block *b = &x->blocks[k];
 			db_bind_int64(bl, 1, artifact);
-			bind_text(bl, 2, ms->device);
+			store_bind_text(bl, 2, ms->device);
 			db_bind_int64(bl, 3, (int64_t)i);
 			db_bind_int64(bl, 4, (int64_t)k);
 			db_bind_int64(bl, 5, b->offset);
 			db_bind_int64(bl, 6, b->size);
 			db_bind_int64(bl, 7, b->requested);
-			bind_text(bl, 8, mem_block_states[b->state & 3]);
-			bind_text(bl, 9, b->cat >= 0 ? mem_cat_names[b->cat & 7] : NULL);
-			bind_text(bl, 10, b->op);
+			store_bind_text(bl, 8, mem_block_states[b->state & 3]);
+			store_bind_text(bl, 9, b->cat >= 0 ? mem_cat_names[b->cat & 7] : NULL);
+			store_bind_text(bl, 10, b->op);
 			rc = step_reset(w, bl, err);
 		}
 	}
@@ -1343,7 +1264,7 @@ static int insert_memory(struct store_writer *w, int64_t artifact, const struct 
 				      0, &se) != DB_OK ||
 	    db_prepare(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
 				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK)
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 	for (i = 0; i < f->nmem && !rc; i++)
 		rc = insert_series(w, artifact, f, &f->mem[i], pt, old, keep, se, gr, err);
 	db_finalize(pt);
@@ -1369,12 +1290,12 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 
 	if (db_prepare(w->db, "INSERT INTO lightning_actions(artifact_id, n, action, calls, mean_ns, total_ns,"
 				      " share_bp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &st) != DB_OK)
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < t->nactions && !rc; i++) {
 		const struct tf_action *x = &t->actions[i];
 		db_bind_int64(st, 1, artifact);
 		db_bind_int64(st, 2, (int64_t)i);
-		bind_text(st, 3, x->name);
+		store_bind_text(st, 3, x->name);
 		bind_opt(st, 4, x->calls);
 		bind_opt(st, 5, x->mean_ns);
 		bind_opt(st, 6, x->total_ns);
@@ -1386,14 +1307,14 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 	if (!rc && t->nfunctions &&
 	    db_prepare(w->db, "INSERT INTO lightning_functions(artifact_id, action, n, location, ncalls,"
 				      " primitive_calls, tottime_ns, cumtime_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 	for (size_t i = 0, k = 0; i < t->nfunctions && !rc; i++) {
 		const struct tf_function *f = &t->functions[i];
 		k = i && f->action == t->functions[i - 1].action ? k + 1 : 0;
 		db_bind_int64(st, 1, artifact);
 		db_bind_int64(st, 2, (int64_t)f->action);
 		db_bind_int64(st, 3, (int64_t)k);
-		bind_text(st, 4, f->location);
+		store_bind_text(st, 4, f->location);
 		db_bind_int64(st, 5, f->ncalls);
 		db_bind_int64(st, 6, f->primitive_calls);
 		db_bind_int64(st, 7, f->tottime_ns);
@@ -1411,10 +1332,10 @@ static int insert_frames(struct store_writer *w, int64_t artifact, const struct 
 	int rc = TP_OK;
 
 	if (db_prepare(w->db, "INSERT INTO stack_frames(artifact_id, frame, self, total) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < t->nframes && !rc; i++) {
 		db_bind_int64(st, 1, artifact);
-		bind_text(st, 2, t->frames[i].name);
+		store_bind_text(st, 2, t->frames[i].name);
 		db_bind_int64(st, 3, t->frames[i].self);
 		db_bind_int64(st, 4, t->frames[i].total);
 		rc = step_reset(w, st, err);
@@ -1431,7 +1352,7 @@ static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_
 
 	if (db_prepare(w->db, "INSERT INTO gpu_samples(artifact_id, n, col, gpu, t_ns, name, unit, value)"
 				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 	for (size_t i = 0; i < t->ngpu_rows && !rc; i++) {
 		const struct tf_gpu_row *g = &t->gpu_rows[i];
 		for (size_t k = 0; k < t->ngpu_cols && !rc; k++) {
@@ -1445,8 +1366,8 @@ static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_
 				db_bind_null(st, 5);
 			else
 				db_bind_int64(st, 5, g->t_ns);
-			bind_text(st, 6, t->gpu_cols[k]);
-			bind_text(st, 7, t->gpu_units[k]);
+			store_bind_text(st, 6, t->gpu_cols[k]);
+			store_bind_text(st, 7, t->gpu_units[k]);
 			if (isnan(g->v[k]))
 				db_bind_null(st, 8);
 			else
@@ -1496,9 +1417,9 @@ static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct 
 		return rc;
 	if (db_prepare(w->db, "INSERT INTO keyavg_tables(artifact_id, device, self_cpu_total_ns,"
 				      " self_dev_total_ns) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
+		return store_db_fail(err, w->db, "prepare");
 	db_bind_int64(st, 1, artifact);
-	bind_text(st, 2, t->ka_device[0] ? t->ka_device : NULL);
+	store_bind_text(st, 2, t->ka_device[0] ? t->ka_device : NULL);
 	bind_opt(st, 3, t->self_cpu_total_ns);
 	bind_opt(st, 4, t->self_dev_total_ns);
 	rc = step_reset(w, st, err);
@@ -1525,14 +1446,14 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 	if (db_prepare(w->db, "INSERT INTO canary_metrics VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
 				      " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,"
 				      " ?28, ?29)", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
+		return store_db_fail(err, w->db, "prepare");
 	db_bind_int64(st, c++, artifact);
-	bind_text(st, c++, m->run_id);
-	bind_text(st, c++, m->timestamp);
-	bind_text(st, c++, m->status);
+	store_bind_text(st, c++, m->run_id);
+	store_bind_text(st, c++, m->timestamp);
+	store_bind_text(st, c++, m->status);
 	bind_real(st, c++, m->duration_s);
-	bind_text(st, c++, m->env_json);
-	bind_text(st, c++, m->config_json);
+	store_bind_text(st, c++, m->env_json);
+	store_bind_text(st, c++, m->config_json);
 	db_bind_int64(st, c++, f->steps);
 	for (int i = 0; i < CANARY_NSTAT; i++)
 		bind_real(st, c++, f->step_s[i]);
@@ -1545,7 +1466,7 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 	bind_real(st, c++, m->final_loss);
 	bind_opt(st, c++, m->loss_diverged);
 	db_bind_int(st, c++, f->has_profiler);
-	bind_text(st, c++, m->trace_path);
+	store_bind_text(st, c++, m->trace_path);
 	bind_real(st, c++, f->has_profiler ? f->cuda_total_ms : NAN);
 	bind_real(st, c++, f->has_profiler ? f->cpu_total_ms : NAN);
 	bind_real(st, c++, f->has_profiler ? f->self_cuda_total_ms : NAN);
@@ -1553,13 +1474,13 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 	db_finalize(st);
 	if (rc || db_prepare(w->db, "INSERT INTO canary_ops(artifact_id, device, n, name, self_ms, count)"
 					    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", 0, &st) != DB_OK)
-		return rc ? rc : db_fail(err, w->db, "prepare");
+		return rc ? rc : store_db_fail(err, w->db, "prepare");
 	for (int d = 0; d < 2; d++)
 		for (size_t i = 0; i < m->nops[d] && !rc; i++) {
 			db_bind_int64(st, 1, artifact);
 			db_bind_int(st, 2, d);
 			db_bind_int64(st, 3, (int64_t)i);
-			bind_text(st, 4, m->ops[d][i].name);
+			store_bind_text(st, 4, m->ops[d][i].name);
 			db_bind_double(st, 5, m->ops[d][i].self_ms);
 			db_bind_int64(st, 6, m->ops[d][i].count);
 			rc = step_reset(w, st, err);
@@ -1568,7 +1489,7 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 	return rc;
 }
 
-static int insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
+int store_insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			   struct store_blocks *keep, size_t same_colls, struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
@@ -1611,42 +1532,42 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 	struct db_stmt *st = NULL;
 	int rc;
 
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
 	if ((rc = find_duplicate(w, artifact, f->sha256, existing_out, err)))
 		goto out;
 	if (*existing_out) {
-		rc = drop_artifact(w->db, artifact, err);
+		rc = store_drop_artifact(w->db, artifact, err);
 		goto out;
 	}
 	if (failed)
-		rc = delete_rows(w->db, artifact, 1, err);
+		rc = store_delete_rows(w->db, artifact, 1, err);
 	else
-		rc = insert_analysis(w, artifact, f, NULL, 0, err);
+		rc = store_insert_analysis(w, artifact, f, NULL, 0, err);
 	if (rc)
 		goto out;
 	if (db_prepare(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"
 				      " base_ns=?6, rank=?7, kind=?8, raw_encoding=?9, meta=?10,"
 				      " peak_allocated=?11, error_code=?12, error=?13 WHERE id=?1", 0, &st) != DB_OK) {
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	db_bind_int64(st, 1, artifact);
-	bind_text(st, 2, failed ? "error" : "ready");
-	bind_text(st, 3, f->sha256);
+	store_bind_text(st, 2, failed ? "error" : "ready");
+	store_bind_text(st, 3, f->sha256);
 	db_bind_int64(st, 4, (int64_t)f->bytes);
 	db_bind_int64(st, 5, failed ? 0 : (int64_t)f->events);
 	db_bind_int64(st, 6, f->base_ns);
 	db_bind_int(st, 7, f->rank);
-	bind_text(st, 8, f->kind);
-	bind_text(st, 9, f->raw_encoding);
-	bind_text(st, 10, f->meta_json);
+	store_bind_text(st, 8, f->kind);
+	store_bind_text(st, 9, f->raw_encoding);
+	store_bind_text(st, 10, f->meta_json);
 	if (f->peak_allocated >= 0 && !failed)
 		db_bind_int64(st, 11, f->peak_allocated);
-	bind_text(st, 12, failed ? f->error_code : NULL);
-	bind_text(st, 13, failed ? f->error_msg : NULL);
+	store_bind_text(st, 12, failed ? f->error_code : NULL);
+	store_bind_text(st, 13, failed ? f->error_msg : NULL);
 	if (db_step(st) != DB_DONE) {
-		rc = db_fail(err, w->db, "finish artifact");
+		rc = store_db_fail(err, w->db, "finish artifact");
 		goto out;
 	}
 	/* sharing the database, others drop the uploads of a server they think gone: this one, if so */
@@ -1656,9 +1577,9 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 out:
 	db_finalize(st);
 	if (!rc)
-		rc = commit(w, err);
+		rc = store_commit(w, err);
 	if (rc)
-		rollback(w);
+		store_rollback(w);
 	return rc;
 }
 
@@ -1678,11 +1599,11 @@ static int drop_now(struct store_writer *w, int64_t artifact)
 {
 	int rc;
 
-	if ((rc = begin(w, NULL)))
+	if ((rc = store_begin(w, NULL)))
 		return rc;
-	if ((rc = drop_artifact(w->db, artifact, NULL)) || (rc = exec(w->db, empty_runs_sql, NULL)) ||
-	    (rc = commit(w, NULL)))
-		rollback(w);
+	if ((rc = store_drop_artifact(w->db, artifact, NULL)) || (rc = store_exec(w->db, store_empty_runs_sql, NULL)) ||
+	    (rc = store_commit(w, NULL)))
+		store_rollback(w);
 	return rc;
 }
 
@@ -1732,8 +1653,8 @@ static int writer_run(struct store_writer *w, const char *run, int64_t *id, json
 	int rc = TP_OK;
 
 	if (db_prepare(w->db, "SELECT id, metadata FROM runs WHERE name=?1", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
-	bind_text(st, 1, run);
+		return store_db_fail(err, w->db, "prepare");
+	store_bind_text(st, 1, run);
 	if (db_step(st) != DB_ROW) {
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
 	} else {
@@ -1753,7 +1674,7 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 	int64_t run_id;
 	int rc;
 
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
 	if ((rc = writer_run(w, run, &run_id, &meta, err)))
 		goto out;
@@ -1778,13 +1699,13 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 				      " project = CASE WHEN ?2 <> 0 THEN ?3 ELSE project END,"
 				      " tags = COALESCE(?4, tags), metadata = COALESCE(?5, metadata),"
 				      " baseline = COALESCE(?6, baseline) WHERE id=?1", 0, &st) != DB_OK) {
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	db_bind_int64(st, 1, run_id);
 	if ((v = json_object_get(patch, "project"))) {
 		db_bind_int(st, 2, 1);
-		bind_text(st, 3, json_string_value(v));	/* NULL for null */
+		store_bind_text(st, 3, json_string_value(v));	/* NULL for null */
 	} else {
 		db_bind_int(st, 2, 0);
 	}
@@ -1801,7 +1722,7 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 	if ((v = json_object_get(patch, "baseline")))
 		db_bind_int(st, 6, json_is_true(v));
 	if (db_step(st) != DB_DONE) {
-		rc = db_fail(err, w->db, "update run");
+		rc = store_db_fail(err, w->db, "update run");
 		goto out;
 	}
 	db_finalize(st);
@@ -1810,22 +1731,22 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
 		/* one baseline per project (runs without a project count as one project) */
 		if (db_prepare(w->db, "UPDATE runs SET baseline=0 WHERE id!=?1 AND baseline <> 0"
 					      " AND project IS NOT DISTINCT FROM (SELECT project FROM runs WHERE id=?1)", 0, &st) != DB_OK) {
-			rc = db_fail(err, w->db, "prepare");
+			rc = store_db_fail(err, w->db, "prepare");
 			goto out;
 		}
 		db_bind_int64(st, 1, run_id);
 		if (db_step(st) != DB_DONE) {
-			rc = db_fail(err, w->db, "update baselines");
+			rc = store_db_fail(err, w->db, "update baselines");
 			goto out;
 		}
 	}
-	rc = commit(w, err);
+	rc = store_commit(w, err);
 out:
 	db_finalize(st);
 	json_decref(meta);
 	tp_free(text);
 	if (rc)
-		rollback(w);
+		store_rollback(w);
 	return rc;
 }
 
@@ -1840,13 +1761,13 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 	*deleted = 0;
 	*run_gone = 0;
 	*trace_rank = -1;
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
 	if ((rc = writer_run(w, run, &run_id, NULL, err)))
 		goto out;
 	if (db_prepare(w->db, "SELECT id, status, kind, rank FROM artifacts WHERE run_id=?1 AND (?2=0 OR id=?2)", 0, &st) != DB_OK) {
 		st = NULL;
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	db_bind_int64(st, 1, run_id);
@@ -1872,7 +1793,7 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 	db_finalize(st);
 	st = NULL;
 	if (step != DB_DONE) {
-		rc = db_fail(err, w->db, "read artifacts");
+		rc = store_db_fail(err, w->db, "read artifacts");
 		goto out;
 	}
 	/* an upload still going on would write into what is removed: the client comes back after it */
@@ -1890,7 +1811,7 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 		goto out;
 	}
 	for (i = 0; i < n; i++)
-		if ((rc = drop_artifact(w->db, ids[i], err)))
+		if ((rc = store_drop_artifact(w->db, ids[i], err)))
 			goto out;
 	/* the whole run goes with its metrics; one artifact takes its run along only when that was all */
 	if (db_prepare(w->db, artifact ? "DELETE FROM runs WHERE id=?1 AND NOT EXISTS"
@@ -1898,7 +1819,7 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 						 " AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=?1)"
 					       : "DELETE FROM metrics WHERE run_id=?1", 0, &st) != DB_OK ||
 	    (db_bind_int64(st, 1, run_id), db_step(st)) != DB_DONE) {
-		rc = db_fail(err, w->db, "delete run");
+		rc = store_db_fail(err, w->db, "delete run");
 		goto out;
 	}
 	*run_gone = artifact ? db_changes(w->db) > 0 : 1;
@@ -1906,18 +1827,18 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 	st = NULL;
 	if (!artifact && (db_prepare(w->db, "DELETE FROM runs WHERE id=?1", 0, &st) != DB_OK ||
 			  (db_bind_int64(st, 1, run_id), db_step(st)) != DB_DONE)) {
-		rc = db_fail(err, w->db, "delete run");
+		rc = store_db_fail(err, w->db, "delete run");
 		goto out;
 	}
-	if (*run_gone && (rc = exec(w->db, "DELETE FROM rank_pending WHERE run_id NOT IN (SELECT id FROM runs)", err)))
+	if (*run_gone && (rc = store_exec(w->db, "DELETE FROM rank_pending WHERE run_id NOT IN (SELECT id FROM runs)", err)))
 		goto out;
 	*deleted = (int64_t)n;
-	rc = commit(w, err);
+	rc = store_commit(w, err);
 out:
 	db_finalize(st);
 	tp_free(ids);
 	if (rc) {
-		rollback(w);
+		store_rollback(w);
 		*deleted = 0;
 		*run_gone = 0;
 		*trace_rank = -1;
@@ -1926,7 +1847,7 @@ out:
 }
 
 /* The derived tables of a rank (steps, operators, kernels, the trace's memory timelines). */
-static const char *const rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
+const char *const store_rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
 					   "memory_groups", "collectives" };
 
 /*
@@ -1943,37 +1864,37 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	size_t i;
 	int rc;
 
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
-	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
+	for (i = 0; i < sizeof(store_rank_tables) / sizeof(store_rank_tables[0]) && !rc; i++) {
 		struct db_stmt *st;
-		int keep = !strcmp(rank_tables[i], "memory_point_blocks") ||
-			   (same_colls && !strcmp(rank_tables[i], "collectives"));
+		int keep = !strcmp(store_rank_tables[i], "memory_point_blocks") ||
+			   (same_colls && !strcmp(store_rank_tables[i], "collectives"));
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
-			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", rank_tables[i],
+			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", store_rank_tables[i],
 			 keep ? " AND artifact_id <> ?3" : "");
 		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
-			rc = db_fail(err, w->db, "prepare");
+			rc = store_db_fail(err, w->db, "prepare");
 		else {
-			bind_text(st, 1, run);
+			store_bind_text(st, 1, run);
 			db_bind_int(st, 2, rank);
 			if (keep)
 				db_bind_int64(st, 3, owner);
 			if (db_step(st) != DB_DONE)
-				rc = db_fail(err, w->db, "replace rank analysis");
+				rc = store_db_fail(err, w->db, "replace rank analysis");
 			db_finalize(st);
 		}
 	}
 	if (!rc && same_colls)	/* the owner's collectives from the first not stored on */
 		rc = drop_rows_after(w->db, "collectives", owner, (int64_t)same_colls, err);
 	if (!rc && owner)
-		rc = insert_analysis(w, owner, f, &c, same_colls, err);
+		rc = store_insert_analysis(w, owner, f, &c, same_colls, err);
 	if (!rc && owner)
-		rc = drop_points_after(w->db, owner, NULL, 0, err);
+		rc = store_drop_points_after(w->db, owner, NULL, 0, err);
 	if (!rc)
-		rc = commit(w, err);
+		rc = store_commit(w, err);
 	if (rc)
-		rollback(w);
+		store_rollback(w);
 	else if (count) {
 		c.colls_kept = (int64_t)same_colls;
 		c.colls_written = f->analysis && owner ? (int64_t)(f->analysis->ncolls - same_colls) : 0;
@@ -1990,32 +1911,32 @@ int store_metrics_put(struct store_writer *w, const char *run, const struct stor
 	size_t i;
 	int rc;
 
-	if ((rc = begin(w, err)))
+	if ((rc = store_begin(w, err)))
 		return rc;
 	if ((rc = writer_run(w, run, &run_id, NULL, err)))
 		goto out;
 	if (db_prepare(w->db, "INSERT INTO metrics(run_id, name, step, value) VALUES(?1, ?2, ?3, ?4)"
 				  " ON CONFLICT(run_id, name, step) DO UPDATE SET value=excluded.value", 0, &st) != DB_OK) {
 		st = NULL;
-		rc = db_fail(err, w->db, "prepare");
+		rc = store_db_fail(err, w->db, "prepare");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
 		db_reset(st);
 		db_bind_int64(st, 1, run_id);
-		bind_text(st, 2, m[i].name);
+		store_bind_text(st, 2, m[i].name);
 		db_bind_int64(st, 3, m[i].step);
 		db_bind_double(st, 4, m[i].value);
 		if (db_step(st) != DB_DONE) {
-			rc = db_fail(err, w->db, "write metrics");
+			rc = store_db_fail(err, w->db, "write metrics");
 			goto out;
 		}
 	}
-	rc = commit(w, err);
+	rc = store_commit(w, err);
 out:
 	db_finalize(st);
 	if (rc)
-		rollback(w);
+		store_rollback(w);
 	return rc;
 }
 
@@ -2026,7 +1947,7 @@ int store_reader_open(struct store *st, struct store_reader **out, struct tp_err
 	struct store_reader *r;
 	int rc;
 
-	if ((rc = ready(st, err)))
+	if ((rc = store_ready(st, err)))
 		return rc;
 	if (!(r = tp_calloc(1, sizeof(*r))))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -2071,7 +1992,7 @@ void store_reader_close(struct store_reader *r)
 		return;
 	db_finalize(r->raw);
 	canary_metrics_clear(&r->canary);
-	diag_lent_clear(r);
+	store_diag_lent_clear(r);
 	/* back to the pool, unless it is full or the connection is inside a transaction */
 	pthread_mutex_lock(&r->store->mu);
 	if (r->store->nidle < READER_POOL && !db_in_tx(r->db) && !db_busy(r->db)) {
@@ -2083,12 +2004,12 @@ void store_reader_close(struct store_reader *r)
 	tp_free(r);
 }
 
-static struct db_stmt *prepare(struct store_reader *r, const char *sql, struct tp_errbuf *err)
+struct db_stmt *store_prepare(struct store_reader *r, const char *sql, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 
 	if (db_prepare(r->db, sql, 0, &st) != DB_OK) {
-		db_fail(err, r->db, "prepare");
+		store_db_fail(err, r->db, "prepare");
 		return NULL;
 	}
 	return st;
@@ -2120,7 +2041,7 @@ static int64_t col_i64(struct db_stmt *st, int col)
 static int run_step_durations(struct store_reader *r, int64_t run_id, struct store_run_info *ri,
 			      struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r,
+	struct db_stmt *st = store_prepare(r,
 		"SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s JOIN artifacts a"
 		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND s.incomplete=0 AND"
 		" s.whole_trace=0 AND a.rank= (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2"
@@ -2143,7 +2064,7 @@ static int run_step_durations(struct store_reader *r, int64_t run_id, struct sto
 	db_finalize(st);
 	if (step == DB_DONE)
 		return TP_OK;
-	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "step summary");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "step summary");
 }
 
 static const char run_cols[] =
@@ -2177,10 +2098,10 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 	*out = NULL;
 	*n = 0;
 	snprintf(sql, sizeof(sql), "%s %s", run_cols, run ? "AND r.name=?1" : "ORDER BY r.created_ns DESC, r.id DESC");
-	if (!(st = prepare(r, sql, err)))
+	if (!(st = store_prepare(r, sql, err)))
 		return TP_ERR_DB;
 	if (run)
-		bind_text(st, 1, run);
+		store_bind_text(st, 1, run);
 	while (!fail && (step = db_step(st)) == DB_ROW) {
 		struct store_run_info *ri;
 		if (*n == cap) {
@@ -2210,7 +2131,7 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 	if (!rc && fail)
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	else if (!rc && step != DB_DONE)
-		rc = db_fail(err, r->db, "list runs");
+		rc = store_db_fail(err, r->db, "list runs");
 	else if (!rc && run && !*n)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
 	if (rc) {
@@ -2251,9 +2172,9 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 	*n = 0;
 	snprintf(sql, sizeof(sql), "%s WHERE r.name=?1 AND a.status!='ingesting'%s ORDER BY a.id", artifact_cols,
 		 id ? " AND a.id=?2" : "");
-	if (!(st = prepare(r, sql, err)))
+	if (!(st = store_prepare(r, sql, err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	if (id)
 		db_bind_int64(st, 2, id);
 	while (!fail && (step = db_step(st)) == DB_ROW) {
@@ -2283,7 +2204,7 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 	if (fail)
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	else if (step != DB_DONE)
-		rc = db_fail(err, r->db, "read artifacts");
+		rc = store_db_fail(err, r->db, "read artifacts");
 	else if (id && !*n)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "artifact_not_found", "run '%s' has no artifact %lld", run, (long long)id);
 	if (rc) {
@@ -2294,39 +2215,39 @@ int store_artifacts(struct store_reader *r, const char *run, int64_t id, struct 
 	return rc;
 }
 
-static int run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)
+int store_run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
+	struct db_stmt *st = store_prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
 				      " (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')",
 				   err);
 	int step;
 
 	if (!st)
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	step = db_step(st);
 	db_finalize(st);
 	if (step == DB_ROW)
 		return TP_OK;
 	if (step == DB_DONE)
 		return tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
-	return db_fail(err, r->db, "read run");
+	return store_db_fail(err, r->db, "read run");
 }
 
 /* The lowest rank of the run's ready artifacts (0 when none); -1 on error. */
 static int lowest_rank(struct store_reader *r, const char *run, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	struct db_stmt *st = store_prepare(r, "SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.status='ready'", err);
 	int rank, step;
 
 	if (!st)
 		return -1;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	step = db_step(st);
 	rank = step == DB_ROW ? db_column_int(st, 0) : -1;
 	if (step != DB_ROW)
-		db_fail(err, r->db, "read ranks");
+		store_db_fail(err, r->db, "read ranks");
 	db_finalize(st);
 	return rank;
 }
@@ -2341,7 +2262,7 @@ void store_rows_free(struct store_rows *rows)
 }
 
 /* Every row of st (finalized here) into out, its columns named cols. */
-static int rows_read(struct store_reader *r, struct db_stmt *st, const char *const *cols, int ncols,
+int store_rows_read(struct store_reader *r, struct db_stmt *st, const char *const *cols, int ncols,
 		     struct store_rows *out, struct tp_errbuf *err)
 {
 	size_t cap = 0;
@@ -2379,19 +2300,19 @@ static int rows_read(struct store_reader *r, struct db_stmt *st, const char *con
 	if (!fail && step == DB_DONE)
 		return TP_OK;
 	store_rows_free(out);
-	return fail || step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
+	return fail || step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read");
 }
 
 /* 0 when the run has an artifact of rank (any status), else -1 with err set (rank_not_found: 404). */
 static int rank_exists(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT 1 FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	struct db_stmt *st = store_prepare(r, "SELECT 1 FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.rank=?2 LIMIT 1", err);
 	int step;
 
 	if (!st)
 		return -1;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	db_bind_int(st, 2, rank);
 	step = db_step(st);
 	db_finalize(st);
@@ -2401,31 +2322,27 @@ static int rank_exists(struct store_reader *r, const char *run, int rank, struct
 		tp_fail(err, TP_ERR_NOTFOUND, "rank_not_found", "run '%s' has no rank %d (GET /api/v1/runs/%s/ranks"
 			" lists its ranks)", run, rank, run);
 	else
-		db_fail(err, r->db, "read ranks");
+		store_db_fail(err, r->db, "read ranks");
 	return -1;
 }
 
 /* Check the run (and rank, when given) and resolve rank -1 to its lowest rank; -1 with err set on failure. */
-static int rank_of(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+int store_rank_of(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
-	if (run_exists(r, run, err))
+	if (store_run_exists(r, run, err))
 		return -1;
 	if (rank >= 0)
 		return rank_exists(r, run, rank, err) ? -1 : rank;
 	return lowest_rank(r, run, err);
 }
 
-/* The ready artifacts of one rank of a run, for joins (?1 run name, ?2 rank). */
-#define RANK_ARTIFACTS "SELECT a.id FROM artifacts a JOIN runs r ON r.id=a.run_id" \
-	" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready'"
-
-static struct db_stmt *prepare_rank(struct store_reader *r, const char *sql, const char *run, int rank,
+struct db_stmt *store_prepare_rank(struct store_reader *r, const char *sql, const char *run, int rank,
 				  struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, sql, err);
+	struct db_stmt *st = store_prepare(r, sql, err);
 
 	if (st) {
-		bind_text(st, 1, run);
+		store_bind_text(st, 1, run);
 		db_bind_int(st, 2, rank);
 	}
 	return st;
@@ -2441,10 +2358,10 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 
 	*out = NULL;
 	*n = 0;
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, COALESCE(cpu_dur_ns, dur_ns), " STEP_COMPS ","
+	st = store_prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, COALESCE(cpu_dur_ns, dur_ns), " STEP_COMPS ","
 			     " comm_overlap_ns, incomplete, whole_trace, COALESCE(gpu_busy_ns, kernel_ns) FROM steps"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
@@ -2475,7 +2392,7 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 	tp_free(*out);
 	*out = NULL;
 	*n = 0;
-	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read steps");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read steps");
 }
 
 void store_table_free(struct store_table *t)
@@ -2498,16 +2415,16 @@ static int table(struct store_reader *r, const char *run, int rank, int sel, lon
 
 	out->rank = rank;
 	out->sel = sel;
-	if (!(st = prepare_rank(r, list_sql, run, rank, err)))
+	if (!(st = store_prepare_rank(r, list_sql, run, rank, err)))
 		return TP_ERR_DB;
 	db_bind_int(st, 3, sel);
 	db_bind_int64(st, 4, limit);
-	if (rows_read(r, st, cols, ncols, &out->list, err))
+	if (store_rows_read(r, st, cols, ncols, &out->list, err))
 		return err->rc;
-	if (!(st = prepare_rank(r, total_sql, run, rank, err)))
+	if (!(st = store_prepare_rank(r, total_sql, run, rank, err)))
 		return TP_ERR_DB;
 	db_bind_int(st, 3, sel);
-	return rows_read(r, st, tcols, 3, &out->total, err);
+	return store_rows_read(r, st, tcols, 3, &out->total, err);
 }
 
 static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" };
@@ -2518,9 +2435,8 @@ static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" }
  * Self CPU / CPU total, or the device's columns; on the GPU only the rows with device time or
  * device memory, as a trace has only operators that launched GPU work).
  */
-enum { OPS_TRACE, OPS_KEYAVG };
-static const char *const ops_sources[] = { "trace", "key_averages" };
-static const char *const ops_from[] = {
+const char *const store_ops_sources[] = { "trace", "key_averages" };
+const char *const store_ops_from[] = {
 	"(SELECT artifact_id, name, calls, self_ns, total_ns FROM op_stats WHERE device=?3)",
 	"(SELECT artifact_id, name, calls, CASE ?3 WHEN 0 THEN self_cpu_ns ELSE self_dev_ns END self_ns,"
 	" CASE ?3 WHEN 0 THEN cpu_total_ns ELSE dev_total_ns END total_ns,"
@@ -2531,9 +2447,9 @@ static const char *const ops_from[] = {
 };
 
 /* OPS_KEYAVG when the rank has key_averages tables and no trace, else OPS_TRACE; -1 on failure. */
-static int ops_source(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
+int store_ops_source(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare_rank(r, "SELECT EXISTS (" RANK_ARTIFACTS " AND a.kind='key_averages'),"
+	struct db_stmt *st = store_prepare_rank(r, "SELECT EXISTS (" RANK_ARTIFACTS " AND a.kind='key_averages'),"
 				       " EXISTS (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err);
 	int step, src;
 
@@ -2542,7 +2458,7 @@ static int ops_source(struct store_reader *r, const char *run, int rank, struct 
 	step = db_step(st);
 	src = step == DB_ROW && db_column_int(st, 0) && !db_column_int(st, 1) ? OPS_KEYAVG : OPS_TRACE;
 	db_finalize(st);
-	return step == DB_ROW ? src : (db_fail(err, r->db, "read artifacts"), -1);
+	return step == DB_ROW ? src : (store_db_fail(err, r->db, "read artifacts"), -1);
 }
 
 int store_ops(struct store_reader *r, const char *run, int rank, int device, const char *sort, long limit,
@@ -2562,16 +2478,16 @@ int store_ops(struct store_reader *r, const char *run, int rank, int device, con
 		;
 	if (i == sizeof(op_sorts) / sizeof(op_sorts[0]))
 		return tp_fail(err, TP_ERR_INVALID, "invalid_parameter", "sort must be self_ns, total_ns, calls or name");
-	if ((rank = rank_of(r, run, rank, err)) < 0 || (src = ops_source(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0 || (src = store_ops_source(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
-	out->source = ops_sources[src];
+	out->source = store_ops_sources[src];
 	/* memory columns only where key_averages printed them */
 	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns%s"
 		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY name ORDER BY %s%s, name LIMIT ?4",
-		 src == OPS_KEYAVG ? ", SUM(mem_bytes), SUM(self_mem_bytes)" : "", ops_from[src], op_sorts[i],
+		 src == OPS_KEYAVG ? ", SUM(mem_bytes), SUM(self_mem_bytes)" : "", store_ops_from[src], op_sorts[i],
 		 i < 3 ? " DESC" : "");
 	snprintf(total, sizeof(total), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
-		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")", ops_from[src]);
+		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")", store_ops_from[src]);
 	if (table(r, run, rank, device, limit, sql, cols, src == OPS_KEYAVG ? 6 : 4, total, tcols, out, err))
 		goto fail;
 	/* the host-side collectives among them, as a group (the prefixes are an_op_is_comm's) */
@@ -2579,17 +2495,17 @@ int store_ops(struct store_reader *r, const char *run, int rank, int device, con
 		 " COALESCE(SUM(total_ns), 0) FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")"
 		 " AND (substr(name, 1, 5) IN ('nccl:', 'gloo:') OR substr(name, 1, 6) = 'c10d::'"
 		 " OR name = 'record_param_comms')",
-		 ops_from[src]);
-	if (!(st = prepare_rank(r, sql, run, rank, err)))
+		 store_ops_from[src]);
+	if (!(st = store_prepare_rank(r, sql, run, rank, err)))
 		goto fail;
 	db_bind_int(st, 3, device);
-	if (rows_read(r, st, ccols, 4, &out->communication, err))
+	if (store_rows_read(r, st, ccols, 4, &out->communication, err))
 		goto fail;
 	/* a key_averages answer's footers, summed over the rank's tables, and their device word */
 	if (src == OPS_KEYAVG) {
-		if (!(st = prepare_rank(r, "SELECT COUNT(*), MAX(device), SUM(self_cpu_total_ns), SUM(self_dev_total_ns)"
+		if (!(st = store_prepare_rank(r, "SELECT COUNT(*), MAX(device), SUM(self_cpu_total_ns), SUM(self_dev_total_ns)"
 				       " FROM keyavg_tables WHERE artifact_id IN (" RANK_ARTIFACTS ")", run, rank, err)) ||
-		    rows_read(r, st, fcols, 4, &out->footers, err))
+		    store_rows_read(r, st, fcols, 4, &out->footers, err))
 			goto fail;
 	}
 	return TP_OK;
@@ -2606,7 +2522,7 @@ int store_kernels(struct store_reader *r, const char *run, int rank, int kind, l
 	static const char *const tcols[] = { "names", "calls", "total_ns" };
 
 	memset(out, 0, sizeof(*out));
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	if (table(r, run, rank, kind, limit,
 		  "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
@@ -2623,28 +2539,22 @@ int store_kernels(struct store_reader *r, const char *run, int rank, int kind, l
 
 /* ---- memory timelines ---- */
 
-struct series {
-	int rank;
-	int64_t artifact, peak_seq;
-	char device[16], source[16];
-};
-
 /*
  * The series a memory read answers from: device given, else the first GPU, else cpu; the
  * best source (PyTorch's own export, then a snapshot, then trace inference). Every artifact
  * of that source on that device is one series, stitched in time (load_points); artifact is
  * the one that holds its highest peak (the newest of equal ones).
  */
-static int pick_series(struct store_reader *r, const char *run, int rank, const char *device, struct series *out,
+int store_pick_series(struct store_reader *r, const char *run, int rank, const char *device, struct series *out,
 		       struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	int step;
 
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = rank;
-	st = prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
+	st = store_prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
 			     " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
 			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END,"
@@ -2652,7 +2562,7 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 			     " LIMIT 1", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	bind_text(st, 3, device);
+	store_bind_text(st, 3, device);
 	step = db_step(st);
 	if (step == DB_ROW) {
 		out->artifact = db_column_int64(st, 0);
@@ -2666,7 +2576,7 @@ static int pick_series(struct store_reader *r, const char *run, int rank, const 
 	if (step == DB_DONE)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory data for rank %d%s%s",
 			       run, rank, device ? " on " : "", device ? device : "");
-	return db_fail(err, r->db, "read memory");
+	return store_db_fail(err, r->db, "read memory");
 }
 
 /* The run's metadata param_bytes for a series of source (PyTorch's export has its own categories: 0). */
@@ -2679,9 +2589,9 @@ static int param_bytes_of(struct store_reader *r, const char *run, const char *s
 	*out = 0;
 	if (!strcmp(source, "pytorch"))
 		return TP_OK;
-	if (!(st = prepare(r, "SELECT metadata FROM runs WHERE name=?1", err)))
+	if (!(st = store_prepare(r, "SELECT metadata FROM runs WHERE name=?1", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	if ((step = db_step(st)) == DB_ROW) {
 		/* a JSON document: read here, so that every engine reads it alike */
 		json_t *meta = json_loads((const char *)db_column_text(st, 0), 0, NULL),
@@ -2692,7 +2602,7 @@ static int param_bytes_of(struct store_reader *r, const char *run, const char *s
 		step = DB_DONE;
 	}
 	db_finalize(st);
-	return step == DB_DONE ? TP_OK : db_fail(err, r->db, "read memory");
+	return step == DB_DONE ? TP_OK : store_db_fail(err, r->db, "read memory");
 }
 
 void store_mem_series_free(struct store_mem_series *s)
@@ -2707,7 +2617,7 @@ void store_mem_series_free(struct store_mem_series *s)
  * st's rows' two integer columns into the arrays *a and *b, empty (NULL,
  * *n 0) before and grown. The last db_step, or DB_ROW when out of memory.
  */
-static int read_pairs(struct db_stmt *st, int64_t **a, int64_t **b, size_t *n)
+int store_read_pairs(struct db_stmt *st, int64_t **a, int64_t **b, size_t *n)
 {
 	size_t cap = 0;
 	int step;
@@ -2737,25 +2647,25 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 	int step;
 
 	memset(out, 0, sizeof(*out));
-	if (pick_series(r, run, rank, device, &s, err))
+	if (store_pick_series(r, run, rank, device, &s, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = s.rank;
 	out->artifact = s.artifact;
 	out->peak_seq = s.peak_seq;
 	memcpy(out->device, s.device, sizeof(out->device));
 	memcpy(out->source, s.source, sizeof(out->source));
-	if (!(st = prepare_rank(r, "SELECT m.artifact_id, m.baseline FROM memory_series m WHERE m.artifact_id IN"
+	if (!(st = store_prepare_rank(r, "SELECT m.artifact_id, m.baseline FROM memory_series m WHERE m.artifact_id IN"
 				   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
 				   " m.first_t_ns, m.artifact_id", run, s.rank, err)))
 		return TP_ERR_DB;
-	bind_text(st, 3, s.device);
-	bind_text(st, 4, s.source);
-	step = read_pairs(st, &out->recordings, &out->baselines, &out->nrecordings);
+	store_bind_text(st, 3, s.device);
+	store_bind_text(st, 4, s.source);
+	step = store_read_pairs(st, &out->recordings, &out->baselines, &out->nrecordings);
 	db_finalize(st);
 	if (step != DB_DONE) {
 		store_mem_series_free(out);
 		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
-					  : db_fail(err, r->db, "read memory");
+					  : store_db_fail(err, r->db, "read memory");
 	}
 	if (param_bytes_of(r, run, s.source, &out->param_bytes, err)) {
 		store_mem_series_free(out);
@@ -2790,10 +2700,10 @@ int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *
 					    : "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1"
 					      " AND device=?2 ORDER BY first_seq", 0, &c->st) != DB_OK) {
 		tp_free(c);
-		return db_fail(err, r->db, "prepare");
+		return store_db_fail(err, r->db, "prepare");
 	}
 	db_bind_int64(c->st, 1, artifact);
-	bind_text(c->st, 2, device);
+	store_bind_text(c->st, 2, device);
 	if (only_seq >= 0)
 		db_bind_int64(c->st, 3, only_seq);
 	*out = c;
@@ -2809,7 +2719,7 @@ static int points_block(struct store_mem_points *c, struct tp_errbuf *err)
 	if (step == DB_DONE)
 		return 0;
 	if (step != DB_ROW)
-		return db_fail(err, c->r->db, "read memory");
+		return store_db_fail(err, c->r->db, "read memory");
 	first = db_column_int64(c->st, 0);
 	n = db_column_int64(c->st, 1);
 	if (n < 1 || n > (1 << 16) || first < 0)	/* blocks are PT_BLOCK */
@@ -2881,19 +2791,19 @@ int store_mem_groups(struct store_reader *r, int64_t artifact, const char *devic
 		     struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "category", "op", "bytes", "count" };
-	struct db_stmt *st = prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
+	struct db_stmt *st = store_prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
 				      " AND device=?2 ORDER BY n", err);
 
 	memset(out, 0, sizeof(*out));
 	if (!st)
 		return TP_ERR_DB;
 	db_bind_int64(st, 1, artifact);
-	bind_text(st, 2, device);
-	return rows_read(r, st, cols, 4, out, err);
+	store_bind_text(st, 2, device);
+	return store_rows_read(r, st, cols, 4, out, err);
 }
 
 /* The peak point of series s, split as /memory reads it: 1, 0 when it has none, or a tp_err. */
-static int series_peak(struct store_reader *r, const char *run, const struct series *s, int64_t row[MEM_POINT_COLS],
+int store_series_peak(struct store_reader *r, const char *run, const struct series *s, int64_t row[MEM_POINT_COLS],
 		       struct tp_errbuf *err)
 {
 	struct store_mem_points *c;
@@ -2959,7 +2869,7 @@ static void canary_row(struct db_stmt *st, struct canary_metrics *m)
 
 static int canary_ops_load(struct store_reader *r, int64_t artifact, struct canary_metrics *m, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT device, name, self_ms, count FROM canary_ops WHERE artifact_id=?1"
+	struct db_stmt *st = store_prepare(r, "SELECT device, name, self_ms, count FROM canary_ops WHERE artifact_id=?1"
 				      " ORDER BY device, n", err);
 	int step, d;
 
@@ -2983,17 +2893,17 @@ static int canary_ops_load(struct store_reader *r, int64_t artifact, struct cana
 	db_finalize(st);
 	if (step == DB_DONE)
 		return TP_OK;
-	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read canary");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read canary");
 }
 
 /*
  * The newest rlhf-canary metrics.json of (run, rank) into *m (cleared first; canary_metrics_clear
  * frees it) and its artifact into *artifact, 0 when the rank has none.
  */
-static int canary_load(struct store_reader *r, const char *run, int rank, struct canary_metrics *m, int64_t *artifact,
+int store_canary_load(struct store_reader *r, const char *run, int rank, struct canary_metrics *m, int64_t *artifact,
 		       struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare_rank(r, "SELECT * FROM canary_metrics WHERE artifact_id=(SELECT MAX(id) FROM ("
+	struct db_stmt *st = store_prepare_rank(r, "SELECT * FROM canary_metrics WHERE artifact_id=(SELECT MAX(id) FROM ("
 				       RANK_ARTIFACTS " AND a.kind='canary_metrics'))", run, rank, err);
 	int step, oom = 0;
 
@@ -3011,7 +2921,7 @@ static int canary_load(struct store_reader *r, const char *run, int rank, struct
 	if (oom)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if (step != DB_ROW && step != DB_DONE)
-		return db_fail(err, r->db, "read canary");
+		return store_db_fail(err, r->db, "read canary");
 	return *artifact ? canary_ops_load(r, *artifact, m, err) : TP_OK;
 }
 
@@ -3019,7 +2929,7 @@ int store_run_canary(struct store_reader *r, const char *run, int rank, int *ran
 		     int64_t *artifact, struct tp_errbuf *err)
 {
 	memset(m, 0, sizeof(*m));
-	if ((rank = rank_of(r, run, rank, err)) < 0 || canary_load(r, run, rank, m, artifact, err))
+	if ((rank = store_rank_of(r, run, rank, err)) < 0 || store_canary_load(r, run, rank, m, artifact, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
 	if (!*artifact)
@@ -3038,21 +2948,21 @@ int store_run_actions(struct store_reader *r, const char *run, int rank, int *ra
 
 	memset(actions, 0, sizeof(*actions));
 	memset(functions, 0, sizeof(*functions));
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	if (!(st = prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp, n FROM lightning_actions"
+	if (!(st = store_prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp, n FROM lightning_actions"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
 				   " artifact_id, n", run, rank, err)) ||
-	    rows_read(r, st, acols, 7, actions, err))
+	    store_rows_read(r, st, acols, 7, actions, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	if (!actions->nrows)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_actions", "run '%s' has no Lightning profiler report for rank %d",
 			       run, rank);
-	if (!(st = prepare_rank(r, "SELECT artifact_id, action, location, ncalls, primitive_calls, tottime_ns, cumtime_ns"
+	if (!(st = store_prepare_rank(r, "SELECT artifact_id, action, location, ncalls, primitive_calls, tottime_ns, cumtime_ns"
 				   " FROM lightning_functions WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY artifact_id,"
 				   " action, n", run, rank, err)) ||
-	    rows_read(r, st, fcols, 7, functions, err)) {
+	    store_rows_read(r, st, fcols, 7, functions, err)) {
 		store_rows_free(actions);
 		return err->rc ? err->rc : TP_ERR_DB;
 	}
@@ -3066,13 +2976,13 @@ int store_run_gpu(struct store_reader *r, const char *run, int rank, int *rank_o
 	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	if (!(st = prepare_rank(r, "SELECT gpu, name, unit, t_ns, value FROM gpu_samples"
+	if (!(st = store_prepare_rank(r, "SELECT gpu, name, unit, t_ns, value FROM gpu_samples"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY gpu, name, t_ns, artifact_id, n",
 				run, rank, err)) ||
-	    rows_read(r, st, cols, 5, out, err))
+	    store_rows_read(r, st, cols, 5, out, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	if (!out->nrows)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_gpu_log", "run '%s' has no nvidia-smi log for rank %d", run, rank);
@@ -3086,17 +2996,17 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
 	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
 	/* SUM of int64 weights that may overflow: TOTAL() is a double and never fails */
-	if (!(st = prepare_rank(r, "SELECT frame, CAST(MIN(TOTAL(self), 9.2e18) AS INTEGER),"
+	if (!(st = store_prepare_rank(r, "SELECT frame, CAST(MIN(TOTAL(self), 9.2e18) AS INTEGER),"
 				   " CAST(MIN(TOTAL(total), 9.2e18) AS INTEGER) FROM stack_frames"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY frame ORDER BY 3 DESC, 2 DESC, frame LIMIT ?3",
 				run, rank, err)))
 		return TP_ERR_DB;
 	db_bind_int(st, 3, top);
-	if (rows_read(r, st, cols, 3, out, err))
+	if (store_rows_read(r, st, cols, 3, out, err))
 		return err->rc;
 	if (!out->nrows)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_stacks", "run '%s' has no folded stacks for rank %d", run, rank);
@@ -3105,7 +3015,7 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
 
 /*
  * A snapshot's segments at dump time: the rank's snapshot with segments on
- * device (default as pick_series: the first GPU), the newest unless artifact
+ * device (default as store_pick_series: the first GPU), the newest unless artifact
  * names another of them.
  */
 int store_memory_segments(struct store_reader *r, const char *run, int rank, const char *device, int64_t artifact,
@@ -3117,15 +3027,15 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 	int step;
 
 	memset(out, 0, sizeof(*out));
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = rank;
-	if (!(st = prepare_rank(r, "SELECT device, artifact_id FROM memory_segments"
+	if (!(st = store_prepare_rank(r, "SELECT device, artifact_id FROM memory_segments"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3) GROUP BY device, artifact_id"
 				   " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device, artifact_id DESC",
 				run, rank, err)))
 		return TP_ERR_DB;
-	bind_text(st, 3, device);
+	store_bind_text(st, 3, device);
 	while ((step = db_step(st)) == DB_ROW) {
 		const char *d = (const char *)db_column_text(st, 0);
 		int64_t id = db_column_int64(st, 1), *v;
@@ -3145,7 +3055,7 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 	db_finalize(st);
 	if (step != DB_ROW && step != DB_DONE) {
 		store_segments_free(out);
-		return db_fail(err, r->db, "read segments");
+		return store_db_fail(err, r->db, "read segments");
 	}
 	if (!out->device[0] || (artifact && out->artifact != artifact)) {
 		int found = out->device[0] != 0;
@@ -3159,7 +3069,7 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 			       " rank %d%s%s", run, rank, device ? " on " : "", device ? device : "");
 	}
 	/* segments and their blocks in one pass: the join keeps a segment without blocks */
-	if (!(st = prepare(r, "SELECT s.n, s.address, s.total_size, s.stream, s.segment_type, b.offset, b.size,"
+	if (!(st = store_prepare(r, "SELECT s.n, s.address, s.total_size, s.stream, s.segment_type, b.offset, b.size,"
 			      " b.requested_size, b.state, b.category, b.op FROM memory_segments s LEFT JOIN memory_blocks b"
 			      " ON b.artifact_id=s.artifact_id AND b.device=s.device AND b.seg=s.n"
 			      " WHERE s.artifact_id=?1 AND s.device=?2 ORDER BY s.n, b.n", err))) {
@@ -3167,8 +3077,8 @@ int store_memory_segments(struct store_reader *r, const char *run, int rank, con
 		return TP_ERR_DB;
 	}
 	db_bind_int64(st, 1, out->artifact);
-	bind_text(st, 2, out->device);
-	if (rows_read(r, st, cols, 11, &out->rows, err)) {
+	store_bind_text(st, 2, out->device);
+	if (store_rows_read(r, st, cols, 11, &out->rows, err)) {
 		store_segments_free(out);
 		return err->rc ? err->rc : TP_ERR_DB;
 	}
@@ -3232,10 +3142,10 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 	*n = 0;
 	if (device)
 		device[0] = 0;
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, " STEP_COMPS ","
+	st = store_prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, " STEP_COMPS ","
 			     " COALESCE(source_artifact, artifact_id), COALESCE(cpu_end_ns, start_ns + dur_ns) FROM steps"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
@@ -3264,12 +3174,12 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 		*out = NULL;
 		*n = 0;
 		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
-					  : db_fail(err, r->db, "read steps");
+					  : store_db_fail(err, r->db, "read steps");
 	}
 	/* memory as /memory answers it by default */
 	if (!device)
 		return TP_OK;
-	if (pick_series(r, run, rank, NULL, &ser, &none))
+	if (store_pick_series(r, run, rank, NULL, &ser, &none))
 		return none.rc == TP_ERR_NOTFOUND ? TP_OK : (*err = none, none.rc);
 	snprintf(device, 16, "%s", ser.device);
 	return *n ? step_allocs(r, &ser, *out, *n, err) : TP_OK;
@@ -3279,7 +3189,7 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, int64_t **nums,
 			  size_t *n, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
+	struct db_stmt *st = store_prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
 				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0 AND whole_trace=0"
 				       " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	size_t cap = 0;
@@ -3317,19 +3227,19 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 		*nums = NULL;
 	}
 	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
-				  : db_fail(err, r->db, "read steps");
+				  : store_db_fail(err, r->db, "read steps");
 }
 
 /* The devices with a memory timeline on a rank, GPUs first, as /memory picks. */
 static int rank_devices(struct store_reader *r, const char *run, struct store_rank *k, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare_rank(r, "SELECT device FROM memory_series"
+	struct db_stmt *st = store_prepare_rank(r, "SELECT device FROM memory_series"
 				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY device"
 				       " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device", run, k->rank, err);
 	struct store_rows rows;
 	int rc;
 
-	if (!st || rows_read(r, st, (const char *const[]){ "device" }, 1, &rows, err))
+	if (!st || store_rows_read(r, st, (const char *const[]){ "device" }, 1, &rows, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	rc = TP_OK;
 	if (rows.nrows && !(k->devices = tp_calloc(rows.nrows, sizeof(*k->devices))))
@@ -3396,11 +3306,11 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 	int rc, step;
 
 	memset(in, 0, sizeof(*in));
-	if ((rc = run_exists(r, run, err)))
+	if ((rc = store_run_exists(r, run, err)))
 		return rc;
-	if (!(st = prepare(r, "SELECT DISTINCT rank FROM (" RUN_TRACES ") ORDER BY rank", err)))
+	if (!(st = store_prepare(r, "SELECT DISTINCT rank FROM (" RUN_TRACES ") ORDER BY rank", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
 		if (grow_array((void **)&in->ranks, &cap, in->nranks + 1, sizeof(*in->ranks)))
 			goto oom;
@@ -3410,11 +3320,11 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 		goto db;
 	db_finalize(st);
 	cap = 0;
-	if (!(st = prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
+	if (!(st = store_prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
 			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns FROM steps s"
 			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.dur_ns, s.step", err)))
 		goto fail;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
 		if (grow_array((void **)&in->steps, &cap, in->nsteps + 1, sizeof(*in->steps)))
 			goto oom;
@@ -3433,11 +3343,11 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 		goto db;
 	db_finalize(st);
 	cap = 0;
-	if (!(st = prepare(r, "SELECT t.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
+	if (!(st = store_prepare(r, "SELECT t.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
 			      " c.time_ns, c.kernels, c.bytes, c.group_size, c.before_op, c.before_ns FROM collectives c"
 			      " JOIN (" RUN_TRACES ") t ON t.id=c.artifact_id ORDER BY t.rank, c.launch_ns, c.start_ns", err)))
 		goto fail;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
 		const char *pg = dist_str(in, &scap, db_column_text(st, 3), 1);
 		const unsigned char *bt = db_column_text(st, 12);
@@ -3461,10 +3371,10 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 		goto db;
 	db_finalize(st);
 	/* the GPU's model, for what bandwidth its links allow: the first trace's first deviceProperties */
-	if (!(st = prepare(r, "SELECT a.meta FROM artifacts a JOIN (" RUN_TRACES ") t ON t.id=a.id"
+	if (!(st = store_prepare(r, "SELECT a.meta FROM artifacts a JOIN (" RUN_TRACES ") t ON t.id=a.id"
 			      " WHERE a.meta IS NOT NULL ORDER BY t.rank, a.id", err)))
 		goto fail;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
 		json_t *meta = json_loads((const char *)db_column_text(st, 0), JSON_ALLOW_NUL, NULL);
 		const char *name = json_string_value(
@@ -3484,7 +3394,7 @@ oom:
 	dist_input_release(in);
 	return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 db:
-	rc = db_fail(err, r->db, "read distributed");
+	rc = store_db_fail(err, r->db, "read distributed");
 	db_finalize(st);
 	dist_input_release(in);
 	return rc;
@@ -3512,13 +3422,13 @@ int store_ranks(struct store_reader *r, const char *run, struct store_rank **out
 
 	*out = NULL;
 	*n = 0;
-	if (run_exists(r, run, err))
+	if (store_run_exists(r, run, err))
 		return err->rc;
-	if (!(st = prepare(r, "SELECT DISTINCT a.rank FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	if (!(st = store_prepare(r, "SELECT DISTINCT a.rank FROM artifacts a JOIN runs r ON r.id=a.run_id"
 			      " WHERE r.name=?1 AND a.status='ready' ORDER BY a.rank", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
-	if (rows_read(r, st, (const char *const[]){ "rank" }, 1, &rows, err))
+	store_bind_text(st, 1, run);
+	if (store_rows_read(r, st, (const char *const[]){ "rank" }, 1, &rows, err))
 		return err->rc;
 	if (rows.nrows && !(*out = tp_calloc(rows.nrows, sizeof(**out))))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -3578,7 +3488,7 @@ static int ends_alloc(struct store_reader *r, struct db_stmt *st, const struct s
 	if (step != DB_DONE) {
 		tp_free(e);
 		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
-				      : db_fail(err, r->db, "read memory at steps");
+				      : store_db_fail(err, r->db, "read memory at steps");
 	}
 	if (!n)
 		return TP_OK;
@@ -3640,9 +3550,9 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	struct db_stmt *st;
 	int step, c, rc;
 
-	if (pick_series(r, run, rank, NULL, &s, &none))
+	if (store_pick_series(r, run, rank, NULL, &s, &none))
 		return none.rc == TP_ERR_NOTFOUND ? TP_OK : (*err = none, none.rc);
-	if ((rc = series_peak(r, run, &s, row, err)) < 0)
+	if ((rc = store_series_peak(r, run, &s, row, err)) < 0)
 		return rc;
 	if (rc) {
 		snprintf(in->mem_source, sizeof(in->mem_source), "%s", s.source);
@@ -3658,7 +3568,7 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 		json_int_t id = atoi(s.device + 5);
 		double best = -INFINITY;
 		int best_int = 0;
-		st = prepare_rank(r, "SELECT a.meta FROM artifacts a WHERE a.id IN (" RANK_ARTIFACTS ")"
+		st = store_prepare_rank(r, "SELECT a.meta FROM artifacts a WHERE a.id IN (" RANK_ARTIFACTS ")"
 				     " AND a.meta IS NOT NULL", run, rank, err);
 		if (!st)
 			return TP_ERR_DB;
@@ -3681,9 +3591,9 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 			in->mem_capacity = 0;
 		db_finalize(st);
 		if (step != DB_DONE)
-			return db_fail(err, r->db, "read device properties");
+			return store_db_fail(err, r->db, "read device properties");
 	}
-	st = prepare_rank(r, "SELECT COALESCE(k.cpu_end_ns, k.start_ns + k.dur_ns) FROM (SELECT DISTINCT step, start_ns,"
+	st = store_prepare_rank(r, "SELECT COALESCE(k.cpu_end_ns, k.start_ns + k.dur_ns) FROM (SELECT DISTINCT step, start_ns,"
 			     " dur_ns, cpu_end_ns FROM steps"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ")) k ORDER BY k.start_ns, k.dur_ns, k.step",
 			     run, rank, err);
@@ -3693,7 +3603,7 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 }
 
 /* What an earlier store_diag_input on r lent. */
-static void diag_lent_clear(struct store_reader *r)
+void store_diag_lent_clear(struct store_reader *r)
 {
 	for (size_t i = 0; i < r->nactions; i++)
 		tp_free((char *)r->actions[i].name);
@@ -3713,14 +3623,14 @@ static int64_t col_or(struct db_stmt *st, int i)
 static int diag_lightning(struct store_reader *r, const char *run, int rank, struct diag_input *in,
 			  struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare_rank(r, "SELECT action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
+	struct db_stmt *st = store_prepare_rank(r, "SELECT action, calls, mean_ns, total_ns, share_bp FROM lightning_actions"
 					   " WHERE artifact_id=(SELECT MAX(id) FROM (" RANK_ARTIFACTS
 					   " AND a.kind='lightning_report')) ORDER BY n", run, rank, err);
 	int step;
 
 	if (!st)
 		return TP_ERR_DB;
-	diag_lent_clear(r);
+	store_diag_lent_clear(r);
 	while ((step = db_step(st)) == DB_ROW) {
 		struct diag_action *a = tp_realloc(r->actions, (r->nactions + 1) * sizeof(*a));
 		char *name = tp_strdup((const char *)db_column_text(st, 0));
@@ -3737,7 +3647,7 @@ static int diag_lightning(struct store_reader *r, const char *run, int rank, str
 	}
 	db_finalize(st);
 	if (step != DB_DONE)
-		return db_fail(err, r->db, "read lightning actions");
+		return store_db_fail(err, r->db, "read lightning actions");
 	in->actions = r->actions;
 	in->nactions = r->nactions;
 	return TP_OK;
@@ -3751,7 +3661,7 @@ static int diag_lightning(struct store_reader *r, const char *run, int rank, str
  */
 static int diag_gpu(struct store_reader *r, const char *run, int rank, struct diag_input *in, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare_rank(r,
+	struct db_stmt *st = store_prepare_rank(r,
 		"WITH s AS (SELECT gpu, t_ns, n, artifact_id, name, value FROM gpu_samples"
 		" WHERE artifact_id IN (" RANK_ARTIFACTS " AND a.kind='gpu_log')),"
 		" u AS (SELECT gpu, AVG(value) mean, COUNT(*) k, SUM(value < ?3) low FROM"
@@ -3785,7 +3695,7 @@ static int diag_gpu(struct store_reader *r, const char *run, int rank, struct di
 	}
 	db_finalize(st);
 	if (step != DB_DONE)
-		return db_fail(err, r->db, "read gpu samples");
+		return store_db_fail(err, r->db, "read gpu samples");
 	in->gpus = r->gpus;
 	return TP_OK;
 }
@@ -3794,7 +3704,7 @@ static int diag_gpu(struct store_reader *r, const char *run, int rank, struct di
 static int diag_canary(struct store_reader *r, const char *run, int rank, struct diag_input *in, struct tp_errbuf *err)
 {
 	int64_t artifact;
-	int rc = canary_load(r, run, rank, &r->canary, &artifact, err);
+	int rc = store_canary_load(r, run, rank, &r->canary, &artifact, err);
 
 	in->canary = !rc && artifact ? &r->canary : NULL;
 	return rc;
@@ -3809,21 +3719,21 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 
 	memset(in, 0, sizeof(*in));
 	*durs = NULL;
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	in->rank = rank;
-	if (!(st = prepare_rank(r, "SELECT COUNT(*) FROM (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err)))
+	if (!(st = store_prepare_rank(r, "SELECT COUNT(*) FROM (" RANK_ARTIFACTS " AND a.kind='trace')", run, rank, err)))
 		return TP_ERR_DB;
 	step = db_step(st);
 	in->traces = step == DB_ROW ? db_column_int64(st, 0) : 0;
 	db_finalize(st);
 	if (step != DB_ROW)
-		return db_fail(err, r->db, "read artifacts");
+		return store_db_fail(err, r->db, "read artifacts");
 	if (rank_durations(r, run, rank, durs, nums, &in->nsteps, err))
 		return err->rc;
 	in->step_dur_ns = *durs;
 	/* complete steps, or the whole trace when it has none */
-	st = prepare_rank(r, "SELECT COALESCE(SUM(dur_ns), 0), COALESCE(SUM(kernel_ns), 0), COALESCE(SUM(memcpy_ns), 0),"
+	st = store_prepare_rank(r, "SELECT COALESCE(SUM(dur_ns), 0), COALESCE(SUM(kernel_ns), 0), COALESCE(SUM(memcpy_ns), 0),"
 			     " COALESCE(SUM(memset_ns), 0), COALESCE(SUM(communication_ns), 0), COALESCE(SUM(runtime_ns), 0),"
 			     " COALESCE(SUM(dataloader_ns), 0), COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0),"
 			     " COALESCE(SUM(comm_overlap_ns), 0), COALESCE(SUM(whole_trace), 0),"
@@ -3846,8 +3756,8 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	}
 	db_finalize(st);
 	if (step != DB_ROW)
-		return db_fail(err, r->db, "read steps");
-	st = prepare_rank(r, "SELECT kind, COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0),"
+		return store_db_fail(err, r->db, "read steps");
+	st = store_prepare_rank(r, "SELECT kind, COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0),"
 			     " COALESCE(SUM(tiny_calls), 0), COALESCE(SUM(tiny_ns), 0),"
 			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%dtoh%' THEN calls END), 0),"
 			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%dtoh%' THEN total_ns END), 0),"
@@ -3879,14 +3789,14 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	}
 	db_finalize(st);
 	if (step != DB_DONE)
-		return db_fail(err, r->db, "read kernels");
-	st = prepare_rank(r, "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) FROM op_stats"
+		return store_db_fail(err, r->db, "read kernels");
+	st = store_prepare_rank(r, "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) FROM op_stats"
 			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=0 AND name=?3", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	for (i = 0; i < DIAG_NSYNC; i++) {
 		db_reset(st);
-		bind_text(st, 3, diag_sync_names[i]);
+		store_bind_text(st, 3, diag_sync_names[i]);
 		if ((step = db_step(st)) != DB_ROW)
 			break;
 		in->sync_calls[i] = db_column_int64(st, 0);
@@ -3894,7 +3804,7 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	}
 	db_finalize(st);
 	if (i != DIAG_NSYNC)
-		return db_fail(err, r->db, "read ops");
+		return store_db_fail(err, r->db, "read ops");
 	return diag_memory(r, run, rank, in, err) || diag_canary(r, run, rank, in, err) ||
 	       diag_lightning(r, run, rank, in, err) || diag_gpu(r, run, rank, in, err) ? err->rc : TP_OK;
 }
@@ -3906,14 +3816,14 @@ int store_metrics(struct store_reader *r, const char *run, const char *name, str
 	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
-	if (run_exists(r, run, err))
+	if (store_run_exists(r, run, err))
 		return err->rc;
-	if (!(st = prepare(r, "SELECT m.step, m.name, m.value FROM metrics m JOIN runs r ON r.id=m.run_id"
+	if (!(st = store_prepare(r, "SELECT m.step, m.name, m.value FROM metrics m JOIN runs r ON r.id=m.run_id"
 			      " WHERE r.name=?1 AND (?2 IS NULL OR m.name=?2) ORDER BY m.name, m.step", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
-	bind_text(st, 2, name);
-	return rows_read(r, st, cols, 3, out, err);
+	store_bind_text(st, 1, run);
+	store_bind_text(st, 2, name);
+	return store_rows_read(r, st, cols, 3, out, err);
 }
 
 int store_baseline_of(struct store_reader *r, const char *run, char out[129], struct tp_errbuf *err)
@@ -3921,13 +3831,13 @@ int store_baseline_of(struct store_reader *r, const char *run, char out[129], st
 	struct db_stmt *st;
 	int step;
 
-	if (run_exists(r, run, err))
+	if (store_run_exists(r, run, err))
 		return err->rc;
 	/* the newest, should two ever be marked (PATCH keeps one per project) */
-	if (!(st = prepare(r, "SELECT b.name FROM runs b, runs t WHERE t.name=?1 AND b.baseline <> 0"
+	if (!(st = store_prepare(r, "SELECT b.name FROM runs b, runs t WHERE t.name=?1 AND b.baseline <> 0"
 			      " AND b.project IS NOT DISTINCT FROM t.project ORDER BY b.id DESC LIMIT 1", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	step = db_step(st);
 	if (step == DB_ROW)
 		snprintf(out, 129, "%s", db_column_text(st, 0));
@@ -3937,7 +3847,7 @@ int store_baseline_of(struct store_reader *r, const char *run, char out[129], st
 	if (step == DB_DONE)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_baseline", "the project of run '%s' has no baseline run:"
 			       " PATCH one with {\"baseline\": true}, or give base", run);
-	return db_fail(err, r->db, "read baseline");
+	return store_db_fail(err, r->db, "read baseline");
 }
 
 /* Rows (name, calls, ns[, kind]) of st (bound) into items; finalizes st. */
@@ -3965,7 +3875,7 @@ static int load_items(struct store_reader *r, struct db_stmt *st, struct compare
 	db_finalize(st);
 	if (step == DB_DONE)
 		return TP_OK;
-	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read");
 }
 
 /* The peak of the series memory reads answer from, when there is one. */
@@ -3975,7 +3885,7 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 	struct series s;
 	int64_t row[MEM_POINT_COLS];
 	struct db_stmt *st;
-	int rc = pick_series(r, run, out->rank, NULL, &s, &none), step;
+	int rc = store_pick_series(r, run, out->rank, NULL, &s, &none), step;
 
 	if (rc == TP_ERR_NOTFOUND)
 		return TP_OK;
@@ -3983,7 +3893,7 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 		return tp_fail(err, rc, none.code, "%s", none.msg);
 	if (s.peak_seq < 0)
 		return TP_OK;
-	if ((rc = series_peak(r, run, &s, row, err)) < 0)
+	if ((rc = store_series_peak(r, run, &s, row, err)) < 0)
 		return rc;
 	if (rc) {
 		out->has_memory = 1;
@@ -3992,14 +3902,14 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 		memcpy(out->peak_cat, &row[1], sizeof(out->peak_cat));
 		out->peak_bytes = row[MEM_COL_ALLOCATED];
 	}
-	if (!(st = prepare(r, "SELECT max_reserved FROM memory_series WHERE artifact_id=?1 AND device=?2", err)))
+	if (!(st = store_prepare(r, "SELECT max_reserved FROM memory_series WHERE artifact_id=?1 AND device=?2", err)))
 		return TP_ERR_DB;
 	db_bind_int64(st, 1, s.artifact);
-	bind_text(st, 2, s.device);
+	store_bind_text(st, 2, s.device);
 	step = db_step(st);
 	out->reserved_bytes = step == DB_ROW && db_column_type(st, 0) != DB_NULL ? db_column_int64(st, 0) : -1;
 	db_finalize(st);
-	return step == DB_ROW ? TP_OK : db_fail(err, r->db, "read memory");
+	return step == DB_ROW ? TP_OK : store_db_fail(err, r->db, "read memory");
 }
 
 int store_compare_input(struct store_reader *r, const char *run, int rank, struct compare_run *out,
@@ -4022,36 +3932,36 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	memcpy(out->comp_ns, in.comp_ns, sizeof(out->comp_ns));
 	if ((out->has_canary = in.canary != NULL))
 		out->canary = in.canary->perf;
-	if ((src = ops_source(r, run, out->rank, err)) < 0)
+	if ((src = store_ops_source(r, run, out->rank, err)) < 0)
 		return err->rc;
-	out->ops_source = ops_sources[src];
+	out->ops_source = store_ops_sources[src];
 	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls), SUM(self_ns), 0 FROM %s WHERE artifact_id IN ("
-		 RANK_ARTIFACTS ") GROUP BY name", ops_from[src]);
-	if (!(st = prepare_rank(r, sql, run, out->rank, err)))
+		 RANK_ARTIFACTS ") GROUP BY name", store_ops_from[src]);
+	if (!(st = store_prepare_rank(r, sql, run, out->rank, err)))
 		return TP_ERR_DB;
 	db_bind_int(st, 3, AN_DEV_CPU);
 	if ((rc = load_items(r, st, &out->ops, &out->nops, err)))
 		return rc;
-	if (!(st = prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE artifact_id IN ("
+	if (!(st = store_prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE artifact_id IN ("
 			       RANK_ARTIFACTS ") GROUP BY kind, name", run, out->rank, err)) ||
 	    (rc = load_items(r, st, &out->kernels, &out->nkernels, err)))
 		return rc ? rc : TP_ERR_DB;
 	if ((rc = compare_memory(r, run, out, err)))
 		return rc;
 	/* the newest Lightning report's actions (one name may be printed twice: summed), the stacks' frames */
-	if (!(st = prepare_rank(r, "SELECT action, COALESCE(SUM(calls), 0), SUM(total_ns), 0 FROM lightning_actions"
+	if (!(st = store_prepare_rank(r, "SELECT action, COALESCE(SUM(calls), 0), SUM(total_ns), 0 FROM lightning_actions"
 			       " WHERE artifact_id=(SELECT MAX(id) FROM (" RANK_ARTIFACTS " AND a.kind='lightning_report'))"
 			       " AND total_ns IS NOT NULL GROUP BY action", run, out->rank, err)) ||
 	    (rc = load_items(r, st, &out->actions, &out->nactions, err)))
 		return rc ? rc : TP_ERR_DB;
-	if (!(st = prepare_rank(r, "SELECT frame, SUM(self), SUM(total), 0 FROM stack_frames WHERE artifact_id IN ("
+	if (!(st = store_prepare_rank(r, "SELECT frame, SUM(self), SUM(total), 0 FROM stack_frames WHERE artifact_id IN ("
 			       RANK_ARTIFACTS " AND a.kind='stacks') GROUP BY frame", run, out->rank, err)) ||
 	    (rc = load_items(r, st, &out->frames, &out->nframes, err)))
 		return rc ? rc : TP_ERR_DB;
-	if (!(st = prepare(r, "SELECT m.name, AVG(m.value), COUNT(*) FROM metrics m JOIN runs r ON r.id=m.run_id"
+	if (!(st = store_prepare(r, "SELECT m.name, AVG(m.value), COUNT(*) FROM metrics m JOIN runs r ON r.id=m.run_id"
 			      " WHERE r.name=?1 GROUP BY m.name", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
 		if (out->nmetrics == cap) {
 			struct compare_metric *nm = tp_realloc(out->metrics, (cap = cap ? cap * 2 : 8) * sizeof(*nm));
@@ -4069,7 +3979,7 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	db_finalize(st);
 	if (step == DB_DONE)
 		return TP_OK;
-	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : db_fail(err, r->db, "read metrics");
+	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read metrics");
 }
 
 int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err)
@@ -4083,7 +3993,7 @@ int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *e
 	memset(out, 0, sizeof(*out));
 	if ((rc = store_reader_open(st, &r, err)))
 		return rc;
-	q = prepare(r, "SELECT (SELECT COUNT(*) FROM runs),"
+	q = store_prepare(r, "SELECT (SELECT COUNT(*) FROM runs),"
 		       " (SELECT COUNT(*) FROM artifacts WHERE status='ready'),"
 		       " (SELECT COUNT(*) FROM artifacts WHERE status='error'),"
 		       " (SELECT COUNT(*) FROM artifacts WHERE status='ingesting')", err);
@@ -4098,7 +4008,7 @@ int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *e
 		out->ingesting = db_column_int64(q, 3);
 		out->db_bytes = db_size(r->db);
 	} else {
-		rc = db_fail(err, r->db, "count");
+		rc = store_db_fail(err, r->db, "count");
 	}
 	db_finalize(q);
 	store_reader_close(r);
@@ -4123,7 +4033,7 @@ static void strmap_free(struct strmap *m)
 
 static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *m, struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT key & 4294967295, s FROM strings WHERE key BETWEEN ?1 AND ?2"
+	struct db_stmt *st = store_prepare(r, "SELECT key & 4294967295, s FROM strings WHERE key BETWEEN ?1 AND ?2"
 				      " ORDER BY key", err);
 	int rc = TP_OK;
 
@@ -4171,7 +4081,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 
 	if ((rc = strmap_load(r, artifact, &strs, err)))
 		return rc;
-	st = prepare(r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2 AND kind=?3 ORDER BY key",
+	st = store_prepare(r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2 AND kind=?3 ORDER BY key",
 		     err);
 	if (!st) {
 		strmap_free(&strs);
@@ -4220,7 +4130,7 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct store_raw_info *out,
 		   struct tp_errbuf *err)
 {
-	struct db_stmt *st = prepare(r, "SELECT a.raw_encoding, a.name, a.bytes,"
+	struct db_stmt *st = store_prepare(r, "SELECT a.raw_encoding, a.name, a.bytes,"
 				      " (SELECT COUNT(*) FROM raw_chunks WHERE key BETWEEN a.id<<32 AND (a.id<<32)|4294967295)"
 				      " FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.id=?2 AND a.status!='ingesting'", err);
@@ -4228,7 +4138,7 @@ int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct s
 
 	if (!st)
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	db_bind_int64(st, 2, id);
 	if (db_step(st) == DB_ROW) {
 		snprintf(out->encoding, sizeof(out->encoding), "%s", db_column_text(st, 0));
@@ -4246,7 +4156,7 @@ int store_raw_info(struct store_reader *r, const char *run, int64_t id, struct s
 int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void **data, size_t *len,
 		    struct tp_errbuf *err)
 {
-	if (!r->raw && !(r->raw = prepare(r, "SELECT data FROM raw_chunks WHERE key=?1", err)))
+	if (!r->raw && !(r->raw = store_prepare(r, "SELECT data FROM raw_chunks WHERE key=?1", err)))
 		return TP_ERR_DB;
 	db_reset(r->raw);
 	db_bind_int64(r->raw, 1, (id << 32) | seq);
@@ -4292,25 +4202,25 @@ int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t 
 	struct db_stmt *st;
 	int step;
 
-	if ((rank = rank_of(r, run, rank, err)) < 0)
+	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	if (!(t = tp_calloc(1, sizeof(*t))))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	t->r = r;
 	t->start = start_ns;
 	t->end = end_ns;
-	if (!(st = prepare_rank(r, "SELECT a.id, a.base_ns FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	if (!(st = store_prepare_rank(r, "SELECT a.id, a.base_ns FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				   " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace' ORDER BY a.id",
 				run, rank, err))) {
 		store_trace_close(t);
 		return TP_ERR_DB;
 	}
-	step = read_pairs(st, &t->ids, &t->bases, &t->nart);
+	step = store_read_pairs(st, &t->ids, &t->bases, &t->nart);
 	db_finalize(st);
 	if (step != DB_DONE) {
 		store_trace_close(t);
 		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
-					  : db_fail(err, r->db, "read artifacts");
+					  : store_db_fail(err, r->db, "read artifacts");
 	}
 	t->lim = t->nart;
 	if (!(t->run = tp_strdup(run))) {
@@ -4331,7 +4241,7 @@ int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, str
 	*base_ns = t->nart ? t->bases[0] : 0;
 	if (!t->nart)
 		return TP_OK;
-	if (!(st = prepare(t->r, "SELECT meta FROM artifacts WHERE id=?1", err)))
+	if (!(st = store_prepare(t->r, "SELECT meta FROM artifacts WHERE id=?1", err)))
 		return TP_ERR_DB;
 	db_bind_int64(st, 1, t->ids[0]);
 	step = db_step(st);
@@ -4341,7 +4251,7 @@ int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, str
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	db_finalize(st);
-	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, t->r->db, "read artifact");
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, t->r->db, "read artifact");
 }
 
 int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
@@ -4359,7 +4269,7 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 			if ((rc = strmap_load(t->r, a, &t->strs, err)))
 				return rc;
 			/* blocks that may hold events in the window (written times), and those without times */
-			t->blocks = prepare(t->r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
+			t->blocks = store_prepare(t->r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
 						  " AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
 						  " ORDER BY kind, key", err);
 			if (!t->blocks)
@@ -4381,7 +4291,7 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 			continue;
 		}
 		if (step != DB_ROW)
-			return db_fail(err, t->r->db, "read events");
+			return store_db_fail(err, t->r->db, "read events");
 		size_t cnt = (size_t)db_column_int64(t->blocks, 0);
 		const uint8_t *data = db_column_blob(t->blocks, 1);
 		size_t len = (size_t)db_column_bytes(t->blocks, 1);
@@ -4418,7 +4328,7 @@ int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi
 	*hi = INT64_MIN;
 	if (k >= t->nart)
 		return TP_OK;
-	if (!(st = prepare(t->r, "SELECT MIN(min_ts), MAX(max_end) FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
+	if (!(st = store_prepare(t->r, "SELECT MIN(min_ts), MAX(max_end) FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
 				 " AND min_ts IS NOT NULL", err)))
 		return TP_ERR_DB;
 	db_bind_int64(st, 1, t->ids[k] << 32);
@@ -4429,7 +4339,7 @@ int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi
 		*hi = db_column_int64(st, 1);
 	}
 	db_finalize(st);
-	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, t->r->db, "read event bounds");
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, t->r->db, "read event bounds");
 }
 
 void store_trace_skip(struct store_trace *t, size_t k)
@@ -4455,15 +4365,15 @@ int store_trace_inflight(struct store_trace *t, int64_t *id, struct tp_errbuf *e
 	int step;
 
 	*id = INT64_MAX;
-	if (!(st = prepare(t->r, "SELECT MIN(a.id) FROM artifacts a JOIN runs r ON r.id=a.run_id"
+	if (!(st = store_prepare(t->r, "SELECT MIN(a.id) FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				 " WHERE r.name=?1 AND a.status='ingesting'", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, t->run);
+	store_bind_text(st, 1, t->run);
 	step = db_step(st);
 	if (step == DB_ROW && db_column_type(st, 0) != DB_NULL)
 		*id = db_column_int64(st, 0);
 	db_finalize(st);
-	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, t->r->db, "read artifacts");
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, t->r->db, "read artifacts");
 }
 
 uint64_t store_serial(const struct store *st)
@@ -4493,7 +4403,6 @@ const char *store_trace_string(const struct store_trace *t, uint32_t id)
 	return strmap_get(&t->strs, id);
 }
 
-
 /* ---- ranks waiting to be derived again ---- */
 
 /* The run id of (run, rank)'s first ready trace artifact other than artifact (0: none), or of run itself
@@ -4509,8 +4418,8 @@ static int rank_trace_run(struct store_writer *w, const char *run, int rank, int
 				      "SELECT a.run_id FROM artifacts a JOIN runs r ON r.id=a.run_id"
 				      " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready' AND a.kind='trace'"
 				      " AND a.id<>?3 LIMIT 1", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
-	bind_text(st, 1, run);
+		return store_db_fail(err, w->db, "prepare");
+	store_bind_text(st, 1, run);
 	if (!any_run) {
 		db_bind_int(st, 2, rank);
 		db_bind_int64(st, 3, artifact);
@@ -4518,7 +4427,7 @@ static int rank_trace_run(struct store_writer *w, const char *run, int rank, int
 	if ((step = db_step(st)) == DB_ROW)
 		*run_id = db_column_int64(st, 0);
 	db_finalize(st);
-	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, w->db, "read rank");
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, w->db, "read rank");
 }
 
 int store_rank_has_trace(struct store_writer *w, const char *run, int rank, int *has, struct tp_errbuf *err)
@@ -4546,21 +4455,21 @@ int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t 
 		return TP_OK;
 	if (db_prepare(w->db, "INSERT INTO rank_pending(run_id, rank, seq) VALUES(?1, ?2, 1)"
 				      " ON CONFLICT(run_id, rank) DO UPDATE SET seq=rank_pending.seq+1", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
+		return store_db_fail(err, w->db, "prepare");
 	db_bind_int64(st, 1, run_id);
 	db_bind_int(st, 2, rank);
 	step = db_step(st);
 	db_finalize(st);
 	if (step != DB_DONE)
-		return db_fail(err, w->db, "mark rank");
-	for (i = 0; i < sizeof(rank_tables) / sizeof(rank_tables[0]) && !rc; i++) {
+		return store_db_fail(err, w->db, "mark rank");
+	for (i = 0; i < sizeof(store_rank_tables) / sizeof(store_rank_tables[0]) && !rc; i++) {
 		char sql[128];
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", rank_tables[i]);
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", store_rank_tables[i]);
 		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
-			return db_fail(err, w->db, "prepare");
+			return store_db_fail(err, w->db, "prepare");
 		db_bind_int64(st, 1, artifact);
 		if (db_step(st) != DB_DONE)
-			rc = db_fail(err, w->db, "defer rank analysis");
+			rc = store_db_fail(err, w->db, "defer rank analysis");
 		db_finalize(st);
 	}
 	if (!rc) {
@@ -4594,10 +4503,10 @@ int store_rank_pending(struct store_reader *r, const char *run, struct store_pen
 
 	*out = NULL;
 	*n = 0;
-	if (!(st = prepare(r, "SELECT r.name, p.rank, p.seq FROM rank_pending p JOIN runs r ON r.id=p.run_id"
+	if (!(st = store_prepare(r, "SELECT r.name, p.rank, p.seq FROM rank_pending p JOIN runs r ON r.id=p.run_id"
 			      " WHERE ?1 IS NULL OR r.name=?1 ORDER BY r.name, p.rank", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
 		if (*n == cap) {
 			size_t nc = cap ? cap * 2 : 8;
@@ -4617,7 +4526,7 @@ int store_rank_pending(struct store_reader *r, const char *run, struct store_pen
 		store_pending_free(v, *n);
 		*n = 0;
 		return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory")
-					  : db_fail(err, r->db, "read pending ranks");
+					  : store_db_fail(err, r->db, "read pending ranks");
 	}
 	if (!run && !*n)
 		atomic_store(&r->store->marks_clear, marks);
@@ -4631,15 +4540,15 @@ int store_rank_seq(struct store_reader *r, const char *run, int rank, int64_t *s
 	int step;
 
 	*seq = 0;
-	if (!(st = prepare(r, "SELECT p.seq FROM rank_pending p JOIN runs r ON r.id=p.run_id"
+	if (!(st = store_prepare(r, "SELECT p.seq FROM rank_pending p JOIN runs r ON r.id=p.run_id"
 			      " WHERE r.name=?1 AND p.rank=?2", err)))
 		return TP_ERR_DB;
-	bind_text(st, 1, run);
+	store_bind_text(st, 1, run);
 	db_bind_int(st, 2, rank);
 	if ((step = db_step(st)) == DB_ROW)
 		*seq = db_column_int64(st, 0);
 	db_finalize(st);
-	return step == DB_ROW || step == DB_DONE ? TP_OK : db_fail(err, r->db, "read pending rank");
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, r->db, "read pending rank");
 }
 
 int store_rank_settled(struct store_writer *w, const char *run, int rank, int64_t seq, struct tp_errbuf *err)
@@ -4649,18 +4558,18 @@ int store_rank_settled(struct store_writer *w, const char *run, int rank, int64_
 
 	if (db_prepare(w->db, "DELETE FROM rank_pending WHERE rank=?2 AND (?3 < 0 OR seq=?3)"
 				      " AND run_id=(SELECT id FROM runs WHERE name=?1)", 0, &st) != DB_OK)
-		return db_fail(err, w->db, "prepare");
-	bind_text(st, 1, run);
+		return store_db_fail(err, w->db, "prepare");
+	store_bind_text(st, 1, run);
 	db_bind_int(st, 2, rank);
 	db_bind_int64(st, 3, seq);
 	step = db_step(st);
 	db_finalize(st);
-	return step == DB_DONE ? TP_OK : db_fail(err, w->db, "unmark rank");
+	return step == DB_DONE ? TP_OK : store_db_fail(err, w->db, "unmark rank");
 }
 
 int store_read_snapshot(struct store_reader *r, int on, struct tp_errbuf *err)
 {
 	if (on)
-		return exec(r->db, "BEGIN", err) || exec(r->db, "SELECT 1 FROM runs LIMIT 1", err) ? TP_ERR_DB : TP_OK;
-	return exec(r->db, "COMMIT", err) ? TP_ERR_DB : TP_OK;
+		return store_exec(r->db, "BEGIN", err) || store_exec(r->db, "SELECT 1 FROM runs LIMIT 1", err) ? TP_ERR_DB : TP_OK;
+	return store_exec(r->db, "COMMIT", err) ? TP_ERR_DB : TP_OK;
 }

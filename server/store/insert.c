@@ -1,0 +1,694 @@
+/*
+ * insert.c: the derived rows an upload's results are stored as, one
+ * insert_* per kind: a trace's steps, collectives, operators and kernels; the
+ * memory series with their point blocks, groups and a snapshot's segments;
+ * a Lightning report's actions, folded stacks, an nvidia-smi log, a
+ * key_averages table, an rlhf-canary metrics.json.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "store/evpack.h"
+#include "ingest/textfmt.h"
+#include "store/store_int.h"
+
+/*
+ * n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
+ * old (SELECT n, data of that row; NULL: none looked at) finds the row holds them already.
+ */
+int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t artifact,
+			   const char *device, int64_t first_seq, const int64_t (*rows)[MEM_POINT_COLS],
+			   const uint8_t *nul, size_t n, uint8_t *buf, struct store_blocks *count, struct tp_errbuf *err)
+{
+	size_t len = ptpack_encode(buf, rows, nul, n);
+	int r, same = 0;
+
+	if (old) {
+		db_bind_int64(old, 1, artifact);
+		db_bind_text(old, 2, device, -1, DB_STATIC);
+		db_bind_int64(old, 3, first_seq);
+		if ((r = db_step(old)) == DB_ROW)
+			same = db_column_int64(old, 0) == (int64_t)n && db_column_bytes(old, 1) == (int)len &&
+			       !memcmp(db_column_blob(old, 1), buf, len);
+		db_reset(old);
+		if (r != DB_ROW && r != DB_DONE)
+			return store_db_fail(err, db, "read memory");
+		if (count)
+			count->kept += same, count->written += !same;
+		if (same)
+			return TP_OK;
+	}
+	db_bind_int64(ins, 1, artifact);
+	db_bind_text(ins, 2, device, -1, DB_STATIC);
+	db_bind_int64(ins, 3, first_seq);
+	db_bind_int64(ins, 4, (int64_t)n);
+	db_bind_blob(ins, 5, buf, (int)len, DB_STATIC);
+	r = db_step(ins);
+	db_reset(ins);
+	return r == DB_DONE ? TP_OK : store_db_fail(err, db, "insert memory");
+}
+
+/* The blocks of (artifact, device) from point n on (device NULL: of every device no series has). */
+int store_drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int rc = TP_OK;
+
+	if (db_prepare(db, device ? "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2 AND first_seq >= ?3"
+				  : "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device NOT IN"
+				    " (SELECT device FROM memory_series WHERE artifact_id=?1)", 0, &st) != DB_OK)
+		return store_db_fail(err, db, "prepare");
+	db_bind_int64(st, 1, artifact);
+	if (device) {
+		db_bind_text(st, 2, device, -1, DB_STATIC);
+		db_bind_int64(st, 3, n);
+	}
+	if (db_step(st) != DB_DONE)
+		rc = store_db_fail(err, db, "delete memory");
+	db_finalize(st);
+	return rc;
+}
+
+/* Run one prepared statement per row: bind(st, i) binds row i. */
+static int insert_rows(struct store_writer *w, const char *sql, size_t n,
+		       void (*bind)(struct db_stmt *, const struct store_final *, int64_t, size_t),
+		       const struct store_final *f, int64_t artifact, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	size_t i;
+	int rc = TP_OK;
+
+	if (!n)
+		return TP_OK;
+	if (db_prepare(w->db, sql, 0, &st) != DB_OK)
+		return store_db_fail(err, w->db, "prepare");
+	if (db_batch_begin(w->db))
+		rc = store_db_fail(err, w->db, "insert analysis");
+	for (i = 0; i < n && !rc; i++) {
+		bind(st, f, artifact, i);
+		if (db_step(st) != DB_DONE)
+			rc = store_db_fail(err, w->db, "insert analysis");
+		db_reset(st);
+	}
+	if (db_batch_end(w->db) && !rc)
+		rc = store_db_fail(err, w->db, "insert analysis");
+	db_finalize(st);
+	return rc;
+}
+
+static void bind_step(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_step *s = &f->analysis->steps[i];
+	int c;
+
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, s->step);
+	db_bind_int64(st, 3, tp_sat_add(s->start_ns, f->base_ns));
+	db_bind_int64(st, 4, s->dur_ns);
+	for (c = 0; c < AN_NCOMP; c++)
+		db_bind_int64(st, 5 + c, s->comp_ns[c]);
+	db_bind_int64(st, 5 + AN_NCOMP, s->cpu_dur_ns);
+	db_bind_int64(st, 6 + AN_NCOMP, s->comm_overlap_ns);
+	db_bind_int(st, 7 + AN_NCOMP, s->incomplete);
+	db_bind_int(st, 8 + AN_NCOMP, s->whole_trace);
+	db_bind_int64(st, 9 + AN_NCOMP, s->gpu_busy_ns);
+	if (f->step_src && f->step_src[i])
+		db_bind_int64(st, 10 + AN_NCOMP, f->step_src[i]);
+	else
+		db_bind_null(st, 10 + AN_NCOMP);
+	db_bind_int64(st, 11 + AN_NCOMP, tp_sat_add(s->cpu_end_ns, f->base_ns));
+	db_bind_int64(st, 12 + AN_NCOMP, s->sync_calls);
+	db_bind_int64(st, 13 + AN_NCOMP, s->sync_ns);
+}
+
+static void bind_op(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_op *o = &f->analysis->ops[i];
+
+	db_bind_int64(st, 1, artifact);
+	db_bind_int(st, 2, o->device);
+	db_bind_text(st, 3, f->str(f->str_payload, o->name), -1, DB_STATIC);
+	db_bind_int64(st, 4, o->calls);
+	db_bind_int64(st, 5, o->self_ns);
+	db_bind_int64(st, 6, o->total_ns);
+}
+
+static void bind_kernel(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	const struct an_kernel *k = &f->analysis->kernels[i];
+
+	db_bind_int64(st, 1, artifact);
+	db_bind_int(st, 2, k->kind);
+	db_bind_text(st, 3, f->str(f->str_payload, k->name), -1, DB_STATIC);
+	db_bind_int64(st, 4, k->calls);
+	db_bind_int64(st, 5, k->total_ns);
+	db_bind_int64(st, 6, k->min_ns);
+	db_bind_int64(st, 7, k->max_ns);
+	db_bind_int64(st, 8, k->tiny_calls);
+	db_bind_int64(st, 9, k->tiny_ns);
+	db_bind_int64(st, 10, k->bps_ns);
+	db_bind_double(st, 11, k->bps_sum);
+	db_bind_int64(st, 12, k->occ_ns);
+	db_bind_double(st, 13, k->occ_sum);
+}
+
+static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i,
+		      const struct an_coll *c)
+{
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, (int64_t)i);
+	if (c->step >= 0)
+		db_bind_int64(st, 3, c->step);
+	else
+		db_bind_null(st, 3);
+	db_bind_text(st, 4, an_ckind_names[c->kind], -1, DB_STATIC);
+	db_bind_text(st, 5, c->pg ? f->str(f->str_payload, c->pg) : "", -1, DB_STATIC);
+	if (c->seq >= 0)
+		db_bind_int64(st, 6, c->seq);
+	else
+		db_bind_null(st, 6);
+	db_bind_int64(st, 7, tp_sat_add(c->launch_ns, f->base_ns));
+	db_bind_int64(st, 8, tp_sat_add(c->start_ns, f->base_ns));
+	db_bind_int64(st, 9, tp_sat_add(c->end_ns, f->base_ns));
+	db_bind_int64(st, 10, c->time_ns);
+	db_bind_int64(st, 11, c->kernels);
+	if (c->bytes >= 0)
+		db_bind_int64(st, 12, c->bytes);
+	else
+		db_bind_null(st, 12);
+	if (c->group_size > 0)
+		db_bind_int64(st, 13, c->group_size);
+	else
+		db_bind_null(st, 13);
+	if (c->before_op)
+		db_bind_text(st, 14, f->str(f->str_payload, c->before_op), -1, DB_STATIC);
+	else
+		db_bind_null(st, 14);
+	db_bind_int64(st, 15, c->before_ns);
+}
+
+/*
+ * f's collectives, read back from the analysis' runs as they are inserted (they are not held),
+ * from the from-th on (store_rank_replace's: those before are stored already).
+ */
+static int insert_colls(struct store_writer *w, int64_t artifact, const struct store_final *f, size_t from,
+			struct tp_errbuf *err)
+{
+	const struct an_coll *c;
+	struct db_stmt *st;
+	struct rcur cur;
+	size_t i = 0;
+	int rc = TP_OK;
+
+	if (f->analysis->ncolls <= from)
+		return TP_OK;
+	if (db_prepare(w->db, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
+			      " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", 0, &st) != DB_OK)
+		return store_db_fail(err, w->db, "prepare");
+	if (an_colls_open(f->analysis, &cur))
+		rc = cur.err ? TP_ERR_IO : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	else if (db_batch_begin(w->db))
+		rc = store_db_fail(err, w->db, "insert analysis");
+	while (!rc && (c = rcur_next(&cur))) {
+		if (i < from) {
+			i++;
+			continue;
+		}
+		bind_coll(st, f, artifact, i++, c);
+		if (db_step(st) != DB_DONE)
+			rc = store_db_fail(err, w->db, "insert analysis");
+		db_reset(st);
+	}
+	if (!rc && cur.err)
+		rc = TP_ERR_IO;
+	if (rc == TP_ERR_IO && !err->rc)
+		tp_fail(err, rc, "temp_file", "collectives: cannot read their temporary file: %s", strerror(cur.err));
+	if (db_batch_end(w->db) && !rc)
+		rc = store_db_fail(err, w->db, "insert analysis");
+	db_finalize(st);
+	rcur_close(&cur);
+	return rc;
+}
+
+/* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
+static int step_reset(struct store_writer *w, struct db_stmt *st, struct tp_errbuf *err)
+{
+	int r = db_step(st);
+
+	db_reset(st);
+	return r == DB_DONE ? TP_OK : store_db_fail(err, w->db, "insert memory");
+}
+
+static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
+			   struct tp_errbuf *err);
+
+struct point_ins {
+	struct store_writer *w;
+	int64_t artifact, base_ns;	/* base_ns: added to the times of a source other than "pytorch" */
+	const struct mem_series *ms;
+	struct db_stmt *pt, *old;	/* old: the stored block looked at first (NULL: none) */
+	struct store_blocks *count;
+	struct tp_errbuf *err;
+	struct mem_prefix pre;		/* of the points so far (pre.n: the next one's seq) */
+	int64_t (*rows)[MEM_POINT_COLS];	/* the block being filled: PT_BLOCK rows */
+	uint8_t *nul;
+	uint8_t *buf;			/* ptpack_bound(PT_BLOCK) */
+	size_t n;
+};
+
+/* The points gathered so far as one row of memory_point_blocks. */
+static int flush_points(struct point_ins *x)
+{
+	size_t n = x->n;
+
+	if (!n)
+		return TP_OK;
+	x->n = 0;
+	return store_put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->pre.n - (int64_t)n,
+			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->count, x->err);
+}
+
+static int insert_point(void *arg, const struct mem_point *p)
+{
+	struct point_ins *x = arg;
+	int64_t *row = x->rows[x->n];
+
+	row[0] = tp_sat_add(p->t_ns, x->base_ns);
+	for (int c = 0; c < MEM_NCAT; c++)
+		row[1 + c] = p->cat[c];
+	row[MEM_COL_ALLOCATED] = mem_prefix_add(&x->pre, p);
+	row[MEM_COL_RESERVED] = p->reserved >= 0 ? p->reserved : 0;
+	x->nul[x->n++] = p->reserved < 0;
+	return x->n == PT_BLOCK ? flush_points(x) : TP_OK;
+}
+
+static void bind_opt(struct db_stmt *st, int i, int64_t v);
+
+/*
+ * A series' points, groups and row. With old (store_rank_replace's), the points go over the
+ * blocks stored under artifact: a block that holds them already stays, the ones past the last
+ * point go (not in a batch: each block is looked at first). The blocks before ms->same stay
+ * unread, when this server alone writes (another may have written them since).
+ */
+static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *old, struct store_blocks *count,
+			 struct db_stmt *se, struct db_stmt *gr, struct tp_errbuf *err)
+{
+	size_t same = old && !w->store->shared ? ms->same : 0;
+	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .old = old, .count = count, .err = err,
+			       .pre = same ? ms->pre : MEM_PREFIX_INIT,
+			       .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
+	int64_t peak;
+	int rc = !old && db_batch_begin(w->db) ? store_db_fail(err, w->db, "insert memory") : TP_OK;
+	size_t i;
+
+	if (count)
+		count->unread += (int64_t)(same / PT_BLOCK);
+
+	x.rows = tp_malloc(PT_BLOCK * sizeof(*x.rows));
+	x.nul = tp_malloc(PT_BLOCK);
+	x.buf = tp_malloc(ptpack_bound(PT_BLOCK));
+	if (!rc && (!x.rows || !x.nul || !x.buf))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (!rc && (rc = mem_series_each_from(ms, same, insert_point, &x)) && !err->rc)	/* a replay's own failure */
+		rc = rc == TP_ERR_IO	       ? tp_fail(err, rc, "temp_file", "memory series: cannot read its temporary file")
+		     : rc == TP_ERR_UNSUPPORTED ? tp_fail(err, rc, NULL, "memory series: cannot go on from its mark")
+						: tp_fail(err, rc, NULL, "memory series: out of memory");
+	if (!rc)
+		rc = flush_points(&x);
+	tp_free(x.rows);
+	tp_free(x.nul);
+	tp_free(x.buf);
+	if (!rc && old)
+		rc = store_drop_points_after(w->db, artifact, ms->device, x.pre.n, err);
+	if (!rc && old && db_batch_begin(w->db))
+		rc = store_db_fail(err, w->db, "insert memory");
+	peak = x.pre.best_at;
+	for (i = 0; i < ms->ngroups && !rc; i++) {
+		const struct mem_group *g = &ms->groups[i];
+		db_bind_int64(gr, 1, artifact);
+		db_bind_text(gr, 2, ms->device, -1, DB_STATIC);
+		db_bind_int64(gr, 3, (int64_t)i);
+		db_bind_text(gr, 4, mem_cat_names[g->cat & 7], -1, DB_STATIC);
+		store_bind_text(gr, 5, g->op);
+		db_bind_int64(gr, 6, g->bytes);
+		if (g->count >= 0)
+			db_bind_int64(gr, 7, g->count);
+		else
+			db_bind_null(gr, 7);
+		rc = step_reset(w, gr, err);
+	}
+	if (db_batch_end(w->db) && !rc)
+		rc = store_db_fail(err, w->db, "insert memory");
+	if (!rc && ms->nsegs)
+		rc = insert_segments(w, artifact, ms, err);
+	if (rc)
+		return rc;
+	db_bind_int64(se, 1, artifact);
+	store_bind_text(se, 2, ms->device);
+	store_bind_text(se, 3, ms->source);
+	db_bind_int64(se, 4, (int64_t)ms->n);
+	bind_opt(se, 5, peak);
+	db_bind_int64(se, 6, ms->baseline);
+	if (x.pre.n)
+		db_bind_int64(se, 7, tp_sat_add(x.pre.first_t, x.base_ns));
+	else
+		db_bind_null(se, 7);
+	if (peak >= 0)
+		db_bind_int64(se, 8, x.pre.best);
+	else
+		db_bind_null(se, 8);
+	bind_opt(se, 9, x.pre.max_reserved);
+	return step_reset(w, se, err);
+}
+
+/* A snapshot's segments and their blocks at dump time. */
+static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
+			   struct tp_errbuf *err)
+{
+	struct db_stmt *sg = NULL, *bl = NULL;
+	int rc = TP_OK;
+
+	if (db_prepare(w->db, "INSERT INTO memory_segments(artifact_id, device, n, address, total_size, stream,"
+				      " segment_type) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &sg) != DB_OK ||
+	    db_prepare(w->db, "INSERT INTO memory_blocks(artifact_id, device, seg, n, offset, size, requested_size,"
+				      " state, category, op) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", 0, &bl) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < ms->nsegs && !rc; i++) {
+		const struct mem_segment *x = &ms->segs[i];
+		db_bind_int64(sg, 1, artifact);
+		store_bind_text(sg, 2, ms->device);
+		db_bind_int64(sg, 3, (int64_t)i);
+		db_bind_int64(sg, 4, x->address);
+		db_bind_int64(sg, 5, x->total_size);
+		db_bind_int64(sg, 6, x->stream);
+		store_bind_text(sg, 7, x->type[0] ? x->type : NULL);
+		rc = step_reset(w, sg, err);
+		for (size_t k = 0; k < x->nblocks && !rc; k++) {
+			const struct mem_block *b = &x->blocks[k];
+			db_bind_int64(bl, 1, artifact);
+			store_bind_text(bl, 2, ms->device);
+			db_bind_int64(bl, 3, (int64_t)i);
+			db_bind_int64(bl, 4, (int64_t)k);
+			db_bind_int64(bl, 5, b->offset);
+			db_bind_int64(bl, 6, b->size);
+			db_bind_int64(bl, 7, b->requested);
+			store_bind_text(bl, 8, mem_block_states[b->state & 3]);
+			store_bind_text(bl, 9, b->cat >= 0 ? mem_cat_names[b->cat & 7] : NULL);
+			store_bind_text(bl, 10, b->op);
+			rc = step_reset(w, bl, err);
+		}
+	}
+	db_finalize(sg);
+	db_finalize(bl);
+	return rc;
+}
+
+/* keep (counting there): the artifact's blocks are gone over, not new (insert_series) */
+static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			 struct store_blocks *keep, struct tp_errbuf *err)
+{
+	struct db_stmt *pt = NULL, *old = NULL, *se = NULL, *gr = NULL;
+	int rc = TP_OK;
+	size_t i;
+
+	if (db_prepare(w->db, keep ? "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+				     " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(artifact_id, device, first_seq) DO UPDATE"
+				     " SET n=excluded.n, data=excluded.data"
+				   : "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+				     " VALUES(?1, ?2, ?3, ?4, ?5)", 0, &pt) != DB_OK ||
+	    (keep && db_prepare(w->db, "SELECT n, data FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2"
+					" AND first_seq=?3", 0, &old) != DB_OK) ||
+	    db_prepare(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
+				      " baseline, first_t_ns, peak_allocated, max_reserved)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(artifact_id, device) DO UPDATE"
+				      " SET source=excluded.source, points=excluded.points, peak_seq=excluded.peak_seq,"
+				      " baseline=excluded.baseline, first_t_ns=excluded.first_t_ns,"
+				      " peak_allocated=excluded.peak_allocated, max_reserved=excluded.max_reserved",
+				      0, &se) != DB_OK ||
+	    db_prepare(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	for (i = 0; i < f->nmem && !rc; i++)
+		rc = insert_series(w, artifact, f, &f->mem[i], pt, old, keep, se, gr, err);
+	db_finalize(pt);
+	db_finalize(old);
+	db_finalize(se);
+	db_finalize(gr);
+	return rc;
+}
+
+static void bind_opt(struct db_stmt *st, int i, int64_t v)
+{
+	if (v < 0)
+		db_bind_null(st, i);
+	else
+		db_bind_int64(st, i, v);
+}
+
+/* A Lightning report's actions. */
+static int insert_actions(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	struct db_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (db_prepare(w->db, "INSERT INTO lightning_actions(artifact_id, n, action, calls, mean_ns, total_ns,"
+				      " share_bp) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &st) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->nactions && !rc; i++) {
+		const struct tf_action *x = &t->actions[i];
+		db_bind_int64(st, 1, artifact);
+		db_bind_int64(st, 2, (int64_t)i);
+		store_bind_text(st, 3, x->name);
+		bind_opt(st, 4, x->calls);
+		bind_opt(st, 5, x->mean_ns);
+		bind_opt(st, 6, x->total_ns);
+		bind_opt(st, 7, x->share_bp);
+		rc = step_reset(w, st, err);
+	}
+	db_finalize(st);
+	st = NULL;
+	if (!rc && t->nfunctions &&
+	    db_prepare(w->db, "INSERT INTO lightning_functions(artifact_id, action, n, location, ncalls,"
+				      " primitive_calls, tottime_ns, cumtime_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	for (size_t i = 0, k = 0; i < t->nfunctions && !rc; i++) {
+		const struct tf_function *f = &t->functions[i];
+		k = i && f->action == t->functions[i - 1].action ? k + 1 : 0;
+		db_bind_int64(st, 1, artifact);
+		db_bind_int64(st, 2, (int64_t)f->action);
+		db_bind_int64(st, 3, (int64_t)k);
+		store_bind_text(st, 4, f->location);
+		db_bind_int64(st, 5, f->ncalls);
+		db_bind_int64(st, 6, f->primitive_calls);
+		db_bind_int64(st, 7, f->tottime_ns);
+		db_bind_int64(st, 8, f->cumtime_ns);
+		rc = step_reset(w, st, err);
+	}
+	db_finalize(st);
+	return rc;
+}
+
+/* Folded stacks' frames. */
+static int insert_frames(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	struct db_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (db_prepare(w->db, "INSERT INTO stack_frames(artifact_id, frame, self, total) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->nframes && !rc; i++) {
+		db_bind_int64(st, 1, artifact);
+		store_bind_text(st, 2, t->frames[i].name);
+		db_bind_int64(st, 3, t->frames[i].self);
+		db_bind_int64(st, 4, t->frames[i].total);
+		rc = step_reset(w, st, err);
+	}
+	db_finalize(st);
+	return rc;
+}
+
+/* An nvidia-smi log's numeric cells (text columns such as name and pstate are not kept). */
+static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+{
+	struct db_stmt *st = NULL;
+	int rc = TP_OK;
+
+	if (db_prepare(w->db, "INSERT INTO gpu_samples(artifact_id, n, col, gpu, t_ns, name, unit, value)"
+				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	for (size_t i = 0; i < t->ngpu_rows && !rc; i++) {
+		const struct tf_gpu_row *g = &t->gpu_rows[i];
+		for (size_t k = 0; k < t->ngpu_cols && !rc; k++) {
+			if (!t->gpu_units[k][0])
+				continue;	/* timestamp, index, name, pstate */
+			db_bind_int64(st, 1, artifact);
+			db_bind_int64(st, 2, (int64_t)i);
+			db_bind_int64(st, 3, (int64_t)k);
+			db_bind_int(st, 4, g->gpu);
+			if (g->t_ns == INT64_MIN)
+				db_bind_null(st, 5);
+			else
+				db_bind_int64(st, 5, g->t_ns);
+			store_bind_text(st, 6, t->gpu_cols[k]);
+			store_bind_text(st, 7, t->gpu_units[k]);
+			if (isnan(g->v[k]))
+				db_bind_null(st, 8);
+			else
+				db_bind_double(st, 8, g->v[k]);
+			rc = step_reset(w, st, err);
+		}
+	}
+	db_finalize(st);
+	return rc;
+}
+
+/* A key_averages cell by its meaning (textfmt's roles): NULL when the table has no such column. */
+static void bind_cell(struct db_stmt *st, int i, const struct tf_result *t, const struct tf_op *o, int role)
+{
+	int c = t->ka_col[role];
+
+	if (c < 0 || o->v[c] == INT64_MIN)
+		db_bind_null(st, i);
+	else
+		db_bind_int64(st, i, o->v[c]);
+}
+
+static void bind_keyavg(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+{
+	static const int roles[] = { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL, TF_KA_SELF_DEV, TF_KA_DEV_TOTAL,
+				     TF_KA_CPU_MEM, TF_KA_SELF_CPU_MEM, TF_KA_DEV_MEM, TF_KA_SELF_DEV_MEM };
+	const struct tf_op *o = &f->text->ops[i];
+
+	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 2, (int64_t)i);
+	db_bind_text(st, 3, o->name, -1, DB_STATIC);
+	for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
+		bind_cell(st, 4 + (int)k, f->text, o, roles[k]);
+}
+
+/* A key_averages table: its rows (textfmt made sure it has # of Calls) and its footers. */
+static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
+{
+	const struct tf_result *t = f->text;
+	struct db_stmt *st = NULL;
+	int rc;
+
+	if ((rc = insert_rows(w, "INSERT INTO keyavg_ops(artifact_id, n, name, calls, self_cpu_ns, cpu_total_ns,"
+				 " self_dev_ns, dev_total_ns, cpu_mem_bytes, self_cpu_mem_bytes, dev_mem_bytes,"
+				 " self_dev_mem_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+			      t->nops, bind_keyavg, f, artifact, err)))
+		return rc;
+	if (db_prepare(w->db, "INSERT INTO keyavg_tables(artifact_id, device, self_cpu_total_ns,"
+				      " self_dev_total_ns) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
+		return store_db_fail(err, w->db, "prepare");
+	db_bind_int64(st, 1, artifact);
+	store_bind_text(st, 2, t->ka_device[0] ? t->ka_device : NULL);
+	bind_opt(st, 3, t->self_cpu_total_ns);
+	bind_opt(st, 4, t->self_dev_total_ns);
+	rc = step_reset(w, st, err);
+	db_finalize(st);
+	return rc;
+}
+
+static void bind_real(struct db_stmt *st, int i, double v)
+{
+	if (isnan(v))
+		db_bind_null(st, i);
+	else
+		db_bind_double(st, i, v);
+}
+
+/* An rlhf-canary metrics.json: its figures, then its profiler block's top ops. */
+static int insert_canary(struct store_writer *w, int64_t artifact, const struct canary_metrics *m,
+			 struct tp_errbuf *err)
+{
+	const struct canary_perf *f = &m->perf;
+	struct db_stmt *st = NULL;
+	int rc, c = 1;
+
+	if (db_prepare(w->db, "INSERT INTO canary_metrics VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+				      " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,"
+				      " ?28, ?29)", 0, &st) != DB_OK)
+		return store_db_fail(err, w->db, "prepare");
+	db_bind_int64(st, c++, artifact);
+	store_bind_text(st, c++, m->run_id);
+	store_bind_text(st, c++, m->timestamp);
+	store_bind_text(st, c++, m->status);
+	bind_real(st, c++, m->duration_s);
+	store_bind_text(st, c++, m->env_json);
+	store_bind_text(st, c++, m->config_json);
+	db_bind_int64(st, c++, f->steps);
+	for (int i = 0; i < CANARY_NSTAT; i++)
+		bind_real(st, c++, f->step_s[i]);
+	bind_real(st, c++, f->tokens_per_s);
+	bind_real(st, c++, f->max_mem_mb);
+	bind_real(st, c++, f->gpu_util_pct);
+	bind_real(st, c++, f->dataloader_wait_pct);
+	bind_opt(st, c++, m->nan_steps);
+	bind_opt(st, c++, m->inf_steps);
+	bind_real(st, c++, m->final_loss);
+	bind_opt(st, c++, m->loss_diverged);
+	db_bind_int(st, c++, f->has_profiler);
+	store_bind_text(st, c++, m->trace_path);
+	bind_real(st, c++, f->has_profiler ? f->cuda_total_ms : NAN);
+	bind_real(st, c++, f->has_profiler ? f->cpu_total_ms : NAN);
+	bind_real(st, c++, f->has_profiler ? f->self_cuda_total_ms : NAN);
+	rc = step_reset(w, st, err);
+	db_finalize(st);
+	if (rc || db_prepare(w->db, "INSERT INTO canary_ops(artifact_id, device, n, name, self_ms, count)"
+					    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", 0, &st) != DB_OK)
+		return rc ? rc : store_db_fail(err, w->db, "prepare");
+	for (int d = 0; d < 2; d++)
+		for (size_t i = 0; i < m->nops[d] && !rc; i++) {
+			db_bind_int64(st, 1, artifact);
+			db_bind_int(st, 2, d);
+			db_bind_int64(st, 3, (int64_t)i);
+			store_bind_text(st, 4, m->ops[d][i].name);
+			db_bind_double(st, 5, m->ops[d][i].self_ms);
+			db_bind_int64(st, 6, m->ops[d][i].count);
+			rc = step_reset(w, st, err);
+		}
+	db_finalize(st);
+	return rc;
+}
+
+int store_insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			   struct store_blocks *keep, size_t same_colls, struct tp_errbuf *err)
+{
+	const struct an_result *a = f->analysis;
+	int rc;
+
+	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_STACKS && (rc = insert_frames(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_GPULOG && (rc = insert_gpu(w, artifact, f->text, err)))
+		return rc;
+	if (f->text && f->text->kind == TF_KEYAVG && (rc = insert_keyavg(w, artifact, f, err)))
+		return rc;
+	if (f->canary && (rc = insert_canary(w, artifact, f->canary, err)))
+		return rc;
+	if (f->nmem && (rc = insert_memory(w, artifact, f, keep, err)))
+		return rc;
+	if (!a)
+		return TP_OK;
+	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, " STEP_COMPS ","
+				 " cpu_dur_ns, comm_overlap_ns, incomplete, whole_trace, gpu_busy_ns, source_artifact,"
+				 " cpu_end_ns, sync_calls, sync_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+				 " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+			      a->nsteps, bind_step, f, artifact, err)))
+		return rc;
+	if ((rc = insert_colls(w, artifact, f, same_colls, err)))
+		return rc;
+	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", a->nops, bind_op, f, artifact, err)))
+		return rc;
+	return insert_rows(w, "INSERT INTO kernel_stats(artifact_id, kind, name, calls, total_ns, min_ns,"
+			      " max_ns, tiny_calls, tiny_ns, bps_ns, bps_sum, occ_ns, occ_sum)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+			   a->nkernels, bind_kernel, f, artifact, err);
+}

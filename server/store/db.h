@@ -1,7 +1,8 @@
 /*
  * db.h: one SQL connection, whichever engine holds the data: SQLite (a file
- * path, db_sqlite.c) or PostgreSQL (a postgresql:// URI, db_pg.c). store.c
- * speaks only this, so one store serves both engines.
+ * path, db_sqlite.c) or PostgreSQL (a postgresql:// URI, db_pg.c). The
+ * store's files (store_int.h lists them) speak only this, so one store
+ * serves both engines.
  *
  * The interface is SQLite's statement API, narrowed to what the store uses:
  * prepare, bind (1-based), step to DB_ROW or DB_DONE, read columns

@@ -41,8 +41,8 @@ size_t evpack_encode(uint8_t *out, const struct tp_event *ev, size_t n, int64_t 
 int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out);
 
 /*
- * Memory timeline points, packed the same way (store.c's memory_point_blocks):
- * per point, each of memmodel.h's MEM_POINT_COLS columns as the zigzag varint
+ * Memory timeline points, packed the same way (memory_point_blocks: insert.c
+ * writes them, memory.c reads them): per point, each of memmodel.h's MEM_POINT_COLS columns as the zigzag varint
  * of its difference to the previous point's (the first point's to 0), the
  * reserved column as 0 when unknown, else reserved + 1 (wrapping arithmetic:
  * any int64 comes back). Measured on the 1 GB trace's 700,250 points: one

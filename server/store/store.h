@@ -11,8 +11,15 @@
  * (a crash); store_open() removes them whole, since no client was told they
  * succeeded.
  *
- * Reading: a struct store_reader per request (its own connection); answers
- * come back as new jansson references.
+ * Reading: a struct store_reader per request (a connection from a pool).
+ * Reads return rows (struct store_rows) and structs, never JSON: the caller
+ * owns them and frees each with the *_free or *_release function named
+ * beside it, except what a function says it lends (borrowed until a later
+ * call, or until the reader closes). The one JSON here is a run's:
+ * store_run_patch takes a jansson patch (borrowed), and store_runs gives
+ * its tags and metadata as JSON text.
+ *
+ * server/store/store_int.h says which file implements which part.
  */
 #ifndef STORE_H
 #define STORE_H
@@ -338,19 +345,12 @@ void store_mem_points_close(struct store_mem_points *c);
 int store_mem_groups(struct store_reader *r, int64_t artifact, const char *device, struct store_rows *out,
 		     struct tp_errbuf *err);
 /*
- * GET /runs/{run}/memory/segments: a snapshot's segments and blocks at dump
- * time (artifact 0: the rank's newest snapshot with segments on device);
- * NOTFOUND no_segments when there is none.
- */
-/* {"run", "rank", "actions": [...]}: the Lightning reports' actions of (run, rank), largest total first. */
-/*
  * The rank's Lightning actions {artifact, action, calls, mean_ns, total_ns, share_bp, n}, largest
  * total first, and AdvancedProfiler's cProfile rows {artifact, action (its n), location, ncalls,
  * primitive_calls, tottime_ns, cumtime_ns} by artifact, action, row (TP_ERR_NOTFOUND no_actions).
  */
 int store_run_actions(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *actions,
 		      struct store_rows *functions, struct tp_errbuf *err);
-/* {"run", "rank", "frames": [{frame, self, total}]}: the folded stacks of (run, rank), the top frames by total. */
 /*
  * The nvidia-smi logs' samples of (run, rank) {gpu, name, unit, t_ns, value} by GPU index, column name
  * and time (TP_ERR_NOTFOUND no_gpu_log when none).
@@ -368,7 +368,7 @@ int store_run_stacks(struct store_reader *r, const char *run, int rank, int top,
 		     struct store_rows *out, struct tp_errbuf *err);
 /*
  * A snapshot's segments at dump time: the rank's snapshot with segments on device (NULL: as
- * store_memory picks, the first GPU), the newest unless artifact names another of them; rows
+ * store_mem_series picks, the first GPU), the newest unless artifact names another of them; rows
  * {seg, address, total_size, stream, segment_type, offset, size, requested_size, state, category,
  * op} by segment then block (a segment without blocks: one row, its block columns null; a block
  * with a category was alive at dump time). TP_ERR_NOTFOUND no_segments when there is none.
@@ -397,7 +397,8 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
  */
 int store_dist_input(struct store_reader *r, const char *run, struct dist_input *in, struct tp_errbuf *err);
 
-/* {"run", "metrics": [{"step", "name", "value"}]} by name then step; name NULL: every name. */
+/* The run's metrics as rows {step, name, value} by name then step; name NULL: every name.
+ * TP_ERR_NOTFOUND run_not_found when there is no such run. */
 int store_metrics(struct store_reader *r, const char *run, const char *name, struct store_rows *out,
 		  struct tp_errbuf *err);
 /*

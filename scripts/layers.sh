@@ -1,6 +1,7 @@
 #!/bin/sh
 # The layers of server/, checked by their #include lines (CI runs it):
-#   store/      the only code that includes sqlite3.h
+#   store/      the only code that includes sqlite3.h, and store_int.h (its
+#               files' shared structs and helpers: store.h is the interface)
 #   ingest/     the format readers (trace, memory timeline, pickle, snapshot,
 #               numbers, inflate): no store, pipeline, analysis, HTTP or
 #               libmicrohttpd header, no SQLite
@@ -24,6 +25,8 @@ deny() {	# deny DESCRIPTION REGEX FILES...: no file's include may match REGEX
 others=$(find . -name '*.[ch]' ! -path './store/*' | sed 's|^\./||')
 # shellcheck disable=SC2086
 deny "only store/ includes SQLite" 'sqlite3\.h' $others
+# shellcheck disable=SC2086
+deny "store_int.h is store/'s own: include store.h" '(store/)?store_int\.h' $others
 http='microhttpd\.h|http\.h|handlers\.h|routes\.h|cache\.h|metrics\.h'
 # shellcheck disable=SC2046
 deny "parsers include no store, pipeline, analysis or HTTP header" \

@@ -428,18 +428,6 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 	return ends_alloc(r, st, &s, in, err);
 }
 
-/* What an earlier store_diag_input on r lent. */
-void store_diag_lent_clear(struct store_reader *r)
-{
-	for (size_t i = 0; i < r->nactions; i++)
-		tp_free((char *)r->actions[i].name);
-	tp_free(r->actions);
-	tp_free(r->gpus);
-	r->actions = NULL;
-	r->nactions = 0;
-	r->gpus = NULL;
-}
-
 static int64_t col_or(struct db_stmt *st, int i)
 {
 	return db_column_type(st, i) == DB_NULL ? -1 : db_column_int64(st, i);

@@ -254,3 +254,15 @@ int store_read_snapshot(struct store_reader *r, int on, struct tp_errbuf *err)
 		return store_exec(r->db, "BEGIN", err) || store_exec(r->db, "SELECT 1 FROM runs LIMIT 1", err) ? TP_ERR_DB : TP_OK;
 	return store_exec(r->db, "COMMIT", err) ? TP_ERR_DB : TP_OK;
 }
+
+/* What an earlier store_diag_input on r lent. */
+void store_diag_lent_clear(struct store_reader *r)
+{
+	for (size_t i = 0; i < r->nactions; i++)
+		tp_free((char *)r->actions[i].name);
+	tp_free(r->actions);
+	tp_free(r->gpus);
+	r->actions = NULL;
+	r->nactions = 0;
+	r->gpus = NULL;
+}

@@ -4,13 +4,17 @@
  * SQL fragments, and the helpers more than one file calls. store.h is the
  * interface; each file is one concern:
  *
- *   store.c    opening, the schema and its migrations, interrupted uploads,
- *              the heartbeat of a shared database, health, counts, closing
+ *   base.c     what every file calls and which calls none of them: failures,
+ *              exec, text binding, an artifact's rows deleted
+ *   schema.c   the store made ready once: the schema and its migrations,
+ *              interrupted uploads, the heartbeat of a shared database
+ *   store.c    opening, health, counts, closing
  *   writer.c   the writer, its nesting transactions, batches, an artifact's
  *              begin, commit, failure and drop
  *   insert.c   the derived rows of a finished upload, one insert_* per kind
  *   patch.c    PATCH of a run, delete, a rank's tables replaced, metrics
- *   reader.c   the reader, the generation, the row reader, run and rank lookups
+ *   reader.c   the reader, the generation, the row reader, run and rank lookups,
+ *              what a diagnosis input lent freed
  *   runs.c     the runs and artifacts listed, metrics, a project's baseline
  *   tables.c   a rank's steps, operators and kernels
  *   memory.c   memory timelines, point blocks, groups, segments, the step timeline
@@ -107,21 +111,29 @@ struct store_reader {
 #define RANK_ARTIFACTS "SELECT a.id FROM artifacts a JOIN runs r ON r.id=a.run_id" \
 	" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready'"
 
-/* ---- store.c ---- */
+/* ---- base.c ---- */
 
 /* Log what failed and set err from db's last error (storage_error, database_unavailable or
  * database_error); returns that tp_err. */
 int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what);
 /* Run sql on db: 0, or store_db_fail's error. */
 int store_exec(struct db *db, const char *sql, struct tp_errbuf *err);
-/* 0 once the store is set up (migrated, recovered), setting it up if not yet; else the error. */
-int store_ready(struct store *st, struct tp_errbuf *err);
 /* Delete the artifact's rows in every per-artifact table, except (keep_raw) its raw bytes: 0 or a tp_err. */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err);
 /* Delete the artifact's rows and the artifact: 0 or a tp_err. */
 int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err);
 /* Delete the runs left with nothing: no artifact, metadata, tags, project or metrics. */
 extern const char store_empty_runs_sql[];
+
+/* Bind text (copied) or NULL. */
+void store_bind_text(struct db_stmt *st, int col, const char *s);
+
+/* ---- schema.c ---- */
+
+/* 0 once the store is set up (migrated, recovered), setting it up if not yet; else the error. */
+int store_ready(struct store *st, struct tp_errbuf *err);
+/* The heartbeat thread of a server sharing its database (store_open starts it). */
+void *store_beat_main(void *arg);
 
 /* ---- writer.c ---- */
 
@@ -132,9 +144,6 @@ void store_writer_free(struct store_writer *w);
 int store_begin(struct store_writer *w, struct tp_errbuf *err);
 int store_commit(struct store_writer *w, struct tp_errbuf *err);
 void store_rollback(struct store_writer *w);
-/* Bind text (copied) or NULL. */
-void store_bind_text(struct db_stmt *st, int col, const char *s);
-
 /* ---- insert.c ---- */
 
 /* n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
@@ -172,6 +181,8 @@ struct db_stmt *store_prepare_rank(struct store_reader *r, const char *sql, cons
 /* st's rows' two integer columns appended to *a and *b (*n of them): the last db_step, DB_ROW when
  * out of memory. */
 int store_read_pairs(struct db_stmt *st, int64_t **a, int64_t **b, size_t *n);
+/* Free what an earlier store_diag_input on r lent. */
+void store_diag_lent_clear(struct store_reader *r);
 
 /* ---- tables.c ---- */
 
@@ -207,9 +218,5 @@ int store_series_peak(struct store_reader *r, const char *run, const struct seri
 int store_canary_load(struct store_reader *r, const char *run, int rank, struct canary_metrics *m,
 		      int64_t *artifact, struct tp_errbuf *err);
 
-/* ---- inputs.c ---- */
-
-/* Free what an earlier store_diag_input on r lent. */
-void store_diag_lent_clear(struct store_reader *r);
 
 #endif

@@ -291,14 +291,6 @@ int store_write_batch(struct store_writer *w, int64_t artifact, const struct sto
 }
 
 /* Bind text or NULL. */
-void store_bind_text(struct db_stmt *st, int col, const char *s)
-{
-	if (s)
-		db_bind_text(st, col, s, -1, DB_TRANSIENT);
-	else
-		db_bind_null(st, col);
-}
-
 int store_artifact_begin(struct store_writer *w, const char *run, int rank, const char *kind,
 			 const char *name, int64_t *id_out, struct tp_errbuf *err)
 {

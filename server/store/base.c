@@ -1,0 +1,90 @@
+/*
+ * base.c: what every file of server/store/ calls and which calls none of
+ * them: a database failure made an error, a statement run, a text bound,
+ * and an artifact's rows deleted.
+ */
+#include <stdio.h>
+
+#include "store/store_int.h"
+
+int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what)
+{
+	tp_err("%s: %s", what, db ? db_errmsg(db) : "no connection");
+	switch (db ? db_errkind(db) : DB_ERR_OTHER) {
+	case DB_ERR_IO:
+		return tp_fail(err, TP_ERR_IO, "storage_error", "%s: %s", what, db_errstr(db));
+	case DB_ERR_UNAVAILABLE:
+		return tp_fail(err, TP_ERR_UNAVAILABLE, "database_unavailable", "%s: database unavailable", what);
+	default:
+		return tp_fail(err, TP_ERR_DB, "database_error", "%s: %s", what, db ? db_errstr(db) : "no connection");
+	}
+}
+
+int store_exec(struct db *db, const char *sql, struct tp_errbuf *err)
+{
+	return db_exec(db, sql) ? store_db_fail(err, db, "exec") : TP_OK;
+}
+
+void store_bind_text(struct db_stmt *st, int col, const char *s)
+{
+	if (s)
+		db_bind_text(st, col, s, -1, DB_TRANSIENT);
+	else
+		db_bind_null(st, col);
+}
+
+/* Rows of every per-artifact table, except (keep_raw) the raw bytes. */
+int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
+{
+	static const char *const tables[] = { "event_blocks", "strings", "raw_chunks" };
+	struct db_stmt *st;
+	char sql[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]) - (keep_raw ? 1 : 0); i++) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key BETWEEN ?1 AND ?2", tables[i]);
+		if (db_prepare(db, sql, 0, &st) != DB_OK)
+			return store_db_fail(err, db, "prepare delete");
+		db_bind_int64(st, 1, artifact << 32);
+		db_bind_int64(st, 2, (artifact << 32) | 0xffffffffLL);
+		int r = db_step(st);
+		db_finalize(st);
+		if (r != DB_DONE)
+			return store_db_fail(err, db, "delete rows");
+	}
+	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
+					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
+					     "lightning_actions", "lightning_functions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
+					     "canary_metrics", "canary_ops" };
+	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
+		if (db_prepare(db, sql, 0, &st) != DB_OK)
+			return store_db_fail(err, db, "prepare delete");
+		db_bind_int64(st, 1, artifact);
+		int r = db_step(st);
+		db_finalize(st);
+		if (r != DB_DONE)
+			return store_db_fail(err, db, "delete rows");
+	}
+	return TP_OK;
+}
+
+int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int rc;
+
+	if ((rc = store_delete_rows(db, artifact, 0, err)))
+		return rc;
+	if (db_prepare(db, "DELETE FROM artifacts WHERE id=?1", 0, &st) != DB_OK)
+		return store_db_fail(err, db, "prepare delete");
+	db_bind_int64(st, 1, artifact);
+	rc = db_step(st) == DB_DONE ? TP_OK : store_db_fail(err, db, "delete artifact");
+	db_finalize(st);
+	return rc;
+}
+
+const char store_empty_runs_sql[] =
+	"DELETE FROM runs WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE run_id=runs.id)"
+	" AND metadata='{}' AND tags='[]' AND project IS NULL"
+	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id)";

@@ -12,7 +12,7 @@ scripts/deps.sh
 scripts/layers.sh
 if [ "${SANITIZE:-0}" = 1 ]; then dir=build-asan; opts="-DSANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"; else dir=build; opts=""; fi
 # shellcheck disable=SC2086
-cmake -S . -B "$dir" $opts >/dev/null
+cmake -S . -B "$dir" -DBUILD_TESTS=ON $opts >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 # no circle among server/ files (who calls whom, read from the objects' symbols)
 python3 scripts/cycles.py "$dir"
@@ -47,7 +47,7 @@ if [ "${SANITIZE:-0}" != 1 ]; then
 fi
 # the Release configuration users build (the Dockerfile's): -O3 finds warnings -O2 does not
 if [ "${SANITIZE:-0}" != 1 ]; then
-	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake -S . -B build-release -DBUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build-release -j"$(nproc)"
 	# (the allocation-failure loops, tagged slow, ran in build/ above and run under ASan in CI)
 	CK_EXCLUDE_TAGS=slow ctest --test-dir build-release -R unit --output-on-failure

@@ -12,6 +12,7 @@
 
 #include "collect.h"
 #include "port.h"
+#include "tp_version.h"
 
 static const struct subcommand {
 	const char *name;
@@ -34,23 +35,6 @@ static const struct subcommand {
 	"  --help         this text\n"
 
 const char collect_common_help[] = FLAGS_HELP "\nToken, retries and exit codes: trainscope-collect --help\n";
-
-/* What all subcommands share, once, in the top-level help (not repeated in each subcommand's). */
-static const char shared_help[] =
-	"\n"
-	"Environment: TRAINSCOPE_TOKEN is sent as 'Authorization: Bearer TOKEN'. Connection\n"
-	"errors, 5xx and 429 (server busy) answers are retried with exponential backoff and jitter, from\n"
-	"TRAINSCOPE_RETRY_BASE_MS (500) doubling up to TRAINSCOPE_RETRY_MAX_MS (30000);\n"
-	"TRAINSCOPE_RETRY_ATTEMPTS (8; 0 = no limit) bounds the attempts of `upload`.\n"
-	"Any other 4xx answer is never retried: the server's message is printed.\n"
-	"\n"
-	"Exit codes (upload, watch): 0 everything shipped (watch without --once: stopped by\n"
-	"SIGINT or SIGTERM); 1 the server rejected something (4xx, its message printed);\n"
-	"2 bad usage; 3 the server could not be reached or kept failing (5xx) after the\n"
-	"retries; 4 a local error (file, folder, state file).\n"
-	"compare: 0 no regression, 5 a regression, 6 the runs cannot be compared, 1 to 4 as above.\n"
-	"run exits with the command's status (128+N when a signal N ended it, 127 when it\n"
-	"could not be started, 2 for bad usage).\n";
 
 int collect_common_option(struct client *c, int opt, const char *arg)
 {
@@ -90,6 +74,7 @@ int collect_need_run(const struct client *c)
 	return 0;
 }
 
+/* the short usage, on stderr after bad usage */
 static void usage(FILE *f)
 {
 	size_t i;
@@ -97,8 +82,75 @@ static void usage(FILE *f)
 	fprintf(f, "usage: trainscope-collect SUBCOMMAND [flags] ...\n\n");
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
-	fprintf(f, "\n'trainscope-collect SUBCOMMAND --help' for its flags. Every subcommand takes:\n%s%s",
-		FLAGS_HELP, shared_help);
+	fprintf(f, "\n'trainscope-collect --help' for the manual, 'trainscope-collect SUBCOMMAND --help' for its flags.\n");
+}
+
+/* --help: laid out as man/trainscope-collect.1 is (tests/cli.sh holds the two to the same options) */
+static void help(void)
+{
+	size_t i;
+
+	printf("NAME\n"
+	       "  trainscope-collect - ship PyTorch profiler output from training nodes to trainscope-server\n"
+	       "\n"
+	       "SYNOPSIS\n"
+	       "  trainscope-collect upload [flags] FILE...\n"
+	       "  trainscope-collect watch [flags] [--once] [--state DIR] DIR...\n"
+	       "  trainscope-collect run [flags] [--spool DIR] [--spool-max BYTES] [--cupti PATH]\n"
+	       "                         [--drain-timeout S] -- CMD [ARGS...]\n"
+	       "  trainscope-collect compare [flags] [--threshold-pct P] [--alpha A] [--top N] [--json]\n"
+	       "                         [BASE] TARGET\n"
+	       "  trainscope-collect --version | --help\n"
+	       "\n"
+	       "DESCRIPTION\n");
+	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		printf("  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+	printf("  'trainscope-collect SUBCOMMAND --help' says what each does and takes.\n"
+	       "\n"
+	       "OPTIONS\n"
+	       "  Every subcommand takes:%s"
+	       "  upload takes no other.\n"
+	       "  watch:\n"
+	       "  --once         ship what is there now and exit (retried as `upload` is)\n"
+	       "  --state DIR    keep the state files in DIR instead of in each watched folder\n"
+	       "  run:\n"
+	       "  --spool DIR          the spool folder (default: a new one under $TMPDIR)\n"
+	       "  --spool-max BYTES    its bound (env TRAINSCOPE_SPOOL_MAX, default 1073741824)\n"
+	       "  --cupti PATH         the CUPTI library (env TRAINSCOPE_CUPTI_LIB)\n"
+	       "  --drain-timeout S    after CMD exits, how long to keep trying (default 300)\n"
+	       "  compare:\n"
+	       "  --threshold-pct P  a change counts past P percent (server default 5)\n"
+	       "  --alpha A          and when its p-value is under A (server default 0.05)\n"
+	       "  --top N            rows of each table (default 10)\n"
+	       "  --json             print the server's answer as it is instead\n"
+	       "  and alone:\n"
+	       "  --version      print the version and exit\n"
+	       "\n"
+	       "ENVIRONMENT\n"
+	       "  TRAINSCOPE_SERVER, TRAINSCOPE_RUN, TRAINSCOPE_RANK (else RANK): the defaults of\n"
+	       "  --server, --run and --rank. TRAINSCOPE_TOKEN is sent as 'Authorization: Bearer TOKEN'.\n"
+	       "  Connection errors, 5xx and 429 (server busy) answers are retried with exponential\n"
+	       "  backoff and jitter, from TRAINSCOPE_RETRY_BASE_MS (500) doubling up to\n"
+	       "  TRAINSCOPE_RETRY_MAX_MS (30000); TRAINSCOPE_RETRY_ATTEMPTS (8; 0 = no limit) bounds\n"
+	       "  the attempts of `upload`. Any other 4xx answer is never retried: the server's\n"
+	       "  message is printed.\n"
+	       "\n"
+	       "EXIT STATUS\n"
+	       "  Exit codes of upload and watch: 0 everything shipped (watch without --once: stopped\n"
+	       "  by SIGINT or SIGTERM); 1 the server rejected something (4xx, its message printed);\n"
+	       "  2 bad usage; 3 the server could not be reached or kept failing (5xx) after the\n"
+	       "  retries; 4 a local error (file, folder, state file).\n"
+	       "  compare: 0 no regression, 5 a regression, 6 the runs cannot be compared, 1 to 4 as above.\n"
+	       "  run: the command's status (128+N when a signal N ended it, 127 when it could not be\n"
+	       "  started, 2 for bad usage).\n"
+	       "\n"
+	       "EXAMPLES\n"
+	       "  export TRAINSCOPE_SERVER=http://trainscope:8470 TRAINSCOPE_RUN=resnet50-bs64\n"
+	       "  trainscope-collect upload worker0.*.pt.trace.json.gz\n"
+	       "  trainscope-collect watch ./log/profiler &\n"
+	       "  trainscope-collect run -- python train.py\n"
+	       "  trainscope-collect compare resnet50-bs64-main resnet50-bs64\n",
+	       FLAGS_HELP);
 }
 
 int main(int argc, char **argv)
@@ -106,9 +158,17 @@ int main(int argc, char **argv)
 	size_t i;
 	int rc;
 
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? CLIENT_EXIT_USAGE : CLIENT_EXIT_OK;
+	if (argc < 2) {
+		usage(stderr);
+		return CLIENT_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		help();
+		return CLIENT_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("trainscope-collect " TP_VERSION_STRING "\n");
+		return CLIENT_EXIT_OK;
 	}
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		if (!strcmp(argv[1], subcommands[i].name))

@@ -90,9 +90,10 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 	return rc ? rc : store_exec(db, "DROP TABLE memory_points", err);
 }
 
-static int migrate(struct db *db, struct tp_errbuf *err)
+/* name: what the one line a migration logs calls the database (a path; never a URI: it may hold a password) */
+static int migrate(struct db *db, const char *name, struct tp_errbuf *err)
 {
-	int version = db_schema_version(db), i;
+	int version = db_schema_version(db), i, from = version, applied = 0;
 
 	if (version < 0)
 		return store_db_fail(err, db, "read schema version");
@@ -121,8 +122,13 @@ static int migrate(struct db *db, struct tp_errbuf *err)
 		}
 		if (store_exec(db, "COMMIT", err))
 			return TP_ERR_DB;
-		tp_info("applied migration %d", i + 1);
+		tp_dbg("applied migration %d", i + 1);
+		applied++;
 	}
+	if (applied && !from)
+		tp_info("created database %s, schema version %d", name, store_nmigrations);
+	else if (applied)
+		tp_info("migrated database %s from schema version %d to %d", name, from, store_nmigrations);
 	return TP_OK;
 }
 
@@ -277,7 +283,7 @@ static int setup(struct store *st, struct tp_errbuf *err)
 		pthread_mutex_unlock(&st->setup_mu);
 		return TP_OK;
 	}
-	if (!(rc = db_open(st->path, DB_OPEN_CREATE, &db, err)) && !(rc = migrate(db, err)) &&
+	if (!(rc = db_open(st->path, DB_OPEN_CREATE, &db, err)) && !(rc = migrate(db, db_is_postgres(st->path) ? "(PostgreSQL)" : st->path, err)) &&
 	    !(rc = recover(db, st->shared, tp_now_ns() - DEAD_NS, err)) &&
 	    !(rc = st->shared ? beat_once(db, st->server_id, err) : TP_OK)) {
 		atomic_store(&st->ready, 1);

@@ -1,15 +1,24 @@
 #!/bin/sh
-# Installs, on Debian 12, the packages Trainscope builds and tests with,
-# skipping those already there. Needs root (or sudo) only when something is missing.
+# scripts/deps.sh [--test]: installs, on Debian 12, the packages Trainscope builds and runs
+# with (a compiler, cmake, pkg-config, the -dev libraries the server and collector link,
+# node and npm for the dashboards' bundle, curl), skipping those already there; with
+# --test, also what only the tests use (Check, yajl, chromium for tests/browser, python3
+# for scripts/answers.py, PostgreSQL's binaries for scripts/pg.sh), as scripts/test.sh asks.
+# Needs root (or sudo) only when something is missing.
 set -eu
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev \
-libjansson-dev libyajl-dev libcurl4-openssl-dev check chromium python3 curl postgresql"
+libjansson-dev libcurl4-openssl-dev ca-certificates curl"
+case "${1:-}" in
+"") ;;
+--test) pkgs="$pkgs check libyajl-dev chromium python3 postgresql" ;;
+*) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+esac
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-# chromium runs tests/browser; node and npm build the dashboards (web/) and run
-# tests/schema: one installed some other way (NodeSource, nvm) will do
+# node and npm build the dashboards (web/; tests/schema too): one installed some other
+# way (NodeSource, nvm) will do
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0

@@ -7,7 +7,8 @@
 # SANITIZE=1, in build-asan/ with AddressSanitizer and UBSan.
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+# what building and running need, and what only the tests use
+scripts/deps.sh --test
 # the layers of server/ include only what they may (store/ alone speaks SQL; parsers and analysis no HTTP)
 scripts/layers.sh
 if [ "${SANITIZE:-0}" = 1 ]; then dir=build-asan; opts="-DSANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"; else dir=build; opts=""; fi

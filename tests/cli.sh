@@ -2,7 +2,8 @@
 # tests/cli.sh BUILD_DIR: the command lines of the two binaries, as ctest's "cli" runs it.
 # - --version: one line "NAME X.Y.Z" or "NAME X.Y.Z (git HASH)", exit 0;
 # - --help: the man page's sections, exit 0; every option it (and each collector
-#   subcommand's --help) lists is in man/NAME.1; an unknown flag: usage on stderr, exit 2;
+#   subcommand's --help) lists is in man/NAME.1, whose .TH names the same version;
+#   an unknown flag: usage on stderr, exit 2;
 # - cmake --install into a temporary prefix: both binaries (their --version run from
 #   there), the man pages, and libtrainscope-cupti.so where the build has it;
 # - the server: a port in use exits 1 with a clear message and leaves no database (nor
@@ -30,6 +31,8 @@ for name in trainscope-server trainscope-collect; do
 	if [ "$name" = trainscope-collect ]; then
 		for sub in upload watch run compare; do "$bin" $sub --help >>"$tmp/help" || fail "$name $sub --help exited $?"; done
 	fi
+	num=$(echo "$v" | cut -d' ' -f2)
+	grep -q "^\.TH .* \"trainscope $num\"" "$src/man/$name.1" || fail "man/$name.1's .TH does not say trainscope $num"
 	# roff writes a - as \-
 	sed 's/\\-/-/g' "$src/man/$name.1" >"$tmp/man"
 	opts=$(grep -Eo -- '(^|[[ ])--[a-z][a-z-]*' "$tmp/help" | sed 's/^[[ ]//' | sort -u)

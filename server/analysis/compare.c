@@ -45,8 +45,11 @@
  *
  * Operators (host self time) and kernels (GPU time, with memcpy and memset)
  * are compared per step, so runs with different step counts compare
- * fairly; when either run has no steps, per trace. A run without a trace
- * has its operators from its key_averages tables ("ops_source").
+ * fairly: the work inside the complete steps (those the breakdown sums,
+ * h_compare.c reads them) over their count, so that the kernels' times a
+ * step add up to the breakdown's kernel time a step ("in_steps": true).
+ * When either run has no steps, per trace, and "per_note" says why. A run
+ * without a trace has its operators from its key_averages tables ("ops_source").
  *
  * rlhf-canary metrics.json: what its profiler deep-dive notebook prints
  * for a baseline and a slow run (step time and tokens/s in %, memory in
@@ -815,6 +818,23 @@ static int grew_reason(json_t *reasons, const struct row *r, const char *what, i
 	return add_reason(reasons, text);
 }
 
+/* Why operators and kernels are not the work inside the steps a step; JSON null when they are. */
+static json_t *per_note(const struct compare_run *a, const struct compare_run *b)
+{
+	char text[256];
+
+	if (!a->nsteps || !b->nsteps) {
+		snprintf(text, sizeof(text), "%s ProfilerStep spans: operators and kernels are whole-trace totals,"
+			 " not per step", !a->nsteps && !b->nsteps ? "neither run has" : !a->nsteps ? "base has no"
+			 : "target has no");
+		return json_string(text);
+	}
+	if (!a->in_steps || !b->in_steps)
+		return json_string("operators and kernels are whole-trace totals over the step count: they count"
+				   " work outside the steps too");
+	return json_null();
+}
+
 json_t *compare_runs(struct compare_run *base, struct compare_run *target, const struct compare_opts *o)
 {
 	struct time_cmp tc = { 0 };
@@ -882,7 +902,9 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 			"throughput", thr, "memory", mem, "ops", ops_j, "ops_counts", ops_c, "kernels", kern_j,
 			"kernels_counts", kern_c, "ops_source", "base", base->ops_source ? base->ops_source : "trace",
 			"target", target->ops_source ? target->ops_source : "trace", "canary", can);
-	if (out && (json_object_set(out, "actions", acts) || json_object_set(out, "frames", frames))) {
+	if (out && (json_object_set(out, "actions", acts) || json_object_set(out, "frames", frames) ||
+		    json_object_set_new(out, "in_steps", json_boolean(per_step && base->in_steps && target->in_steps)) ||
+		    json_object_set_new(out, "per_note", per_note(base, target)))) {
 		json_decref(out);
 		out = NULL;
 	}

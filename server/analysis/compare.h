@@ -25,7 +25,7 @@
 struct compare_item {
 	char *name;
 	int kind;			/* kernels: enum an_gpu_kind; ops: 0 */
-	int64_t calls, ns;		/* ops: host self time; kernels: GPU time; whole rank */
+	int64_t calls, ns;		/* ops: host self time; kernels: GPU time (compare_run's in_steps says over what) */
 };
 
 struct compare_metric {
@@ -46,6 +46,7 @@ struct compare_run {
 	size_t nops;
 	struct compare_item *kernels;	/* GPU kernels, memcpys and memsets, by (kind, name) */
 	size_t nkernels;
+	int in_steps;			/* ops and kernels are the work inside the complete steps, else whole trace */
 	int has_memory;			/* the fields below are set */
 	char mem_device[16], mem_source[16];
 	int64_t peak_bytes, peak_cat[MEM_NCAT];	/* the highest allocated point */

@@ -3,8 +3,10 @@
  * GET /api/v1/compare on HTA's trace_compare pair, a run against itself, the
  * V100 trace against a copy of it slowed down by this test, two memory
  * timelines that differ in one category; project baselines; per-step
- * metrics (POST all or none, GET) and the throughput they give; errors.
+ * metrics (POST all or none, GET) and the throughput they give; the H200
+ * recordings' per-step kernels against their step breakdown; errors.
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,16 +134,22 @@ START_TEST(test_fixture_pair)
 			ck_assert_msg(!strcmp(str(e, "status"), "unchanged") && num(e, "delta_ns_per_step") == 0 &&
 				      num(e, "delta_calls_per_step") == 0, "%s changed", str(e, "name"));
 
-	/* the add kernel: 3 runs, now 2 (1.5 a step, now 1); the only kernel that changed */
+	/* kernels count the work inside the steps: the add kernel runs 3 times in base's trace, 2 of
+	 * them inside its steps (1 a step), and once inside test's shorter steps (0.5); base's step
+	 * #1010 lasts until its copy ends, which test's never runs inside its steps */
+	ck_assert(json_is_true(json_object_get(j, "in_steps")) && json_is_null(json_object_get(j, "per_note")));
 	kernels = json_object_get(j, "kernels");
-	e = json_array_get(kernels, 0);
-	ck_assert_str_eq(str(e, "name"), ADD_INT);
+	e = entry(kernels, ADD_INT);
+	ck_assert_ptr_nonnull(e);
 	ck_assert_str_eq(str(e, "status"), "changed");
 	ck_assert_str_eq(str(e, "kind"), "kernel");
-	ck_assert(num(e, "base_calls_per_step") == 1.5 && num(e, "target_calls_per_step") == 1);
+	ck_assert(num(e, "base_calls_per_step") == 1 && num(e, "target_calls_per_step") == 0.5);
+	e = entry(kernels, "Memcpy HtoD (Pinned -> Device)");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(str(e, "status"), "removed");
 	counts = json_object_get(j, "kernels_counts");
-	ck_assert_int_eq(num(counts, "changed"), 1);
-	ck_assert_int_eq(num(counts, "changed") + num(counts, "unchanged"), num(counts, "total"));
+	ck_assert_int_eq(num(counts, "removed"), 1);
+	ck_assert_int_eq(num(counts, "changed") + num(counts, "unchanged") + num(counts, "removed"), num(counts, "total"));
 	ck_assert(says(j, "3 operators only in target"));
 	ck_assert(says(j, "step time -44.4%") && says(j, "not significant"));
 	json_decref(j);
@@ -461,6 +469,149 @@ START_TEST(test_metrics)
 }
 END_TEST
 
+/* The trace of tests/fixtures/gpu/<scenario> as run h200-<scenario>. */
+static void upload_h200(const char *scenario)
+{
+	char rel[128], run[64], path[512];
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	snprintf(rel, sizeof(rel), "tests/fixtures/gpu/%s", scenario);
+	char *dir = tu_source_path(rel);
+	ck_assert_msg((dp = opendir(dir)) != NULL, "no %s", dir);
+	snprintf(run, sizeof(run), "h200-%s", scenario);
+	while ((d = readdir(dp))) {
+		size_t len = strlen(d->d_name), blen;
+		if (len < 17 || strcmp(d->d_name + len - 17, ".pt.trace.json.gz"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		uint8_t *b = tu_read_file(path, &blen);
+		ck_assert_ptr_nonnull(b);
+		tu_upload(&srv, run, d->d_name, b, blen);
+		free(b);
+		n++;
+	}
+	closedir(dp);
+	free(dir);
+	ck_assert_int_eq(n, 1);
+}
+
+/* The sum of side's per-step figures of the kernels rows of kind, and how many rows gave one. */
+static double kernel_sum(json_t *j, const char *kind, const char *side, size_t *rows)
+{
+	char key[32];
+	double sum = 0;
+	size_t i;
+	json_t *e;
+
+	snprintf(key, sizeof(key), "%s_ns_per_step", side);
+	*rows = 0;
+	json_array_foreach(json_object_get(j, "kernels"), i, e)
+		if (!strcmp(str(e, "kind"), kind) && json_is_number(json_object_get(e, key))) {
+			sum += num(e, key);
+			(*rows)++;
+		}
+	return sum;
+}
+
+/* The mean of /steps' breakdown component over run's complete steps. */
+static double steps_mean(const char *run, const char *comp)
+{
+	char path[128];
+	size_t i, n = 0;
+	double sum = 0;
+	json_t *e;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/steps", run);
+	json_t *j = get(path, 200);
+	json_array_foreach(json_object_get(j, "steps"), i, e)
+		if (json_is_false(json_object_get(e, "incomplete"))) {
+			sum += num(json_object_get(e, "breakdown_ns"), comp);
+			n++;
+		}
+	json_decref(j);
+	ck_assert_uint_gt(n, 0);
+	return sum / (double)n;
+}
+
+/*
+ * The H200 runs (tests/fixtures/gpu): operators and kernels a step count the work inside the
+ * steps the breakdown sums. healthy's trace holds 161.9 ms of kernels, 115.7 ms of them in its
+ * 5 steps: divided whole, the gemm moved -1.7 ms a step while the kernel time moved +26 us. The
+ * kernels run on one stream, one at a time: their times inside the steps add up to the
+ * breakdown's kernel (and memcpy, memset) time, each row and the breakdown rounded to whole ns,
+ * so within 1 ns a row.
+ */
+START_TEST(test_h200_in_steps)
+{
+	static const char *const pairs[][2] = { { "healthy", "healthy_b" }, { "healthy", "dataloader" } };
+	static const char *const kinds[][2] = { { "kernel", "kernel" }, { "memcpy", "memcpy" }, { "memset", "memset" } };
+	static const char *const sides[] = { "base", "target" };
+	char path[160], run[64];
+	size_t p, k, s, rows, i;
+	json_t *e;
+
+	upload_h200("healthy");
+	upload_h200("healthy_b");
+	upload_h200("dataloader");
+	for (p = 0; p < 2; p++) {
+		snprintf(path, sizeof(path), "/api/v1/compare?base=h200-%s&target=h200-%s&limit=100000", pairs[p][0],
+			 pairs[p][1]);
+		json_t *j = get(path, 200);
+		ck_assert_str_eq(str(j, "verdict"), p ? "regression" : "no_change");
+		ck_assert_str_eq(str(j, "per"), "step");
+		ck_assert(json_is_true(json_object_get(j, "in_steps")) && json_is_null(json_object_get(j, "per_note")));
+		for (s = 0; s < 2; s++) {
+			snprintf(run, sizeof(run), "h200-%s", pairs[p][s]);
+			for (k = 0; k < 3; k++) {
+				double sum = kernel_sum(j, kinds[k][0], sides[s], &rows), bd = NAN;
+				json_array_foreach(json_object_get(j, "breakdown"), i, e)
+					if (!strcmp(str(e, "component"), kinds[k][1]))
+						bd = num(e, s ? "target_ns" : "base_ns");
+				ck_assert_msg(rows > 0 && fabs(sum - bd) <= (double)rows, "%s %s %s: %.0f ns a step in %zu rows,"
+					      " breakdown %.0f", path, sides[s], kinds[k][0], sum, rows, bd);
+				/* and the breakdown is /steps' over the same steps */
+				ck_assert_msg(fabs(bd - steps_mean(run, kinds[k][1])) <= 0.5, "%s %s", run, kinds[k][1]);
+			}
+			/* each operator a subset of its whole-trace row: no more calls, no more self time (the
+			 * profiler recorded these runs' host work inside their steps: all of it, here) */
+			snprintf(path, sizeof(path), "/api/v1/runs/%s/ops?limit=100000", run);
+			json_t *ops = get(path, 200), *st = json_object_get(j, "step_time");
+			double steps = num(st, s ? "target_steps" : "base_steps") + num(st, s ? "target_left_out" : "base_left_out");
+			size_t seen = 0;
+			json_array_foreach(json_object_get(j, "ops"), i, e) {
+				char key[32];
+				snprintf(key, sizeof(key), "%s_ns_per_step", sides[s]);
+				if (!json_is_number(json_object_get(e, key)))
+					continue;
+				json_t *w = entry(json_object_get(ops, "ops"), str(e, "name"));
+				ck_assert_msg(w != NULL, "%s: no %s in /ops", run, str(e, "name"));
+				snprintf(key, sizeof(key), "%s_calls_per_step", sides[s]);
+				double calls = num(e, key) * steps;
+				snprintf(key, sizeof(key), "%s_ns_per_step", sides[s]);
+				ck_assert_msg(calls <= num(w, "calls") + 1e-6 && num(e, key) * steps <= num(w, "self_ns") + steps,
+					      "%s %s: %.1f calls, %.0f ns in steps; %.0f, %.0f in all", run, str(e, "name"), calls,
+					      num(e, key) * steps, num(w, "calls"), num(w, "self_ns"));
+				seen++;
+			}
+			ck_assert_msg(seen > 10, "%s: %zu operators", run, seen);
+			json_decref(ops);
+		}
+		json_decref(j);
+	}
+	/* healthy: what the trace holds outside its steps stays out (161.9 ms against 115.7 ms) */
+	json_t *j = get("/api/v1/compare?base=h200-healthy&target=h200-healthy_b&limit=100000", 200);
+	json_t *kern = get("/api/v1/runs/h200-healthy/kernels?limit=100000", 200);
+	double whole = 0, in = kernel_sum(j, "kernel", "base", &rows) * 5;
+	json_array_foreach(json_object_get(kern, "kernels"), i, e)
+		whole += num(e, "total_ns");
+	ck_assert_msg(fabs(whole - 161902397) < 1 && fabs(in - 115663660) <= 5.0 * (double)rows, "%.0f, %.0f", whole, in);
+	json_decref(kern);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	static const struct { const char *path; long status; const char *code; } cases[] = {
@@ -504,6 +655,7 @@ Suite *suite_compare(void)
 	tcase_add_test(tc, test_memory_categories);
 	tcase_add_test(tc, test_baseline);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_h200_in_steps);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;

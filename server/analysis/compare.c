@@ -47,13 +47,13 @@
  * are compared per step, so runs with different step counts compare
  * fairly: the work inside the complete steps (those the breakdown sums,
  * h_compare.c reads them) over their count, so that the kernels' times a
- * step add up to the breakdown's kernel time a step ("in_steps": true).
- * When either run has no steps, per trace, and "per_note" says why. A run
+ * step add up to the breakdown's kernel time a step ("in_steps": true;
+ * "totals": every row summed). When either run has no steps, per trace, and "per_note" says why. A run
  * without a trace has its operators from its key_averages tables ("ops_source").
  *
  * rlhf-canary metrics.json: what its profiler deep-dive notebook prints
  * for a baseline and a slow run (step time and tokens/s in %, memory in
- * MB), and Welch's test again, from the canary's own step count, mean and
+ * its MB, which are MiB: KiB, MiB and GiB here as for traces), and Welch's test again, from the canary's own step count, mean and
  * standard deviation (it keeps no per-step times). When the runs have no
  * ProfilerStep spans to compare, these decide the verdict as the trace's
  * figures would: step time by the threshold and alpha, memory by the
@@ -518,7 +518,7 @@ static int canary_reasons(json_t *reasons, const struct canary_cmp *c, const str
 			  const struct compare_run *target)
 {
 	const struct canary_perf *a = &base->canary, *b = &target->canary;
-	char text[320], p[32];
+	char text[320], p[32], d[32], x[32], y[32];
 
 	if (c->tested)
 		snprintf(p, sizeof(p), "p=%.2g", c->w.p);
@@ -537,8 +537,11 @@ static int canary_reasons(json_t *reasons, const struct canary_cmp *c, const str
 		if (add_reason(reasons, text))
 			return -1;
 	}
-	snprintf(text, sizeof(text), "canary peak memory %+.0f MB (%.0f MB -> %.0f MB, max_memory_allocated)",
-		 b->max_mem_mb - a->max_mem_mb, a->max_mem_mb, b->max_mem_mb);
+	/* the canary's "MB" are MiB: bytes in binary units, as the memory of a trace */
+	fmt_bytes(d, sizeof(d), (b->max_mem_mb - a->max_mem_mb) * 1048576.0, 1);
+	fmt_bytes(x, sizeof(x), a->max_mem_mb * 1048576.0, 0);
+	fmt_bytes(y, sizeof(y), b->max_mem_mb * 1048576.0, 0);
+	snprintf(text, sizeof(text), "canary peak memory %s (%s -> %s, max_memory_allocated)", d, x, y);
 	return add_reason(reasons, text);
 }
 
@@ -586,6 +589,38 @@ static json_t *canary_json(const struct canary_cmp *c, const struct compare_run 
 }
 
 /* ---- the answer ---- */
+
+/* The sum of items' ns (of kind; -1: any) over d, rounded to whole ns. */
+static json_int_t total_of(const struct compare_item *v, size_t n, int kind, double d)
+{
+	double ns = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (kind < 0 || v[i].kind == kind)
+			ns += (double)v[i].ns;
+	return (json_int_t)llround(ns / d);
+}
+
+static json_t *total_json(json_int_t a, json_int_t b)
+{
+	return json_pack("{s:I, s:I, s:I}", "base_ns_per_step", a, "target_ns_per_step", b, "delta_ns_per_step", b - a);
+}
+
+/*
+ * Every operator's self time and every kernel's, memcpy's and memset's GPU time, summed over all
+ * rows (not only those listed), per step as the rows are: inside the steps, the kernels' equal
+ * the breakdown's kernel time where no two of them overlap, the copies' and memsets' likewise.
+ */
+static json_t *totals_json(const struct compare_run *a, const struct compare_run *b, double da, double db)
+{
+	json_t *o = json_pack("{s:o}", "ops", total_json(total_of(a->ops, a->nops, -1, da), total_of(b->ops, b->nops, -1, db)));
+
+	for (int k = 0; o && k < 3; k++)
+		if (json_object_set_new(o, kind_names[k], total_json(total_of(a->kernels, a->nkernels, k, da),
+								      total_of(b->kernels, b->nkernels, k, db))))
+			return json_decref(o), NULL;
+	return o;
+}
 
 static json_t *breakdown_json(const struct compare_run *a, const struct compare_run *b, double da, double db)
 {
@@ -904,7 +939,8 @@ json_t *compare_runs(struct compare_run *base, struct compare_run *target, const
 			"target", target->ops_source ? target->ops_source : "trace", "canary", can);
 	if (out && (json_object_set(out, "actions", acts) || json_object_set(out, "frames", frames) ||
 		    json_object_set_new(out, "in_steps", json_boolean(per_step && base->in_steps && target->in_steps)) ||
-		    json_object_set_new(out, "per_note", per_note(base, target)))) {
+		    json_object_set_new(out, "per_note", per_note(base, target)) ||
+		    json_object_set_new(out, "totals", totals_json(base, target, da, db)))) {
 		json_decref(out);
 		out = NULL;
 	}

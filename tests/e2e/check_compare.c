@@ -571,11 +571,14 @@ START_TEST(test_h200_in_steps)
 						bd = num(e, s ? "target_ns" : "base_ns");
 				ck_assert_msg(rows > 0 && fabs(sum - bd) <= (double)rows, "%s %s %s: %.0f ns a step in %zu rows,"
 					      " breakdown %.0f", path, sides[s], kinds[k][0], sum, rows, bd);
+				/* "totals" sums before rounding: the breakdown's to the ns */
+				json_t *tot = json_object_get(json_object_get(j, "totals"), kinds[k][0]);
+				ck_assert_msg(num(tot, s ? "target_ns_per_step" : "base_ns_per_step") == bd, "%s %s totals %s", path,
+					      sides[s], kinds[k][0]);
 				/* and the breakdown is /steps' over the same steps */
 				ck_assert_msg(fabs(bd - steps_mean(run, kinds[k][1])) <= 0.5, "%s %s", run, kinds[k][1]);
 			}
-			/* each operator a subset of its whole-trace row: no more calls, no more self time (the
-			 * profiler recorded these runs' host work inside their steps: all of it, here) */
+			/* each operator a subset of its whole-trace row: no more calls, no more self time */
 			snprintf(path, sizeof(path), "/api/v1/runs/%s/ops?limit=100000", run);
 			json_t *ops = get(path, 200), *st = json_object_get(j, "step_time");
 			double steps = num(st, s ? "target_steps" : "base_steps") + num(st, s ? "target_left_out" : "base_left_out");
@@ -600,8 +603,13 @@ START_TEST(test_h200_in_steps)
 		}
 		json_decref(j);
 	}
-	/* healthy: what the trace holds outside its steps stays out (161.9 ms against 115.7 ms) */
+	/* healthy: what the trace holds outside its steps stays out: 161.9 ms of kernels against
+	 * 115.7 ms, and the cudaDeviceSynchronize (72.4 ms) Kineto makes after the last step's host span */
 	json_t *j = get("/api/v1/compare?base=h200-healthy&target=h200-healthy_b&limit=100000", 200);
+	json_t *ops = get("/api/v1/runs/h200-healthy/ops?limit=100000", 200);
+	ck_assert(num(entry(json_object_get(ops, "ops"), "cudaDeviceSynchronize"), "self_ns") > 72e6);
+	ck_assert_ptr_null(entry(json_object_get(j, "ops"), "cudaDeviceSynchronize"));
+	json_decref(ops);
 	json_t *kern = get("/api/v1/runs/h200-healthy/kernels?limit=100000", 200);
 	double whole = 0, in = kernel_sum(j, "kernel", "base", &rows) * 5;
 	json_array_foreach(json_object_get(kern, "kernels"), i, e)

@@ -1,13 +1,16 @@
-// Browser test of the comparison page against GET /api/v1/compare (issue 6):
+// Browser test of the comparison page against GET /api/v1/compare (issues 6, 46):
 //   BUILD_DIR=build node --test tests/browser/compare.test.mjs
-// The HTA compare pair: in the target one add kernel runs 2 times instead of 3,
-// nccl:all_reduce once instead of twice, and three CPU operators are added; the
-// V100 trace uploaded to two runs is the same run twice.
+// The HTA compare pair: inside the steps the target runs the add kernel once
+// instead of twice, nccl:all_reduce once instead of twice, and three CPU
+// operators are added; the V100 trace uploaded to two runs is the same run
+// twice; the H200 runs (tests/fixtures/gpu): the answer first, the kernels' time
+// a step equal to the breakdown's, names by their function.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { colorPixels, launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
+import { colorPixels, launchBrowser, newPage, repoRoot, screenshotDir, startServer, upload } from './harness.mjs';
 
 const KERNEL = [51, 34, 136];	// the kernel bars (util.js: Tol's indigo)
 const PARAMETER = [0, 114, 178];	// the parameter area (util.js: Okabe-Ito's blue)
@@ -20,6 +23,10 @@ before(async () => {
 	await upload(srv.base, 'cmp-test', 'traces/hta_compare_test.json.gz');
 	await upload(srv.base, 'v100-a', 'traces/hta_v100_train_memory.json.gz');
 	await upload(srv.base, 'v100-b', 'traces/hta_v100_train_memory.json.gz');
+	for (const s of ['healthy', 'healthy_b', 'dataloader']) {
+		const dir = path.join(repoRoot, 'tests/fixtures/gpu', s);
+		await upload(srv.base, s, path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.pt.trace.json.gz'))));
+	}
 	browser = await launchBrowser();
 });
 
@@ -45,9 +52,11 @@ test('compare page: verdict, steps side by side, added and removed', async () =>
 	assert.deepEqual(ops.filter((r) => r.cls === 'added' && r.cells[1] === 'added').map((r) => r.cells[0]).sort(),
 		['AddmmBackward0', 'All2All_Pooled_Req', 'CatBackward0']);
 	assert.deepEqual(ops.filter((r) => r.cells[1] === 'changed').map((r) => r.cells[0]), ['nccl:all_reduce']);
+	// inside the steps: the add kernel and the memset changed, base's copy is not in test's steps
 	const kernels = await rows(page, 'Kernels');
-	assert.equal(kernels.filter((r) => r.cells[1] === 'changed').length, 1);
-	assert.equal(kernels.filter((r) => r.cls === 'removed' || r.cls === 'added').length, 0);
+	assert.equal(kernels.filter((r) => r.cells[1] === 'changed').length, 2);
+	assert.deepEqual(kernels.filter((r) => r.cls === 'removed').map((r) => r.cells[0]), ['Memcpy HtoD (Pinned -> Device)']);
+	assert.equal(kernels.filter((r) => r.cls === 'added').length, 0);
 	await page.screenshot({ path: path.join(shots, 'compare.png'), fullPage: true });
 	assert.deepEqual(page.problems, []);
 });
@@ -70,4 +79,73 @@ test('compare page: memory timelines on the same axes', async () => {
 	assert.deepEqual(extent[0], extent[1]);
 	await page.screenshot({ path: path.join(shots, 'compare-memory.png'), fullPage: true });
 	assert.deepEqual(page.problems, []);
+});
+
+// The cards in page order: the verdict's section, then each card's title.
+const order = (page) => page.$$eval('#app > section', (els) => els.map((el) => (el.id === 'verdict' ? 'verdict' : el.querySelector('h2')?.textContent)));
+
+for (const target of ['healthy_b', 'dataloader']) {
+	test(`compare page healthy -> ${target}: the answer first, the kernels a step as the breakdown has them`, async () => {
+		const page = await newPage(browser);
+		await page.goto(`${srv.base}/compare?base=healthy&target=${target}`);
+		await page.waitForSelector('#app[data-ready]');
+		assert.match(await page.getAttribute('#verdict', 'class'), target === 'dataloader' ? /\bregression\b/ : /\bno_change\b/);
+		// the verdict with its figure and p-value, then what explains it, then the rest
+		assert.match(await page.locator('#verdict .headline').textContent(), /Change[+-]\d+\.\d%p = \d/);
+		const cards = await order(page);
+		assert.equal(cards[0], 'verdict');
+		assert.equal(cards[1], 'Step breakdown');
+		// the data loader's host time moved most: operators before kernels; else the kernels lead
+		assert.deepEqual(cards.slice(2, 4), target === 'dataloader' ? ['Operators', 'Kernels'] : ['Kernels', 'Operators']);
+		assert.ok(cards.indexOf('Step time') > 3 && cards.indexOf('Memory timelines (same axes)') > 3, cards.join(' | '));
+		const firstTable = await page.locator('table').first().boundingBox();
+		assert.ok((await page.locator('#verdict').boundingBox()).y < firstTable.y);
+
+		// the step breakdown's kernel time a step (from /steps) is the kernels' total a step shown
+		const kernelRow = (await rows(page, 'Step breakdown')).find((r) => r.cells[0] === 'kernel').cells;
+		const total = page.locator('#kernel-total');
+		assert.equal(await total.locator('.total-base').textContent(), kernelRow[1]);
+		assert.equal(await total.locator('.total-target').textContent(), kernelRow[2]);
+		assert.match(await total.textContent(), /inside the steps, as the step breakdown counts it/);
+		// and the rows add up to it: every kernel row of the answer, per step, to within 1 ns a row
+		const cmp = await (await fetch(`${srv.base}/api/v1/compare?base=healthy&target=${target}&limit=100000`)).json();
+		const steps = await Promise.all(['healthy', target].map(async (r) => (await (await fetch(`${srv.base}/api/v1/runs/${r}/steps`)).json()).steps));
+		const kern = cmp.kernels.filter((k) => k.kind === 'kernel');
+		['base', 'target'].forEach((side, i) => {
+			const done = steps[i].filter((s) => !s.incomplete);
+			const mean = done.reduce((a, s) => a + s.breakdown_ns.kernel, 0) / done.length;
+			const sum = kern.reduce((a, k) => a + (k[side + '_ns_per_step'] ?? 0), 0);
+			assert.ok(Math.abs(sum - mean) <= kern.length, `${side}: ${sum} ns of kernels a step, breakdown ${mean}`);
+		});
+		assert.equal(cmp.in_steps, true);
+		assert.equal(await page.locator('.per-note').count(), 0);
+
+		// names: the full name on hover and to copy, the function name in what shows
+		const names = await page.locator('section:has(h2:text-is("Kernels")) tbody .name').evaluateAll((els) => els.map((el) => ({
+			full: el.dataset.full, title: el.title, shown: el.querySelector('.name-head').textContent + el.querySelector('.name-tail').textContent })));
+		assert.ok(names.length >= 10);
+		for (const n of names) {
+			assert.equal(n.title, n.full);
+			// the function: the last identifier before the template arguments
+			const fn = /([A-Za-z_]\w*)</.exec(n.full.replace(/^void /, ''))?.[1];
+			if (fn)
+				assert.ok(n.shown.includes(fn), `${fn} not in "${n.shown}"`);
+		}
+		await page.screenshot({ path: path.join(shots, `compare-h200-${target}.png`), fullPage: true });
+		assert.deepEqual(page.problems, []);
+	});
+}
+
+// Shown, not only in the text: the function name of each templated kernel fits its cell, not
+// cut by the ellipsis. Today's table.js gives the head (the function) way first; the pages
+// helper's shortening keeps it (issue 46): this turns to a plain test once that is in table.js.
+test('compare page: kernel function names are not cut', { todo: 'table.js: shorten inside the template arguments, keep the function' }, async () => {
+	const page = await newPage(browser);
+	await page.goto(`${srv.base}/compare?base=healthy&target=healthy_b`);
+	await page.waitForSelector('#app[data-ready]');
+	const cut = await page.locator('section:has(h2:text-is("Kernels")) tbody .name').evaluateAll((els) => els
+		.filter((el) => el.dataset.full.includes('<'))
+		.filter((el) => { const head = el.querySelector('.name-head'); return head.scrollWidth > head.clientWidth + 1; })
+		.map((el) => el.dataset.full));
+	assert.deepEqual(cut, []);
 });

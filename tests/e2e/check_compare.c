@@ -358,6 +358,9 @@ START_TEST(test_memory_categories)
 	/* no steps in either run: step time not compared, per-trace figures */
 	ck_assert(json_is_null(json_object_get(json_object_get(j, "step_time"), "p_value")));
 	ck_assert_str_eq(str(j, "per"), "trace");
+	ck_assert(json_is_false(json_object_get(j, "in_steps")));
+	ck_assert_str_eq(str(j, "per_note"), "neither run has ProfilerStep spans: operators and kernels are whole-trace"
+			 " totals, not per step");
 	ck_assert(says(j, "step time not compared"));
 	json_decref(j);
 }

@@ -1,6 +1,10 @@
-// The comparison page (/compare?base=A&target=B): the verdict and its reasons
-// (GET /api/v1/compare), step time and its breakdown side by side, the two
-// memory timelines on the same axes, and the operator and kernel deltas.
+// The comparison page (/compare?base=A&target=B): the answer first, then what
+// explains it, then the rest. The verdict with its figure, p-value and reasons
+// (GET /api/v1/compare); the step breakdown side by side, what moved most first;
+// the operator and kernel deltas (the kernels first when GPU time moved most),
+// each with its per-step total, counted inside the steps as the breakdown is;
+// then the step charts, the two memory timelines on the same axes, and the
+// other files' figures. Bytes in binary units throughout (the canary's MB are MiB).
 import { ApiError, api, errorBox, runUrl } from './api.js';
 import { memoryChart, stepChart } from './charts.js';
 import { table } from './table.js';
@@ -55,7 +59,8 @@ export async function comparePage(app) {
 			stat(canaryHead ? 'Canary step, target' : per === 'step' ? 'Mean step, target' : 'Whole trace, target', fmtNs(st.target_ns)),
 			stat('Change', fmtSignedPct(st.delta_pct), st.p_value != null ? `p = ${st.p_value.toPrecision(2)}` : null),
 			stat(canaryHead ? 'Max memory (canary)' : 'Peak memory', `${fmtBytes(peaks[0])} → ${fmtBytes(peaks[1])}`)),
-		h('ul', { class: 'reasons' }, (cmp.reasons || []).map((r) => h('li', { text: reasonText(r) }))));
+		h('ul', { class: 'reasons' }, (cmp.reasons || []).map((r) => h('li', { text: reasonText(r) }))),
+		cmp.per_note && h('p', { class: 'muted small per-note', text: `Operators and kernels: ${cmp.per_note}.` }));
 
 	const stepBoxes = names.map(() => h('div', { class: 'chart-box' }));
 	const memBoxes = names.map(() => h('div', { class: 'chart-box' }));
@@ -63,21 +68,34 @@ export async function comparePage(app) {
 	const cm = cmp.memory || {};
 	const hasMemory = infos.map((info, i) => info.run.peak_allocated_bytes != null || cm[i ? 'target_peak_bytes' : 'base_peak_bytes'] != null);
 	const devices = [cm.base_device, cm.target_device];
+	const hasSteps = !(reportsOnly && !steps.flat().length);
+	const breakdown = hasSteps && breakdownRows(steps);
+	// the kernels lead when the component that moved most is GPU work
+	const top = breakdown && [...breakdown].sort((a, b) => Math.abs(b.delta ?? 0) - Math.abs(a.delta ?? 0))[0];
+	const gpuFirst = top && top.delta && ['kernel', 'memcpy', 'memset', 'communication'].includes(top.component);
+	const opsCard = !(reportsOnly && !cmp.ops?.length) && card('Operators',
+		totalLine(cmp, 'ops', 'Host self time', 'ops-total'), deltaTable(cmp.ops || [], 'Operator', PER_ROW(per)));
+	const kernelsCard = !(reportsOnly && !cmp.kernels?.length) && card('Kernels',
+		totalLine(cmp, 'kernel', 'Kernel time', 'kernel-total'), deltaTable(cmp.kernels || [], 'Kernel', PER_ROW(per)));
 	app.replaceChildren(...[verdict,
+		// the answer, then what explains it: the canary's figures when they decided
+		canaryHead && card('rlhf-canary metrics', canaryTable(cmp.canary, names)),
+		breakdown && card('Step breakdown', h('p', { class: 'muted small', text: 'Mean time per step of each component over each run\'s'
+			+ ' complete steps, the largest change first.' }), breakdownTable(breakdown, names)),
+		...(gpuFirst ? [kernelsCard, opsCard] : [opsCard, kernelsCard]),
+		cmp.actions && card('Lightning actions', h('p', { class: 'muted small', text: 'Each run\'s newest Lightning report, action by action: the largest change of total time first.' }),
+			deltaTable(cmp.actions, 'Action', ACTIONS)),
+		cmp.frames && card('Stack frames', h('p', { class: 'muted small', text: 'The folded stacks of each run, frame by frame (in the files\' unit: µs for export_stacks, samples for py-spy): the largest change of total first.' }),
+			deltaTable(cmp.frames, 'Frame', FRAMES)),
+		// then the rest
 		// (runs of the other profilers' files alone have no trace: nothing for these cards)
-		!(reportsOnly && !steps.flat().length) && card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
-			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' })))), breakdownTable(steps, names)),
+		hasSteps && card('Step time', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null, h('h3', { text: n }),
+			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' }))))),
 		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
 			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
 		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
 		cmp.distributed && card('Distributed', distTable(cmp.distributed, names)),
-		cmp.canary && card('rlhf-canary metrics', canaryTable(cmp.canary, names)),
-		cmp.actions && card('Lightning actions', h('p', { class: 'muted small', text: 'Each run\'s newest Lightning report, action by action: the largest change of total time first.' }),
-			deltaTable(cmp.actions, 'Action', per)),
-		cmp.frames && card('Stack frames', h('p', { class: 'muted small', text: 'The folded stacks of each run, frame by frame (in the files\' unit: µs for export_stacks, samples for py-spy): the largest change of total first.' }),
-			deltaTable(cmp.frames, 'Frame', per)),
-		!(reportsOnly && !cmp.ops?.length) && card('Operators', deltaTable(cmp.ops || [], 'Operator', per)),
-		!(reportsOnly && !cmp.kernels?.length) && card('Kernels', deltaTable(cmp.kernels || [], 'Kernel', per))].filter(Boolean));
+		cmp.canary && !canaryHead && card('rlhf-canary metrics', canaryTable(cmp.canary, names))].filter(Boolean));
 
 	const yMax = Math.max(...steps.flat().map((s) => s.dur_ns)) * 1.05;
 	steps.forEach((s, i) => s.length && stepChart(stepBoxes[i], s, { yMax }));
@@ -98,25 +116,44 @@ function stat(title, value, sub) {
 		sub ? h('div', { class: 'stat-sub', text: sub }) : null);
 }
 
-// Mean time per step of each component, base against target.
-function breakdownTable(steps, names) {
-	// over the complete steps, as the API's means are
+// Mean time per step of each component, base against target, the largest change first:
+// from /steps over the complete steps, the steps the compare answer's per-step figures count.
+function breakdownRows(steps) {
 	const mean = (all, c) => {
 		const s = all.filter((x) => !x.incomplete);
 		return s.length ? s.reduce((a, x) => a + x.breakdown_ns[c], 0) / s.length : null;
 	};
-	const rows = COMPONENTS.map((c) => {
+	return COMPONENTS.map((c) => {
 		const b = mean(steps[0], c), t = mean(steps[1], c);
 		return { component: c, base: b, target: t, delta: b != null && t != null ? t - b : null };
-	});
+	}).sort((a, b) => Math.abs(b.delta ?? 0) - Math.abs(a.delta ?? 0));
+}
+
+function breakdownTable(rows, names) {
 	return table({
-		rows, columns: [
+		rows, rowClass: (r) => 'comp-' + r.component, columns: [
 			{ key: 'component', label: 'Component', fmt: (v) => h('span', { class: 'cat' }, h('i', { class: 'swatch', 'data-comp': v }), v) },
 			{ key: 'base', label: names[0], num: true, fmt: fmtNs },
 			{ key: 'target', label: names[1], num: true, fmt: fmtNs },
-			{ key: 'delta', label: 'Change per step', num: true, fmt: (v) => h('span', { class: v > 0 ? 'worse' : v < 0 ? 'better' : null, text: v == null ? '–' : (v > 0 ? '+' : '') + fmtNs(v) }) },
+			{ key: 'delta', label: 'Change per step', num: true, fmt: signedNs },
 		],
 	}).el;
+}
+
+function signedNs(v) {
+	return h('span', { class: v > 0 ? 'worse' : v < 0 ? 'better' : null, text: v == null ? '–' : (v > 0 ? '+' : '') + fmtNs(v) });
+}
+
+// The answer's total of every row (not only those listed) of ops or of kernel, per step as the
+// rows are: inside the steps, the kernels' is the breakdown's kernel time.
+function totalLine(cmp, key, what, id) {
+	const t = cmp.totals?.[key];
+	if (!t)
+		return null;
+	const inSteps = cmp.in_steps ? (key === 'ops' ? ' inside the steps' : ' inside the steps, as the step breakdown counts it') : '';
+	return h('p', { class: 'small total-line', id }, `${what} per ${cmp.per === 'trace' ? 'trace' : 'step'}${inSteps}, every row: `,
+		h('b', { class: 'total-base', text: fmtNs(t.base_ns_per_step) }), ' → ', h('b', { class: 'total-target', text: fmtNs(t.target_ns_per_step) }),
+		' (', signedNs(t.delta_ns_per_step), ')');
 }
 
 function categoryDeltas(byCat) {
@@ -125,37 +162,37 @@ function categoryDeltas(byCat) {
 			h('span', { class: 'chip ' + (v > 0 ? 'bad' : 'ok'), text: `${label(k)} ${v > 0 ? '+' : ''}${fmtBytes(v)}` })));
 }
 
-function numFmt(key) {
-	if (key.endsWith('_pct'))
-		return fmtSignedPct;
-	if (/_ns(_|$)/.test(key))
-		return key.startsWith('delta') ? (v) => (v == null ? '–' : (v > 0 ? '+' : '') + fmtNs(v)) : fmtNs;
-	return (v) => (typeof v === 'number' ? (Number.isInteger(v) ? fmtInt(v) : v.toPrecision(3)) : v ?? '–');
-}
+const fmtNum = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? fmtInt(v) : v.toPrecision(3)) : v ?? '–');
+const signed = (fmt) => (v) => (v == null ? '–' : (v > 0 ? '+' : '') + fmt(v));
 
 const TOP_N = 25;
-const PER = /_per_(step|trace)$/;
+// The figures of each list in the compare answer: base, target, their change and its %, and
+// calls (or self, for stack frames) base -> target.
+const PER_ROW = (per) => ({ base: 'base_ns_per_step', target: 'target_ns_per_step', delta: 'delta_ns_per_step',
+	cb: 'base_calls_per_step', ct: 'target_calls_per_step', cd: 'delta_calls_per_step', unit: ` per ${per}`, fmt: fmtNs, calls: 'Calls' });
+const ACTIONS = { base: 'base_total_ns', target: 'target_total_ns', delta: 'delta_total_ns', cb: 'base_calls', ct: 'target_calls',
+	cd: 'delta_calls', unit: '', fmt: fmtNs, calls: 'Calls' };
+const FRAMES = { base: 'base_total', target: 'target_total', delta: 'delta_total', cb: 'base_self', ct: 'target_self', cd: 'delta_self',
+	unit: '', fmt: fmtNum, calls: 'Self' };
 
-// Entries of the compare answer's ops or kernels: name, status and whatever figures the
-// server gives, labelled per step or per trace as the answer's "per" says. What changed most
-// leads (by the size of the time delta); the unchanged rows are folded away.
-function deltaTable(rows, what, per) {
-	const keys = [...new Set(rows.flatMap((r) => Object.keys(r)))].filter((k) => k !== 'name' && k !== 'status' &&
-		rows.some((r) => typeof r[k] === 'number'));
-	const sortKey = keys.find((k) => k.startsWith('delta') && /_ns(_|$)/.test(k)) || keys.find((k) => k.startsWith('delta'));
-	const colLabel = (k) => {
-		const base = label(k.replace(PER, '').replace(/_ns$/, '_time').replace(/^delta_pct$/, 'delta %'));
-		return PER.test(k) ? `${base} per ${per}` : base;
-	};
+// Entries of the compare answer's ops, kernels, actions or frames: name, status, base and
+// target, the change and its %, and calls base -> target in one column, so that the name keeps
+// the width. What changed most leads (by the size of the change); the unchanged rows are folded away.
+function deltaTable(rows, what, f) {
+	const arrow = (r) => (r[f.cb] == null && r[f.ct] == null ? null : `${fmtNum(r[f.cb])} → ${fmtNum(r[f.ct])}`);
 	return table({
-		rows, sort: sortKey, empty: 'No differences.', top: TOP_N, filter: rows.length > TOP_N,
+		rows, sort: f.delta, empty: 'No differences.', top: TOP_N, filter: rows.length > TOP_N,
 		fold: (r) => r.status === 'unchanged',
 		rowClass: (r) => r.status,
 		columns: [
 			{ key: 'name', label: what, name: true },
 			{ key: 'status', label: 'Status', fmt: (v) => h('span', { class: 'chip ' + v, text: v }) },
-			...keys.map((k) => ({ key: k, label: colLabel(k), num: true, fmt: numFmt(k),
-				sortBy: k === sortKey ? (r) => (r[k] == null ? null : Math.abs(r[k])) : undefined })),
+			{ key: f.base, label: 'Base' + f.unit, num: true, fmt: f.fmt },
+			{ key: f.target, label: 'Target' + f.unit, num: true, fmt: f.fmt },
+			{ key: f.delta, label: 'Change' + f.unit, num: true, fmt: signed(f.fmt),
+				sortBy: (r) => (r[f.delta] == null ? null : Math.abs(r[f.delta])) },
+			{ key: 'delta_pct', label: 'Change %', num: true, fmt: fmtSignedPct },
+			{ key: 'calls', label: f.calls + f.unit, num: true, value: arrow, sortBy: (r) => (r[f.cd] == null ? null : Math.abs(r[f.cd])) },
 		],
 	}).el;
 }
@@ -184,14 +221,14 @@ function distTable(d, names) {
 }
 
 // Two runs' rlhf-canary metrics.json as its profiler notebook compares them: step time (with
-// our Welch test from the canary's count, mean and std), tokens/s, max memory in MB, profiler totals.
+// our Welch test from the canary's count, mean and std), tokens/s, max memory (its MB are MiB:
+// in binary units, as the rest of the page), profiler totals.
 function canaryTable(c, names) {
 	const row = (text, key, base, target, change) => h('tr', { 'data-key': key }, h('th', { text }),
 		h('td', { class: 'num', text: base }), h('td', { class: 'num', text: target }), h('td', { class: 'num', text: change }));
 	const st = c.step_time, tok = c.tokens_per_s, mem = c.max_mem;
-	const mb = (d) => (d == null ? '–' : `${d > 0 ? '+' : ''}${d.toFixed(0)} MB`);
 	return h('div', { class: 'table-wrap' }, h('table', { class: 'data', id: 'canary-compare' },
-		h('caption', { class: 'muted small', text: 'The newest metrics.json of each run, as the canary notebook prints them (its MB are MiB).' }),
+		h('caption', { class: 'muted small', text: 'The newest metrics.json of each run, as the canary notebook compares them (its MB are MiB).' }),
 		h('thead', null, h('tr', null, h('th', { text: '' }), h('th', { class: 'num', text: names[0] }),
 			h('th', { class: 'num', text: names[1] }), h('th', { class: 'num', text: 'Change' }))),
 		h('tbody', null,
@@ -199,7 +236,7 @@ function canaryTable(c, names) {
 				`${fmtSignedPct(st.delta_pct)}${st.p_value != null ? ` (p = ${st.p_value.toPrecision(2)})` : ''}`),
 			row('Tokens/s', 'tokens_per_s', tok.base == null ? '–' : fmtInt(Math.round(tok.base)),
 				tok.target == null ? '–' : fmtInt(Math.round(tok.target)), fmtSignedPct(tok.delta_pct)),
-			row('Max memory', 'max_mem', fmtBytes(mem.base_bytes), fmtBytes(mem.target_bytes), mb(mem.delta_mb)),
+			row('Max memory', 'max_mem', fmtBytes(mem.base_bytes), fmtBytes(mem.target_bytes), signed(fmtBytes)(mem.delta_bytes)),
 			Object.entries(c.profiler || {}).map(([k, v]) => row(k.replace(/_/g, ' '), k, fmtNs(v.base_ns), fmtNs(v.target_ns),
 				fmtSignedPct(v.delta_pct))))));
 }

@@ -147,13 +147,44 @@ static void fmt_bytes(char *out, size_t size, double b, int sign)
 		snprintf(out, size, "%s%.0f B", s, b);
 }
 
-/* Long kernel names shortened for a sentence: the first 60 characters and "...". */
+/*
+ * A long name shortened for a sentence, keeping the function: past 60
+ * characters, without a leading "void " and "(anonymous namespace)::", its
+ * template arguments or parameters as "<...>" or "(...)", and a qualified
+ * name still too long cut at its start ("...elementwise_kernel<...>"), a
+ * name without arguments in its middle.
+ * "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, ...>(...)"
+ * reads "at::native::distribution_elementwise_grid_stride_kernel<...>".
+ */
 static void fmt_name(char *out, size_t size, const char *name)
 {
-	if (strlen(name) > 60)
-		snprintf(out, size, "%.60s...", name);
-	else
+	static const char anon[] = "(anonymous namespace)::";
+	char head[256];
+	size_t n = 0, k;
+	const char *p = name;
+
+	if (strlen(name) <= 60) {
 		snprintf(out, size, "%s", name);
+		return;
+	}
+	if (!strncmp(p, "void ", 5))
+		p += 5;
+	for (;;) {
+		if (!strncmp(p, anon, sizeof(anon) - 1)) {
+			p += sizeof(anon) - 1;
+			continue;
+		}
+		if (!*p || *p == '<' || *p == '(' || n == sizeof(head) - 1)
+			break;
+		head[n++] = *p++;
+	}
+	head[n] = 0;
+	if (!*p && n > 60) {	/* no arguments (sm80_xmma_gemm_..._cublas): its start and its end */
+		snprintf(out, size, "%.28s...%s", head, head + n - 28);
+		return;
+	}
+	k = n > 52 ? n - 49 : 0;	/* the last 49 characters: the function's own name */
+	snprintf(out, size, "%s%.52s%s", k ? "..." : "", head + k, *p == '<' ? "<...>" : *p == '(' ? "(...)" : "");
 }
 
 static int add_reason(json_t *reasons, const char *text)

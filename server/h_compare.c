@@ -138,6 +138,7 @@ struct in_steps {
 	size_t nw;
 	struct win *ps;		/* the ProfilerStep#N spans read */
 	size_t nps, pscap;
+	struct hmap memo;	/* (category, name) string ids -> item << 3 | class (in_event()) */
 	struct in_items ops, kernels;
 	struct hspan *h;
 	size_t nh, hcap;
@@ -235,42 +236,74 @@ static int cat_is(const char *cat, const char *const *names)
 	return 0;
 }
 
-/* One event of a block: a GPU span into kernels, a host span into s->h; -1: out of memory. */
-static int in_event(struct in_steps *s, const struct tp_event *e, int64_t base, const char *name, const char *cat)
+/* What an event is by its category (and name, for ProfilerStep#N) */
+enum { C_NONE, C_KERNEL, C_MEMCPY, C_MEMSET, C_OP, C_RUNTIME, C_ANN, C_STEP };
+
+/* e's class, and its item in kernels or ops (*item); UINT32_MAX: out of memory */
+static uint32_t classify(struct in_steps *s, const char *name, const char *cat, uint32_t *item)
 {
 	static const char *const kernel[] = { "kernel", "Kernel", NULL }, *const memcpy_[] = { "gpu_memcpy", "Memcpy", NULL },
 		*const memset_[] = { "gpu_memset", "Memset", NULL }, *const op[] = { "cpu_op", "Operator", NULL },
 		*const runtime[] = { "cuda_runtime", "cuda_driver", "Runtime", NULL };
-	int64_t a, b, dur;
-	int kind = -1, ann;
-	uint32_t i;
+	uint32_t c = C_NONE;
 
-	if (e->ph != 'X' || !(e->have & TH_TS) || !name || !cat)
+	*item = 0;
+	if (!name || !cat)
+		return C_NONE;
+	if (cat_is(cat, kernel))
+		c = C_KERNEL;
+	else if (cat_is(cat, memcpy_))
+		c = C_MEMCPY;
+	else if (cat_is(cat, memset_))
+		c = C_MEMSET;
+	else if (!strcmp(cat, "user_annotation"))
+		c = C_ANN;
+	else if (cat_is(cat, op))
+		c = C_OP;
+	else if (cat_is(cat, runtime))
+		c = C_RUNTIME;
+	if (c >= C_OP && !strncmp(name, "ProfilerStep#", 13))
+		return C_STEP;
+	if (c != C_NONE)
+		*item = c <= C_MEMSET ? item_of(&s->kernels, (int)c - C_KERNEL, name) : item_of(&s->ops, 0, name);
+	return *item == UINT32_MAX ? UINT32_MAX : c;
+}
+
+/*
+ * One event of a block: a GPU span into kernels, a host span into s->h; -1: out of memory. Its
+ * class and item are found once a block for each (category, name) of string ids (s->memo).
+ */
+static int in_event(struct in_steps *s, const struct store_trace *t, const struct tp_event *e, int64_t base)
+{
+	uint64_t key = (uint64_t)e->cat << 32 | e->name;
+	uint32_t i, c, v;
+	int64_t a, b, dur;
+
+	if (e->ph != 'X' || !(e->have & TH_TS))
+		return 0;
+	if ((v = hmap_get(&s->memo, key)) != UINT32_MAX) {
+		c = v & 7;
+		i = v >> 3;
+	} else {
+		const char *name = store_trace_string(t, e->name);
+		if ((c = classify(s, name, store_trace_string(t, e->cat), &i)) == UINT32_MAX || i >= UINT32_MAX >> 3 ||
+		    !hmap_put(&s->memo, key, i << 3 | c))
+			return -1;
+	}
+	if (c == C_NONE)
 		return 0;
 	dur = (e->have & TH_DUR) && e->dur_ns > 0 ? e->dur_ns : 0;
 	a = tp_sat_add(e->ts_ns, base);
 	b = tp_sat_add(a, dur);
-	if (cat_is(cat, kernel))
-		kind = AN_GPU_KERNEL;
-	else if (cat_is(cat, memcpy_))
-		kind = AN_GPU_MEMCPY;
-	else if (cat_is(cat, memset_))
-		kind = AN_GPU_MEMSET;
-	if (kind >= 0) {
+	if (c <= C_MEMSET) {
 		int64_t ns = inside(s, a, b);
 		int starts = window_at(s->w, s->nw, a);
-		if (!ns && !starts)
-			return 0;
-		if ((i = item_of(&s->kernels, kind, name)) == UINT32_MAX)
-			return -1;
 		s->kernels.v[i].calls += starts;
 		s->kernels.v[i].ns = tp_sat_add(s->kernels.v[i].ns, ns);
 		return 0;
 	}
-	ann = !strcmp(cat, "user_annotation");
-	if (!ann && !cat_is(cat, op) && !cat_is(cat, runtime))
-		return 0;
-	if (!strncmp(name, "ProfilerStep#", 13)) {
+	if (c == C_STEP) {
+		const char *name = store_trace_string(t, e->name);
 		char *end;
 		long long n = strtoll(name + 13, &end, 10);
 		if (*end || end == name + 13)
@@ -280,11 +313,10 @@ static int in_event(struct in_steps *s, const struct tp_event *e, int64_t base, 
 		s->ps[s->nps++] = (struct win){ .s = a, .e = b, .step = n, .cpu_dur = dur };
 		return 0;
 	}
-	if ((i = item_of(&s->ops, 0, name)) == UINT32_MAX ||
-	    tp_grow((void **)&s->h, &s->hcap, s->nh + 1, sizeof(*s->h)))
+	if (tp_grow((void **)&s->h, &s->hcap, s->nh + 1, sizeof(*s->h)))
 		return -1;
-	s->h[s->nh] = (struct hspan){ .s = a, .e = b, .op = i, .ord = (uint32_t)s->nh, .ann = (uint8_t)ann,
-				      .runtime = (uint8_t)cat_is(cat, runtime),
+	s->h[s->nh] = (struct hspan){ .s = a, .e = b, .op = i, .ord = (uint32_t)s->nh, .ann = c == C_ANN,
+				      .runtime = c == C_RUNTIME,
 				      .thread = hmap_mix(id_key(e->pid, e->pid_s)) ^ id_key(e->tid, e->tid_s) };
 	s->nh++;
 	return 0;
@@ -458,8 +490,9 @@ static int read_in_steps(struct store_reader *r, struct compare_run *c, struct t
 	rc = store_trace_open(r, c->run, c->rank, INT64_MIN, s.w[k - 1].e, &t, &got, err);
 	while (!rc && (rc = store_trace_next(t, &ev, &n, &base, err)) == 1) {
 		rc = 0;
+		hmap_free(&s.memo);	/* the string ids are the block's */
 		for (i = 0; i < n && !rc; i++)
-			if (in_event(&s, &ev[i], base, store_trace_string(t, ev[i].name), store_trace_string(t, ev[i].cat)))
+			if (in_event(&s, t, &ev[i], base))
 				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	if (t)
@@ -471,6 +504,7 @@ static int read_in_steps(struct store_reader *r, struct compare_run *c, struct t
 		c->in_steps = 1;
 	items_free(&s.ops);
 	items_free(&s.kernels);
+	hmap_free(&s.memo);
 	tp_free(s.h);
 	tp_free(s.w);
 	tp_free(s.cw);

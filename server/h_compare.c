@@ -104,10 +104,11 @@ static int distributed_of(struct store_reader *r, const char *base, const char *
  * kernels' times add up to its kernel time where they do not overlap), and
  * a call when it starts inside one. A host span (operator, annotation,
  * runtime call; not ProfilerStep#N) counts, with its self time, when it
- * starts inside a step's ProfilerStep#N span on the host (a window's first
- * step's span starts when the GPU work queued before it ends, after most of
- * its host work; the span of its number and host duration that starts last
- * at or before its start; its span when none is found): self time as
+ * starts inside its step's ProfilerStep#N span on the host: a window's
+ * first step starts only when the GPU work queued before it ends, after
+ * most of its host work. That span is the ProfilerStep#N of the step's
+ * number and host duration that starts last at or before the step does
+ * (the step's own span when the events hold none). Self time as
  * analysis.c's tables pass has it, nested per thread, a child clipped to its
  * parent, an operator whose only child (runtime calls aside) is an operator
  * of the same name one call with it. The rank's events are read from its
@@ -381,7 +382,8 @@ static int in_ops(struct in_steps *s)
 	struct hframe *st = NULL;
 	size_t depth = 0, cap = 0, i;
 
-	qsort(s->h, s->nh, sizeof(*s->h), cmp_hspan);
+	if (s->nh > 1)		/* s->h is NULL when there is none */
+		qsort(s->h, s->nh, sizeof(*s->h), cmp_hspan);
 	for (i = 0; i <= s->nh; i++) {
 		const struct hspan *h = i < s->nh ? &s->h[i] : NULL;
 		int other = h && depth && s->h[i - 1].thread != h->thread;
@@ -427,7 +429,8 @@ static int in_cpu_windows(struct in_steps *s)
 				best = &s->ps[k];
 		s->cw[i] = best ? *best : s->w[i];
 	}
-	qsort(s->cw, s->nw, sizeof(*s->cw), cmp_win);
+	if (s->nw > 1)
+		qsort(s->cw, s->nw, sizeof(*s->cw), cmp_win);
 	return 0;
 }
 

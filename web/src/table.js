@@ -2,7 +2,8 @@
 //   const t = table({columns, rows, sort: 'key', desc: true, rowClass(row), top: 25, filter: true, fold(row)});
 //   parent.append(t.el); t.setRows(newRows);
 // A column: {key, label, num (right-aligned, sorts descending first),
-// name (a long identifier: shortened in the middle, full on hover, a copy button),
+// name (a long identifier: nameCell(), shortened to the column's width by shortName(), full on
+// hover and on copy),
 // value(row) (what shows and sorts; default row[key]), sortBy(row) (what sorts, when not the
 // value), fmt(value, row) (text or a Node)}.
 // top: show the first N rows and a "show all" button; filter: a box that keeps the rows
@@ -74,6 +75,7 @@ export function table({ columns, rows, sort, desc = true, rowClass, empty = 'Not
 		tbody.replaceChildren(...(list.length ? list.map((row) => h('tr', { class: rowClass ? rowClass(row) : null },
 			columns.map((c) => cell(c, row)))) : [h('tr', null, h('td', { class: 'muted', colspan: columns.length,
 			text: state.q ? 'No row matches the filter.' : folded.length ? `Every row is ${foldLabel}.` : empty }))]));
+		fitNames(el);
 		more.replaceChildren(...[
 			list.length < total && h('button', { type: 'button', class: 'button small ghost', 'data-act': 'all',
 				onclick: () => { state.all = true; render(); } }, `Show all ${total.toLocaleString('en-US')}`),
@@ -87,6 +89,16 @@ export function table({ columns, rows, sort, desc = true, rowClass, empty = 'Not
 	}
 
 	render();
+	// the names are fitted again when the table's width changes (and once it is first laid out)
+	if (nameCol && typeof ResizeObserver === 'function') {
+		let width = 0;
+		new ResizeObserver(() => {
+			if (wrap.clientWidth !== width) {
+				width = wrap.clientWidth;
+				fitNames(el);
+			}
+		}).observe(wrap);
+	}
 	return {
 		el,
 		setRows(rows) {
@@ -96,58 +108,168 @@ export function table({ columns, rows, sort, desc = true, rowClass, empty = 'Not
 	};
 }
 
-// A C++ or operator name as it reads best in a narrow cell: no "void " return
-// type, no parameter list after the template arguments (it repeats them), no
-// "(anonymous namespace)::", lambdas as λ, namespaces dropped inside the
-// template arguments. "void at::native::vectorized_elementwise_kernel<4,
-// at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, ...)"
-// reads "at::native::vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, Array<char*, 3>>".
-export function shortName(name) {
-	let s = String(name ?? '');
-	if (!/[<(]/.test(s) || s.length < 48)
+// A C++ kernel, operator or frame name as it reads in a table cell, at most about max
+// characters, never losing the function name (the part outside every <...> and (...)):
+//   shortName('void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,
+//     std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)', 50)
+//   === 'at::native::vectorized_elementwise_kernel<4, …>(…)'
+// A name without brackets is returned as it is (a long identifier too: the cell wraps it).
+// One with brackets loses its "void " return type, "(anonymous namespace)::" and
+// "::operator()() const", and its lambdas read λ. While it is longer than max: the
+// namespaces inside its brackets go, then the contents of its parameter lists, then of its
+// deepest template arguments, then of shallower ones, each cut template keeping the arguments
+// that fit (those with brackets of their own first: "<4, FillFunctor<float>, …>").
+export function shortName(name, max = 80) {
+	const full = String(name ?? '');
+	if (!/[<(]/.test(full))
+		return full;
+	const s = full.replace(/^void /, '').replace(/\(anonymous namespace\)::/g, '')
+		.replace(/\{lambda\((?:[^(){}]|\([^(){}]*\))*\)#\d+\}/g, 'λ').replace(/::operator\(\)\(\) const/g, '')
+		.replace(/(::λ)+/g, '::λ').replace(/ >/g, '>');
+	const tree = parseBrackets(s);
+	if (!tree || s.length <= max)
 		return s;
-	s = s.replace(/^void /, '').replace(/\(anonymous namespace\)::/g, '')
-		.replace(/::operator\(\)\(\) const/g, '').replace(/\{lambda\([^()]*\)#\d+\}/g, 'λ');
-	// the trailing "(params)" after a template's closing ">"
-	if (s.endsWith(')')) {
-		let depth = 0, i = s.length - 1;
-		for (; i >= 0; i--) {
-			depth += s[i] === ')' ? 1 : s[i] === '(' ? -1 : 0;
-			if (!depth)
-				break;
+	const depth = (list) => Math.max(0, ...list.map((x) => (typeof x === 'string' ? 0 : 1 + depth(x.kids))));
+	// a name that is all brackets ("<built-in method ...>") keeps its outermost ones' contents
+	const least = tree.some((x) => typeof x === 'string' && /\w/.test(x)) ? 0 : 1;
+	let out = renderBrackets(tree, 0, Infinity, false);
+	for (let limit = depth(tree); limit >= least && out.length > max; limit--) {
+		// once without the cut brackets' arguments, then with as many as the room left holds
+		// (less what the "…" between kept ones take, when they overflow it)
+		let room = max - renderBrackets(tree, 0, limit, true).length;
+		out = renderBrackets(tree, 0, limit, true, { left: room });
+		for (let k = 0; k < 4 && out.length > max && room > 0; k++) {
+			room -= out.length - max;
+			out = renderBrackets(tree, 0, limit, true, { left: room });
 		}
-		if (i > 0 && /[>\w]\s*$/.test(s.slice(0, i)) && s.slice(0, i).includes('<'))
-			s = s.slice(0, i);
 	}
-	// inside <...> and (...): drop namespace qualifiers and parameter lists of functions
-	let out = '', depth = 0;
-	for (let i = 0; i < s.length; i++) {
-		const c = s[i];
-		if (c === '<' || c === '(')
-			depth++;
-		else if (c === '>' || c === ')')
-			depth--;
-		if (depth > 0) {
-			const m = /^(?:[A-Za-z_]\w*::)+/.exec(s.slice(i));
-			if (m && !/\w/.test(s[i - 1] || '')) {
-				i += m[0].length - 1;
-				continue;
-			}
-		}
-		out += c;
-	}
-	return out.replace(/\([\w:&*, ]*\)(?=::)/g, '()').replace(/(::λ)+/g, '::λ').replace(/ >/g, '>');
+	return out;
 }
 
-// Where a shortened name is cut when it does not fit: the head (the function,
-// "at::native::vectorized_elementwise_kernel") gives way first, with an
-// ellipsis; the tail (its template arguments, else the last characters) stays.
-function splitName(s) {
-	const lt = s.indexOf('<');
-	if (lt > 0)
-		return [s.slice(0, lt), s.slice(lt)];
-	const k = Math.min(18, Math.floor(s.length / 2));
-	return [s.slice(0, s.length - k), s.slice(s.length - k)];
+// "a<b, c(d)>e" as ['a', {open: '<', close: '>', kids: ['b, c', {open: '(', ...}]}, 'e'];
+// null when the brackets do not pair up (the name is then left as it is).
+function parseBrackets(s) {
+	const root = [], stack = [root];
+	let text = '';
+	const flush = () => {
+		if (text)
+			stack.at(-1).push(text);
+		text = '';
+	};
+	for (const c of s) {
+		if (c === '<' || c === '(') {
+			flush();
+			const g = { open: c, close: c === '<' ? '>' : ')', kids: [] };
+			stack.at(-1).push(g);
+			stack.push(g.kids);
+		} else if (c === '>' || c === ')') {
+			if (stack.length === 1)
+				return null;
+			flush();
+			stack.pop();
+		} else {
+			text += c;
+		}
+	}
+	flush();
+	return stack.length === 1 ? root : null;
+}
+
+const unqualify = (t) => t.replace(/(^|[^\w:])(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~λ])/g, '$1');
+
+// A bracket's contents as its arguments: lists of items split at its own commas.
+function splitArgs(kids) {
+	const args = [[]];
+	for (const k of kids) {
+		if (typeof k !== 'string') {
+			args.at(-1).push(k);
+			continue;
+		}
+		k.split(',').forEach((piece, i) => {
+			if (i)
+				args.push([]);
+			if (piece.trim())
+				args.at(-1).push(piece.trim());
+		});
+	}
+	return args;
+}
+
+// The tree as text; names inside brackets lose their namespaces. Brackets nested deeper than
+// limit, and parameter lists when params is set, are cut: a template's arguments stay where they
+// fit in budget.left characters (an argument's own brackets cut by plainArgs()), "…" for those
+// that do not.
+function renderBrackets(list, depth, limit, params, budget = { left: 0 }) {
+	return list.map((x) => {
+		if (typeof x === 'string')
+			return depth ? unqualify(x) : x;
+		if (!x.kids.length || (depth < limit && !(params && x.open === '(')))
+			return x.open + renderBrackets(x.kids, depth + 1, limit, params, budget) + x.close;
+		// the arguments that have brackets of their own first (the functors and types that tell
+		// kernels apart), then the plain ones (float, 4), each where it fits; in their order, a
+		// "…" for those left out
+		const args = splitArgs(x.kids);
+		const plain = [...args.keys()].filter((k) => args[k].every((a) => typeof a === 'string'));
+		const kept = [];
+		for (const i of x.open === '<' ? [...args.keys()].filter((k) => !plain.includes(k)).concat(plain) : []) {
+			const text = args[i].map((k) => (typeof k === 'string' ? unqualify(k) : plainArgs(k))).join('');
+			if (text.length + 2 > budget.left)
+				continue;
+			kept[i] = text;
+			budget.left -= text.length + 2;
+		}
+		const shown = args.map((a, i) => kept[i] ?? '…').filter((t, i, all) => t !== '…' || all[i - 1] !== '…');
+		return x.open + shown.join(', ') + x.close;
+	}).join('');
+}
+
+// A bracket inside a kept argument, cut short: its leading plain arguments (words, numbers)
+// up to 24 characters, then its last argument (the functor of "BinaryFunctor<float, float,
+// float, MulFunctor<float>>") up to 32, with the brackets in it cut the same way.
+function plainArgs(x) {
+	if (x.open !== '<')
+		return x.kids.length ? '(…)' : '()';
+	const args = splitArgs(x.kids);
+	const plain = (arg) => arg.length === 1 && typeof arg[0] === 'string';
+	const shown = args.map(() => null);
+	let used = 0;
+	for (const [i, arg] of args.entries()) {
+		if (!plain(arg) || used + arg[0].length > 24)
+			break;
+		shown[i] = unqualify(arg[0]);
+		used += arg[0].length + 2;
+	}
+	const last = args.length - 1;
+	if (shown[last] == null) {
+		const text = args[last].map((k) => (typeof k === 'string' ? unqualify(k) : plainArgs(k))).join('');
+		if (text.length <= 32)
+			shown[last] = text;
+	}
+	return x.open + shown.map((t) => t ?? '…').filter((t, i, all) => t !== '…' || all[i - 1] !== '…').join(', ') + x.close;
+}
+
+// The width of a character of a name cell's font, measured once.
+let charPx = 0;
+function charWidth() {
+	if (!charPx) {
+		const probe = h('span', { class: 'name offscreen' }, h('span', { class: 'name-text', text: '0'.repeat(40) }));
+		document.body.append(probe);
+		charPx = probe.firstChild.getBoundingClientRect().width / 40 || 7.5;
+		probe.remove();
+	}
+	return charPx;
+}
+
+// The table's name cells shortened to what their column holds (at least 40 characters;
+// a name that still does not fit wraps), by shortName().
+function fitNames(root) {
+	const first = root.querySelector('tbody .name');
+	if (!first || !first.isConnected || !first.clientWidth)
+		return;
+	const copyBtn = first.querySelector('.copy');
+	const chars = Math.max(40, Math.floor((first.clientWidth - (copyBtn?.offsetWidth ?? 0) - 8) / charWidth()));
+	for (const t of root.querySelectorAll('tbody .name > .name-text'))
+		t.textContent = shortName(t.parentNode.dataset.full, chars);
 }
 
 async function copy(text, btn) {
@@ -165,18 +287,27 @@ async function copy(text, btn) {
 	setTimeout(() => btn.classList.remove('copied'), 1200);
 }
 
-// A name cell: shortened in the middle, the full name on hover and in the copy button.
-export function nameCell(v) {
+// A name cell: the name shortened by shortName() to max characters (in a table's name
+// column, to what the column holds: fitNames), wrapped when it still does not fit; the full
+// name on hover (title), in data-full, in the copy button and when the cell's text is copied.
+export function nameCell(v, max = 80) {
 	if (v == null || v === '')
 		return h('span', { class: 'muted', text: '–' });
 	const full = String(v);
-	const [head, tail] = splitName(shortName(full));
 	// its label comes from the style sheet, so that the cell's text is the name alone
 	const btn = h('button', { type: 'button', class: 'copy', title: 'copy the full name', 'aria-label': 'copy the full name' });
 	btn.addEventListener('click', (e) => {
 		e.stopPropagation();
 		copy(full, btn);
 	});
-	return h('span', { class: 'name', title: full, 'data-full': full },
-		h('span', { class: 'name-head', text: head }), h('span', { class: 'name-tail', text: tail }), btn);
+	const el = h('span', { class: 'name', title: full, 'data-full': full }, h('span', { class: 'name-text', text: shortName(full, max) }), btn);
+	// a selection inside the one name copies the full name, not the shortened one
+	el.addEventListener('copy', (e) => {
+		const sel = document.getSelection();
+		if (!sel || !el.contains(sel.anchorNode) || !el.contains(sel.focusNode))
+			return;
+		e.clipboardData.setData('text/plain', full);
+		e.preventDefault();
+	});
+	return el;
 }

@@ -1,9 +1,11 @@
-// A run's page (/runs/{run}[?rank=R]): headline numbers, step time by
-// component, the memory timeline (click the peak for what was alive), the
-// nvidia-smi series, the Lightning profiler's actions, top operators (from a
-// trace or a key_averages table) and kernels, the flame graph of folded stacks,
-// the diagnosis, ranks, the trace window (download or open in Perfetto) and the
-// artifacts. Each card shows only when the rank has what it draws.
+// A run's page (/runs/{run}[?rank=R]), the answer first: headline numbers, then
+// the diagnosis (the three most severe findings, each linking to the card that
+// shows its evidence, the rest folded), then step time by component, the whole
+// run (when it has more than one profiling cycle), the memory timeline (click the
+// peak for what was alive), the nvidia-smi series, the Lightning profiler's
+// actions, top operators (from a trace or a key_averages table) and kernels, the
+// flame graph of folded stacks, ranks, the trace window (download or open in
+// Perfetto) and the artifacts. Each card shows only when the rank has what it draws.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, follow, runUrl } from './api.js';
 import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
@@ -88,25 +90,26 @@ export async function runPage(app, run, following = false) {
 		segCard.hidden = true;
 	const deleteRun = h('button', { type: 'button', class: 'button small danger', text: 'Delete run',
 		onclick: () => remove(deleteRun, `Delete run ${run} and its ${info.artifacts.length} artifact${info.artifacts.length === 1 ? '' : 's'}? This cannot be undone.`, runUrl(run)) });
+	// the answer first: the headline numbers, the diagnosis, then the charts and tables behind it
 	app.replaceChildren(...[
 		h('div', { class: 'title' }, h('h1', { text: run }), ...meta, h('span', { class: 'spacer' }), rankPicker, deleteRun),
 		headline,
-		hasTrace && card('Step time by component', h('p', { class: 'muted small', text: 'Every instant of a step counted once, in the first of kernel, memcpy, memset, communication, runtime, dataloader, cpu that is active then; idle otherwise. GPU work counts in the step that launched it.' }), stepsBox),
-		hasTrace && card('Whole run', h('p', { class: 'muted small', id: 'whole-run-note' }), wholeBox, cyclesBox),
-		memCard,
+		hasDiag && named('diagnosis', card('Diagnosis', diagBox)),
+		hasTrace && named('steps', card('Step time by component', h('p', { class: 'muted small', text: 'Every instant of a step counted once, in the first of kernel, memcpy, memset, communication, runtime, dataloader, cpu that is active then; idle otherwise. GPU work counts in the step that launched it.' }), stepsBox)),
+		hasTrace && named('whole-run', card('Whole run', h('p', { class: 'muted small', id: 'whole-run-note' }), wholeBox, cyclesBox)),
+		named('memory', memCard),
 		segCard,
-		hasGpu && card('GPUs (nvidia-smi)', gpuBox),
-		hasActions && card('Lightning profiler', actionsBox),
-		hasCanary && card('rlhf-canary metrics', canaryBox),
+		hasGpu && named('gpus', card('GPUs (nvidia-smi)', gpuBox)),
+		hasActions && named('lightning', card('Lightning profiler', actionsBox)),
+		hasCanary && named('canary-metrics', card('rlhf-canary metrics', canaryBox)),
 		// full width each: kernel names need the room to stay told apart
-		hasOps && card('Top operators', opsBox),
-		hasTrace && card('Top GPU kernels', kernelsBox),
+		hasOps && named('operators', card('Top operators', opsBox)),
+		hasTrace && named('kernels', card('Top GPU kernels', kernelsBox)),
 		stacks.length && card('Stacks', stacksBox),
-		hasDiag && card('Diagnosis', diagBox),
-		ranks.ranks.length && card('Ranks', ranksTable(ranks, run)),
-		multi && card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox),
-		hasTrace && card('Trace', traceBox),
-		card('Artifacts', artifactsTable(info.artifacts, run))].filter(Boolean));
+		ranks.ranks.length && named('ranks', card('Ranks', ranksTable(ranks, run))),
+		multi && named('distributed-card', card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox)),
+		hasTrace && named('trace', card('Trace', traceBox)),
+		named('artifacts', card('Artifacts', artifactsTable(info.artifacts, run)))].filter(Boolean));
 
 	const load = async (box, f) => {
 		try {
@@ -178,6 +181,7 @@ export async function runPage(app, run, following = false) {
 		multi && load(distBox, async () => distributed(distBox, run, await api(runUrl(run, '/distributed')))),
 	]);
 	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info, gpu));
+	linkEvidence(diagBox);
 	ready(app);
 	live(app, run, signature(info));
 }
@@ -212,9 +216,18 @@ function live(app, run, sig) {
 	liveTimer = setTimeout(tick, LIVE_MS);
 }
 
-// The rank's whole training: every step across its cycles and chunks, and the cycles.
+// A card with an id, for the diagnosis's links to its evidence (card-ID); false stays false.
+function named(id, section) {
+	if (section)
+		section.id = 'card-' + id;
+	return section;
+}
+
+// The rank's whole training: every step across its cycles and chunks, and the cycles. A
+// rank of one profiling cycle has the card hidden: the step chart above shows the same steps.
 function wholeRun(box, cyclesBox, t) {
 	const note = document.getElementById('whole-run-note');
+	box.closest('section').hidden = t.cycles.length <= 1;
 	if (note)
 		note.textContent = `${fmtInt(t.steps_total)} steps in ${t.cycles.length} profiling cycle${t.cycles.length === 1 ? '' : 's'}` +
 			(t.points < t.steps_total ? `; ${fmtInt(t.points)} shown, the slowest of each stretch` : '') + '.';
@@ -312,23 +325,59 @@ async function kernelsTable(box, run, rank, kind = 'kernel') {
 	t.el);
 }
 
+// Where on the page a finding's evidence is drawn, by its id (the cards of named()): the
+// first of the list that the page has.
+const EVIDENCE_CARDS = {
+	low_gpu_utilization: ['steps'], cpu_bound: ['steps'], dataloader: ['steps'], step_drift: ['whole-run', 'steps'],
+	exposed_communication: ['steps'], no_steps: ['trace'], no_gpu_activity: ['kernels'], no_trace: ['artifacts'],
+	tiny_kernels: ['kernels'], memcpy_share: ['kernels'], gpu_sync: ['operators'],
+	memory_growth: ['memory', 'whole-run'], memory_near_capacity: ['memory'],
+	gpu_log_low_utilization: ['gpus'], gpu_log_memory_full: ['gpus'],
+	collective_bandwidth_low: ['distributed-card', 'ranks'], compute_imbalance: ['distributed-card', 'ranks'],
+	exposed_communication_ranks: ['distributed-card', 'ranks'], persistent_straggler: ['distributed-card', 'ranks'],
+};
+const evidenceCards = (id) => EVIDENCE_CARDS[id] || (id.startsWith('lightning_') ? ['lightning'] : id.startsWith('canary_') ? ['canary-metrics'] : []);
+
+// Point the findings' links at the first of their cards that shows (cards hide as their data
+// comes: the whole run of one cycle, a memory card with no data); a link with none is hidden.
+function linkEvidence(box) {
+	for (const a of box.querySelectorAll('a.evidence-link')) {
+		const where = a.dataset.cards.split(' ').map((c) => document.getElementById('card-' + c)).find((el) => el && !el.hidden);
+		a.hidden = !where;
+		if (where) {
+			a.href = '#' + where.id;
+			a.textContent = 'Evidence: ' + where.querySelector('h2').textContent + ' ↓';
+		}
+	}
+}
+const TOP_FINDINGS = 3;
+
+// The findings, most severe first: the first TOP_FINDINGS open, the rest folded under "N more".
 function diagnosis(box, findings) {
 	if (!findings.length) {
 		box.replaceChildren(h('p', { class: 'good', text: 'Nothing to report: no rule fired on this rank.' }));
 		return;
 	}
-	box.replaceChildren(...bySeverity(findings).map((f) => h('article', { class: 'finding ' + f.severity },
-		h('div', { class: 'finding-head' }, h('span', { class: 'sev ' + f.severity, text: f.severity }), h('h3', { text: f.title })),
+	const article = (f) => h('article', { class: 'finding ' + f.severity, 'data-id': f.id },
+		h('div', { class: 'finding-head' }, h('span', { class: 'sev ' + f.severity, text: f.severity }), h('h3', { text: f.title }),
+			h('span', { class: 'spacer' }),
+			evidenceCards(f.id).length && h('a', { class: 'evidence-link small', 'data-cards': evidenceCards(f.id).join(' ') })),
 		h('p', { class: 'advice', text: f.advice }),
 		h('dl', { class: 'evidence' }, Object.entries(f.evidence || {}).map(([k, v]) =>
-			[h('dt', { text: evidenceLabel(k) }), h('dd', { text: evidenceValue(k, v) })])))));
+			[h('dt', { text: evidenceLabel(k) }), h('dd', { text: evidenceValue(k, v) })])));
+	const sorted = bySeverity(findings);
+	const rest = sorted.slice(TOP_FINDINGS);
+	box.replaceChildren(...sorted.slice(0, TOP_FINDINGS).map(article),
+		rest.length && h('details', { class: 'more-findings' }, h('summary', { text: `${rest.length} more` }), rest.map(article)));
+	linkEvidence(box);
 }
 
 // The Distributed card: bars per rank and step, the collectives, who arrived last, lateness by rank and step.
 function distributed(box, run, d) {
 	const chart = h('div', { class: 'chart-box' });
 	const st = d.stragglers;
-	const gbps = (v) => (v == null ? '' : v.toFixed(2) + ' GB/s');
+	// the API's GB/s (bytes per ns) in the page's binary units: GiB/s, MiB/s
+	const gbps = (v) => (v == null ? '' : fmtBytes(v * 1e9) + '/s');
 	const colls = table({
 		sort: 'time_ns', rows: d.collectives, empty: 'No collectives in these traces.',
 		columns: [

@@ -88,16 +88,16 @@ static int serve_page(struct request *req, const char *name, const char *csp)
 	return serve(req, a, "no-cache", csp);
 }
 
-/* the file named by the path's last part in folder dir; cache: NULL for IMMUTABLE */
-static int serve_in(struct request *req, const char *dir, const char *cache, const char *csp)
+/* the file file in folder dir; cache: NULL for IMMUTABLE */
+static int serve_in(struct request *req, const char *dir, const char *file, const char *cache, const char *csp)
 {
 	char name[160];
 	const struct web_asset *a = NULL;
 
-	if ((size_t)snprintf(name, sizeof(name), "%s/%s", dir, req->params[0]) < sizeof(name))
+	if ((size_t)snprintf(name, sizeof(name), "%s/%s", dir, file) < sizeof(name))
 		a = find(name);
 	if (!a)
-		return http_reply_error(req, 404, "not_found", NULL, "no such file: %s/%s", dir, req->params[0]);
+		return http_reply_error(req, 404, "not_found", NULL, "no such file: %s/%s", dir, file);
 	return serve(req, a, cache ? cache : IMMUTABLE, csp);
 }
 
@@ -108,7 +108,7 @@ int h_web_page(struct request *req)
 
 int h_web_asset(struct request *req)
 {
-	return serve_in(req, "assets", NULL, PAGE_CSP);
+	return serve_in(req, "assets", req->params[0], NULL, PAGE_CSP);
 }
 
 /* GET /api/docs: the API reference page (web/src/docs.js) */
@@ -119,9 +119,12 @@ int h_web_docs(struct request *req)
 
 /*
  * GET /viewer/{name}: speedscope's files as its package ships them; names
- * carry a hash but index.html does not, so only it is revalidated.
+ * carry a hash but index.html does not, so only it is revalidated. A route
+ * with no {name} (GET /viewer/) answers index.html.
  */
 int h_web_viewer(struct request *req)
 {
-	return serve_in(req, "viewer", strcmp(req->params[0], "index.html") ? NULL : "no-cache", VIEWER_CSP);
+	const char *name = req->params[0] && *req->params[0] ? req->params[0] : "index.html";
+
+	return serve_in(req, "viewer", name, strcmp(name, "index.html") ? NULL : "no-cache", VIEWER_CSP);
 }

@@ -9,8 +9,8 @@
  * (immutable); the shell is revalidated every time (no-cache + ETag, 304 on
  * If-None-Match). Pages get a CSP that allows only this origin's files: no
  * inline script or style, no CDN. GET /api/docs answers the API reference
- * page and /viewer/{name} the offline trace viewer (speedscope), whose CSPs
- * also allow inline styles (both libraries set them).
+ * page (the same CSP) and /viewer/{name} the offline trace viewer (speedscope),
+ * whose CSP also allows inline styles (it sets them).
  */
 #include <microhttpd.h>
 #include <stdio.h>
@@ -20,13 +20,10 @@
 #include "http.h"
 #include "web_assets.h"
 
-/* the trace viewer (speedscope) and the API reference (Swagger UI) set styles inline;
- * the viewer reads the trace the run page hands it as a blob: URL and compiles its
+/* the trace viewer (speedscope) sets styles inline; it reads the trace the run page hands it as a blob: URL and compiles its
  * WebAssembly (JFR import; 'wasm-unsafe-eval' allows that, not JS eval) */
 #define VIEWER_CSP "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " \
 		   "connect-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-#define DOCS_CSP "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " \
-		 "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 #define PAGE_CSP "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
 		 "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
@@ -111,10 +108,10 @@ int h_web_asset(struct request *req)
 	return serve_in(req, "assets", req->params[0], NULL, PAGE_CSP);
 }
 
-/* GET /api/docs: the API reference page (web/src/docs.js) */
+/* GET /api/docs: the API reference page (web/src/docs.js), drawn from openapi.yaml */
 int h_web_docs(struct request *req)
 {
-	return serve_page(req, "docs.html", DOCS_CSP);
+	return serve_page(req, "docs.html", PAGE_CSP);
 }
 
 /*

@@ -91,13 +91,17 @@ export const apiDelete = (url) => request(url, 'json', 'DELETE');
 // What a page shows instead of its content when a read failed.
 export function errorBox(err) {
 	if (err instanceof ApiError && err.status === 401) {
-		const input = h('input', { type: 'password', placeholder: 'read token', autocomplete: 'off' });
+		const input = h('input', { type: 'password', placeholder: 'read token', autocomplete: 'off', 'aria-label': 'read token' });
 		const form = h('form', { class: 'token', onsubmit: (e) => {
 			e.preventDefault();
 			localStorage.setItem(TOKEN_KEY, input.value.trim());
 			location.reload();
 		} }, input, h('button', { type: 'submit', text: 'Use token' }));
-		return h('div', { class: 'error' }, h('p', { text: 'This server needs a token to read: ' + err.message }), form);
+		const kept = localStorage.getItem(TOKEN_KEY);
+		return h('div', { class: 'error', id: 'token-needed' },
+			h('p', { text: kept ? `The read token kept in this browser was refused (${err.message}): enter another.`
+				: `A read token is needed: this server answers only requests that carry one (${err.message}). Enter it here; this browser keeps it.` }),
+			form);
 	}
 	return h('div', { class: 'error' }, h('p', { text: err.message }));
 }

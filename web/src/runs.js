@@ -78,10 +78,13 @@ export async function runsPage(app) {
 		try {
 			runs = (await api('/api/v1/runs')).runs;
 			status.replaceChildren();
+			t.el.hidden = false;
 			updated.textContent = 'updated ' + new Date().toLocaleTimeString();
 			render();
 		} catch (err) {
 			status.replaceChildren(errorBox(err));
+			// a list that could not be read is not an empty one: no "No runs yet" under the error
+			t.el.hidden = !runs.length;
 		}
 	}
 

@@ -236,7 +236,7 @@ test('/api/docs: the operations at once, one opened and tried', async () => {
 	await page.waitForSelector('details.op');
 	const ms = Date.now() - t0;
 	console.log(`/api/docs: the first operation visible ${ms} ms after navigating`);
-	// what made it slow: Swagger UI's 1.5 MB bundle; the page's script is small
+	// what made it slow: Swagger UI's 1.6 MB bundle; the page's script is small
 	const html = await (await fetch(srv.base + '/api/docs')).text();
 	const js = await (await fetch(srv.base + html.match(/src="([^"]+\.js)"/)[1])).arrayBuffer();
 	assert.ok(js.byteLength < 50000, `${js.byteLength} bytes of script`);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
+import { shortName } from '../../web/src/table.js';
 
 let srv, browser;
 const shots = screenshotDir();
@@ -86,8 +87,10 @@ test('run page of two ranks: the critical path of a chosen step', async () => {
 	// the headline names the largest non-idle category, with its share
 	const top = api.by_category.find((c) => c.kind !== 'idle');
 	const head = await page.textContent(`${section} p.path-head`);
-	assert.ok(head.includes(`of step 552's critical path`) && head.includes(`rank ${top.rank}'s ${top.kind} ${top.name}`) &&
+	// its name shortened as the tables' are, whole on hover
+	assert.ok(head.includes(`of step 552's critical path`) && head.includes(`rank ${top.rank}'s ${top.kind} ${shortName(top.name)}`) &&
 		head.includes(top.pct.toFixed(1)), head);
+	assert.equal(await page.getAttribute(`${section} p.path-head`, 'title'), top.name);
 	const rows = await page.$$eval(`${section} p.path-head ~ div .table tbody tr, ${section} p.path-head ~ div table tbody tr`, (trs) => trs.length);
 	assert.ok(rows > 0);
 	// another step

@@ -12,7 +12,7 @@ import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
 import { openInViewer } from './viewer.js';
 import { actionsView, canaryView, gpuView, meanUtilization, readyOf, stacksView } from './formats.js';
-import { nameCell, table } from './table.js';
+import { nameCell, shortName, table } from './table.js';
 import { CATEGORIES, card, fmtBytes, fmtDate, fmtInt, fmtNs, fmtPct, fmtSignedPct, h, label, ready,
 	segmented, setCrumbs } from './util.js';
 
@@ -439,7 +439,8 @@ function criticalPath(run, steps) {
 		try {
 			const cp = await api(runUrl(run, '/critical_path', { step }));
 			const top = cp.by_category.find((c) => c.kind !== 'idle') || cp.by_category[0];
-			head.textContent = top ? `${fmtPct(top.pct / 100)} of step ${cp.step}'s critical path (${fmtNs(cp.dur_ns)}) was rank ${top.rank}'s ${top.kind} ${top.name}` +
+			head.title = top?.name ?? '';
+			head.textContent = top ? `${fmtPct(top.pct / 100)} of step ${cp.step}'s critical path (${fmtNs(cp.dur_ns)}) was rank ${top.rank}'s ${top.kind} ${shortName(top.name)}` +
 				(cp.segments.some((x) => x.kind === 'collective' && x.rank !== top.rank) ? ', waited on by the others in their collectives.' : '.') : '';
 			pathChart(chart, cp);
 			cats.replaceChildren(table({

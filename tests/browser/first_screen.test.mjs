@@ -27,6 +27,7 @@ before(async () => {
 	srv = await startServer();
 	await uploadScenario('healthy');
 	await uploadScenario('dist', (f) => `rank=${f.match(/^rank(\d)/)[1]}`);
+	await uploadScenario('sync');
 	browser = await launchBrowser();
 });
 
@@ -87,6 +88,21 @@ test('run page: headline cards, then the diagnosis, then the charts and tables',
 	// bandwidths in the page's binary units
 	assert.doesNotMatch(await page.textContent(card('Distributed')), /\bGB\/s|\bMB\b/);
 	await page.screenshot({ path: path.join(shots, 'first-screen-dist.png') });
+	assert.deepEqual(page.problems, []);
+});
+
+test('run page of one finding: nothing folded, nothing else in the card', async () => {
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/gpu-sync');
+	await page.waitForSelector('#app[data-ready]');
+	const diag = page.locator(card('Diagnosis'));
+	assert.equal(await diag.locator('article.finding').count(), 1);
+	assert.equal(await diag.locator('details.more-findings').count(), 0);
+	// the card holds its heading and the finding, no stray text
+	const texts = await diag.evaluate((el) => [...el.querySelectorAll(':scope > div > *')].map((x) => x.tagName));
+	assert.deepEqual(texts, ['ARTICLE']);
+	assert.equal(await diag.evaluate((el) => [...el.querySelector(':scope > div').childNodes].filter((n) => n.nodeType === 3).length), 0);
+	assert.equal(await diag.locator('a.evidence-link').getAttribute('href'), '#card-operators');
 	assert.deepEqual(page.problems, []);
 });
 

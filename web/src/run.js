@@ -368,7 +368,7 @@ function diagnosis(box, findings) {
 	const sorted = bySeverity(findings);
 	const rest = sorted.slice(TOP_FINDINGS);
 	box.replaceChildren(...sorted.slice(0, TOP_FINDINGS).map(article),
-		rest.length && h('details', { class: 'more-findings' }, h('summary', { text: `${rest.length} more` }), rest.map(article)));
+		...(rest.length ? [h('details', { class: 'more-findings' }, h('summary', { text: `${rest.length} more` }), rest.map(article))] : []));
 	linkEvidence(box);
 }
 

@@ -103,6 +103,8 @@ test('run page of one finding: nothing folded, nothing else in the card', async 
 	assert.deepEqual(texts, ['ARTICLE']);
 	assert.equal(await diag.evaluate((el) => [...el.querySelector(':scope > div').childNodes].filter((n) => n.nodeType === 3).length), 0);
 	assert.equal(await diag.locator('a.evidence-link').getAttribute('href'), '#card-operators');
+	// nor inside the findings (a rule with no card to link to, say, adds no text either)
+	assert.equal(await diag.locator('.finding-head').evaluate((el) => [...el.childNodes].filter((n) => n.nodeType === 3).length), 0);
 	assert.deepEqual(page.problems, []);
 });
 

@@ -361,7 +361,7 @@ function diagnosis(box, findings) {
 	const article = (f) => h('article', { class: 'finding ' + f.severity, 'data-id': f.id },
 		h('div', { class: 'finding-head' }, h('span', { class: 'sev ' + f.severity, text: f.severity }), h('h3', { text: f.title }),
 			h('span', { class: 'spacer' }),
-			evidenceCards(f.id).length && h('a', { class: 'evidence-link small', 'data-cards': evidenceCards(f.id).join(' ') })),
+			evidenceCards(f.id).length > 0 && h('a', { class: 'evidence-link small', 'data-cards': evidenceCards(f.id).join(' ') })),
 		h('p', { class: 'advice', text: f.advice }),
 		h('dl', { class: 'evidence' }, Object.entries(f.evidence || {}).map(([k, v]) =>
 			[h('dt', { text: evidenceLabel(k) }), h('dd', { text: evidenceValue(k, v) })])));

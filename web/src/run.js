@@ -111,6 +111,9 @@ export async function runPage(app, run, following = false) {
 		hasTrace && named('trace', card('Trace', traceBox)),
 		named('artifacts', card('Artifacts', artifactsTable(info.artifacts, run)))].filter(Boolean));
 
+	// the headline from what is known already, drawn again once the cards' data is read
+	const rankInfo = ranks.ranks.find((r) => r.rank === rank);
+	headline.replaceChildren(...headlines(rankInfo, [], null, info, null));
 	const load = async (box, f) => {
 		try {
 			await f();
@@ -180,7 +183,7 @@ export async function runPage(app, run, following = false) {
 		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
 		multi && load(distBox, async () => distributed(distBox, run, await api(runUrl(run, '/distributed')))),
 	]);
-	headline.replaceChildren(...headlines(ranks.ranks.find((r) => r.rank === rank), steps, mem, info, gpu));
+	headline.replaceChildren(...headlines(rankInfo, steps, mem, info, gpu));
 	linkEvidence(diagBox);
 	ready(app);
 	live(app, run, signature(info));

@@ -48,6 +48,7 @@ static const struct route routes[] = {
 	{ "GET", "/compare", ROUTE_OPEN, h_web_page, NULL, NULL, NULL },
 	{ "GET", "/assets/{name}", ROUTE_OPEN, h_web_asset, NULL, NULL, NULL },
 	{ "GET", "/api/docs", ROUTE_OPEN, h_web_docs, NULL, NULL, NULL },
+	{ "GET", "/viewer/", ROUTE_OPEN, h_web_viewer, NULL, NULL, NULL },
 	{ "GET", "/viewer/{name}", ROUTE_OPEN, h_web_viewer, NULL, NULL, NULL },
 };
 

@@ -328,7 +328,7 @@ test('canary metrics: the run page shows its figures and findings, compare shows
 	await page.screenshot({ path: path.join(shots, 'formats-canary.png'), fullPage: true });
 	await page.close();
 
-	// compare: step time +x %, tokens/s -y %, memory +z MB, as the notebook prints them
+	// compare: step time +x %, tokens/s -y %, memory +z MiB (the notebook's "MB" are MiB: the page says so)
 	const cmp = await newPage(browser);
 	await cmp.goto(`${srv.base}/compare?base=canary-base&target=canary-slow`);
 	await cmp.waitForSelector('#app[data-ready]');
@@ -338,7 +338,7 @@ test('canary metrics: the run page shows its figures and findings, compare shows
 	assert.ok((await row('step_time'))[2].startsWith(sign(pct(base.step_time.mean, slow.step_time.mean))));
 	assert.equal((await row('tokens_per_s'))[2], sign(pct(base.approx_tokens_per_sec, slow.approx_tokens_per_sec)));
 	const dmb = slow.max_mem_mb - base.max_mem_mb;
-	assert.equal((await row('max_mem'))[2], `${dmb > 0 ? '+' : ''}${dmb.toFixed(0)} MB`);
+	assert.equal((await row('max_mem'))[2], `${dmb > 0 ? '+' : ''}${dmb.toFixed(0)} MiB`);
 	assert.equal((await cmp.locator('#verdict .verdict-word').textContent()).toLowerCase(), 'regression');
 	await cmp.screenshot({ path: path.join(shots, 'formats-canary-compare.png'), fullPage: true });
 	await cmp.close();

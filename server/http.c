@@ -13,6 +13,7 @@
  * Status codes come from enum tp_err in one place, http_status_of().
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -914,7 +915,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start and stop ---- */
 
-static int resolve(const char *listen, struct sockaddr_storage *ss, int *v6, struct tp_errbuf *err)
+static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *len, int *v6,
+		   struct tp_errbuf *err)
 {
 	char host[256];
 	const char *colon = strrchr(listen, ':'), *port;
@@ -939,9 +941,33 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, int *v6, str
 	if (getaddrinfo(hl ? host : NULL, port, &hints, &ai) || !ai)
 		return tp_fail(err, TP_ERR_INVALID, "config", "--listen: cannot resolve '%s'", listen);
 	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
 	*v6 = ai->ai_family == AF_INET6;
 	freeaddrinfo(ai);
 	return TP_OK;
+}
+
+/*
+ * The listening socket, bound and listening before the store is opened, so
+ * that an address in use or refused leaves no database made or migrated;
+ * libmicrohttpd takes it (MHD_OPTION_LISTEN_SOCKET) and closes it at stop.
+ * The socket, or -1 with err set.
+ */
+static int listen_on(const char *addr, const struct sockaddr_storage *ss, socklen_t len, struct tp_errbuf *err)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+
+	if (fd < 0) {
+		tp_fail(err, TP_ERR_IO, "config", "cannot listen on %s: %s", addr, strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) || listen(fd, SOMAXCONN)) {
+		tp_fail(err, TP_ERR_IO, "config", "cannot listen on %s: %s", addr, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err)
@@ -956,7 +982,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	 * the e2e test under ASan). poll sees it at once.
 	 */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-	int rc, v6 = 0;
+	socklen_t sslen = 0;
+	int rc, v6 = 0, lfd = -1;
 
 	if (!srv)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -971,10 +998,14 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	pthread_cond_init(&srv->cw_stop, NULL);
 	if (!srv->cfg.max_client_connections)
 		srv->cfg.max_client_connections = 64;
-	if ((rc = resolve(cfg->listen, &ss, &v6, err)))
+	if ((rc = resolve(cfg->listen, &ss, &sslen, &v6, err)))
 		goto fail;
 	if (cfg->token_file && (rc = load_tokens(srv, cfg->token_file, err)))
 		goto fail;
+	if ((lfd = listen_on(cfg->listen, &ss, sslen, err)) < 0) {
+		rc = err->rc;
+		goto fail;
+	}
 	if ((rc = store_open(cfg->db_path, &srv->store, err)))
 		goto fail;
 	srv->cache = cache_new(CACHE_BYTES);
@@ -982,7 +1013,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 		flags |= MHD_USE_IPv6;
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
 				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				       MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
 				       MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 16u,
 				       MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
 				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
@@ -992,10 +1023,10 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 				       MHD_OPTION_END);
 	if (!srv->daemon) {
-		rc = tp_fail(err, TP_ERR_IO, "config", "cannot listen on %s (in use, or no permission?)",
-			     cfg->listen);
+		rc = tp_fail(err, TP_ERR_IO, "config", "cannot serve on %s", cfg->listen);
 		goto fail;
 	}
+	lfd = -1;	/* the daemon's now */
 	if (cfg->conn_timeout_s && pthread_create(&srv->watchdog, NULL, watchdog_main, srv) == 0)
 		srv->watchdog_on = 1;
 	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -1003,6 +1034,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	*out = srv;
 	return TP_OK;
 fail:
+	if (lfd >= 0)
+		close(lfd);
 	server_stop(srv);
 	return rc;
 }

@@ -438,9 +438,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/*
-	 * The address first: a port in use must not leave a database behind.
-	 * (A tiny window remains between this bind and libmicrohttpd's own in
-	 * server_start(), which then fails as before, after the store opened.)
+	 * The address first: a port in use must not leave a database, nor its
+	 * folder, behind. server_start() binds again, for good, before it opens
+	 * the store, so one taken between the two fails as cleanly.
 	 */
 	if (can_bind(cfg.listen)) {
 		fprintf(stderr, "trainscope-server: cannot listen on %s: %s%s\n", cfg.listen, strerror(errno),

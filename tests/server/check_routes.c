@@ -1,6 +1,16 @@
-/* check_routes.c: the route table and matcher (server/routes.c, server/router.c). */
+/* check_routes.c: the route table and matcher (server/routes.c, server/router.c), and the
+ * listening socket server_start() takes before anything else (server/http.c). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "testutil.h"
 
 #include "routes.h"
 #include "suites.h"
@@ -75,6 +85,42 @@ START_TEST(test_run_names)
 }
 END_TEST
 
+/* An address already taken: server_start fails before it makes, opens or migrates the database. */
+START_TEST(test_start_port_taken)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char *dir = tu_tmpdir(), listen_at[64], db[512];
+	struct server_config cfg = { .routes = &server_routes, .threads = 2, .grace_s = 1,
+				     .limits = ingest_default_limits };
+	struct tp_errbuf err = { 0 };
+	struct server *srv = NULL;
+	struct stat sb;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(listen_at, sizeof(listen_at), "127.0.0.1:%u", ntohs(sa.sin_port));
+	snprintf(db, sizeof(db), "%s/taken.db", dir);
+	cfg.listen = listen_at;
+	cfg.db_path = db;
+	ck_assert_int_ne(server_start(&cfg, &srv, &err), 0);
+	ck_assert_ptr_null(srv);
+	ck_assert_msg(strstr(err.msg, "cannot listen on") != NULL, "%s", err.msg);
+	ck_assert_int_eq(stat(db, &sb), -1);
+	close(fd);
+	/* free now: the same call serves, and only then is the database made */
+	ck_assert_int_eq(server_start(&cfg, &srv, &err), 0);
+	ck_assert_int_eq(server_port(srv), ntohs(sa.sin_port));
+	ck_assert_int_eq(stat(db, &sb), 0);
+	server_stop(srv);
+	tu_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 Suite *suite_routes(void)
 {
 	Suite *s = suite_create("routes");
@@ -84,6 +130,7 @@ Suite *suite_routes(void)
 	tcase_add_test(tc, test_match);
 	tcase_add_test(tc, test_misses);
 	tcase_add_test(tc, test_run_names);
+	tcase_add_test(tc, test_start_port_taken);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -151,10 +151,10 @@ static void fmt_bytes(char *out, size_t size, double b, int sign)
  * A long name shortened for a sentence, keeping the function: past 60
  * characters, without a leading "void " and "(anonymous namespace)::", its
  * template arguments or parameters as "<...>" or "(...)", and a qualified
- * name still too long cut at its start ("...elementwise_kernel<...>"), a
- * name without arguments in its middle.
+ * name still too long without its first namespaces ("...native::foo<...>"),
+ * a name without arguments cut in its middle.
  * "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, ...>(...)"
- * reads "at::native::distribution_elementwise_grid_stride_kernel<...>".
+ * reads "...native::distribution_elementwise_grid_stride_kernel<...>".
  */
 static void fmt_name(char *out, size_t size, const char *name)
 {
@@ -183,7 +183,16 @@ static void fmt_name(char *out, size_t size, const char *name)
 		snprintf(out, size, "%.28s...%s", head, head + n - 28);
 		return;
 	}
-	k = n > 52 ? n - 49 : 0;	/* the last 49 characters: the function's own name */
+	/* the fewest leading namespaces left out for the rest to fit in 52 characters; a function's own
+	 * name longer than that keeps its last 49 */
+	for (k = 0; n - k > 52;) {
+		const char *c = strstr(head + k, "::");
+		if (!c) {
+			k = n - 49;
+			break;
+		}
+		k = (size_t)(c - head) + 2;
+	}
 	snprintf(out, size, "%s%.52s%s", k ? "..." : "", head + k, *p == '<' ? "<...>" : *p == '(' ? "(...)" : "");
 }
 
@@ -361,7 +370,7 @@ struct table {
 	size_t added, removed, changed;
 };
 
-/* "3 operators only in target: a, b, c" (at most 5 names) */
+/* "3 operators only in target: a, b, c" (at most 5 names; "1 operator" for one) */
 static int only_reason(json_t *reasons, const struct table *t, const char *what, int added)
 {
 	char text[1024], name[80];
@@ -370,7 +379,9 @@ static int only_reason(json_t *reasons, const struct table *t, const char *what,
 
 	if (!n)
 		return 0;
-	len = snprintf(text, sizeof(text), "%zu %s only in %s:", n, what, added ? "target" : "base");
+	/* "1 kernel", "2 kernels" */
+	len = snprintf(text, sizeof(text), "%zu %.*s only in %s:", n, (int)strlen(what) - (n == 1), what,
+		       added ? "target" : "base");
 	for (i = 0; i < t->n && shown < 5; i++) {
 		if (added ? t->rows[i].a != NULL : t->rows[i].b != NULL)
 			continue;

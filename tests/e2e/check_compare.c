@@ -568,7 +568,7 @@ START_TEST(test_h200_in_steps)
 		/* a long name in a reason keeps its function: the random tokens' kernel, in healthy's steps only
 		 * (void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, ...>(...)) */
 		if (p)
-			ck_assert(says(j, "1 kernels only in base: ...tive::distribution_elementwise_grid_stride_kernel<...>"));
+			ck_assert(says(j, "1 kernel only in base: ...native::distribution_elementwise_grid_stride_kernel<...>"));
 		for (s = 0; s < 2; s++) {
 			snprintf(run, sizeof(run), "h200-%s", pairs[p][s]);
 			for (k = 0; k < 3; k++) {

@@ -2,7 +2,7 @@
 // column; tick two to compare them. Refreshed every few seconds while visible.
 import { api, errorBox } from './api.js';
 import { table } from './table.js';
-import { card, fmtBytes, fmtDate, fmtInt, fmtNs, h, setCrumbs } from './util.js';
+import { card, fmtBytes, fmtDate, fmtInt, fmtNs, h, ready, setCrumbs } from './util.js';
 
 const REFRESH_MS = 5000;
 
@@ -108,5 +108,6 @@ export async function runsPage(app) {
 		h('div', { class: 'toolbar' }, project, text, h('span', { class: 'spacer' }), hint, compare),
 		status, t.el, h('p', { class: 'foot' }, updated)));
 	await refresh();
+	ready(app);
 	schedule();
 }

@@ -54,6 +54,8 @@ struct mem_block {
 	int state;				/* MEM_BLOCK_* */
 	int cat;				/* allocated or pending free: its category; else -1 */
 	const char *op;				/* who allocated it, when the frames say; else NULL */
+	const char *rule;			/* allocated or pending free: the rule that gave cat
+						 * (a snapshot's: snap_rule_names); else NULL */
 };
 
 /* A segment the caching allocator had reserved at dump time (a snapshot's). */

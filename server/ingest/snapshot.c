@@ -35,6 +35,11 @@
 #include "ingest/snapshot.h"
 #include "utf8.h"
 
+const char *const snap_rule_names[SNAP_NRULES] = {
+	"same_line", "module_init", "zero_grad", "optimizer", "backward", "data_loading", "forward",
+	"forward_alive", "no_phase", "before_recording",
+};
+
 /* A_BASE: a free of a block allocated before recording (its record holds the size) */
 enum { A_OTHER, A_ALLOC, A_FREE, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_BASE };
 
@@ -256,40 +261,50 @@ static int same_line(const struct snap_reader *rd, uint32_t fa, uint32_t fb)
 /*
  * The rules, in order; the first that matches wins. "Freed" means freed
  * while recording; the phases are those of the frames at the allocation (a)
- * and at the free (f).
+ * and at the free (f). *rule (may be NULL): the SNAP_RULE_* that decided.
  */
-static int categorize(const struct snap_reader *rd, uint32_t fa, uint32_t ff, int freed, int any_frames)
+static int categorize(const struct snap_reader *rd, uint32_t fa, uint32_t ff, int freed, int any_frames, int *rule)
 {
 	unsigned a = phase(rd, fa, any_frames), f = freed ? phase(rd, ff, any_frames) : 0;
+	int k, cat;
 
 	/* 1. made and released by the same line of Python: a temporary of that statement
 	 *    (PyTorch: TEMPORARY, allocated and freed inside one operator) */
 	if (freed && same_line(rd, fa, ff))
-		return CAT_TEMPORARY;
+		k = SNAP_RULE_SAME_LINE, cat = CAT_TEMPORARY;
 	/* 2. made while a module is built or moved (__init__, reset_parameters, .to()/.cuda()
 	 *    through _apply) and not in forward, backward or the optimizer: its parameters */
-	if ((a & PH_INIT) && !(a & (PH_FORWARD | PH_BACKWARD | PH_OPT)))
-		return CAT_PARAMETER;
+	else if ((a & PH_INIT) && !(a & (PH_FORWARD | PH_BACKWARD | PH_OPT)))
+		k = SNAP_RULE_MODULE_INIT, cat = CAT_PARAMETER;
 	/* 3. released by zero_grad(set_to_none=True): only gradients are */
-	if (freed && (f & PH_ZERO_GRAD))
-		return CAT_GRADIENT;
-	/* 4. made in optimizer code and kept after it: its state (exp_avg, momentum);
-	 *    released inside it: the update's temporaries */
-	if (a & PH_OPT)
-		return freed && (f & PH_OPT) ? CAT_TEMPORARY : CAT_OPTIMIZER_STATE;
+	else if (freed && (f & PH_ZERO_GRAD))
+		k = SNAP_RULE_ZERO_GRAD, cat = CAT_GRADIENT;
+	/* 4. made in optimizer code and kept after it: its state (exp_avg, momentum; Adam's
+	 *    _init_group); released inside it: the update's temporaries */
+	else if (a & PH_OPT)
+		k = SNAP_RULE_OPTIMIZER, cat = freed && (f & PH_OPT) ? CAT_TEMPORARY : CAT_OPTIMIZER_STATE;
 	/* 5. made in backward and alive after it: a gradient; released inside it:
 	 *    the backward's own intermediates */
-	if (a & PH_BACKWARD)
-		return freed && (f & PH_BACKWARD) ? CAT_AUTOGRAD_DETAIL : CAT_GRADIENT;
+	else if (a & PH_BACKWARD)
+		k = SNAP_RULE_BACKWARD, cat = freed && (f & PH_BACKWARD) ? CAT_AUTOGRAD_DETAIL : CAT_GRADIENT;
 	/* 6. made while loading data: the batch */
-	if (a & PH_DATA)
-		return CAT_INPUT;
+	else if (a & PH_DATA)
+		k = SNAP_RULE_DATA, cat = CAT_INPUT;
 	/* 7. made in forward and released later (by backward, or by a later line of
 	 *    forward): an activation */
-	if ((a & PH_FORWARD) && freed)
-		return CAT_ACTIVATION;
-	/* 8. anything else, or made in forward and alive at the end: nothing tells */
-	return CAT_UNKNOWN;
+	else if ((a & PH_FORWARD) && freed)
+		k = SNAP_RULE_FORWARD, cat = CAT_ACTIVATION;
+	/* 8. made in forward and alive at the end: an output of forward (the logits the
+	 *    loop still holds) or a tensor saved for a backward not run yet; PyTorch calls
+	 *    both activations (on a path from the loss's gradient) */
+	else if (a & PH_FORWARD)
+		k = SNAP_RULE_FORWARD_ALIVE, cat = CAT_ACTIVATION;
+	/* 9. anything else (no frame names a phase): nothing tells */
+	else
+		k = SNAP_RULE_NONE, cat = CAT_UNKNOWN;
+	if (rule)
+		*rule = k;
+	return cat;
 }
 
 /* installed code (torch, einops...) rather than the user's own */
@@ -610,7 +625,8 @@ static int take_entry(void *ctx, struct pickle_parser *p, const struct pk_obj *l
 		} else if (*slot >= 0) {
 			/* both ends' frames are here: its category, with and without frames elsewhere */
 			uint32_t fa = d->afa[*slot];
-			d->acat[*slot] = (uint8_t)(CAT_DECIDED | categorize(rd, fa, fs, 1, 0) | categorize(rd, fa, fs, 1, 1) << 3);
+			d->acat[*slot] = (uint8_t)(CAT_DECIDED | categorize(rd, fa, fs, 1, 0, NULL) |
+						      categorize(rd, fa, fs, 1, 1, NULL) << 3);
 			rc = put_rec(d, action, t, d->nal - (size_t)*slot);
 			*slot = -2;
 		} else if (action == A_FREE || *slot == -1) {
@@ -765,7 +781,12 @@ static int dump_layout(struct snap_result *r, const struct snap_reader *rd, cons
 			y->cat = -1;
 			if (is_live_block(bl)) {
 				int32_t slot = *mem_amap_slot(&tr->m, addr);
+				int rule = SNAP_RULE_BASELINE;
 				y->cat = slot >= 0 ? tr->acat[slot] : CAT_PARAMETER;
+				/* alive at dump time, so never freed: the rule as the category was decided */
+				if (slot >= 0)
+					categorize(rd, tr->afa[slot], 0, 0, rd->any_frames, &rule);
+				y->rule = snap_rule_names[rule];
 				const char *op = slot >= 0 ? op_name(rd, tr->afa[slot], buf, sizeof(buf)) : NULL;
 				if (op && !(y->op = keep_name(r, op))) {
 					tp_free(sv);
@@ -948,7 +969,7 @@ static int one_device(struct snap_result *r, struct snap_reader *rd, const struc
 	v->reserved0 = reserved;
 	for (i = 0; i < tr->nal; i++) {
 		uint8_t k = tr->acat[i];
-		int cat = !(k & CAT_DECIDED) ? categorize(rd, tr->afa[i], 0, 0, rd->any_frames)
+		int cat = !(k & CAT_DECIDED) ? categorize(rd, tr->afa[i], 0, 0, rd->any_frames, NULL)
 					     : rd->any_frames ? k >> 3 & 7 : k & 7;
 		tr->acat[i] = (uint8_t)cat;
 		if (i >= ntrace)

@@ -24,6 +24,20 @@ struct snap_result;
 struct snap_reader;
 
 /*
+ * The rules that give an allocation its category from its frames, in the
+ * order they are tried (categorize() in snapshot.c says each), and
+ * SNAP_RULE_BASELINE: a block alive at dump time that neither an entry nor
+ * its own frames explain, counted under parameter.
+ */
+enum {
+	SNAP_RULE_SAME_LINE, SNAP_RULE_MODULE_INIT, SNAP_RULE_ZERO_GRAD, SNAP_RULE_OPTIMIZER, SNAP_RULE_BACKWARD,
+	SNAP_RULE_DATA, SNAP_RULE_FORWARD, SNAP_RULE_FORWARD_ALIVE, SNAP_RULE_NONE, SNAP_RULE_BASELINE, SNAP_NRULES
+};
+/* "same_line", "module_init", "zero_grad", "optimizer", "backward", "data_loading", "forward",
+ * "forward_alive", "no_phase", "before_recording" */
+extern const char *const snap_rule_names[SNAP_NRULES];
+
+/*
  * A reader of the snapshot p will read, attached to it: it takes the trace
  * entries as the pickle runs (pickle_parser_on_append), so it is made
  * before the first byte is fed. TP_ERR_TOOBIG from the feed when the entries pass max_entries.

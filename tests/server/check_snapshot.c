@@ -203,6 +203,60 @@ START_TEST(test_cs336_fixture)
 }
 END_TEST
 
+/* The H200 training run's snapshot (tests/fixtures/gpu/train): every active block has a category from
+ * its own frames and the rule that gave it. Python over the pickle: 588,812,800 bytes in 166 active
+ * blocks; 303,038,464 allocated under a module's forward (the vocabulary head's 256 MiB logits among
+ * them), 168,058,880 under torch/optim (Adam's _init_group), 84,029,440 under Module.to's _apply,
+ * 33,554,432 in one block without frames, 131,584 in 3 blocks whose frames name none of these (the
+ * loop's torch.randint and cross_entropy). */
+START_TEST(test_train_snapshot_categories)
+{
+	size_t len;
+	char *path = tu_source_path("tests/fixtures/gpu/train/train.snapshot.pickle");
+	uint8_t *data = tu_read_file(path, &len);
+	int64_t alive = 0, bycat[MEM_NCAT] = { 0 };
+	size_t nalive = 0, nlogits = 0;
+	struct snap x;
+
+	ck_assert_ptr_nonnull(data);
+	snap_read(data, len, len, &x);
+	ck_assert_uint_eq(x.n, 1);
+	for (size_t i = 0; i < x.s->nsegs; i++)
+		for (size_t k = 0; k < x.s->segs[i].nblocks; k++) {
+			const struct mem_block *b = &x.s->segs[i].blocks[k];
+			if (b->cat < 0) {
+				ck_assert_ptr_null(b->rule);
+				continue;
+			}
+			ck_assert_ptr_nonnull(b->rule);
+			/* unknown only where no rule decides */
+			ck_assert_int_eq(b->cat == CAT_UNKNOWN, !strcmp(b->rule, "no_phase"));
+			nalive++;
+			alive += b->size;
+			bycat[b->cat] += b->size;
+			if (b->size == 268435456) {	/* the logits: made in linear.py's forward, alive at the dump */
+				nlogits++;
+				ck_assert_int_eq(b->cat, CAT_ACTIVATION);
+				ck_assert_str_eq(b->rule, "forward_alive");
+				ck_assert_ptr_nonnull(b->op);
+				ck_assert_ptr_nonnull(strstr(b->op, "record.py:68"));
+			}
+		}
+	ck_assert_uint_eq(nalive, 166);
+	ck_assert_uint_eq(nlogits, 1);
+	ck_assert_int_eq(alive, 588812800LL);
+	ck_assert_int_eq(bycat[CAT_ACTIVATION], 303038464LL);
+	ck_assert_int_eq(bycat[CAT_OPTIMIZER_STATE], 168058880LL);
+	ck_assert_int_eq(bycat[CAT_UNKNOWN], 131584);
+	/* the frameless block is a gradient (the autograd engine's thread) or the baseline (parameter) */
+	ck_assert_int_eq(bycat[CAT_PARAMETER] + bycat[CAT_GRADIENT], 84029440LL + 33554432LL);
+	ck_assert_int_ge(bycat[CAT_PARAMETER], 84029440LL);
+	snap_done(&x);
+	free(data);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_state_only_fixture)
 {
 	size_t len;
@@ -488,7 +542,8 @@ static const struct {
 	  CAT_ACTIVATION },
 	{ "forward, freed by a later line: activation", { { "alloc", 0x1000, 4096, FWD }, { "free_requested", 0x1000, 4096, FWD2 } },
 	  CAT_ACTIVATION },
-	{ "forward, alive at the end: unknown", { { "alloc", 0x1000, 4096, FWD } }, CAT_UNKNOWN },
+	{ "forward, alive at the end: activation", { { "alloc", 0x1000, 4096, FWD } }, CAT_ACTIVATION },
+	{ "loop code, no phase: unknown", { { "alloc", 0x1000, 4096, "train@/home/u/train.py@40" } }, CAT_UNKNOWN },
 };
 
 START_TEST(test_rule)
@@ -1123,6 +1178,7 @@ Suite *suite_snapshot(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_cs336_fixture, 0, 4);
 	tcase_add_test(tc, test_state_only_fixture);
+	tcase_add_test(tc, test_train_snapshot_categories);
 	tcase_add_test(tc, test_segments_layout);
 	tcase_add_test(tc, test_protocol2);
 	tcase_add_test(tc, test_truncated);

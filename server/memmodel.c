@@ -19,9 +19,11 @@ void mem_split_param(int64_t row[MEM_POINT_COLS], int64_t param_bytes)
 {
 	if (param_bytes <= 0)
 		return;
-	int64_t pre = row[1 + CAT_PARAMETER], param = pre < param_bytes ? pre : param_bytes;
+	int64_t pre = row[1 + CAT_PARAMETER], param = pre < param_bytes ? pre : param_bytes,
+		state = pre - param < tp_sat_add(param_bytes, param_bytes) ? pre - param : tp_sat_add(param_bytes, param_bytes);
 	row[1 + CAT_PARAMETER] = param;
-	row[1 + CAT_OPTIMIZER_STATE] += pre - param;
+	row[1 + CAT_OPTIMIZER_STATE] = tp_sat_add(row[1 + CAT_OPTIMIZER_STATE], state);
+	row[1 + CAT_UNKNOWN] = tp_sat_add(row[1 + CAT_UNKNOWN], pre - param - state);
 }
 
 int64_t mem_point_total(const struct mem_point *p)

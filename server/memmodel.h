@@ -27,8 +27,11 @@ extern const char *const mem_cat_names[MEM_NCAT];
 #define MEM_COL_RESERVED (2 + MEM_NCAT)
 /*
  * A stored point's parameter bytes (a trace's or a snapshot's baseline: what
- * was allocated before recording began) split at the run's param_bytes, the
- * rest optimizer state (param_bytes <= 0: unchanged).
+ * was allocated before recording began) split at the run's param_bytes: that
+ * much parameter, then up to twice as much optimizer state (Adam's two
+ * moments a parameter; an optimizer with less state leaves the rest there
+ * too), and what is left over unknown: a batch or the last step's outputs
+ * still held (param_bytes <= 0: unchanged).
  */
 void mem_split_param(int64_t row[MEM_POINT_COLS], int64_t param_bytes);
 

@@ -28,7 +28,7 @@ static void walk_open(struct walk *w, struct store_reader *r, const struct store
 	memset(w, 0, sizeof(*w));
 	w->r = r;
 	w->s = s;
-	w->cols = cols | 1u | (s->param_bytes > 0 ? 1u << (1 + CAT_PARAMETER) | 1u << (1 + CAT_OPTIMIZER_STATE) : 0);
+	w->cols = cols | 1u | (s->param_bytes > 0 ? 1u << (1 + CAT_PARAMETER) | 1u << (1 + CAT_OPTIMIZER_STATE) | 1u << (1 + CAT_UNKNOWN) : 0);
 	memstitch_init(&w->st, s->param_bytes);
 }
 

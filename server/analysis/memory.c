@@ -63,7 +63,13 @@ static int categorize(const struct mem_ctx *a, const struct mem_ctx *f, int64_t 
 	 *    released in forward by a later operator: an intermediate activation */
 	if (freed)
 		return CAT_ACTIVATION;
-	/* 8. made in forward and still alive at the end: nothing tells what it is */
+	/* 8. made by an operator outside backward, the optimizer and data loading, and still
+	 *    alive at the end: an output of forward the loop still holds (the logits) or a tensor
+	 *    saved for a backward after the trace; PyTorch calls both activations (on a path from
+	 *    the loss's gradient) */
+	if (a->top >= 0)
+		return CAT_ACTIVATION;
+	/* 9. alive at the end and made by no operator: nothing tells what it is */
 	return CAT_UNKNOWN;
 }
 

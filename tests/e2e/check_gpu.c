@@ -288,6 +288,120 @@ START_TEST(test_train_cycles)
 }
 END_TEST
 
+/* a memory timeline's categories at each point (points=0: all of them) */
+struct mtl {
+	size_t n;
+	json_int_t *t, (*cat)[8];
+};
+
+static const char *const agree_cats[8] = { "parameter", "optimizer_state", "input", "temporary",
+					   "activation", "gradient", "autograd_detail", "unknown" };
+
+static void mtl_read(const char *run, const char *source, struct mtl *m)
+{
+	char path[200];
+	json_t *j, *cats;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/memory?device=cuda:0&points=0", run);
+	j = get(path);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "source")), source);
+	m->n = json_array_size(json_object_get(j, "t_ns"));
+	ck_assert_uint_gt(m->n, 1);
+	m->t = calloc(m->n, sizeof(*m->t));
+	m->cat = calloc(m->n, sizeof(*m->cat));
+	cats = json_object_get(j, "categories");
+	for (size_t i = 0; i < m->n; i++) {
+		m->t[i] = json_integer_value(json_array_get(json_object_get(j, "t_ns"), i));
+		for (int c = 0; c < 8; c++)
+			m->cat[i][c] = json_integer_value(json_array_get(json_object_get(cats, agree_cats[c]), i));
+	}
+	json_decref(j);
+}
+
+/* the step function's point at t: the last at or before it (-1: none) */
+static long mtl_at(const struct mtl *m, json_int_t t)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->t[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+/*
+ * The first train cycle's trace-inferred categories against PyTorch's own export_memory_timeline
+ * of the same cycle, as tests/gpu/agreement.py measures them: the share of PyTorch's byte-time
+ * that ours puts in the same category, over the time both cover (96.4% with the model's
+ * parameter bytes, 84,029,440, in the run's metadata).
+ */
+START_TEST(test_train_memory_agreement)
+{
+	char *dir = fixture_dir("train"), path[512];
+	const char *meta = "{\"metadata\":{\"param_bytes\":84029440}}";
+	struct tu_resp r;
+	struct mtl o, p;
+	double same[8] = { 0 }, theirs[8] = { 0 }, s = 0, all = 0;
+	size_t len;
+	uint8_t *b;
+
+	snprintf(path, sizeof(path), "%s/train.1795786446227183191.pt.trace.json.gz", dir);
+	ck_assert_ptr_nonnull(b = tu_read_file(path, &len));
+	tu_upload(&srv, "agree-trace", "train.pt.trace.json.gz", b, len);
+	free(b);
+	snprintf(path, sizeof(path), "%s/train.memory.raw.json.gz", dir);
+	ck_assert_ptr_nonnull(b = tu_read_file(path, &len));
+	tu_upload(&srv, "agree-pytorch", "train.memory.raw.json.gz", b, len);
+	free(b);
+	free(dir);
+	ck_assert_int_eq(tu_http(&srv, "PATCH", "/api/v1/runs/agree-trace", meta, strlen(meta), NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+	mtl_read("agree-trace", "trace", &o);
+	mtl_read("agree-pytorch", "pytorch", &p);
+	json_int_t start = o.t[0] > p.t[0] ? o.t[0] : p.t[0], end = o.t[o.n - 1] < p.t[p.n - 1] ? o.t[o.n - 1] : p.t[p.n - 1];
+	ck_assert_int_gt(end, start);
+	/* every time either changes, within both */
+	json_int_t *edges = calloc(o.n + p.n, sizeof(*edges));
+	size_t ne = 0, i = 0, k = 0;
+	while (i < o.n || k < p.n) {
+		json_int_t t = k == p.n || (i < o.n && o.t[i] <= p.t[k]) ? o.t[i++] : p.t[k++];
+		if (t >= start && t <= end && (!ne || edges[ne - 1] != t))
+			edges[ne++] = t;
+	}
+	for (size_t e = 0; e + 1 < ne; e++) {
+		long a = mtl_at(&o, edges[e]), z = mtl_at(&p, edges[e]);
+		double dt = (double)(edges[e + 1] - edges[e]);
+		for (int c = 0; c < 8; c++) {
+			double ours = a >= 0 ? (double)o.cat[a][c] : 0, pt = z >= 0 ? (double)p.cat[z][c] : 0;
+			same[c] += (ours < pt ? ours : pt) * dt;
+			theirs[c] += pt * dt;
+		}
+	}
+	for (int c = 0; c < 8; c++) {
+		s += same[c];
+		all += theirs[c];
+	}
+	ck_assert_double_gt(all, 0);
+	ck_assert_msg(s / all >= 0.90, "agreement %.1f%%", 100 * s / all);
+	/* the categories that carry most of it: activation (the logits the loop holds), optimizer state
+	 * (twice the parameters: AdamW's two moments), unknown (the last step's logits, from before the trace) */
+	for (int c = 0; c < 8; c++)
+		if (!strcmp(agree_cats[c], "activation") || !strcmp(agree_cats[c], "optimizer_state") ||
+		    !strcmp(agree_cats[c], "unknown"))
+			ck_assert_msg(same[c] >= 0.95 * theirs[c], "%s: %.1f%%", agree_cats[c], 100 * same[c] / theirs[c]);
+	free(edges);
+	free(o.t);
+	free(o.cat);
+	free(p.t);
+	free(p.cat);
+}
+END_TEST
+
 /* the finding ids of a run's answer at what (a diagnosis), comma-joined in order */
 static void findings_of(const char *scenario, const char *what, char *out, size_t len)
 {
@@ -492,6 +606,7 @@ Suite *suite_gpu(void)
 	tcase_add_test(tc, test_tables_healthy);
 	tcase_add_test(tc, test_tables_compiled);
 	tcase_add_test(tc, test_train_cycles);
+	tcase_add_test(tc, test_train_memory_agreement);
 	tcase_add_test(tc, test_findings);
 	tcase_add_test(tc, test_compare);
 	tcase_add_test(tc, test_dist);

@@ -1038,7 +1038,7 @@ START_TEST(test_memory_rules)
 		{ 1, 65, 0x2000, 1 << 11, "activation" },	/* forward, freed by backward */
 		{ 1, 112, 0x3000, 1 << 12, "temporary" },	/* made and freed inside aten::linear */
 		{ 1, 118, 0x3000, -(1 << 12), NULL },
-		{ 1, 150, 0x4000, 1 << 13, "unknown" },	/* forward, never freed */
+		{ 1, 150, 0x4000, 1 << 13, "activation" },	/* forward (in aten::linear), alive at the end */
 		{ 2, 405, 0x5000, 1 << 14, "autograd_detail" },	/* backward, freed in backward */
 		{ 2, 410, 0x6000, 1 << 15, "gradient" },	/* backward, alive at the optimizer step */
 		{ 2, 445, 0x5000, -(1 << 14), NULL },
@@ -1049,6 +1049,7 @@ START_TEST(test_memory_rules)
 		{ 1, 565, 0x9000, -(1 << 18), NULL },
 		{ 1, 580, 0xa000, 1 << 19, "gradient" },	/* freed by zero_grad */
 		{ 1, 710, 0xa000, -(1 << 19), NULL },
+		{ 1, 800, 0xb000, 1 << 20, "unknown" },	/* in no operator, alive at the end */
 	};
 	struct text t = { .p = malloc(1024), .cap = 1024 };
 	struct tp_errbuf err = { 0 };

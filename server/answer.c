@@ -584,7 +584,8 @@ static json_t *baseline_json(const struct store_mem_series *s, int64_t base)
 	if (s->param_bytes)
 		return json_pack("{s:I, s:I, s:s++}", "bytes", (json_int_t)base, "param_bytes",
 				 (json_int_t)s->param_bytes, "note", "memory allocated ", when,
-				 ": parameter holds the run's param_bytes, the rest is optimizer_state");
+				 ": parameter holds the run's param_bytes, optimizer_state up to"
+				 " twice that (Adam's two moments), unknown the rest");
 	return json_pack("{s:I, s:n, s:s++}", "bytes", (json_int_t)base, "param_bytes", "note", "memory allocated ", when,
 			 ", reported as parameter; PATCH the run's metadata with param_bytes to split it into"
 			 " parameters and optimizer state");

@@ -485,9 +485,60 @@ struct tables {
 	struct tp_errbuf *err;
 };
 
+/* ---- inlined in every pass: the nesting stack (walk.c), string classes (classify.c) ---- */
+
+/* The frames that end by t (all: every frame) popped, each handed to w->pop. */
+static inline void an_walk_unwind(struct walk *w, int64_t t, int all)
+{
+	while (w->depth && (all || t >= w->st[w->depth - 1].end)) {
+		struct frame *f = &w->st[w->depth - 1];
+		if (w->pop)
+			w->pop(w, f, w->depth > 1 ? f - 1 : NULL);
+		w->depth--;
+	}
+}
+
+/* r on the stack, the frames it does not start inside popped; NULL: out of memory */
+static inline struct frame *an_walk_push(struct walk *w, const struct hrec *r)
+{
+	struct frame *f, *p;
+
+	if (w->depth && w->st[w->depth - 1].thread != r->thread)
+		an_walk_unwind(w, 0, 1);
+	an_walk_unwind(w, r->s, 0);
+	if (tp_grow((void **)&w->st, &w->cap, w->depth + 1, sizeof(*w->st)))
+		return NULL;
+	f = &w->st[w->depth];
+	p = w->depth ? f - 1 : NULL;
+	/* what the tables pass adds (self, gself, ...) it sets itself */
+	f->s = r->s;
+	f->e = r->e;
+	f->end = p && r->e > p->end ? p->end : r->e;
+	f->pos = w->pos++;
+	f->name = r->name;
+	f->thread = r->thread;
+	f->comm = 0;
+	f->opt = 0;
+	f->kind = r->kind;
+	f->ann = r->ann;
+	f->ms = 0;
+	w->depth++;
+	return f;
+}
+
+/* The category and name flags of string id (C_*, N_*), classified on first use (an_cls_fill()); -1
+ * when out of memory. */
+int an_cls_fill(struct analysis *an, uint32_t id);
+static inline int an_cls_of(struct analysis *an, uint32_t id, uint16_t *out)
+{
+	if ((id >= an->ncls || !an->cls[id]) && an_cls_fill(an, id))
+		return -1;
+	*out = an->cls[id];
+	return 0;
+}
+
 /* classify.c */
 int an_step_number(const char *s, int64_t *n);
-int an_cls_of(struct analysis *an, uint32_t id, uint16_t *out);
 
 /* analysis.c */
 size_t an_run_records(const struct analysis *an, size_t size);
@@ -505,7 +556,6 @@ void an_ivals_union(struct ivals *l);
 int an_hunion_open(struct hunion *h, const struct runs *r);
 int an_hunion_window(struct hunion *h, int64_t a, int64_t b, struct ivals *out);
 int an_merge_measure(const struct ivals *x, const struct ivals *y, struct ivals *out, int64_t *len);
-struct frame *an_walk_push(struct walk *w, const struct hrec *r);
 int an_walk_all(struct analysis *an, visit_fn visit, void (*pop)(struct walk *, struct frame *, struct frame *),
 		    void *arg, struct tp_errbuf *err);
 

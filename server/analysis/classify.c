@@ -197,7 +197,8 @@ static uint16_t classify_string(const char *s)
 	return c;
 }
 
-int an_cls_of(struct analysis *an, uint32_t id, uint16_t *out)
+/* an_cls_of()'s slow path: an->cls grown to hold id, and id classified: 0, or -1 when out of memory */
+int an_cls_fill(struct analysis *an, uint32_t id)
 {
 	if (id >= an->ncls) {
 		size_t n = an->ncls ? an->ncls : 1024;
@@ -212,6 +213,5 @@ int an_cls_of(struct analysis *an, uint32_t id, uint16_t *out)
 	}
 	if (!an->cls[id])
 		an->cls[id] = classify_string(an->str(an->payload, id));
-	*out = an->cls[id];
 	return 0;
 }

@@ -94,48 +94,7 @@ int an_merge_measure(const struct ivals *x, const struct ivals *y, struct ivals 
 	return 0;
 }
 
-/* ---- the passes over the host spans: a nesting stack ---- */
-
-
-
-
-static void walk_unwind(struct walk *w, int64_t t, int all)
-{
-	while (w->depth && (all || t >= w->st[w->depth - 1].end)) {
-		struct frame *f = &w->st[w->depth - 1];
-		if (w->pop)
-			w->pop(w, f, w->depth > 1 ? f - 1 : NULL);
-		w->depth--;
-	}
-}
-
-/* r on the stack, the frames it does not start inside popped; NULL: out of memory */
-struct frame *an_walk_push(struct walk *w, const struct hrec *r)
-{
-	struct frame *f, *p;
-
-	if (w->depth && w->st[w->depth - 1].thread != r->thread)
-		walk_unwind(w, 0, 1);
-	walk_unwind(w, r->s, 0);
-	if (tp_grow((void **)&w->st, &w->cap, w->depth + 1, sizeof(*w->st)))
-		return NULL;
-	f = &w->st[w->depth];
-	p = w->depth ? f - 1 : NULL;
-	/* what the tables pass adds (self, gself, ...) it sets itself */
-	f->s = r->s;
-	f->e = r->e;
-	f->end = p && r->e > p->end ? p->end : r->e;
-	f->pos = w->pos++;
-	f->name = r->name;
-	f->thread = r->thread;
-	f->comm = 0;
-	f->opt = 0;
-	f->kind = r->kind;
-	f->ann = r->ann;
-	f->ms = 0;
-	w->depth++;
-	return f;
-}
+/* ---- the passes over the host spans: a nesting stack (pushed and popped: analysis_int.h) ---- */
 
 static int walk_open(struct walk *w, struct analysis *an)
 {
@@ -174,6 +133,6 @@ int an_walk_all(struct analysis *an, visit_fn visit, void (*pop)(struct walk *, 
 			w.nomem = 1;
 	if (!w.cur.err && !w.nomem && visit(&w, NULL))
 		w.nomem = 1;
-	walk_unwind(&w, 0, 1);
+	an_walk_unwind(&w, 0, 1);
 	return walk_close(&w, err);
 }

@@ -1,6 +1,6 @@
 /*
  * fuzz_textfmt.c: libFuzzer target for the other profilers' text reports
- * (server/ingest/textfmt.c). The first byte picks the kind (or, 0 mod 5,
+ * (server/ingest/textfmt*.c, fmt_*.c). The first byte picks the kind (or, 0 mod 5,
  * detection from the content) and the piece size. Checks: no crash, no leak,
  * an error code from the documented set with a message, and when a parse
  * succeeds: frames sorted by total with self <= total, self summing to the

@@ -1,5 +1,5 @@
 /*
- * check_textfmt.c: other profilers' text reports (server/ingest/textfmt.c)
+ * check_textfmt.c: other profilers' text reports (server/ingest/textfmt.c, textfmt_units.c, fmt_*.c)
  * against the real samples in shared/fixtures/formats/. The figures were
  * computed from the files with a separate Python script (Decimal arithmetic
  * on the cells as printed), not from this parser; every sample is parsed in

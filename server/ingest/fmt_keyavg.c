@@ -1,0 +1,229 @@
+/*
+ * fmt_keyavg.c: key_averages() tables (see textfmt.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/textfmt_int.h"
+
+/* -- key_averages -- */
+
+static int col_unit(const char *name)
+{
+	if (strchr(name, '%'))
+		return TF_U_BP;
+	if (!strcmp(name, "# of Calls"))
+		return TF_U_COUNT;
+	if (strstr(name, " Mem"))
+		return TF_U_BYTES;
+	if (strstr(name, "Self ") == name || strstr(name, " total") || strstr(name, "time avg"))
+		return TF_U_NS;
+	if (!strcmp(name, "Name") || !strcmp(name, "Overload Name") || !strcmp(name, "Input Shapes") ||
+	    !strcmp(name, "Source Location"))
+		return TF_U_TEXT;
+	return TF_U_OTHER;
+}
+
+/* Whether title is pre + word + post (word the device's: "CUDA" in "Self CUDA Mem"). */
+static int titled(const char *title, const char *pre, const char *word, const char *post)
+{
+	size_t a = strlen(pre), b = strlen(word);
+
+	return !strncmp(title, pre, a) && !strncmp(title + a, word, b) && !strcmp(title + a + b, post);
+}
+
+/*
+ * The columns by meaning. The device word is the X of a time column "Self X"
+ * other than CPU (torch prints use_device.upper(): CUDA, XPU, MTIA, NPU).
+ * Every table since torch 1.7 has Self CPU, CPU total and # of Calls: without
+ * them the rows cannot be an operator table.
+ */
+static int keyavg_roles(struct textfmt_parser *p, struct tp_errbuf *err)
+{
+	static const char *const cpu[][2] = {
+		[TF_KA_SELF_CPU] = { "Self ", "" }, [TF_KA_CPU_TOTAL] = { "", " total" },
+		[TF_KA_CPU_MEM] = { "", " Mem" }, [TF_KA_SELF_CPU_MEM] = { "Self ", " Mem" },
+	};
+	static const int dev_of[] = { [TF_KA_SELF_CPU] = TF_KA_SELF_DEV, [TF_KA_CPU_TOTAL] = TF_KA_DEV_TOTAL,
+				      [TF_KA_CPU_MEM] = TF_KA_DEV_MEM, [TF_KA_SELF_CPU_MEM] = TF_KA_SELF_DEV_MEM };
+	int *col = p->r.ka_col;
+
+	for (int k = 0; k < TF_KA_NROLES; k++)
+		col[k] = -1;
+	for (size_t k = 1; k < p->r.ncols; k++) {
+		const char *t = p->colname[k];
+		if (p->colunit[k] == TF_U_NS && !strncmp(t, "Self ", 5) && strcmp(t, "Self CPU") && !p->r.ka_device[0] &&
+		    strlen(t + 5) < sizeof(p->r.ka_device))
+			snprintf(p->r.ka_device, sizeof(p->r.ka_device), "%s", t + 5);
+	}
+	for (size_t k = 1; k < p->r.ncols; k++) {
+		const char *t = p->colname[k];
+		if (!strcmp(t, "# of Calls"))
+			col[TF_KA_CALLS] = (int)k;
+		for (int role = TF_KA_SELF_CPU; role <= TF_KA_SELF_CPU_MEM; role++) {
+			if (!cpu[role][0])
+				continue;	/* a device role */
+			if (titled(t, cpu[role][0], "CPU", cpu[role][1]))
+				col[role] = (int)k;
+			else if (p->r.ka_device[0] && titled(t, cpu[role][0], p->r.ka_device, cpu[role][1]))
+				col[dev_of[role]] = (int)k;
+		}
+	}
+	if (col[TF_KA_CALLS] < 0)
+		return tf_bad(p, err, "the header has no \"# of Calls\" column");
+	if (col[TF_KA_SELF_CPU] < 0 || col[TF_KA_CPU_TOTAL] < 0)
+		return tf_bad(p, err, "the header has no \"Self CPU\" and \"CPU total\" columns");
+	return TP_OK;
+}
+
+static void cut(const char *s, size_t n, size_t a, size_t b, const char **c, size_t *cn)
+{
+	if (a >= n) {
+		*c = s + n, *cn = 0;
+		return;
+	}
+	if (b > n)
+		b = n;
+	*c = s + a, *cn = b - a;
+	tf_trim(c, cn);
+}
+
+/*
+ * Cells after the name column, split at runs of two or more spaces (a title
+ * or value wider than its column shifts the rest, so widths alone do not do).
+ */
+static size_t wide_cells(const char *s, size_t n, size_t from, const char **c, size_t *cn, size_t max)
+{
+	size_t k = 0, i = from;
+
+	while (i < n) {
+		while (i < n && s[i] == ' ')
+			i++;
+		if (i >= n)
+			break;
+		size_t a = i;
+		while (i < n && !(s[i] == ' ' && (i + 1 >= n || s[i + 1] == ' ')))
+			i++;
+		if (k == max)
+			return max + 1;
+		c[k] = s + a, cn[k] = i - a;
+		k++;
+	}
+	return k;
+}
+
+int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_errbuf *err)
+{
+	const char *t = s;
+	size_t tn = n;
+
+	tf_trim(&t, &tn);
+	if (p->ka_state == 0) {
+		if (!tn || (t[0] == '=') || tf_find(t, tn, "This report"))
+			return TP_OK;
+		if (!tf_is_dashes(t, tn))
+			return tf_bad(p, err, "expected the table's dash line");
+		size_t nc = 0, i = 0;
+		while (i < n) {
+			while (i < n && s[i] == ' ')
+				i++;
+			if (i >= n || s[i] != '-')
+				break;
+			if (nc == TF_MAX_COLS)
+				return tf_bad(p, err, "more columns than a key_averages table has");
+			p->cs[nc] = i;
+			while (i < n && s[i] == '-')
+				i++;
+			p->ce[nc++] = i;
+		}
+		p->r.ncols = nc;
+		p->ka_state = 1;
+		return TP_OK;
+	}
+	if (p->ka_state == 1) {
+		if (tf_is_dashes(t, tn)) {
+			if (!p->colname[0])
+				return tf_bad(p, err, "no header between the dash lines");
+			p->ka_state = 2;
+			return keyavg_roles(p, err);
+		}
+		const char *c[TF_MAX_COLS + 1];
+		size_t cn[TF_MAX_COLS + 1];
+		cut(s, n, p->cs[0], p->ce[0], &c[0], &cn[0]);
+		if (wide_cells(s, n, p->ce[0], c + 1, cn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+			return tf_bad(p, err, "the header does not have a title per column");
+		for (size_t k = 0; k < p->r.ncols; k++) {
+			if (!(p->colname[k] = tf_keep_str(p, c[k], cn[k])))
+				return tf_toobig(p, err);
+			p->colunit[k] = col_unit(p->colname[k]);
+		}
+		if (strcmp(p->colname[0], "Name"))
+			return tf_bad(p, err, "the first column is not Name");
+		return TP_OK;
+	}
+	if (p->ka_state == 2) {
+		if (tf_is_dashes(t, tn)) {
+			p->ka_state = 3;
+			return TP_OK;
+		}
+		if (!tn)
+			return TP_OK;	/* the empty row after a Source Location's continuation */
+		const char *c;
+		size_t cn;
+		cut(s, n, p->cs[0], p->ce[0], &c, &cn);
+		if (!cn)
+			return TP_OK;	/* a Source Location continuation row */
+		const char *cc[TF_MAX_COLS + 1];
+		size_t ccn[TF_MAX_COLS + 1];
+		if (wide_cells(s, n, p->ce[0], cc + 1, ccn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+			return tf_bad(p, err, "a row without a value per column: a column is missing");
+		if (tf_grow((void **)&p->ops, &p->cap_ops, p->r.nops, sizeof(*p->ops), p->lim.max_rows))
+			return tf_toobig(p, err);
+		struct tf_op *o = &p->ops[p->r.nops];
+		if (!(o->name = tf_keep_str(p, c, cn)))
+			return tf_toobig(p, err);
+		o->v[0] = INT64_MIN;
+		for (size_t k = 1; k < p->r.ncols; k++) {
+			int rc = 0;
+			o->v[k] = INT64_MIN;
+			c = cc[k], cn = ccn[k];
+			if (p->colunit[k] == TF_U_TEXT || p->colunit[k] == TF_U_OTHER)
+				continue;
+			if (p->colunit[k] == TF_U_NS)
+				rc = tf_parse_time(c, cn, &o->v[k]);
+			else if (p->colunit[k] == TF_U_BYTES)
+				rc = tf_parse_mem(c, cn, &o->v[k]);
+			else if (p->colunit[k] == TF_U_BP)
+				rc = cn == 3 && !memcmp(c, "NaN", 3) ? (o->v[k] = INT64_MIN, 0) : tf_parse_pct(c, cn, &o->v[k]);
+			else
+				rc = tf_dec_scaled(c, cn, 0, &o->v[k]);
+			if (rc) {
+				char what[96];
+				snprintf(what, sizeof(what), "column \"%.40s\": not a value in a unit the profiler writes",
+					 p->colname[k]);
+				return tf_bad(p, err, what);
+			}
+		}
+		p->r.nops++;
+		return TP_OK;
+	}
+	/* footers */
+	if (!tn)
+		return TP_OK;
+	const char *colon = memchr(t, ':', tn);
+	if (colon && tf_starts(t, tn, "Self ") && tf_find(t, tn, " time total:")) {
+		const char *v = colon + 1;
+		size_t vn = (size_t)(t + tn - v);
+		int64_t ns;
+		tf_trim(&v, &vn);
+		if (tf_parse_time(v, vn, &ns))
+			return tf_bad(p, err, "a footer total is not a time");
+		if (tf_starts(t, tn, "Self CPU time total:"))
+			p->r.self_cpu_total_ns = ns;
+		else
+			p->r.self_dev_total_ns = ns;
+		return TP_OK;
+	}
+	return tf_bad(p, err, "text after the table that is not a footer");
+}

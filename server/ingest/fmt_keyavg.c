@@ -77,8 +77,24 @@ static int keyavg_roles(struct textfmt_parser *p, struct tp_errbuf *err)
 	return TP_OK;
 }
 
+/*
+ * The byte offset of a line's chars-th character: torch pads with Python's
+ * str formatting, which counts characters, not bytes ("数据加载" is 4 wide,
+ * 12 bytes). The dash line is ASCII, so its offsets are character counts.
+ */
+static size_t byte_at(const char *s, size_t n, size_t chars)
+{
+	size_t i = 0;
+
+	for (; i < n && chars; chars--)
+		for (i++; i < n && ((unsigned char)s[i] & 0xc0) == 0x80; i++)
+			;
+	return i + chars;	/* past the end: as far past as the characters asked */
+}
+
 static void cut(const char *s, size_t n, size_t a, size_t b, const char **c, size_t *cn)
 {
+	a = byte_at(s, n, a), b = byte_at(s, n, b);
 	if (a >= n) {
 		*c = s + n, *cn = 0;
 		return;
@@ -119,11 +135,10 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 	size_t tn = n;
 
 	tf_trim(&t, &tn);
-	if (p->ka_state == 0) {
-		if (!tn || (t[0] == '=') || tf_find(t, tn, "This report"))
-			return TP_OK;
+	if (p->ka_state == 0 || (p->ka_state == 3 && tf_is_dashes(t, tn))) {
+		/* before a table: a title ("Profile stats for: records"), a log line, "=====" */
 		if (!tf_is_dashes(t, tn))
-			return tf_bad(p, err, "expected the table's dash line");
+			return TP_OK;
 		size_t nc = 0, i = 0;
 		while (i < n) {
 			while (i < n && s[i] == ' ')
@@ -137,29 +152,40 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 				i++;
 			p->ce[nc++] = i;
 		}
+		if (p->ka_tables && nc != p->r.ncols)
+			return tf_bad(p, err, "a second table with other columns than the first");
 		p->r.ncols = nc;
 		p->ka_state = 1;
+		p->ka_header = 0;
 		return TP_OK;
 	}
 	if (p->ka_state == 1) {
 		if (tf_is_dashes(t, tn)) {
-			if (!p->colname[0])
+			if (!p->ka_header)
 				return tf_bad(p, err, "no header between the dash lines");
 			p->ka_state = 2;
-			return keyavg_roles(p, err);
+			return p->ka_tables++ ? TP_OK : keyavg_roles(p, err);
 		}
 		const char *c[TF_MAX_COLS + 1];
 		size_t cn[TF_MAX_COLS + 1];
 		cut(s, n, p->cs[0], p->ce[0], &c[0], &cn[0]);
-		if (wide_cells(s, n, p->ce[0], c + 1, cn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+		if (!p->ka_tables && !(cn[0] == 4 && !memcmp(c[0], "Name", 4))) {
+			p->ka_state = 0;	/* a dash line of some other text: not the table */
+			return TP_OK;
+		}
+		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), c + 1, cn + 1, TF_MAX_COLS) != p->r.ncols - 1)
 			return tf_bad(p, err, "the header does not have a title per column");
 		for (size_t k = 0; k < p->r.ncols; k++) {
+			if (p->ka_tables) {	/* a second table: the same columns, or its figures mean other things */
+				if (strlen(p->colname[k]) != cn[k] || memcmp(p->colname[k], c[k], cn[k]))
+					return tf_bad(p, err, "a second table with other columns than the first");
+				continue;
+			}
 			if (!(p->colname[k] = tf_keep_str(p, c[k], cn[k])))
 				return tf_toobig(p, err);
 			p->colunit[k] = col_unit(p->colname[k]);
 		}
-		if (strcmp(p->colname[0], "Name"))
-			return tf_bad(p, err, "the first column is not Name");
+		p->ka_header = 1;
 		return TP_OK;
 	}
 	if (p->ka_state == 2) {
@@ -176,7 +202,7 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 			return TP_OK;	/* a Source Location continuation row */
 		const char *cc[TF_MAX_COLS + 1];
 		size_t ccn[TF_MAX_COLS + 1];
-		if (wide_cells(s, n, p->ce[0], cc + 1, ccn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), cc + 1, ccn + 1, TF_MAX_COLS) != p->r.ncols - 1)
 			return tf_bad(p, err, "a row without a value per column: a column is missing");
 		if (tf_grow((void **)&p->ops, &p->cap_ops, p->r.nops, sizeof(*p->ops), p->lim.max_rows))
 			return tf_toobig(p, err);
@@ -199,9 +225,20 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 			else
 				rc = tf_dec_scaled(c, cn, 0, &o->v[k]);
 			if (rc) {
-				char what[96];
-				snprintf(what, sizeof(what), "column \"%.40s\": not a value in a unit the profiler writes",
+				char what[160];
+				snprintf(what, sizeof(what), "column \"%.40s\": \"%.*s\" is not a value in a unit the profiler writes",
+					 p->colname[k], (int)(cn < 24 ? cn : 24), c);
+				return tf_bad(p, err, what);
+			}
+			if (o->v[k] != INT64_MIN && o->v[k] < 0 && p->colunit[k] != TF_U_BYTES) {
+				char what[120];
+				snprintf(what, sizeof(what), "column \"%.40s\": torch never prints a negative count or time",
 					 p->colname[k]);
+				return tf_bad(p, err, what);
+			}
+			if (p->colunit[k] == TF_U_BP && o->v[k] != INT64_MIN && o->v[k] > 10000) {
+				char what[120];
+				snprintf(what, sizeof(what), "column \"%.40s\": a percentage over 100", p->colname[k]);
 				return tf_bad(p, err, what);
 			}
 		}
@@ -219,11 +256,12 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 		tf_trim(&v, &vn);
 		if (tf_parse_time(v, vn, &ns))
 			return tf_bad(p, err, "a footer total is not a time");
-		if (tf_starts(t, tn, "Self CPU time total:"))
-			p->r.self_cpu_total_ns = ns;
-		else
-			p->r.self_dev_total_ns = ns;
+		/* several tables (PyTorchProfiler, one per action): their rows are all kept, so the totals add up */
+		int64_t *tot = tf_starts(t, tn, "Self CPU time total:") ? &p->r.self_cpu_total_ns : &p->r.self_dev_total_ns;
+		if (*tot >= 0 && __builtin_add_overflow(*tot, ns, &ns))
+			return tf_bad(p, err, "the footer totals overflow");
+		*tot = ns;
 		return TP_OK;
 	}
-	return tf_bad(p, err, "text after the table that is not a footer");
+	return TP_OK;	/* text after the table (a log line): passed over */
 }

@@ -56,6 +56,42 @@ static int function_row(struct textfmt_parser *p, const char *t, size_t tn, stru
 	return TP_OK;
 }
 
+/*
+ * A SimpleProfiler header: the column of each figure, by its title. The
+ * unit in a title is the one Lightning writes, "(s)" (and "%" for the
+ * share); any other is refused rather than read as seconds.
+ */
+static int lightning_header(struct textfmt_parser *p, const char **cell, const size_t *cn, size_t nc,
+			    struct tp_errbuf *err)
+{
+	static const char *const titles[] = { NULL, "Mean duration", "Num calls", "Total time", "Percentage" };
+
+	for (int k = 0; k < 5; k++)
+		p->lcol[k] = -1;
+	p->lcol[0] = 0;
+	for (size_t k = 1; k < nc; k++) {
+		for (int r = 1; r < 5; r++) {
+			if (!tf_starts(cell[k], cn[k], titles[r]))
+				continue;
+			const char *u = cell[k] + strlen(titles[r]);
+			size_t un = cn[k] - strlen(titles[r]);
+			tf_trim(&u, &un);
+			int ok = r == 2 ? un == 0 : r == 4 ? un == 0 || (un == 1 && *u == '%') : un == 3 && !memcmp(u, "(s)", 3);
+			if (!ok) {
+				char what[120];
+				snprintf(what, sizeof(what), "header \"%s\": the unit \"%.*s\" is not one Lightning writes, %s",
+					 titles[r], (int)(un < 12 ? un : 12), u, r == 4 ? "\"%\"" : r == 2 ? "none" : "\"(s)\"");
+				return tf_bad(p, err, what);
+			}
+			p->lcol[r] = (int)k;
+		}
+	}
+	if (p->lcol[3] < 0 && p->lcol[1] < 0)
+		return tf_bad(p, err, "the header has neither a mean nor a total column");
+	p->lin = 1;
+	return TP_OK;
+}
+
 int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_errbuf *err)
 {
 	const char *t = s;
@@ -97,12 +133,24 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 		p->fn_rows = -1;	/* the table ended: a title, another report, a note */
 		return TP_OK;
 	}
-	if (!memchr(t, '|', tn))
-		return TP_OK;	/* title, dashes, a log prefix line */
-	/* cells between '|' */
+	/*
+	 * SimpleProfiler tables: text around a whole table (a title, a log line,
+	 * a progress bar with '|' in it) is passed over; inside one (its header
+	 * seen, up to a dash line or a blank line after its rows) every line is
+	 * a row. A repeated header (an appended report) is read again for its
+	 * columns.
+	 */
+	if (!memchr(t, '|', tn)) {
+		if (p->lin == 2)
+			p->lin = 0;	/* a dash line or text after the rows: the table ended */
+		return TP_OK;
+	}
+	/* cells between '|' (Lightning 2.x frames each row: "|  name\t|  ...\t|") */
 	const char *cell[8];
 	size_t cn[8], nc = 0;
 	const char *c = t, *e = t + tn;
+	if (*c == '|')
+		c++;
 	while (c < e && nc < 8) {
 		const char *bar = memchr(c, '|', (size_t)(e - c));
 		const char *ce = bar ? bar : e;
@@ -115,30 +163,10 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 	}
 	if (nc && !cn[nc - 1])
 		nc--;	/* the trailing '|' */
-	if (!p->have_lhdr) {
-		if (!tf_starts(cell[0], cn[0], "Action"))
-			return tf_bad(p, err, "a Lightning table row before its header");
-		for (int k = 0; k < 5; k++)
-			p->lcol[k] = -1;
-		p->lcol[0] = 0;
-		for (size_t k = 1; k < nc; k++) {
-			if (tf_starts(cell[k], cn[k], "Mean duration"))
-				p->lcol[1] = (int)k;
-			else if (tf_starts(cell[k], cn[k], "Num calls"))
-				p->lcol[2] = (int)k;
-			else if (tf_starts(cell[k], cn[k], "Total time"))
-				p->lcol[3] = (int)k;
-			else if (tf_starts(cell[k], cn[k], "Percentage"))
-				p->lcol[4] = (int)k;
-		}
-		if (p->lcol[3] < 0 && p->lcol[1] < 0)
-			return tf_bad(p, err, "the header has neither a mean nor a total column");
-		p->have_lhdr = 1;
-		p->r.total_ns = -1;
-		return TP_OK;
-	}
-	if (tf_starts(cell[0], cn[0], "Action"))
-		return TP_OK;	/* an appended second report repeats the header */
+	if (nc && tf_starts(cell[0], cn[0], "Action"))
+		return lightning_header(p, cell, cn, nc, err);
+	if (!p->lin)
+		return TP_OK;	/* not in a table: a progress bar, a log line */
 	int maxc = 0;
 	for (int k = 0; k < 5; k++)
 		if (p->lcol[k] > maxc)
@@ -154,13 +182,24 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 		if (xn == 1 && (x[0] == '-' || x[0] == '_'))
 			continue;
 		int rc = k == 2 ? tf_dec_scaled(x, xn, 0, &v[k]) : k == 4 ? tf_parse_pct(x, xn, &v[k]) : tf_dec_scaled(x, xn, 9, &v[k]);
-		if (rc)
-			return tf_bad(p, err, "a cell is not a number in the unit the header says");
+		if (rc) {
+			char what[120];
+			snprintf(what, sizeof(what), "cell \"%.*s\" is not a bare number (%s)", (int)(xn < 40 ? xn : 40), x,
+				 k == 2 ? "calls" : k == 4 ? "a percentage" : "seconds");
+			return tf_bad(p, err, what);
+		}
+		if (v[k] < 0 || (k == 4 && v[k] > 10000)) {
+			char what[120];
+			snprintf(what, sizeof(what), "cell \"%.*s\": Lightning never prints a %s", (int)(xn < 40 ? xn : 40), x,
+				 k == 4 ? "percentage outside 0-100" : k == 2 ? "negative count of calls" : "negative time");
+			return tf_bad(p, err, what);
+		}
 	}
 	if (cn[0] == 5 && !memcmp(cell[0], "Total", 5)) {
 		p->r.total_ns = v[3];
 		return TP_OK;
 	}
+	p->lin = 2;
 	if (tf_grow((void **)&p->act, &p->cap_act, p->r.nactions, sizeof(*p->act), p->lim.max_rows))
 		return tf_toobig(p, err);
 	struct tf_action *a = &p->act[p->r.nactions];

@@ -29,53 +29,103 @@ static int stack_line_like(const char *s, size_t n)
 	return i < n && i > 1 && s[i - 1] == ' ';
 }
 
+/* A Lightning SimpleProfiler header: "Action" in the first cell, with or without the leading '|'. */
+static int lightning_header_like(const char *t, size_t tn)
+{
+	if (tn && t[0] == '|') {
+		t++, tn--;
+		tf_trim(&t, &tn);
+	}
+	return tf_starts(t, tn, "Action") && memchr(t, '|', tn);
+}
+
+/* The next non-blank line's bounds, trimmed; 0 when none is complete. */
+static int next_text(const uint8_t **p, const uint8_t *end, int at_end, const char **t, size_t *tn)
+{
+	while (tf_next_line(p, end, at_end, t, tn)) {
+		tf_trim(t, tn);
+		if (*tn)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * After a dash line (or a "Profile stats for:" title): whether a
+ * key_averages header follows (1), something else (0), or the bytes end
+ * first (-1).
+ */
+static int keyavg_follows(const uint8_t *p, const uint8_t *end, int at_end)
+{
+	const char *h;
+	size_t hn;
+
+	while (next_text(&p, end, at_end, &h, &hn))
+		if (tf_find(h, hn, "Self CPU") && tf_find(h, hn, "Name"))
+			return 1;
+		else if (!tf_is_dashes(h, hn) && h[0] != '=' && !tf_find(h, hn, "This report"))
+			return 0;
+	return -1;
+}
+
+/*
+ * Lines that are none of the formats (a log line, a progress bar, a notebook
+ * cell's prompt) are passed over until one says its kind; folded stacks have
+ * no such preamble: their first lines are all "frames weight".
+ */
 int textfmt_detect(const uint8_t *p, size_t n, int at_end)
 {
 	const uint8_t *end = p + n;
-	const char *ls;
-	size_t ln;
-	int seen = 0;
+	const char *t;
+	size_t tn;
+	int seen = 0, stacky = 1;
 
 	if (n < TF_SNIFF && !at_end)
 		at_end = 0;
 	else
 		at_end = 1;
 	/* a first line longer than the sniff: only folded stacks have those (deep Python stacks) */
-	if (at_end && n >= TF_SNIFF && !memchr(p, '\n', n) && memchr(p, ';', n) && !memchr(p, '|', n) && p[0] != '{' &&
-	    p[0] != '[')
+	if (at_end && n >= TF_SNIFF && !memchr(p, '\n', n) && !memchr(p, '\r', n) && memchr(p, ';', n) &&
+	    !memchr(p, '|', n) && p[0] != '{' && p[0] != '[')
 		return TF_STACKS;
-	while (tf_next_line(&p, end, at_end, &ls, &ln)) {
-		const char *t = ls;
-		size_t tn = ln;
-		tf_trim(&t, &tn);
-		if (!tn) {
-			if (p == end && at_end)
-				break;
-			continue;
-		}
+	while (next_text(&p, end, at_end, &t, &tn)) {
+		if (p == end && seen && end[-1] != '\n' && end[-1] != '\r')
+			break;	/* a line the sniff may have cut: not judged */
 		seen++;
-		if (tf_find(t, tn, "Profiler Report") || tf_starts(t, tn, "Profile stats for:"))
-			return TF_LIGHTNING;
-		if (tf_starts(t, tn, "Action") && memchr(t, '|', tn))
+		if (tf_find(t, tn, "Profiler Report")) {
+			/* "FIT Profiler Report": SimpleProfiler's table, AdvancedProfiler's or PyTorchProfiler's sections */
+			const uint8_t *q = p;
+			if (!next_text(&q, end, at_end, &t, &tn))
+				return at_end ? TF_LIGHTNING : -1;
+			if (!tf_starts(t, tn, "Profile stats for:"))
+				return TF_LIGHTNING;
+			p = q;
+		}
+		if (tf_starts(t, tn, "Profile stats for:")) {
+			int k = keyavg_follows(p, end, at_end);
+			if (k < 0)
+				return at_end ? TF_LIGHTNING : -1;
+			return k ? TF_KEYAVG : TF_LIGHTNING;	/* PyTorchProfiler's operator tables, else cProfile's */
+		}
+		if (lightning_header_like(t, tn))
 			return TF_LIGHTNING;
 		if (tf_is_dashes(t, tn) || (tn > 8 && t[0] == '=' && t[tn - 1] == '=')) {
-			/* key_averages: the header names Self CPU */
-			const char *h;
-			size_t hn;
-			while (tf_next_line(&p, end, at_end, &h, &hn))
-				if (tf_find(h, hn, "Self CPU") && tf_find(h, hn, "Name"))
-					return TF_KEYAVG;
-				else if (!tf_is_dashes(h, hn) && hn && h[0] != '=' && !tf_find(h, hn, "This report"))
-					return TF_NONE;
-			return at_end ? TF_NONE : -1;
+			int k = keyavg_follows(p, end, at_end);
+			if (k > 0)
+				return TF_KEYAVG;
+			if (k < 0 && !at_end)
+				return -1;
 		}
-		if (tf_gpu_header_like(t, tn) || tf_is_smi_time(t, tn))
+		if (tf_gpu_header_like(t, tn) || tf_is_smi_time(t, tn) || tf_find(t, tn, "NVIDIA-SMI ") ||
+		    tf_starts(t, tn, "# gpu "))
 			return TF_GPULOG;
-		if (stack_line_like(t, tn))
+		stacky = stacky && stack_line_like(t, tn);
+		if (stacky && seen >= 8)
 			return TF_STACKS;
-		return TF_NONE;
 	}
-	return at_end || seen ? TF_NONE : -1;
+	if (!at_end)
+		return -1;	/* a preamble: the report may start further on */
+	return seen && stacky ? TF_STACKS : TF_NONE;
 }
 
 /* ---- the parser ---- */
@@ -118,6 +168,7 @@ struct textfmt_parser *textfmt_parser_new(int kind, const struct tf_limits *lim)
 	p->r.kind = kind;
 	p->r.total_ns = p->r.self_cpu_total_ns = p->r.self_dev_total_ns = -1;
 	p->gidx_col = -1;
+	p->gtime = INT64_MIN;
 	return p;
 }
 
@@ -127,8 +178,26 @@ int textfmt_parser_feed(struct textfmt_parser *p, const uint8_t *data, size_t le
 
 	if (p->failed)
 		return tp_fail(err, TP_ERR_INVALID, "invalid_table", "the parser already failed");
+	/* a UTF-8 byte order mark before the first line: not text */
+	for (; len && p->bom < 3 && !p->lineno && !p->nline; data++, len--, p->bom++)
+		if (*data != "\xef\xbb\xbf"[p->bom]) {
+			if (p->bom)	/* a partial mark: its bytes are the text's */
+				memcpy(p->line, "\xef\xbb\xbf", p->nline = (size_t)p->bom);
+			p->bom = 3;
+			break;
+		}
 	while (len) {
-		const uint8_t *nl = memchr(data, '\n', len);
+		if (p->after_cr && *data == '\n') {
+			data++, len--;	/* the LF of a CRLF split between pieces */
+			p->after_cr = 0;
+			continue;
+		}
+		p->after_cr = 0;
+		const uint8_t *nl = data;
+		while (nl < data + len && *nl != '\n' && *nl != '\r')
+			nl++;
+		if (nl == data + len)
+			nl = NULL;
 		size_t take = nl ? (size_t)(nl - data) : len;
 		if (p->nline + take > p->lim.max_line) {
 			p->failed = 1;
@@ -139,6 +208,7 @@ int textfmt_parser_feed(struct textfmt_parser *p, const uint8_t *data, size_t le
 		p->nline += take;
 		data += take, len -= take;
 		if (nl) {
+			p->after_cr = *nl == '\r';	/* LF, CRLF and a lone CR all end a line */
 			data++, len--;
 			if ((rc = line(p, p->line, p->nline, err)))
 				return rc;
@@ -184,6 +254,8 @@ int textfmt_parser_finish(struct textfmt_parser *p, const struct tf_result **res
 	p->r.gpu_cols = (const char *const *)p->gcol;
 	p->r.gpu_units = p->gunit;
 	p->r.gpu_rows = p->grows;
+	for (size_t i = 0; i < p->r.ngpu_rows; i++)
+		p->grows[i].v = p->gvals + i * p->r.ngpu_cols;
 	*res = &p->r;
 	return TP_OK;
 }
@@ -206,6 +278,7 @@ void textfmt_parser_free(struct textfmt_parser *p)
 	tp_free(p->ends);
 	tp_free(p->ht);
 	tp_free(p->grows);
+	tp_free(p->gvals);
 	tp_free(p);
 }
 

@@ -85,7 +85,7 @@ struct tf_frame {
 struct tf_gpu_row {
 	int64_t t_ns;			/* timestamp as written, read as UTC; INT64_MIN: none */
 	int gpu;			/* index column, else 0 */
-	double v[TF_GPU_MAX_COLS];	/* per column in base units (% as %, MiB as bytes, W, degC, MHz as Hz); NaN: n/a or text */
+	const double *v;		/* ngpu_cols values in base units (% as %, MiB as bytes, W, degC, MHz as Hz); NaN: n/a or text */
 };
 
 struct tf_result {

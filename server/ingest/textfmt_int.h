@@ -20,6 +20,8 @@ struct textfmt_parser {
 	char *line;
 	size_t nline;
 	uint64_t lineno;
+	int bom;			/* bytes of a UTF-8 BOM passed over; 3: done looking */
+	int after_cr;			/* the last line ended at CR: an LF next is its CRLF's */
 	int failed;
 	struct tf_result r;
 	/* strings */
@@ -32,8 +34,10 @@ struct textfmt_parser {
 	size_t cap_fn;
 	int fn_rows;			/* -1: before the current action's table header; else its rows kept */
 	int lcol[5];			/* header: which '|' cell holds name, mean, calls, total, share */
-	int have_lhdr;
+	int lin;			/* SimpleProfiler: 0 outside a table, 1 after its header, 2 in its rows */
 	/* key_averages */
+	int ka_tables;			/* tables read (PyTorchProfiler prints one per action) */
+	int ka_header;			/* the current table's header was read */
 	int ka_state;			/* 0 before, 1 header seen, 2 rows, 3 after */
 	size_t cs[TF_MAX_COLS], ce[TF_MAX_COLS];
 	char *colname[TF_MAX_COLS];
@@ -56,7 +60,19 @@ struct textfmt_parser {
 	struct tf_gpu_row *grows;
 	size_t cap_grows;
 	char *ghdr;			/* the header line as first seen */
+	double *gvals;			/* ngpu_cols values per row */
+	size_t cap_gvals;
+	int64_t gtime;			/* the screen's time line; INT64_MIN none */
+	int gform;			/* 0 not yet told, 1 CSV, 2 the screen, 3 dmon */
+	int gscreen;			/* screen: 1 in the GPU table, 2 in the processes table */
+	size_t gscreen_first;		/* screen: the first row of the current screen */
+	int gpend;			/* screen: GPU index + 1 whose figures line comes next; 0 none */
+	int gdmon_units;		/* dmon: 1 its units line read, 2 a repeated header read */
+	const char *gdmon_want[TF_GPU_MAX_COLS];	/* dmon: the unit its header must give per column */
 };
+
+/* The plain nvidia-smi screen's columns (fmt_gpulog.c). */
+enum { SCR_UTIL, SCR_USED, SCR_TOTAL, SCR_TEMP, SCR_PDRAW, SCR_PCAP, SCR_FAN, SCR_PROCS, SCR_NCOLS };
 
 /* text */
 int tf_is_sp(int c);

@@ -161,21 +161,21 @@ int tf_parse_pct(const char *s, size_t n, int64_t *bp)
 /* The next line of [p, end): its bounds; returns 0 when no complete line (unless at_end). */
 int tf_next_line(const uint8_t **p, const uint8_t *end, int at_end, const char **ls, size_t *ln)
 {
-	const uint8_t *nl;
+	const uint8_t *nl = *p;
 
 	/* nothing left: no line (an empty one here forever kept the key_averages look-ahead
 	 * looping on "---------" alone: fuzz_textfmt's timeout) */
 	if (*p >= end)
 		return 0;
-	nl = memchr(*p, '\n', (size_t)(end - *p));
-	if (!nl && !at_end)
+	/* a line ends at LF, CRLF or a lone CR (classic Mac OS, some editors' saves) */
+	while (nl < end && *nl != '\n' && *nl != '\r')
+		nl++;
+	if (nl == end && !at_end)
 		return 0;
-	if (!nl)
-		nl = end;
 	*ls = (const char *)*p;
 	*ln = (size_t)(nl - *p);
-	if (*ln && (*ls)[*ln - 1] == '\r')
-		(*ln)--;
+	if (nl < end && *nl == '\r' && nl + 1 < end && nl[1] == '\n')
+		nl++;
 	*p = nl < end ? nl + 1 : end;
 	return 1;
 }

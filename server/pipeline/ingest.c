@@ -78,6 +78,8 @@ const struct ingest_limits ingest_default_limits = {
 	},
 };
 
+enum { ENC_UNKNOWN, ENC_UTF8, ENC_UTF16LE, ENC_UTF16BE };
+
 /* KIND_LIGHTNING .. KIND_GPULOG are textfmt.h's TF_* shifted by KIND_TEXT; KIND_NONE: none of them (415) */
 enum kind { KIND_UNKNOWN, KIND_TRACE, KIND_SNAPSHOT, KIND_TIMELINE, KIND_LIGHTNING, KIND_KEYAVG, KIND_STACKS,
 	    KIND_GPULOG, KIND_CANARY, KIND_NONE };
@@ -192,6 +194,14 @@ struct ingest {
 	enum kind kind;
 	uint8_t sniff[TF_SNIFF];	/* a text report may need a few lines to tell */
 	size_t nsniff;
+	int enc;		/* ENC_*: a byte order mark read as such */
+	uint8_t bom[3];		/* the first bytes, until the mark is told */
+	size_t nbom;
+	uint8_t odd;		/* UTF-16: a code unit's first byte, when a piece ends in it */
+	int nodd;
+	uint32_t hi;		/* UTF-16: a high surrogate waiting for its low one; 0 none */
+	uint8_t *u8;		/* UTF-16 pieces as UTF-8 */
+	size_t u8cap;
 	struct trace_parser *tp;
 	int b_rc;		/* detect or parse failure */
 	struct tp_errbuf b_err;
@@ -383,20 +393,28 @@ static const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end)
  * Decide the kind from the first bytes: a pickle starts with PROTO (0x80);
  * '{' is rlhf-canary's metrics.json when its first keys are the canary's
  * (canary_detect), else a trace, as is '[' '{'; '[' '[' is PyTorch's memory
- * timeline export.
+ * timeline export; but folded stacks may start with '[' or '{' too (a root
+ * frame "[unknown]"): lines that are all "frames weight" are stacks.
  * Returns 1 when decided, 0 when more bytes are needed.
  */
 static int detect(struct ingest *ig, int at_end)
 {
 	const uint8_t *p = ig->sniff, *end = ig->sniff + ig->nsniff;
+	int full = at_end || ig->nsniff == sizeof(ig->sniff), k;
 
 	p = skip_ws(p, end);
 	if (p == end) {
-		if (!at_end && ig->nsniff < sizeof(ig->sniff))
-			return 0;
+		if (!at_end)
+			return 0;	/* blank space so far: parse_text drops a full sniff of it */
 		ig->kind = KIND_TRACE;	/* whitespace only: the parser says what is wrong */
 	} else if (*p == 0x80) {
 		ig->kind = KIND_SNAPSHOT;
+	} else if ((*p == '[' || *p == '{') &&
+		   ((k = textfmt_detect(p, (size_t)(end - p), full)) == TF_STACKS || k < 0)) {
+		/* folded stacks whose root frame is "[unknown]" or "{built-in ...}", or more bytes to tell */
+		if (k < 0)
+			return 0;
+		ig->kind = KIND_STACKS;
 	} else if (*p == '[') {
 		const uint8_t *q = skip_ws(p + 1, end);
 		if (q == end && !at_end && ig->nsniff < sizeof(ig->sniff))
@@ -409,7 +427,7 @@ static int detect(struct ingest *ig, int at_end)
 		ig->kind = c ? KIND_CANARY : KIND_TRACE;
 	} else {
 		/* not JSON: one of the other profilers' text reports, or none of what we take */
-		int k = textfmt_detect(p, (size_t)(end - p), at_end || ig->nsniff == sizeof(ig->sniff));
+		k = textfmt_detect(p, (size_t)(end - p), full);
 		if (k < 0)
 			return 0;
 		ig->kind = k == TF_NONE ? KIND_NONE : (enum kind)(k + KIND_TEXT);
@@ -436,7 +454,11 @@ static int start_parser(struct ingest *ig)
 		return tp_fail(&ig->b_err, TP_ERR_UNSUPPORTED, "unsupported_format",
 			       "the upload is none of the formats taken; expected %s", TF_EXPECTED);
 	if (ig->kind >= KIND_LIGHTNING && ig->kind <= KIND_GPULOG) {
-		ig->tf = textfmt_parser_new((int)ig->kind - KIND_TEXT, NULL);
+		/* rows, distinct frames, actions, samples: each counts as an event against --max-events */
+		struct tf_limits tl = tf_default_limits;
+		if (tl.max_rows > ig->lim.trace.max_events)
+			tl.max_rows = ig->lim.trace.max_events;
+		ig->tf = textfmt_parser_new((int)ig->kind - KIND_TEXT, &tl);
 		return ig->tf ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	if (ig->kind == KIND_CANARY) {
@@ -475,28 +497,122 @@ static int feed_parser(struct ingest *ig, const uint8_t *data, size_t len)
 	return trace_parser_feed(ig->tp, data, len, &ig->b_err);
 }
 
-static int parse_bytes(struct ingest *ig, const uint8_t *data, size_t len)
+static int parse_text(struct ingest *ig, const uint8_t *data, size_t len)
 {
 	int rc;
 
-	if (ig->kind == KIND_UNKNOWN) {
+	while (ig->kind == KIND_UNKNOWN) {
 		size_t take = sizeof(ig->sniff) - ig->nsniff < len ? sizeof(ig->sniff) - ig->nsniff : len;
 		memcpy(ig->sniff + ig->nsniff, data, take);
 		ig->nsniff += take;
 		data += take;
 		len -= take;
-		if (!detect(ig, 0))
-			return TP_OK;
+		if (!detect(ig, 0)) {
+			if (ig->nsniff < sizeof(ig->sniff))
+				return TP_OK;
+			ig->nsniff = 0;	/* a full sniff of blank space before the content: passed over */
+			if (!len)
+				return TP_OK;
+			continue;
+		}
 		if ((rc = start_parser(ig)) || (rc = feed_parser(ig, ig->sniff, ig->nsniff)))
 			return rc;
 	}
 	return len ? feed_parser(ig, data, len) : TP_OK;
 }
 
+/* UTF-16 (after its BOM; PowerShell's ">" writes it) to UTF-8, piece by piece. */
+static int parse_utf16(struct ingest *ig, const uint8_t *data, size_t len)
+{
+	size_t need = (len + 1) / 2 * 3 + 4, o = 0;
+
+	if (need > ig->u8cap) {
+		uint8_t *b = tp_realloc(ig->u8, need);
+		if (!b)
+			return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+		ig->u8 = b, ig->u8cap = need;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (!ig->nodd) {
+			ig->odd = data[i], ig->nodd = 1;
+			continue;
+		}
+		ig->nodd = 0;
+		uint32_t u = ig->enc == ENC_UTF16LE ? (uint32_t)ig->odd | (uint32_t)data[i] << 8
+						    : (uint32_t)ig->odd << 8 | data[i];
+		if (ig->hi) {
+			if (u < 0xdc00 || u > 0xdfff)
+				return tp_fail(&ig->b_err, TP_ERR_INVALID, "invalid_text", "not UTF-16 text: a lone surrogate");
+			u = 0x10000 + ((ig->hi - 0xd800) << 10) + (u - 0xdc00);
+			ig->hi = 0;
+		} else if (u >= 0xd800 && u <= 0xdbff) {
+			ig->hi = u;
+			continue;
+		} else if (u >= 0xdc00 && u <= 0xdfff) {
+			return tp_fail(&ig->b_err, TP_ERR_INVALID, "invalid_text", "not UTF-16 text: a lone surrogate");
+		}
+		if (u < 0x80) {
+			ig->u8[o++] = (uint8_t)u;
+		} else if (u < 0x800) {
+			ig->u8[o++] = (uint8_t)(0xc0 | u >> 6);
+			ig->u8[o++] = (uint8_t)(0x80 | (u & 0x3f));
+		} else if (u < 0x10000) {
+			ig->u8[o++] = (uint8_t)(0xe0 | u >> 12);
+			ig->u8[o++] = (uint8_t)(0x80 | (u >> 6 & 0x3f));
+			ig->u8[o++] = (uint8_t)(0x80 | (u & 0x3f));
+		} else {
+			ig->u8[o++] = (uint8_t)(0xf0 | u >> 18);
+			ig->u8[o++] = (uint8_t)(0x80 | (u >> 12 & 0x3f));
+			ig->u8[o++] = (uint8_t)(0x80 | (u >> 6 & 0x3f));
+			ig->u8[o++] = (uint8_t)(0x80 | (u & 0x3f));
+		}
+	}
+	return parse_text(ig, ig->u8, o);
+}
+
+/*
+ * The upload's first bytes: a UTF-8 byte order mark is passed over, a
+ * UTF-16 one turns the rest to UTF-8; then the kind is told from the text.
+ */
+static int parse_bytes(struct ingest *ig, const uint8_t *data, size_t len)
+{
+	static const char *const marks[] = { "\xef\xbb\xbf", "\xff\xfe", "\xfe\xff" };
+	static const int encs[] = { ENC_UTF8, ENC_UTF16LE, ENC_UTF16BE };
+	int rc;
+
+	while (ig->enc == ENC_UNKNOWN && len) {
+		int prefix = 0;
+		ig->bom[ig->nbom++] = *data++;
+		len--;
+		for (int m = 0; m < 3; m++) {
+			if (memcmp(ig->bom, marks[m], ig->nbom))
+				continue;
+			if (ig->nbom == strlen(marks[m]))
+				ig->enc = encs[m];
+			prefix = 1;
+		}
+		if (!prefix) {
+			ig->enc = ENC_UTF8;	/* no mark: the bytes are the text's */
+			if ((rc = parse_text(ig, ig->bom, ig->nbom)))
+				return rc;
+		}
+	}
+	if (!len)
+		return TP_OK;
+	return ig->enc == ENC_UTF8 ? parse_text(ig, data, len) : parse_utf16(ig, data, len);
+}
+
 static int parse_end(struct ingest *ig)
 {
 	int rc;
 
+	if (ig->enc == ENC_UNKNOWN && ig->nbom) {
+		ig->enc = ENC_UTF8;	/* fewer bytes than a mark: they are the text */
+		if ((rc = parse_text(ig, ig->bom, ig->nbom)))
+			return rc;
+	}
+	if (ig->nodd || ig->hi)
+		return tp_fail(&ig->b_err, TP_ERR_INVALID, "invalid_text", "not UTF-16 text: it ends inside a character");
 	if (ig->kind == KIND_UNKNOWN) {
 		detect(ig, 1);
 		if ((rc = start_parser(ig)) || (rc = feed_parser(ig, ig->sniff, ig->nsniff)))
@@ -744,6 +860,7 @@ static void ingest_free(struct ingest *ig)
 	snap_reader_free(ig->snrd);
 	pickle_parser_free(ig->pk);
 	textfmt_parser_free(ig->tf);
+	tp_free(ig->u8);
 	canary_parser_free(ig->cn);
 	snap_result_free(ig->snap);
 	if (ig->zs_ready)

@@ -212,7 +212,7 @@ static const char mem_table[] =
 	"---------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
 	"           Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg       CPU Mem    # of Calls  \n"
 	"---------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
-	"       aten::mm        10.00%       1.500ms        20.00%        2.549s     -16.000us     256.00 Kb             3  \n"
+	"       aten::mm        10.00%       1.500ms        20.00%        2.549s      16.000us     256.00 Kb             3  \n"
 	"    aten::empty         0.00%       0.000us         0.00%       0.000us       0.000us       1.50 Gb            12  \n"
 	"     aten::add_         1.00%       2.000us         1.00%       2.000us       2.000us      -1.70 MB             1  \n"
 	"    aten::zeros         1.00%       2.000us         1.00%       2.000us       2.000us         256 B             1  \n"
@@ -234,7 +234,7 @@ START_TEST(test_key_averages_units)
 	ck_assert_uint_eq(r->nops, 4);
 	ck_assert_int_eq(r->ops[0].v[tf_col(r, "Self CPU")], 1500000);
 	ck_assert_int_eq(r->ops[0].v[tf_col(r, "CPU total")], 2549000000LL);
-	ck_assert_int_eq(r->ops[0].v[tf_col(r, "CPU time avg")], -16000);
+	ck_assert_int_eq(r->ops[0].v[tf_col(r, "CPU time avg")], 16000);
 	ck_assert_int_eq(r->ops[0].v[mem], 256 * 1024);
 	ck_assert_int_eq(r->ops[1].v[mem], 3LL << 29);			/* 1.50 Gb */
 	ck_assert_int_eq(r->ops[2].v[mem], -(170LL * 1048576 + 50) / 100);	/* -1.70 MB */

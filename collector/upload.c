@@ -175,8 +175,69 @@ static int on_progress(curl_off_t sent, void *payload)
 	return 0;
 }
 
+/* How much of a trace is read for its distributedInfo (Kineto writes it before traceEvents). */
+#define RANK_HEAD (1 << 20)
+
+/*
+ * The rank a trace names in its top-level "distributedInfo" object (its
+ * "rank" key, not "ranks" of a process group), read from the file's first
+ * RANK_HEAD bytes, inflated when gzip'd: -1 when it names none (a report, a
+ * snapshot, a single-process trace).
+ */
+static int trace_rank(const char *path)
+{
+	gzFile f = gzopen(path, "rb");	/* plain files are read as they are */
+	char *buf = malloc(RANK_HEAD + 1), *p;
+	int n, depth = 0, rank = -1;
+
+	if (!f || !buf) {
+		if (f)
+			gzclose(f);
+		free(buf);
+		return -1;
+	}
+	n = gzread(f, buf, RANK_HEAD);
+	gzclose(f);
+	buf[n > 0 ? n : 0] = 0;
+	p = strstr(buf, "\"distributedInfo\"");
+	if (p)
+		p = strchr(p, '{');
+	for (; p && *p && rank < 0; p++) {
+		if (*p == '"') {	/* a string: a key at depth 1 may be "rank" */
+			char *e = p + 1;
+			while (*e && *e != '"')
+				e += e[0] == '\\' && e[1] ? 2 : 1;
+			if (!*e)
+				break;
+			if (depth == 1 && e - p == 5 && !memcmp(p + 1, "rank", 4)) {
+				char *v = e + 1, *end;
+				while (*v == ' ' || *v == '\n' || *v == '\r' || *v == '\t' || *v == ':')
+					v++;
+				long r = strtol(v, &end, 10);
+				if (end > v && r >= 0 && r <= 65535)
+					rank = (int)r;
+			}
+			p = e;
+		} else if (*p == '{' || *p == '[') {
+			depth++;
+		} else if (*p == '}' || *p == ']') {
+			if (--depth == 0)
+				break;
+		}
+	}
+	free(buf);
+	return rank;
+}
+
 enum client_outcome upload_file(const struct client *c, const char *path, const char *name, int retry,
 				struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out)
+{
+	return upload_file_rank(c, path, name, retry, bar, slot, st_out, out, 1, 1);
+}
+
+enum client_outcome upload_file_rank(const struct client *c, const char *path, const char *name, int retry,
+				     struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out,
+				     int rank_given, int force_rank)
 {
 	struct source *s = calloc(1, sizeof(*s));
 	struct client_body body = { on_read, on_rewind, -1, s, NULL, NULL };
@@ -220,8 +281,20 @@ enum client_outcome upload_file(const struct client *c, const char *path, const 
 		s->slot = slot;
 		body.progress = on_progress;
 	}
+	if (!rank_given || !force_rank) {
+		int tr = trace_rank(path);
+		if (rank_given && tr >= 0 && tr != c->rank) {
+			snprintf(out->error, sizeof(out->error),
+				 "the trace is rank %d (its distributedInfo) but the rank given is %d; "
+				 "--force-rank stores it as rank %d",
+				 tr, c->rank, c->rank);
+			goto out;
+		}
+	}
+	/* no rank given: none sent, and the server takes the trace's own (else 0), as it does for any client */
 	if (!(esc = curl_easy_escape(NULL, name, 0)) ||
-	    asprintf(&url, "/api/v1/runs/%s/artifacts?rank=%d&name=%s", c->run, c->rank, esc) < 0) {
+	    (rank_given ? asprintf(&url, "/api/v1/runs/%s/artifacts?rank=%d&name=%s", c->run, c->rank, esc)
+			: asprintf(&url, "/api/v1/runs/%s/artifacts?name=%s", c->run, esc)) < 0) {
 		url = NULL;
 		snprintf(out->error, sizeof(out->error), "out of memory");
 		goto out;
@@ -274,7 +347,7 @@ int upload_report(const char *file, const struct client_resp *r)
 }
 
 static const char upload_help[] =
-	"usage: trainscope-collect upload [--server URL] [--run NAME] [--rank R] FILE...\n"
+	"usage: trainscope-collect upload [--server URL] [--run NAME] [--rank R [--force-rank]] FILE...\n"
 	"\n"
 	"Uploads each FILE (a trace, a memory timeline export, a memory snapshot, a\n"
 	"Lightning profiler report, a key_averages table, folded stacks, an nvidia-smi\n"
@@ -283,7 +356,12 @@ static const char upload_help[] =
 	"it is gzip already, two at a time, and prints each artifact's id and status, in\n"
 	"the files' order. A progress bar is drawn when stderr is a terminal. After a\n"
 	"rejected file (4xx) the next ones are still tried; after 401 or 403, or a server\n"
-	"that stays away through the retries, no further file is started.\n";
+	"that stays away through the retries, no further file is started.\n"
+	"\n"
+	"Without --rank (or TRAINSCOPE_RANK, RANK) a trace goes as the rank its\n"
+	"distributedInfo names, as the server reads it, and other files as rank 0. A\n"
+	"rank given that disagrees with the trace's own is an error for that file,\n"
+	"unless --force-rank.\n";
 
 /* The files of one upload command, and where its workers are. */
 struct up_pool {
@@ -294,6 +372,8 @@ struct up_pool {
 	size_t n, next;
 	int stop;			/* start no further file */
 	struct upload_bar *bar;
+	int rank_given;			/* --rank, TRAINSCOPE_RANK or RANK */
+	int force_rank;			/* --force-rank */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
@@ -326,7 +406,8 @@ static void *up_work(void *arg)
 		i = p->next++;
 		p->state[i] = 1;
 		pthread_mutex_unlock(&p->mu);
-		upload_file(p->c, p->paths[i], base_name(p->paths[i]), 1, p->bar, wk->slot, NULL, &p->r[i]);
+		upload_file_rank(p->c, p->paths[i], base_name(p->paths[i]), 1, p->bar, wk->slot, NULL, &p->r[i],
+				 p->rank_given, p->force_rank);
 		pthread_mutex_lock(&p->mu);
 		p->state[i] = 2;
 		/* 401/403 answer every file alike; a server that stays away after the retries too */
@@ -370,7 +451,9 @@ static void up_report(struct up_pool *p, size_t i, int *rc)
 
 int upload_main(int argc, char **argv)
 {
-	static const struct option opts[] = { COLLECT_COMMON_OPTIONS, { NULL, 0, NULL, 0 } };
+	static const struct option opts[] = { COLLECT_COMMON_OPTIONS, { "force-rank", no_argument, NULL, 'F' },
+					      { NULL, 0, NULL, 0 } };
+	const char *env_rank = getenv("TRAINSCOPE_RANK");
 	struct client c;
 	struct upload_bar bar = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct up_pool p = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -387,10 +470,23 @@ int upload_main(int argc, char **argv)
 			client_release(&c);
 			return CLIENT_EXIT_OK;
 		}
+		if (opt == 'F') {
+			p.force_rank = 1;
+			continue;
+		}
+		if (opt == 'K')
+			p.rank_given = 1;
 		if (collect_common_option(&c, opt, optarg)) {
 			client_release(&c);
 			return CLIENT_EXIT_USAGE;
 		}
+	}
+	if ((env_rank && *env_rank) || ((env_rank = getenv("RANK")) && *env_rank))
+		p.rank_given = 1;	/* as client_init read it */
+	if (p.force_rank && !p.rank_given) {
+		fprintf(stderr, "trainscope-collect: --force-rank needs --rank\n");
+		client_release(&c);
+		return CLIENT_EXIT_USAGE;
 	}
 	if (optind == argc || collect_need_run(&c)) {
 		if (optind == argc)

@@ -41,6 +41,16 @@ enum client_outcome upload_file(const struct client *c, const char *path, const 
 				struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out);
 
 /*
+ * upload_file, with the rank's origin: rank_given 0 sends no rank (the
+ * server takes a trace's distributedInfo.rank, else 0); 1 sends c->rank,
+ * and unless force_rank a trace that names another rank is not sent
+ * (CLIENT_FAILED, out->error says both ranks). upload_file is (1, 1).
+ */
+enum client_outcome upload_file_rank(const struct client *c, const char *path, const char *name, int retry,
+				     struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out,
+				     int rank_given, int force_rank);
+
+/*
  * Print the answer of an upload: "FILE: artifact ID STATUS (new)" on stdout,
  * and the server's error on stderr when it rejected the file. Returns 1
  * when the answer carries an artifact (the server kept the bytes).

@@ -180,7 +180,7 @@ int textfmt_parser_feed(struct textfmt_parser *p, const uint8_t *data, size_t le
 		return tp_fail(err, TP_ERR_INVALID, "invalid_table", "the parser already failed");
 	/* a UTF-8 byte order mark before the first line: not text */
 	for (; len && p->bom < 3 && !p->lineno && !p->nline; data++, len--, p->bom++)
-		if (*data != "\xef\xbb\xbf"[p->bom]) {
+		if (*data != (uint8_t)"\xef\xbb\xbf"[p->bom]) {
 			if (p->bom)	/* a partial mark: its bytes are the text's */
 				memcpy(p->line, "\xef\xbb\xbf", p->nline = (size_t)p->bom);
 			p->bom = 3;

@@ -518,6 +518,249 @@ START_TEST(test_key_averages_roles)
 }
 END_TEST
 
+/* A file of tests/formats/ (the samples written to the tools' layouts, README.md there). */
+static uint8_t *own(const char *name, size_t *len)
+{
+	char rel[160], *path;
+	uint8_t *d;
+
+	snprintf(rel, sizeof(rel), "tests/formats/%s", name);
+	path = tu_source_path(rel);
+	d = tu_read_file(path, len);
+	ck_assert_msg(d != NULL, "cannot read %s", path);
+	free(path);
+	return d;
+}
+
+/* Lightning 2.x: '|' before every row, tabs, the Total row, the title; a name of 279 characters. */
+START_TEST(test_lightning_2x)
+{
+	static const char *const files[] = { "lightning_simple_pl2_generated.txt",
+					     "lightning_simple_pl2_notebook_generated.txt" };
+
+	for (size_t f = 0; f < 2; f++) {
+		size_t len;
+		uint8_t *d = own(files[f], &len);
+		ck_assert_int_eq(detect_file(d, len), TF_LIGHTNING);
+		for (size_t k = 0; k < 3; k++) {
+			struct textfmt_parser *p;
+			const struct tf_result *r;
+			struct tp_errbuf err = { 0 };
+			ck_assert_msg(parse(TF_LIGHTNING, d, len, pieces[k], &p, &r, &err) == TP_OK, "%s: %s", files[f],
+				      err.msg);
+			ck_assert_uint_eq(r->nactions, 5);
+			ck_assert_int_eq(r->total_ns, 29410000000LL);	/* "29.41" */
+			const struct tf_action *a = action(r, "run_training_batch");
+			ck_assert_ptr_nonnull(a);
+			ck_assert_int_eq(a->calls, 200);
+			ck_assert_int_eq(a->mean_ns, 62500000);		/* "0.0625" */
+			ck_assert_int_eq(a->total_ns, 12500000000LL);	/* "12.5" */
+			ck_assert_int_eq(a->share_bp, 4250);		/* "42.5" */
+			a = action(r, "[_TrainingEpochLoop].train_dataloader_next");
+			ck_assert_ptr_nonnull(a);
+			ck_assert_int_eq(a->mean_ns, 47152);		/* "4.7152e-05" */
+			ck_assert_int_eq(a->share_bp, 3);		/* "0.032066" */
+			a = &r->actions[4];
+			ck_assert_uint_eq(strlen(a->name), 279);
+			ck_assert_int_eq(a->calls, 2);
+			ck_assert_int_eq(a->total_ns, 750000000);
+			textfmt_parser_free(p);
+		}
+		free(d);
+	}
+}
+END_TEST
+
+/* Two reports appended, the second with its columns in another order: each read by its own header. */
+START_TEST(test_lightning_second_header)
+{
+	size_t len;
+	uint8_t *d = own("lightning_simple_pl2_two_reports_generated.txt", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_msg(parse(TF_LIGHTNING, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->nactions, 6);
+	const struct tf_action *a = action(r, "val_step");
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(a->calls, 3);
+	ck_assert_int_eq(a->mean_ns, 500000000);
+	ck_assert_int_eq(a->total_ns, 1500000000);
+	textfmt_parser_free(p);
+	free(d);
+}
+END_TEST
+
+/* Units and values Lightning never prints: 400 naming the line and the unit. */
+START_TEST(test_lightning_strict)
+{
+	size_t len;
+	uint8_t *d = own("lightning_simple_pl2_generated.txt", &len);
+	char *t = malloc(len + 1), *u;
+
+	memcpy(t, d, len);
+	t[len] = 0;
+	u = strstr(t, "Total time (s)");
+	u[12] = 'h';	/* "Total time (h)" on line 5 */
+	expect_bad(TF_LIGHTNING, t, len, TP_ERR_INVALID, "line 5");
+	expect_bad(TF_LIGHTNING, t, len, TP_ERR_INVALID, "\"(h)\"");
+	memcpy(t, d, len);
+	u = strstr(t, "|  200            ");
+	memcpy(u, "| -200", 5);	/* negative calls */
+	expect_bad(TF_LIGHTNING, t, len, TP_ERR_INVALID, "negative count of calls");
+	memcpy(t, d, len);
+	u = strstr(t, "|  42.5 ");
+	memcpy(u, "|  142.5", 7);
+	expect_bad(TF_LIGHTNING, t, len, TP_ERR_INVALID, "outside 0-100");
+	free(t);
+	free(d);
+}
+END_TEST
+
+/* key_averages with names padded by characters ("naïve_loader", "数据加载"), and PyTorchProfiler's sections. */
+START_TEST(test_key_averages_utf8_sections)
+{
+	size_t len;
+	uint8_t *d = own("key_averages_utf8_generated.txt", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(detect_file(d, len), TF_KEYAVG);
+	for (size_t k = 0; k < 3; k++) {
+		ck_assert_msg(parse(TF_KEYAVG, d, len, pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_uint_eq(r->nops, 3);
+		ck_assert_str_eq(r->ops[0].name, "na\xc3\xafve_loader");
+		ck_assert_str_eq(r->ops[1].name, "\xe6\x95\xb0\xe6\x8d\xae\xe5\x8a\xa0\xe8\xbd\xbd");
+		ck_assert_int_eq(r->ops[1].v[r->ka_col[TF_KA_SELF_CPU]], 1500000);
+		ck_assert_int_eq(r->ops[1].v[r->ka_col[TF_KA_CALLS]], 2);
+		textfmt_parser_free(p);
+	}
+	free(d);
+	/* "FIT Profiler Report", "Profile stats for: records": PyTorchProfiler's operator tables, not actions */
+	d = own("key_averages_pytorchprofiler_generated.txt", &len);
+	ck_assert_int_eq(detect_file(d, len), TF_KEYAVG);
+	ck_assert_msg(parse(TF_KEYAVG, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->nops, 4);
+	ck_assert_str_eq(r->ops[3].name, "aten::mm");
+	ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_SELF_CPU]], 4000);
+	ck_assert_int_eq(r->self_cpu_total_ns, 16000000);	/* 15.000ms + 1.000ms */
+	textfmt_parser_free(p);
+	/* negative calls: 400 */
+	char *t = malloc(len + 1), *u;
+	memcpy(t, d, len);
+	t[len] = 0;
+	u = strstr(t, "             3  ");
+	u[12] = '-';	/* "-3" */
+	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "negative");
+	free(t);
+	free(d);
+}
+END_TEST
+
+/* The plain nvidia-smi screen: one sample per GPU; its processes' memory. */
+START_TEST(test_gpu_screen)
+{
+	size_t len;
+	uint8_t *d = own("nvidia_smi_screen_535_generated.txt", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(detect_file(d, len), TF_GPULOG);
+	for (size_t k = 0; k < 3; k++) {
+		ck_assert_msg(parse(TF_GPULOG, d, len, pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_uint_eq(r->ngpu_rows, 2);
+		ck_assert_int_eq(r->gpu_rows[1].gpu, 1);
+		ck_assert_int_eq(r->gpu_rows[0].t_ns, 1795684442000000000LL);	/* Thu Nov 26 09:14:02 2026 UTC */
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.gpu"), 0), 87);
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "memory.used"), 1), 96498.0 * 1048576);
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "memory.total"), 0), 143771.0 * 1048576);
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "temperature.gpu"), 1), 37);
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "power.draw"), 0), 412);
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "power.limit"), 0), 700);
+		ck_assert(isnan(tf_gpu_mean(r, (size_t)tf_col(r, "fan.speed"), 0)));
+		ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "processes.used_memory"), 0), 96490.0 * 1048576);
+		textfmt_parser_free(p);
+	}
+	free(d);
+	d = own("nvidia_smi_screen_470_generated.txt", &len);
+	ck_assert_msg(parse(TF_GPULOG, d, len, 1, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->ngpu_rows, 1);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "fan.speed"), 0), 30);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.gpu"), 0), 57);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "processes.used_memory"), 0), 0);	/* none running */
+	textfmt_parser_free(p);
+	/* -500 % and a unit nvidia-smi does not print there: 400 naming the line */
+	char *t = malloc(len + 1), *u;
+	memcpy(t, d, len);
+	t[len] = 0;
+	u = strstr(t, "    57%");
+	memcpy(u, "-500%", 5);
+	expect_bad(TF_GPULOG, t, len, TP_ERR_INVALID, "line 10");
+	memcpy(t, d, len);
+	u = strstr(t, "1234MiB");
+	memcpy(u, "1234GiB", 7);
+	expect_bad(TF_GPULOG, t, len, TP_ERR_INVALID, "\"GiB\"");
+	free(t);
+	free(d);
+	/* a CSV cell in another unit than its column's, a percentage over 100 */
+	expect_bad(TF_GPULOG, "utilization.gpu [%], memory.used [MiB]\n5 %, 12 W\n", 49, TP_ERR_INVALID, "\"W\"");
+	expect_bad(TF_GPULOG, "utilization.gpu [%]\n101 %\n", 26, TP_ERR_INVALID, "line 2");
+}
+END_TEST
+
+/* nvidia-smi dmon: its names and units, repeated headers, "-" not measured. */
+START_TEST(test_gpu_dmon)
+{
+	size_t len;
+	uint8_t *d = own("nvidia_smi_dmon_generated.txt", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(detect_file(d, len), TF_GPULOG);
+	ck_assert_msg(parse(TF_GPULOG, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->ngpu_rows, 4);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.gpu"), 0), 89);	/* 87, 91 */
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "power.draw"), 1), 399.5);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "clocks.sm"), 1), 1980e6);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.jpeg"), 0), 0);	/* "-" left out */
+	textfmt_parser_free(p);
+	free(d);
+	expect_bad(TF_GPULOG, "# gpu    pwr\n# Idx     kW\n    0     41\n", 39, TP_ERR_INVALID, "\"kW\"");
+}
+END_TEST
+
+/* What detection must not get wrong, and text as it is: CR line ends, a BOM. */
+START_TEST(test_detect_edges)
+{
+	static const char unk[] = "[unknown];main;train 10\n[unknown];main;eval 5\n";
+	static const char brace[] = "{built-in method exec};main 3\n";
+	static const char prose[] = "Chapter 5\nIt was a dark night.\n";
+	static const char cr[] = "a;b 3\ra;c 4\r";
+	static const char bom[] = "\xef\xbb\xbf" "a;b 3\n";
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(textfmt_detect((const uint8_t *)unk, sizeof(unk) - 1, 1), TF_STACKS);
+	ck_assert_int_eq(textfmt_detect((const uint8_t *)brace, sizeof(brace) - 1, 1), TF_STACKS);
+	ck_assert_int_eq(textfmt_detect((const uint8_t *)prose, sizeof(prose) - 1, 1), TF_NONE);
+	ck_assert_int_eq(textfmt_detect((const uint8_t *)cr, sizeof(cr) - 1, 1), TF_STACKS);
+	for (size_t k = 1; k < 3; k++) {	/* the CRs split from or with their lines */
+		ck_assert_int_eq(parse(TF_STACKS, cr, sizeof(cr) - 1, k, &p, &r, &err), TP_OK);
+		ck_assert_uint_eq(r->nstacks, 2);
+		ck_assert_int_eq(r->stacks_total, 7);
+		textfmt_parser_free(p);
+		ck_assert_int_eq(parse(TF_STACKS, bom, sizeof(bom) - 1, k, &p, &r, &err), TP_OK);
+		ck_assert_str_eq(r->frames[0].name, "a");
+		textfmt_parser_free(p);
+	}
+}
+END_TEST
+
 Suite *suite_textfmt(void)
 {
 	Suite *s = suite_create("textfmt");
@@ -537,6 +780,13 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_gpu_multi);
 	tcase_add_test(tc, test_detect_none);
 	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_lightning_2x);
+	tcase_add_test(tc, test_lightning_second_header);
+	tcase_add_test(tc, test_lightning_strict);
+	tcase_add_test(tc, test_key_averages_utf8_sections);
+	tcase_add_test(tc, test_gpu_screen);
+	tcase_add_test(tc, test_gpu_dmon);
+	tcase_add_test(tc, test_detect_edges);
 	suite_add_tcase(s, tc);
 	return s;
 }

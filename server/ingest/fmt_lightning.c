@@ -120,8 +120,9 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 		const char *sec = tf_find(t, tn, " seconds");
 		if (in && sec && p->r.nactions && p->act[p->r.nactions - 1].total_ns < 0) {
 			const char *v = tf_find(t, tn, " in ");
-			if (!v || v > sec || tf_dec_scaled(v + 4, (size_t)(sec - v - 4), 9, &p->act[p->r.nactions - 1].total_ns))
-				return tf_bad(p, err, "a section's total time is not a number");
+			if (!v || v > sec || tf_dec_scaled(v + 4, (size_t)(sec - v - 4), 9, &p->act[p->r.nactions - 1].total_ns) ||
+			    p->act[p->r.nactions - 1].total_ns < 0)
+				return tf_bad(p, err, "a section's total time is not a number of seconds cProfile prints");
 			return TP_OK;
 		}
 		if (tf_starts(t, tn, "ncalls") && tf_find(t, tn, "cumtime")) {

@@ -79,17 +79,16 @@ int textfmt_detect(const uint8_t *p, size_t n, int at_end)
 	const char *t;
 	size_t tn;
 	int seen = 0, stacky = 1;
+	/* the bytes may end inside a line: at_end 2, or a full sniff with more to come */
+	int cut = at_end == 2 || (!at_end && n >= TF_SNIFF);
 
-	if (n < TF_SNIFF && !at_end)
-		at_end = 0;
-	else
-		at_end = 1;
+	at_end = at_end || n >= TF_SNIFF;
 	/* a first line longer than the sniff: only folded stacks have those (deep Python stacks) */
-	if (at_end && n >= TF_SNIFF && !memchr(p, '\n', n) && !memchr(p, '\r', n) && memchr(p, ';', n) &&
+	if (cut && !memchr(p, '\n', n) && !memchr(p, '\r', n) && memchr(p, ';', n) &&
 	    !memchr(p, '|', n) && p[0] != '{' && p[0] != '[')
 		return TF_STACKS;
 	while (next_text(&p, end, at_end, &t, &tn)) {
-		if (p == end && seen && end[-1] != '\n' && end[-1] != '\r')
+		if (p == end && cut && end[-1] != '\n' && end[-1] != '\r')
 			break;	/* a line the sniff may have cut: not judged */
 		seen++;
 		if (tf_find(t, tn, "Profiler Report")) {

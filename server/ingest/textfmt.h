@@ -34,7 +34,9 @@ extern const char *const tf_kind_names[TF_NKINDS];	/* "none", "lightning_report"
 
 /*
  * The kind of a text from its first bytes: TF_* (TF_NONE: none of them), or
- * -1 when more bytes are needed (never when at_end).
+ * -1 when more bytes are needed (never when at_end). at_end 1: the text ends
+ * here; 2: decide now, but the bytes may end inside a line (a full sniff);
+ * n >= TF_SNIFF with at_end 0 is the same as 2.
  */
 int textfmt_detect(const uint8_t *p, size_t n, int at_end);
 /* Bytes detect may ask for before deciding. */

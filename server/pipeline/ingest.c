@@ -400,7 +400,8 @@ static const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end)
 static int detect(struct ingest *ig, int at_end)
 {
 	const uint8_t *p = ig->sniff, *end = ig->sniff + ig->nsniff;
-	int full = at_end || ig->nsniff == sizeof(ig->sniff), k;
+	int full = at_end ? 1 : ig->nsniff == sizeof(ig->sniff) ? 2 : 0, k;	/* textfmt_detect's at_end */
+	const uint8_t *q;
 
 	p = skip_ws(p, end);
 	if (p == end) {
@@ -415,8 +416,12 @@ static int detect(struct ingest *ig, int at_end)
 		if (k < 0)
 			return 0;
 		ig->kind = KIND_STACKS;
+	} else if ((*p == '[' || *p == '{') && (q = skip_ws(p + 1, end)) < end &&
+		   !(*p == '[' ? strchr("{[]\"-0123456789", *q) != NULL : *q == '"' || *q == '}')) {
+		/* '[' or '{' that cannot start JSON ("[unknown frame", "{draft}"): text, k told above */
+		ig->kind = k == TF_NONE ? KIND_NONE : (enum kind)(k + KIND_TEXT);
 	} else if (*p == '[') {
-		const uint8_t *q = skip_ws(p + 1, end);
+		q = skip_ws(p + 1, end);
 		if (q == end && !at_end && ig->nsniff < sizeof(ig->sniff))
 			return 0;
 		ig->kind = q < end && *q == '[' ? KIND_TIMELINE : KIND_TRACE;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "suites.h"
 #include "testutil.h"
@@ -1000,6 +1001,227 @@ START_TEST(test_canary)
 }
 END_TEST
 
+/* ---- the formats as people have them, on a server run with --max-events 3000 ---- */
+
+static struct tu_server srv_small;
+
+static void start_small(void)
+{
+	static const char *const extra[] = { "--max-events", "3000", NULL };
+
+	if (tu_server_start(&srv_small, extra))
+		abort();
+}
+
+static void stop_small(void)
+{
+	tu_server_cleanup(&srv_small);
+}
+
+/* tests/formats/'s file (README.md there). */
+static uint8_t *own(const char *name, size_t *len)
+{
+	char rel[160], *path;
+	uint8_t *d;
+
+	snprintf(rel, sizeof(rel), "tests/formats/%s", name);
+	path = tu_source_path(rel);
+	d = tu_read_file(path, len);
+	ck_assert_msg(d != NULL, "cannot read %s", path);
+	free(path);
+	return d;
+}
+
+/* POST to srv_small as run/upload.bin; the answer's JSON, the status checked. */
+static json_t *post_small(const char *run, const void *d, size_t len, long status)
+{
+	char path[160];
+	struct tu_resp r;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=upload.bin", run);
+	ck_assert_int_eq(tu_http(&srv_small, "POST", path, d, len, NULL, &r), 0);
+	ck_assert_msg(r.status == status, "%s: status %ld, expected %ld: %.300s", run, r.status, status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+/* The artifact of a 201: its kind and events as stated. */
+static void stored_as(const char *run, const void *d, size_t len, const char *kind, json_int_t events)
+{
+	json_t *j = post_small(run, d, len, 201), *a = json_object_get(j, "artifact");
+
+	ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), kind);
+	ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "ready");
+	ck_assert_msg(json_integer_value(json_object_get(a, "events")) == events, "%s: %lld events, expected %lld", run,
+		      (long long)json_integer_value(json_object_get(a, "events")), (long long)events);
+	json_decref(j);
+}
+
+/* A 4xx: its code, and its message holding each of the words given (NULL-terminated). */
+static void refused_small(const char *run, const void *d, size_t len, long status, const char *code, ...)
+{
+	json_t *j = post_small(run, d, len, status);
+	const char *msg = message(j), *w;
+	va_list ap;
+
+	ck_assert_str_eq(tu_error_code(j), code);
+	va_start(ap, code);
+	while ((w = va_arg(ap, const char *)))
+		ck_assert_msg(msg && strstr(msg, w), "\"%s\" does not say %s", msg ? msg : "", w);
+	va_end(ap);
+	json_decref(j);
+}
+
+START_TEST(test_as_people_have_them)
+{
+	size_t len, n;
+	uint8_t *d = own("lightning_simple_pl2_notebook_generated.txt", &len);
+	char *t = malloc(len * 2 + 8192), *u;
+
+	/* Lightning 2.x in a notebook cell under a progress bar: its five actions */
+	stored_as("pl2_notebook", d, len, "lightning_report", 5);
+	/* the same in UTF-16 with its BOM (PowerShell's '>'): the ASCII/UTF-8 text as UTF-16LE */
+	n = 0;
+	t[n++] = (char)0xff, t[n++] = (char)0xfe;
+	for (size_t i = 0; i < len;) {
+		unsigned c = d[i], k = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+		unsigned cp = k == 1 ? c : c & (0x7f >> k);
+		for (unsigned q = 1; q < k; q++)
+			cp = cp << 6 | (d[i + q] & 0x3f);
+		i += k;
+		ck_assert_uint_lt(cp, 0x10000);	/* no surrogates in this file */
+		t[n++] = (char)(cp & 0xff), t[n++] = (char)(cp >> 8);
+	}
+	stored_as("pl2_utf16", t, n, "lightning_report", 5);
+	/* CR-only line ends */
+	memcpy(t, d, len);
+	for (size_t i = 0; i < len; i++)
+		if (t[i] == '\n')
+			t[i] = '\r';
+	stored_as("pl2_cr", t, len, "lightning_report", 5);
+	/* 5000 bytes of blank space before it: still a report, not a trace */
+	memset(t, ' ', 5000);
+	t[4999] = '\n';
+	memcpy(t + 5000, d, len);
+	stored_as("pl2_blank", t, 5000 + len, "lightning_report", 5);
+	/* a header unit Lightning never writes: 400 naming the line and the unit */
+	memcpy(t, d, len);
+	u = strstr(t, "Total time (s)");
+	u[12] = 'h';
+	refused_small("pl2_hours", t, len, 400, "invalid_table", "line 6", "\"(h)\"", NULL);
+	free(d);
+
+	/* a trace after a UTF-8 BOM */
+	static const char trace[] = "\xef\xbb\xbf{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","
+				    "\"pid\":0,\"tid\":7,\"ts\":1000,\"dur\":10}]}";
+	stored_as("bom_trace", trace, sizeof(trace) - 1, "trace", 1);
+	/* folded stacks whose root is [unknown] or {built-in ...}: not JSON */
+	static const char unk[] = "[unknown];main;train 10\n[unknown];main;eval 5\n";
+	stored_as("stacks_unknown", unk, sizeof(unk) - 1, "stacks", 2);
+	static const char brace[] = "{built-in method exec};main;run 3\n";
+	stored_as("stacks_brace", brace, sizeof(brace) - 1, "stacks", 1);
+	/* prose: 415 listing the kinds, not another kind's error */
+	static const char prose[] = "{draft} Notes on training.\n[see below]\n";
+	refused_small("prose", prose, sizeof(prose) - 1, 415, "unsupported_format", "Lightning", "nvidia-smi", NULL);
+
+	free(t);
+	/* 10,000 distinct frames under --max-events 3000: 413 */
+	char *big = malloc(10000 * 16);
+	n = 0;
+	for (int i = 0; i < 10000; i++)
+		n += (size_t)sprintf(big + n, "a;f%d 1\n", i);
+	refused_small("frames", big, n, 413, "too_many_rows", NULL);
+	/* and 10,000 nvidia-smi rows */
+	n = (size_t)sprintf(big, "utilization.gpu [%%]\n");
+	for (int i = 0; i < 10000; i++)
+		n += (size_t)sprintf(big + n, "%d %%\n", i % 100);
+	refused_small("smi_rows", big, n, 413, "too_many_rows", NULL);
+	free(big);
+}
+END_TEST
+
+/* A saved nvidia-smi screen: one sample per GPU on /gpu, its figures as printed. */
+START_TEST(test_smi_screen_gpu)
+{
+	size_t len;
+	uint8_t *d = own("nvidia_smi_screen_535_generated.txt", &len);
+	struct tu_resp r;
+	json_t *j, *gpus;
+
+	stored_as("screen", d, len, "gpu_log", 2);
+	free(d);
+	ck_assert_int_eq(tu_http(&srv_small, "GET", "/api/v1/runs/screen/gpu", NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%ld %.300s", r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	gpus = json_object_get(j, "gpus");
+	ck_assert_uint_eq(json_array_size(gpus), 2);
+	for (size_t g = 0; g < 2; g++) {
+		json_t *cols = json_object_get(json_array_get(gpus, g), "columns"), *c;
+		size_t i;
+		int seen = 0;
+		ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(gpus, g), "index")), (json_int_t)g);
+		json_array_foreach(cols, i, c) {
+			const char *name = json_string_value(json_object_get(c, "name"));
+			double v = json_real_value(json_array_get(json_object_get(c, "values"), 0));
+			ck_assert_uint_eq(json_array_size(json_object_get(c, "values")), 1);	/* one sample */
+			double want = !strcmp(name, "utilization.gpu") ? (g ? 85 : 87)
+				      : !strcmp(name, "memory.used") ? (g ? 96498.0 : 96512.0) * 1048576
+				      : !strcmp(name, "power.draw")  ? (g ? 398 : 412)
+								     : NAN;
+			if (!isnan(want)) {
+				ck_assert_double_eq(v, want);
+				seen++;
+			}
+		}
+		ck_assert_int_eq(seen, 3);
+	}
+	json_decref(j);
+}
+END_TEST
+
+/* trainscope-collect upload without --rank: a rank-1 trace lands as rank 1; --rank 0 disagrees. */
+START_TEST(test_collect_trace_rank)
+{
+	static const char trace[] = "{\"schemaVersion\":1,\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":1,"
+				    "\"world_size\":2,\"pg_config\":[{\"pg_name\":\"0\",\"ranks\":[0,1]}]},"
+				    "\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,"
+				    "\"tid\":7,\"ts\":1000,\"dur\":10}]}";
+	char dirt[] = "/tmp/ts-rank-XXXXXX", path[96], cmd[512];
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_ptr_nonnull(mkdtemp(dirt));
+	snprintf(path, sizeof(path), "%s/rank1.json", dirt);
+	ck_assert_int_eq(tu_write_file(path, trace, sizeof(trace) - 1), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "env -u RANK -u TRAINSCOPE_RANK -u TRAINSCOPE_TOKEN TRAINSCOPE_SERVER=%s %s upload --run ranked %s"
+		 " >/dev/null 2>&1",
+		 srv_small.base, COLLECT_BIN, path);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "env -u RANK -u TRAINSCOPE_RANK -u TRAINSCOPE_TOKEN TRAINSCOPE_SERVER=%s %s upload --run forced --rank 0 %s"
+		 " >/dev/null 2>&1",
+		 srv_small.base, COLLECT_BIN, path);
+	ck_assert_int_ne(system(cmd), 0);	/* the trace says rank 1 */
+	ck_assert_int_eq(tu_http(&srv_small, "GET", "/api/v1/runs/ranked", NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%ld %.300s", r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(j, "artifacts"), 0), "rank")),
+			 1);
+	json_decref(j);
+	ck_assert_int_eq(tu_http(&srv_small, "GET", "/api/v1/runs/forced", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 404);	/* nothing sent */
+	tu_resp_free(&r);
+	unlink(path);
+	rmdir(dirt);
+}
+END_TEST
+
 Suite *suite_formats(void)
 {
 	Suite *s = suite_create("formats");
@@ -1015,6 +1237,13 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_compare_reports);
 	tcase_add_test(tc, test_advanced_functions);
 	tcase_add_test(tc, test_gpu_log_steps);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("as_people_have_them");
+	tcase_add_unchecked_fixture(tc, start_small, stop_small);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_as_people_have_them);
+	tcase_add_test(tc, test_smi_screen_gpu);
+	tcase_add_test(tc, test_collect_trace_rank);
 	suite_add_tcase(s, tc);
 	return s;
 }

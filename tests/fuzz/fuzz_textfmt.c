@@ -4,7 +4,8 @@
  * detection from the content) and the piece size. Checks: no crash, no leak,
  * an error code from the documented set with a message, and when a parse
  * succeeds: frames sorted by total with self <= total, self summing to the
- * weights, gpu columns within their count.
+ * weights, gpu columns within their count; no figure the tools cannot print
+ * (negative calls or times, a share or percentage over 100 %).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +57,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (rc == TP_OK && kind == TF_GPULOG && r->ngpu_cols > TF_GPU_MAX_COLS)
 		abort();
+	if (rc == TP_OK && kind == TF_GPULOG)
+		for (i = 0; i < r->ngpu_rows; i++)
+			for (size_t k = 0; k < r->ngpu_cols; k++)
+				if (r->gpu_rows[i].v[k] < 0 || (r->gpu_units[k][0] == '%' && r->gpu_rows[i].v[k] > 100))
+					abort();	/* NaN compares false */
+	if (rc == TP_OK && kind == TF_LIGHTNING)
+		for (i = 0; i < r->nactions; i++)
+			if (r->actions[i].calls < -1 || r->actions[i].mean_ns < -1 || r->actions[i].share_bp > 10000 ||
+			    r->actions[i].total_ns < -1)
+				abort();
+	if (rc == TP_OK && kind == TF_KEYAVG && r->ka_col[TF_KA_CALLS] >= 0)
+		for (i = 0; i < r->nops; i++)
+			if (r->ops[i].v[r->ka_col[TF_KA_CALLS]] < 0 && r->ops[i].v[r->ka_col[TF_KA_CALLS]] != INT64_MIN)
+				abort();
 	textfmt_parser_free(p);
 	return 0;
 }

@@ -193,6 +193,33 @@ static int cell_value(struct textfmt_parser *p, size_t k, const char *v, size_t 
 	return TP_OK;
 }
 
+/*
+ * A header again (a loop of nvidia-smi calls appending to one file): its
+ * columns are read again, so one with the same columns in another order
+ * still puts each figure under its name; other columns than the first
+ * header's are a 400 (the rows so far would mean other things).
+ */
+static int csv_reheader(struct textfmt_parser *p, const char **c, const size_t *cn, size_t nc, struct tp_errbuf *err)
+{
+	const char *h[TF_GPU_MAX_COLS + 1];
+	size_t hn[TF_GPU_MAX_COLS + 1];
+	size_t n0 = csv_cells(p->ghdr, strlen(p->ghdr), h, hn, TF_GPU_MAX_COLS);
+	unsigned used = 0;
+
+	if (n0 != nc)
+		return tf_bad(p, err, "a header with other columns than the first one");
+	for (size_t k = 0; k < nc; k++) {
+		size_t j = 0;
+		while (j < n0 && (((used >> j) & 1) || hn[j] != cn[k] || memcmp(h[j], c[k], cn[k])))
+			j++;
+		if (j == n0)
+			return tf_bad(p, err, "a header with other columns than the first one");
+		used |= 1u << j;
+		p->gperm[k] = (int)j;
+	}
+	return TP_OK;
+}
+
 static int csv_line(struct textfmt_parser *p, const char *t, size_t tn, struct tp_errbuf *err)
 {
 	const char *c[TF_GPU_MAX_COLS + 1];
@@ -202,11 +229,8 @@ static int csv_line(struct textfmt_parser *p, const char *t, size_t tn, struct t
 	if (nc > TF_GPU_MAX_COLS)
 		return tf_bad(p, err, "more columns than --query-gpu gives");
 	if (tf_gpu_header_like(t, tn)) {
-		if (p->ghdr) {
-			if (strlen(p->ghdr) != tn || memcmp(p->ghdr, t, tn))
-				return tf_bad(p, err, "a header that differs from the first one");
-			return TP_OK;	/* a repeated header (nvidia-smi run in a loop) */
-		}
+		if (p->ghdr)
+			return csv_reheader(p, c, cn, nc, err);	/* a repeated header (nvidia-smi run in a loop) */
 		if (p->r.ngpu_rows)
 			return tf_bad(p, err, "a header after rows without one");
 		if (!(p->ghdr = tf_keep_str(p, t, tn)))
@@ -216,6 +240,8 @@ static int csv_line(struct textfmt_parser *p, const char *t, size_t tn, struct t
 				return tf_bad(p, err, "a header column with a unit nvidia-smi does not write");
 		p->r.ngpu_cols = nc;
 		p->r.gpu_header = 1;
+		for (size_t k = 0; k < nc; k++)
+			p->gperm[k] = (int)k;
 		return TP_OK;
 	}
 	if (!p->r.ngpu_cols && gpu_guess(p, c, cn, nc))
@@ -226,9 +252,9 @@ static int csv_line(struct textfmt_parser *p, const char *t, size_t tn, struct t
 	double *val = new_row(p, &r);
 	if (!val)
 		return tf_toobig(p, err);
-	for (size_t k = 0; k < nc; k++) {
-		const char *v = c[k];
-		size_t vn = cn[k];
+	for (size_t i = 0; i < nc; i++) {
+		const char *v = c[i];
+		size_t vn = cn[i], k = p->r.gpu_header ? (size_t)p->gperm[i] : i;	/* the first header's column */
 		int64_t x;
 		if (!strcmp(p->gcol[k], "timestamp")) {
 			if (smi_time(v, vn, &r->t_ns))

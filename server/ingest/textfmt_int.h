@@ -57,6 +57,7 @@ struct textfmt_parser {
 	const char *gunit[TF_GPU_MAX_COLS];
 	double gscale[TF_GPU_MAX_COLS];
 	int gidx_col;
+	int gperm[TF_GPU_MAX_COLS];	/* CSV: the first header's column of each column of the last header */
 	struct tf_gpu_row *grows;
 	size_t cap_grows;
 	char *ghdr;			/* the header line as first seen */

@@ -708,6 +708,15 @@ START_TEST(test_gpu_screen)
 	/* a CSV cell in another unit than its column's, a percentage over 100 */
 	expect_bad(TF_GPULOG, "utilization.gpu [%], memory.used [MiB]\n5 %, 12 W\n", 49, TP_ERR_INVALID, "\"W\"");
 	expect_bad(TF_GPULOG, "utilization.gpu [%]\n101 %\n", 26, TP_ERR_INVALID, "line 2");
+	/* a repeated header in another column order: each figure under its name; other columns: 400 */
+	static const char reorder[] = "index, utilization.gpu [%], power.draw [W]\n0, 10 %, 100.00 W\n"
+				      "power.draw [W], index, utilization.gpu [%]\n300.00 W, 0, 30 %\n";
+	ck_assert_msg(parse(TF_GPULOG, reorder, sizeof(reorder) - 1, 3, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.gpu"), 0), 20);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "power.draw"), 0), 200);
+	textfmt_parser_free(p);
+	expect_bad(TF_GPULOG, "index, utilization.gpu [%]\n0, 10 %\nindex, memory.used [MiB]\n0, 5 MiB\n", 62,
+		   TP_ERR_INVALID, "line 3");
 }
 END_TEST
 

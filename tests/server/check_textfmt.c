@@ -715,7 +715,7 @@ START_TEST(test_gpu_screen)
 	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.gpu"), 0), 20);
 	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "power.draw"), 0), 200);
 	textfmt_parser_free(p);
-	expect_bad(TF_GPULOG, "index, utilization.gpu [%]\n0, 10 %\nindex, memory.used [MiB]\n0, 5 MiB\n", 62,
+	expect_bad(TF_GPULOG, "index, utilization.gpu [%]\n0, 10 %\nindex, memory.used [MiB]\n0, 5 MiB\n", 69,
 		   TP_ERR_INVALID, "line 3");
 }
 END_TEST

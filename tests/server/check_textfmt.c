@@ -770,6 +770,38 @@ START_TEST(test_detect_edges)
 }
 END_TEST
 
+/* Lightning's own docs (Apache-2.0; tests/formats/CORPUS.md): the 2.x SimpleProfiler and AdvancedProfiler examples. */
+START_TEST(test_lightning_docs)
+{
+	size_t len;
+	uint8_t *d = own("lightning_simple_docs_profiler_basic.txt", &len);
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(detect_file(d, len), TF_LIGHTNING);
+	ck_assert_msg(parse(TF_LIGHTNING, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->nactions, 12);
+	ck_assert_int_eq(r->actions[0].mean_ns, 10000100000LL);	/* "10.0001" */
+	ck_assert_int_eq(r->actions[0].total_ns, 20000000000LL);	/* "20.00" */
+	ck_assert_int_eq(r->actions[0].calls, -1);			/* no Num calls column */
+	ck_assert_int_eq(action(r, "[LightningModule]BoringModel.on_fit_start")->mean_ns, 1226);	/* "1.226e-06" */
+	textfmt_parser_free(p);
+	free(d);
+	d = own("lightning_advanced_docs_profiler_basic.txt", &len);
+	ck_assert_int_eq(detect_file(d, len), TF_LIGHTNING);
+	ck_assert_msg(parse(TF_LIGHTNING, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->nactions, 1);
+	ck_assert_int_eq(r->actions[0].total_ns, 18893000000LL);	/* "in 18.893 seconds" */
+	ck_assert_uint_eq(r->nfunctions, 10);
+	ck_assert_int_eq(r->functions[0].ncalls, 3752);
+	ck_assert_int_eq(r->functions[0].primitive_calls, 1876);
+	ck_assert_int_eq(r->functions[9].cumtime_ns, 5734000000LL);
+	textfmt_parser_free(p);
+	free(d);
+}
+END_TEST
+
 Suite *suite_textfmt(void)
 {
 	Suite *s = suite_create("textfmt");
@@ -796,6 +828,7 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_gpu_screen);
 	tcase_add_test(tc, test_gpu_dmon);
 	tcase_add_test(tc, test_detect_edges);
+	tcase_add_test(tc, test_lightning_docs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -98,7 +98,15 @@ static int gpu_guess(struct textfmt_parser *p, const char **c, size_t *cn, size_
 	static const char *const pct[] = { "utilization.gpu", "utilization.memory" };
 	static const char *const mib[] = { "memory.used", "memory.free", "memory.total" };
 	char buf[32];
+	int units = 0, ntemp = 0;
 
+	/* csv,noheader prints every unit but temperature's: a bare number there is the temperature; with
+	 * nounits too, nothing tells what the numbers are: they are kept unnamed (and not stored) */
+	for (size_t k = 0; k < nc; k++) {
+		const char *e = c[k] + cn[k];
+		units |= (cn[k] > 2 && (!memcmp(e - 2, " %", 2) || !memcmp(e - 2, " W", 2))) ||
+			 (cn[k] > 4 && (!memcmp(e - 4, " MiB", 4) || !memcmp(e - 4, " MHz", 4)));
+	}
 	for (size_t k = 0; k < nc; k++) {
 		const char *nm;
 		const char *u = "";
@@ -113,8 +121,8 @@ static int gpu_guess(struct textfmt_parser *p, const char **c, size_t *cn, size_
 			nm = "power.draw", u = "W";
 		else if (cn[k] > 4 && !memcmp(c[k] + cn[k] - 4, " MHz", 4))
 			nm = "clocks", u = "Hz", sc = 1e6;
-		else if (!tf_dec_scaled(c[k], cn[k], 0, &(int64_t){ 0 }))
-			nm = "temperature.gpu", u = "C";
+		else if (units && !ntemp && !tf_dec_scaled(c[k], cn[k], 0, &(int64_t){ 0 }))
+			nm = "temperature.gpu", u = "C", ntemp++;
 		else {
 			snprintf(buf, sizeof(buf), "column%zu", k + 1);
 			nm = buf;

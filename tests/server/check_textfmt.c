@@ -708,6 +708,12 @@ START_TEST(test_gpu_screen)
 	/* a CSV cell in another unit than its column's, a percentage over 100 */
 	expect_bad(TF_GPULOG, "utilization.gpu [%], memory.used [MiB]\n5 %, 12 W\n", 49, TP_ERR_INVALID, "\"W\"");
 	expect_bad(TF_GPULOG, "utilization.gpu [%]\n101 %\n", 26, TP_ERR_INVALID, "line 2");
+	/* noheader,nounits: nothing names the numbers; none is taken for a temperature */
+	static const char bare[] = "2026/04/25 16:06:06.780, 0, 35, 27\n";
+	ck_assert_msg(parse(TF_GPULOG, bare, sizeof(bare) - 1, 4096, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_int_eq(tf_col(r, "temperature.gpu"), -1);
+	ck_assert_str_eq(r->gpu_units[1], "");
+	textfmt_parser_free(p);
 	/* a repeated header in another column order: each figure under its name; other columns: 400 */
 	static const char reorder[] = "index, utilization.gpu [%], power.draw [W]\n0, 10 %, 100.00 W\n"
 				      "power.draw [W], index, utilization.gpu [%]\n300.00 W, 0, 30 %\n";

@@ -457,6 +457,28 @@ static int screen_line(struct textfmt_parser *p, const char *t, size_t tn, struc
 	return TP_OK;
 }
 
+/* dmon -o DT's "20231004" (days since 1970 into *out) or "10:15:32" (seconds of the day). */
+static int dmon_when(const char *s, size_t n, int date, int64_t *out)
+{
+	int64_t v;
+
+	if (date) {
+		if (n != 8 || tf_dec_scaled(s, n, 0, &v))
+			return -1;
+		int64_t y = v / 10000, m = v / 100 % 100, d = v % 100;
+		if (y < 1970 || y > 2200 || m < 1 || m > 12 || d < 1 || d > 31)
+			return -1;
+		*out = days_from_civil(y, (unsigned)m, (unsigned)d);
+		return 0;
+	}
+	int64_t h, mi, se;
+	if (n != 8 || s[2] != ':' || s[5] != ':' || tf_dec_scaled(s, 2, 0, &h) || tf_dec_scaled(s + 3, 2, 0, &mi) ||
+	    tf_dec_scaled(s + 6, 2, 0, &se) || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 60)
+		return -1;
+	*out = h * 3600 + mi * 60 + se;
+	return 0;
+}
+
 /* dmon's columns: its name, ours, and the unit its second header line must give. */
 static const struct {
 	const char *dmon, *name, *unit, *ours;
@@ -521,6 +543,8 @@ static int dmon_line(struct textfmt_parser *p, const char *t, size_t tn, struct 
 			p->gunit[k] = "", p->gscale[k] = 1, p->gdmon_want[k] = "";
 			if (tokn == 3 && !memcmp(tok, "gpu", 3))
 				p->gidx_col = (int)k, name = "index";
+			else if ((tokn == 4 && !memcmp(tok, "Date", 4)) || (tokn == 4 && !memcmp(tok, "Time", 4)))
+				name = tok[0] == 'D' ? "date" : "time";	/* -o DT: the sample's local time, read as UTC */
 			for (size_t q = 0; !name && q < sizeof(dmon_cols) / sizeof(dmon_cols[0]); q++)
 				if (strlen(dmon_cols[q].dmon) == tokn && !memcmp(dmon_cols[q].dmon, tok, tokn)) {
 					name = dmon_cols[q].name, p->gunit[k] = dmon_cols[q].ours;
@@ -539,9 +563,15 @@ static int dmon_line(struct textfmt_parser *p, const char *t, size_t tn, struct 
 	double *v = new_row(p, &r);
 	if (!v)
 		return tf_toobig(p, err);
+	int64_t day = INT64_MIN, sec = INT64_MIN;
 	for (; token(&a, e, &tok, &tokn); k++) {
 		if (k >= p->r.ngpu_cols)
 			return tf_bad(p, err, "more figures than dmon's header has columns");
+		if (!strcmp(p->gcol[k], "date") || !strcmp(p->gcol[k], "time")) {
+			if (dmon_when(tok, tokn, p->gcol[k][0] == 'd', p->gcol[k][0] == 'd' ? &day : &sec))
+				return tf_bad(p, err, "a dmon date or time that is not YYYYMMDD or HH:MM:SS");
+			continue;
+		}
 		if ((int)k == p->gidx_col) {
 			int64_t x;
 			if (tf_dec_scaled(tok, tokn, 0, &x) || x < 0 || x > 4096)
@@ -553,6 +583,8 @@ static int dmon_line(struct textfmt_parser *p, const char *t, size_t tn, struct 
 	}
 	if (k != p->r.ngpu_cols)
 		return tf_bad(p, err, "a column is missing");
+	if (day != INT64_MIN && sec != INT64_MIN)
+		r->t_ns = (day * 86400 + sec) * (int64_t)1000000000;
 	return TP_OK;
 }
 
@@ -570,7 +602,7 @@ int tf_gpu_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_err
 			return TP_OK;	/* the time line above a screen */
 		if (tf_find(t, tn, "NVIDIA-SMI ") || (tn > 1 && t[0] == '+' && t[1] == '-'))
 			p->gform = 2;
-		else if (tf_starts(t, tn, "# gpu"))
+		else if (tf_dmon_header(t, tn))
 			p->gform = 3;
 		else if (tf_gpu_header_like(t, tn) || (t[0] >= '0' && t[0] <= '9') || t[0] == '[')
 			p->gform = 1;

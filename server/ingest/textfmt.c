@@ -116,7 +116,7 @@ int textfmt_detect(const uint8_t *p, size_t n, int at_end)
 				return -1;
 		}
 		if (tf_gpu_header_like(t, tn) || tf_is_smi_time(t, tn) || tf_find(t, tn, "NVIDIA-SMI ") ||
-		    tf_starts(t, tn, "# gpu "))
+		    tf_dmon_header(t, tn))
 			return TF_GPULOG;
 		stacky = stacky && stack_line_like(t, tn);
 		if (stacky && seen >= 8)

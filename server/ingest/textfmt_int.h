@@ -83,6 +83,7 @@ const char *tf_find(const char *s, size_t n, const char *needle);
 int tf_is_dashes(const char *s, size_t n);
 int tf_gpu_header_like(const char *s, size_t n);
 int tf_is_smi_time(const char *s, size_t n);
+int tf_dmon_header(const char *s, size_t n);
 int tf_next_line(const uint8_t **p, const uint8_t *end, int at_end, const char **ls, size_t *ln);
 /* units: a decimal times 10^scale, exactly; times to ns, memory to bytes, % to hundredths */
 int tf_dec_scaled(const char *s, size_t n, int scale, int64_t *out);

@@ -200,6 +200,12 @@ int tf_gpu_header_like(const char *s, size_t n)
 	       tf_starts(s, n, "name, ") || tf_starts(s, n, "clocks.");
 }
 
+/* nvidia-smi dmon's first header line: "# gpu pwr ..." or, with -o DT, "#Date Time gpu ...". */
+int tf_dmon_header(const char *s, size_t n)
+{
+	return tf_starts(s, n, "# gpu ") || (tf_starts(s, n, "#Date") && tf_find(s, n, " gpu "));
+}
+
 /* YYYY/MM/DD HH:MM:SS.mmm */
 int tf_is_smi_time(const char *s, size_t n)
 {

@@ -745,6 +745,16 @@ START_TEST(test_gpu_dmon)
 	textfmt_parser_free(p);
 	free(d);
 	expect_bad(TF_GPULOG, "# gpu    pwr\n# Idx     kW\n    0     41\n", 39, TP_ERR_INVALID, "\"kW\"");
+	/* -o DT: each sample at its date and time */
+	d = own("nvidia_smi_dmon_dt_generated.txt", &len);
+	ck_assert_int_eq(detect_file(d, len), TF_GPULOG);
+	ck_assert_msg(parse(TF_GPULOG, d, len, 5, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->ngpu_rows, 2);
+	ck_assert_int_eq(r->gpu_rows[0].t_ns, 1795684442000000000LL);	/* 2026-11-26 09:14:02 */
+	ck_assert_int_eq(r->gpu_rows[1].t_ns - r->gpu_rows[0].t_ns, 1000000000);
+	ck_assert_double_eq(tf_gpu_mean(r, (size_t)tf_col(r, "utilization.gpu"), 0), 89);
+	textfmt_parser_free(p);
+	free(d);
 }
 END_TEST
 

@@ -2,19 +2,25 @@
  * textfmt.h: the text reports other profilers write (shared/fixtures/formats/
  * FORMATS.md), streaming, line by line, bounded:
  *   lightning_report  Lightning SimpleProfiler tables (generations A-C, tabs or
- *                     spaces before '|') and AdvancedProfiler reports (one
- *                     action per "Profile stats for:" section, its total from
- *                     "N function calls ... in T seconds");
- *   key_averages      prof.key_averages().table(): columns cut by the widths of
- *                     the dash line, cells in base units, both footers;
+ *                     spaces before '|', with or without the '|' before each
+ *                     row; each header read for its columns) and
+ *                     AdvancedProfiler reports (one action per "Profile stats
+ *                     for:" section, its total from "N function calls ... in T
+ *                     seconds");
+ *   key_averages      prof.key_averages().table() and PyTorchProfiler's
+ *                     sections of them: columns cut by the widths of the dash
+ *                     line in characters, cells in base units, both footers;
  *   stacks            folded stacks (export_stacks, py-spy): self and total per
  *                     frame; which end is the leaf is decided at the end (the
  *                     end with fewer distinct frames is the root);
- *   gpu_log           nvidia-smi --query-gpu CSV, with one header, repeated
- *                     headers or none (columns then named from their units).
- * Units are converted exactly from the text: times to ns, memory to bytes
- * (Kb/Mb/Gb and KB/MB/GB are 1024-based, MiB too), percentages to hundredths
- * of a percent. Pure: no SQL.
+ *   gpu_log           nvidia-smi --query-gpu CSV (one header, repeated headers
+ *                     or none: columns then named from their units), the plain
+ *                     screen (one sample per GPU) and dmon.
+ * Text around a whole table is passed over; a UTF-8 BOM and LF, CRLF or CR
+ * line ends are taken. Units are converted exactly from the text: times to
+ * ns, memory to bytes (Kb/Mb/Gb and KB/MB/GB are 1024-based, MiB too),
+ * percentages to hundredths of a percent; a unit or value the tool never
+ * prints is an error naming the line. Pure: no SQL.
  */
 #ifndef TEXTFMT_H
 #define TEXTFMT_H
@@ -30,7 +36,7 @@ extern const char *const tf_kind_names[TF_NKINDS];	/* "none", "lightning_report"
 
 /* What 415 says was expected. */
 #define TF_EXPECTED "a Kineto trace, a memory snapshot or timeline, a Lightning profiler report, " \
-	"a key_averages() table, folded stacks, an nvidia-smi CSV log or an rlhf-canary metrics.json"
+	"a key_averages() table, folded stacks, an nvidia-smi log (CSV, screen or dmon) or an rlhf-canary metrics.json"
 
 /*
  * The kind of a text from its first bytes: TF_* (TF_NONE: none of them), or
@@ -85,8 +91,8 @@ struct tf_frame {
 
 #define TF_GPU_MAX_COLS 32
 struct tf_gpu_row {
-	int64_t t_ns;			/* timestamp as written, read as UTC; INT64_MIN: none */
-	int gpu;			/* index column, else 0 */
+	int64_t t_ns;			/* timestamp as written (the screen's time line, dmon -o DT), read as UTC; INT64_MIN: none */
+	int gpu;			/* index column (the screen's GPU number), else 0 */
 	const double *v;		/* ngpu_cols values in base units (% as %, MiB as bytes, W, degC, MHz as Hz); NaN: n/a or text */
 };
 

@@ -98,8 +98,11 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 	size_t tn = n;
 
 	tf_trim(&t, &tn);
-	if (!tn)
+	if (!tn) {
+		if (p->lin == 2)
+			p->lin = 0;	/* a blank line after the rows: the table ended (1.x has no closing dash line) */
 		return TP_OK;
+	}
 	if (tf_starts(t, tn, "Profile stats for:")) {
 		const char *a = t + 18;
 		size_t an = tn - 18;
@@ -137,7 +140,7 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 	/*
 	 * SimpleProfiler tables: text around a whole table (a title, a log line,
 	 * a progress bar with '|' in it) is passed over; inside one (its header
-	 * seen, up to a dash line or a blank line after its rows) every line is
+	 * seen, up to a dash line, a blank line or text after its rows) every line is
 	 * a row. A repeated header (an appended report) is read again for its
 	 * columns.
 	 */

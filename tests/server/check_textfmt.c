@@ -582,6 +582,19 @@ START_TEST(test_lightning_second_header)
 
 	ck_assert_msg(parse(TF_LIGHTNING, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
 	ck_assert_uint_eq(r->nactions, 6);
+	textfmt_parser_free(p);
+	free(d);
+	/* a 1.x table (no closing dash line), a blank line, then a progress bar with '|': not a row */
+	d = fixture("lightning_simple_pl1.2_hannah.txt", &len);
+	uint8_t *e = malloc(len + 64);
+	memcpy(e, d, len);
+	memcpy(e + len, "\nEpoch 2: 100%|##########| 10/10 [00:01<00:00]\n", 47);
+	ck_assert_msg(parse(TF_LIGHTNING, e, len + 47, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	free(e);
+	textfmt_parser_free(p);
+	free(d);
+	d = own("lightning_simple_pl2_two_reports_generated.txt", &len);
+	ck_assert_msg(parse(TF_LIGHTNING, d, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
 	const struct tf_action *a = action(r, "val_step");
 	ck_assert_ptr_nonnull(a);
 	ck_assert_int_eq(a->calls, 3);

@@ -632,7 +632,7 @@ static json_t *canary_json(const struct canary_cmp *c, const struct compare_run 
 
 /* ---- the answer ---- */
 
-/* The sum of items' ns (of kind; -1: any) over d, rounded to whole ns. */
+/* The sum of items' ns (of kind; -1: any) over d, rounded to whole ns, saturated (traces' times are untrusted). */
 static json_int_t total_of(const struct compare_item *v, size_t n, int kind, double d)
 {
 	double ns = 0;
@@ -640,12 +640,13 @@ static json_int_t total_of(const struct compare_item *v, size_t n, int kind, dou
 	for (size_t i = 0; i < n; i++)
 		if (kind < 0 || v[i].kind == kind)
 			ns += (double)v[i].ns;
-	return (json_int_t)llround(ns / d);
+	return (json_int_t)tp_round_i64(ns / d);
 }
 
 static json_t *total_json(json_int_t a, json_int_t b)
 {
-	return json_pack("{s:I, s:I, s:I}", "base_ns_per_step", a, "target_ns_per_step", b, "delta_ns_per_step", b - a);
+	return json_pack("{s:I, s:I, s:I}", "base_ns_per_step", a, "target_ns_per_step", b, "delta_ns_per_step",
+			 (json_int_t)tp_sat_sub(b, a));
 }
 
 /*

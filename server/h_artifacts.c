@@ -28,6 +28,25 @@
 static const char *const kinds[] = { "trace", "memory_snapshot", "memory_timeline", "lightning_report",
 				      "key_averages", "stacks", "gpu_log", "canary_metrics" };
 
+/*
+ * A C1 control (U+0080..U+009F) or a bidirectional format character (U+061C,
+ * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069): "\u202egnp.exe" shows as
+ * "exe.png" wherever the name is printed.
+ */
+static int bidi_or_c1(const unsigned char *u, size_t len)
+{
+	unsigned cp;
+
+	if (len == 2) {
+		cp = (u[0] & 0x1Fu) << 6 | (u[1] & 0x3Fu);
+		return cp <= 0x9F || cp == 0x61C;
+	}
+	if (len != 3)
+		return 0;
+	cp = (u[0] & 0x0Fu) << 12 | (u[1] & 0x3Fu) << 6 | (u[2] & 0x3Fu);
+	return cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 static int valid_file_name(const char *s)
 {
 	size_t n = strlen(s), i;
@@ -38,11 +57,44 @@ static int valid_file_name(const char *s)
 		const unsigned char *u = (const unsigned char *)s + i;
 		size_t len = tp_utf8_len(u, (const unsigned char *)s + n);
 		/* not UTF-8: a JSON answer could not name it (answered 503 once, yet committed) */
-		if (!len || *u < 0x20 || *u == 0x7f || *u == '/' || *u == '\\' || *u == '"')
+		if (!len || *u < 0x20 || *u == 0x7f || *u == '/' || *u == '\\' || *u == '"' || bidi_or_c1(u, len))
 			return 0;
 		i += len - 1;
 	}
 	return 1;
+}
+
+/*
+ * Content-Disposition for a stored name (RFC 6266): an ASCII filename= with
+ * '_' for each other character, and the exact name in filename*=UTF-8''...,
+ * percent-encoded, so that no raw UTF-8 (a right-to-left override stored
+ * before names were checked) reaches the header.
+ */
+static void disposition(char *out, size_t size, const char *name)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *u = (const unsigned char *)name, *end = u + strlen(name);
+	char ascii[256], pct[256 * 3 + 1];
+	size_t a = 0, p = 0;
+
+	for (; u < end && a + 1 < sizeof(ascii); u++) {
+		if (*u >= 0x80 && (*u & 0xC0) == 0x80)
+			continue;	/* a continuation byte: its character's '_' is written */
+		ascii[a++] = *u < 0x20 || *u >= 0x7f || *u == '"' || *u == '\\' ? '_' : (char)*u;
+	}
+	ascii[a] = 0;
+	for (u = (const unsigned char *)name; u < end && p + 4 < sizeof(pct); u++) {
+		if ((*u >= 'a' && *u <= 'z') || (*u >= 'A' && *u <= 'Z') || (*u >= '0' && *u <= '9') ||
+		    strchr("!#$&+-.^_`|~", *u)) {
+			pct[p++] = (char)*u;
+		} else {
+			pct[p++] = '%';
+			pct[p++] = hex[*u >> 4];
+			pct[p++] = hex[*u & 15];
+		}
+	}
+	pct[p] = 0;
+	snprintf(out, size, "attachment; filename=\"%s\"; filename*=UTF-8''%s", ascii, pct);
 }
 
 int h_artifact_upload_begin(struct request *req)
@@ -65,7 +117,8 @@ int h_artifact_upload_begin(struct request *req)
 		ir.name = "upload";
 	if (!valid_file_name(ir.name))
 		return http_reply_error(req, 400, "invalid_parameter", NULL,
-					"'name' must be 1 to 255 bytes of UTF-8 without control characters, quotes or slashes");
+					"'name' must be 1 to 255 bytes of UTF-8 without control characters, "
+					"bidirectional overrides, quotes or slashes");
 	if (kind && *kind) {
 		for (i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++)
 			known |= !strcmp(kind, kinds[i]);
@@ -253,7 +306,7 @@ int h_artifact_raw(struct request *req)
 	struct tp_errbuf err = { 0 };
 	struct raw_stream *rs = tp_calloc(1, sizeof(*rs));
 	struct MHD_Response *resp;
-	char disp[300];
+	char disp[1100];
 	int rc, gz_out = 0;
 
 	if (!rs)
@@ -287,7 +340,7 @@ int h_artifact_raw(struct request *req)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
 	if (gz_out)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-	snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", info.name);
+	disposition(disp, sizeof(disp), info.name);
 	MHD_add_response_header(resp, "Content-Disposition", disp);
 	return http_reply_response(req, 200, resp);
 }

@@ -84,6 +84,7 @@ struct conn_watch {
 	double busy;			/* seconds of the body spent in our handlers */
 	double in_handler;		/* > 0: in a handler since then */
 	uint64_t bytes;
+	int ctl_escape;			/* this request's URL decoded to a control character */
 };
 
 struct store *http_store(const struct request *req)
@@ -431,6 +432,44 @@ static struct conn_watch *conn_watch_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * libmicrohttpd's unescaper for the path and every query key and value: %XX
+ * decoded in place, as MHD_http_unescape does, except an escape that decodes
+ * to a control character (below 0x20, or 0x7f): it stays as written and the
+ * connection's request is marked, to be answered 400. Decoded, "%00" ended
+ * the C string: /api/v1/runs/sec%00x/steps answered run "sec".
+ */
+static size_t unescape_url(void *cls, struct MHD_Connection *conn, char *s)
+{
+	struct conn_watch *cw = conn_watch_of(conn);
+	char *r = s, *w = s;
+
+	(void)cls;
+	while (*r) {
+		int hi = r[0] == '%' ? hexval(r[1]) : -1, lo = hi >= 0 ? hexval(r[2]) : -1;
+		if (lo < 0) {
+			*w++ = *r++;
+			continue;
+		}
+		if (hi * 16 + lo < 0x20 || hi * 16 + lo == 0x7f) {
+			if (cw)
+				cw->ctl_escape = 1;
+			*w++ = *r++;
+			continue;
+		}
+		*w++ = (char)(hi * 16 + lo);
+		r += 3;
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 /* A request's connection moves to phase (CW_HEADERS when its answer is done). */
 static void conn_phase(struct server *srv, struct conn_watch *cw, int phase)
 {
@@ -679,6 +718,7 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	const char *ae, *bad = NULL;
 	char allow[64];
 	enum route_match m;
+	int ctl;
 
 	if (!req)
 		return MHD_NO;
@@ -690,6 +730,9 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 	*con_cls = req;
 	req->cw = conn_watch_of(conn);
 	conn_phase(srv, req->cw, CW_ANSWER);
+	ctl = req->cw && req->cw->ctl_escape;
+	if (req->cw)
+		req->cw->ctl_escape = 0;
 	pthread_mutex_lock(&srv->mu);
 	srv->active++;
 	pthread_mutex_unlock(&srv->mu);
@@ -701,6 +744,10 @@ static enum MHD_Result first_call(struct server *srv, struct MHD_Connection *con
 		return reply_result(req, http_reply_error(req, 400, "invalid_request", NULL,
 							  "conflicting Content-Length headers, or Content-Length with "
 							  "Transfer-Encoding"));
+	if (ctl)
+		return reply_result(req, http_reply_error(req, 400, "invalid_request", NULL,
+							  "the path or query holds an escaped control character "
+							  "(%%00 to %%1F, or %%7F)"));
 	m = route_match(srv->cfg.routes, method, url, &req->route, req->params, allow, sizeof(allow), &bad);
 	switch (m) {
 	case ROUTE_NO_PATH:
@@ -1021,6 +1068,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 				       MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_client_connections,
 				       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+				       MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
 				       MHD_OPTION_END);
 	if (!srv->daemon) {
 		rc = tp_fail(err, TP_ERR_IO, "config", "cannot serve on %s", cfg->listen);

@@ -331,6 +331,57 @@ START_TEST(test_bad_names_and_parameters)
 }
 END_TEST
 
+/*
+ * An escaped control character in the path or query (issue 50): "%00" once
+ * ended the decoded C string, so /runs/good%00x/steps answered run "good".
+ * Every route answers 400; a name with a right-to-left override is refused;
+ * a stored name's Content-Disposition carries filename*= (RFC 6266).
+ */
+START_TEST(test_control_characters_in_paths)
+{
+	static const char *const paths[] = { "/api/v1/runs/good%00x/steps", "/api/v1/runs/good%00",
+					     "/api/v1/api/run.schema.json%00.txt", "/api/v1/runs/good%1b/steps",
+					     "/api/v1/runs/good/steps%7F", "/api/v1/runs/good/steps?rank=0%00",
+					     "/api/v1/runs?x%0a=1", "/healthz%09" };
+	const char body[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}]";
+	struct tu_resp r;
+	char path[128];
+	json_t *j;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		json_decref(expect("GET", paths[i], NULL, 0, NULL, 400, "invalid_request"));
+	json_decref(expect("POST", "/api/v1/runs/ctl%00x/artifacts", body, strlen(body), NULL, 400,
+			   "invalid_request"));
+	json_decref(expect("POST", "/api/v1/runs/ctl/artifacts?name=x%00.txt", body, strlen(body), NULL, 400,
+			   "invalid_request"));
+	json_decref(expect("POST", "/api/v1/runs/ctl/artifacts?name=%E2%80%AEgnp.exe", body, strlen(body), NULL,
+			   400, "invalid_parameter"));
+	json_decref(expect("POST", "/api/v1/runs/ctl/artifacts?name=a%E2%81%A6b.json", body, strlen(body), NULL,
+			   400, "invalid_parameter"));
+	json_decref(expect("POST", "/api/v1/runs/ctl/artifacts?name=a%C2%85b.json", body, strlen(body), NULL,
+			   400, "invalid_parameter"));
+	absent("ctl");
+	/* the same connection's next request is not marked by the last one's escape */
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/good/steps", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	tu_resp_free(&r);
+
+	ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/named/artifacts?name=caf%C3%A9%20%25.json", body,
+				 strlen(body), NULL, &r), 0);
+	ck_assert_msg(r.status == 201, "upload: %ld %.300s", r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	snprintf(path, sizeof(path), "/api/v1/runs/named/artifacts/%lld/raw",
+		 (long long)json_integer_value(json_object_get(json_object_get(j, "artifact"), "id")));
+	json_decref(j);
+	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_msg(strstr(r.headers, "filename=\"caf_ %.json\"; filename*=UTF-8''caf%C3%A9%20%25.json"),
+		      "Content-Disposition: %s", r.headers);
+	tu_resp_free(&r);
+}
+END_TEST
+
 START_TEST(test_unknown_routes_and_methods)
 {
 	json_decref(expect("GET", "/nope", NULL, 0, NULL, 404, "not_found"));
@@ -624,6 +675,7 @@ Suite *suite_bad_input(void)
 	tcase_add_test(tc, test_wrong_types);
 	tcase_add_test(tc, test_bad_names_and_parameters);
 	tcase_add_test(tc, test_unknown_routes_and_methods);
+	tcase_add_test(tc, test_control_characters_in_paths);
 	tcase_add_test(tc, test_kind_mismatch_and_unsupported);
 	tcase_add_test(tc, test_ambiguous_framing);
 	suite_add_tcase(s, tc);

@@ -841,6 +841,26 @@ struct pk_obj *pk_new_taken(struct pickle_parser *p, int64_t h)
 	return o;
 }
 
+static uint64_t tree_values(const struct pk_obj *o, int depth)
+{
+	uint64_t n = 1;
+
+	if ((o->type == PK_LIST || o->type == PK_TUPLE || o->type == PK_DICT) && o->u.items)
+		for (uint32_t i = 0; i < o->n; i++)
+			n += depth ? tree_values(o->u.items[i], depth - 1) : 1;
+	return n;
+}
+
+uint64_t pk_tree_values(const struct pk_obj *o)
+{
+	return tree_values(o, 2);
+}
+
+int pk_shared(const struct pk_obj *o)
+{
+	return (o->flags & F_SHARED) != 0;
+}
+
 const struct pk_obj *pk_get(const struct pk_obj *d, const char *key)
 {
 	if (!d || d->type != PK_DICT)

@@ -93,6 +93,10 @@ void pickle_parser_usage(const struct pickle_parser *p, struct pk_usage *u);
 /* A PK_TAKEN value with handle h, never released; NULL when out of memory. */
 struct pk_obj *pk_new_taken(struct pickle_parser *p, int64_t h);
 
+/* Whether the pickle names o more than once (DUP, a memo GET): each use is a copy to whoever reads it. */
+int pk_shared(const struct pk_obj *o);
+/* The values o holds, two levels down, itself included: what a list of it used again costs. */
+uint64_t pk_tree_values(const struct pk_obj *o);
 /* The value of a dict's str key, or NULL (not a dict, no such key). */
 const struct pk_obj *pk_get(const struct pk_obj *dict, const char *key);
 /* An int (or bool) value into *out: 1, else 0. */

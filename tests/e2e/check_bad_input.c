@@ -382,6 +382,32 @@ START_TEST(test_control_characters_in_paths)
 }
 END_TEST
 
+/*
+ * Under the default --max-pickle-values (32 million): one entry dict named
+ * 498,000 times in a list used by 64 devices, 1,835 bytes gzip'd, was 31.9
+ * million entries counted one each (201, 490 MiB). Copies now count what
+ * they hold (issue 50): 413, and nothing of it is kept as data.
+ */
+START_TEST(test_pickle_copies_default_caps)
+{
+	char *at = tu_source_path("tests/hostile/pickle/memo_entry_x64.pickle.gz");
+	size_t len;
+	uint8_t *body = tu_read_file(at, &len);
+	json_t *j;
+
+	ck_assert_ptr_nonnull(body);
+	ck_assert_uint_lt(len, 4096);
+	j = expect("POST", "/api/v1/runs/copies/artifacts?name=s.pickle", body, len, "Content-Encoding: gzip", 413,
+		   "pickle_too_big");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+				     "used again"));
+	json_decref(j);
+	json_decref(expect("GET", "/api/v1/runs/copies/memory", NULL, 0, NULL, 404, "no_memory_data"));
+	free(body);
+	free(at);
+}
+END_TEST
+
 START_TEST(test_unknown_routes_and_methods)
 {
 	json_decref(expect("GET", "/nope", NULL, 0, NULL, 404, "not_found"));
@@ -676,6 +702,7 @@ Suite *suite_bad_input(void)
 	tcase_add_test(tc, test_bad_names_and_parameters);
 	tcase_add_test(tc, test_unknown_routes_and_methods);
 	tcase_add_test(tc, test_control_characters_in_paths);
+	tcase_add_test(tc, test_pickle_copies_default_caps);
 	tcase_add_test(tc, test_kind_mismatch_and_unsupported);
 	tcase_add_test(tc, test_ambiguous_framing);
 	suite_add_tcase(s, tc);

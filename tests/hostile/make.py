@@ -76,6 +76,16 @@ put('pickle/memo_device_traces.pickle', snapshot([entries] * 64, []))
 seg = {"device": 0, "total_size": 1 << 20,
        "blocks": [{"address": 512 * i, "size": 512, "state": "active_allocated"} for i in range(500)]}
 put('pickle/memo_segments.pickle', snapshot([], [seg] * 64))
+# issue 50: copies counted as what they hold. One entry dict named 498,000 times (memo GETs) in a list
+# used by 64 devices: 31.9 million entries, under the default cap of 32 million when each counted 1;
+# 1,835 bytes gzip'd, 490 MiB of memory and a 1.1 GB database; now 413 (check_bad_input.c, default caps)
+one = {"action": "alloc", "addr": 4096, "size": 512, "stream": 0}
+put('pickle/memo_entry_x64.pickle.gz', gzip.compress(snapshot([[one] * 498000] * 64, []), 9, mtime=0))
+# under this corpus's cap of 20,000: one entry named 3,000 times (3,000 entries counted once; now
+# 3,000 x (its 9 values + 3)); 50 entries in a list used by 64 devices (3,200; now 50 x 10 x 63 more)
+put('pickle/memo_entry_3000.pickle', snapshot([[one] * 3000], []))
+put('pickle/list_50_x64.pickle', snapshot([[{"action": "alloc", "addr": 512 * i, "size": 512} for i in range(50)]] * 64,
+                                          []))
 put('pickle/none_flood.pickle', b'\x80\x04(' + b'N' * 30000 + b'l.')
 put('pickle/dup_flood.pickle', b'\x80\x04](' + b'2' * 30000 + b'e.')
 put('pickle/binget_flood.pickle', b'\x80\x04]\x94(' + b'h\x00' * 30000 + b'e.')

@@ -824,7 +824,7 @@ static void db_ok(struct db *db, int rc, const char *what)
 
 /*
  * Take the database at where back to the schema before migration 015 (the
- * last, store_migrations[store_nmigrations - 1]), as a server before it left it: every series' points (read with the store's own cursor)
+ * third last: 016 adds step columns, 017 an index), as a server before it left it: every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
  * migrations make theirs. Returns the points moved.
@@ -839,6 +839,7 @@ static size_t downgrade_before_015(const char *where)
 	struct db *db;
 	struct db_stmt *q;
 	size_t nser = 0, i, k, moved = 0;
+	int v015;
 	int64_t seq;
 
 	ck_assert_int_eq(store_open(where, &st, &err), 0);
@@ -872,11 +873,14 @@ static size_t downgrade_before_015(const char *where)
 	store_reader_close(rd);
 	store_close(st);
 
-	/* back to the schema before 015 (and 016, which only adds step columns) */
-	ck_assert(!strncmp(store_migrations[store_nmigrations - 2], "-- 015:", 7));
-	ck_assert(!strncmp(store_migrations[store_nmigrations - 1], "-- 016:", 7));
+	/* back to the schema before 015 (and 016, which only adds step columns, and 017, an index) */
+	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
+		;
+	ck_assert_int_eq(v015, store_nmigrations - 3);
+	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
-	db_ok(db, db_migrate(db, store_nmigrations - 2, "ALTER TABLE steps DROP COLUMN cpu_end_ns;"
+	db_ok(db, db_migrate(db, v015, "DROP INDEX artifacts_by_rank; ALTER TABLE steps DROP COLUMN cpu_end_ns;"
 				     " ALTER TABLE steps DROP COLUMN sync_calls; ALTER TABLE steps DROP COLUMN sync_ns;"
 				     " CREATE TABLE memory_points (artifact_id INTEGER NOT NULL, device TEXT NOT NULL,"
 				     " seq INTEGER NOT NULL, t_ns INTEGER NOT NULL, parameter INTEGER NOT NULL,"
@@ -910,12 +914,11 @@ static size_t downgrade_before_015(const char *where)
 	free(ser);
 	if (db_is_postgres(where)) {
 		char sql[96];
-		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d",
-			 store_nmigrations - 1);
+		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d", v015 + 1);
 		db_ok(db, db_exec(db, sql), "version");
 	}
 	db_ok(db, db_exec(db, "COMMIT"), "commit");
-	ck_assert_int_eq(db_schema_version(db), store_nmigrations - 2);
+	ck_assert_int_eq(db_schema_version(db), v015);
 	db_close(db);
 	return moved;
 }

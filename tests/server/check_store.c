@@ -100,6 +100,30 @@ START_TEST(test_reopen_keeps_schema_and_data)
 }
 END_TEST
 
+/*
+ * A rank's artifacts (RANK_ARTIFACTS: run, rank, status) are found by the
+ * index of migration 017, not by a scan of the run's artifacts for each rank:
+ * a read over every rank of a 10,000-rank run was quadratic (issue 50).
+ */
+START_TEST(test_rank_reads_use_the_index)
+{
+	sqlite3 *h;
+	sqlite3_stmt *q;
+	int found = 0;
+
+	ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "EXPLAIN QUERY PLAN SELECT a.id FROM artifacts a JOIN runs r"
+					    " ON r.id=a.run_id WHERE r.name='x' AND a.rank=3 AND a.status='ready'",
+					    -1, &q, NULL), SQLITE_OK);
+	while (sqlite3_step(q) == SQLITE_ROW)
+		found |= strstr((const char *)sqlite3_column_text(q, 3), "artifacts_by_rank (run_id=? AND rank=? AND"
+								    " status=?)") != NULL;
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	ck_assert_msg(found, "the rank's artifacts are not read through artifacts_by_rank");
+}
+END_TEST
+
 START_TEST(test_ingesting_is_invisible)
 {
 	struct tp_errbuf err = { 0 };
@@ -495,6 +519,7 @@ Suite *suite_store(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_reopen_keeps_schema_and_data);
+	tcase_add_test(tc, test_rank_reads_use_the_index);
 	tcase_add_test(tc, test_ingesting_is_invisible);
 	tcase_add_test(tc, test_commit_answers);
 	tcase_add_test(tc, test_events_and_raw_read_back);

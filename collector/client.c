@@ -79,7 +79,7 @@ void client_set_server(struct client *c, const char *url)
 int client_init(struct client *c)
 {
 	const char *v, *rank_var = "TRAINSCOPE_RANK";
-	long attempts = 8;
+	long attempts = 8, silence = 120;
 
 	memset(c, 0, sizeof(*c));
 	c->cancel_fd = -1;
@@ -106,11 +106,13 @@ int client_init(struct client *c)
 	}
 	if (!c->server || env_long("TRAINSCOPE_RETRY_BASE_MS", 1, 3600000, &c->retry_base_ms) ||
 	    env_long("TRAINSCOPE_RETRY_MAX_MS", 1, 3600000, &c->retry_max_ms) ||
-	    env_long("TRAINSCOPE_RETRY_ATTEMPTS", 0, INT_MAX, &attempts)) {
+	    env_long("TRAINSCOPE_RETRY_ATTEMPTS", 0, INT_MAX, &attempts) ||
+	    env_long("TRAINSCOPE_SILENCE_S", 1, 86400, &silence)) {
 		client_release(c);
 		return -1;
 	}
 	c->max_attempts = (int)attempts;
+	c->silence_s = silence;
 	return 0;
 }
 
@@ -161,17 +163,45 @@ static int on_seek(void *payload, curl_off_t offset, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
-/* The server's {"error":{"code","message"}} as "code: message", else the body's start. */
+void client_escape(char *dst, size_t size, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)src;
+	size_t n = 0;
+
+	if (!size)
+		return;
+	for (; *u && n + 1 < size; u++) {
+		int c1 = u[0] == 0xC2 && u[1] >= 0x80 && u[1] <= 0x9F;
+		if (*u >= 0x20 && *u != 0x7f && !c1) {
+			dst[n++] = (char)*u;
+			continue;
+		}
+		if (c1)
+			u++;	/* U+0080..U+009F: its second byte names it */
+		if (n + 5 > size)
+			break;
+		dst[n++] = '\\';
+		dst[n++] = 'x';
+		dst[n++] = hex[*u >> 4];
+		dst[n++] = hex[*u & 15];
+	}
+	dst[n] = 0;
+}
+
+/* The server's {"error":{"code","message"}} as "code: message", else the body's start; escaped. */
 static void answer_error(struct client_resp *r)
 {
 	json_t *e = json_object_get(r->json, "error");
 	const char *code = json_string_value(json_object_get(e, "code"));
 	const char *msg = json_string_value(json_object_get(e, "message"));
+	char raw[sizeof(r->error)];
 
 	if (code && msg)
-		snprintf(r->error, sizeof(r->error), "%ld %s: %s", r->status, code, msg);
+		snprintf(raw, sizeof(raw), "%ld %s: %s", r->status, code, msg);
 	else
-		snprintf(r->error, sizeof(r->error), "%ld: %.200s", r->status, r->body ? r->body : "");
+		snprintf(raw, sizeof(raw), "%ld: %.200s", r->status, r->body ? r->body : "");
+	client_escape(r->error, sizeof(r->error), raw);
 }
 
 enum client_outcome client_try(const struct client *c, const char *method, const char *path,
@@ -200,12 +230,15 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
 	/*
-	 * A stalled transfer (no byte either way for five minutes) is a transient
-	 * failure. Not less: the server answers an upload once it is ingested,
-	 * which for a trace of many GB takes a while after its last byte.
+	 * A stalled transfer (no byte either way for silence_s, 120 s unless
+	 * TRAINSCOPE_SILENCE_S says) is given up, not retried: a server that
+	 * took the connection and says nothing kept a request waiting 300 s an
+	 * attempt, 8 attempts (issue 50). The server answers an upload once it
+	 * is ingested, a while after its last byte for a trace of many GB: set
+	 * it higher for those.
 	 */
 	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 300L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, c->silence_s > 0 ? c->silence_s : 120L);
 	curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainscope-collect");
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
@@ -236,6 +269,12 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 	if (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_READ_ERROR) {
 		/* our own callbacks stopped it: nothing the server said matters */
 		snprintf(out->error, sizeof(out->error), "%s", curl_err[0] ? curl_err : curl_easy_strerror(cc));
+	} else if (cc == CURLE_OPERATION_TIMEDOUT && out->status < 200) {
+		/* no answer (a "100 Continue" is none) for silence_s */
+		out->outcome = CLIENT_TRANSIENT;
+		out->silent = 1;
+		snprintf(out->error, sizeof(out->error), "%s sent nothing for %ld s (TRAINSCOPE_SILENCE_S); gave up",
+			 c->server, c->silence_s > 0 ? c->silence_s : 120L);
 	} else if (out->status == 0) {
 		out->outcome = CLIENT_TRANSIENT;
 		snprintf(out->error, sizeof(out->error), "%s: %s", c->server,
@@ -335,7 +374,7 @@ enum client_outcome client_request(const struct client *c, const char *method, c
 		enum client_outcome o = client_try(c, method, path, body, out);
 		out->attempts = attempt;
 		out->elapsed_ms = monotonic_ms() - started;
-		if (o != CLIENT_TRANSIENT || (c->max_attempts && attempt >= c->max_attempts))
+		if (o != CLIENT_TRANSIENT || out->silent || (c->max_attempts && attempt >= c->max_attempts))
 			return o;
 		long ms = client_backoff_ms(c, attempt);
 		if (c->verbose) {

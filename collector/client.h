@@ -41,12 +41,14 @@ struct client {
 	int max_attempts;	/* 0: retry for ever */
 	int cancel_fd;		/* readable: stop waiting between attempts; -1: none */
 	int verbose;		/* say each retry on stderr, with the wait left (client_request) */
+	long silence_s;		/* a request that gets no byte for this long is given up, not retried */
 };
 
 /*
  * Defaults: TRAINSCOPE_SERVER, TRAINSCOPE_TOKEN, TRAINSCOPE_RUN, rank from
  * TRAINSCOPE_RANK else RANK else 0, backoff from TRAINSCOPE_RETRY_BASE_MS
- * (500) and TRAINSCOPE_RETRY_MAX_MS (30000), TRAINSCOPE_RETRY_ATTEMPTS (8).
+ * (500) and TRAINSCOPE_RETRY_MAX_MS (30000), TRAINSCOPE_RETRY_ATTEMPTS (8),
+ * TRAINSCOPE_SILENCE_S (120).
  * 0, or -1 with a message on stderr when an environment value is malformed
  * (then nothing is left to release).
  */
@@ -88,7 +90,15 @@ struct client_resp {
 	char error[512];	/* why, for REJECTED/TRANSIENT/FAILED: the server's message or curl's */
 	int attempts;		/* requests sent by client_request (1 by client_try) */
 	long long elapsed_ms;	/* client_request's time from its first attempt to its answer */
+	int silent;		/* no byte came for silence_s: given up, not retried */
 };
+
+/*
+ * src into dst (always NUL-terminated), each control character (C0, DEL,
+ * and C1 written in UTF-8) as \xNN: a server's message never reaches a
+ * terminal as escape sequences.
+ */
+void client_escape(char *dst, size_t size, const char *src);
 
 /*
  * One request to c->server + path (path starts with '/'). body may be NULL.

@@ -334,13 +334,15 @@ int upload_report(const char *file, const struct client_resp *r)
 {
 	json_t *a = json_object_get(r->json, "artifact");
 	const char *status = json_string_value(json_object_get(a, "status"));
+	char shown[64];
 
 	if (r->outcome != CLIENT_OK)
 		fprintf(stderr, "trainscope-collect: %s: %s\n", file, r->error[0] ? r->error : "failed");
 	if (!a || !status)
 		return 0;
+	client_escape(shown, sizeof(shown), status);	/* the server's word: no escape sequence reaches the terminal */
 	printf("%s: artifact %" JSON_INTEGER_FORMAT " %s (%s)\n", file,
-	       json_integer_value(json_object_get(a, "id")), status,
+	       json_integer_value(json_object_get(a, "id")), shown,
 	       r->outcome != CLIENT_OK ? "kept by the server" : r->status == 201 ? "new" : "already there");
 	fflush(stdout);
 	return 1;

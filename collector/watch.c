@@ -549,9 +549,14 @@ static int ship_prepare(struct watch *w, size_t i, struct ship_job *j)
 	/* opened without following a link, and the very file lstat saw (no swap in between) */
 	if ((j->fd = open(j->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(j->fd, &fst) ||
 	    fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
-		if (j->fd < 0 && errno == ELOOP)
+		if (j->fd < 0 && errno == ELOOP) {
 			fprintf(stderr, "trainscope-collect: skipping %s: a symbolic link (never followed)\n",
 				j->path);
+		} else if (j->fd < 0 && errno != ENOENT) {
+			/* named and counted: it was once skipped without a word (issue 50) */
+			fprintf(stderr, "trainscope-collect: cannot read %s: %s\n", j->path, strerror(errno));
+			w->unreadable++;
+		}
 		goto out;
 	}
 	j->st = fst;
@@ -611,8 +616,10 @@ static int ship_finish(struct watch *w, struct ship_job *j)
 		return 0;
 	case CLIENT_FAILED:
 		/* unreadable, or gone between stat and open: nothing a retry would change */
-		if (access(j->path, F_OK) == 0)
+		if (access(j->path, F_OK) == 0) {
 			client_print_error(j->path, &j->r);
+			w->unreadable++;
+		}
 		return 1;
 	}
 	return 1;
@@ -639,15 +646,17 @@ const char *watch_bytes(long long n, char *buf, size_t size)
  */
 static void watch_summary(const struct watch *w, const char *how)
 {
-	char bytes[64];
+	char bytes[64], unread[48] = "";
 
-	if (!w->shipped && !w->rejected && !w->nqueue) {
+	if (!w->shipped && !w->rejected && !w->nqueue && !w->unreadable) {
 		fprintf(stderr, "trainscope-collect: %s: shipped nothing (no .json, .json.gz, .pickle, .pkl, .txt or .csv"
 			" file that was not shipped before)\n", how);
 		return;
 	}
-	fprintf(stderr, "trainscope-collect: %s: %u file(s) shipped (%s), %u rejected, %zu left waiting%s; see %s/runs/%s\n",
-		how, w->shipped, watch_bytes(w->shipped_bytes, bytes, sizeof(bytes)), w->rejected, w->nqueue,
+	if (w->unreadable)
+		snprintf(unread, sizeof(unread), ", %u unreadable (named above)", w->unreadable);
+	fprintf(stderr, "trainscope-collect: %s: %u file(s) shipped (%s), %u rejected%s, %zu left waiting%s; see %s/runs/%s\n",
+		how, w->shipped, watch_bytes(w->shipped_bytes, bytes, sizeof(bytes)), w->rejected, unread, w->nqueue,
 		w->nqueue ? " (the next start ships them)" : "", w->c->server, w->c->run);
 }
 

@@ -62,6 +62,7 @@ struct watch {
 	int fatal;		/* 0, or why shipping stopped as an exit code: 1 after 401/403, 4 local */
 	unsigned rejected;	/* files the server answered with a 4xx (not 401/403) */
 	unsigned shipped;	/* files the server took */
+	unsigned unreadable;	/* files that could not be opened or read (named on stderr) */
 	long long shipped_bytes;	/* their sizes on disk */
 	unsigned transient;	/* uploads that met a transient failure (each retried later) */
 	char last_error[512];	/* the last transient failure, for messages */

@@ -1711,6 +1711,97 @@ static void answer_upload(int c, int status, const char *name)
 }
 
 /*
+ * A hostile server (issue 50): a message with terminal escapes (ESC [2J,
+ * and CSI as the C1 U+009B) is printed with each control character as
+ * \xNN; a server that takes the upload and then says nothing is given up
+ * on after TRAINSCOPE_SILENCE_S, once, not retried for minutes.
+ */
+START_TEST(test_upload_hostile_server)
+{
+	static const char body[] = "{\"error\":{\"code\":\"bad\\u001b[2J\",\"message\":\"x\\u001b[2J\\u009b31my\\u0007\"}}";
+	const char *args[] = { "upload", "--run", "hostile", NULL, NULL };
+	char *t = trace_text("hostile", 0), *err, url[80], name[64], msg[512], *senv, *qenv;
+	const char *env[3];
+	struct timespec t0, t1;
+	int lfd, port, c;
+	pid_t pid;
+
+	put_file("t.json", t, 0);
+	args[3] = path_in("t.json");
+	lfd = slow_listener(&port);
+	snprintf(url, sizeof(url), "TRAINSCOPE_SERVER=http://127.0.0.1:%d", port);
+	ck_assert_int_ge(asprintf(&senv, "%s", url), 0);
+	env[0] = senv, env[1] = NULL;
+	pid = spawn("escapes", args, env);
+	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
+	read_upload(c, name, sizeof(name));
+	snprintf(msg, sizeof(msg), "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+		 "Connection: close\r\n\r\n%s", strlen(body), body);
+	ck_assert_int_eq(write(c, msg, strlen(msg)), (ssize_t)strlen(msg));
+	close(c);
+	ck_assert_int_eq(reap(pid), 1);
+	err = output("escapes", "err");
+	ck_assert_msg(!strchr(err, 0x1b) && !strchr(err, 0x07) && !strstr(err, "\xc2\x9b"), "raw control bytes: %s", err);
+	ck_assert_msg(strstr(err, "400 bad\\x1b[2J: x\\x1b[2J\\x9b31my\\x07"), "%s", err);
+	free(err);
+
+	/* silent: the upload is read whole and never answered */
+	ck_assert_int_ge(asprintf(&qenv, "TRAINSCOPE_SILENCE_S=2"), 0);
+	env[1] = qenv, env[2] = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = spawn("silent", args, env);
+	ck_assert_int_ge(c = accept_within(lfd, 10000), 0);
+	read_upload(c, name, sizeof(name));
+	ck_assert_int_eq(reap(pid), 3);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_lt(accept_within(lfd, 100), 0);	/* not sent again */
+	close(c);
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 10);
+	err = output("silent", "err");
+	ck_assert_msg(strstr(err, "sent nothing for 2 s (TRAINSCOPE_SILENCE_S); gave up"), "%s", err);
+	free(err);
+	close(lfd);
+	free(senv);
+	free(qenv);
+	free((char *)args[3]);
+	free(t);
+}
+END_TEST
+
+/*
+ * A file watch cannot open is named on stderr and counted in its last line
+ * (it was skipped without a word: "1 file(s) shipped, 0 rejected"). Root
+ * reads a file of mode 000, so only the other users see the refusal; a
+ * folder named like a trace is not a file and is passed over either way.
+ */
+START_TEST(test_watch_names_unreadable)
+{
+	const char *args[] = { "watch", "--once", "--run", "unread", dir, NULL };
+	char *t = trace_text("unread", 0), *u = trace_text("unread", 1), *p = path_in("locked.json"), *err;
+
+	put_file("ok.json", t, 10);
+	put_file("locked.json", u, 10);
+	ck_assert_int_eq(chmod(p, 0), 0);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(collect("unread", args, NULL), 0);
+		ck_assert_int_eq(count_artifacts("unread"), 2);
+	} else {
+		ck_assert_int_eq(collect("unread", args, NULL), 0);
+		ck_assert_int_eq(count_artifacts("unread"), 1);
+		err = output("unread", "err");
+		ck_assert_msg(strstr(err, "cannot read ") && strstr(err, "locked.json: Permission denied"), "%s", err);
+		ck_assert_msg(strstr(err, "1 file(s) shipped (") && strstr(err, "0 rejected, 1 unreadable (named above)"),
+			      "%s", err);
+		free(err);
+	}
+	chmod(p, 0600);
+	free(p);
+	free(t);
+	free(u);
+}
+END_TEST
+
+/*
  * The first two uploads on lfd, sent before either is answered, with no
  * third opened meanwhile: those of names a and b, in either order (each on
  * a connection of its own). *ca and *cb get their connections.
@@ -1898,6 +1989,8 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_watch_says_what_it_did);
 	tcase_add_test(tc, test_watch_formats);
 	tcase_add_test(tc, test_upload_progress);
+	tcase_add_test(tc, test_upload_hostile_server);
+	tcase_add_test(tc, test_watch_names_unreadable);
 	suite_add_tcase(s, tc);
 	return s;
 }

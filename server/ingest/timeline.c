@@ -4,7 +4,10 @@
  * The document is arrays of numbers only, so the state is a depth and an
  * element count. Which form it is shows at the outer array's second
  * element: numbers (another [t, action, bytes, category] row) or arrays
- * (the rows of [times, sizes]). The first element is kept until then.
+ * (the rows of [times, sizes]). The first element is kept until then, and
+ * in the sizes form (the times) to the end: as the differences between its
+ * numbers, zigzag varints, a byte for each "0," rather than 8 (a first row
+ * of 32 million zeros held 256 MiB before the document's 400: issue 50).
  * Anything but arrays and numbers is refused; the tokenizer (jtok.h) holds
  * no token longer than MAX_NUMBER bytes.
  */
@@ -21,9 +24,12 @@
 
 enum form { F_UNKNOWN, F_RAW, F_SIZES };
 
-struct i64s {
-	int64_t *v;
-	size_t n, cap;
+/* numbers as zigzag varints of their differences, in order */
+struct packed {
+	uint8_t *b;
+	size_t len, cap;	/* bytes */
+	size_t n;		/* numbers */
+	uint64_t last;
 };
 
 struct timeline_parser {
@@ -34,7 +40,7 @@ struct timeline_parser {
 	int depth;			/* open arrays */
 	size_t outer;			/* elements of the outer array begun */
 	enum form form;
-	struct i64s first;		/* the outer array's first element, until the form is known */
+	struct packed first;		/* the outer array's first element, until the form is known */
 	int64_t row[9];			/* the row being read */
 	size_t nrow;
 	/* raw form */
@@ -57,18 +63,58 @@ static int fail(struct timeline_parser *p, int rc, const char *code, const char 
 	return 0;	/* stops the tokenizer */
 }
 
-static int push(struct i64s *a, int64_t v)
+static int raw_row(struct timeline_parser *p, const int64_t *r, size_t n);
+
+static int push(struct packed *a, int64_t v)
 {
-	if (a->n == a->cap) {
+	uint64_t d = (uint64_t)v - a->last, z = d << 1 ^ (0 - (d >> 63));
+
+	if (a->cap - a->len < 10) {
 		size_t cap = a->cap ? a->cap * 2 : 1024;
-		int64_t *nv = tp_realloc(a->v, cap * sizeof(*nv));
-		if (!nv)
+		uint8_t *nb = tp_realloc(a->b, cap);
+		if (!nb)
 			return -1;
-		a->v = nv;
+		a->b = nb;
 		a->cap = cap;
 	}
-	a->v[a->n++] = v;
+	do {
+		a->b[a->len++] = (uint8_t)(z & 0x7f) | (z > 0x7f ? 0x80 : 0);
+		z >>= 7;
+	} while (z);
+	a->last = (uint64_t)v;
+	a->n++;
 	return 0;
+}
+
+/* The next number of a, from *at (a cursor from 0) and *prev (from 0). */
+static int64_t next_packed(const struct packed *a, size_t *at, uint64_t *prev)
+{
+	uint64_t z = 0;
+	int shift = 0;
+
+	while (*at < a->len) {
+		uint8_t c = a->b[(*at)++];
+		z |= (uint64_t)(c & 0x7f) << shift;
+		shift += 7;
+		if (!(c & 0x80))
+			break;
+	}
+	*prev += z >> 1 ^ (0 - (z & 1));
+	return (int64_t)*prev;
+}
+
+/* The first row as a raw row: [t_ns, action, bytes, category] (raw_row refuses any other length). */
+static int first_as_row(struct timeline_parser *p)
+{
+	int64_t r[9] = { 0 };
+	size_t at = 0, i;
+	uint64_t prev = 0;
+
+	if (p->first.n > 9)
+		return raw_row(p, r, p->first.n);
+	for (i = 0; i < p->first.n; i++)
+		r[i] = next_packed(&p->first, &at, &prev);
+	return raw_row(p, r, p->first.n);
 }
 
 static struct mem_point *new_point(struct timeline_parser *p)
@@ -145,7 +191,7 @@ static int on_number(void *ctx, const char *s, size_t len)
 	if (p->depth == 2 && p->outer == 2 && p->form == F_UNKNOWN) {
 		/* a second row of numbers: the raw form; the first element was a row too */
 		p->form = F_RAW;
-		if (!raw_row(p, p->first.v, p->first.n))
+		if (!first_as_row(p))
 			return 0;
 	}
 	if ((p->depth == 2 && p->form == F_RAW) || (p->depth == 3 && p->form == F_SIZES)) {
@@ -246,7 +292,7 @@ void timeline_parser_free(struct timeline_parser *p)
 	if (!p)
 		return;
 	jtok_free(p->jt);
-	tp_free(p->first.v);
+	tp_free(p->first.b);
 	tp_free(p->pts);
 	tp_free(p);
 }
@@ -295,7 +341,7 @@ int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **p
 		return p->rc;
 	if (p->form == F_UNKNOWN && p->outer == 1) {
 		p->form = F_RAW;	/* one raw row */
-		if (!raw_row(p, p->first.v, p->first.n))
+		if (!first_as_row(p))
 			return p->rc;
 	}
 	if (p->form == F_RAW) {
@@ -317,18 +363,23 @@ int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **p
 		*form = "raw";
 	} else if (p->form == F_SIZES) {
 		int64_t tmax = 0;
+		size_t at = 0;
+		uint64_t prev = 0;
 		if (p->outer != 2 || p->first.n != p->npts) {
 			tp_fail(err, TP_ERR_INVALID, "invalid_timeline",
 				"[times, sizes]: %zu times but %zu rows of sizes", p->first.n, p->npts);
 			return p->rc = TP_ERR_INVALID;
 		}
-		for (i = 0; i < p->npts; i++)
-			if (p->first.v[i] > tmax)
-				tmax = p->first.v[i];
+		for (i = 0; i < p->npts; i++) {
+			int64_t t = next_packed(&p->first, &at, &prev);
+			if (t > tmax)
+				tmax = t;
+		}
 		/* PyTorch >= 2.2 writes us (epoch us ~1.7e15), 2.1 wrote ns (~1.7e18) */
 		int64_t scale = tmax < 100000000000000000LL ? 1000 : 1;
+		at = 0, prev = 0;
 		for (i = 0; i < p->npts; i++) {
-			int64_t t = p->first.v[i];
+			int64_t t = next_packed(&p->first, &at, &prev);
 			if (__builtin_mul_overflow(t, scale, &p->pts[i].t_ns))
 				p->pts[i].t_ns = t < 0 ? INT64_MIN : INT64_MAX;
 		}

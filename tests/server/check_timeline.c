@@ -109,6 +109,37 @@ START_TEST(test_times_sizes)
 }
 END_TEST
 
+/*
+ * The times of [times, sizes] are held as differences (zigzag varints):
+ * every time comes back, the extremes and steps across the sign included,
+ * in ns (times over 1e17 are ns already; the sort puts them in order).
+ */
+START_TEST(test_times_packed)
+{
+	static const char doc[] = "[[9223372036854775807, -9223372036854775808, 0, -1, 1, 127, -64, 64, 8192,"
+				  " 300000000000000000],"
+				  " [[0,1,0,0,0,0,0,0,0],[0,2,0,0,0,0,0,0,0],[0,3,0,0,0,0,0,0,0],[0,4,0,0,0,0,0,0,0],"
+				  " [0,5,0,0,0,0,0,0,0],[0,6,0,0,0,0,0,0,0],[0,7,0,0,0,0,0,0,0],[0,8,0,0,0,0,0,0,0],"
+				  " [0,9,0,0,0,0,0,0,0],[0,10,0,0,0,0,0,0,0]]]";
+	static const int64_t want_t[] = { INT64_MIN, -64, -1, 0, 1, 64, 127, 8192, 300000000000000000LL, INT64_MAX };
+	static const int64_t want_c0[] = { 2, 7, 4, 3, 5, 8, 6, 9, 10, 1 };
+	struct tp_errbuf err = { 0 };
+	struct mem_point *pts;
+	const char *form;
+	size_t n;
+
+	ck_assert_int_eq(parse(doc, strlen(doc), 3, 100, &pts, &n, &form, &err), 0);
+	ck_assert_str_eq(form, "times_sizes");
+	ck_assert_uint_eq(n, 10);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_msg(pts[i].t_ns == want_t[i], "point %zu: t %lld, want %lld", i, (long long)pts[i].t_ns,
+			      (long long)want_t[i]);
+		ck_assert_int_eq(pts[i].cat[0], want_c0[i]);
+	}
+	free(pts);
+}
+END_TEST
+
 START_TEST(test_hostile)
 {
 	static const struct { const char *text; int rc; } cases[] = {
@@ -172,6 +203,7 @@ Suite *suite_timeline(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_raw_fixture, 0, 4);
 	tcase_add_test(tc, test_times_sizes);
+	tcase_add_test(tc, test_times_packed);
 	tcase_add_test(tc, test_hostile);
 	suite_add_tcase(s, tc);
 	return s;

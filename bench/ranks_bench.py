@@ -7,8 +7,8 @@ distributedInfo {rank r, world_size N}: two ProfilerStep spans of 1 ms, in
 each a computation kernel and an all_reduce (record_param_comms with its Seq,
 a cudaLaunchKernel and its ncclDevKernel), each rank launching a little
 later than the last. Uploads go 3 at a time (under the server's per-address cap of 4).
-It then times the first GET /ranks (which derives every rank), a second one
-(the answer cache is emptied by nothing: the second is the cached read), the
+It then times the first GET /ranks (which derives the ranks not yet derived), a second one
+(from the answer cache when the answer fits it: at 10,000 ranks it does not), the
 first /critical_path?step=1 and ?step=2, and reports the server's CPU and
 peak memory (VmHWM) and the database's size.
 
@@ -68,9 +68,13 @@ def upload(base, r, n):
     raise RuntimeError(f"rank {r}: 429 a hundred times")
 
 
-def timed_get(base, path):
+def timed_get(base, path, srv=None, cpu=None):
+    """Wall seconds and answer bytes; with srv, the server's CPU seconds in it appended to cpu."""
+    c0 = cb.server_cpu(srv) if srv else 0
     t0 = time.time()
     body = cb.get(base, path)
+    if srv:
+        cpu.append(cb.server_cpu(srv) - c0)
     return time.time() - t0, len(body)
 
 
@@ -83,9 +87,10 @@ def one(server, n):
             list(pool.map(lambda r: upload(base, r, n), range(n)))
         up = time.time() - t0
         cpu0 = cb.server_cpu(srv)
-        ranks1, rb = timed_get(base, "/api/v1/runs/big/ranks")
+        cpus = []
+        ranks1, rb = timed_get(base, "/api/v1/runs/big/ranks", srv, cpus)
         ranks2, _ = timed_get(base, "/api/v1/runs/big/ranks")
-        cp1, cb1 = timed_get(base, "/api/v1/runs/big/critical_path?step=1")
+        cp1, cb1 = timed_get(base, "/api/v1/runs/big/critical_path?step=1", srv, cpus)
         cp2, _ = timed_get(base, "/api/v1/runs/big/critical_path?step=2")
         steps, _ = timed_get(base, "/api/v1/runs/big/steps")
         cpu = cb.server_cpu(srv) - cpu0
@@ -93,7 +98,7 @@ def one(server, n):
             hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
         db = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work) if f.startswith("t.db"))
         print(f"{n:>6} {up:8.1f} {ranks1:8.2f} {ranks2:7.3f} {cp1:8.2f} {cp2:8.2f} {steps:7.2f} {cpu:7.1f}"
-              f" {hwm / 1024:7.0f} {db / 1048576:7.1f} {rb:9} {cb1:8}", flush=True)
+              f" {hwm / 1024:7.0f} {db / 1048576:7.1f} {rb:9} {cb1:8} {cpus[0]:7.2f} {cpus[1]:7.2f}", flush=True)
     finally:
         srv.terminate()
         srv.wait()
@@ -107,9 +112,9 @@ def main():
     a = ap.parse_args()
     print("# ranks: upload s (3 at a time); first /ranks s; cached /ranks s; /critical_path?step=1 s,"
           " ?step=2 s; /steps s; server CPU s in the reads; VmHWM MiB; database MiB; /ranks bytes;"
-          " /critical_path bytes")
+          " /critical_path bytes; the server's CPU s in the first /ranks, in /critical_path?step=1")
     print(f"{'ranks':>6} {'upload':>8} {'ranks1':>8} {'ranks2':>7} {'cp1':>8} {'cp2':>8} {'steps':>7} {'cpu':>7}"
-          f" {'hwm':>7} {'db':>7} {'rbytes':>9} {'cpbytes':>8}")
+          f" {'hwm':>7} {'db':>7} {'rbytes':>9} {'cpbytes':>8} {'r1cpu':>7} {'cp1cpu':>7}")
     for n in (int(x) for x in a.ranks.split(",")):
         one(a.server, n)
 

@@ -65,6 +65,7 @@ struct cp_input {
 	size_t ncolls, ccap;
 	struct cp_window *win;
 	size_t nwin, wcap;
+	size_t wlast;			/* the window cp_add_event found last: events come rank by rank */
 };
 
 /* The step window of a rank; -1 when out of memory. */

@@ -10,7 +10,7 @@
 #include "tp.h"
 
 static const char *const kind_names[CP_NKINDS] = { "cpu_op", "runtime", "sync", "kernel", "memcpy", "memset",
-						   "collective", "idle" };
+						   "collective", "idle", "host_gap" };
 
 const char *cp_kind_name(int kind)
 {
@@ -54,11 +54,18 @@ static int is_sync(const char *name)
 	       !strcmp(name, "cudaEventSynchronize");
 }
 
+/* a host operator of a collective: gloo's spans, NCCL's CPU side */
+static int host_collective(const char *name)
+{
+	return !strncmp(name, "gloo:", 5) || !strncmp(name, "nccl:", 5) || !strncmp(name, "c10d::", 6) ||
+	       !strcmp(name, "record_param_comms");
+}
+
 /* enum cp_kind of an event of category cat, -1 when not on any path */
 static int kind_of(const char *name, const char *cat)
 {
 	if (!strcmp(cat, "cpu_op") || !strcmp(cat, "Operator") || !strcmp(cat, "user_annotation"))
-		return strncmp(name, "ProfilerStep#", 13) ? CP_CPU_OP : -1;
+		return strncmp(name, "ProfilerStep#", 13) ? host_collective(name) ? CP_COLLECTIVE : CP_CPU_OP : -1;
 	if (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver") || !strcmp(cat, "Runtime"))
 		return is_sync(name) ? CP_SYNC : CP_RUNTIME;
 	if (!strcmp(cat, "kernel") || !strcmp(cat, "Kernel"))
@@ -72,7 +79,7 @@ static int kind_of(const char *name, const char *cat)
 
 static int on_device(int kind)
 {
-	return kind == CP_KERNEL || kind == CP_MEMCPY || kind == CP_MEMSET || kind == CP_COLLECTIVE;
+	return kind == CP_KERNEL || kind == CP_MEMCPY || kind == CP_MEMSET;
 }
 
 int cp_add_event(struct cp_input *in, int rank, const struct tp_event *e, int64_t base_ns, const char *name,
@@ -94,7 +101,7 @@ int cp_add_event(struct cp_input *in, int rank, const struct tp_event *e, int64_
 	if (tp_grow((void **)&in->nodes, &in->cap, in->n + 1, sizeof(*in->nodes)))
 		return -1;
 	n = &in->nodes[in->n];
-	*n = (struct cp_node){ .rank = rank, .kind = kind, .start_ns = start, .end_ns = end,
+	*n = (struct cp_node){ .rank = rank, .kind = kind, .dev = on_device(kind), .start_ns = start, .end_ns = end,
 			       .pid = (e->have & TH_PID) ? e->pid : 0, .tid = (e->have & TH_TID) ? e->tid : 0,
 			       .device = (e->have & TH_DEVICE) ? e->device : (e->have & TH_PID) ? e->pid : 0,
 			       .stream = (e->have & TH_STREAM) ? e->stream : (e->have & TH_TID) ? e->tid : 0,
@@ -191,6 +198,7 @@ struct walk {
 	 * the node, its list's bounds and the latest end in its list up to it */
 	size_t *gnode, *glo, *ghi, *gpos;	/* gpos: by node, its position */
 	int64_t *gmax;
+	size_t *thr, nthr;		/* the host threads' lists: their first positions, by rank */
 	struct ckey *launch;		/* host nodes with a correlation id, by rank and id */
 	size_t nlaunch;
 	int64_t *last_launch;		/* by instance */
@@ -210,13 +218,14 @@ static int walk_index(struct walk *w)
 	w->gpos = tp_malloc((in->n + 1) * sizeof(*w->gpos));
 	w->gmax = tp_malloc((in->n + 1) * sizeof(*w->gmax));
 	w->launch = tp_malloc((in->n + 1) * sizeof(*w->launch));
-	if (!k || !w->gnode || !w->glo || !w->ghi || !w->gpos || !w->gmax || !w->launch) {
+	w->thr = tp_malloc((in->n + 1) * sizeof(*w->thr));
+	if (!k || !w->thr || !w->gnode || !w->glo || !w->ghi || !w->gpos || !w->gmax || !w->launch) {
 		tp_free(k);
 		return -1;
 	}
 	for (i = 0; i < in->n; i++) {
 		const struct cp_node *n = &in->nodes[i];
-		int dev = on_device(n->kind);
+		int dev = n->dev;
 		k[i] = (struct gkey){ n->rank, dev, dev ? n->device : n->pid, dev ? n->stream : n->tid, i };
 		if (!dev && n->corr >= 0)
 			w->launch[w->nlaunch++] = (struct ckey){ n->rank, n->corr, i };
@@ -229,6 +238,8 @@ static int walk_index(struct walk *w)
 		for (j = i; j < in->n && k[j].rank == k[i].rank && k[j].dev == k[i].dev && k[j].a == k[i].a &&
 			    k[j].b == k[i].b; j++)
 			;
+		if (!k[i].dev)
+			w->thr[w->nthr++] = i;
 		for (size_t q = i; q < j; q++) {
 			int64_t e = in->nodes[k[q].idx].end_ns;
 			w->gnode[q] = k[q].idx;
@@ -252,6 +263,7 @@ static void walk_free(struct walk *w)
 	tp_free(w->gpos);
 	tp_free(w->gmax);
 	tp_free(w->launch);
+	tp_free(w->thr);
 	tp_free(w->last_launch);
 	tp_free(w->last_rank);
 }
@@ -263,7 +275,7 @@ static size_t encloser(const struct walk *w, size_t i)
 	const struct cp_node *nodes = w->in->nodes, *c = &nodes[i];
 	size_t g = w->gpos[i];
 
-	if (on_device(c->kind))
+	if (c->dev)
 		return SIZE_MAX;
 	for (size_t q = g; q-- > w->glo[g];) {
 		const struct cp_node *p = &nodes[w->gnode[q]];
@@ -273,6 +285,82 @@ static size_t encloser(const struct walk *w, size_t i)
 			return w->gnode[q];
 	}
 	return SIZE_MAX;
+}
+
+/*
+ * A collective (its kernel, or its host span on a rank that was still in it, arrival before
+ * until) waits for its last rank's arrival: that rank's host operator starting then, ready
+ * then, when later than *r. 1 when it moved *r and *best there.
+ */
+static int cross_rank(const struct walk *w, const struct cp_node *c, int64_t until, int64_t *r, size_t *best)
+{
+	const struct cp_node *nodes = w->in->nodes;
+	size_t a = 0, b = w->in->n, cand = SIZE_MAX;
+	int rank;
+	int64_t at;
+
+	if (c->inst == SIZE_MAX || c->inst >= w->ninst || (rank = w->last_rank[c->inst]) == c->rank ||
+	    (at = w->last_launch[c->inst]) <= *r || at >= until)
+		return 0;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+		const struct cp_node *p = &nodes[m];
+		if (p->rank < rank || (p->rank == rank && p->start_ns < at))
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (; a < w->in->n && nodes[a].rank == rank && nodes[a].start_ns == at; a++)
+		if (!nodes[a].dev)
+			cand = a;	/* the innermost: the last of those starting then */
+	if (cand == SIZE_MAX)
+		return 0;
+	*r = at;
+	*best = cand;
+	return 1;
+}
+
+/*
+ * A host event at the top of its thread, the thread idle before it (its own predecessor, *best,
+ * ready at *r, earlier than its start): what another thread of its rank did then. The innermost
+ * event (not a collective) running on another thread at its start handed it the work (ready at
+ * its start: *encl set, the walk goes on inside that one); else the event of another thread that
+ * ended last before it woke it (a collective's return, a backward pass's end), when later than *r.
+ */
+static void other_threads(const struct walk *w, size_t i, int64_t *r, size_t *best, int *encl)
+{
+	const struct cp_node *nodes = w->in->nodes, *c = &nodes[i];
+	size_t own = w->glo[w->gpos[i]];
+
+	for (size_t t = 0; t < w->nthr; t++) {
+		size_t lo = w->thr[t], hi = w->ghi[lo], a = lo, b = hi, q;
+		if (lo == own || nodes[w->gnode[lo]].rank != c->rank)
+			continue;
+		while (a < b) {	/* the first of the thread's events starting at c's start or later */
+			size_t m = a + (b - a) / 2;
+			if (nodes[w->gnode[m]].start_ns < c->start_ns)
+				a = m + 1;
+			else
+				b = m;
+		}
+		for (q = a; q-- > lo;) {
+			const struct cp_node *p = &nodes[w->gnode[q]];
+			if (w->gmax[q] <= *r)
+				break;	/* nothing before ends later than what is found */
+			if (p->end_ns > c->start_ns) {
+				if (p->kind == CP_COLLECTIVE || *encl)
+					continue;
+				*r = c->start_ns;
+				*best = w->gnode[q];
+				*encl = 1;
+				break;	/* the innermost: the latest to start */
+			} else if (p->end_ns > *r) {
+				*r = p->end_ns;
+				*best = w->gnode[q];
+				*encl = 0;
+			}
+		}
+	}
 }
 
 /*
@@ -288,7 +376,7 @@ static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *r
 	int64_t r = INT64_MIN;
 
 	*encl = 0;
-	if (!on_device(c->kind)) {
+	if (!c->dev) {
 		size_t e = encloser(w, i);
 		/* before it on the thread: the latest end, the inner (later) one at a tie */
 		for (q = g; q-- > w->glo[g];) {
@@ -315,7 +403,7 @@ static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *r
 		if (c->kind == CP_SYNC)
 			for (size_t j = lo; j < hi; j++) {
 				const struct cp_node *p = &nodes[j];
-				if (on_device(p->kind) && p->end_ns <= c->end_ns && p->end_ns <= cursor && p->end_ns > r &&
+				if (p->dev && p->end_ns <= c->end_ns && p->end_ns <= cursor && p->end_ns > r &&
 				    p->end_ns > c->start_ns) {
 					r = p->end_ns;
 					best = j;
@@ -326,6 +414,13 @@ static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *r
 			r = c->start_ns;
 			best = e;
 		}
+		/* a host collective waits in its span for the last rank's arrival, also between
+		 * the events inside it (gloo's copies to and from the device around the wait) */
+		if ((c->kind == CP_COLLECTIVE && cross_rank(w, c, c->end_ns, &r, &best)) ||
+		    (e != SIZE_MAX && nodes[e].kind == CP_COLLECTIVE && cross_rank(w, &nodes[e], c->start_ns, &r, &best)))
+			*encl = 0;
+		else if (e == SIZE_MAX && (best == SIZE_MAX || r < c->start_ns))
+			other_threads(w, i, &r, &best, encl);
 		*ready = r;
 		return best;
 	}
@@ -361,27 +456,8 @@ static size_t pred_of(const struct walk *w, size_t i, int64_t cursor, int64_t *r
 			}
 		}
 	}
-	/* a collective waits for its last rank's arrival: that rank's host operator starting then */
-	if (c->inst != SIZE_MAX && c->inst < w->ninst && w->last_rank[c->inst] != c->rank &&
-	    w->last_launch[c->inst] > r) {
-		struct cp_node key = { .rank = w->last_rank[c->inst], .start_ns = w->last_launch[c->inst] };
-		size_t a = 0, b = w->in->n, cand = SIZE_MAX;
-		while (a < b) {
-			size_t m = a + (b - a) / 2;
-			const struct cp_node *p = &nodes[m];
-			if (p->rank < key.rank || (p->rank == key.rank && p->start_ns < key.start_ns))
-				a = m + 1;
-			else
-				b = m;
-		}
-		for (; a < w->in->n && nodes[a].rank == key.rank && nodes[a].start_ns == key.start_ns; a++)
-			if (!on_device(nodes[a].kind))
-				cand = a;	/* the innermost: the last of those starting then */
-		if (cand != SIZE_MAX) {
-			r = w->last_launch[c->inst];
-			best = cand;
-		}
-	}
+	/* a collective's kernel waits for its last rank's arrival */
+	cross_rank(w, c, INT64_MAX, &r, &best);
 	*ready = r;
 	return best;
 }
@@ -493,11 +569,28 @@ static int push_seg(struct seg **seg, size_t *n, size_t *cap, int rank, int kind
 	return 0;
 }
 
+/* before a host event with none around it, its thread ran nothing: the rank's host gap; before
+ * a device event, the device waited: idle */
+static int gap_kind(const struct cp_node *n)
+{
+	return n->dev ? CP_IDLE : CP_HOST_GAP;
+}
+
+/* the collectives by rank and arrival */
+static int cmp_coll_launch(const void *a, const void *b)
+{
+	const struct cp_coll *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->launch_ns < y->launch_ns ? -1 : x->launch_ns > y->launch_ns;
+}
+
 json_t *critpath_run(struct cp_input *in, int64_t step)
 {
 	struct walk w = { .in = in };
 	struct seg *seg = NULL;
-	size_t nseg = 0, scap = 0, cur = SIZE_MAX, i, j, guard;
+	size_t nseg = 0, scap = 0, cur = SIZE_MAX, i, j, e, guard;
 	int64_t c = INT64_MIN;
 	json_t *out = NULL;
 	int oom = 0;
@@ -546,6 +639,19 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 		n->kind = CP_COLLECTIVE;
 		n->inst = k->inst;
 	}
+	/* a host collective's operator starting at its arrival is that collective */
+	if (in->ncolls > 1)
+		qsort(in->colls, in->ncolls, sizeof(*in->colls), cmp_coll_launch);
+	for (i = 0; i < in->n; i++) {
+		struct cp_node *n = &in->nodes[i];
+		struct cp_coll key = { .rank = n->rank, .launch_ns = n->start_ns }, *k;
+		if (n->kind == CP_COLLECTIVE && !n->dev && in->ncolls &&
+		    (k = bsearch(&key, in->colls, in->ncolls, sizeof(*in->colls), cmp_coll_launch)))
+			n->inst = k->inst;
+		else if (n->kind == CP_COLLECTIVE && !n->dev && (e = encloser(&w, i)) != SIZE_MAX &&
+			 in->nodes[e].kind == CP_COLLECTIVE)
+			n->inst = in->nodes[e].inst;	/* inside the collective's operator: the same one */
+	}
 	/* the end: the event ending last, on the lowest rank at a tie */
 	for (i = 0; i < in->n; i++)
 		if (in->nodes[i].end_ns > c) {
@@ -557,14 +663,14 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 		const struct cp_window *win = window_of(in, n->rank);
 		int64_t lower = win ? win->start_ns : n->start_ns, ready, s;
 		int encl;
-		size_t p = pred_of(&w, cur, c, &ready, &encl), e;
+		size_t p = pred_of(&w, cur, c, &ready, &encl);
 
 		if (p == SIZE_MAX || ready <= lower || n->start_ns <= lower) {
 			s = n->start_ns > lower ? n->start_ns : lower;
 			oom |= push_seg(&seg, &nseg, &scap, n->rank, n->kind, n->name, s < c ? s : c, c);
 			if (p == SIZE_MAX || !encl || n->start_ns <= lower) {
 				/* from the rank's step start: nothing on the path */
-				oom |= push_seg(&seg, &nseg, &scap, n->rank, CP_IDLE, "", lower, s < c ? s : c);
+				oom |= push_seg(&seg, &nseg, &scap, n->rank, gap_kind(n), "", lower, s < c ? s : c);
 				break;
 			}
 			/* the event around it goes on before it */
@@ -582,7 +688,7 @@ json_t *critpath_run(struct cp_input *in, int64_t step)
 		if ((e = encloser(&w, cur)) != SIZE_MAX && in->nodes[e].start_ns <= ready)
 			oom |= push_seg(&seg, &nseg, &scap, n->rank, in->nodes[e].kind, in->nodes[e].name, ready, s);
 		else
-			oom |= push_seg(&seg, &nseg, &scap, n->rank, CP_IDLE, "", ready, s);
+			oom |= push_seg(&seg, &nseg, &scap, n->rank, gap_kind(n), "", ready, s);
 		c = ready;
 		cur = p;
 	}

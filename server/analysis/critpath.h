@@ -8,7 +8,14 @@
  * rank. At each event the walk goes to the predecessor that let it start
  * last:
  *   host operators and runtime calls: the previous event of the same thread
- *     (ready at its end), or the enclosing one (ready at its start);
+ *     (ready at its end), or the enclosing one (ready at its start); at the
+ *     top of a thread idle before it, another thread of the rank: the
+ *     innermost event (not a collective) running there at its start, which
+ *     handed it the work (ready at its start), else the one that ended last
+ *     before it (a collective's return woke it; ready at its end);
+ *   host operators of collectives (gloo:*, nccl:*, record_param_comms,
+ *     c10d::*; the one starting at the collective's arrival and those inside
+ *     it): also the last rank's arrival, while the rank was still in it;
  *   synchronizations (cudaStreamSynchronize, cudaDeviceSynchronize,
  *     cudaEventSynchronize): also the rank's GPU work that ended last
  *     before the call returned (ready at its end);
@@ -19,7 +26,9 @@
  *     host operator of the collective), where the walk moves to that rank.
  * Each event on the path owns the time from when its predecessor was ready
  * (or its own start, whichever is later) to where the walk left it; the time
- * between a predecessor's readiness and an event's start is "idle". The
+ * between a predecessor's readiness and an event's start is "host_gap"
+ * before a host event (its rank ran no operator then: a sleep, work outside
+ * the profiler) and "idle" before a device event. The
  * segments tile the path without overlap, from its first rank's step start
  * (idle until the first event) to the last end.
  * Pure: no SQL, no HTTP.
@@ -33,17 +42,20 @@
 
 #include "event.h"
 
-enum cp_kind { CP_CPU_OP, CP_RUNTIME, CP_SYNC, CP_KERNEL, CP_MEMCPY, CP_MEMSET, CP_COLLECTIVE, CP_IDLE, CP_NKINDS };
+enum cp_kind { CP_CPU_OP, CP_RUNTIME, CP_SYNC, CP_KERNEL, CP_MEMCPY, CP_MEMSET, CP_COLLECTIVE, CP_IDLE,
+	       CP_HOST_GAP, CP_NKINDS };
 
 struct cp_node {
 	int rank;
 	int kind;			/* enum cp_kind */
+	int dev;			/* on the device (kernels, copies, sets); else on a host thread */
 	char *name;			/* owned */
 	int64_t start_ns, end_ns;	/* absolute */
 	int64_t pid, tid;		/* host events: the thread */
 	int64_t device, stream;		/* device events */
 	int64_t corr;			/* -1: none */
-	size_t inst;			/* a collective's kernel: its instance (dist_match); SIZE_MAX: none */
+	size_t inst;			/* a collective's kernel, or its host operator starting at its arrival:
+					 * its instance (dist_match); SIZE_MAX: none */
 };
 
 /* A collective of one rank matched across ranks: its first kernel's start, its arrival, its instance. */

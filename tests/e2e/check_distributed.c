@@ -653,8 +653,8 @@ static json_t *category(json_t *j, int rank, const char *kind, const char *name)
  * Two ranks, step 1 at [1000, 2000) us on both. Rank 0 enters an all_reduce at 1200
  * (c10d::allreduce_ [1200, 1230) > record_param_comms > launch at 1206, kernel [1210, 1700));
  * rank 1 runs aten::to [1050, 1090), then loads data for 300 us [1100, 1400), and enters the
- * all_reduce at 1400 (kernel [1410, 1700)). The path: rank 1 idle until 1050, aten::to, idle
- * 10 us, the data loading, then the all_reduce from rank 1's arrival (1400) to its end (1700),
+ * all_reduce at 1400 (kernel [1410, 1700)). The path: rank 1's host gap (no operator) until
+ * 1050, aten::to, a host gap of 10 us, the data loading, then the all_reduce from rank 1's arrival (1400) to its end (1700),
  * on rank 0 (the lowest rank ending last): 700 us, 300 of them (42.9 %) rank 1's data loading.
  */
 static void upload_straggler(void)
@@ -681,7 +681,7 @@ static void upload_straggler(void)
 START_TEST(test_critical_path_straggler)
 {
 	static const struct seg_want want[] = {
-		{ 1, "idle", "", 1000, 50 }, { 1, "cpu_op", "aten::to", 1050, 40 }, { 1, "idle", "", 1090, 10 },
+		{ 1, "host_gap", "", 1000, 50 }, { 1, "cpu_op", "aten::to", 1050, 40 }, { 1, "host_gap", "", 1090, 10 },
 		{ 1, "cpu_op", LOADER, 1100, 300 }, { 0, "collective", AR_KERNEL, 1400, 300 },
 	};
 	json_t *j, *c;
@@ -701,7 +701,7 @@ START_TEST(test_critical_path_straggler)
 	c = json_array_get(json_object_get(j, "by_category"), 0);
 	ck_assert_int_eq(ival(c, "ns"), 300000);
 	c = member(json_object_get(j, "by_kind"), "ns", 60000);
-	ck_assert_str_eq(json_string_value(json_object_get(c, "kind")), "idle");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "kind")), "host_gap");
 	ck_assert_double_eq_tol(rval(c, "pct"), 8.6, 0.05);
 	json_decref(j);
 }
@@ -713,16 +713,16 @@ END_TEST
  * One rank, step 1 at [1000, 2000) us: aten::mm [1010, 1030) launches (at 1015, 5 us) a kernel
  * [1020, 1320) on stream 7; aten::add [1030, 1040) launches (at 1032) one that waits for it in the
  * stream, [1320, 1380); cudaDeviceSynchronize [1045, 1381) waits for both; then optimizer.step
- * [1385, 1485). The path: idle 10, aten::mm 5 (to the launch), the launch 5, the first kernel 300,
- * the second 60 (stream order, not its launch), the sync's last 1 us, idle 4, optimizer.step 100.
+ * [1385, 1485). The path: a host gap of 10, aten::mm 5 (to the launch), the launch 5, the first kernel 300,
+ * the second 60 (stream order, not its launch), the sync's last 1 us, a host gap of 4, optimizer.step 100.
  */
 START_TEST(test_critical_path_one_rank)
 {
 	static const struct seg_want want[] = {
-		{ 0, "idle", "", 1000, 10 }, { 0, "cpu_op", "aten::mm", 1010, 5 },
+		{ 0, "host_gap", "", 1000, 10 }, { 0, "cpu_op", "aten::mm", 1010, 5 },
 		{ 0, "runtime", "cudaLaunchKernel", 1015, 5 }, { 0, "kernel", MM_KERNEL, 1020, 300 },
 		{ 0, "kernel", ADD_KERNEL, 1320, 60 }, { 0, "sync", "cudaDeviceSynchronize", 1380, 1 },
-		{ 0, "idle", "", 1381, 4 }, { 0, "cpu_op", "optimizer.step", 1385, 100 },
+		{ 0, "host_gap", "", 1381, 4 }, { 0, "cpu_op", "optimizer.step", 1385, 100 },
 	};
 	struct tr t;
 	json_t *j;
@@ -752,9 +752,9 @@ END_TEST
  *     [1050, 1501), runs opt [1510, 1610), enters the second at 1620 (kernel [1630, 1800));
  *   rank 2 loads data [1100, 1300), enters the first at 1300 (kernel [1310, 1500)), the second
  *     at 1400 (kernel [1500, 1800)).
- * The path back from rank 0's second kernel: rank 1's arrival in it (1620), idle 10, opt,
- * idle 9, the sync's last 1 us, rank 1's first kernel from rank 2's arrival (1300), rank 2's
- * data loading, idle from its step start: 800 us in all.
+ * The path back from rank 0's second kernel: rank 1's arrival in it (1620), a host gap of 10, opt,
+ * a host gap of 9, the sync's last 1 us, rank 1's first kernel from rank 2's arrival (1300), rank 2's
+ * data loading, a host gap from its step start: 800 us in all.
  */
 static void upload_chain(void)
 {
@@ -788,9 +788,9 @@ static void upload_chain(void)
 START_TEST(test_critical_path_chain)
 {
 	static const struct seg_want want[] = {
-		{ 2, "idle", "", 1000, 100 }, { 2, "cpu_op", "load", 1100, 200 }, { 1, "collective", AR_KERNEL, 1300, 200 },
-		{ 1, "sync", "cudaStreamSynchronize", 1500, 1 }, { 1, "idle", "", 1501, 9 }, { 1, "cpu_op", "opt", 1510, 100 },
-		{ 1, "idle", "", 1610, 10 }, { 0, "collective", AR_KERNEL, 1620, 180 },
+		{ 2, "host_gap", "", 1000, 100 }, { 2, "cpu_op", "load", 1100, 200 }, { 1, "collective", AR_KERNEL, 1300, 200 },
+		{ 1, "sync", "cudaStreamSynchronize", 1500, 1 }, { 1, "host_gap", "", 1501, 9 }, { 1, "cpu_op", "opt", 1510, 100 },
+		{ 1, "host_gap", "", 1610, 10 }, { 0, "collective", AR_KERNEL, 1620, 180 },
 	};
 	json_t *j;
 

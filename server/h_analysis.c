@@ -127,18 +127,26 @@ static int cycle_findings(struct store_reader *r, const char *run, int rank, jso
 	return rc ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : TP_OK;
 }
 
-/* What only shows across the run's ranks (distributed.h: distributed_findings), after the findings of body. */
+/*
+ * What only shows across the run's ranks (distributed.h: distributed_findings), after the findings
+ * of body; a persistent straggler whose waits explain the step time first (the rank's own findings,
+ * low utilization say, follow from the waiting).
+ */
 static int run_findings(struct store_reader *r, const char *run, json_t *body, struct tp_errbuf *err)
 {
 	struct dist_input in;
-	json_t *all = json_object_get(body, "findings"), *d = NULL, *more = NULL;
+	json_t *all = json_object_get(body, "findings"), *d = NULL, *more = NULL, *f;
+	size_t i, first = 0;
 	int rc = store_dist_input(r, run, &in, err);
 
 	if (rc)
 		return rc;
-	if (in.nranks > 1 && (!(d = distributed_run(&in, 0, 0)) || !(more = distributed_findings(d, in.device)) ||
-			      json_array_extend(all, more)))
+	if (in.nranks > 1 && (!(d = distributed_run(&in, 0, 0)) || !(more = distributed_findings(d, in.device))))
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	json_array_foreach(more, i, f)
+		if (!rc && (json_is_true(json_object_get(json_object_get(f, "evidence"), "explains_step_time")) ?
+			    json_array_insert(all, first++, f) : json_array_append(all, f)))
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	json_decref(d);
 	json_decref(more);
 	dist_input_release(&in);
@@ -183,9 +191,10 @@ int h_run_distributed(struct request *req)
 	return h_answer(req, body, r, &err, "ranks", 0);
 }
 
-/* The events of rank's step window (the window added to cp before) into cp. */
+/* The events of rank's step window (the window added to cp before, on the aligned clock; off: the
+ * rank's clock offset, dist_align) into cp, their times aligned. */
 static int cp_read_rank(struct store_reader *r, const char *run, int rank, struct cp_input *cp,
-			int64_t start_ns, int64_t end_ns, struct tp_errbuf *err)
+			int64_t start_ns, int64_t end_ns, int64_t off, struct tp_errbuf *err)
 {
 	struct store_trace *t = NULL;
 	const struct tp_event *ev;
@@ -193,12 +202,12 @@ static int cp_read_rank(struct store_reader *r, const char *run, int rank, struc
 	int64_t base;
 	int rc, got;
 
-	if ((rc = store_trace_open(r, run, rank, start_ns, end_ns, &t, &got, err)))
+	if ((rc = store_trace_open(r, run, rank, tp_sat_add(start_ns, off), tp_sat_add(end_ns, off), &t, &got, err)))
 		return rc;
 	while ((rc = store_trace_next(t, &ev, &n, &base, err)) == 1)
 		for (size_t i = 0; i < n; i++)
 			if (ev[i].ph == 'X' &&
-			    cp_add_event(cp, rank, &ev[i], base, store_trace_string(t, ev[i].name),
+			    cp_add_event(cp, rank, &ev[i], base - off, store_trace_string(t, ev[i].name),
 					 store_trace_string(t, ev[i].cat))) {
 				store_trace_close(t);
 				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -230,6 +239,8 @@ int h_run_critical_path(struct request *req)
 		return 0;
 	if ((rc = store_dist_input(r, req->params[0], &in, &err)))
 		return h_answer(req, NULL, r, &err, NULL, 0);
+	if (dist_align(&in))	/* each rank's times on the reference rank's clock */
+		goto oom;
 	for (i = 0; i < in.nsteps; i++)
 		if (in.steps[i].step == step &&
 		    cp_add_window(&cp, in.steps[i].rank, in.steps[i].start_ns,
@@ -245,9 +256,14 @@ int h_run_critical_path(struct request *req)
 		if (inst[i] != SIZE_MAX &&
 		    cp_add_coll(&cp, in.colls[i].rank, in.colls[i].start_ns, in.colls[i].launch_ns, inst[i]))
 			goto oom;
-	for (i = 0; i < cp.nwin; i++)
-		if (cp_read_rank(r, req->params[0], cp.win[i].rank, &cp, cp.win[i].start_ns, cp.win[i].end_ns, &err))
+	for (i = 0; i < cp.nwin; i++) {
+		size_t k;
+		for (k = 0; k < in.nranks && in.ranks[k] != cp.win[i].rank; k++)
+			;
+		if (cp_read_rank(r, req->params[0], cp.win[i].rank, &cp, cp.win[i].start_ns, cp.win[i].end_ns,
+				 k < in.nranks ? in.clock_off[k] : 0, &err))
 			goto out;
+	}
 	if (!(body = critpath_run(&cp, step)))
 		goto oom;
 	goto out;

@@ -44,6 +44,8 @@ void dist_input_release(struct dist_input *in)
 	tp_free(in->ranks);
 	tp_free(in->steps);
 	tp_free(in->colls);
+	tp_free(in->clock_off);
+	tp_free(in->clock_n);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -126,7 +128,9 @@ static json_t *ranks_json(const struct dist_input *in, int has_step, int64_t ste
 			tot.idle_ns = tp_sat_add(tot.idle_ns, s->idle_ns);
 			tot.comm_total_ns = tp_sat_add(tot.comm_total_ns, comm_total(s));
 		}
-		o = json_pack("{s:i, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}}", "rank", in->ranks[i], "steps", steps,
+		o = json_pack("{s:i, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}}", "rank", in->ranks[i],
+			      "clock_offset_ns", (json_int_t)in->clock_off[i], "clock_collectives", (json_int_t)in->clock_n[i],
+			      "steps", steps,
 			      "total", "steps", (json_int_t)n, "dur_ns", (json_int_t)tot.dur_ns, "compute_ns",
 			      (json_int_t)tot.compute_ns, "communication_ns", (json_int_t)tot.communication_ns,
 			      "overlap_ns", (json_int_t)tot.overlap_ns, "idle_ns", (json_int_t)tot.idle_ns,
@@ -390,6 +394,81 @@ int dist_match(const struct dist_input *in, size_t *inst)
 	return 0;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int dist_align(struct dist_input *in)
+{
+	size_t *inst = NULL, ninst = 0, i, n;
+	int64_t *ref = NULL, *d = NULL;
+	int rc = -1;
+
+	if (in->clock_off)
+		return 0;
+	in->clock_off = tp_calloc(in->nranks + 1, sizeof(*in->clock_off));
+	in->clock_n = tp_calloc(in->nranks + 1, sizeof(*in->clock_n));
+	inst = tp_malloc((in->ncolls + 1) * sizeof(*inst));
+	d = tp_malloc((in->ncolls + 1) * sizeof(*d));
+	if (!in->clock_off || !in->clock_n || !inst || !d || dist_match(in, inst))
+		goto done;
+	for (i = 0; i < in->ncolls; i++)
+		if (inst[i] != SIZE_MAX && inst[i] + 1 > ninst)
+			ninst = inst[i] + 1;
+	if (!(ref = tp_malloc((ninst + 1) * sizeof(*ref))))
+		goto done;
+	for (i = 0; i < ninst; i++)
+		ref[i] = INT64_MIN;
+	/* the reference rank's end of each instance (the first, should it have two) */
+	for (i = 0; in->nranks && i < in->ncolls; i++)
+		if (in->colls[i].rank == in->ranks[0] && inst[i] != SIZE_MAX && ref[inst[i]] == INT64_MIN)
+			ref[inst[i]] = in->colls[i].end_ns;
+	/* colls are by rank: each other rank's differences, their median */
+	for (i = 0; i < in->ncolls; i += n) {
+		const struct dist_coll *c = &in->colls[i];
+		long p = rank_pos(in, c->rank);
+		size_t nd = 0;
+		for (n = 0; i + n < in->ncolls && in->colls[i + n].rank == c->rank; n++) {
+			size_t k = inst[i + n];
+			if (k != SIZE_MAX && ref[k] != INT64_MIN)
+				d[nd++] = in->colls[i + n].end_ns - ref[k];
+		}
+		if (p <= 0 || nd < DIST_CLOCK_MIN)
+			continue;
+		qsort(d, nd, sizeof(*d), cmp_i64);
+		in->clock_off[p] = nd % 2 ? d[nd / 2] : d[nd / 2 - 1] + (d[nd / 2] - d[nd / 2 - 1]) / 2;
+		in->clock_n[p] = nd;
+	}
+	for (i = 0; i < in->nsteps; i++) {
+		long p = rank_pos(in, in->steps[i].rank);
+		if (p > 0)
+			in->steps[i].start_ns -= in->clock_off[p];
+	}
+	for (i = 0; i < in->ncolls; i++) {
+		long p = rank_pos(in, in->colls[i].rank);
+		if (p > 0) {
+			in->colls[i].launch_ns -= in->clock_off[p];
+			in->colls[i].start_ns -= in->clock_off[p];
+			in->colls[i].end_ns -= in->clock_off[p];
+		}
+	}
+	rc = 0;
+done:
+	if (rc) {
+		tp_free(in->clock_off);
+		tp_free(in->clock_n);
+		in->clock_off = NULL;
+		in->clock_n = NULL;
+	}
+	tp_free(inst);
+	tp_free(ref);
+	tp_free(d);
+	return rc;
+}
+
 static json_t *stragglers_json(struct dist_input *in, int has_step, int64_t step)
 {
 	struct mkey *keys = tp_malloc((in->ncolls + 1) * sizeof(*keys));
@@ -470,8 +549,28 @@ done:
 	return out;
 }
 
+/* {"reference_rank", "min_collectives", "note"}: what dist_align estimated, and which ranks it could not */
+static json_t *clock_json(const struct dist_input *in)
+{
+	char list[300], note[440];
+	size_t len = 0, i;
+
+	list[0] = 0;
+	for (i = 1; i < in->nranks; i++)
+		if (!in->clock_n[i] && len < sizeof(list) - 40)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", len ? ", " : "", in->ranks[i]);
+	if (len)
+		snprintf(note, sizeof(note), "too few collectives shared with rank %d (fewer than %d) to estimate the"
+			 " clock offset of rank%s %s: taken as 0", in->ranks[0], DIST_CLOCK_MIN,
+			 strchr(list, ',') ? "s" : "", list);
+	return json_pack("{s:o, s:i, s:o}", "reference_rank", in->nranks ? json_integer(in->ranks[0]) : json_null(),
+			 "min_collectives", DIST_CLOCK_MIN, "note", len ? json_string(note) : json_null());
+}
+
 json_t *distributed_run(struct dist_input *in, int has_step, int64_t step)
 {
+	if (dist_align(in))
+		return NULL;
 	json_t *ranks = ranks_json(in, has_step, step);
 	json_t *colls = ranks ? collectives_json(in, has_step, step) : NULL;
 	json_t *strag = colls ? stragglers_json(in, has_step, step) : NULL;
@@ -481,8 +580,8 @@ json_t *distributed_run(struct dist_input *in, int has_step, int64_t step)
 		json_decref(colls);
 		return NULL;
 	}
-	return json_pack("{s:o, s:o, s:o, s:o}", "step", has_step ? json_integer((json_int_t)step) : json_null(),
-			 "ranks", ranks, "collectives", colls, "stragglers", strag);
+	return json_pack("{s:o, s:o, s:o, s:o, s:o}", "step", has_step ? json_integer((json_int_t)step) : json_null(),
+			 "ranks", ranks, "collectives", colls, "stragglers", strag, "clock", clock_json(in));
 }
 
 /* ---- findings ---- */
@@ -566,34 +665,110 @@ static json_t *delaying_ops(json_t *body, json_int_t rank)
 	return out;
 }
 
+/*
+ * The steps where rank arrived last, with the waits it caused there (summed over the listed
+ * instances); *caused: their sum.
+ */
+static json_t *straggler_steps(json_t *body, json_int_t rank, int64_t *caused)
+{
+	json_t *out = json_array(), *inst, *e, *row;
+	size_t i, j;
+
+	*caused = 0;
+	if (!out)
+		return NULL;
+	json_array_foreach(json_object_get(json_object_get(body, "stragglers"), "instances"), i, inst) {
+		json_t *last = json_object_get(inst, "last_rank"), *step = json_object_get(inst, "step");
+		int64_t w = 0;
+		if (!json_is_integer(last) || json_integer_value(last) != rank || !json_is_integer(step))
+			continue;
+		json_array_foreach(json_object_get(inst, "ranks"), j, e)
+			w += json_integer_value(json_object_get(e, "wait_ns"));
+		*caused += w;
+		json_array_foreach(out, j, row)
+			if (json_integer_value(json_object_get(row, "step")) == json_integer_value(step))
+				break;
+		if (j == json_array_size(out) &&
+		    json_array_append_new(out, json_pack("{s:O, s:I, s:I}", "step", step, "collectives", (json_int_t)0,
+							 "wait_caused_ns", (json_int_t)0))) {
+			json_decref(out);
+			return NULL;
+		}
+		row = json_array_get(out, j);
+		json_object_set_new(row, "collectives", json_integer(json_integer_value(json_object_get(row, "collectives")) + 1));
+		json_object_set_new(row, "wait_caused_ns", json_integer(json_integer_value(json_object_get(row, "wait_caused_ns")) + w));
+	}
+	return out;
+}
+
+/* the mean complete step of the ranks other than rank; 0 when none */
+static double others_step_ns(json_t *body, json_int_t rank)
+{
+	json_t *r;
+	double sum = 0, n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(body, "ranks"), i, r) {
+		json_t *t = json_object_get(r, "total");
+		if (json_integer_value(json_object_get(r, "rank")) == rank)
+			continue;
+		sum += (double)json_integer_value(json_object_get(t, "dur_ns"));
+		n += (double)json_integer_value(json_object_get(t, "steps"));
+	}
+	return n > 0 ? sum / n : 0;
+}
+
 static int rule_straggler(json_t *body, size_t nranks, json_t *out)
 {
 	json_t *by = json_object_get(json_object_get(body, "stragglers"), "by_rank"), *b;
-	double need = 150.0 / (double)nranks;
-	char title[160];
+	double need = 150.0 / (double)nranks, all_caused = 0;
+	char title[200];
 	size_t i;
 
 	if (need < DIST_STRAGGLER_PCT)
 		need = DIST_STRAGGLER_PCT;
+	json_array_foreach(by, i, b)
+		all_caused += (double)json_integer_value(json_object_get(b, "wait_caused_ns"));
 	json_array_foreach(by, i, b) {
 		json_int_t matched = json_integer_value(json_object_get(b, "matched"));
 		json_int_t rank = json_integer_value(json_object_get(b, "rank"));
 		double pct = json_number_value(json_object_get(b, "last_arrival_pct"));
-		if (matched < DIST_STRAGGLER_MIN || pct < need)
+		double caused = (double)json_integer_value(json_object_get(b, "wait_caused_ns"));
+		double share = all_caused > 0 ? 100.0 * caused / all_caused : 0, step_ns, per_step, step_pct;
+		int64_t in_steps;
+		json_t *steps;
+		if (matched < DIST_STRAGGLER_MIN || pct < DIST_STRAGGLER_PCT ||
+		    (pct < need && share < DIST_STRAGGLER_WAIT_SHARE_PCT))
 			continue;
-		snprintf(title, sizeof(title), "Rank %lld launches collectives last %.1f%% of the time: the other ranks wait for it",
-			 (long long)rank, pct);
+		if (!(steps = straggler_steps(body, rank, &in_steps)))
+			return -1;
+		step_ns = others_step_ns(body, rank);
+		per_step = json_array_size(steps) ? (double)in_steps / (double)json_array_size(steps) : 0;
+		step_pct = step_ns > 0 ? 100.0 * per_step / step_ns : 0;
+		snprintf(title, sizeof(title), "Rank %lld arrives last at %lld of %lld collectives%s: the others wait"
+			 " for it %.1f ms a step (%.1f%% of their step)", (long long)rank,
+			 (long long)json_integer_value(json_object_get(b, "last_arrivals")), (long long)matched,
+			 pct >= need ? "" : ", and causes most of the waiting", per_step / 1e6, step_pct);
 		if (add_finding(out, "persistent_straggler", title,
-				json_pack("{s:I, s:f, s:I, s:I, s:O, s:o, s:f}", "rank", rank, "last_arrival_pct", pct,
+				json_pack("{s:I, s:f, s:I, s:I, s:O, s:f, s:o, s:f, s:f, s:b, s:o, s:f, s:f}", "rank", rank,
+					  "last_arrival_pct", pct,
 					  "last_arrivals", json_integer_value(json_object_get(b, "last_arrivals")),
 					  "matched", matched, "wait_caused_ns", json_object_get(b, "wait_caused_ns"),
-					  "delaying_ops", delaying_ops(body, rank), "threshold_pct", need),
-				"delaying_ops names the top-level operators this rank spent more time in than the others"
-				" before the collectives it launched last. Compare its host work with another rank's (/ops?rank=R,"
-				" /timeline?rank=R): uneven data loading or input sizes (sequence lengths, batches of"
-				" different shapes), host-side work only it does (logging, checkpointing, evaluation on"
-				" rank 0), or a slower or throttled GPU. Balance the inputs (bucketing by length), move"
-				" rank-0-only work off the critical path, and check the device with nvidia-smi."))
+					  "wait_caused_share_pct", share, "steps", steps,
+					  "wait_per_step_ns", per_step, "wait_per_step_pct", step_pct,
+					  "explains_step_time", step_pct >= DIST_STRAGGLER_EXPLAINS_PCT,
+					  "delaying_ops", delaying_ops(body, rank), "threshold_pct", need,
+					  "wait_share_threshold_pct", DIST_STRAGGLER_WAIT_SHARE_PCT),
+				"The other ranks wait in their collectives until this one arrives, so its delay is every"
+				" rank's. delaying_ops names the top-level operators this rank spent more time in than the"
+				" others before the collectives it launched last. Look at this rank's critical path"
+				" (/critical_path?step=N): its host_gap is time it ran no operator at all (a sleep, data"
+				" loading or other work outside the profiler); compare its host work with another rank's"
+				" (/ops?rank=R, /timeline?rank=R): uneven data loading or input sizes (sequence lengths,"
+				" batches of different shapes), host-side work only it does (logging, checkpointing,"
+				" evaluation on rank 0), or a slower or throttled GPU. Balance the inputs (bucketing by"
+				" length), move rank-0-only work off the critical path, and check the device with"
+				" nvidia-smi."))
 			return -1;
 	}
 	return 0;

@@ -49,6 +49,10 @@ struct dist_input {
 	char **strs;			/* what pg points into */
 	size_t nstrs;
 	char device[128];		/* the GPU's name in the traces' deviceProperties; "" when none */
+	/* dist_align: by rank position, the rank's clock minus the reference rank's (ranks[0]),
+	 * and how many collectives the estimate took (0: none, too few: taken as 0) */
+	int64_t *clock_off;
+	size_t *clock_n;
 };
 
 /* At most this many matched instances are listed, with at most DIST_ENTRIES_MAX ranks in all
@@ -60,9 +64,22 @@ struct dist_input {
 double dist_busbw_factor(int kind, int64_t n);
 
 /*
- * {"ranks", "collectives", "stragglers"} (schemas/api/distributed.schema.json)
- * for every step, or for step only when has_step. New reference; NULL when
- * out of memory.
+ * Clock offsets between ranks. On several hosts each rank's times come from its own clock,
+ * which NTP leaves milliseconds off. A collective ends together on every rank (its
+ * communication kernels, or gloo's host spans, return when the last byte arrives), so the
+ * offset of rank k from the reference rank (ranks[0]) is the median, over the matched
+ * instances both took part in, of k's end minus the reference's; with fewer than
+ * DIST_CLOCK_MIN such instances it is not estimated (0). Subtracts each rank's offset from
+ * its steps' and collectives' times, once (later calls do nothing); distributed_run calls it.
+ * -1 when out of memory.
+ */
+#define DIST_CLOCK_MIN 3
+int dist_align(struct dist_input *in);
+
+/*
+ * {"ranks", "collectives", "stragglers", "clock"} (schemas/api/distributed.schema.json)
+ * for every step, or for step only when has_step, on clocks aligned by dist_align. New
+ * reference; NULL when out of memory.
  */
 json_t *distributed_run(struct dist_input *in, int has_step, int64_t step);
 void dist_input_release(struct dist_input *in);
@@ -78,8 +95,12 @@ int dist_match(const struct dist_input *in, size_t *inst);
  * Findings about the run's ranks together (the shape of diagnosis.h's), from the answer of
  * distributed_run over every step (body):
  *   persistent_straggler  a rank last to launch in DIST_STRAGGLER_PCT of its matched
- *                         collectives or more (and at least 1.5 times its fair share, 100/n),
- *                         over DIST_STRAGGLER_MIN matched collectives or more;
+ *                         collectives or more, and at least 1.5 times its fair share (100/n)
+ *                         or the cause of DIST_STRAGGLER_WAIT_SHARE_PCT of all the ranks'
+ *                         waits, over DIST_STRAGGLER_MIN matched collectives or more; with the
+ *                         steps it was last in, the wait it caused per such step and as a
+ *                         share of the others' mean step (explains_step_time: at least
+ *                         DIST_STRAGGLER_EXPLAINS_PCT, where the diagnosis lists it first);
  *   exposed_communication_ranks  ranks whose exposed communication passes DIST_EXPOSED_PCT
  *                         of their step time;
  *   compute_imbalance     computation per step of the busiest rank more than DIST_IMBALANCE_PCT
@@ -92,6 +113,8 @@ int dist_match(const struct dist_input *in, size_t *inst);
  */
 #define DIST_STRAGGLER_PCT 50.0
 #define DIST_STRAGGLER_MIN 3
+#define DIST_STRAGGLER_WAIT_SHARE_PCT 90.0
+#define DIST_STRAGGLER_EXPLAINS_PCT 20.0
 #define DIST_EXPOSED_PCT 10.0
 #define DIST_IMBALANCE_PCT 10.0
 #define DIST_BW_PCT 10.0

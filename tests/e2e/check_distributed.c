@@ -289,7 +289,9 @@ END_TEST
  *   seq 11  1300  1300  1301  1306
  *   seq 12  2100  2110  2160  2105
  * Rank 3 writes the args on its kernels (newer PyTorch), the others on
- * record_param_comms. Each kernel runs 20 us, 30 us after its launch.
+ * record_param_comms. Each kernel runs 20 us, from 30 us after the last
+ * rank's launch: a collective's kernels end together on every rank, which
+ * is what the clocks are aligned on (they are aligned already: offset 0).
  * Before each launch a top-level "prep" operator ends 5 us before it,
  * 35 us long on rank 2 and 10 us on the others.
  */
@@ -300,15 +302,17 @@ static void four_rank(struct tr *t, int rank, int from, int to)
 	char args[512];
 
 	for (int k = from; k < to; k++) {
-		long l = launches[k][rank];
+		long l = launches[k][rank], last = 0;
 		if (l < 0)
 			continue;
+		for (int r = 0; r < 4; r++)
+			last = launches[k][r] > last ? launches[k][r] : last;
 		tr_host(t, "cpu_op", "prep", l - (rank == 2 ? 40 : 15), rank == 2 ? 35 : 10, NULL);
 		snprintf(args, sizeof(args), "\"Collective name\": \"allreduce\", \"Process Group Name\": \"7\", \"Seq\": %d,"
 			 " \"In msg nelems\": 256, \"Out msg nelems\": 256, \"dtype\": \"Half\", \"Group size\": 4", 10 + k);
 		tr_host(t, "cpu_op", "record_param_comms", l, 40, rank == 3 ? NULL : args);
 		tr_launch(t, l + 2, "ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 9,
-			  l + 30, 20, rank == 3 ? args : NULL);
+			  last + 30, 20, rank == 3 ? args : NULL);
 	}
 }
 
@@ -428,7 +432,12 @@ END_TEST
  * order. Kernel time by kind (us): rank 0 all_to_all 182403 (4),
  * all_reduce 107656 (4), _all_gather_base 106140 (2); rank 1 229700,
  * 44446, 104907. Rank 0 arrives last in 6 of 10 (60.0 %), causing 243994
- * us of waits; rank 1 in 4 (40.0 %), causing 418051 us. HTA's comm/comp
+ * us of waits; rank 1 in 4 (40.0 %), causing 418051 us. The server first
+ * aligns rank 1's clock on the collectives' ends (the median of its
+ * kernels' ends minus rank 0's over the 10: +170 us, though both ran on
+ * one host: NCCL's kernels end within a few hundred us of each other here),
+ * so each arrival of rank 1 is 170 us earlier: rank 0 causes 243994 + 6 x
+ * 170 = 245014 us, rank 1 418051 - 4 x 170 = 417371 us. HTA's comm/comp
  * overlap (union of communication kernels under the union of computation
  * kernels, over the communication union): rank 0 59216 of 396199 us
  * (14.95 %), rank 1 75530 of 379053 us (19.93 %).
@@ -455,10 +464,13 @@ START_TEST(test_hta_sampled_pair)
 	b = member(json_object_get(json_object_get(j, "stragglers"), "by_rank"), "rank", 0);
 	ck_assert_int_eq(ival(b, "last_arrivals"), 6);
 	ck_assert_double_eq_tol(rval(b, "last_arrival_pct"), 60.0, 0.05);
-	ck_assert_int_eq(ival(b, "wait_caused_ns"), 243994000);
+	ck_assert_int_eq(ival(b, "wait_caused_ns"), 245014000);
 	b = member(json_object_get(json_object_get(j, "stragglers"), "by_rank"), "rank", 1);
 	ck_assert_int_eq(ival(b, "last_arrivals"), 4);
-	ck_assert_int_eq(ival(b, "wait_caused_ns"), 418051000);
+	ck_assert_int_eq(ival(b, "wait_caused_ns"), 417371000);
+	ck_assert_int_eq(ival(member(json_object_get(j, "ranks"), "rank", 1), "clock_offset_ns"), 170000);
+	ck_assert_int_eq(ival(member(json_object_get(j, "ranks"), "rank", 1), "clock_collectives"), 10);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "clock"), "note")));
 	tot = json_object_get(member(json_object_get(j, "ranks"), "rank", 0), "total");
 	ck_assert_int_eq(ival(tot, "overlap_ns"), 59216000);
 	ck_assert_double_eq_tol(rval(tot, "overlap_pct"), 14.95, 0.05);
@@ -862,7 +874,8 @@ END_TEST
  * [1682725898686653, 1682725899309581) us on rank 0 and [1682725898687438, 1682725899318077) on
  * rank 1; of the host operators, runtime calls and GPU events overlapping them, the last to end is
  * rank 1's "## sdd_wait_tensors ##" at 1682725899313681 us, rank 0's last ends at 1682725899305169):
- * the path runs from rank 1's step start to that end, and its segments tile it.
+ * the path runs from rank 1's step start to that end, and its segments tile it, both 170 us
+ * earlier on rank 0's clock (rank 1's clock offset: test_hta_sampled_pair).
  */
 START_TEST(test_critical_path_hta_sampled)
 {
@@ -874,15 +887,15 @@ START_TEST(test_critical_path_hta_sampled)
 	tu_upload_fixture(&srv, "sampled", "traces/hta_sampled_rank1.json.gz");
 	j = get("/api/v1/runs/sampled/critical_path?step=552", 200);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "ranks")), 2);
-	ck_assert_int_eq(ival(j, "start_ns"), 1682725898687438000LL);
-	ck_assert_int_eq(ival(j, "end_ns"), 1682725899313681000LL);
+	ck_assert_int_eq(ival(j, "start_ns"), 1682725898687438000LL - 170000);
+	ck_assert_int_eq(ival(j, "end_ns"), 1682725899313681000LL - 170000);
 	ck_assert_int_eq(ival(j, "dur_ns"), 626243000);
 	segs = json_object_get(j, "segments");
 	ck_assert_uint_gt(json_array_size(segs), 1);
 	s = json_array_get(segs, json_array_size(segs) - 1);
 	ck_assert_int_eq(ival(s, "rank"), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(s, "name")), "## sdd_wait_tensors ##");
-	ck_assert_int_eq(ival(s, "start_ns") + ival(s, "dur_ns"), 1682725899313681000LL);
+	ck_assert_int_eq(ival(s, "start_ns") + ival(s, "dur_ns"), 1682725899313681000LL - 170000);
 	at = ival(j, "start_ns");
 	json_array_foreach(segs, i, s) {
 		ck_assert_int_eq(ival(s, "start_ns"), at);

@@ -6,8 +6,15 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
 import { launchBrowser, newPage, screenshotDir, startServer, upload } from './harness.mjs';
 import { shortName } from '../../web/src/table.js';
+
+// the real 2-rank gloo run (tests/fixtures/gpu/dist): rank 1 sleeps 30 ms a step
+const glooDir = fileURLToPath(new URL('../fixtures/gpu/dist/', import.meta.url));
+const glooTraces = fs.readdirSync(glooDir).filter((f) => f.endsWith('.pt.trace.json.gz'));
 
 let srv, browser;
 const shots = screenshotDir();
@@ -17,6 +24,8 @@ before(async () => {
 	await upload(srv.base, 'dist', 'traces/hta_sampled_rank0.json.gz', 'rank=0');
 	await upload(srv.base, 'dist', 'traces/hta_sampled_rank1.json.gz', 'rank=1');
 	await upload(srv.base, 'solo', 'traces/hta_sampled_rank0.json.gz', 'rank=0');
+	for (const f of glooTraces)
+		await upload(srv.base, 'gloo', path.join(glooDir, f), `rank=${f.startsWith('rank1.') ? 1 : 0}`);
 	browser = await launchBrowser();
 });
 
@@ -84,13 +93,20 @@ test('run page of two ranks: the critical path of a chosen step', async () => {
 	assert.equal(await page.getAttribute('#critical-path', 'data-segments'), String(api.segments.length));
 	assert.equal(await page.getAttribute('#critical-path', 'data-ranks'), '2');
 	assert.equal(await page.locator('#critical-path canvas').count(), 1);
-	// the headline names the largest non-idle category, with its share
-	const top = api.by_category.find((c) => c.kind !== 'idle');
+	// the headline names the largest contributor by rank and kind (idle last), with its share,
+	// and its largest category's name, shortened as the tables' are, whole on hover
+	const by = new Map();
+	for (const s of api.segments)
+		by.set(`${s.rank}:${s.kind}`, (by.get(`${s.rank}:${s.kind}`) || 0) + s.dur_ns);
+	const [key, ns] = [...by].filter(([k]) => !k.endsWith(':idle')).sort((a, b) => b[1] - a[1])[0];
+	const [rank, kind] = key.split(':');
+	const top = api.by_category.find((c) => c.rank === +rank && c.kind === kind && c.name);
 	const head = await page.textContent(`${section} p.path-head`);
-	// its name shortened as the tables' are, whole on hover
-	assert.ok(head.includes(`of step 552's critical path`) && head.includes(`rank ${top.rank}'s ${top.kind} ${shortName(top.name)}`) &&
-		head.includes(top.pct.toFixed(1)), head);
+	assert.ok(head.includes(`of step 552's critical path`) && head.includes(`was rank ${rank}'s `) &&
+		head.includes(`most of it ${shortName(top.name)}`) && head.includes((100 * ns / api.dur_ns).toFixed(1)), head);
 	assert.equal(await page.getAttribute(`${section} p.path-head`, 'title'), top.name);
+	// every rank on the path has its lane
+	assert.equal(await page.getAttribute('#critical-path', 'data-path-ranks'), [...new Set(api.segments.map((s) => s.rank))].sort().join(','));
 	const rows = await page.$$eval(`${section} p.path-head ~ div .table tbody tr, ${section} p.path-head ~ div table tbody tr`, (trs) => trs.length);
 	assert.ok(rows > 0);
 	// another step
@@ -100,6 +116,34 @@ test('run page of two ranks: the critical path of a chosen step', async () => {
 	assert.equal(await page.getAttribute('#critical-path', 'data-segments'), String(other.segments.length));
 	assert.match(await page.textContent(`${section} p.path-head`), /of step 551's critical path/);
 	await page.locator('#critical-path').screenshot({ path: path.join(shots, 'run-critical-path.png') });
+	assert.deepEqual(page.problems, []);
+});
+
+test('run page of the gloo run: the path crosses to the straggler, whose host gap is named', async () => {
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/runs/gloo');
+	await page.waitForSelector('#app[data-ready]');
+	// the headline cards say which rank they show
+	assert.equal(await page.locator('.stat:has(.stat-title:text-is("Rank")) .stat-value').textContent(), '0');
+	assert.match(await page.locator('.stat:has(.stat-title:text-is("Rank")) .stat-sub').textContent(), /^of 2/);
+	// the diagnosis leads with rank 1 as the straggler, not with batch-size advice
+	await page.waitForSelector('section:has(h2:text-is("Diagnosis")) article.finding');
+	const diag = await page.textContent('section:has(h2:text-is("Diagnosis"))');
+	assert.match(diag, /Rank 1 arrives last at \d+ of 15 collectives/);
+	assert.ok(diag.indexOf('Rank 1 arrives last') < diag.indexOf('GPU runs kernels only'), diag.slice(0, 400));
+	// step 6's path: on both ranks, rank 1's host gap named
+	await page.waitForSelector('#critical-path[data-step]');
+	await page.selectOption('#critical-step', '6');
+	await page.waitForSelector('#critical-path[data-step="6"]');
+	const api = await (await fetch(srv.base + '/api/v1/runs/gloo/critical_path?step=6')).json();
+	assert.equal(await page.getAttribute('#critical-path', 'data-path-ranks'), '0,1');
+	const gap = api.segments.filter((s) => s.rank === 1 && s.kind === 'host_gap').reduce((a, s) => a + s.dur_ns, 0);
+	assert.ok(gap >= 25e6, String(gap));
+	const head = await page.textContent(`${section} p.path-head`);
+	assert.match(head, /of step 6's critical path .* was rank \d's /);
+	assert.match(head, /rank 1's host gap \(no operator running\)/);
+	assert.match(await page.textContent(`${section} .path-legend`), /host_gap/);
+	await page.locator('#critical-path').screenshot({ path: path.join(shots, 'run-critical-path-gloo.png') });
 	assert.deepEqual(page.problems, []);
 });
 

@@ -403,7 +403,7 @@ export function distChart(el, dist) {
 // rank (its step window in grey), the path's segments in their kind's colour, and where the
 // path moves between ranks (a collective waiting for its last rank), a line between lanes.
 export const PATH_COLORS = { cpu_op: '#2563eb', runtime: '#0891b2', sync: '#ea580c', kernel: '#16a34a', memcpy: '#ca8a04',
-	memset: '#a16207', collective: '#dc2626', idle: '#d4d4d8' };
+	memset: '#a16207', collective: '#dc2626', idle: '#d4d4d8', host_gap: '#7c3aed' };
 const LANE = 28;
 
 export function pathChart(el, cp) {
@@ -421,6 +421,7 @@ export function pathChart(el, cp) {
 	el.replaceChildren(canvas, legend);
 	el.dataset.segments = cp.segments.length;
 	el.dataset.ranks = ranks.length;
+	el.dataset.pathRanks = [...new Set(cp.segments.map((s) => s.rank))].sort((a, b) => a - b).join(',');
 	const draw = () => {
 		const dpr = window.devicePixelRatio || 1, left = 56, w = Math.max(el.clientWidth, 300), hgt = ranks.length * LANE + 24;
 		canvas.width = w * dpr;

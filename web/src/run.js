@@ -113,7 +113,8 @@ export async function runPage(app, run, following = false) {
 
 	// the headline from what is known already, drawn again once the cards' data is read
 	const rankInfo = ranks.ranks.find((r) => r.rank === rank);
-	headline.replaceChildren(...headlines(rankInfo, [], null, info, null));
+	const shown = multi ? { rank, of: rankList.length } : null;	/* the rank the headline shows, of a run of several */
+	headline.replaceChildren(...headlines(rankInfo, [], null, info, null, shown));
 	const load = async (box, f) => {
 		try {
 			await f();
@@ -183,7 +184,7 @@ export async function runPage(app, run, following = false) {
 		hasTrace && load(wholeBox, async () => wholeRun(wholeBox, cyclesBox, await timeline)),
 		multi && load(distBox, async () => distributed(distBox, run, await api(runUrl(run, '/distributed')))),
 	]);
-	headline.replaceChildren(...headlines(rankInfo, steps, mem, info, gpu));
+	headline.replaceChildren(...headlines(rankInfo, steps, mem, info, gpu, shown));
 	linkEvidence(diagBox);
 	ready(app);
 	live(app, run, signature(info));
@@ -260,7 +261,8 @@ function stat(title, value, sub) {
 		sub ? h('div', { class: 'stat-sub', text: sub }) : null);
 }
 
-function headlines(r, all, mem, info, gpu) {
+// shown: {rank, of} on a run of several ranks, whose cards show one rank's figures (but Events')
+function headlines(r, all, mem, info, gpu, shown) {
 	const steps = all.filter((s) => !s.incomplete);	/* as the API's means */
 	const dur = steps.reduce((a, s) => a + s.dur_ns, 0);
 	const busy = steps.reduce((a, s) => a + (s.gpu_utilization_pct ?? 0) / 100 * s.dur_ns, 0);
@@ -270,6 +272,7 @@ function headlines(r, all, mem, info, gpu) {
 	const events = info.artifacts.reduce((a, x) => a + (x.events || 0), 0);
 	const smi = meanUtilization(gpu);
 	return [
+		shown && stat('Rank', String(shown.rank), `of ${shown.of}: the cards show this rank's figures`),
 		r?.steps && stat('Mean step', fmtNs(r.mean_ns), `${r.steps} steps`),
 		r?.steps && stat('Median step', fmtNs(r.median_ns), `min ${fmtNs(r.min_ns)} · max ${fmtNs(r.max_ns)}`),
 		dur && stat('GPU utilization', fmtPct(busy / dur), 'share of step time with a kernel running'),
@@ -424,6 +427,28 @@ function distributed(box, run, d) {
 		chart.replaceChildren(h('p', { class: 'muted', text: 'No steps.' }));
 }
 
+// the kinds of the critical path in words
+const KIND_WORDS = { cpu_op: 'host operators', runtime: 'runtime calls', sync: 'synchronizations', kernel: 'kernels',
+	memcpy: 'copies', memset: 'memsets', collective: 'collectives', idle: 'idle time', host_gap: 'host gap (no operator running)' };
+
+// The largest contributor to the path by rank and kind (idle last), its largest category's name
+// (none for gaps), and the next one: {rank, kind, ns, name, next}.
+function pathTop(cp) {
+	const by = new Map();
+	for (const s of cp.segments) {
+		const k = `${s.rank}:${s.kind}`;
+		const e = by.get(k) || { rank: s.rank, kind: s.kind, ns: 0 };
+		e.ns += s.dur_ns;
+		by.set(k, e);
+	}
+	const order = [...by.values()].sort((a, b) => ((a.kind === 'idle') - (b.kind === 'idle')) || b.ns - a.ns || a.rank - b.rank);
+	if (!order.length)
+		return null;
+	const top = order[0];
+	const cat = cp.by_category.find((c) => c.rank === top.rank && c.kind === top.kind && c.name);
+	return { ...top, name: cat?.name ?? '', next: order[1] && order[1].kind !== 'idle' ? order[1] : null };
+}
+
 // The critical path of a chosen step (the slowest first) over the ranks' timelines, with what
 // took its time: GET /critical_path?step=N.
 function criticalPath(run, steps) {
@@ -441,10 +466,12 @@ function criticalPath(run, steps) {
 		delete chart.dataset.step;
 		try {
 			const cp = await api(runUrl(run, '/critical_path', { step }));
-			const top = cp.by_category.find((c) => c.kind !== 'idle') || cp.by_category[0];
+			const top = pathTop(cp);
 			head.title = top?.name ?? '';
-			head.textContent = top ? `${fmtPct(top.pct / 100)} of step ${cp.step}'s critical path (${fmtNs(cp.dur_ns)}) was rank ${top.rank}'s ${top.kind} ${shortName(top.name)}` +
-				(cp.segments.some((x) => x.kind === 'collective' && x.rank !== top.rank) ? ', waited on by the others in their collectives.' : '.') : '';
+			head.textContent = top ? `${fmtPct(top.ns / cp.dur_ns)} of step ${cp.step}'s critical path (${fmtNs(cp.dur_ns)}) was rank ${top.rank}'s ${KIND_WORDS[top.kind] || top.kind}` +
+				(top.name ? `, most of it ${shortName(top.name)}` : '') +
+				(top.next ? `; then rank ${top.next.rank}'s ${KIND_WORDS[top.next.kind] || top.next.kind} (${fmtPct(top.next.ns / cp.dur_ns)})` : '') +
+				(cp.segments.some((x) => x.kind === 'collective' && x.rank !== top.rank) && top.kind !== 'collective' ? ', waited on by the others in their collectives.' : '.') : '';
 			pathChart(chart, cp);
 			cats.replaceChildren(table({
 				sort: 'ns', rows: cp.by_category, empty: 'Nothing on the path.',
@@ -465,7 +492,7 @@ function criticalPath(run, steps) {
 	pick.addEventListener('change', show);
 	show();
 	return h('div', null, h('h3', { text: 'Critical path' }),
-		h('p', { class: 'muted small', text: 'The chain of host operators, launches, kernels, copies, synchronizations and collectives that bounds the step across all ranks, walked back from the last event to end: a collective waits for its last rank\'s arrival, a kernel for its launch and its stream, a synchronization for the GPU work before it.' }),
+		h('p', { class: 'muted small', text: 'The chain of host operators, launches, kernels, copies, synchronizations and collectives that bounds the step across all ranks, walked back from the last event to end: a collective waits for its last rank\'s arrival, a kernel for its launch and its stream, a synchronization for the GPU work before it, a thread idle before an event for the thread that handed it the work. A host gap is time the rank ran no operator at all (a sleep, data loading outside the profiler). Each rank\'s times are on the lowest rank\'s clock (the offset estimated from the collectives).' }),
 		h('label', { class: 'small' }, 'Step ', pick), head, chart, cats);
 }
 

@@ -95,8 +95,10 @@ int cp_add_event(struct cp_input *in, int rank, const struct tp_event *e, int64_
 		return 0;
 	start = tp_sat_add(e->ts_ns, base_ns);
 	end = tp_sat_add(start, e->dur_ns);
-	/* an empty host event holds no time, and would let the walk go round inside its parent */
-	if (start >= w->end_ns || end <= w->start_ns || (!on_device(kind) && end == start))
+	/* an empty host event holds no time, and would let the walk go round inside its parent; one
+	 * around the whole step is its context (as ProfilerStep# is), not work in it */
+	if (start >= w->end_ns || end <= w->start_ns || (!on_device(kind) && end == start) ||
+	    (!on_device(kind) && start <= w->start_ns && end >= w->end_ns))
 		return 0;
 	if (tp_grow((void **)&in->nodes, &in->cap, in->n + 1, sizeof(*in->nodes)))
 		return -1;

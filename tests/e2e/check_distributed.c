@@ -1063,6 +1063,96 @@ START_TEST(test_clock_offset_gloo)
 }
 END_TEST
 
+/*
+ * HTA's critical_path_analysis on its own test trace (HolisticTraceAnalysis
+ * tests/data/critical_path/alexnet, our traces/hta_alexnet.json.gz: the same bytes), for the
+ * second "[param|pytorch.model.alex_net|0|0|0|measure|forward]" span (rank 0, instance_id 1, as
+ * HTA's test_critical_path_inter_stream_sync asks), run with ../shared/reference/peers' setup:
+ * the sum of its path's edge weights is 35,834 us, its events span 36,025 us (the annotation's
+ * 36,356), through 19 host operators and runtime calls and 13 kernels. Here that span is step 1
+ * (renamed ProfilerStep#1). Our path, from its first event to the step's end, is 36,033 us
+ * (+0.02 % of HTA's span, +0.6 % of its weights: HTA weighs no time in which a thread waits), with
+ * all of HTA's 19 host names and 10 of its 13 kernels. The 3 left out (two fft2d_r2c_32x32, an
+ * ampere_gcgemm_64x64_nt and an fft2d_c2r_32x32 of one convolution, [32274, 32851) us into the
+ * step) ran while the host was still launching the next layers: our walk takes at each event the
+ * predecessor that was ready last, the host's launch; HTA takes the longest weighted path of its
+ * graph, where a kernel's duration weighs and the host's later launch does not.
+ */
+#define ALEX_FORWARD "\"[param|pytorch.model.alex_net|0|0|0|measure|forward]\""
+
+START_TEST(test_critical_path_hta_alexnet)
+{
+	static const char *const host[] = {
+		"aten::_convolution", "aten::add_", "aten::clamp_min_", "aten::conv2d", "aten::convolution",
+		"aten::cudnn_convolution", "aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::relu_",
+		"aten::reshape", "aten::view", "cudaDeviceGetStreamPriorityRange", "cudaDeviceSynchronize",
+		"cudaEventRecord", "cudaLaunchKernel", "cudaMalloc", "cudaStreamGetPriority", "cudaStreamIsCapturing",
+		"cudaStreamWaitEvent",
+	};
+	char *path = tu_fixture("traces/hta_alexnet.json.gz");
+	size_t len, tlen, i;
+	uint8_t *gz = tu_read_file(path, &len);
+	char *t, *at, *out;
+	json_t *j, *segs, *s;
+	json_int_t first_event = 0, kernels = 0;
+
+	ck_assert_ptr_nonnull(gz);
+	t = (char *)tu_gunzip(gz, len, &tlen);
+	ck_assert_ptr_nonnull(t);
+	/* the second measure|forward span is step 1 */
+	at = strstr(t, ALEX_FORWARD);
+	ck_assert_ptr_nonnull(at);
+	at = strstr(at + 1, ALEX_FORWARD);
+	ck_assert_ptr_nonnull(at);
+	out = malloc(tlen + 1);
+	ck_assert_ptr_nonnull(out);
+	size_t head = (size_t)(at - t), tail = tlen - head - (sizeof(ALEX_FORWARD) - 1);
+	memcpy(out, t, head);
+	memcpy(out + head, "\"ProfilerStep#1\"", 16);
+	memcpy(out + head + 16, at + sizeof(ALEX_FORWARD) - 1, tail);
+	tu_upload(&srv, "alexnet", "hta_alexnet.json&rank=0", out, head + 16 + tail);
+	free(out);
+	free(t);
+	free(gz);
+	free(path);
+	j = get("/api/v1/runs/alexnet/critical_path?step=1", 200);
+	segs = json_object_get(j, "segments");
+	/* the path's time after its leading gap (from the step's start to its first event) */
+	s = json_array_get(segs, 0);
+	if (!strcmp(json_string_value(json_object_get(s, "kind")), "host_gap"))
+		first_event = ival(s, "dur_ns");
+	double ours = (double)(ival(j, "dur_ns") - first_event) / 1000.0;
+	ck_assert_msg(fabs(ours - 36025.0) <= 0.01 * 36025.0, "%.0f us against HTA's span of 36,025", ours);
+	ck_assert_msg(fabs(ours - 35834.0) <= 0.01 * 35834.0, "%.0f us against HTA's weights of 35,834", ours);
+	for (i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+		size_t k;
+		json_array_foreach(segs, k, s)
+			if (!strcmp(json_string_value(json_object_get(s, "name")), host[i]))
+				break;
+		ck_assert_msg(k < json_array_size(segs), "%s is not on the path", host[i]);
+	}
+	/* HTA's kernels on the path but the convolution's fft and gcgemm: 10 distinct names */
+	{
+		const char *seen[64];
+		size_t n = 0, k;
+		json_array_foreach(segs, i, s) {
+			const char *name = json_string_value(json_object_get(s, "name"));
+			if (strcmp(json_string_value(json_object_get(s, "kind")), "kernel") &&
+			    strcmp(json_string_value(json_object_get(s, "kind")), "memset"))
+				continue;
+			ck_assert_msg(!strstr(name, "fft2d") && !strstr(name, "gcgemm"), "%s", name);
+			for (k = 0; k < n && strcmp(seen[k], name); k++)
+				;
+			if (k == n && n < 64)
+				seen[n++] = name;
+		}
+		kernels = (json_int_t)n;
+	}
+	ck_assert_int_eq(kernels, 10);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_critical_path_bad_params)
 {
 	static const char *const bad[] = { "", "?step=x", "?step=-1", "?step=" };
@@ -1105,6 +1195,7 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_critical_path_bad_params);
 	tcase_add_test(tc, test_critical_path_gloo);
 	tcase_add_test(tc, test_clock_offset_gloo);
+	tcase_add_test(tc, test_critical_path_hta_alexnet);
 	suite_add_tcase(s, tc);
 	return s;
 }

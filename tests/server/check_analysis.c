@@ -217,6 +217,62 @@ START_TEST(test_collective_names)
 END_TEST
 
 /*
+ * dist_align on a hand-made input: ranks 0, 1 and 2; rank 1's clock 5 ms ahead, its four
+ * all_reduce ends 5 ms and -2 to +6 ns off rank 0's (median +5,000,002 ns); rank 2 shares two
+ * collectives only (fewer than DIST_CLOCK_MIN): not estimated, 0, named in clock.note.
+ */
+START_TEST(test_dist_align)
+{
+	static int ranks[] = { 0, 1, 2 };
+	static const int64_t jitter[4] = { 0, 4, -2, 6 };	/* ns, rank 1's end against rank 0's */
+	struct dist_coll c[10];
+	struct dist_step steps[3] = { { .rank = 0, .step = 1, .start_ns = 1000000 },
+				      { .rank = 1, .step = 1, .start_ns = 6000100 },
+				      { .rank = 2, .step = 1, .start_ns = 1000200 } };
+	struct dist_input in = { 0 };
+	json_t *d, *r;
+	size_t n = 0;
+
+	for (int rank = 0; rank < 3; rank++)
+		for (int k = 0; k < (rank == 2 ? 2 : 4); k++) {
+			int64_t shift = rank == 1 ? 5000000 + jitter[k] : 0;
+			c[n++] = (struct dist_coll){ .rank = rank, .step = 1, .kind = AN_CK_ALL_REDUCE, .pg = "0", .seq = k,
+						     .launch_ns = 1100000 + 100000 * k + 1000 * rank + (rank == 1 ? 5000000 : 0),
+						     .start_ns = 1150000 + 100000 * k + shift, .end_ns = 1180000 + 100000 * k + shift,
+						     .time_ns = 30000, .kernels = 1, .bytes = -1 };
+		}
+	in.ranks = ranks;
+	in.nranks = 3;
+	in.colls = c;
+	in.ncolls = n;
+	in.steps = steps;
+	in.nsteps = 3;
+	ck_assert_int_eq(dist_align(&in), 0);
+	ck_assert_int_eq(in.clock_off[0], 0);
+	ck_assert_int_eq(in.clock_off[1], 5000002);	/* between the middle two, 5,000,000 and 5,000,004 */
+	ck_assert_uint_eq(in.clock_n[1], 4);
+	ck_assert_int_eq(in.clock_off[2], 0);
+	ck_assert_uint_eq(in.clock_n[2], 0);
+	ck_assert_int_eq(steps[1].start_ns, 6000100 - 5000002);
+	ck_assert_int_eq(c[4].launch_ns, 1101000 - 2);	/* rank 1's first: 1 us after rank 0's, less 2 ns */
+	ck_assert_int_eq(c[4].end_ns, 1180000 - 2);
+	/* once only */
+	ck_assert_int_eq(dist_align(&in), 0);
+	ck_assert_int_eq(steps[1].start_ns, 6000100 - 5000002);
+	ck_assert_ptr_nonnull(d = distributed_run(&in, 0, 0));
+	r = json_array_get(json_object_get(d, "ranks"), 1);
+	ck_assert_int_eq(iget(r, "clock_offset_ns"), 5000002);
+	ck_assert_int_eq(iget(r, "clock_collectives"), 4);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(d, "clock"), "note")), "rank 2"));
+	/* rank 2 launches last at each of its two (1 us after rank 1): who is last survives the alignment */
+	ck_assert_int_eq(iget(json_array_get(json_object_get(json_object_get(d, "stragglers"), "instances"), 0), "last_rank"), 2);
+	json_decref(d);
+	tp_free(in.clock_off);
+	tp_free(in.clock_n);
+}
+END_TEST
+
+/*
  * hta_nccl_rel_ts's collectives. From the file (Python, Decimal): its NCCL kernels carry the args;
  * allreduce: 15 kernels, max(In, Out msg nelems) x 4 (Float) summed 306,684,384 B in
  * 46,762,159 ns; broadcast: 6, 638,712 B in 114,334 ns; group "0" of 2.
@@ -912,6 +968,7 @@ Suite *suite_analysis(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_v100_kernels_and_steps);
+	tcase_add_test(tc, test_dist_align);
 	tcase_add_test(tc, test_resnet_and_nccl_figures);
 	tcase_add_test(tc, test_gpu_time_of_ops);
 	tcase_add_test(tc, test_steps_tied);

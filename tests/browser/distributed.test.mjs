@@ -131,6 +131,10 @@ test('run page of the gloo run: the path crosses to the straggler, whose host ga
 	const diag = await page.textContent('section:has(h2:text-is("Diagnosis"))');
 	assert.match(diag, /Rank 1 arrives last at \d+ of 15 collectives/);
 	assert.ok(diag.indexOf('Rank 1 arrives last') < diag.indexOf('GPU runs kernels only'), diag.slice(0, 400));
+	// the clock offset /distributed estimated for rank 1, in words
+	const dist = await (await fetch(srv.base + '/api/v1/runs/gloo/distributed')).json();
+	const r1 = dist.ranks.find((r) => r.rank === 1);
+	assert.match(await page.textContent('#clock-offsets'), new RegExp(`rank 1 [−+].* \\(${r1.clock_collectives} collectives\\)`));
 	// step 6's path: on both ranks, rank 1's host gap named
 	await page.waitForSelector('#critical-path[data-step]');
 	await page.selectOption('#critical-step', '6');

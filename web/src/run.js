@@ -419,12 +419,22 @@ function distributed(box, run, d) {
 		],
 	});
 	box.replaceChildren(chart, h('h3', { text: 'Collectives' }), colls.el,
-		h('h3', { text: 'Who arrives last' }), byRank.el, lateness(d),
+		h('h3', { text: 'Who arrives last' }), byRank.el, clocks(d), lateness(d),
 		h('h3', { text: 'Slowest rank per step' }), slow.el, criticalPath(run, st.steps));
 	if (d.ranks.some((r) => r.steps.length))
 		distChart(chart, d);
 	else
 		chart.replaceChildren(h('p', { class: 'muted', text: 'No steps.' }));
+}
+
+// Each rank's clock offset from the reference rank's, as /distributed estimated and applied it.
+function clocks(d) {
+	const ref = d.clock?.reference_rank;
+	const est = d.ranks.filter((r) => r.rank !== ref && r.clock_collectives > 0);
+	const sign = (ns) => (ns < 0 ? '−' : '+') + fmtNs(Math.abs(ns));
+	const text = est.length ? `Clocks aligned on rank ${ref}'s from the collectives' ends: ` +
+		est.map((r) => `rank ${r.rank} ${sign(r.clock_offset_ns)} (${fmtInt(r.clock_collectives)} collectives)`).join(', ') + '.' : '';
+	return text || d.clock?.note ? h('p', { class: 'muted small', id: 'clock-offsets', text: [text, d.clock?.note ? d.clock.note + '.' : ''].filter(Boolean).join(' ') }) : null;
 }
 
 // the kinds of the critical path in words

@@ -88,7 +88,8 @@ int cp_add_coll(struct cp_input *in, int rank, int64_t start_ns, int64_t launch_
  * One trace event of rank (times as written, base_ns added), name and cat its texts. Keeps
  * complete events with a duration of host operators (cpu_op, user_annotation but
  * ProfilerStep#), runtime and driver calls, kernels, copies and sets that overlap the rank's
- * window (added before), but host events around the whole window (its context). 0 when kept or skipped; -1 when out of memory.
+ * window (added before), but host events around the whole window (its context). 0 when kept
+ * or skipped; -1 when out of memory.
  */
 int cp_add_event(struct cp_input *in, int rank, const struct tp_event *e, int64_t base_ns, const char *name,
 		 const char *cat);

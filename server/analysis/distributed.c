@@ -695,8 +695,10 @@ static json_t *straggler_steps(json_t *body, json_int_t rank, int64_t *caused)
 			return NULL;
 		}
 		row = json_array_get(out, j);
-		json_object_set_new(row, "collectives", json_integer(json_integer_value(json_object_get(row, "collectives")) + 1));
-		json_object_set_new(row, "wait_caused_ns", json_integer(json_integer_value(json_object_get(row, "wait_caused_ns")) + w));
+		json_object_set_new(row, "collectives",
+				    json_integer(json_integer_value(json_object_get(row, "collectives")) + 1));
+		json_object_set_new(row, "wait_caused_ns",
+				    json_integer(json_integer_value(json_object_get(row, "wait_caused_ns")) + w));
 	}
 	return out;
 }

@@ -667,8 +667,9 @@ static json_t *category(json_t *j, int rank, const char *kind, const char *name)
  * (c10d::allreduce_ [1200, 1230) > record_param_comms > launch at 1206, kernel [1210, 1700));
  * rank 1 runs aten::to [1050, 1090), then loads data for 300 us [1100, 1400), and enters the
  * all_reduce at 1400 (kernel [1410, 1700)). The path: rank 1's host gap (no operator) until
- * 1050, aten::to, a host gap of 10 us, the data loading, then the all_reduce from rank 1's arrival (1400) to its end (1700),
- * on rank 0 (the lowest rank ending last): 700 us, 300 of them (42.9 %) rank 1's data loading.
+ * 1050, aten::to, a host gap of 10 us, the data loading, then the all_reduce from rank 1's
+ * arrival (1400) to its end (1700), on rank 0 (the lowest rank ending last): 700 us, 300 of
+ * them (42.9 %) rank 1's data loading.
  */
 static void upload_straggler(void)
 {
@@ -1021,14 +1022,16 @@ START_TEST(test_clock_offset_gloo)
 	ck_assert_int_eq(ival(member(ra, "rank", 0), "clock_offset_ns"), 0);
 	ck_assert_int_eq(ival(member(rb, "rank", 0), "clock_offset_ns"), 0);
 	ck_assert_int_eq(ival(member(ra, "rank", 1), "clock_collectives"), 15);
-	json_int_t off_a = ival(member(ra, "rank", 1), "clock_offset_ns"), off_b = ival(member(rb, "rank", 1), "clock_offset_ns");
+	json_int_t off_a = ival(member(ra, "rank", 1), "clock_offset_ns");
+	json_int_t off_b = ival(member(rb, "rank", 1), "clock_offset_ns");
 	ck_assert_int_lt(llabs(off_a), 100000);			/* one host: about 0 */
 	ck_assert_int_lt(llabs(off_b - 5000000), 100000);
 	ck_assert_int_eq(off_b - off_a, 5000000);
 	ck_assert(json_is_null(json_object_get(json_object_get(b, "clock"), "note")));
 	/* the same stragglers and steps, to the ns */
 	ck_assert(json_equal(json_object_get(a, "stragglers"), json_object_get(b, "stragglers")));
-	ck_assert(json_equal(json_object_get(json_array_get(ra, 1), "steps"), json_object_get(json_array_get(rb, 1), "steps")));
+	ck_assert(json_equal(json_object_get(json_array_get(ra, 1), "steps"),
+			     json_object_get(json_array_get(rb, 1), "steps")));
 	f = member(json_object_get(json_object_get(a, "stragglers"), "by_rank"), "rank", 1);
 	ck_assert_int_eq(ival(f, "matched"), 15);
 	ck_assert_int_ge(ival(f, "last_arrivals"), 11);

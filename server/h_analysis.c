@@ -207,7 +207,7 @@ static int cp_read_rank(struct store_reader *r, const char *run, int rank, struc
 	while ((rc = store_trace_next(t, &ev, &n, &base, err)) == 1)
 		for (size_t i = 0; i < n; i++)
 			if (ev[i].ph == 'X' &&
-			    cp_add_event(cp, rank, &ev[i], base - off, store_trace_string(t, ev[i].name),
+			    cp_add_event(cp, rank, &ev[i], tp_sat_sub(base, off), store_trace_string(t, ev[i].name),
 					 store_trace_string(t, ev[i].cat))) {
 				store_trace_close(t);
 				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");

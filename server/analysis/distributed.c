@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "analysis/analysis.h"
 #include "analysis/distributed.h"
+#include "tp.h"
 
 double dist_busbw_factor(int kind, int64_t n)
 {
@@ -434,25 +435,25 @@ int dist_align(struct dist_input *in)
 		for (n = 0; i + n < in->ncolls && in->colls[i + n].rank == c->rank; n++) {
 			size_t k = inst[i + n];
 			if (k != SIZE_MAX && ref[k] != INT64_MIN)
-				d[nd++] = in->colls[i + n].end_ns - ref[k];
+				d[nd++] = tp_sat_sub(in->colls[i + n].end_ns, ref[k]);	/* hostile clocks saturate */
 		}
 		if (p <= 0 || nd < DIST_CLOCK_MIN)
 			continue;
 		qsort(d, nd, sizeof(*d), cmp_i64);
-		in->clock_off[p] = nd % 2 ? d[nd / 2] : d[nd / 2 - 1] + (d[nd / 2] - d[nd / 2 - 1]) / 2;
+		in->clock_off[p] = nd % 2 ? d[nd / 2] : tp_mid(d[nd / 2 - 1], d[nd / 2]);
 		in->clock_n[p] = nd;
 	}
 	for (i = 0; i < in->nsteps; i++) {
 		long p = rank_pos(in, in->steps[i].rank);
 		if (p > 0)
-			in->steps[i].start_ns -= in->clock_off[p];
+			in->steps[i].start_ns = tp_sat_sub(in->steps[i].start_ns, in->clock_off[p]);
 	}
 	for (i = 0; i < in->ncolls; i++) {
 		long p = rank_pos(in, in->colls[i].rank);
 		if (p > 0) {
-			in->colls[i].launch_ns -= in->clock_off[p];
-			in->colls[i].start_ns -= in->clock_off[p];
-			in->colls[i].end_ns -= in->clock_off[p];
+			in->colls[i].launch_ns = tp_sat_sub(in->colls[i].launch_ns, in->clock_off[p]);
+			in->colls[i].start_ns = tp_sat_sub(in->colls[i].start_ns, in->clock_off[p]);
+			in->colls[i].end_ns = tp_sat_sub(in->colls[i].end_ns, in->clock_off[p]);
 		}
 	}
 	rc = 0;

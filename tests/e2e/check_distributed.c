@@ -1156,6 +1156,55 @@ START_TEST(test_critical_path_hta_alexnet)
 }
 END_TEST
 
+/*
+ * Hostile clocks: rank 1's times about 9e18 ns (near the int64 limit) and rank 0's about 1e9,
+ * three all_reduces each. The offset (about 9e18 ns) is estimated and applied exactly (the
+ * arithmetic saturates where it cannot hold a result), every answer is 200 and whole, and the
+ * path's segments still tile it.
+ */
+START_TEST(test_clock_offset_hostile)
+{
+	static const char ar_args[] = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"0\","
+		" \"In msg nelems\": 1024, \"Out msg nelems\": 1024, \"dtype\": \"Float\", \"Group size\": 2";
+	struct tr t;
+	json_t *j, *s;
+	json_int_t at, sum = 0;
+	size_t i;
+
+	for (int rank = 0; rank < 2; rank++) {
+		long base = rank ? 9000000000000000L : 1000000L;	/* us */
+		tr_begin(&t, rank, 2);
+		tr_step(&t, 1, base, 1000);
+		for (int k = 0; k < 3; k++) {
+			long ar = base + 100 + 200 * k + (rank ? 50 : 0);
+			tr_host(&t, "cpu_op", "record_param_comms", ar, 20, ar_args);
+			tr_launch(&t, ar + 5, AR_KERNEL, 9, base + 160 + 200 * k, 40, NULL);
+		}
+		tr_upload(&t, "wild", rank ? "rank1.json" : "rank0.json");
+	}
+	j = get("/api/v1/runs/wild/distributed", 200);
+	ck_assert_int_eq(ival(json_object_get(j, "stragglers"), "matched"), 3);
+	ck_assert_int_gt(ival(member(json_object_get(j, "ranks"), "rank", 1), "clock_offset_ns"), 8000000000000000000LL);
+	ck_assert_int_eq(ival(member(json_object_get(j, "ranks"), "rank", 1), "clock_collectives"), 3);
+	/* aligned, rank 1 arrives 50 us after rank 0 at each */
+	json_array_foreach(json_object_get(json_object_get(j, "stragglers"), "instances"), i, s) {
+		ck_assert_int_eq(ival(s, "last_rank"), 1);
+		ck_assert_int_eq(ival(s, "skew_ns"), 50000);
+	}
+	json_decref(j);
+	j = get("/api/v1/runs/wild/critical_path?step=1", 200);
+	at = ival(j, "start_ns");
+	json_array_foreach(json_object_get(j, "segments"), i, s) {
+		ck_assert_int_eq(ival(s, "start_ns"), at);
+		at += ival(s, "dur_ns");
+		sum += ival(s, "dur_ns");
+	}
+	ck_assert_int_eq(sum, ival(j, "dur_ns"));
+	ck_assert_int_le(ival(j, "dur_ns"), 1000000);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_critical_path_bad_params)
 {
 	static const char *const bad[] = { "", "?step=x", "?step=-1", "?step=" };
@@ -1199,6 +1248,7 @@ Suite *suite_distributed(void)
 	tcase_add_test(tc, test_critical_path_gloo);
 	tcase_add_test(tc, test_clock_offset_gloo);
 	tcase_add_test(tc, test_critical_path_hta_alexnet);
+	tcase_add_test(tc, test_clock_offset_hostile);
 	suite_add_tcase(s, tc);
 	return s;
 }

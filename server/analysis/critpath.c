@@ -325,9 +325,10 @@ static int cross_rank(const struct walk *w, const struct cp_node *c, int64_t unt
 /*
  * A host event at the top of its thread, the thread idle before it (its own predecessor, *best,
  * ready at *r, earlier than its start): what another thread of its rank did then. The innermost
- * event (not a collective) running on another thread at its start handed it the work (ready at
- * its start: *encl set, the walk goes on inside that one); else the event of another thread that
- * ended last before it woke it (a collective's return, a backward pass's end), when later than *r.
+ * event running on another thread at its start (not a collective nor a synchronization: they
+ * wait) handed it the work (ready at its start: *encl set, the walk goes on inside that one); else
+ * the event of another thread that ended last before it woke it (a collective's return, a
+ * backward pass's end), when later than *r.
  */
 static void other_threads(const struct walk *w, size_t i, int64_t *r, size_t *best, int *encl)
 {
@@ -350,8 +351,8 @@ static void other_threads(const struct walk *w, size_t i, int64_t *r, size_t *be
 			if (w->gmax[q] <= *r)
 				break;	/* nothing before ends later than what is found */
 			if (p->end_ns > c->start_ns) {
-				if (p->kind == CP_COLLECTIVE || *encl)
-					continue;
+				if (p->kind == CP_COLLECTIVE || p->kind == CP_SYNC || *encl)
+					continue;	/* waiting, it hands out no work */
 				*r = c->start_ns;
 				*best = w->gnode[q];
 				*encl = 1;

@@ -10,9 +10,10 @@
  *   host operators and runtime calls: the previous event of the same thread
  *     (ready at its end), or the enclosing one (ready at its start); at the
  *     top of a thread idle before it, another thread of the rank: the
- *     innermost event (not a collective) running there at its start, which
- *     handed it the work (ready at its start), else the one that ended last
- *     before it (a collective's return woke it; ready at its end);
+ *     innermost event running there at its start (not a collective nor a
+ *     sync), which handed it the work (ready at its start), else the one
+ *     that ended last before it (a collective's return woke it; ready at
+ *     its end);
  *   host operators of collectives (gloo:*, nccl:*, record_param_comms,
  *     c10d::*; the one starting at the collective's arrival and those inside
  *     it): also the last rank's arrival, while the rank was still in it;

@@ -758,7 +758,7 @@ static int rule_straggler(json_t *body, size_t nranks, json_t *out)
 					  "last_arrivals", json_integer_value(json_object_get(b, "last_arrivals")),
 					  "matched", matched, "wait_caused_ns", json_object_get(b, "wait_caused_ns"),
 					  "wait_caused_share_pct", share, "steps", steps,
-					  "wait_per_step_ns", per_step, "wait_per_step_pct", step_pct,
+					  "wait_per_step_ns", per_step, "step_share_pct", step_pct,
 					  "explains_step_time", step_pct >= DIST_STRAGGLER_EXPLAINS_PCT,
 					  "delaying_ops", delaying_ops(body, rank), "threshold_pct", need,
 					  "wait_share_threshold_pct", DIST_STRAGGLER_WAIT_SHARE_PCT),

@@ -99,8 +99,9 @@ int dist_match(const struct dist_input *in, size_t *inst);
  *                         or the cause of DIST_STRAGGLER_WAIT_SHARE_PCT of all the ranks'
  *                         waits, over DIST_STRAGGLER_MIN matched collectives or more; with the
  *                         steps it was last in, the wait it caused per such step and as a
- *                         share of the others' mean step (explains_step_time: at least
- *                         DIST_STRAGGLER_EXPLAINS_PCT, where the diagnosis lists it first);
+ *                         share of the others' mean step (step_share_pct; explains_step_time:
+ *                         at least DIST_STRAGGLER_EXPLAINS_PCT, where the diagnosis lists it
+ *                         first);
  *   exposed_communication_ranks  ranks whose exposed communication passes DIST_EXPOSED_PCT
  *                         of their step time;
  *   compute_imbalance     computation per step of the busiest rank more than DIST_IMBALANCE_PCT

@@ -131,6 +131,7 @@ test('run page of the gloo run: the path crosses to the straggler, whose host ga
 	const diag = await page.textContent('section:has(h2:text-is("Diagnosis"))');
 	assert.match(diag, /Rank 1 arrives last at \d+ of 15 collectives/);
 	assert.ok(diag.indexOf('Rank 1 arrives last') < diag.indexOf('GPU runs kernels only'), diag.slice(0, 400));
+	assert.doesNotMatch(diag, /object Object/);
 	// the clock offset /distributed estimated for rank 1, in words
 	const dist = await (await fetch(srv.base + '/api/v1/runs/gloo/distributed')).json();
 	const r1 = dist.ranks.find((r) => r.rank === 1);

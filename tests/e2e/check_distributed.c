@@ -1058,7 +1058,7 @@ START_TEST(test_clock_offset_gloo)
 		e = json_object_get(f, "evidence");
 		ck_assert_int_eq(ival(e, "rank"), 1);
 		ck_assert(json_is_true(json_object_get(e, "explains_step_time")));
-		ck_assert_double_gt(rval(e, "wait_per_step_pct"), 50.0);
+		ck_assert_double_gt(rval(e, "step_share_pct"), 50.0);
 		ck_assert_double_gt(rval(e, "wait_caused_share_pct"), 90.0);
 		ck_assert_int_eq(json_array_size(json_object_get(e, "steps")), 5);
 		json_decref(a);

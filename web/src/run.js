@@ -480,7 +480,7 @@ function criticalPath(run, steps) {
 			head.title = top?.name ?? '';
 			head.textContent = top ? `${fmtPct(top.ns / cp.dur_ns)} of step ${cp.step}'s critical path (${fmtNs(cp.dur_ns)}) was rank ${top.rank}'s ${KIND_WORDS[top.kind] || top.kind}` +
 				(top.name ? `, most of it ${shortName(top.name)}` : '') +
-				(top.next ? `; then rank ${top.next.rank}'s ${KIND_WORDS[top.next.kind] || top.next.kind} (${fmtPct(top.next.ns / cp.dur_ns)})` : '') +
+				(top.next ? `; then rank ${top.next.rank}'s ${KIND_WORDS[top.next.kind] || top.next.kind}, ${fmtPct(top.next.ns / cp.dur_ns)}` : '') +
 				(cp.segments.some((x) => x.kind === 'collective' && x.rank !== top.rank) && top.kind !== 'collective' ? ', waited on by the others in their collectives.' : '.') : '';
 			pathChart(chart, cp);
 			cats.replaceChildren(table({

@@ -52,6 +52,7 @@
 #include "pipeline/runrank.h"
 #include "ingest/timeline.h"
 #include "pipeline/ingest.h"
+#include "pipeline/overlap.h"
 #include "sha256.h"
 
 #define LOG_PREFIX "ingest"
@@ -225,6 +226,7 @@ struct ingest {
 	char device[16];
 	int64_t peak_alloc;
 	int64_t first_ts;	/* of the first event with a ts; 0 before */
+	int64_t ts_lo, ts_hi;	/* the events' ts as written (ts_lo > ts_hi: none): what overlap_check reads */
 
 	/* C: the writer thread */
 	int c_rc;
@@ -363,6 +365,10 @@ static int sink_event(void *payload, const struct tp_event *e)
 
 	if (!ig->first_ts && (e->have & TH_TS))
 		ig->first_ts = e->ts_ns;
+	if (e->have & TH_TS) {
+		ig->ts_lo = e->ts_ns < ig->ts_lo ? e->ts_ns : ig->ts_lo;
+		ig->ts_hi = e->ts_ns > ig->ts_hi ? e->ts_ns : ig->ts_hi;
+	}
 	if (e->ph == 'i' && (e->name == TRACE_S_MEMORY || e->name == TRACE_S_OOM)) {
 		if (ig->an && (rc = analysis_event(ig->an, e, &ig->b_err)))
 			return rc;
@@ -922,6 +928,8 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 	ig->content_gzip = req->content_gzip;
 	snprintf(ig->run, sizeof(ig->run), "%s", req->run);
 	ig->peak_alloc = -1;
+	ig->ts_lo = INT64_MAX;
+	ig->ts_hi = INT64_MIN;
 	snprintf(ig->kind_hint, sizeof(ig->kind_hint), "%s", req->kind ? req->kind : "");
 	snprintf(ig->device, sizeof(ig->device), "%s", req->device ? req->device : "");
 	sha256_init(&ig->sha);
@@ -1090,6 +1098,10 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		}
 	} else if ((rc = store_tx_begin(ig->w, &res->err)) ||
 		   (rc = store_artifact_commit(ig->w, ig->artifact, &f, &res->artifact, &res->err)) ||
+		   /* events the rank has already would be counted twice: refused (pipeline/overlap.h) */
+		   (!res->artifact && ig->tp &&
+		    (rc = overlap_check(ig->w, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo, ig->ts_hi,
+					an_string, ig->tp, &res->err))) ||
 		   /* a new trace joins its rank's timeline: marked in the same transaction (runrank.h) */
 		   (!res->artifact && ig->tp &&
 		    (rc = store_rank_defer(ig->w, ig->run, f.rank, ig->artifact, !ig->an, &deferred, &res->err))) ||

@@ -582,6 +582,22 @@ static void csv_inert(const char *run, const char *table, const char *must)
 	tu_resp_free(&r);
 }
 
+/* What a run answers that a refused upload must leave as it was ('+' lines of the manifest). */
+static const char *const same_reads[4] = { "/steps", "/ops", "/kernels", "/memory" };
+
+static char *run_read(const char *run, const char *what)
+{
+	char path[256], *out;
+	struct tu_resp r;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s%s", run, what);
+	ck_assert_int_eq(tu_http(&hsrv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "GET %s: %ld %.300s", path, r.status, r.body);
+	out = strdup(r.body);
+	tu_resp_free(&r);
+	return out;
+}
+
 START_TEST(test_hostile_corpus)
 {
 	char *manifest = tu_source_path("tests/hostile/MANIFEST"), line[512];
@@ -597,12 +613,19 @@ START_TEST(test_hostile_corpus)
 		uint8_t *body;
 		char *at;
 
+		char *before[4] = { NULL };
+		int same_run;
+
 		if (line[0] == '#' || sscanf(line, "%255s %255s %ld", file, query, &want) != 3)
 			continue;
-		snprintf(rel, sizeof(rel), "tests/hostile/%s", file);
+		/* '+': to the run of the line before */
+		same_run = file[0] == '+' && n > 0;
+		snprintf(rel, sizeof(rel), "tests/hostile/%s", file + (file[0] == '+'));
 		at = tu_source_path(rel);
 		ck_assert_msg((body = tu_read_file(at, &len)) != NULL, "cannot read %s", at);
-		snprintf(run, sizeof(run), "hostile-%d", ++n);
+		snprintf(run, sizeof(run), "hostile-%d", same_run ? n : ++n);
+		for (size_t k = 0; same_run && k < 4; k++)
+			before[k] = run_read(run, same_reads[k]);
 		snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?%s", run, query);
 		ck_assert_int_eq(tu_http(&hsrv, "POST", path, body, len, NULL, &r), 0);
 		ck_assert_msg(r.status == want, "%s ?%s: %ld, expected %ld: %.300s", file, query, r.status, want, r.body);
@@ -612,6 +635,14 @@ START_TEST(test_hostile_corpus)
 			json_decref(j);
 		}
 		tu_resp_free(&r);
+		for (size_t k = 0; same_run && k < 4; k++) {
+			char *after = run_read(run, same_reads[k]);
+			/* a refused upload leaves nothing of itself */
+			ck_assert_msg(want < 400 || !strcmp(before[k], after), "%s: %s changed: %.300s then %.300s", file,
+				      same_reads[k], before[k], after);
+			free(before[k]);
+			free(after);
+		}
 		reads_answer(run, file);
 		if (strstr(file, "formula") && want == 201) {
 			csv_inert(run, "ops", "\"'=HYPERLINK(\"\"http://example.invalid/x\"\",\"\"click\"\")\"");

@@ -165,3 +165,33 @@ put('formats/smi_year_overflow.csv', '9999/12/31 23:59:59.999, 50 %, 1 MiB\n')
 put('formats/smi_header_changes.csv', 'utilization.gpu [%]\n85 %\nmemory.used [MiB]\n100 MiB\n')
 put('formats/prose.txt', 'Epoch 1: loss 0.25\nEpoch 2: loss 0.21\n')
 put('formats/dashes_only.txt', '-' * 9)
+
+# The same events twice in one rank (issue 50): a trace, then it again with a trailing space;
+# chunks that overlap by a fifth; a chunk sent again with one byte of one event changed. Each
+# later upload that repeats an event of the rank is refused (409 overlapping_upload); chunks that
+# share only their thread names ('M' events, which each chunk may carry) are not.
+ovl = []
+for s in range(1, 5):
+    t0 = 1000 * s
+    ovl += [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % s, "pid": 1, "tid": 1, "ts": t0,
+             "dur": 900},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 10, "dur": 100,
+             "args": {"External id": s}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 20,
+             "dur": 10, "args": {"correlation": s, "External id": s}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t0 + 40, "dur": 500,
+             "args": {"correlation": s, "External id": s, "device": 0, "stream": 7}},
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": t0 + 15,
+             "s": "t", "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096 * s, "Bytes": 1 << 20,
+                                "Total Allocated": 1 << 20, "Total Reserved": 2 << 20}},
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": t0 + 800,
+             "s": "t", "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096 * s, "Bytes": -(1 << 20),
+                                "Total Allocated": 0, "Total Reserved": 2 << 20}}]
+names = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "ts": 1000, "args": {"name": "main"}}]
+put('trace/overlap_whole.json', trace(names + ovl))
+put('trace/overlap_whole_space.json', trace(names + ovl) + ' ')
+put('trace/overlap_first_60.json', trace(names + ovl[:15]))
+put('trace/overlap_last_60.json', trace(names + ovl[9:]))
+put('trace/overlap_first_half.json', trace(names + ovl[:12]))
+put('trace/overlap_last_half.json', trace(names + ovl[12:]))
+put('trace/overlap_last_half_changed.json', trace(names + ovl[12:]).replace('"dur":500', '"dur":501', 1))

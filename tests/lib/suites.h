@@ -31,6 +31,7 @@ Suite *suite_runs(void);
 Suite *suite_distributed(void);
 Suite *suite_formats(void);
 Suite *suite_gpu(void);
+Suite *suite_overlap(void);
 Suite *suite_cupti(void);
 
 #endif

@@ -226,7 +226,7 @@ struct ingest {
 	char device[16];
 	int64_t peak_alloc;
 	int64_t first_ts;	/* of the first event with a ts; 0 before */
-	int64_t ts_lo, ts_hi;	/* the events' ts as written (ts_lo > ts_hi: none): what overlap_check reads */
+	int64_t ts_lo, ts_hi;	/* the timed events' ts as written, but 'M' ones (ts_lo > ts_hi: none): overlap_check's */
 
 	/* C: the writer thread */
 	int c_rc;
@@ -365,7 +365,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 
 	if (!ig->first_ts && (e->have & TH_TS))
 		ig->first_ts = e->ts_ns;
-	if (e->have & TH_TS) {
+	if ((e->have & TH_TS) && e->ph != 'M') {
 		ig->ts_lo = e->ts_ns < ig->ts_lo ? e->ts_ns : ig->ts_lo;
 		ig->ts_hi = e->ts_ns > ig->ts_hi ? e->ts_ns : ig->ts_hi;
 	}
@@ -1098,13 +1098,13 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		}
 	} else if ((rc = store_tx_begin(ig->w, &res->err)) ||
 		   (rc = store_artifact_commit(ig->w, ig->artifact, &f, &res->artifact, &res->err)) ||
-		   /* events the rank has already would be counted twice: refused (pipeline/overlap.h) */
-		   (!res->artifact && ig->tp &&
-		    (rc = overlap_check(ig->w, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo, ig->ts_hi,
-					an_string, ig->tp, &res->err))) ||
 		   /* a new trace joins its rank's timeline: marked in the same transaction (runrank.h) */
 		   (!res->artifact && ig->tp &&
 		    (rc = store_rank_defer(ig->w, ig->run, f.rank, ig->artifact, !ig->an, &deferred, &res->err))) ||
+		   /* and when it joins one, events the rank has already would count twice: refused
+		    * (pipeline/overlap.h) */
+		   (deferred && (rc = overlap_check(ig->w, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo,
+						    ig->ts_hi, an_string, ig->tp, &res->err))) ||
 		   (rc = store_tx_commit(ig->w, &res->err))) {
 		store_tx_rollback(ig->w);
 		res->rc = rc;

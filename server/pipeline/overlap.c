@@ -72,12 +72,48 @@ static uint64_t mix_text(uint64_t h, const char *s)
 	return mix(h, x);
 }
 
-/* A string id by its text: ids below TRACE_S_KNOWN_END are the same in every artifact. */
-static uint64_t mix_id(uint64_t h, uint64_t id, overlap_str_fn str, void *payload)
+/*
+ * String ids by their text, each hashed once per artifact (an event's name is read far more often
+ * than it differs); ids below TRACE_S_KNOWN_END are the same in every artifact.
+ */
+struct names_h {
+	overlap_str_fn str;
+	void *payload;
+	uint64_t *h;		/* by id; 0: not hashed yet */
+	size_t n;
+};
+
+static void names_h_reset(struct names_h *m, overlap_str_fn str, void *payload)
 {
+	m->str = str;
+	m->payload = payload;
+	if (m->n)
+		memset(m->h, 0, m->n * sizeof(*m->h));
+}
+
+static uint64_t mix_id(uint64_t h, uint64_t id, struct names_h *m)
+{
+	uint64_t x;
+
 	if (!id || id < TRACE_S_KNOWN_END || id > UINT32_MAX)
 		return mix(mix(h, 1), id);
-	return mix_text(mix(h, 2), str(payload, (uint32_t)id));
+	if (id < m->n && m->h[id])
+		return mix(h, m->h[id]);
+	x = mix_text(2, m->str(m->payload, (uint32_t)id));
+	x = x ? x : 1;
+	if (id >= m->n) {
+		size_t n = m->n ? m->n : 1024;
+		uint64_t *nh;
+		while (n <= id)
+			n *= 2;
+		if (!(nh = tp_realloc(m->h, n * sizeof(*nh))))
+			return mix(h, x);	/* not kept: hashed again next time */
+		memset(nh + m->n, 0, (n - m->n) * sizeof(*nh));
+		m->h = nh;
+		m->n = n;
+	}
+	m->h[id] = x;
+	return mix(h, x);
 }
 
 static uint64_t bits(double d)
@@ -89,21 +125,21 @@ static uint64_t bits(double d)
 }
 
 /* Everything the store keeps of an event, ts on the common base; its strings by their text. */
-static uint64_t fingerprint(const struct tp_event *e, int64_t ts, overlap_str_fn str, void *payload)
+static uint64_t fingerprint(const struct tp_event *e, int64_t ts, struct names_h *m)
 {
 	uint64_t h = mix(0x7472616365ULL, (uint8_t)e->ph);
 
 	h = mix(mix(mix(mix(mix(h, e->have), (uint64_t)ts), (uint64_t)e->dur_ns), (uint64_t)e->pid), (uint64_t)e->tid);
-	h = mix_id(mix_id(mix_id(h, e->name, str, payload), e->cat, str, payload), e->arg, str, payload);
+	h = mix_id(mix_id(mix_id(h, e->name, m), e->cat, m), e->arg, m);
 	h = mix_text(mix_text(h, e->pid_s), e->tid_s);
 	h = mix(mix(mix(mix(h, (uint64_t)e->ext_id), (uint64_t)e->corr), (uint64_t)e->stream), (uint64_t)e->device);
 	h = mix(mix(mix(mix(h, (uint64_t)e->bytes), (uint64_t)e->seq), (uint64_t)e->fwd_tid), (uint64_t)e->flow_id);
 	h = mix(mix(h, bits(e->blocks_per_sm)), bits(e->occupancy));
 	h = mix(mix(mix(mix(h, (uint64_t)e->ev_idx), (uint64_t)e->dev_type), (uint64_t)e->dev_id), (uint64_t)e->addr);
 	h = mix(mix(mix(h, (uint64_t)e->total_alloc), (uint64_t)e->total_reserved), (uint64_t)e->sort_index);
-	h = e->have & TH_COLL ? mix_id(h, (uint64_t)e->coll, str, payload) : mix(h, (uint64_t)e->coll);
-	h = e->have & TH_PG ? mix_id(h, (uint64_t)e->pg, str, payload) : mix(h, (uint64_t)e->pg);
-	h = e->have & TH_DTYPE ? mix_id(h, (uint64_t)e->dtype, str, payload) : mix(h, (uint64_t)e->dtype);
+	h = e->have & TH_COLL ? mix_id(h, (uint64_t)e->coll, m) : mix(h, (uint64_t)e->coll);
+	h = e->have & TH_PG ? mix_id(h, (uint64_t)e->pg, m) : mix(h, (uint64_t)e->pg);
+	h = e->have & TH_DTYPE ? mix_id(h, (uint64_t)e->dtype, m) : mix(h, (uint64_t)e->dtype);
 	return mix(mix(mix(mix(h, (uint64_t)e->in_nelems), (uint64_t)e->out_nelems), (uint64_t)e->group_size),
 		   (uint64_t)e->coll_seq);
 }
@@ -120,15 +156,21 @@ static const char *trace_text(void *payload, uint32_t id)
 	return store_trace_string(payload, id);
 }
 
-/* The upload's events read back, each looked up among the rank's others. */
+/*
+ * The upload's events (read back once, and only when another trace of the rank has an event in
+ * their span of time): their fingerprints and their times; then the rank's other events in that
+ * span, each looked up by its time first, and hashed whole only when an upload's event has it.
+ */
 struct check {
-	struct fpset set;
+	struct fpset set, times;
+	int built;
 	int64_t base, lo, hi;	/* lo, hi: on the common base */
-	overlap_str_fn str;
+	overlap_str_fn str;	/* the upload's strings */
 	void *payload;
+	struct names_h nh;	/* of the artifact whose events are being read */
+	int64_t nh_of;
 	uint64_t dups, timed;
-	uint64_t first;		/* the first repeated event: its fingerprint, ts, phase and name */
-	int64_t first_ts;
+	int64_t first_artifact, first_ts;	/* the first repeated event: where, when, its phase and name */
 	char first_ph;
 	char first_name[100];
 };
@@ -146,49 +188,82 @@ static void copy_name(char *out, size_t cap, const char *s)
 	out[n] = 0;
 }
 
-static int check_block(void *payload, const struct tp_event *ev, size_t n)
+static int upload_block(void *payload, const struct tp_event *ev, size_t n)
 {
 	struct check *c = payload;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct tp_event *e = &ev[i];
 		int64_t ts;
-		uint64_t h;
-		if (!timed(e))
+		if (!timed(&ev[i]))
 			continue;
 		c->timed++;
-		ts = tp_sat_add(e->ts_ns, c->base);
-		if (ts < c->lo || ts > c->hi || !fp_has(&c->set, h = fingerprint(e, ts, c->str, c->payload)))
-			continue;
-		if (!c->dups++) {
-			c->first = h;
-			c->first_ts = ts;
-			c->first_ph = e->ph;
-			copy_name(c->first_name, sizeof(c->first_name), c->str(c->payload, e->name));
-		}
+		ts = tp_sat_add(ev[i].ts_ns, c->base);
+		if (fp_add(&c->set, fingerprint(&ev[i], ts, &c->nh)) || fp_add(&c->times, mix(0, (uint64_t)ts)))
+			return TP_ERR_NOMEM;
 	}
 	return 0;
 }
 
-/* The other artifact that holds the event whose fingerprint is h at ts (0: none found). */
-static int64_t holder(struct store_reader *r, const char *run, int rank, int64_t artifact, uint64_t h, int64_t ts,
-		      struct tp_errbuf *err)
+/* t's strings when the block store_trace_next gave last is of another artifact than the last's. */
+static void names_of(struct check *c, struct store_trace *t)
+{
+	if (store_trace_artifact(t) != c->nh_of) {
+		c->nh_of = store_trace_artifact(t);
+		names_h_reset(&c->nh, trace_text, t);
+	}
+}
+
+/* The upload's fingerprints and times, when first needed. */
+static int build(struct store_reader *r, int64_t artifact, struct check *c, struct tp_errbuf *err)
+{
+	int rc;
+
+	c->built = 1;
+	names_h_reset(&c->nh, c->str, c->payload);
+	c->nh_of = 0;
+	if ((rc = store_events_each(r, artifact, STORE_EVENTS, upload_block, c, err)) ||
+	    (rc = store_events_each(r, artifact, STORE_MEMORY_EVENTS, upload_block, c, err)))
+		return rc == TP_ERR_NOMEM ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : rc;
+	return TP_OK;
+}
+
+/* The events of the rank's artifacts [from, to) that start in [c->lo, c->hi], each looked up. */
+static int scan(struct store_reader *r, const char *run, int rank, int64_t artifact, struct check *c, size_t from,
+		size_t to, struct tp_errbuf *err)
 {
 	struct store_trace *t;
 	const struct tp_event *ev;
 	size_t n;
-	int64_t b, found = 0;
-	int got;
+	int64_t b;
+	int rc, got;
 
-	if (store_trace_open(r, run, rank, ts, tp_sat_add(ts, 1), &t, &got, err))
-		return 0;
-	while (!found && store_trace_next(t, &ev, &n, &b, err) == 1)
-		for (size_t i = 0; i < n && !found && store_trace_artifact(t) != artifact; i++)
-			if (timed(&ev[i]) && tp_sat_add(ev[i].ts_ns, b) == ts &&
-			    fingerprint(&ev[i], ts, trace_text, t) == h)
-				found = store_trace_artifact(t);
+	if ((rc = store_trace_open(r, run, rank, c->lo, tp_sat_add(c->hi, 1), &t, &got, err)))
+		return rc;
+	store_trace_skip(t, from);
+	store_trace_limit(t, to);
+	store_trace_starts(t);
+	while ((rc = store_trace_next(t, &ev, &n, &b, err)) == 1) {
+		for (size_t i = 0; i < n; i++) {
+			int64_t ts = tp_sat_add(ev[i].ts_ns, b);
+			if (!timed(&ev[i]) || ts < c->lo || ts > c->hi)
+				continue;
+			if (!c->built && (rc = build(r, artifact, c, err)))
+				break;
+			if (!fp_has(&c->times, mix(0, (uint64_t)ts)))
+				continue;
+			names_of(c, t);
+			if (!fp_has(&c->set, fingerprint(&ev[i], ts, &c->nh)) || c->dups++)
+				continue;
+			c->first_artifact = store_trace_artifact(t);
+			c->first_ts = ts;
+			c->first_ph = ev[i].ph;
+			copy_name(c->first_name, sizeof(c->first_name), store_trace_string(t, ev[i].name));
+		}
+		if (rc < 0)
+			break;
+	}
 	store_trace_close(t);
-	return found;
+	return rc < 0 ? rc : TP_OK;
 }
 
 int overlap_check(struct store_writer *w, const char *run, int rank, int64_t artifact, int64_t base_ns,
@@ -197,50 +272,33 @@ int overlap_check(struct store_writer *w, const char *run, int rank, int64_t art
 	struct store_reader *r = store_writer_reader(w);
 	struct check c = { .base = base_ns, .str = str, .payload = payload };
 	struct store_trace *t;
-	const struct tp_event *ev;
-	size_t n;
-	int64_t b, other;
+	const int64_t *ids, *bases;
+	size_t n, k;
 	int rc, got;
 
 	if (lo > hi)
 		return TP_OK;
 	c.lo = tp_sat_add(lo, base_ns);
 	c.hi = tp_sat_add(hi, base_ns);
+	/* the rank's traces: every one but this upload's (its own blocks are not read) */
 	if ((rc = store_trace_open(r, run, rank, c.lo, tp_sat_add(c.hi, 1), &t, &got, err)))
 		return rc == TP_ERR_NOTFOUND ? TP_OK : rc;
-	while ((rc = store_trace_next(t, &ev, &n, &b, err)) == 1) {
-		if (store_trace_artifact(t) == artifact)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			int64_t ts = tp_sat_add(ev[i].ts_ns, b);
-			if (!timed(&ev[i]) || ts < c.lo || ts > c.hi)
-				continue;
-			if (fp_add(&c.set, fingerprint(&ev[i], ts, trace_text, t))) {
-				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-				break;
-			}
-		}
-		if (rc < 0)
-			break;
-	}
+	n = store_trace_artifacts(t, &ids, &bases);
+	for (k = 0; k < n && ids[k] != artifact; k++)
+		;
 	store_trace_close(t);
-	if (rc < 0 || !c.set.n) {
-		tp_free(c.set.v);
-		return rc < 0 ? rc : TP_OK;
-	}
-	if ((rc = store_events_each(r, artifact, STORE_EVENTS, check_block, &c, err)) ||
-	    (rc = store_events_each(r, artifact, STORE_MEMORY_EVENTS, check_block, &c, err))) {
-		tp_free(c.set.v);
-		return rc;
-	}
+	if ((k > 0 && (rc = scan(r, run, rank, artifact, &c, 0, k, err))) ||
+	    (k + 1 < n && (rc = scan(r, run, rank, artifact, &c, k + 1, n, err))) || !c.dups)
+		goto out;
+	rc = tp_fail(err, TP_ERR_CONFLICT, "overlapping_upload",
+		     "%llu events of artifact %lld of rank %d are in this trace too (the first: '%c' event \"%s\" at "
+		     "%lld ns; the trace has %llu events with a time): the same events twice would be counted "
+		     "twice; send only the events the rank lacks, or delete that artifact first",
+		     (unsigned long long)c.dups, (long long)c.first_artifact, rank, c.first_ph, c.first_name,
+		     (long long)c.first_ts, (unsigned long long)c.timed);
+out:
 	tp_free(c.set.v);
-	if (!c.dups)
-		return TP_OK;
-	other = holder(r, run, rank, artifact, c.first, c.first_ts, err);
-	return tp_fail(err, TP_ERR_CONFLICT, "overlapping_upload",
-		       "%llu of this trace's %llu timed events are already in artifact %lld of rank %d (the first: "
-		       "'%c' event \"%s\" at %lld ns): the same events twice would be counted twice; send only "
-		       "the events the rank lacks, or delete that artifact first",
-		       (unsigned long long)c.dups, (unsigned long long)c.timed, (long long)other, rank, c.first_ph,
-		       c.first_name, (long long)c.first_ts);
+	tp_free(c.times.v);
+	tp_free(c.nh.h);
+	return rc;
 }

@@ -449,6 +449,10 @@ int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, str
 void store_trace_skip(struct store_trace *t, size_t k);
 /* The window of the artifacts store_trace_next begins after this call (as store_trace_open's). */
 void store_trace_window(struct store_trace *t, int64_t start_ns, int64_t end_ns);
+/* Only the blocks that hold an event that starts in the window, and has a time (their
+ * max_ts; max_end in blocks written before migration 018), before the first store_trace_next:
+ * a long span that began before the window does not bring its block. */
+void store_trace_starts(struct store_trace *t);
 /* Stop before the k-th (store_trace_next gives 0 there; a later call may move it on). */
 void store_trace_limit(struct store_trace *t, size_t k);
 /* *id: the run's lowest artifact id still being uploaded (any rank or kind), as t's reader sees it

@@ -21,6 +21,8 @@ static void strmap_free(struct strmap *m)
 	for (uint32_t i = 0; i < m->n; i++)
 		tp_free(m->s[i]);
 	tp_free(m->s);
+	m->s = NULL;
+	m->n = 0;
 }
 
 static int strmap_load(struct store_reader *r, int64_t artifact, struct strmap *m, struct tp_errbuf *err)
@@ -166,6 +168,8 @@ struct store_trace {
 	struct store_reader *r;
 	int64_t *ids, *bases;		/* the rank's ready trace artifacts */
 	size_t nart, cur, lim;		/* read [cur, lim) */
+	int starts;			/* only blocks with an event that starts in the window (store_trace_starts) */
+	int64_t strs_of;		/* the artifact whose strings strs holds (0: none loaded) */
 	char *run;
 	int64_t start, end;		/* absolute ns */
 	struct db_stmt *blocks;		/* of artifact ids[cur - 1] */
@@ -252,18 +256,20 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 	for (;;) {
 		if (!t->blocks) {
 			int64_t a, base;
-			int rc;
 			if (t->cur >= t->lim)
 				return 0;
 			a = t->ids[t->cur];
 			base = t->bases[t->cur++];
 			strmap_free(&t->strs);
-			if ((rc = strmap_load(t->r, a, &t->strs, err)))
-				return rc;
+			t->strs_of = 0;	/* loaded with the artifact's first block in the window: none, no load */
 			/* blocks that may hold events in the window (written times), and those without times */
-			t->blocks = store_prepare(t->r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
-						  " AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
-						  " ORDER BY kind, key", err);
+			t->blocks = store_prepare(t->r, t->starts
+							? "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
+							  " AND min_ts IS NOT NULL AND COALESCE(max_ts, max_end) >= ?3"
+							  " AND min_ts < ?4 ORDER BY kind, key"
+							: "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
+							  " AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
+							  " ORDER BY kind, key", err);
 			if (!t->blocks)
 				return TP_ERR_DB;
 			db_bind_int64(t->blocks, 1, a << 32);
@@ -284,6 +290,12 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 		}
 		if (step != DB_ROW)
 			return store_db_fail(err, t->r->db, "read events");
+		if (!t->strs_of) {
+			int rc;
+			if ((rc = strmap_load(t->r, t->ids[t->cur - 1], &t->strs, err)))
+				return rc;
+			t->strs_of = t->ids[t->cur - 1];
+		}
 		size_t cnt = (size_t)db_column_int64(t->blocks, 0);
 		const uint8_t *data = db_column_blob(t->blocks, 1);
 		size_t len = (size_t)db_column_bytes(t->blocks, 1);
@@ -344,6 +356,11 @@ void store_trace_window(struct store_trace *t, int64_t start_ns, int64_t end_ns)
 {
 	t->start = start_ns;
 	t->end = end_ns;
+}
+
+void store_trace_starts(struct store_trace *t)
+{
+	t->starts = 1;
 }
 
 void store_trace_limit(struct store_trace *t, size_t k)

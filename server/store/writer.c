@@ -63,8 +63,8 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	w->store = st;
 	if ((rc = db_open(st->path, 0, &w->db, err)))
 		goto fail;
-	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data)"
-			      " VALUES(?,?,?,?,?,?,?)");
+	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data,max_ts)"
+			      " VALUES(?,?,?,?,?,?,?,?)");
 	sql[W_STR] = tp_strdup("INSERT INTO strings(key,s) VALUES(?,?)");
 	sql[W_RAW] = tp_strdup("INSERT INTO raw_chunks(key,data) VALUES(?,?)");
 	sql[W_BEGIN] = tp_strdup("BEGIN IMMEDIATE");
@@ -238,8 +238,13 @@ static int write_block(struct store_writer *w, int64_t artifact, int kind, const
 	db_bind_int64(st, 3, (int64_t)n);
 	db_bind_int64(st, 4, (int64_t)first);
 	if (min_ts <= max_end) {
+		int64_t max_ts = INT64_MIN;
+		for (size_t i = 0; i < n; i++)
+			if ((ev[i].have & TH_TS) && ev[i].ts_ns > max_ts)
+				max_ts = ev[i].ts_ns;
 		db_bind_int64(st, 5, min_ts);
 		db_bind_int64(st, 6, max_end);
+		db_bind_int64(st, 8, max_ts);
 	}
 	db_bind_blob(st, 7, w->pack, (int)len, DB_STATIC);
 	return step_done(w, st, "insert events", err);

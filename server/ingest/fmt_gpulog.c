@@ -369,6 +369,8 @@ static const char *const scr_units[SCR_NCOLS] = { "%", "B", "B", "C", "W", "W", 
  * each GPU gives one sample (at the time of the line above the screen, when
  * there is one). The processes table adds each process's memory to its GPU's
  * sample. A file of screens (watch, a loop) gives one sample per GPU each.
+ * The "MIG devices:" table (GPUs in MIG mode) is passed over: its rows start
+ * with a GPU index too, but are MIG instances, not GPUs.
  */
 static int screen_line(struct textfmt_parser *p, const char *t, size_t tn, struct tp_errbuf *err)
 {
@@ -378,6 +380,11 @@ static int screen_line(struct textfmt_parser *p, const char *t, size_t tn, struc
 	if (tf_find(t, tn, "NVIDIA-SMI ")) {
 		p->gscreen = 1;
 		p->gscreen_first = p->r.ngpu_rows;
+		p->gpend = 0;
+		return TP_OK;
+	}
+	if (tf_find(t, tn, "MIG devices:")) {
+		p->gscreen = 3;
 		p->gpend = 0;
 		return TP_OK;
 	}
@@ -392,6 +399,8 @@ static int screen_line(struct textfmt_parser *p, const char *t, size_t tn, struc
 		(void)ctime_line(t, tn, &p->gtime);	/* borders, blank space, the time line of the next screen */
 		return TP_OK;
 	}
+	if (p->gscreen == 3)
+		return TP_OK;
 	nc = bar_cells(t, tn, c, cn, 4);
 	if (!nc)
 		return TP_OK;

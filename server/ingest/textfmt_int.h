@@ -65,7 +65,7 @@ struct textfmt_parser {
 	size_t cap_gvals;
 	int64_t gtime;			/* the screen's time line; INT64_MIN none */
 	int gform;			/* 0 not yet told, 1 CSV, 2 the screen, 3 dmon */
-	int gscreen;			/* screen: 1 in the GPU table, 2 in the processes table */
+	int gscreen;			/* screen: 1 in the GPU table, 2 in the processes table, 3 in the MIG devices table */
 	size_t gscreen_first;		/* screen: the first row of the current screen */
 	int gpend;			/* screen: GPU index + 1 whose figures line comes next; 0 none */
 	int gdmon_units;		/* dmon: 1 its units line read, 2 a repeated header read */

@@ -831,6 +831,66 @@ START_TEST(test_lightning_docs)
 }
 END_TEST
 
+/* The corpus of real outputs (tests/formats/corpus/, CORPUS.md): every file in MANIFEST.tsv is detected
+ * as its kind and parsed in pieces of 7 and 4096 bytes; its count (GPU rows, stacks, actions, ops) and
+ * first figure are those figures.py read from the text without this parser. */
+static void corpus_check(const char *file, const char *kind, long long count, const char *fig, const char *val)
+{
+	char rel[140];
+	size_t len;
+
+	snprintf(rel, sizeof(rel), "corpus/%s", file);
+	uint8_t *d = own(rel, &len);
+	int k = detect_file(d, len);
+	ck_assert_msg(k > 0 && !strcmp(tf_kind_names[k], kind), "%s: detected as %s, not %s", file,
+		      k >= 0 ? tf_kind_names[k] : "?", kind);
+	for (size_t i = 1; i < 3; i++) {
+		struct textfmt_parser *p;
+		const struct tf_result *r;
+		struct tp_errbuf err = { 0 };
+		ck_assert_msg(parse(k, d, len, pieces[i], &p, &r, &err) == TP_OK, "%s: %s", file, err.msg);
+		if (k == TF_GPULOG) {
+			int c = tf_col(r, fig);
+			ck_assert_msg(r->ngpu_rows == (size_t)count, "%s: %zu rows, not %lld", file, r->ngpu_rows, count);
+			ck_assert_msg(c >= 0, "%s: no column %s", file, fig);
+			ck_assert_msg(r->gpu_rows[0].v[c] == strtod(val, NULL), "%s: %s %g, not %s", file, fig,
+				      r->gpu_rows[0].v[c], val);
+		} else if (k == TF_STACKS) {
+			ck_assert_msg(r->nstacks == (uint64_t)count, "%s: %llu stacks, not %lld", file,
+				      (unsigned long long)r->nstacks, count);
+			ck_assert_str_eq(fig, "weight");
+			ck_assert_int_eq(r->stacks_total, strtoll(val, NULL, 10));
+		} else {
+			ck_abort_msg("%s: no check for %s", file, kind);
+		}
+		textfmt_parser_free(p);
+	}
+	free(d);
+}
+
+START_TEST(test_corpus)
+{
+	char line[512], file[128], kind[32], fig[64], val[64];
+	long long count;
+	size_t n = 0;
+	char *path = tu_source_path("tests/formats/corpus/MANIFEST.tsv");
+	FILE *f = fopen(path, "r");
+
+	ck_assert_msg(f != NULL, "cannot read %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#')
+			continue;
+		ck_assert_msg(sscanf(line, "%127[^\t]\t%31[^\t]\t%lld\t%63[^\t]\t%63s", file, kind, &count, fig, val) == 5,
+			      "MANIFEST.tsv: %s", line);
+		corpus_check(file, kind, count, fig, val);
+		n++;
+	}
+	fclose(f);
+	free(path);
+	ck_assert_uint_ge(n, 41);	/* as many as CORPUS.md lists kept */
+}
+END_TEST
+
 Suite *suite_textfmt(void)
 {
 	Suite *s = suite_create("textfmt");
@@ -858,6 +918,7 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_gpu_dmon);
 	tcase_add_test(tc, test_detect_edges);
 	tcase_add_test(tc, test_lightning_docs);
+	tcase_add_test(tc, test_corpus);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -23,15 +23,31 @@ def stacks(t):
     return len(lines), 'weight', str(sum(int(l.rsplit(None, 1)[1]) for l in lines))
 
 
+def lightning(t):
+    # AdvancedProfiler: one action per "Profile stats for:", its total from "in T seconds"
+    adv = re.findall(r'function calls.* in (\S+) seconds', t)
+    if adv:
+        return len(re.findall(r'Profile stats for:', t)), 'total', adv[0]
+    # SimpleProfiler: rows "name | mean | [calls |] total [| percent]", the Total row left out
+    rows = []
+    for l in t.splitlines():
+        cells = [c.strip() for c in l.strip().strip('|').split('|')]
+        if len(cells) >= 3 and cells[0] not in ('Action', 'Total') and re.fullmatch(r'[0-9.e+-]+', cells[1]):
+            rows.append(cells)
+    return len(rows), 'total', rows[0][3 if len(rows[0]) >= 4 and re.fullmatch(r'\d+', rows[0][2]) else 2]
+
+
 def main():
     print('# file\tkind\tcount\tfigure\tvalue  (count: GPU rows, stacks, actions or ops; written by figures.py)')
-    for d, kind in (('nvidia_smi', 'gpu_log'), ('stacks', 'stacks')):
+    for d, kind in (('lightning', 'lightning_report'), ('nvidia_smi', 'gpu_log'), ('stacks', 'stacks')):
         for f in sorted(x for x in os.listdir(d) if not x.startswith('LICENSE')):
             t = open(os.path.join(d, f), encoding='utf-8').read()
             if kind == 'gpu_log':
                 n, fig, v = dmon(t) if '_dmon' in f else screen(t)
-            else:
+            elif kind == 'stacks':
                 n, fig, v = stacks(t)
+            else:
+                n, fig, v = lightning(t)
             print(f'{d}/{f}\t{kind}\t{n}\t{fig}\t{v}')
 
 

@@ -855,6 +855,15 @@ static void corpus_check(const char *file, const char *kind, long long count, co
 			ck_assert_msg(c >= 0, "%s: no column %s", file, fig);
 			ck_assert_msg(r->gpu_rows[0].v[c] == strtod(val, NULL), "%s: %s %g, not %s", file, fig,
 				      r->gpu_rows[0].v[c], val);
+		} else if (k == TF_KEYAVG) {
+			/* "67.016ms": torch's units us, ms, s */
+			char *u;
+			double x = strtod(val, &u);
+			double scale = !strcmp(u, "us") ? 1e3 : !strcmp(u, "ms") ? 1e6 : !strcmp(u, "s") ? 1e9 : 0;
+			ck_assert_msg(scale > 0, "%s: footer %s", file, val);
+			ck_assert_msg(r->nops == (size_t)count, "%s: %zu ops, not %lld", file, r->nops, count);
+			ck_assert_str_eq(fig, "self_cpu_total");
+			ck_assert_int_eq(r->self_cpu_total_ns, llround(x * scale));
 		} else if (k == TF_LIGHTNING) {
 			ck_assert_msg(r->nactions == (size_t)count, "%s: %zu actions, not %lld", file, r->nactions, count);
 			ck_assert_str_eq(fig, "total");
@@ -891,7 +900,7 @@ START_TEST(test_corpus)
 	}
 	fclose(f);
 	free(path);
-	ck_assert_uint_ge(n, 47);	/* as many as CORPUS.md lists kept */
+	ck_assert_uint_ge(n, 48);	/* as many as CORPUS.md lists kept */
 }
 END_TEST
 

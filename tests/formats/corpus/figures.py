@@ -37,13 +37,22 @@ def lightning(t):
     return len(rows), 'total', rows[0][3 if len(rows[0]) >= 4 and re.fullmatch(r'\d+', rows[0][2]) else 2]
 
 
+def key_averages(t):
+    # the rows between the second and third dash lines; the "Self CPU time total: " footer
+    lines = t.splitlines()
+    dash = [i for i, l in enumerate(lines) if l.strip().startswith('---')]
+    return dash[2] - dash[1] - 1, 'self_cpu_total', re.search(r'Self CPU time total: (\S+)', t).group(1)
+
+
 def main():
     print('# file\tkind\tcount\tfigure\tvalue  (count: GPU rows, stacks, actions or ops; written by figures.py)')
-    for d, kind in (('lightning', 'lightning_report'), ('nvidia_smi', 'gpu_log'), ('stacks', 'stacks')):
+    for d, kind in (('key_averages', 'key_averages'), ('lightning', 'lightning_report'), ('nvidia_smi', 'gpu_log'), ('stacks', 'stacks')):
         for f in sorted(x for x in os.listdir(d) if not x.startswith('LICENSE')):
             t = open(os.path.join(d, f), encoding='utf-8').read()
             if kind == 'gpu_log':
                 n, fig, v = dmon(t) if '_dmon' in f else screen(t)
+            elif kind == 'key_averages':
+                n, fig, v = key_averages(t)
             elif kind == 'stacks':
                 n, fig, v = stacks(t)
             else:

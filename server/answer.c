@@ -654,13 +654,17 @@ json_t *answer_memory_peak(const struct store_mem_series *s, const int64_t *peak
 		const struct store_val *x = &groups->v[i * groups->ncols];
 		int64_t bytes = x[2].i;
 		if (x[1].type == SV_NULL && s->param_bytes) {
-			/* what was there before recording began, split as in the timeline */
-			int64_t param = bytes < s->param_bytes ? bytes : s->param_bytes;
-			bad = json_array_append_new(a, json_pack("{s:s, s:n, s:I, s:n}", "category", "parameter", "bytes",
-								 (json_int_t)param, "count")) ||
-			      (bytes > param && json_array_append_new(a, json_pack("{s:s, s:n, s:I, s:n}", "category",
-										   "optimizer_state", "bytes",
-										   (json_int_t)(bytes - param), "count")));
+			/* what was there before recording began, split as the timeline splits it
+			 * (mem_split_param): parameters, optimizer state, the rest unknown */
+			int64_t row[MEM_POINT_COLS] = { 0 };
+			static const int cats[] = { CAT_PARAMETER, CAT_OPTIMIZER_STATE, CAT_UNKNOWN };
+			row[1 + CAT_PARAMETER] = bytes;
+			mem_split_param(row, s->param_bytes);
+			for (size_t k = 0; !bad && k < sizeof(cats) / sizeof(cats[0]); k++)
+				bad = row[1 + cats[k]] > 0 &&
+				      json_array_append_new(a, json_pack("{s:s, s:n, s:I, s:n}", "category",
+									 mem_cat_names[cats[k]], "op", "bytes",
+									 (json_int_t)row[1 + cats[k]], "count"));
 			continue;
 		}
 		bad = json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o}", "category", val_json(&x[0]), "op",

@@ -394,6 +394,24 @@ START_TEST(test_train_memory_agreement)
 		if (!strcmp(agree_cats[c], "activation") || !strcmp(agree_cats[c], "optimizer_state") ||
 		    !strcmp(agree_cats[c], "unknown"))
 			ck_assert_msg(same[c] >= 0.95 * theirs[c], "%s: %.1f%%", agree_cats[c], 100 * same[c] / theirs[c]);
+	/* what was alive at the peak: the memory from before the trace split as the timeline splits it
+	 * (parameters up to param_bytes, then optimizer state, then unknown), the same bytes at that instant
+	 * (this read crashed the server once the run had param_bytes: its groups were packed wrong) */
+	json_t *pk = get("/api/v1/runs/agree-trace/memory/peak?device=cuda:0"), *g;
+	long at = mtl_at(&o, json_integer_value(json_object_get(pk, "t_ns")));
+	json_int_t pre[8] = { 0 };
+	size_t gi;
+	ck_assert_int_ge(at, 0);
+	json_array_foreach(json_object_get(pk, "groups"), gi, g)
+		if (json_is_null(json_object_get(g, "op")))
+			for (int c = 0; c < 8; c++)
+				if (!strcmp(json_string_value(json_object_get(g, "category")), agree_cats[c]))
+					pre[c] += json_integer_value(json_object_get(g, "bytes"));
+	ck_assert_int_gt(pre[0], 0);
+	ck_assert_int_le(pre[0], 84029440);
+	ck_assert_int_le(pre[1], 2 * 84029440);
+	ck_assert_int_eq(pre[0], o.cat[at][0]);
+	json_decref(pk);
 	free(edges);
 	free(o.t);
 	free(o.cat);

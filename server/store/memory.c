@@ -12,9 +12,133 @@
 #include "analysis/runline.h"
 #include "store/store_int.h"
 
+/* One recording of a candidate series: its source and the span of its points. */
+struct rec_span {
+	int source;			/* index of its source among those met, in preference order */
+	int64_t artifact, points, first_t, last_t;
+};
+
+/* The time of the last point of artifact's recording on device (points of them): 1, 0 when it has none, or a tp_err. */
+static int recording_end(struct store_reader *r, int64_t artifact, const char *device, int64_t points, int64_t *t,
+			 struct tp_errbuf *err)
+{
+	struct store_mem_points *c;
+	int64_t row[MEM_POINT_COLS], seq;
+	uint8_t nul;
+	int rc;
+
+	if (points < 1)
+		return 0;
+	if ((rc = store_mem_points_open(r, artifact, device, points - 1, &c, err)))
+		return rc;
+	if ((rc = store_mem_points_next(c, 1u, row, &nul, &seq, err)) == 1)
+		*t = row[0];
+	store_mem_points_close(c);
+	return rc;
+}
+
 /*
- * The series a memory read answers from: device given, else the first GPU, else cpu; the
- * best source (PyTorch's own export, then a snapshot, then trace inference). Every artifact
+ * How many of the rank's profiling cycles each source's recordings reach, into
+ * covered[]. A cycle is one trace's steps (the rows of one source_artifact),
+ * from the earliest host start of a ProfilerStep#N span to the latest end, host
+ * or device; a recording reaches it when the span of its points, first to
+ * last, overlaps it.
+ */
+static int sources_cover(struct store_reader *r, const char *run, int rank, const struct rec_span *v, size_t n,
+			 size_t *covered, struct tp_errbuf *err)
+{
+	struct db_stmt *st = store_prepare_rank(r, "SELECT MIN(MIN(start_ns, COALESCE(cpu_end_ns - cpu_dur_ns, start_ns))),"
+					     " MAX(MAX(start_ns + dur_ns, COALESCE(cpu_end_ns, start_ns))) FROM steps"
+					     " WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+					     " GROUP BY COALESCE(source_artifact, artifact_id)", run, rank, err);
+	int step;
+
+	if (!st)
+		return TP_ERR_DB;
+	while ((step = db_step(st)) == DB_ROW) {
+		int64_t from = db_column_int64(st, 0), to = db_column_int64(st, 1);
+		int counted = -1;
+		/* v is in source order: a source counts once a cycle */
+		for (size_t i = 0; i < n; i++)
+			if (v[i].source != counted && v[i].first_t <= to && v[i].last_t >= from) {
+				covered[v[i].source]++;
+				counted = v[i].source;
+			}
+	}
+	db_finalize(st);
+	return step == DB_DONE ? TP_OK : store_db_fail(err, r->db, "read steps");
+}
+
+/*
+ * The device and source a memory read answers from: device given, else the first GPU, else
+ * cpu; the source whose recordings reach the most of the rank's profiling cycles
+ * (sources_cover), so that the timeline spans the run where one source does, and among
+ * sources that reach as many the best (PyTorch's own export, then a snapshot, then trace
+ * inference). 1, 0 when the rank has no memory series there, or a tp_err.
+ */
+static int pick_source(struct store_reader *r, const char *run, int rank, const char *device, char dev[16],
+		       char source[16], struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	struct rec_span *v = NULL;
+	char names[3][16];
+	size_t n = 0, cap = 0, covered[3] = { 0 }, i;
+	int nsources = 0, best = 0, step, rc = 0;
+
+	st = store_prepare_rank(r, "SELECT device, source, artifact_id, first_t_ns, points FROM memory_series"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
+			     " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
+			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END, first_t_ns",
+			     run, rank, err);
+	if (!st)
+		return TP_ERR_DB;
+	store_bind_text(st, 3, device);
+	dev[0] = 0;
+	while ((step = db_step(st)) == DB_ROW) {
+		const char *d = (const char *)db_column_text(st, 0), *src = (const char *)db_column_text(st, 1);
+		if (dev[0] && strcmp(dev, d))
+			break;
+		snprintf(dev, 16, "%s", d);
+		if (!nsources || strcmp(names[nsources - 1], src)) {
+			if (nsources == 3)	/* pytorch, snapshot, trace: no other is written */
+				break;
+			snprintf(names[nsources++], sizeof(names[0]), "%s", src);
+		}
+		if (n == cap) {
+			struct rec_span *nv = tp_realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*nv));
+			if (!nv) {
+				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				break;
+			}
+			v = nv;
+		}
+		v[n].source = nsources - 1;
+		v[n].artifact = db_column_int64(st, 2);
+		v[n].first_t = db_column_type(st, 3) == DB_NULL ? INT64_MAX : db_column_int64(st, 3);
+		v[n].points = db_column_int64(st, 4);
+		v[n].last_t = INT64_MIN;
+		n++;
+	}
+	if (!rc && step != DB_ROW && step != DB_DONE)
+		rc = store_db_fail(err, r->db, "read memory");
+	db_finalize(st);
+	/* one source: nothing to weigh */
+	for (i = 0; !rc && nsources > 1 && i < n; i++)
+		if ((rc = recording_end(r, v[i].artifact, dev, v[i].points, &v[i].last_t, err)) > 0)
+			rc = 0;
+	if (!rc && nsources > 1 && !(rc = sources_cover(r, run, rank, v, n, covered, err)))
+		for (int k = 1; k < nsources; k++)
+			if (covered[k] > covered[best])
+				best = k;
+	tp_free(v);
+	if (rc)
+		return rc;
+	snprintf(source, 16, "%s", nsources ? names[best] : "");
+	return dev[0] != 0;
+}
+
+/*
+ * The series a memory read answers from: pick_source's device and source. Every artifact
  * of that source on that device is one series, stitched in time (load_points); artifact is
  * the one that holds its highest peak (the newest of equal ones).
  */
@@ -22,20 +146,24 @@ int store_pick_series(struct store_reader *r, const char *run, int rank, const c
 		       struct tp_errbuf *err)
 {
 	struct db_stmt *st;
+	char dev[16], source[16];
 	int step;
 
 	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = rank;
+	if ((step = pick_source(r, run, rank, device, dev, source, err)) < 0)
+		return step;
+	if (!step)
+		return tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory data for rank %d%s%s",
+			       run, rank, device ? " on " : "", device ? device : "");
 	st = store_prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
-			     " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
-			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END,"
-			     " peak_allocated DESC, artifact_id DESC"
-			     " LIMIT 1", run, rank, err);
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3 AND source=?4"
+			     " ORDER BY peak_allocated DESC, artifact_id DESC LIMIT 1", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
-	store_bind_text(st, 3, device);
+	store_bind_text(st, 3, dev);
+	store_bind_text(st, 4, source);
 	step = db_step(st);
 	if (step == DB_ROW) {
 		out->artifact = db_column_int64(st, 0);
@@ -46,9 +174,6 @@ int store_pick_series(struct store_reader *r, const char *run, int rank, const c
 	db_finalize(st);
 	if (step == DB_ROW)
 		return TP_OK;
-	if (step == DB_DONE)
-		return tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory data for rank %d%s%s",
-			       run, rank, device ? " on " : "", device ? device : "");
 	return store_db_fail(err, r->db, "read memory");
 }
 

@@ -241,6 +241,48 @@ START_TEST(test_tables_compiled)
 }
 END_TEST
 
+/*
+ * The train run's memory timeline: PyTorch's export covers the first cycle alone (0.017 s of
+ * 6.5 s), the snapshot's trace the last four, trace inference all ten, so /memory answers from
+ * the traces (store/memory.c's pick_source): a point in each cycle's window (from the previous
+ * cycle's end to its own: the host allocates ahead of the GPU step), and the one peak of that
+ * series in the run list, /memory (the card) and /memory/peak.
+ */
+static void train_memory_covers_cycles(void)
+{
+	json_t *tl = get_run("train", "timeline"), *cycles = json_object_get(tl, "cycles"), *c;
+	json_t *m = get_run("train", "memory?points=0"), *t = json_object_get(m, "t_ns");
+	json_int_t from = INT64_MIN;
+	size_t i, k = 0, n = json_array_size(t);
+
+	ck_assert_str_eq(json_string_value(json_object_get(m, "source")), "trace");
+	ck_assert_uint_eq(json_array_size(cycles), 10);
+	json_array_foreach(cycles, i, c) {
+		json_int_t end = json_integer_value(json_object_get(c, "end_ns")), inside = 0;
+		for (; k < n && json_integer_value(json_array_get(t, k)) <= end; k++)
+			inside += json_integer_value(json_array_get(t, k)) > from;
+		ck_assert_msg(inside > 0, "cycle %zu (to %lld ns) has no memory point", i, (long long)end);
+		from = end;
+	}
+	json_decref(tl);
+	json_int_t card = json_integer_value(json_object_get(json_object_get(m, "peak"), "bytes"));
+	json_decref(m);
+	m = get_run("train", "memory/peak");
+	ck_assert_str_eq(json_string_value(json_object_get(m, "source")), "trace");
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "bytes")), card);
+	json_decref(m);
+	m = get("/api/v1/runs");
+	json_t *run = NULL;
+	json_array_foreach(json_object_get(m, "runs"), i, c)
+		if (!strcmp(json_string_value(json_object_get(c, "name")), "gpu-train"))
+			run = c;
+	ck_assert_ptr_nonnull(run);
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "peak_allocated_bytes")), card);
+	/* the highest of every series: the export's first cycle peaked at 2,233,570,304 */
+	ck_assert_int_eq(card, 2301727744LL);
+	json_decref(m);
+}
+
 /* ten cycles of schedule(wait=7, warmup=2, active=1), with stacks and shapes: one run, ten steps, ten cycles */
 START_TEST(test_train_cycles)
 {
@@ -285,6 +327,7 @@ START_TEST(test_train_cycles)
 	json_array_foreach(json_object_get(j, "steps"), i, s)
 		ck_assert_int_eq(json_integer_value(json_object_get(s, "step")), 9 + 10 * (json_int_t)i);
 	json_decref(j);
+	train_memory_covers_cycles();
 }
 END_TEST
 

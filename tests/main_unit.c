@@ -23,6 +23,8 @@ int main(void)
 	srunner_add_suite(sr, suite_store());
 	srunner_add_suite(sr, suite_alloc());
 	srunner_add_suite(sr, suite_analysis());
+	srunner_add_suite(sr, suite_analysis_pytorch());
+	srunner_add_suite(sr, suite_analysis_spill());
 	srunner_add_suite(sr, suite_timeline());
 	srunner_add_suite(sr, suite_snapshot());
 	srunner_add_suite(sr, suite_stats());

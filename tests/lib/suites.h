@@ -15,6 +15,8 @@ Suite *suite_evpack(void);
 Suite *suite_store(void);
 Suite *suite_alloc(void);
 Suite *suite_analysis(void);
+Suite *suite_analysis_pytorch(void);
+Suite *suite_analysis_spill(void);
 Suite *suite_timeline(void);
 Suite *suite_snapshot(void);
 Suite *suite_stats(void);

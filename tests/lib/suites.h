@@ -28,6 +28,8 @@ Suite *suite_bad_input(void);
 Suite *suite_analysis_api(void);
 Suite *suite_compare(void);
 Suite *suite_collect(void);
+Suite *suite_collect_watch(void);
+Suite *suite_collect_run(void);
 Suite *suite_api_contract(void);
 Suite *suite_runs(void);
 Suite *suite_distributed(void);

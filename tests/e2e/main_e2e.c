@@ -22,6 +22,8 @@ int main(void)
 	srunner_add_suite(sr, suite_collect_run());
 	srunner_add_suite(sr, suite_api_contract());
 	srunner_add_suite(sr, suite_runs());
+	srunner_add_suite(sr, suite_runs_chunks());
+	srunner_add_suite(sr, suite_runs_derive());
 	srunner_add_suite(sr, suite_distributed());
 	srunner_add_suite(sr, suite_formats());
 	srunner_add_suite(sr, suite_gpu());

@@ -32,6 +32,8 @@ Suite *suite_collect_watch(void);
 Suite *suite_collect_run(void);
 Suite *suite_api_contract(void);
 Suite *suite_runs(void);
+Suite *suite_runs_chunks(void);
+Suite *suite_runs_derive(void);
 Suite *suite_distributed(void);
 Suite *suite_formats(void);
 Suite *suite_gpu(void);

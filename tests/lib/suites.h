@@ -1,4 +1,7 @@
-/* suites.h: every suite, one per module (tests/<component>/check_<module>.c). */
+/*
+ * suites.h: every suite, one per file (tests/<component>/check_<module>.c, or
+ * check_<module>_<part>.c where a module's tests are split by concern).
+ */
 #ifndef SUITES_H
 #define SUITES_H
 

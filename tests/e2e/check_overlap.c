@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runs_util.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -23,28 +24,6 @@ static void setup(void)
 static void teardown(void)
 {
 	tu_server_cleanup(&srv);
-}
-
-/* End of the JSON object starting at p (strings skipped), or NULL. */
-static const char *value_end(const char *p, const char *end)
-{
-	int depth = 0, str = 0;
-
-	for (; p < end; p++) {
-		if (str) {
-			if (*p == '\\')
-				p++;
-			else if (*p == '"')
-				str = 0;
-		} else if (*p == '"') {
-			str = 1;
-		} else if (*p == '{' || *p == '[') {
-			depth++;
-		} else if ((*p == '}' || *p == ']') && --depth == 0) {
-			return p + 1;
-		}
-	}
-	return NULL;
 }
 
 /* A trace's text and where its traceEvents' elements start (ev[n]: the closing ']'). */
@@ -78,7 +57,7 @@ static void doc_read(char *path, struct doc *d)
 		if (d->n + 1 >= cap)
 			d->ev = realloc(d->ev, (cap *= 2) * sizeof(*d->ev));
 		d->ev[d->n++] = p;
-		ck_assert_ptr_nonnull(p = value_end(p, end));
+		ck_assert_ptr_nonnull(p = ru_value_end(p, end));
 	}
 	d->ev[d->n] = p;
 	free(gz);

@@ -64,8 +64,7 @@ long long ru_upload(const char *run, int rank, const char *fixture)
 	return id;
 }
 
-/* End of the JSON value starting at p (an object or array; strings skipped), or NULL. */
-static const char *value_end(const char *p, const char *end)
+const char *ru_value_end(const char *p, const char *end)
 {
 	int depth = 0, str = 0;
 
@@ -107,7 +106,7 @@ void ru_cut_find(const char *s, size_t len, struct cut *c)
 		if (c->n + 1 >= cap)
 			c->ev = realloc(c->ev, (cap *= 2) * sizeof(*c->ev));
 		c->ev[c->n++] = p;
-		ck_assert_ptr_nonnull(p = value_end(p, end));
+		ck_assert_ptr_nonnull(p = ru_value_end(p, end));
 	}
 	c->ev[c->n] = p;
 	c->tail = p;

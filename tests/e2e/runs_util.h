@@ -32,6 +32,8 @@ struct cut {
 	size_t n;
 };
 
+/* End of the JSON value starting at p (an object or array; strings skipped), or NULL. */
+const char *ru_value_end(const char *p, const char *end);
 /* Find traceEvents' elements in the (inflated) trace text. */
 void ru_cut_find(const char *s, size_t len, struct cut *c);
 /* Upload the events [from, to) of c as one trace to run, rank 0, through server s. */

@@ -133,7 +133,7 @@ static int pick_source(struct store_reader *r, const char *run, int rank, const 
 	tp_free(v);
 	if (rc)
 		return rc;
-	snprintf(source, 16, "%s", nsources ? names[best] : "");
+	snprintf(source, 16, "%.15s", nsources ? names[best] : "");
 	return dev[0] != 0;
 }
 

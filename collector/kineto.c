@@ -57,7 +57,8 @@ struct kineto_proc {
 	pid_t pid;		/* the process that polls: the kernel's word (SCM_CREDENTIALS) */
 	int64_t jobid;
 	int gpu;		/* from "ctxt"; -1 until then */
-	int rank;		/* RANK, else LOCAL_RANK; -1 unknown */
+	int rank;		/* TRAINSCOPE_RANK, else RANK, else LOCAL_RANK; -1 unknown */
+	char run[256];		/* TRAINSCOPE_RUN; "" unset */
 	char allowed[PATH_MAX];	/* where its Kineto writes on-demand traces */
 	long long last_ms;	/* monotonic ms of its last datagram */
 	/* the capture handed to it; id[0] == 0: none */
@@ -296,12 +297,21 @@ void kineto_close(struct kineto *k)
 	k->nprocs = k->narms = 0;
 }
 
-/* RANK (else LOCAL_RANK) and KINETO_ONDEMAND_TRACE_DIR from /proc/PID/environ */
+/* a rank value 0..1000000, else -1 */
+static long rank_value(const char *v)
+{
+	char *end;
+	long r = strtol(v, &end, 10);
+
+	return end != v && !*end && r >= 0 && r <= 1000000 ? r : -1;
+}
+
+/* the rank, TRAINSCOPE_RUN and KINETO_ONDEMAND_TRACE_DIR from /proc/PID/environ */
 static void read_environ(struct kineto_proc *p)
 {
 	char path[64], *buf = NULL;
 	size_t len = 0, cap = 0;
-	long rank = -1, local = -1;
+	long ts_rank = -1, rank = -1, local = -1;
 	const char *dir = NULL;
 	ssize_t got;
 	int fd;
@@ -338,23 +348,19 @@ static void read_environ(struct kineto_proc *p)
 	buf[len] = 0;
 	for (size_t at = 0; at < len; at += strlen(buf + at) + 1) {
 		const char *e = buf + at;
-		char *end;
 
-		if (!strncmp(e, "RANK=", 5)) {
-			long v = strtol(e + 5, &end, 10);
-
-			if (end != e + 5 && !*end && v >= 0 && v <= 1000000)
-				rank = v;
-		} else if (!strncmp(e, "LOCAL_RANK=", 11)) {
-			long v = strtol(e + 11, &end, 10);
-
-			if (end != e + 11 && !*end && v >= 0 && v <= 1000000)
-				local = v;
-		} else if (!strncmp(e, "KINETO_ONDEMAND_TRACE_DIR=", 26) && e[26]) {
+		if (!strncmp(e, "TRAINSCOPE_RANK=", 16))
+			ts_rank = rank_value(e + 16);
+		else if (!strncmp(e, "RANK=", 5))
+			rank = rank_value(e + 5);
+		else if (!strncmp(e, "LOCAL_RANK=", 11))
+			local = rank_value(e + 11);
+		else if (!strncmp(e, "TRAINSCOPE_RUN=", 15))
+			snprintf(p->run, sizeof(p->run), "%s", e + 15);
+		else if (!strncmp(e, "KINETO_ONDEMAND_TRACE_DIR=", 26) && e[26])
 			dir = e + 26;
-		}
 	}
-	p->rank = (int)(rank >= 0 ? rank : local);
+	p->rank = (int)(ts_rank >= 0 ? ts_rank : rank >= 0 ? rank : local);
 	if (dir) {
 		size_t n = strlen(dir);
 
@@ -390,8 +396,8 @@ static struct kineto_proc *find_proc(struct kineto *k, pid_t pid, int64_t jobid)
 	p->last_ms = now_ms();
 	read_environ(p);
 	k->registered++;
-	fprintf(stderr, "trainscope-collect: kineto: process %d registered (job %lld, rank %d)\n",
-		(int)pid, (long long)jobid, p->rank);
+	fprintf(stderr, "trainscope-collect: kineto: process %d registered (job %lld, rank %d, "
+		"run %s)\n", (int)pid, (long long)jobid, p->rank, p->run[0] ? p->run : "unset");
 	return p;
 }
 
@@ -435,6 +441,8 @@ static long take_arm(struct kineto *k, const struct kineto_proc *p)
 {
 	if (p->id[0])
 		return -1;	/* one capture at a time per process */
+	if (k->run && p->run[0] && strcmp(p->run, k->run) != 0)
+		return -1;	/* another job's */
 	for (size_t i = 0; i < k->narms; i++)
 		if (k->arms[i].rank == KINETO_ANY_RANK || (p->rank >= 0 && k->arms[i].rank == p->rank))
 			return (long)i;
@@ -622,6 +630,31 @@ int kineto_arm(struct kineto *k, int rank, const char *id, int steps, int second
 	na[k->narms].acts = (unsigned)acts;
 	k->narms++;
 	return 0;
+}
+
+size_t kineto_ranks(const struct kineto *k, int *out, size_t max)
+{
+	size_t n = 0;
+	int last = -1;
+
+	/* ascending distinct: each pass takes the smallest rank above the last one */
+	for (;;) {
+		int next = -1;
+
+		for (size_t i = 0; i < k->nprocs; i++) {
+			const struct kineto_proc *p = &k->procs[i];
+
+			if (p->rank > last && (next < 0 || p->rank < next) &&
+			    !(k->run && p->run[0] && strcmp(p->run, k->run) != 0))
+				next = p->rank;
+		}
+		if (next < 0)
+			return n;
+		if (n < max)
+			out[n] = next;
+		n++;
+		last = next;
+	}
 }
 
 int kineto_cancel(struct kineto *k, const char *id)

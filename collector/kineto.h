@@ -74,6 +74,9 @@ struct kineto_arm;
 
 struct kineto {
 	int fd;			/* the bound datagram socket, to poll; -1 when closed */
+	/* borrowed, set by the caller after kineto_open; non-NULL: a capture goes only to a
+	 * process whose TRAINSCOPE_RUN is this or is unset (the node's daemon serves every job) */
+	const char *run;
 	char spool[PATH_MAX - 128];	/* where traces are asked to go, no trailing '/' */
 	struct kineto_proc *procs;
 	size_t nprocs;
@@ -118,8 +121,9 @@ void kineto_close(struct kineto *k);
 int kineto_handle(struct kineto *k);
 
 /*
- * Arm a capture: the next config poll of a process of rank (RANK, else
- * LOCAL_RANK, in its /proc/PID/environ; KINETO_ANY_RANK: any process) gets
+ * Arm a capture: the next config poll of a process of rank (TRAINSCOPE_RANK,
+ * else RANK, else LOCAL_RANK, in its /proc/PID/environ, as the collector
+ * takes its own; KINETO_ANY_RANK: any process) and of k->run gets
  * an on-demand trace config; one process takes it. steps (1..10000) or
  * seconds (1..3600), exactly one non-zero; activities: comma-separated
  * cpu,cuda,memory,stacks (NULL or "": cpu,cuda). 0, or -1 with why in
@@ -127,6 +131,13 @@ int kineto_handle(struct kineto *k);
  */
 int kineto_arm(struct kineto *k, int rank, const char *id, int steps, int seconds,
 	       const char *activities);
+/*
+ * The distinct known ranks of the processes polling now (of k->run or no
+ * run), ascending, at most max of them into out: how many there are. A
+ * collector that holds the node's endpoint serves the ranks of the node
+ * whose own collectors could not bind it.
+ */
+size_t kineto_ranks(const struct kineto *k, int *out, size_t max);
 /* Drop an armed capture no process has taken yet: 1 dropped, 0 none such. */
 int kineto_cancel(struct kineto *k, const char *id);
 

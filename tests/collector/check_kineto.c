@@ -276,6 +276,36 @@ START_TEST(two_ranks_only_the_armed_one_traces)
 }
 END_TEST
 
+START_TEST(a_capture_goes_to_its_run_and_rank)
+{
+	struct child c[3] = {
+		{ .env = { "TRAINSCOPE_RUN=other", "RANK=0", NULL }, .argv = { "req", NULL } },
+		/* TRAINSCOPE_RANK first, as the collector takes its own rank */
+		{ .env = { "TRAINSCOPE_RUN=mine", "TRAINSCOPE_RANK=0", "RANK=5", NULL },
+		  .argv = { "req", NULL } },
+		{ .env = { "RANK=7", NULL }, .argv = { "req", NULL } },
+	};
+	int ranks[4] = { -9, -9, -9, -9 };
+
+	k.run = "mine";
+	ck_assert_int_eq(kineto_arm(&k, 0, "r1", 1, 0, NULL), 0);
+	start(&c[0]);
+	start(&c[1]);
+	start(&c[2]);
+	serve(c, 3);
+	ck_assert_str_eq(c[0].text, "config 0\n");
+	ck_assert_str_eq(key(config_of(&c[1], 0), "REQUEST_TRACE_ID"), "r1");
+	ck_assert_str_eq(c[2].text, "config 0\n");
+	ck_assert_uint_eq(k.handed, 1);
+	/* the ranks this run's processes have, the other run's left out */
+	ck_assert_uint_eq(kineto_ranks(&k, ranks, 4), 2);
+	ck_assert_int_eq(ranks[0], 0);
+	ck_assert_int_eq(ranks[1], 7);
+	ck_assert_int_eq(ranks[2], -9);
+	ck_assert_uint_eq(kineto_ranks(&k, ranks, 1), 2);
+}
+END_TEST
+
 START_TEST(an_unfinished_trace_is_not_taken)
 {
 	struct child a = { .env = { "RANK=4", NULL }, .argv = { "req", "half", "sleep", "3000", NULL } };
@@ -535,6 +565,7 @@ Suite *suite_kineto(void)
 	tcase_add_test(tc, armed_capture_by_steps_key_by_key);
 	tcase_add_test(tc, armed_capture_by_seconds_key_by_key);
 	tcase_add_test(tc, two_ranks_only_the_armed_one_traces);
+	tcase_add_test(tc, a_capture_goes_to_its_run_and_rank);
 	tcase_add_test(tc, an_unfinished_trace_is_not_taken);
 	tcase_add_test(tc, a_process_that_goes_away);
 	tcase_add_test(tc, malformed_and_oversized_datagrams_are_dropped);

@@ -84,7 +84,10 @@ static void drop(struct kineto *k, const char *fmt, ...)
 	vsnprintf(k->last_error, sizeof(k->last_error), fmt, ap);
 	va_end(ap);
 	k->dropped++;
-	fprintf(stderr, "trainscope-collect: kineto: ignored a datagram: %s\n", k->last_error);
+	/* the first ten, then the 16th, 32nd, ...: a process that floods the socket does not flood the log */
+	if (k->dropped <= 10 || (k->dropped & (k->dropped - 1)) == 0)
+		fprintf(stderr, "trainscope-collect: kineto: ignored a datagram (%u so far): %s\n",
+			k->dropped, k->last_error);
 }
 
 int kineto_parse_activities(const char *s)

@@ -469,11 +469,13 @@ static void hand_over(struct kineto *k, struct kineto_proc *p, size_t i, char *c
 	fprintf(stderr, "trainscope-collect: kineto: capture %s handed to process %d (rank %d): %s\n",
 		a.id, (int)p->pid, p->rank, p->path);
 	/* Config.cpp isAllowedOnDemandTraceFile: under the folder, and no ".." anywhere */
-	if (strncmp(p->path, p->allowed, strlen(p->allowed)) != 0 || strstr(p->path, ".."))
+	if (strncmp(p->path, p->allowed, strlen(p->allowed)) != 0 || strstr(p->path, "..")) {
+		k->misplaced++;
 		fprintf(stderr, "trainscope-collect: kineto: warning: Kineto since June 2026 writes "
 			"on-demand traces only under %s (KINETO_ONDEMAND_TRACE_DIR of process %d, else "
 			"/tmp/), not in %s: set the spool there, or KINETO_ONDEMAND_TRACE_DIR=%s in the "
 			"job's environment\n", p->allowed, (int)p->pid, k->spool, k->spool);
+	}
 }
 
 int kineto_handle(struct kineto *k)

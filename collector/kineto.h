@@ -86,6 +86,7 @@ struct kineto {
 	unsigned registered;	/* processes first seen */
 	unsigned polls;		/* "req" answered */
 	unsigned handed;	/* configs handed to a process */
+	unsigned misplaced;	/* of which the process's Kineto would write elsewhere (warned) */
 	unsigned dropped;	/* datagrams ignored (malformed, too big, unknown type, unanswerable) */
 	unsigned gone;		/* processes forgotten: exited, or silent KINETO_KEEPALIVE_MS */
 	char last_error[256];	/* why the last datagram was dropped */

@@ -306,6 +306,25 @@ START_TEST(a_capture_goes_to_its_run_and_rank)
 }
 END_TEST
 
+START_TEST(a_process_whose_kineto_writes_elsewhere_is_warned_of)
+{
+	struct child a = { .env = { "RANK=0", "KINETO_ONDEMAND_TRACE_DIR=/var/traces", NULL },
+			   .argv = { "req", NULL } };
+	struct child b = { .env = { "RANK=1", "KINETO_ONDEMAND_TRACE_DIR=/tmp", NULL },
+			   .argv = { "req", NULL } };
+
+	/* the spool is under /tmp/: rank 1's folder holds it, rank 0's does not */
+	ck_assert_int_eq(kineto_arm(&k, 0, "w0", 1, 0, NULL), 0);
+	ck_assert_int_eq(kineto_arm(&k, 1, "w1", 1, 0, NULL), 0);
+	run1(&a);
+	ck_assert_uint_eq(k.handed, 1);
+	ck_assert_uint_eq(k.misplaced, 1);
+	run1(&b);
+	ck_assert_uint_eq(k.handed, 2);
+	ck_assert_uint_eq(k.misplaced, 1);
+}
+END_TEST
+
 START_TEST(an_unfinished_trace_is_not_taken)
 {
 	struct child a = { .env = { "RANK=4", NULL }, .argv = { "req", "half", "sleep", "3000", NULL } };
@@ -566,6 +585,7 @@ Suite *suite_kineto(void)
 	tcase_add_test(tc, armed_capture_by_seconds_key_by_key);
 	tcase_add_test(tc, two_ranks_only_the_armed_one_traces);
 	tcase_add_test(tc, a_capture_goes_to_its_run_and_rank);
+	tcase_add_test(tc, a_process_whose_kineto_writes_elsewhere_is_warned_of);
 	tcase_add_test(tc, an_unfinished_trace_is_not_taken);
 	tcase_add_test(tc, a_process_that_goes_away);
 	tcase_add_test(tc, malformed_and_oversized_datagrams_are_dropped);

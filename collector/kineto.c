@@ -405,8 +405,8 @@ static struct kineto_proc *find_proc(struct kineto *k, pid_t pid, int64_t jobid)
 }
 
 /* Answer as IPCMonitor.cpp does: Metadata {size, type} then size bytes, to the sender's name. */
-static void answer(struct kineto *k, const struct sockaddr_un *to, socklen_t tolen,
-		   const char *type, const void *data, size_t size)
+static int answer(struct kineto *k, const struct sockaddr_un *to, socklen_t tolen,
+		  const char *type, const void *data, size_t size)
 {
 	struct kineto_meta m;
 	struct iovec iov[2];
@@ -425,9 +425,12 @@ static void answer(struct kineto *k, const struct sockaddr_un *to, socklen_t tol
 	mh.msg_iov = iov;
 	mh.msg_iovlen = 2;
 	/* non-blocking, as dynolog's trySendMsg; a client that left or whose queue is full misses it */
-	if (sendmsg(k->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (sendmsg(k->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		fprintf(stderr, "trainscope-collect: kineto: could not answer \"%s\": %s\n", type,
 			strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 static int jobid_count(const struct kineto *k, int64_t jobid)
@@ -452,22 +455,28 @@ static long take_arm(struct kineto *k, const struct kineto_proc *p)
 	return -1;
 }
 
+/* Take arm i for p and write its config into cfg; kept_back undoes it when the answer fails. */
 static void hand_over(struct kineto *k, struct kineto_proc *p, size_t i, char *cfg, size_t size)
 {
-	struct kineto_arm a = k->arms[i];
+	const struct kineto_arm *a = &k->arms[i];
 
-	memmove(&k->arms[i], &k->arms[i + 1], (k->narms - i - 1) * sizeof(*k->arms));
-	k->narms--;
-	snprintf(p->path, sizeof(p->path), "%s/kineto-%d-c%s.trace", k->spool, (int)p->pid, a.id);
-	if (kineto_config(cfg, size, p->path, a.id, a.steps, a.seconds, a.acts) != 0) {
+	snprintf(p->path, sizeof(p->path), "%s/kineto-%d-c%s.trace", k->spool, (int)p->pid, a->id);
+	if (kineto_config(cfg, size, p->path, a->id, a->steps, a->seconds, a->acts) != 0) {
 		cfg[0] = 0;	/* cannot happen with the spool's bounded length */
 		return;
 	}
-	snprintf(p->id, sizeof(p->id), "%s", a.id);
-	p->deadline_ms = now_ms() + ((a.steps > 0 ? 3600LL : a.seconds) + KINETO_TRACE_WAIT_S) * 1000;
+	snprintf(p->id, sizeof(p->id), "%s", a->id);
+	p->deadline_ms = now_ms() + ((a->steps > 0 ? 3600LL : a->seconds) + KINETO_TRACE_WAIT_S) * 1000;
+	memmove(&k->arms[i], &k->arms[i + 1], (k->narms - i - 1) * sizeof(*k->arms));
+	k->narms--;
+}
+
+/* The config reached p: say so, and warn when its Kineto would write it elsewhere. */
+static void handed(struct kineto *k, const struct kineto_proc *p)
+{
 	k->handed++;
 	fprintf(stderr, "trainscope-collect: kineto: capture %s handed to process %d (rank %d): %s\n",
-		a.id, (int)p->pid, p->rank, p->path);
+		p->id, (int)p->pid, p->rank, p->path);
 	/* Config.cpp isAllowedOnDemandTraceFile: under the folder, and no ".." anywhere */
 	if (strncmp(p->path, p->allowed, strlen(p->allowed)) != 0 || strstr(p->path, "..")) {
 		k->misplaced++;
@@ -476,6 +485,17 @@ static void hand_over(struct kineto *k, struct kineto_proc *p, size_t i, char *c
 			"/tmp/), not in %s: set the spool there, or KINETO_ONDEMAND_TRACE_DIR=%s in the "
 			"job's environment\n", p->allowed, (int)p->pid, k->spool, k->spool);
 	}
+}
+
+/* The config did not reach p: arm a back where it was, for p's next poll. */
+static void kept_back(struct kineto *k, struct kineto_proc *p, size_t i, const struct kineto_arm *a)
+{
+	/* hand_over removed it, so the array has room for one more */
+	memmove(&k->arms[i + 1], &k->arms[i], (k->narms - i) * sizeof(*k->arms));
+	k->arms[i] = *a;
+	k->narms++;
+	p->id[0] = 0;
+	fprintf(stderr, "trainscope-collect: kineto: capture %s kept for the next poll\n", a->id);
 }
 
 int kineto_handle(struct kineto *k)
@@ -559,7 +579,8 @@ int kineto_handle(struct kineto *k)
 		struct kineto_req r;
 		struct kineto_proc *p;
 		int32_t pid;
-		long i;
+		long i = -1;
+		struct kineto_arm taken;
 		char cfg[PATH_MAX + 1024] = "";
 
 		if (u.m.size < sizeof(r)) {
@@ -579,10 +600,17 @@ int kineto_handle(struct kineto *k)
 		}
 		k->polls++;
 		p = find_proc(k, sender > 0 ? sender : pid, r.jobid);
-		if (p && (r.type & KINETO_CONFIG_ACTIVITIES) && (i = take_arm(k, p)) >= 0)
+		if (p && (r.type & KINETO_CONFIG_ACTIVITIES) && (i = take_arm(k, p)) >= 0) {
+			taken = k->arms[i];
 			hand_over(k, p, (size_t)i, cfg, sizeof(cfg));
+		}
 		/* nothing pending: an empty config (size 0), as IPCMonitor.cpp answers */
-		answer(k, &from, (socklen_t)fromlen, "req", cfg, strlen(cfg));
+		if (answer(k, &from, (socklen_t)fromlen, "req", cfg, strlen(cfg)) == 0) {
+			if (cfg[0])
+				handed(k, p);
+		} else if (cfg[0]) {
+			kept_back(k, p, (size_t)i, &taken);
+		}
 		return 1;
 	}
 	drop(k, "unknown message type \"%s\"", u.m.type);

@@ -491,6 +491,39 @@ START_TEST(the_kernel_names_the_sender_not_its_message)
 }
 END_TEST
 
+START_TEST(a_config_that_does_not_reach_its_process_is_kept)
+{
+	struct child a = { .env = { "RANK=0", NULL }, .argv = { "req", NULL } };
+	unsigned char b[64];
+	struct sockaddr_un me;
+	uint64_t sz = 20;
+	int32_t req[5] = { 2, 1, 0, 0, 1 };
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	memset(&me, 0, sizeof(me));
+	me.sun_family = AF_UNIX;
+	snprintf(me.sun_path + 1, sizeof(me.sun_path) - 1, "%s-gone", name);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&me,
+			      (socklen_t)(sizeof(sa_family_t) + strlen(me.sun_path + 1) + 2)), 0);
+	ck_assert_int_eq(kineto_arm(&k, KINETO_ANY_RANK, "g1", 1, 0, NULL), 0);
+	ck_assert_int_eq(kineto_arm(&k, KINETO_ANY_RANK, "g2", 1, 0, NULL), 0);
+	memset(b, 0, sizeof(b));
+	memcpy(b, &sz, 8);
+	memcpy(b + 8, "req", 4);
+	memcpy(b + 40, req, 20);
+	raw(fd, b, 60);
+	close(fd);	/* the poller is gone before its answer: sendmsg fails */
+	ck_assert_int_eq(kineto_handle(&k), 1);
+	ck_assert_uint_eq(k.handed, 0);
+	ck_assert_uint_eq(k.narms, 2);
+	/* kept first in line: the next process takes g1, not g2 */
+	run1(&a);
+	ck_assert_str_eq(key(config_of(&a, 0), "REQUEST_TRACE_ID"), "g1");
+	ck_assert_uint_eq(k.handed, 1);
+	ck_assert_uint_eq(k.narms, 1);
+}
+END_TEST
+
 START_TEST(another_daemon_holds_the_name)
 {
 	struct kineto k2;
@@ -590,6 +623,7 @@ Suite *suite_kineto(void)
 	tcase_add_test(tc, a_process_that_goes_away);
 	tcase_add_test(tc, malformed_and_oversized_datagrams_are_dropped);
 	tcase_add_test(tc, the_kernel_names_the_sender_not_its_message);
+	tcase_add_test(tc, a_config_that_does_not_reach_its_process_is_kept);
 	tcase_add_test(tc, another_daemon_holds_the_name);
 	tcase_add_test(tc, bad_arguments);
 	tcase_add_test(tc, json_end_check);

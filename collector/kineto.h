@@ -11,7 +11,8 @@
  * spool folder. The protocol, as read in pytorch/kineto and dynolog, is
  * written down in docs/collector.md ("Kineto daemon").
  *
- *   kineto_open(&k, NULL, spool)   binds "dynolog"; fails if dynolog holds it
+ *   kineto_open(&k, NULL, NULL, spool)  binds "dynolog"; fails if dynolog holds it
+ *   k.run = run                    captures only for this run's processes
  *   loop: poll(k.fd, ...)
  *         kineto_handle(&k)        when k.fd is readable: one datagram read, answered
  *         kineto_arm(&k, rank, id, steps, seconds, "cpu,cuda")
@@ -31,7 +32,8 @@
  * default file: the spool must be there. The config is handed over anyway
  * (older Kineto writes anywhere) with a warning on stderr that names the fix.
  * A handed capture whose trace has not come KINETO_TRACE_WAIT_S after the
- * window could have ended is reported failed.
+ * window could have ended (its seconds, or 3600 s for steps) is reported
+ * failed.
  *
  * A process is known by the pid the kernel gives for the sender
  * (SO_PASSCRED), not the one its message holds: no process can take
@@ -57,7 +59,7 @@
 #define KINETO_KEEPALIVE_MS 60000
 /* how long after its window a handed capture's trace may take (warm-up, flush, steps) */
 #define KINETO_TRACE_WAIT_S 600
-/* processes known at once; a poll from one more is dropped (a dead one is forgotten first) */
+/* processes known at once; a poll from one more is dropped (kineto_check forgets dead ones) */
 #define KINETO_PROCS_MAX 1024
 /* any process, whatever its rank (kineto_arm) */
 #define KINETO_ANY_RANK (-1)

@@ -202,9 +202,29 @@ START_TEST(test_bad_bodies)
 			      "%s: %s", bad[i], tu_error_code(j));
 		json_decref(j);
 	}
-	memset(longname, 'x', sizeof(longname));
+	/* 201 characters of requested_by; 4097 ranks; a body past 64 KiB */
 	snprintf(longname, sizeof(longname), "{\"steps\": 5, \"requested_by\": \"%0201d\"}", 0);
 	json_decref(call("POST", "/api/v1/runs/live/captures", longname, 400));
+	{
+		size_t cap = 80 * 1024, n;
+		char *big = malloc(cap);
+		ck_assert_ptr_nonnull(big);
+		n = (size_t)snprintf(big, cap, "{\"steps\": 5, \"ranks\": [0");
+		for (i = 1; i < 4097; i++)
+			n += (size_t)snprintf(big + n, cap - n, ",%zu", i % 60000);
+		snprintf(big + n, cap - n, "]}");
+		j = call("POST", "/api/v1/runs/live/captures", big, 400);
+		ck_assert_str_eq(tu_error_code(j), "invalid_capture");
+		json_decref(j);
+		memset(big, ' ', cap - 1);
+		big[0] = '{';
+		big[cap - 2] = '}';
+		big[cap - 1] = 0;
+		j = call("POST", "/api/v1/runs/live/captures", big, 413);
+		ck_assert_str_eq(tu_error_code(j), "body_too_large");
+		json_decref(j);
+		free(big);
+	}
 	/* a run with no upload: 404, as the other run routes */
 	j = call("POST", "/api/v1/runs/nosuch/captures", "{\"steps\": 5}", 404);
 	ck_assert_str_eq(tu_error_code(j), "run_not_found");
@@ -422,6 +442,16 @@ START_TEST(test_long_poll_capped)
 	ck_assert(now_s() - t0 >= 0.95);
 	ck_assert(strstr(r.headers, "Retry-After") == NULL);
 	tu_resp_free(&r);
+	/* a stop does not wait for a long poll: the waiter is answered 204 and the server exits at once */
+	w.status = 0;
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_next, &w), 0);
+	usleep(500000);
+	t0 = now_s();
+	ck_assert_int_eq(tu_server_stop(&s), 0);
+	ck_assert_msg(now_s() - t0 < 2, "the stop took %.2f s", now_s() - t0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.status, 204);
+	ck_assert_msg(w.took < 2, "the waiter was answered after %.2f s", w.took);
 	tu_server_cleanup(&s);
 }
 END_TEST

@@ -444,7 +444,7 @@ int h_capture_next(struct request *req)
 	long long rank, wait;
 	double deadline;
 	int64_t id = 0;
-	int rc = 0, waiting = 0;
+	int rc = 0, waiting = 0, waited = 0;
 
 	if (!strcmp(req->method, "HEAD"))
 		return http_reply_error(req, 405, "method_not_allowed", NULL, "HEAD would take a capture; use GET");
@@ -461,15 +461,17 @@ int h_capture_next(struct request *req)
 		uint64_t seen = http_pokes(req);
 		struct store_writer *w;
 		double left;
-		sweep(req);
+		/* once: what time settles changes no capture this rank may take (expired ones are not offered) */
+		if (!waited++)
+			sweep(req);
 		if (!(rc = store_writer_open(http_store(req), &w, &err))) {
 			rc = store_capture_take(w, req->params[0], (int)rank, tp_now_ns(), &id, &err);
 			store_writer_close(w);
 		}
 		if (rc || id || (left = deadline - mono()) <= 0)
 			break;
-		/* woken by a capture made here; a second at most, for one made by another server */
-		if (http_wait(req, seen, left < 1 ? left : 1))
+		/* woken by a capture made here; sharing the database, a second at most, for one made by another server */
+		if (http_wait(req, seen, left < 1 || !store_shared(http_store(req)) ? left : 1))
 			break;
 	}
 	if (waiting)

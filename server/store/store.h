@@ -55,6 +55,8 @@ uint64_t store_generation(struct store *st);
  * (TP_ERR_UNAVAILABLE while it is down or was never reached).
  */
 int store_health(struct store *st, struct tp_errbuf *err);
+/* 1 when other servers may write the database too (PostgreSQL), 0 for an SQLite file. */
+int store_shared(const struct store *st);
 /* Checkpoint the WAL and close. NULL is a no-op. */
 void store_close(struct store *st);
 

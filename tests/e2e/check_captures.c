@@ -22,7 +22,7 @@
 #define TTL 2	/* seconds: TRAINSCOPE_CAPTURE_TTL of every server here */
 
 static struct tu_server srv;
-static char logpath[600];
+static char *logdir, logpath[600];
 
 /* Start s with extra, its stderr (the log) appended to logpath. */
 static void start_logged(struct tu_server *s, const char *const extra[], int restart)
@@ -41,10 +41,8 @@ static void start_logged(struct tu_server *s, const char *const extra[], int res
 static void start(void)
 {
 	static const char *const extra[] = { "--log-level", "info", NULL };
-	char *dir = tu_tmpdir();
-
-	snprintf(logpath, sizeof(logpath), "%s/server.log", dir);
-	free(dir);
+	logdir = tu_tmpdir();
+	snprintf(logpath, sizeof(logpath), "%s/server.log", logdir);
 	start_logged(&srv, extra, 0);
 	tu_upload_fixture(&srv, "live", "traces/hta_alexnet.json.gz");
 	tu_upload_fixture(&srv, "other", "traces/hta_alexnet.json.gz");
@@ -52,7 +50,19 @@ static void start(void)
 
 static void stop(void)
 {
+	size_t len;
+	char *text;
+
 	tu_server_cleanup(&srv);
+	/* a sanitizer's report, written as the server exits, is in its log: the run fails with it */
+	text = (char *)tu_read_file(logpath, &len);
+	if (text && strstr(text, "Sanitizer")) {
+		fprintf(stderr, "the server's log holds a sanitizer's report:\n%s", text);
+		abort();
+	}
+	free(text);
+	tu_rmtree(logdir);
+	free(logdir);
 }
 
 static double now_s(void)

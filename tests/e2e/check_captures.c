@@ -4,7 +4,8 @@
  * next with and without wait, a second rank, done and failed, cancel; the
  * long poll's cap; expiry, and a rank that took a capture and went quiet
  * (TRAINSCOPE_CAPTURE_TTL=2); read tokens refused on every write; uploads
- * with ?capture=ID; a restart mid-capture; the log lines.
+ * with ?capture=ID; a run's delete taking its captures; a restart
+ * mid-capture; a stop during a long poll; the log lines.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <fcntl.h>
@@ -679,6 +680,29 @@ START_TEST(test_restart_mid_capture)
 }
 END_TEST
 
+/* A run deleted takes its captures along: a run made again under its name starts with none */
+START_TEST(test_run_delete_takes_captures)
+{
+	long long id;
+	char path[64];
+	json_t *j;
+
+	tu_upload_fixture(&srv, "gone", "traces/hta_alexnet.json.gz");
+	id = create("gone", "{\"steps\": 2}");
+	ck_assert_int_eq(next("gone", 0, 0), id);
+	json_decref(call("DELETE", "/api/v1/runs/gone", NULL, 200));
+	snprintf(path, sizeof(path), "/api/v1/captures/%lld", id);
+	j = call("GET", path, NULL, 404);
+	ck_assert_str_eq(tu_error_code(j), "capture_not_found");
+	json_decref(j);
+	tu_upload_fixture(&srv, "gone", "traces/hta_alexnet.json.gz");
+	j = call("GET", "/api/v1/runs/gone/captures", NULL, 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "captures")), 0);
+	json_decref(j);
+	ck_assert_int_eq(next("gone", 0, 0), 0);
+}
+END_TEST
+
 Suite *suite_captures(void)
 {
 	Suite *s = suite_create("captures");
@@ -695,6 +719,7 @@ Suite *suite_captures(void)
 	tcase_add_test(tc, test_expiry_and_rank_gone);
 	tcase_add_test(tc, test_tokens);
 	tcase_add_test(tc, test_upload_for_capture);
+	tcase_add_test(tc, test_run_delete_takes_captures);
 	tcase_add_test(tc, test_restart_mid_capture);
 	suite_add_tcase(s, tc);
 	return s;

@@ -5,7 +5,8 @@
  * an error code from the documented set with a message, and when a parse
  * succeeds: frames sorted by total with self <= total, self summing to the
  * weights, gpu columns within their count; no figure the tools cannot print
- * (negative calls or times, a share or percentage over 100 %).
+ * (negative calls or totals, a share or percentage over 100 %; a key_averages
+ * Self time may be negative, as torch prints it).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,10 +68,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (r->actions[i].calls < -1 || r->actions[i].mean_ns < -1 || r->actions[i].share_bp > 10000 ||
 			    r->actions[i].total_ns < -1)
 				abort();
-	if (rc == TP_OK && kind == TF_KEYAVG && r->ka_col[TF_KA_CALLS] >= 0)
-		for (i = 0; i < r->nops; i++)
-			if (r->ops[i].v[r->ka_col[TF_KA_CALLS]] < 0 && r->ops[i].v[r->ka_col[TF_KA_CALLS]] != INT64_MIN)
-				abort();
+	/* calls and totals are never negative (a Self column may be: torch prints it so) */
+	if (rc == TP_OK && kind == TF_KEYAVG)
+		for (int role = TF_KA_CALLS; role <= TF_KA_DEV_TOTAL; role++) {
+			int c = r->ka_col[role];
+			if (c < 0 || role == TF_KA_SELF_CPU || role == TF_KA_SELF_DEV)
+				continue;
+			for (i = 0; i < r->nops; i++)
+				if (r->ops[i].v[c] < 0 && r->ops[i].v[c] != INT64_MIN)
+					abort();
+		}
 	textfmt_parser_free(p);
 	return 0;
 }

@@ -667,6 +667,19 @@ START_TEST(test_key_averages_utf8_sections)
 	u = strstr(t, "             3  ");
 	u[12] = '-';	/* "-3" */
 	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "negative");
+	u[12] = ' ';
+	/* a negative self time is printed by torch where scopes overlap ("-0.00%", "-95.000us" in a
+	 * real PyTorchProfiler report, CORPUS.md): read as printed; a negative total is still a 400 */
+	u = strstr(t, "aten::mm            10.00%       4.000us");
+	ck_assert_ptr_nonnull(u);
+	memcpy(u + 20, "-0.00%      -4.000us", 20);
+	ck_assert_msg(parse(TF_KEYAVG, t, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_SELF_CPU]], -4000);
+	ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_CPU_TOTAL]], 4000);
+	ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_SELF_CPU] - 1], 0);	/* "-0.00%" */
+	textfmt_parser_free(p);
+	memcpy(u + 60, "-4.000us", 8);	/* CPU total */
+	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "CPU total\": torch never prints a negative");
 	free(t);
 	free(d);
 }

@@ -879,8 +879,11 @@ static void corpus_check(const char *file, const char *kind, long long count, co
 			ck_assert_int_eq(r->self_cpu_total_ns, llround(x * scale));
 		} else if (k == TF_LIGHTNING) {
 			ck_assert_msg(r->nactions == (size_t)count, "%s: %zu actions, not %lld", file, r->nactions, count);
-			ck_assert_str_eq(fig, "total");
-			ck_assert_int_eq(r->actions[0].total_ns, llround(strtod(val, NULL) * 1e9));	/* seconds as printed */
+			int64_t t = r->nactions ? r->actions[0].total_ns : -1;
+			ck_assert_msg(!strcmp(fig, "total") || !strcmp(fig, "max_total"), "%s: figure %s", file, fig);
+			for (size_t a = 1; fig[0] == 'm' && a < r->nactions; a++)	/* AdvancedProfiler: the largest */
+				t = r->actions[a].total_ns > t ? r->actions[a].total_ns : t;
+			ck_assert_int_eq(t, llround(strtod(val, NULL) * 1e9));	/* seconds as printed */
 		} else if (k == TF_STACKS) {
 			ck_assert_msg(r->nstacks == (uint64_t)count, "%s: %llu stacks, not %lld", file,
 				      (unsigned long long)r->nstacks, count);
@@ -913,7 +916,7 @@ START_TEST(test_corpus)
 	}
 	fclose(f);
 	free(path);
-	ck_assert_uint_ge(n, 48);	/* as many as CORPUS.md lists kept */
+	ck_assert_uint_ge(n, 55);	/* as many as CORPUS.md lists kept */
 }
 END_TEST
 

@@ -680,6 +680,42 @@ START_TEST(test_key_averages_utf8_sections)
 	textfmt_parser_free(p);
 	memcpy(u + 60, "-4.000us", 8);	/* CPU total */
 	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "CPU total\": torch never prints a negative");
+	memcpy(u + 60, "  4.000us", 8);
+	memcpy(u + 19, "110.00%", 7);	/* a Self CPU share over 100: 400 (a device's may pass it) */
+	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "Self CPU %\": a percentage over 100");
+	free(t);
+	free(d);
+}
+END_TEST
+
+/* A log's rules ("-----" alone) and a title between two tables of one log are text, not a table:
+ * the layout of nanogpt-fp8-mxfp8's profile_output.txt (CORPUS.md), the first table's rows as 2. */
+START_TEST(test_key_averages_log_rules)
+{
+	size_t len;
+	uint8_t *d = own("key_averages_pytorchprofiler_generated.txt", &len);
+	const char *rule = "----------------------------------------------------------------------\n";
+	const char *title = "Profile stats for: validation_step\n";
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+	char *s = malloc(len + 1), *t = malloc(len + 400), *sec;
+
+	memcpy(s, d, len);
+	s[len] = 0;
+	sec = strstr(s, title);
+	ck_assert_ptr_nonnull(sec);
+	*sec = 0;
+	snprintf(t, len + 400, "%s%s%sTop 10 by self_cpu_time_total\n%s%s", rule, s, rule, rule, sec + strlen(title));
+	free(s);
+	ck_assert_int_eq(detect_file((const uint8_t *)t, strlen(t)), TF_KEYAVG);
+	for (size_t k = 0; k < 3; k++) {
+		ck_assert_msg(parse(TF_KEYAVG, t, strlen(t), pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_uint_eq(r->nops, 4);
+		ck_assert_str_eq(r->ops[3].name, "aten::mm");
+		ck_assert_int_eq(r->self_cpu_total_ns, 16000000);
+		textfmt_parser_free(p);
+	}
 	free(t);
 	free(d);
 }
@@ -916,7 +952,7 @@ START_TEST(test_corpus)
 	}
 	fclose(f);
 	free(path);
-	ck_assert_uint_ge(n, 55);	/* as many as CORPUS.md lists kept */
+	ck_assert_uint_ge(n, 56);	/* as many as CORPUS.md lists kept */
 }
 END_TEST
 
@@ -943,6 +979,7 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_lightning_second_header);
 	tcase_add_test(tc, test_lightning_strict);
 	tcase_add_test(tc, test_key_averages_utf8_sections);
+	tcase_add_test(tc, test_key_averages_log_rules);
 	tcase_add_test(tc, test_gpu_screen);
 	tcase_add_test(tc, test_gpu_dmon);
 	tcase_add_test(tc, test_detect_edges);

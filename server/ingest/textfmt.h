@@ -45,8 +45,9 @@ extern const char *const tf_kind_names[TF_NKINDS];	/* "none", "lightning_report"
  * n >= TF_SNIFF with at_end 0 is the same as 2.
  */
 int textfmt_detect(const uint8_t *p, size_t n, int at_end);
-/* Bytes detect may ask for before deciding. */
-#define TF_SNIFF 4096
+/* Bytes detect may ask for before deciding: a training log's lines before its table
+ * (nanogpt-fp8-mxfp8's profile_output.txt has 4,428 bytes of them, CORPUS.md). */
+#define TF_SNIFF 16384
 
 struct tf_limits {
 	size_t max_line;		/* bytes in one line */

@@ -1113,6 +1113,16 @@ START_TEST(test_as_people_have_them)
 	u[12] = 'h';
 	refused_small("pl2_hours", t, len, 400, "invalid_table", "line 6", "\"(h)\"", NULL);
 	free(d);
+	/* a training log's 8,000 bytes of lines, then its key_averages sections (the layout of
+	 * nanogpt-fp8-mxfp8's profile_output.txt, CORPUS.md): told within the sniff, its 4 ops */
+	d = own("key_averages_pytorchprofiler_generated.txt", &len);
+	char *log = malloc(8000 + len);
+	for (n = 0; n + 40 <= 8000;)
+		n += (size_t)sprintf(log + n, "  [TIMED] step %6zu: loss = 7.4520\n", n);
+	memcpy(log + n, d, len);
+	stored_as("keyavg_after_log", log, n + len, "key_averages", 4);
+	free(log);
+	free(d);
 
 	/* a trace after a UTF-8 BOM */
 	static const char trace[] = "\xef\xbb\xbf{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","

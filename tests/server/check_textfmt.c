@@ -717,6 +717,16 @@ START_TEST(test_key_averages_log_rules)
 		textfmt_parser_free(p);
 	}
 	free(t);
+	/* a training log's lines before the table: told within TF_SNIFF bytes, none past it */
+	for (size_t pre = 8000; pre <= 2 * TF_SNIFF; pre += 2 * TF_SNIFF - 8000) {
+		char *log = malloc(pre + len + 1);
+		size_t n = 0;
+		while (n + 40 <= pre)
+			n += (size_t)sprintf(log + n, "  [TIMED] step %6zu: loss = 7.4520\n", n);
+		memcpy(log + n, d, len);
+		ck_assert_int_eq(detect_file((const uint8_t *)log, n + len), pre < TF_SNIFF ? TF_KEYAVG : TF_NONE);
+		free(log);
+	}
 	free(d);
 }
 END_TEST

@@ -80,6 +80,10 @@ static int gpu_col(struct textfmt_parser *p, size_t k, const char *c, size_t cn)
 		p->gunit[k] = "%";
 	else if (un == 1 && u[0] == 'W')
 		p->gunit[k] = "W";
+	else if (un == 2 && (!memcmp(u, "us", 2) || !memcmp(u, "ms", 2)))
+		p->gunit[k] = "s", p->gscale[k] = u[0] == 'u' ? 1e-6 : 1e-3;	/* clocks_event_reasons_counters.* */
+	else if ((un == 3 && !memcmp(u, "W/s", 3)) || (un == 7 && !memcmp(u, "seconds", 7)))
+		p->gunit[k] = "";	/* driver 610's power_smoothing ramp rates and bbx.time_run: only [N/A] seen, kept as text */
 	else if (un)
 		return -1;	/* a unit nvidia-smi does not write */
 	else if (!strcmp(p->gcol[k], "temperature.gpu") || !strcmp(p->gcol[k], "temperature.memory"))
@@ -180,6 +184,8 @@ static int cell_value(struct textfmt_parser *p, size_t k, const char *v, size_t 
 		for (size_t q = 0; q < sizeof(printed) / sizeof(printed[0]); q++)
 			if (!strcmp(u, printed[q][0]) && strlen(printed[q][1]) == unn && !memcmp(un, printed[q][1], unn))
 				ok = 1;
+		if (!strcmp(u, "s") && unn == 2 && un[1] == 's' && un[0] == (p->gscale[k] < 1e-3 ? 'u' : 'm'))
+			ok = 1;	/* "0 us" under [us], "5 ms" under [ms] */
 		if (!ok) {
 			snprintf(what, sizeof(what), "column \"%.40s\": the unit \"%.*s\" is not one nvidia-smi prints there",
 				 p->gcol[k], (int)(unn < 16 ? unn : 16), un);
@@ -212,17 +218,17 @@ static int csv_reheader(struct textfmt_parser *p, const char **c, const size_t *
 	const char *h[TF_GPU_MAX_COLS + 1];
 	size_t hn[TF_GPU_MAX_COLS + 1];
 	size_t n0 = csv_cells(p->ghdr, strlen(p->ghdr), h, hn, TF_GPU_MAX_COLS);
-	unsigned used = 0;
+	unsigned char used[TF_GPU_MAX_COLS] = { 0 };
 
 	if (n0 != nc)
 		return tf_bad(p, err, "a header with other columns than the first one");
 	for (size_t k = 0; k < nc; k++) {
 		size_t j = 0;
-		while (j < n0 && (((used >> j) & 1) || hn[j] != cn[k] || memcmp(h[j], c[k], cn[k])))
+		while (j < n0 && (used[j] || hn[j] != cn[k] || memcmp(h[j], c[k], cn[k])))
 			j++;
 		if (j == n0)
 			return tf_bad(p, err, "a header with other columns than the first one");
-		used |= 1u << j;
+		used[j] = 1;
 		p->gperm[k] = (int)j;
 	}
 	return TP_OK;

@@ -90,7 +90,7 @@ struct tf_frame {
 	int64_t self, total;		/* in the file's unit (us for export_stacks, samples for py-spy) */
 };
 
-#define TF_GPU_MAX_COLS 32
+#define TF_GPU_MAX_COLS 256	/* --query-gpu of every property: 212 columns on driver 590 */
 struct tf_gpu_row {
 	int64_t t_ns;			/* timestamp as written (the screen's time line, dmon -o DT), read as UTC; INT64_MIN: none */
 	int gpu;			/* index column (the screen's GPU number), else 0 */
@@ -123,7 +123,7 @@ struct tf_result {
 	int leaf_first;
 	/* TF_GPULOG */
 	const char *const *gpu_cols;	/* "utilization.gpu" ... (unit stripped) */
-	const char *const *gpu_units;	/* "%", "B", "W", "C", "Hz", "" */
+	const char *const *gpu_units;	/* "%", "B", "W", "C", "Hz", "s" (the [us] and [ms] counters), "" */
 	size_t ngpu_cols;
 	int gpu_header;			/* 0: no header, names from the units */
 	const struct tf_gpu_row *gpu_rows;

@@ -632,6 +632,42 @@ START_TEST(test_lightning_strict)
 END_TEST
 
 /* key_averages with names padded by characters ("naïve_loader", "数据加载"), and PyTorchProfiler's sections. */
+/* --query-gpu of every property (nvidia_gpu_exporter's H200 capture, 212 columns, a header of 6,570
+ * bytes): detected, its [us] counters in seconds; appended twice (a loop), the header re-read. */
+START_TEST(test_gpu_every_property)
+{
+	size_t len;
+	uint8_t *d = own("corpus/nvidia_smi/linux_h200__590.48.01__idle_query.csv", &len);
+	char *t = malloc(2 * len + 1), *u;
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	memcpy(t, d, len);
+	memcpy(t + len, d, len);
+	t[2 * len] = 0;
+	ck_assert_int_eq(detect_file((const uint8_t *)t, 2 * len), TF_GPULOG);
+	ck_assert_msg(parse(TF_GPULOG, t, 2 * len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_uint_eq(r->ngpu_cols, 212);
+	ck_assert_uint_eq(r->ngpu_rows, 2);
+	int c = tf_col(r, "clocks_event_reasons_counters.sw_power_cap");
+	ck_assert_int_ge(c, 0);
+	ck_assert_str_eq(r->gpu_units[c], "s");
+	ck_assert_double_eq(r->gpu_rows[1].v[c], 0);
+	c = tf_col(r, "memory.total");
+	ck_assert_double_eq(r->gpu_rows[1].v[c], 143771.0 * 1048576);
+	ck_assert_double_eq(r->gpu_rows[0].v[tf_col(r, "power.draw")], 77.71);
+	textfmt_parser_free(p);
+	/* a counter in ms under [us]: 400 naming the unit */
+	u = strstr(t + len, ", 0 us,");
+	ck_assert_ptr_nonnull(u);
+	u[4] = 'm';
+	expect_bad(TF_GPULOG, t, 2 * len, TP_ERR_INVALID, "the unit \"ms\"");
+	free(t);
+	free(d);
+}
+END_TEST
+
 START_TEST(test_key_averages_utf8_sections)
 {
 	size_t len;
@@ -962,7 +998,7 @@ START_TEST(test_corpus)
 	}
 	fclose(f);
 	free(path);
-	ck_assert_uint_ge(n, 56);	/* as many as CORPUS.md lists kept */
+	ck_assert_uint_ge(n, 76);	/* as many as CORPUS.md lists kept */
 }
 END_TEST
 
@@ -982,6 +1018,7 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_stacks_root_first);
 	tcase_add_test(tc, test_gpu_noheader);
 	tcase_add_test(tc, test_gpu_repeated_header);
+	tcase_add_test(tc, test_gpu_every_property);
 	tcase_add_test(tc, test_gpu_multi);
 	tcase_add_test(tc, test_detect_none);
 	tcase_add_test(tc, test_hostile);

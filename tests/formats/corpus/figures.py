@@ -18,6 +18,14 @@ def dmon(t):
     return len(rows), 'power.draw', rows[0][1]
 
 
+def query(t):
+    # --query-gpu CSV with a header: rows after it; power.draw of the first ("77.71 W")
+    lines = [l for l in t.splitlines() if l.strip()]
+    head = [c.strip() for c in lines[0].split(',')]
+    k = head.index('power.draw [W]')
+    return len(lines) - 1, 'power.draw', lines[1].split(',')[k].strip().split()[0]
+
+
 def stacks(t):
     lines = [l for l in t.splitlines() if l.strip()]
     return len(lines), 'weight', str(sum(int(l.rsplit(None, 1)[1]) for l in lines))
@@ -51,7 +59,7 @@ def main():
         for f in sorted(x for x in os.listdir(d) if not x.startswith('LICENSE')):
             t = open(os.path.join(d, f), encoding='utf-8').read()
             if kind == 'gpu_log':
-                n, fig, v = dmon(t) if '_dmon' in f else screen(t)
+                n, fig, v = query(t) if f.endswith('.csv') else dmon(t) if '_dmon' in f else screen(t)
             elif kind == 'key_averages':
                 n, fig, v = key_averages(t)
             elif kind == 'stacks':

@@ -42,5 +42,6 @@ Suite *suite_formats(void);
 Suite *suite_gpu(void);
 Suite *suite_overlap(void);
 Suite *suite_cupti(void);
+Suite *suite_cupti_ondemand(void);
 
 #endif

@@ -13,6 +13,8 @@
  *     wait:PATH   wait (10 s at most) until PATH exists
  *     gone:PATH   wait (10 s at most) until PATH no longer exists
  *     capture:LINE  write LINE to $TRAINSCOPE_SPOOL/.capture as the collector does
+ *     steps:N:MS  N steps: a range push "ProfilerStep#k", a kernel, MS ms of sleep
+ *                 (a training loop for bench/capture_idle.py)
  * Exit codes: 0 ran through; 2 cannot load a library; 3 a wrong return;
  * 4 a wait timed out; 5 a bad CMD.
  */
@@ -90,6 +92,15 @@ int main(int argc, char **argv)
 			if (wait_for(a + 5, a[0] == 'w')) {
 				fprintf(stderr, "cupti_host: %s: timed out\n", a);
 				return 4;
+			}
+		} else if (!strncmp(a, "steps:", 6)) {
+			long n = atol(a + 6), ms = strchr(a + 6, ':') ? atol(strchr(a + 6, ':') + 1) : 0, k;
+			char name[48];
+			for (k = 0; k < n; k++) {
+				snprintf(name, sizeof(name), "ProfilerStep#%ld", k);
+				push(name);
+				kernel();
+				sleep_ms(ms);
 			}
 		} else if (!strncmp(a, "capture:", 8)) {
 			char tmp[4096], final[4096];

@@ -522,6 +522,38 @@ START_TEST(test_capture_watch_no_backend)
 }
 END_TEST
 
+#ifdef CUPTI_HOST_BIN
+/*
+ * The whole chain where the CUPTI library is built: run --captures with the
+ * real library in cupti_host against the fake libcupti (tests/collector/):
+ * the capture asks for 3 steps of a 6-step loop; the library's window
+ * closes at the start of the 4th, its chunk goes up with &capture=12, and
+ * the rank's end is posted done after it.
+ */
+START_TEST(test_capture_with_the_library)
+{
+	char *spool = cl_path_in("spool"), *err;
+	const char *args[] = { "run", "--run", "r1", "--captures", "--cupti", CUPTI_LIB, "--spool", spool, "--",
+			       CUPTI_HOST_BIN, CUPTI_LIB, FAKE_CUPTI, "sleep:800", "steps:6:100", NULL };
+	const char *env[] = { server_env, NULL };
+	int rc, up, end;
+
+	snprintf(fk.capture, sizeof(fk.capture), "{\"id\":12,\"steps\":3,\"activities\":[\"cuda\"]}");
+	rc = cl_collect("run", args, env);
+	err = cl_output("run", "err");
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	ck_assert_msg(strstr(err, "trainscope-cupti: capture 12: 3 of 3 step(s)") && strstr(err, ": ok\n"), "%s", err);
+	up = logged("-c12.pt.trace.json&capture=12", 0);
+	end = logged("POST /api/v1/captures/12/ranks/0 {\"state\":\"done\"", 0);
+	ck_assert_msg(up >= 0 && end > up, "upload %d, end %d: %s", up, end, err);
+	/* nothing else was recorded: the library's chunks are the window's only */
+	ck_assert_int_eq(count_logged("/artifacts?"), count_logged("&capture=12"));
+	free(err);
+	free(spool);
+}
+END_TEST
+#endif
+
 Suite *suite_collect_capture(void)
 {
 	Suite *s = suite_create("collect_capture");
@@ -535,6 +567,9 @@ Suite *suite_collect_capture(void)
 	tcase_add_test(tc, test_capture_server_away);
 	tcase_add_test(tc, test_capture_backoff);
 	tcase_add_test(tc, test_capture_watch_no_backend);
+#ifdef CUPTI_HOST_BIN
+	tcase_add_test(tc, test_capture_with_the_library);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -522,6 +522,36 @@ START_TEST(test_capture_watch_no_backend)
 }
 END_TEST
 
+/*
+ * A hostile capture from the server: an id that would climb out of the
+ * spool, and bad activities. Neither reaches the spool; each is said, and
+ * polling goes on (with backoff); the command runs on.
+ */
+START_TEST(test_capture_hostile_ids)
+{
+	char *sh = train(), *spool = cl_path_in("spool"), *err;
+	const char *args[] = { "run", "--run", "r1", "--captures", "--cupti", sh, "--spool", spool, "--", sh, cl_dir,
+			       "idle", "1", NULL };
+	const char *env[] = { server_env, NULL };
+
+	snprintf(fk.capture, sizeof(fk.capture), "{\"id\":\"../../etc/x\",\"steps\":1}");
+	ck_assert_int_eq(cl_collect("run", args, env), 0);
+	err = cl_output("run", "err");
+	ck_assert_msg(strstr(err, "capture polling: the server's capture has no usable id"), "%s", err);
+	ck_assert_int_eq(count_logged("POST"), 0);
+	free(err);
+	fk.taken = 0;
+	snprintf(fk.capture, sizeof(fk.capture), "{\"id\":5,\"seconds\":3,\"activities\":[\"cuda x=1\"]}");
+	ck_assert_int_eq(cl_collect("run2", args, env), 0);
+	err = cl_output("run2", "err");
+	ck_assert_msg(strstr(err, "capture polling: capture 5: bad activities"), "%s", err);
+	ck_assert_int_eq(count_logged("POST"), 0);
+	free(err);
+	free(spool);
+	free(sh);
+}
+END_TEST
+
 #ifdef CUPTI_HOST_BIN
 /*
  * The whole chain where the CUPTI library is built: run --captures with the
@@ -567,6 +597,7 @@ Suite *suite_collect_capture(void)
 	tcase_add_test(tc, test_capture_server_away);
 	tcase_add_test(tc, test_capture_backoff);
 	tcase_add_test(tc, test_capture_watch_no_backend);
+	tcase_add_test(tc, test_capture_hostile_ids);
 #ifdef CUPTI_HOST_BIN
 	tcase_add_test(tc, test_capture_with_the_library);
 #endif

@@ -66,16 +66,13 @@ static const char run_help[] =
 	"While the server is away, chunks wait in the spool; a full spool is said (the\n"
 	"library stops writing until there is room). A 401/403 stops shipping, not CMD.\n"
 	"\n"
-	"  --spool DIR          the spool folder (default: a new one under $TMPDIR, removed\n"
-	"                       when empty at the end)\n"
+	"  --spool DIR          the spool folder (default: a new one under $TMPDIR)\n"
 	"  --spool-max BYTES    its bound (env TRAINSCOPE_SPOOL_MAX, default 1073741824)\n"
 	"  --cupti PATH         the library, or none (env TRAINSCOPE_CUPTI_LIB; default\n"
 	"                       " CUPTI_LIB " beside this binary or in ../lib)\n"
 	"  --drain-timeout S    after CMD exits, how long to keep trying (default 300)\n"
-	"  --captures           on-demand capture (env TRAINSCOPE_CAPTURES=1): the library\n"
-	"                       records nothing until the server asks for this rank's next\n"
-	"                       N steps or S seconds (POST /api/v1/runs/RUN/captures); each\n"
-	"                       window's chunks are shipped as the capture's\n";
+	"  --captures           record only the windows the server asks for (on-demand\n"
+	"                       capture; env TRAINSCOPE_CAPTURES=1)\n";
 
 /* Bytes of everything in the spool, the library's unfinished chunks included. */
 static long long spool_bytes(const char *dir, int *chunks_out)

@@ -860,17 +860,14 @@ static const char watch_help[] =
 	"nvidia-smi logs) once quiet for 30 s (a log appended to ships when it stops);\n"
 	"hidden names and .tmp/.part ones are not. The server tells the formats apart:\n"
 	"a file it takes for none (415) is said and not sent again, unless it changes.\n"
-	"What was shipped is kept in DIR/" STATE_NAME "\n"
-	"(or in --state DIR), so a restart ships only what is new. While the server is\n"
-	"away, files wait and go, in order, when it is back; two go at a time when more\n"
-	"than one is waiting. SIGINT or SIGTERM stops it after the files in flight, with\n"
-	"exit 0; a 401 or 403 stops it with exit 1.\n"
+	"What was shipped is kept in DIR/" STATE_NAME " (or --state DIR), so\n"
+	"a restart ships only what is new. While the server is away, files wait and go,\n"
+	"in order, when it is back; two at a time when more than one waits. SIGINT or\n"
+	"SIGTERM stops it after the files in flight, with exit 0; a 401 or 403, exit 1.\n"
 	"\n"
 	"  --once         ship what is there now and exit (retried as `upload` is)\n"
 	"  --state DIR    keep the state files in DIR instead of in each watched folder\n"
-	"  --captures     take this rank's on-demand captures (env TRAINSCOPE_CAPTURES=1)\n"
-	"                 and hand them to the capture backend for processes not run by\n"
-	"                 `trainscope-collect run`; without one each is ended failed\n";
+	"  --captures     take this rank's on-demand captures (env TRAINSCOPE_CAPTURES=1)\n";
 
 int watch_main(int argc, char **argv)
 {

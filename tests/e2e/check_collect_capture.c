@@ -10,7 +10,9 @@
  * library (nothing loads it: the script has no CUDA). Checked: nothing
  * asked (no upload, no .capture); one capture end to end; the server going
  * away mid-capture; the backoff of the poll, while chunks still ship;
- * watch without a capture backend.
+ * watch without a capture backend; hostile ids. Where the CUPTI library is
+ * built, the whole chain with it (cupti_host and the fake libcupti), and
+ * the collector killed mid-window.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <arpa/inet.h>
@@ -582,6 +584,50 @@ START_TEST(test_capture_with_the_library)
 	free(spool);
 }
 END_TEST
+
+/*
+ * The collector killed (SIGKILL) while the library's window is open: the
+ * library closes it by itself after its steps; the chunk and the answer
+ * stay in the spool for `upload`, and no end reaches the server.
+ */
+START_TEST(test_capture_collector_killed)
+{
+	char *spool = cl_path_in("spool"), *req = cl_path_in("spool/.capture"), *done, *text;
+	const char *args[] = { "run", "--run", "r1", "--captures", "--cupti", CUPTI_LIB, "--spool", spool, "--",
+			       CUPTI_HOST_BIN, CUPTI_LIB, FAKE_CUPTI, "sleep:800", "steps:8:150", NULL };
+	const char *env[] = { server_env, NULL };
+	struct dirent **names;
+	long long end;
+	int n, i, chunks = 0;
+	size_t len;
+	pid_t pid;
+
+	snprintf(fk.capture, sizeof(fk.capture), "{\"id\":13,\"steps\":3}");
+	pid = cl_spawn("run", args, env);
+	for (end = mono_ms() + 10000; access(req, F_OK) && mono_ms() < end;)
+		cl_sleep_ms(10);
+	ck_assert_int_eq(access(req, F_OK), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(cl_reap(pid), 128 + SIGKILL);
+	done = cl_path_in("spool/.capture-13.done");
+	for (end = mono_ms() + 10000; access(done, F_OK) && mono_ms() < end;)
+		cl_sleep_ms(20);
+	text = (char *)tu_read_file(done, &len);
+	ck_assert_msg(text && !strcmp(text, "ok\n"), "the library answered by itself: %s", text ? text : "nothing");
+	n = scandir(spool, &names, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		chunks += strstr(names[i]->d_name, "-c13.pt.trace.json") != NULL;
+		free(names[i]);
+	}
+	free(names);
+	ck_assert_int_ge(chunks, 1);
+	ck_assert_int_eq(count_logged("/ranks/"), 0);
+	free(text);
+	free(done);
+	free(req);
+	free(spool);
+}
+END_TEST
 #endif
 
 Suite *suite_collect_capture(void)
@@ -600,6 +646,7 @@ Suite *suite_collect_capture(void)
 	tcase_add_test(tc, test_capture_hostile_ids);
 #ifdef CUPTI_HOST_BIN
 	tcase_add_test(tc, test_capture_with_the_library);
+	tcase_add_test(tc, test_capture_collector_killed);
 #endif
 	suite_add_tcase(s, tc);
 	return s;

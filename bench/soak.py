@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The long run (bench/soak.sh): N uploads of distinct bytes to one server, the
 server's RSS sampled as they go. Each upload is a real fixture trace with its
-own first key ({"soak": i, ...}), so none is a duplicate; every 25th is the
-54 MB V100 trace, the rest cycle through the smaller fixtures.
+own first key ({"soak": i, ...}), so none is a duplicate, to a rank of its own
+(8 ranks a run); every 25th is the 54 MB V100 trace, the rest cycle through
+the smaller fixtures.
 Prints one line per sample and a summary; exits 1 when the RSS after the last
 upload is at or above --max-rss-mb."""
 import argparse, gzip, http.client, os, sys, threading, time
@@ -50,7 +51,9 @@ def worker():
             nxt[0] += 1
         name = big if i % 25 == 0 else small[i % len(small)]
         body = b'{"soak": %d, ' % i + texts[name][1:]
-        conn.request('POST', '/api/v1/runs/soak-%d/artifacts?name=%s&rank=%d' % (i % 50, name[:-3], i % 8),
+        # each upload its own (run, rank): the same fixture twice on one rank overlaps in time, and
+        # the server refuses that (409 overlapping_upload) as it must
+        conn.request('POST', '/api/v1/runs/soak-%d/artifacts?name=%s&rank=%d' % (i // 8, name[:-3], i % 8),
                      body=body, headers={'Content-Type': 'application/json'})
         r = conn.getresponse()
         r.read()

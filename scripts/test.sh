@@ -27,7 +27,7 @@ node tests/schema/validate.mjs "$dir"
 BUILD_DIR="$dir" node --test --test-concurrency=1 tests/browser/pages.test.mjs tests/browser/compare.test.mjs \
 	tests/browser/dashboards.test.mjs tests/browser/run_multi.test.mjs tests/browser/run_live.test.mjs \
 	tests/browser/distributed.test.mjs tests/browser/formats.test.mjs tests/browser/gpu_runs.test.mjs \
-	tests/browser/first_screen.test.mjs tests/browser/names.test.mjs
+	tests/browser/first_screen.test.mjs tests/browser/names.test.mjs tests/browser/capture.test.mjs
 # the same suites on PostgreSQL (a throwaway cluster, scripts/pg.sh): every e2e test (those tagged sqlite
 # read SQLite's file itself), the schema walk, and every GET answer on the fixtures byte for byte as SQLite's
 if [ "${SANITIZE:-0}" != 1 ]; then

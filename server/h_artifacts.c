@@ -1,7 +1,7 @@
 /*
  * h_artifacts.c: uploads and artifacts.
  *
- *   POST /api/v1/runs/{run}/artifacts?rank=R&name=F[&kind=K]
+ *   POST /api/v1/runs/{run}/artifacts?rank=R&name=F[&kind=K][&capture=ID]
  *     begin: check the arguments and Content-Length, start an ingest
  *     data:  feed each piece as MHD hands it over (never the whole body)
  *     end:   finish the ingest; 201 new, 200 same bytes already there,
@@ -11,6 +11,7 @@
  *   GET /api/v1/runs/{run}/artifacts/{id}/raw   the bytes as uploaded, streamed
  */
 #include <microhttpd.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -138,6 +139,22 @@ int h_artifact_upload_begin(struct request *req)
 	if (ir.device && !h_valid_device(ir.device))
 		return http_reply_error(req, 400, "invalid_parameter", NULL,
 					"'device' must be cpu or cuda:N (N from 0 to 1023)");
+	/* an upload made for a capture (?capture=ID) must name one of this run's, checked before a byte is kept */
+	if (http_arg(req, "capture")) {
+		struct store_reader *r;
+		long long capture;
+		if (h_arg_int(req, "capture", 1, INT64_MAX, 0, &capture))
+			return 0;
+		if ((rc = store_reader_open(http_store(req), &r, &err)))
+			return http_reply_fail(req, rc, &err, NULL);
+		rc = store_capture_of_run(r, req->params[0], capture, &err);
+		store_reader_close(r);
+		if (rc == TP_ERR_NOTFOUND)
+			return http_reply_error(req, 400, "invalid_parameter", NULL, "capture %lld is no capture of run '%s'",
+						capture, req->params[0]);
+		if (rc)
+			return http_reply_fail(req, rc, &err, NULL);
+	}
 	cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > lim->max_body)
 		return http_reply_error(req, 413, "body_too_large", NULL,
@@ -198,6 +215,17 @@ int h_artifact_upload_end(struct request *req)
 	/* derived in the background once the run's uploads pause (runrank.h), for the next read */
 	if (!res.rc && res.rank_pending && runrank_uploaded(http_store(req), req->params[0]))
 		tp_warn("could not start deriving run '%s' in the background", req->params[0]);
+	/* ?capture=ID (checked at begin): the artifact is one of the capture's */
+	if (res.artifact && http_arg(req, "capture")) {
+		struct store_writer *w = NULL;
+		int64_t capture = strtoll(http_arg(req, "capture"), NULL, 10);
+		if (store_writer_open(http_store(req), &w, &err) ||
+		    store_capture_artifact(w, capture, res.artifact, &err))
+			tp_warn("artifact %lld of run '%s' could not be recorded as capture %lld's: %s",
+				(long long)res.artifact, req->params[0], (long long)capture, err.msg);
+		store_writer_close(w);
+		memset(&err, 0, sizeof(err));
+	}
 	if (!(a = artifact_json(req, res.artifact, &err)))
 		return http_reply_fail(req, err.rc ? err.rc : TP_ERR_DB, &err, NULL);
 	if (res.rc)

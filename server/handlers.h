@@ -72,6 +72,17 @@ void h_artifact_upload_cleanup(struct request *req, int completed);
 int h_artifact_get(struct request *req);
 int h_artifact_raw(struct request *req);
 
+/* h_captures.c: on-demand captures; the two POSTs share the body reader (begin, data, cleanup) */
+int h_capture_body_begin(struct request *req);
+int h_capture_body_data(struct request *req, const char *data, size_t len);
+void h_capture_body_cleanup(struct request *req, int completed);
+int h_capture_create_end(struct request *req);
+int h_captures_list(struct request *req);
+int h_capture_next(struct request *req);
+int h_capture_get(struct request *req);
+int h_capture_cancel(struct request *req);
+int h_capture_rank_end(struct request *req);
+
 /* h_common.c, what every handler may call (no handler calls another):
  * open a reader (answering the failure), and answer with body, closing r (NULL body: the
  * error in err; csv: body's member as CSV). */

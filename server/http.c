@@ -34,6 +34,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "routes.h"
+#include "sha256.h"
 
 #define LOG_PREFIX "http"
 
@@ -67,6 +68,11 @@ struct server {
 	struct conn_watch *conns;
 	pthread_t watchdog;
 	int watchdog_on, stopping;
+	/* long polls (http_wait): how many wait, the pokes so far, set at stop (under mu) */
+	unsigned waits, max_waits;
+	uint64_t pokes;
+	int waits_stop;
+	pthread_cond_t poked;
 };
 
 /*
@@ -110,6 +116,96 @@ const char *http_arg(const struct request *req, const char *name)
 const char *http_header(const struct request *req, const char *name)
 {
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+int http_token_prefix(const struct request *req, char out[9])
+{
+	const char *h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+	struct sha256 sh;
+	char hex[65];
+
+	out[0] = 0;
+	if (!req->srv->ntokens || !h || strncasecmp(h, "Bearer ", 7))
+		return 0;
+	sha256_init(&sh);
+	sha256_update(&sh, h + 7, strlen(h + 7));
+	sha256_final_hex(&sh, hex);
+	memcpy(out, hex, 8);
+	out[8] = 0;
+	return 1;
+}
+
+void http_client(const struct request *req, char *out, size_t size)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const void *a = NULL;
+
+	if (sa && sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (sa && sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	if (!a || !inet_ntop(sa->sa_family, a, out, (socklen_t)size))
+		snprintf(out, size, "unknown");
+}
+
+/* ---- long polls ---- */
+
+int http_wait_take(struct request *req)
+{
+	struct server *srv = req->srv;
+	int ok;
+
+	pthread_mutex_lock(&srv->mu);
+	if ((ok = srv->waits < srv->max_waits && !srv->waits_stop))
+		srv->waits++;
+	pthread_mutex_unlock(&srv->mu);
+	return ok ? 0 : -1;
+}
+
+void http_wait_give(struct request *req)
+{
+	pthread_mutex_lock(&req->srv->mu);
+	req->srv->waits--;
+	pthread_mutex_unlock(&req->srv->mu);
+}
+
+uint64_t http_pokes(const struct request *req)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&req->srv->mu);
+	n = req->srv->pokes;
+	pthread_mutex_unlock(&req->srv->mu);
+	return n;
+}
+
+void http_poke(struct request *req)
+{
+	pthread_mutex_lock(&req->srv->mu);
+	req->srv->pokes++;
+	pthread_cond_broadcast(&req->srv->poked);
+	pthread_mutex_unlock(&req->srv->mu);
+}
+
+int http_wait(struct request *req, uint64_t seen, double seconds)
+{
+	struct server *srv = req->srv;
+	struct timespec until;
+	int64_t ns;
+	int stop;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	ns = until.tv_nsec + (int64_t)(seconds * 1e9);
+	until.tv_sec += (time_t)(ns / 1000000000LL);
+	until.tv_nsec = (long)(ns % 1000000000LL);
+	pthread_mutex_lock(&srv->mu);
+	while (srv->pokes == seen && !srv->waits_stop)
+		if (pthread_cond_timedwait(&srv->poked, &srv->mu, &until))
+			break;
+	stop = srv->waits_stop;
+	pthread_mutex_unlock(&srv->mu);
+	return stop ? -1 : 0;
 }
 
 unsigned http_status_of(int rc)
@@ -813,7 +909,7 @@ static int dispatch(struct request *req, const char *url)
 	const char *run = !strncmp(p, "/api/v1/runs/{run}", 18) ? req->params[0] : NULL;
 	const struct derive_hooks *derive = req->srv->cfg.derive;
 
-	if (wait && strcmp(wait, "0") && strcmp(wait, "1"))
+	if (wait && strcmp(wait, "0") && strcmp(wait, "1") && !(req->route->flags & ROUTE_LONGPOLL))
 		return http_reply_error(req, 400, "invalid_parameter", NULL, "wait must be 0 or 1");
 	/*
 	 * wait=0: the analysis as it stands, the newest traces derived in the
@@ -1043,6 +1139,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	pthread_cond_init(&srv->idle, NULL);
 	pthread_mutex_init(&srv->cw_mu, NULL);
 	pthread_cond_init(&srv->cw_stop, NULL);
+	pthread_cond_init(&srv->poked, NULL);
+	srv->max_waits = cfg->threads / 4 ? cfg->threads / 4 : 1;
 	if (!srv->cfg.max_client_connections)
 		srv->cfg.max_client_connections = 64;
 	if ((rc = resolve(cfg->listen, &ss, &sslen, &v6, err)))
@@ -1106,6 +1204,9 @@ void server_stop(struct server *srv)
 		clock_gettime(CLOCK_REALTIME, &deadline);
 		deadline.tv_sec += srv->cfg.grace_s;
 		pthread_mutex_lock(&srv->mu);
+		/* long polls answer now: a stop waits for no capture */
+		srv->waits_stop = 1;
+		pthread_cond_broadcast(&srv->poked);
 		while (srv->active > 0)
 			if (pthread_cond_timedwait(&srv->idle, &srv->mu, &deadline))
 				break;
@@ -1135,5 +1236,6 @@ void server_stop(struct server *srv)
 	pthread_cond_destroy(&srv->idle);
 	pthread_mutex_destroy(&srv->cw_mu);
 	pthread_cond_destroy(&srv->cw_stop);
+	pthread_cond_destroy(&srv->poked);
 	tp_free(srv);
 }

@@ -90,6 +90,25 @@ const struct ingest_limits *http_limits(const struct request *req);
 const char *http_arg(const struct request *req, const char *name);
 const char *http_header(const struct request *req, const char *name);
 
+/* The first 8 hex of the SHA-256 of the request's bearer token into out, 1; 0 (out "") when the
+ * server has no tokens or the request carries none. */
+int http_token_prefix(const struct request *req, char out[9]);
+/* The client's address as text ("unknown" when it cannot be told). */
+void http_client(const struct request *req, char *out, size_t size);
+
+/*
+ * Long polls (ROUTE_LONGPOLL): a waiting request holds its pool thread, so at
+ * most a quarter of --threads (at least 1) wait at once. http_wait_take takes
+ * a place (0), or -1 when all are taken or the server stops; http_wait_give
+ * hands it back. http_wait sleeps until a http_poke after seen (http_pokes),
+ * seconds pass, or the server stops (-1).
+ */
+int http_wait_take(struct request *req);
+void http_wait_give(struct request *req);
+uint64_t http_pokes(const struct request *req);
+void http_poke(struct request *req);
+int http_wait(struct request *req, uint64_t seen, double seconds);
+
 /* Answer with body (steals it). */
 int http_reply_json(struct request *req, unsigned status, json_t *body);
 /* Answer with text of content_type (steals text, from tp_malloc), gzipped when accepted. */

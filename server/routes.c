@@ -37,6 +37,15 @@ static const struct route routes[] = {
 	{ "GET", "/api/v1/runs/{run}/stacks", ROUTE_CACHE, h_run_stacks, NULL, NULL, NULL },
 	{ "GET", "/api/v1/runs/{run}/gpu", ROUTE_CACHE | ROUTE_DERIVED, h_run_gpu, NULL, NULL, NULL },	/* its steps */
 	{ "GET", "/api/v1/runs/{run}/canary", ROUTE_CACHE, h_run_canary, NULL, NULL, NULL },
+	/* on-demand captures (h_captures.c): next is the collectors' long poll */
+	{ "POST", "/api/v1/runs/{run}/captures", ROUTE_WRITE | ROUTE_BODY, h_capture_body_begin, h_capture_body_data,
+	  h_capture_create_end, h_capture_body_cleanup },
+	{ "GET", "/api/v1/runs/{run}/captures", 0, h_captures_list, NULL, NULL, NULL },
+	{ "GET", "/api/v1/runs/{run}/captures/next", ROUTE_WRITE | ROUTE_LONGPOLL, h_capture_next, NULL, NULL, NULL },
+	{ "GET", "/api/v1/captures/{id}", 0, h_capture_get, NULL, NULL, NULL },
+	{ "DELETE", "/api/v1/captures/{id}", ROUTE_WRITE, h_capture_cancel, NULL, NULL, NULL },
+	{ "POST", "/api/v1/captures/{id}/ranks/{rank}", ROUTE_WRITE | ROUTE_BODY, h_capture_body_begin,
+	  h_capture_body_data, h_capture_rank_end, h_capture_body_cleanup },
 	{ "POST", "/api/v1/runs/{run}/artifacts", ROUTE_WRITE | ROUTE_BODY | ROUTE_UPLOAD, h_artifact_upload_begin,
 	  h_artifact_upload_data, h_artifact_upload_end, h_artifact_upload_cleanup },
 	{ "GET", "/api/v1/runs/{run}/artifacts/{id}", ROUTE_CACHE, h_artifact_get, NULL, NULL, NULL },

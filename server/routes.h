@@ -27,6 +27,7 @@ enum route_flags {
 	ROUTE_CACHE = 1 << 4,	/* a read whose answer depends only on the store (http.c caches it) */
 	ROUTE_CSV = 1 << 5,	/* answers ?format=csv; elsewhere anything but json is refused (400) */
 	ROUTE_DERIVED = 1 << 6,	/* reads a rank's derived tables: its run's marked ranks are derived first */
+	ROUTE_LONGPOLL = 1 << 7,	/* takes ?wait= as seconds to wait (its handler checks it), not 0 or 1 */
 };
 
 struct route {

@@ -51,6 +51,11 @@
  * "totals": every row summed). When either run has no steps, per trace, and "per_note" says why. A run
  * without a trace has its operators from its key_averages tables ("ops_source").
  *
+ * Memory: each run's peak allocated, by category, and by allocation site
+ * (what /memory/peak groups: a trace's operator, a snapshot's user frame),
+ * the sites of both peaks folded by (category, site), those that changed
+ * listed largest change first (sites_json()).
+ *
  * rlhf-canary metrics.json: what its profiler deep-dive notebook prints
  * for a baseline and a slow run (step time and tokens/s in %, memory in
  * its MB, which are MiB: KiB, MiB and GiB here as for traces), and Welch's test again, from the canary's own step count, mean and
@@ -87,6 +92,9 @@ void compare_run_release(struct compare_run *r)
 		tp_free(r->actions[i].name);
 	for (i = 0; i < r->nframes; i++)
 		tp_free(r->frames[i].name);
+	for (i = 0; i < r->nsites; i++)
+		tp_free(r->sites[i].name);
+	tp_free(r->sites);
 	tp_free(r->actions);
 	tp_free(r->frames);
 	tp_free(r->ops);
@@ -736,6 +744,83 @@ static json_t *categories_json(const int64_t *a, const int64_t *b)
 	return o;
 }
 
+/* An allocation site's bytes at each run's peak (a: base, b: target). */
+struct site_delta {
+	const char *name;
+	int cat;
+	int64_t a, b;
+};
+
+static int site_key_cmp(const void *x, const void *y)
+{
+	const struct site_delta *p = x, *q = y;
+
+	return p->cat != q->cat ? (p->cat > q->cat) - (p->cat < q->cat) : strcmp(p->name, q->name);
+}
+
+/* the largest change first; equal ones by category, then site */
+static int site_delta_cmp(const void *x, const void *y)
+{
+	const struct site_delta *p = x, *q = y;
+	int64_t dp = llabs(delta(p->b, p->a)), dq = llabs(delta(q->b, q->a));
+
+	return dp != dq ? (dp < dq) - (dp > dq) : site_key_cmp(x, y);
+}
+
+#define COMPARE_SITES_MAX 20	/* sites listed in by_site */
+
+/*
+ * The sites whose bytes at the peak changed, the largest change first (at
+ * most COMPARE_SITES_MAX), as [{category, site, base_bytes, target_bytes,
+ * delta_bytes}]; a site is a category and what allocated (a trace's op, a
+ * snapshot's user frame; null when nothing names it). *top: the largest
+ * change in direction dir (any when dir is 0), or none (name NULL).
+ */
+static json_t *sites_json(const struct compare_run *a, const struct compare_run *b, int dir, struct site_delta *top)
+{
+	size_t n = a->nsites + b->nsites, m = 0, i;
+	struct site_delta *d = n ? tp_calloc(n, sizeof(*d)) : NULL;
+	json_t *list = json_array();
+
+	memset(top, 0, sizeof(*top));
+	if (!list || (n && !d))
+		return tp_free(d), json_decref(list), NULL;
+	for (i = 0; i < n; i++) {
+		const struct compare_item *it = i < a->nsites ? &a->sites[i] : &b->sites[i - a->nsites];
+		d[i] = (struct site_delta){ .name = it->name, .cat = it->kind };
+		*(i < a->nsites ? &d[i].a : &d[i].b) = it->ns;
+	}
+	/* one row per (category, site): the same site of both runs folded */
+	qsort(d, n, sizeof(*d), site_key_cmp);
+	for (i = 0; i < n; i++) {
+		if (m && !site_key_cmp(&d[m - 1], &d[i])) {
+			d[m - 1].a = tp_sat_add(d[m - 1].a, d[i].a);
+			d[m - 1].b = tp_sat_add(d[m - 1].b, d[i].b);
+		} else {
+			d[m++] = d[i];
+		}
+	}
+	qsort(d, m, sizeof(*d), site_delta_cmp);
+	for (i = 0; i < m && json_array_size(list) < COMPARE_SITES_MAX; i++) {
+		int64_t dd = delta(d[i].b, d[i].a);
+		if (!dd)
+			break;	/* sorted by size of change: the rest did not change */
+		if (!top->name && (!dir || (dd > 0) == (dir > 0)))
+			*top = d[i];
+		if (json_array_append_new(list, json_pack("{s:s, s:o, s:I, s:I, s:I}", "category", mem_cat_names[d[i].cat],
+							  "site", *d[i].name ? json_string(d[i].name) : json_null(),
+							  "base_bytes", (json_int_t)d[i].a, "target_bytes",
+							  (json_int_t)d[i].b, "delta_bytes", (json_int_t)dd))) {
+			list = (json_decref(list), NULL);
+			break;
+		}
+	}
+	if (top->name && !*top->name)
+		top->name = NULL;	/* nothing names it: the category already said it */
+	tp_free(d);
+	return list;
+}
+
 /* The memory part, its direction in *dir and its reason; NULL (JSON null) when a run has no memory data. */
 static json_t *memory_json(const struct compare_run *a, const struct compare_run *b, double thr, int *dir,
 			   json_t *reasons, int *fail)
@@ -763,14 +848,25 @@ static json_t *memory_json(const struct compare_run *a, const struct compare_run
 		    (top < 0 || llabs(dc) > llabs(delta(b->peak_cat[top], a->peak_cat[top]))))
 			top = c;
 	}
+	struct site_delta site;
+	json_t *sites = sites_json(a, b, *dir, &site);
+	if (!sites)
+		return *fail = -1, NULL;
 	if (*dir && top >= 0) {
 		fmt_bytes(d, sizeof(d), (double)delta(b->peak_cat[top], a->peak_cat[top]), 1);
-		snprintf(text + len, sizeof(text) - (size_t)len, "; the largest contributor: %s %s", mem_cat_names[top], d);
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "; the largest contributor: %s %s",
+				mem_cat_names[top], d);
+		if (site.name && len > 0 && (size_t)len < sizeof(text)) {
+			fmt_bytes(d, sizeof(d), (double)delta(site.b, site.a), 1);
+			snprintf(text + len, sizeof(text) - (size_t)len, "; by site, %s at %.160s %s", mem_cat_names[site.cat],
+				 site.name, d);
+		}
 	} else {
 		snprintf(text + len, sizeof(text) - (size_t)len, ": within the %g%% threshold", thr);
 	}
-	*fail = add_reason(reasons, text);
-	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+	if ((*fail = add_reason(reasons, text)))
+		return json_decref(sites), NULL;
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			 "base_device", a->mem_device, "target_device", b->mem_device, "base_source", a->mem_source,
 			 "target_source", b->mem_source, "base_peak_bytes", (json_int_t)a->peak_bytes,
 			 "target_peak_bytes", (json_int_t)b->peak_bytes,
@@ -781,7 +877,7 @@ static json_t *memory_json(const struct compare_run *a, const struct compare_run
 				 : json_integer(delta(b->reserved_bytes, a->reserved_bytes)),
 			 "by_category", categories_json(a->peak_cat, b->peak_cat),
 			 "base_by_category", categories_json(a->peak_cat, NULL),
-			 "target_by_category", categories_json(b->peak_cat, NULL));
+			 "target_by_category", categories_json(b->peak_cat, NULL), "by_site", sites);
 }
 
 /* The step time sentence, naming the largest contributor when it changed. */

@@ -51,6 +51,11 @@ struct compare_run {
 	char mem_device[16], mem_source[16];
 	int64_t peak_bytes, peak_cat[MEM_NCAT];	/* the highest allocated point */
 	int64_t reserved_bytes;		/* highest reserved; -1: the source does not know */
+	/* the allocation sites live at the peak, as /memory/peak groups them: name = the site (a
+	 * trace's op, a snapshot's user frame; "" when none names it), kind = its category's index
+	 * in mem_cat_names, ns = its bytes, calls = its allocations */
+	struct compare_item *sites;
+	size_t nsites;
 	struct compare_metric *metrics;
 	size_t nmetrics;
 	const char *ops_source;		/* "trace" or "key_averages" (static) */

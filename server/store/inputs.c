@@ -651,6 +651,39 @@ static int load_items(struct store_reader *r, struct db_stmt *st, struct compare
 	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read");
 }
 
+/* The groups at the peak of artifact's series on device, as /memory/peak lists them, into out's sites. */
+static int compare_sites(struct store_reader *r, int64_t artifact, const char *device, struct compare_run *out,
+			 struct tp_errbuf *err)
+{
+	struct store_rows g;
+	int rc = store_mem_groups(r, artifact, device, &g, err);
+
+	if (rc)
+		return rc;
+	if (g.nrows && !(out->sites = tp_calloc(g.nrows, sizeof(*out->sites))))
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	for (size_t i = 0; !rc && i < g.nrows; i++) {
+		const struct store_val *v = &g.v[i * g.ncols];	/* category, op, bytes, count */
+		struct compare_item *it = &out->sites[out->nsites];
+		int c = 0;
+
+		while (c < MEM_NCAT && !(v[0].s && !strcmp(v[0].s, mem_cat_names[c])))
+			c++;
+		if (c == MEM_NCAT || v[2].type != SV_INT)
+			continue;	/* a category this build does not know: left out, as the peak's split does */
+		if (!(it->name = tp_strdup(v[1].s ? v[1].s : ""))) {
+			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			break;
+		}
+		it->kind = c;
+		it->ns = v[2].i;
+		it->calls = v[3].type == SV_INT ? v[3].i : 0;
+		out->nsites++;
+	}
+	store_rows_free(&g);
+	return rc;
+}
+
 /* The peak of the series memory reads answer from, when there is one. */
 static int compare_memory(struct store_reader *r, const char *run, struct compare_run *out, struct tp_errbuf *err)
 {
@@ -674,6 +707,8 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 		snprintf(out->mem_source, sizeof(out->mem_source), "%s", s.source);
 		memcpy(out->peak_cat, &row[1], sizeof(out->peak_cat));
 		out->peak_bytes = row[MEM_COL_ALLOCATED];
+		if ((rc = compare_sites(r, s.artifact, s.device, out, err)))
+			return rc;
 	}
 	if (!(st = store_prepare(r, "SELECT max_reserved FROM memory_series WHERE artifact_id=?1 AND device=?2", err)))
 		return TP_ERR_DB;

@@ -235,7 +235,12 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 		rc = store_db_fail(err, w->db, "delete run");
 		goto out;
 	}
-	if (*run_gone && (rc = store_exec(w->db, "DELETE FROM rank_pending WHERE run_id NOT IN (SELECT id FROM runs)", err)))
+	if (*run_gone && ((rc = store_exec(w->db, "DELETE FROM rank_pending WHERE run_id NOT IN (SELECT id FROM runs)", err)) ||
+			  (rc = store_exec(w->db, "DELETE FROM capture_ranks WHERE capture_id IN (SELECT id FROM captures"
+					   " WHERE run_id NOT IN (SELECT id FROM runs))", err)) ||
+			  (rc = store_exec(w->db, "DELETE FROM capture_artifacts WHERE capture_id IN (SELECT id FROM captures"
+					   " WHERE run_id NOT IN (SELECT id FROM runs))", err)) ||
+			  (rc = store_exec(w->db, "DELETE FROM captures WHERE run_id NOT IN (SELECT id FROM runs)", err))))
 		goto out;
 	*deleted = (int64_t)n;
 	rc = store_commit(w, err);

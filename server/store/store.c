@@ -83,6 +83,11 @@ int store_health(struct store *st, struct tp_errbuf *err)
 	return gen >> 63 ? tp_fail(err, TP_ERR_UNAVAILABLE, "database_unavailable", "database unavailable") : TP_OK;
 }
 
+int store_shared(const struct store *st)
+{
+	return st->shared;
+}
+
 void store_close(struct store *st)
 {
 	struct db *db;

@@ -55,6 +55,8 @@ uint64_t store_generation(struct store *st);
  * (TP_ERR_UNAVAILABLE while it is down or was never reached).
  */
 int store_health(struct store *st, struct tp_errbuf *err);
+/* 1 when other servers may write the database too (PostgreSQL), 0 for an SQLite file. */
+int store_shared(const struct store *st);
 /* Checkpoint the WAL and close. NULL is a no-op. */
 void store_close(struct store *st);
 
@@ -502,6 +504,68 @@ int store_rank_seq(struct store_reader *r, const char *run, int rank, int64_t *s
 int store_rank_settled(struct store_writer *w, const char *run, int rank, int64_t seq, struct tp_errbuf *err);
 /* Hold one read snapshot across r's statements (on), or let it go (off). */
 int store_read_snapshot(struct store_reader *r, int on, struct tp_errbuf *err);
+
+/*
+ * ---- on-demand captures (captures.c; issue 52, docs/api.md) ----
+ * A capture asks the collectors of a run's ranks to profile the next steps or
+ * seconds. Its state: pending (no rank took it), running, done, failed,
+ * expired (pending at expires_ns), cancelled; each rank that takes it has a
+ * part of its own: running, then done or failed. Times are unix ns.
+ */
+struct store_capture_rank {
+	int rank;
+	char state[8];			/* running, done, failed */
+	char *reason;			/* NULL: none */
+	int64_t started_ns, ended_ns;	/* ended_ns 0: still running */
+	int64_t *artifacts;		/* uploaded with ?capture=ID from this rank, by id */
+	size_t nartifacts;
+};
+struct store_capture {
+	int64_t id;
+	char *run;
+	int64_t created_ns, expires_ns;
+	char *requested_by, *token, *client;	/* NULL: none */
+	int steps, seconds;		/* one of them 0 */
+	char *ranks;			/* "all", or ",0,3," (each rank between commas, ascending) */
+	char *activities;		/* "cpu,cuda" */
+	char state[12];
+	struct store_capture_rank *by_rank;	/* by rank */
+	size_t nby_rank;
+};
+/* The most captures a run's listing gives (the newest). */
+#define STORE_CAPTURES_LIST_MAX 200
+void store_captures_free(struct store_capture *v, size_t n);
+/* A new pending capture of c->run (its other fields as given; id and state ignored): *id.
+ * TP_ERR_NOTFOUND run_not_found when the run has no upload. */
+int store_capture_create(struct store_writer *w, const struct store_capture *c, int64_t *id, struct tp_errbuf *err);
+/* The captures of run, newest first (id 0), or capture id (run NULL: of any run; TP_ERR_NOTFOUND
+ * capture_not_found, or run_not_found for a run with no upload). *out may be NULL when none. */
+int store_captures_read(struct store_reader *r, const char *run, int64_t id, struct store_capture **out, size_t *n,
+			struct tp_errbuf *err);
+/* The oldest capture of run, pending or running and not expired, that targets rank and that rank has
+ * not taken, taken by it at now: *id (0: none). */
+int store_capture_take(struct store_writer *w, const char *run, int rank, int64_t now, int64_t *id,
+		       struct tp_errbuf *err);
+/* End rank's part of capture id at now, done (ok) or failed with reason (may be NULL). TP_ERR_NOTFOUND
+ * capture_not_found; TP_ERR_CONFLICT when the rank never took it or its part has ended. */
+int store_capture_end(struct store_writer *w, int64_t id, int rank, int ok, const char *reason, int64_t now,
+		      struct tp_errbuf *err);
+/* Cancel capture id; TP_ERR_CONFLICT capture_not_pending unless it is pending. */
+int store_capture_cancel(struct store_writer *w, int64_t id, struct tp_errbuf *err);
+/*
+ * Settle what time decides, at now: a pending capture past its expiry is expired, a rank's part
+ * running ttl_ns plus the capture's seconds after it was taken fails ("no word from the rank"), a
+ * capture for listed ranks that some never took ends at its expiry. fn (may be NULL) is told each
+ * capture changed, once committed, with what happened ("expired", "rank 3 failed: ..."). Writes
+ * nothing when nothing is due.
+ */
+typedef void (*store_capture_fn)(const struct store_capture *c, const char *what, void *arg);
+int store_captures_sweep(struct store_writer *w, int64_t now, int64_t ttl_ns, store_capture_fn fn, void *arg,
+			 struct tp_errbuf *err);
+/* 0 when id is a capture of run, else TP_ERR_NOTFOUND capture_not_found. */
+int store_capture_of_run(struct store_reader *r, const char *run, int64_t id, struct tp_errbuf *err);
+/* Record artifact as one of capture id's, under the artifact's rank. */
+int store_capture_artifact(struct store_writer *w, int64_t id, int64_t artifact, struct tp_errbuf *err);
 
 /* What the store holds, for metrics. */
 struct store_counts {

@@ -22,6 +22,7 @@
  *   inputs.c   what analysis/ computes from: ranks, distributed, diagnosis, compare
  *   trace.c    an artifact's events and raw bytes, a window of a rank's trace
  *   pending.c  ranks waiting to be derived again
+ *   captures.c on-demand captures, their ranks' parts and artifacts
  *
  * Reads return rows and structs (store_rows for plain tables, structs where
  * the reader computes: store_steps, store_ranks, store_mem_series and its

@@ -23,7 +23,7 @@ before(async () => {
 	await upload(srv.base, 'cmp-test', 'traces/hta_compare_test.json.gz');
 	await upload(srv.base, 'v100-a', 'traces/hta_v100_train_memory.json.gz');
 	await upload(srv.base, 'v100-b', 'traces/hta_v100_train_memory.json.gz');
-	for (const s of ['healthy', 'healthy_b', 'dataloader']) {
+	for (const s of ['healthy', 'healthy_b', 'dataloader', 'ckpt_off', 'ckpt_on']) {
 		const dir = path.join(repoRoot, 'tests/fixtures/gpu', s);
 		await upload(srv.base, s, path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.pt.trace.json.gz'))));
 	}
@@ -78,6 +78,23 @@ test('compare page: memory timelines on the same axes', async () => {
 	assert.ok(extent[0][0] > 1 && extent[0][1] > 6e9);
 	assert.deepEqual(extent[0], extent[1]);
 	await page.screenshot({ path: path.join(shots, 'compare-memory.png'), fullPage: true });
+	assert.deepEqual(page.problems, []);
+});
+
+test('compare page: the peak by allocation site, as the answer has it', async () => {
+	const page = await newPage(browser);
+	await page.goto(srv.base + '/compare?base=ckpt_off&target=ckpt_on');
+	await page.waitForSelector('#app[data-ready]');
+	const cmp = await (await fetch(`${srv.base}/api/v1/compare?base=ckpt_off&target=ckpt_on`)).json();
+	const sites = cmp.memory.by_site;
+	assert.ok(sites.length > 0 && sites[0].delta_bytes < 0, 'checkpointing frees activations at some site');
+	const shown = await page.$$eval('#memory-sites tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent.trim())));
+	assert.equal(shown.length, sites.length);
+	// the largest change first, its site and category as the answer names them
+	assert.equal(shown[0][0], sites[0].site);
+	assert.equal(shown[0][1], sites[0].category.replace(/_/g, ' '));
+	assert.match(shown[0][4], /^-/);
+	await page.locator('#memory-sites').screenshot({ path: path.join(shots, 'compare-memory-sites.png') });
 	assert.deepEqual(page.problems, []);
 });
 

@@ -4,7 +4,8 @@
  * V100 trace against a copy of it slowed down by this test, two memory
  * timelines that differ in one category; project baselines; per-step
  * metrics (POST all or none, GET) and the throughput they give; the H200
- * recordings' per-step kernels against their step breakdown; errors.
+ * recordings' per-step kernels against their step breakdown, and the memory
+ * at their peaks by allocation site; errors.
  */
 #include <dirent.h>
 #include <math.h>
@@ -355,6 +356,10 @@ START_TEST(test_memory_categories)
 	/* +17.6% of peak: a regression, and the reason names the category */
 	ck_assert_str_eq(str(j, "verdict"), "regression");
 	ck_assert(says(j, "the largest contributor: activation +293.0 KiB"));
+	/* a memory timeline export records no allocations at its peak: no sites, none in the reason */
+	ck_assert(json_is_array(json_object_get(mem, "by_site")));
+	ck_assert_int_eq(json_array_size(json_object_get(mem, "by_site")), 0);
+	ck_assert(!says(j, "by site"));
 	/* no steps in either run: step time not compared, per-trace figures */
 	ck_assert(json_is_null(json_object_get(json_object_get(j, "step_time"), "p_value")));
 	ck_assert_str_eq(str(j, "per"), "trace");
@@ -627,6 +632,52 @@ START_TEST(test_h200_in_steps)
 }
 END_TEST
 
+/*
+ * Activation checkpointing on and off (the same model and batch): the sites
+ * at each peak, folded by (category, site), say which allocations checkpointing
+ * took away; by category they sum to the category's change, and the memory
+ * reason names the largest. A run against itself: no site changed.
+ */
+START_TEST(test_memory_sites)
+{
+	json_t *j, *mem, *sites, *e, *cat;
+	const char *key, *first;
+	size_t i;
+
+	upload_h200("ckpt_off");
+	upload_h200("ckpt_on");
+	j = get("/api/v1/compare?base=h200-ckpt_off&target=h200-ckpt_on", 200);
+	mem = json_object_get(j, "memory");
+	sites = json_object_get(mem, "by_site");
+	/* fewer than the 20 listed: every changed site is here, so the sums below are whole */
+	ck_assert_msg(json_array_size(sites) > 0 && json_array_size(sites) < 20, "%zu sites", json_array_size(sites));
+	e = json_array_get(sites, 0);
+	ck_assert_str_eq(str(e, "category"), "activation");
+	ck_assert(num(e, "delta_bytes") < 0 && num(e, "delta_bytes") == num(e, "target_bytes") - num(e, "base_bytes"));
+	first = str(e, "site");
+	json_object_foreach(json_object_get(mem, "by_category"), key, cat) {
+		double sum = 0, prev = INFINITY;
+		json_array_foreach(sites, i, e) {
+			ck_assert_msg(fabs(num(e, "delta_bytes")) <= prev, "by_site is not sorted by change at %zu", i);
+			prev = fabs(num(e, "delta_bytes"));
+			if (!strcmp(str(e, "category"), key))
+				sum += num(e, "delta_bytes");
+		}
+		ck_assert_msg(sum == (double)json_integer_value(cat), "%s: sites sum to %.0f, the category changed %lld", key,
+			      sum, (long long)json_integer_value(cat));
+	}
+	char want[256];
+	snprintf(want, sizeof(want), "; by site, activation at %s -", first);
+	ck_assert_msg(says(j, want), "no reason says \"%s\"", want);
+	json_decref(j);
+
+	j = get("/api/v1/compare?base=h200-ckpt_on&target=h200-ckpt_on", 200);
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "memory"), "by_site")), 0);
+	ck_assert(!says(j, "by site"));
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	static const struct { const char *path; long status; const char *code; } cases[] = {
@@ -671,6 +722,7 @@ Suite *suite_compare(void)
 	tcase_add_test(tc, test_baseline);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_h200_in_steps);
+	tcase_add_test(tc, test_memory_sites);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;

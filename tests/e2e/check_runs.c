@@ -520,16 +520,18 @@ static size_t downgrade_before_015(const char *where)
 	store_reader_close(rd);
 	store_close(st);
 
-	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, and 018,
-	 * a column of event blocks) */
+	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, 018,
+	 * a column of event blocks, and 019, the captures' tables) */
 	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
 		;
-	ck_assert_int_eq(v015, store_nmigrations - 4);
+	ck_assert_int_eq(v015, store_nmigrations - 5);
 	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 3], "-- 018:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 4], "-- 019:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
-	db_ok(db, db_migrate(db, v015, "ALTER TABLE event_blocks DROP COLUMN max_ts; DROP INDEX artifacts_by_rank;"
+	db_ok(db, db_migrate(db, v015, "DROP TABLE capture_artifacts; DROP TABLE capture_ranks; DROP TABLE captures;"
+				     " ALTER TABLE event_blocks DROP COLUMN max_ts; DROP INDEX artifacts_by_rank;"
 				     " ALTER TABLE steps DROP COLUMN cpu_end_ns;"
 				     " ALTER TABLE steps DROP COLUMN sync_calls; ALTER TABLE steps DROP COLUMN sync_ns;"
 				     " CREATE TABLE memory_points (artifact_id INTEGER NOT NULL, device TEXT NOT NULL,"

@@ -29,6 +29,7 @@ int main(void)
 	srunner_add_suite(sr, suite_formats());
 	srunner_add_suite(sr, suite_gpu());
 	srunner_add_suite(sr, suite_overlap());
+	srunner_add_suite(sr, suite_captures());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

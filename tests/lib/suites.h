@@ -42,7 +42,9 @@ Suite *suite_distributed(void);
 Suite *suite_formats(void);
 Suite *suite_gpu(void);
 Suite *suite_overlap(void);
+Suite *suite_captures(void);
 Suite *suite_cupti(void);
 Suite *suite_cupti_ondemand(void);
+Suite *suite_kineto(void);
 
 #endif

@@ -792,6 +792,27 @@ async function main() {
 		}
 	}
 
+	// on-demand captures: made, listed, taken by a rank, ended, cancelled
+	{
+		const made = await expect('POST', '/api/v1/runs/v100/captures', 201, 'capture',
+			'{"steps": 5, "ranks": [0], "activities": ["cpu", "cuda", "memory"], "requested_by": "schema test"}');
+		const other = await expect('POST', '/api/v1/runs/v100/captures', 201, 'capture', '{"seconds": 10}');
+		if (made && other) {
+			await expect('GET', '/api/v1/runs/v100/captures', 200, 'captures');
+			const taken = await expect('GET', '/api/v1/runs/v100/captures/next?rank=0', 200, 'capture');
+			if (taken)
+				check('captures/next?rank=0: the oldest, running at rank 0', taken.capture.id === made.capture.id &&
+					taken.capture.state === 'running' && taken.capture.by_rank[0].state === 'running', JSON.stringify(taken));
+			await expect('POST', `/api/v1/captures/${made.capture.id}/ranks/0`, 200, 'capture', '{"state": "done"}');
+			await expect('DELETE', `/api/v1/captures/${other.capture.id}`, 200, 'capture');
+			const done = await expect('GET', `/api/v1/captures/${made.capture.id}`, 200, 'capture');
+			if (done)
+				check('a capture whose one rank is done: done', done.capture.state === 'done', JSON.stringify(done));
+			await expect('GET', '/api/v1/captures/999999', 404, 'error');
+			await expect('POST', '/api/v1/runs/v100/captures', 400, 'error', '{"steps": 5, "seconds": 5}');
+		}
+	}
+
 	// metrics, baselines and comparisons
 	{
 		const lines = '{"step": 1009, "name": "tokens_per_step", "value": 4096}\n{"step": 1010, "name": "tokens_per_step", "value": 4096}\n';
@@ -958,7 +979,8 @@ async function main() {
 			'/api/v1/runs/{run}/kernels', '/api/v1/runs/{run}/ranks', '/api/v1/runs/{run}/diagnosis',
 			'/api/v1/runs/{run}/distributed', '/api/v1/runs/{run}/critical_path', '/api/v1/runs/{run}/trace', '/api/v1/runs/{run}/memory', '/api/v1/runs/{run}/memory/peak',
 			'/api/v1/runs/{run}/memory/segments', '/api/v1/runs/{run}/actions', '/api/v1/runs/{run}/stacks', '/api/v1/runs/{run}/gpu', '/api/v1/runs/{run}/canary', '/api/v1/runs/{run}/metrics', '/api/v1/compare', '/api/v1/openapi.yaml', '/api/v1/api/{name}',
-			'/api/v1/runs/{run}/timeline'];
+			'/api/v1/runs/{run}/timeline', '/api/v1/runs/{run}/captures', '/api/v1/runs/{run}/captures/next',
+			'/api/v1/captures/{id}', '/api/v1/captures/{id}/ranks/{rank}'];
 		const missing = want.filter((p) => !doc.paths[p]);
 		check('openapi.yaml describes every endpoint tested here', !missing.length, `missing ${missing.join(', ')}`);
 	}

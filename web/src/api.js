@@ -34,8 +34,9 @@ function headers() {
 	return t ? { Authorization: `Bearer ${t}` } : {};
 }
 
-async function request(url, as, method = 'GET') {
-	const resp = await fetch(url, { method, headers: headers() });
+async function request(url, as, method = 'GET', body = undefined) {
+	const hdrs = body === undefined ? headers() : { ...headers(), 'Content-Type': 'application/json' };
+	const resp = await fetch(url, { method, headers: hdrs, body: body === undefined ? undefined : JSON.stringify(body) });
 	if (!resp.ok) {
 		let code = 'http_' + resp.status, message = `${resp.status} ${resp.statusText}`;
 		try {
@@ -85,8 +86,11 @@ export function downloadLink(attrs, text) {
 	return a;
 }
 export const apiBuffer = (url) => request(url, 'buffer');
-// A write (DELETE): needs the write token where the server has one.
+// Writes (DELETE, POST of a JSON body): need the write token where the server has one.
 export const apiDelete = (url) => request(url, 'json', 'DELETE');
+export const apiPost = (url, body) => request(url, 'json', 'POST', body);
+// Keep token in this browser for the next requests (reads and writes alike).
+export const keepToken = (token) => localStorage.setItem(TOKEN_KEY, token);
 
 // What a page shows instead of its content when a read failed.
 export function errorBox(err) {

@@ -3,11 +3,11 @@
 // (GET /api/v1/compare); the step breakdown side by side, what moved most first;
 // the operator and kernel deltas (the kernels first when GPU time moved most),
 // each with its per-step total, counted inside the steps as the breakdown is;
-// then the step charts, the two memory timelines on the same axes, and the
-// other files' figures. Bytes in binary units throughout (the canary's MB are MiB).
+// then the step charts, the two memory timelines on the same axes with the peak's
+// change by category and by allocation site, and the other files' figures. Bytes in binary units throughout (the canary's MB are MiB).
 import { ApiError, api, errorBox, runUrl } from './api.js';
 import { memoryChart, stepChart } from './charts.js';
-import { table } from './table.js';
+import { nameCell, table } from './table.js';
 import { COMPONENTS, card, fmtBytes, fmtInt, fmtNs, fmtSignedPct, h, label, ready, setCrumbs } from './util.js';
 
 const runName = (x) => (typeof x === 'string' ? x : x?.name ?? x?.run);
@@ -93,7 +93,8 @@ export async function comparePage(app) {
 			steps[i].length ? stepBoxes[i] : h('p', { class: 'muted', text: 'No steps.' }))))),
 		hasMemory.some(Boolean) && card('Memory timelines (same axes)', h('div', { class: 'grid2' }, names.map((n, i) => h('div', null,
 			h('h3', { text: n }), hasMemory[i] ? memBoxes[i] : h('p', { class: 'muted', text: 'No memory data.' })))),
-		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category)),
+		cmp.memory?.by_category && categoryDeltas(cmp.memory.by_category),
+		cmp.memory?.by_site?.length && siteTable(cmp.memory.by_site)),
 		cmp.distributed && card('Distributed', distTable(cmp.distributed, names)),
 		cmp.canary && !canaryHead && card('rlhf-canary metrics', canaryTable(cmp.canary, names))].filter(Boolean));
 
@@ -160,6 +161,21 @@ function categoryDeltas(byCat) {
 	return h('p', { class: 'small' }, 'Peak change by category: ',
 		Object.entries(byCat).filter(([, v]) => v).map(([k, v]) =>
 			h('span', { class: 'chip ' + (v > 0 ? 'bad' : 'ok'), text: `${label(k)} ${v > 0 ? '+' : ''}${fmtBytes(v)}` })));
+}
+
+// What was alive at each run's peak by allocation site (a trace's operator, a snapshot's user
+// frame), the sites that changed, largest change first (GET /compare's memory.by_site).
+function siteTable(rows) {
+	return h('div', { id: 'memory-sites' }, h('h3', { text: 'Peak change by allocation site' }), table({
+		rows, sort: 'delta_bytes', empty: 'No differences.',
+		columns: [
+			{ key: 'site', label: 'Allocated by', name: true, fmt: (v) => (v == null ? '(not named)' : nameCell(v)) },
+			{ key: 'category', label: 'Category', fmt: label },
+			{ key: 'base_bytes', label: 'Base', num: true, fmt: fmtBytes },
+			{ key: 'target_bytes', label: 'Target', num: true, fmt: fmtBytes },
+			{ key: 'delta_bytes', label: 'Change', num: true, fmt: signed(fmtBytes), sortBy: (r) => Math.abs(r.delta_bytes) },
+		],
+	}).el);
 }
 
 const fmtNum = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? fmtInt(v) : v.toPrecision(3)) : v ?? '–');

@@ -5,8 +5,10 @@
 // peak for what was alive), the nvidia-smi series, the Lightning profiler's
 // actions, top operators (from a trace or a key_averages table) and kernels, the
 // flame graph of folded stacks, ranks, the trace window (download or open in
-// Perfetto) and the artifacts. Each card shows only when the rank has what it draws.
+// Perfetto), the on-demand capture control (capture.js) and the artifacts. Each
+// card shows only when the rank has what it draws.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, follow, runUrl } from './api.js';
+import { captureCard } from './capture.js';
 import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepChart } from './charts.js';
 import { bySeverity, evidenceLabel, evidenceValue } from './evidence.js';
 import { openInPerfetto } from './perfetto.js';
@@ -109,6 +111,7 @@ export async function runPage(app, run, following = false) {
 		ranks.ranks.length && named('ranks', card('Ranks', ranksTable(ranks, run))),
 		multi && named('distributed-card', card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox)),
 		hasTrace && named('trace', card('Trace', traceBox)),
+		captureCard(run),
 		named('artifacts', card('Artifacts', artifactsTable(info.artifacts, run)))].filter(Boolean));
 
 	// the headline from what is known already, drawn again once the cards' data is read

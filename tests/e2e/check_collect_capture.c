@@ -628,6 +628,75 @@ START_TEST(test_capture_collector_killed)
 	free(spool);
 }
 END_TEST
+
+/* ---- against the real server (server/h_captures.c) ---- */
+
+/* POST a capture of run with body; its id. */
+static long ask(const char *run, const char *body)
+{
+	struct tu_resp r;
+	char path[256];
+	json_t *j;
+	long id;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/captures", run);
+	ck_assert_int_eq(tu_http(&cl_srv, "POST", path, body, strlen(body), "Content-Type: application/json", &r), 0);
+	ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+	j = tu_json(&r);
+	id = (long)json_integer_value(json_object_get(json_object_get(j, "capture"), "id"));
+	json_decref(j);
+	tu_resp_free(&r);
+	return id;
+}
+
+/*
+ * The three halves together: the real server, run --captures, the real
+ * library in cupti_host (the fake libcupti). A rank's loop of 40 steps is
+ * captured twice while it runs, 3 steps then 1 s; both windows end done on
+ * the server, each with its artifacts. (The run needs an upload first: the
+ * server takes no capture for a run it does not have.)
+ */
+START_TEST(test_capture_real_server_twice)
+{
+	char *spool = cl_path_in("spool"), *err, *trace = cl_trace_text("seed", 0), want[96];
+	const char *args[] = { "run", "--run", "live", "--captures", "--cupti", CUPTI_LIB, "--spool", spool, "--",
+			       CUPTI_HOST_BIN, CUPTI_LIB, FAKE_CUPTI, "sleep:1500", "steps:40:100", NULL };
+	json_t *caps, *c, *rk;
+	struct tu_resp r;
+	long first, second;
+	size_t i;
+	pid_t pid;
+	int rc;
+
+	tu_upload(&cl_srv, "live", "seed.pt.trace.json", trace, strlen(trace));
+	pid = cl_spawn("run", args, NULL);
+	cl_sleep_ms(700);
+	first = ask("live", "{\"steps\": 3, \"requested_by\": \"check\"}");
+	cl_sleep_ms(2500);
+	second = ask("live", "{\"seconds\": 1, \"activities\": [\"cuda\"]}");
+	rc = cl_reap(pid);
+	err = cl_output("run", "err");
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	ck_assert_int_eq(tu_http(&cl_srv, "GET", "/api/v1/runs/live/captures", NULL, 0, NULL, &r), 0);
+	caps = tu_json(&r);
+	ck_assert_uint_eq(json_array_size(json_object_get(caps, "captures")), 2);
+	json_array_foreach(json_object_get(caps, "captures"), i, c) {
+		long id = (long)json_integer_value(json_object_get(c, "id"));
+		ck_assert(id == first || id == second);
+		ck_assert_msg(!strcmp(json_string_value(json_object_get(c, "state")), "done"), "%s", r.body);
+		rk = json_array_get(json_object_get(c, "by_rank"), 0);
+		ck_assert_int_eq(json_integer_value(json_object_get(rk, "rank")), 0);
+		ck_assert_uint_ge(json_array_size(json_object_get(rk, "artifacts")), 1);
+	}
+	snprintf(want, sizeof(want), "trainscope-cupti: capture %ld: 3 of 3 step(s)", first);
+	ck_assert_msg(strstr(err, want), "%s", err);
+	json_decref(caps);
+	tu_resp_free(&r);
+	free(trace);
+	free(err);
+	free(spool);
+}
+END_TEST
 #endif
 
 Suite *suite_collect_capture(void)
@@ -649,5 +718,12 @@ Suite *suite_collect_capture(void)
 	tcase_add_test(tc, test_capture_collector_killed);
 #endif
 	suite_add_tcase(s, tc);
+#ifdef CUPTI_HOST_BIN
+	tc = tcase_create("server");
+	tcase_add_checked_fixture(tc, cl_start, cl_stop);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_capture_real_server_twice);
+	suite_add_tcase(s, tc);
+#endif
 	return s;
 }

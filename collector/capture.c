@@ -19,7 +19,7 @@
 
 #include "capture.h"
 
-const struct capture_backend *capture_other_backend = NULL;
+const struct capture_backend *capture_other_backend = &capture_kineto_backend;
 
 /* ---- the spool backend: our CUPTI library in on-demand mode ---- */
 
@@ -66,7 +66,9 @@ static int spool_poll(const struct capture_req *req, const char *dir, char *why,
 	return -1;
 }
 
-const struct capture_backend capture_spool_backend = { "the CUPTI library", spool_start, spool_poll };
+const struct capture_backend capture_spool_backend = {
+	.name = "the CUPTI library", .start = spool_start, .poll = spool_poll,
+};
 
 /* ---- the thread: long poll, end posts ---- */
 
@@ -263,6 +265,8 @@ int capture_init(struct capture *cap, const struct client *c, const struct captu
 	pthread_cond_init(&cap->cv, NULL);
 	cap->backend = backend;
 	snprintf(cap->why_none, sizeof(cap->why_none), "%s", why_none ? why_none : "no capture backend");
+	if (backend && backend->open && backend->open(dir, c, cap->why_none, sizeof(cap->why_none)))
+		cap->backend = NULL;	/* each capture then ends failed with why */
 	snprintf(cap->dir, sizeof(cap->dir), "%s", dir);
 	cap->c = *c;
 	/* the server's pause: up to 60 s, shorter only when TRAINSCOPE_RETRY_MAX_MS says so */
@@ -285,13 +289,18 @@ int capture_init(struct capture *cap, const struct client *c, const struct captu
 	}
 	cap->started = 1;
 	fprintf(stderr, "trainscope-collect: captures on: asking %s for run %s rank %d's (%s)\n", c->server, c->run,
-		c->rank, backend ? backend->name : cap->why_none);
+		c->rank, cap->backend ? cap->backend->name : cap->why_none);
 	return 0;
 }
 
 int capture_fd(const struct capture *cap)
 {
 	return cap->wake[0];
+}
+
+int capture_backend_fd(const struct capture *cap)
+{
+	return cap->backend && cap->backend->fd ? cap->backend->fd() : -1;
 }
 
 long capture_timeout_ms(struct capture *cap)
@@ -326,6 +335,8 @@ void capture_step(struct capture *cap, struct watch *w)
 
 	while (read(cap->wake[0], buf, sizeof(buf)) > 0)
 		;
+	if (cap->backend && cap->backend->turn)
+		cap->backend->turn();
 	pthread_mutex_lock(&cap->mu);
 	st = cap->state;
 	pthread_mutex_unlock(&cap->mu);
@@ -416,6 +427,8 @@ void capture_release(struct capture *cap)
 		if (cap->stop[i] >= 0)
 			close(cap->stop[i]);
 	}
+	if (cap->backend && cap->backend->close)
+		cap->backend->close();
 	client_release(&cap->c);
 	pthread_mutex_destroy(&cap->mu);
 	pthread_cond_destroy(&cap->cv);

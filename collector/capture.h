@@ -7,8 +7,8 @@
  * capture to a backend, which carries it out:
  *   - the spool backend (capture.c): our CUPTI library in CMD, asked through
  *     $TRAINSCOPE_SPOOL/.capture and answering with .capture-<ID>.done;
- *   - capture_other_backend: for processes our library does not trace (the
- *     Kineto daemon backend, collector/kineto.c, plugs in there).
+ *   - capture_other_backend: for processes our library does not trace, the
+ *     node's Kineto daemon (capture_kineto.c over kineto.c).
  * Chunks whose name holds -c<ID>. go up with &capture=ID (watch.h); once the
  * backend says the window ended and those chunks are shipped, the thread
  * posts the rank's end (POST /api/v1/captures/{id}/ranks/{R}), retried with
@@ -42,10 +42,19 @@ struct capture_req {
 
 /*
  * Where a capture is carried out. dir: the spool (run) or the first folder
- * watched (watch). Both functions are called on the main loop's thread.
+ * watched (watch). Every function is called on the main loop's thread; the
+ * optional ones (NULL) are for a backend that serves an endpoint all along.
  */
 struct capture_backend {
 	const char *name;
+	/* Optional: set up before any capture (c: run and rank): 0, or -1 with why (then unused). */
+	int (*open)(const char *dir, const struct client *c, char *why, size_t size);
+	/* Optional: a descriptor for the main loop to poll (-1: none) ... */
+	int (*fd)(void);
+	/* ... and what to do at each turn of the loop (read what came, without blocking) */
+	void (*turn)(void);
+	/* Optional: undo open */
+	void (*close)(void);
 	/* Start req: 0, or -1 with why (the capture is then ended failed with it). */
 	int (*start)(const struct capture_req *req, const char *dir, char *why, size_t size);
 	/* 0 still going, 1 ended well, -1 ended failed (why says). */
@@ -55,11 +64,12 @@ struct capture_backend {
 /* Our CUPTI library through the spool folder (.capture, .capture-<ID>.done). */
 extern const struct capture_backend capture_spool_backend;
 /*
- * The backend for a process our library does not trace: NULL in this
- * build, so such a capture ends failed saying so. The Kineto daemon
- * backend sets it (one line in capture.c).
+ * The backend for a process our library does not trace: the node's Kineto
+ * daemon (capture_kineto.c over kineto.h), for PyTorch processes started
+ * with KINETO_USE_DAEMON=1.
  */
 extern const struct capture_backend *capture_other_backend;
+extern const struct capture_backend capture_kineto_backend;
 
 enum capture_state {
 	CAPTURE_IDLE,		/* the thread polls */
@@ -101,6 +111,8 @@ int capture_init(struct capture *cap, const struct client *c, const struct captu
 		 const char *why_none, const char *dir);
 /* The descriptor to poll: readable when a capture was taken. */
 int capture_fd(const struct capture *cap);
+/* The backend's descriptor to poll as well (-1: none). */
+int capture_backend_fd(const struct capture *cap);
 /* How long the main loop may sleep: 1000 ms while a capture runs, else -1. */
 long capture_timeout_ms(struct capture *cap);
 /* Start what was taken, follow what runs, end what is done and shipped. */

@@ -26,8 +26,8 @@
  * (TRAINSCOPE_CAPTURE_MODE=ondemand: nothing is recorded until asked), a
  * thread asks the server for this rank's captures, and each is handed to
  * the library through the spool, or, when CMD is not traced by it, to
- * capture_other_backend. After CMD exits, draining also waits for the end
- * of a capture to be posted.
+ * capture_other_backend (the Kineto daemon). After CMD exits, draining also
+ * waits for the end of a capture to be posted.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <dirent.h>
@@ -358,11 +358,10 @@ int run_main(int argc, char **argv)
 		goto out;
 	/*
 	 * Who carries out a capture: our library when CMD is traced by it, else
-	 * the backend for processes it does not trace (capture.h), if any.
+	 * the backend for processes it does not trace (capture.h: the Kineto daemon).
 	 */
 	if (captures && capture_init(&cap, &c, traced ? &capture_spool_backend : capture_other_backend,
-				     "CUDA tracing is off for this command, and no other capture backend is built in",
-				     spool))
+				     "CUDA tracing is off for this command, and no other capture backend", spool))
 		goto out;
 	capturing = captures;
 	fprintf(stderr, "trainscope-collect: shipping the spool %s to run %s rank %d on %s\n", spool, c.run, c.rank,
@@ -381,8 +380,9 @@ int run_main(int argc, char **argv)
 	}
 	alive = 1;
 	for (;;) {
-		struct pollfd p[3] = { { .fd = w.ifd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
-				       { .fd = capturing ? capture_fd(&cap) : -1, .events = POLLIN } };
+		struct pollfd p[4] = { { .fd = w.ifd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
+				       { .fd = capturing ? capture_fd(&cap) : -1, .events = POLLIN },
+				       { .fd = capturing ? capture_backend_fd(&cap) : -1, .events = POLLIN } };
 		struct signalfd_siginfo si;
 		long timeout, ct;
 
@@ -412,7 +412,7 @@ int run_main(int argc, char **argv)
 			timeout = ct;
 		if (!alive && (timeout < 0 || timeout > deadline - watch_now_ms()))
 			timeout = deadline - watch_now_ms();
-		if (poll(p, 3, (int)(timeout < 0 ? -1 : timeout)) < 0 && errno != EINTR) {
+		if (poll(p, 4, (int)(timeout < 0 ? -1 : timeout)) < 0 && errno != EINTR) {
 			fprintf(stderr, "trainscope-collect: poll: %s\n", strerror(errno));
 			break;
 		}

@@ -926,14 +926,16 @@ int watch_main(int argc, char **argv)
 			goto out;
 	fprintf(stderr, "trainscope-collect: %s %d folder(s) for run %s rank %d on %s\n",
 		once ? "shipping" : "watching", argc - optind, c.run, c.rank, c.server);
-	/* the processes watch ships for are not traced by our library: another backend carries captures out */
+	/* the processes watch ships for are not traced by our library: the Kineto daemon backend carries captures out */
 	if (captures && !once &&
-	    capture_init(&cap, &c, capture_other_backend, "watch has no capture backend in this build", argv[optind]))
+	    capture_init(&cap, &c, capture_other_backend, "no capture backend for processes our library does not trace",
+			 argv[optind]))
 		goto out;
 	capturing = captures && !once;
 	for (;;) {
-		struct pollfd p[3] = { { .fd = sfd, .events = POLLIN }, { .fd = w.ifd, .events = POLLIN },
-				       { .fd = capturing ? capture_fd(&cap) : -1, .events = POLLIN } };
+		struct pollfd p[4] = { { .fd = sfd, .events = POLLIN }, { .fd = w.ifd, .events = POLLIN },
+				       { .fd = capturing ? capture_fd(&cap) : -1, .events = POLLIN },
+				       { .fd = capturing ? capture_backend_fd(&cap) : -1, .events = POLLIN } };
 		long timeout, ct;
 
 		watch_ship(&w);
@@ -951,7 +953,7 @@ int watch_main(int argc, char **argv)
 		ct = capturing ? capture_timeout_ms(&cap) : -1;
 		if (ct >= 0 && (timeout < 0 || ct < timeout))
 			timeout = ct;
-		if (poll(p, once ? 1 : 3, (int)timeout) < 0 && errno != EINTR) {
+		if (poll(p, once ? 1 : 4, (int)timeout) < 0 && errno != EINTR) {
 			fprintf(stderr, "trainscope-collect: poll: %s\n", strerror(errno));
 			goto out;
 		}

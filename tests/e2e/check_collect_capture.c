@@ -10,7 +10,7 @@
  * library (nothing loads it: the script has no CUDA). Checked: nothing
  * asked (no upload, no .capture); one capture end to end; the server going
  * away mid-capture; the backoff of the poll, while chunks still ship;
- * watch without a capture backend; hostile ids. Where the CUPTI library is
+ * watch as the Kineto daemon for a fake PyTorch process; hostile ids. Where the CUPTI library is
  * built, the whole chain with it (cupti_host and the fake libcupti), and
  * the collector killed mid-window.
  */
@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -473,7 +475,9 @@ START_TEST(test_capture_backoff)
 			       "sleep 0.3; printf '{\"traceEvents\":[]}' > \"$TRAINSCOPE_SPOOL/.t\"; "
 			       "mv \"$TRAINSCOPE_SPOOL/.t\" \"$TRAINSCOPE_SPOOL/trace-1-0.pt.trace.json\"; sleep 4",
 			       NULL };
-	const char *env[] = { server_env, "TRAINSCOPE_RETRY_BASE_MS=100", "TRAINSCOPE_RETRY_MAX_MS=800", NULL };
+	/* --cupti none: the Kineto backend binds its name; a private one, never the node's "dynolog" */
+	const char *env[] = { server_env, "TRAINSCOPE_RETRY_BASE_MS=100", "TRAINSCOPE_RETRY_MAX_MS=800",
+			      "TRAINSCOPE_KINETO_NAME=ts-capture-backoff", NULL };
 	long long t[64];
 	int n = 0, i, up;
 
@@ -500,25 +504,51 @@ START_TEST(test_capture_backoff)
 }
 END_TEST
 
-/* watch has no capture backend in this build: a capture it takes is ended failed, saying why. */
-START_TEST(test_capture_watch_no_backend)
+/*
+ * watch --captures is the node's Kineto daemon (capture_kineto.c, under a
+ * private name here): a PyTorch-like process (fake_kineto, speaking Kineto's
+ * IPC) polls, gets the capture's config, writes its trace; the collector
+ * ships it with &capture=9 from the watched folder, then ends the rank done.
+ */
+START_TEST(test_capture_watch_kineto)
 {
-	char *dir = cl_path_in("w"), *err;
+	char *dir = cl_path_in("w"), *err, name[64], envname[96], *out;
 	const char *args[] = { "watch", "--run", "r1", "--captures", dir, NULL };
-	const char *env[] = { server_env, NULL };
-	pid_t pid;
-	int end;
+	const char *env[] = { server_env, envname, NULL };
+	pid_t pid, kp;
+	int end, up, st;
 
+	snprintf(name, sizeof(name), "ts-capture-test-%d", (int)getpid());
+	snprintf(envname, sizeof(envname), "TRAINSCOPE_KINETO_NAME=%s", name);
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
-	snprintf(fk.capture, sizeof(fk.capture), "{\"id\":9,\"steps\":2}");
+	snprintf(fk.capture, sizeof(fk.capture), "{\"id\":9,\"steps\":2,\"activities\":[\"cpu\",\"cuda\"]}");
 	pid = cl_spawn("watch", args, env);
-	end = wait_logged("POST /api/v1/captures/9/ranks/0", 10000);
+	ck_assert_int_ge(wait_logged("/captures/next", 10000), 0);
+	cl_sleep_ms(300);
+	out = cl_path_in("kineto.out");
+	kp = fork();
+	ck_assert_int_ge(kp, 0);
+	if (kp == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("RANK", "0", 1);
+		setenv("TRAINSCOPE_RUN", "r1", 1);
+		execl(FAKE_KINETO_BIN, FAKE_KINETO_BIN, name, "req", "write", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(kp, &st, 0), kp);
+	end = wait_logged("POST /api/v1/captures/9/ranks/0", 15000);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(cl_reap(pid), 0);
 	err = cl_output("watch", "err");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fake_kineto: %d; %s", st, err);
 	ck_assert_msg(end >= 0, "%s", err);
-	ck_assert_msg(strstr(fk.log[end], "\"state\":\"failed\",\"reason\":\"watch has no capture backend in this build\""),
-		      "%s", fk.log[end]);
+	ck_assert_msg(strstr(fk.log[end], "{\"state\":\"done\""), "%s / %s", fk.log[end], err);
+	up = logged("c9.pt.trace.json&capture=9", 0);
+	ck_assert_msg(up >= 0 && up < end, "upload %d, end %d: %s", up, end, err);
+	ck_assert_msg(strstr(err, "(the Kineto daemon)"), "%s", err);
+	free(out);
 	free(err);
 	free(dir);
 }
@@ -711,7 +741,7 @@ Suite *suite_collect_capture(void)
 	tcase_add_test(tc, test_capture_end_to_end);
 	tcase_add_test(tc, test_capture_server_away);
 	tcase_add_test(tc, test_capture_backoff);
-	tcase_add_test(tc, test_capture_watch_no_backend);
+	tcase_add_test(tc, test_capture_watch_kineto);
 	tcase_add_test(tc, test_capture_hostile_ids);
 #ifdef CUPTI_HOST_BIN
 	tcase_add_test(tc, test_capture_with_the_library);

@@ -153,6 +153,16 @@ static int on_xfer(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	return b->progress(ulnow, b->payload);
 }
 
+/* cancel_aborts: a readable cancel_fd ends the request in flight */
+static int on_cancel(void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct client *c = payload;
+	struct pollfd p = { .fd = c->cancel_fd, .events = POLLIN };
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return poll(&p, 1, 0) > 0;
+}
+
 static int on_seek(void *payload, curl_off_t offset, int origin)
 {
 	const struct client_body *b = payload;
@@ -260,6 +270,11 @@ enum client_outcome client_try(const struct client *c, const char *method, const
 			curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
 			curl_easy_setopt(curl, CURLOPT_XFERINFODATA, (void *)body);
 		}
+	}
+	if (c->cancel_aborts && c->cancel_fd >= 0 && !(body && body->progress)) {
+		curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_cancel);
+		curl_easy_setopt(curl, CURLOPT_XFERINFODATA, (void *)c);
 	}
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
 	cc = curl_easy_perform(curl);

@@ -40,6 +40,7 @@ struct client {
 	long retry_max_ms;
 	int max_attempts;	/* 0: retry for ever */
 	int cancel_fd;		/* readable: stop waiting between attempts; -1: none */
+	int cancel_aborts;	/* 1: a readable cancel_fd also ends a request in flight (CLIENT_FAILED) */
 	int verbose;		/* say each retry on stderr, with the wait left (client_request) */
 	long silence_s;		/* a request that gets no byte for this long is given up, not retried */
 };

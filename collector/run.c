@@ -21,6 +21,13 @@
  * passed on to CMD; those from the terminal reached CMD already. After CMD
  * exits, shipping goes on until the spool is empty, --drain-timeout passes,
  * or a signal comes.
+ *
+ * --captures (issue 52, capture.h): CMD's library starts in on-demand mode
+ * (TRAINSCOPE_CAPTURE_MODE=ondemand: nothing is recorded until asked), a
+ * thread asks the server for this rank's captures, and each is handed to
+ * the library through the spool, or, when CMD is not traced by it, to
+ * capture_other_backend (the Kineto daemon). After CMD exits, draining also
+ * waits for the end of a capture to be posted.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <dirent.h>
@@ -38,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "collect.h"
 #include "watch.h"
 
@@ -48,7 +56,7 @@
 static const char run_help[] =
 	"usage: trainscope-collect run [--server URL] [--run NAME] [--rank R] [--spool DIR]\n"
 	"                              [--spool-max BYTES] [--cupti PATH] [--drain-timeout S]\n"
-	"                              -- CMD [ARGS...]\n"
+	"                              [--captures] -- CMD [ARGS...]\n"
 	"\n"
 	"Runs CMD with the CUPTI library injected (CUDA_INJECTION64_PATH and\n"
 	"NVTX_INJECTION64_PATH; whether tracing is on, or why not, is said first) and\n"
@@ -58,12 +66,13 @@ static const char run_help[] =
 	"While the server is away, chunks wait in the spool; a full spool is said (the\n"
 	"library stops writing until there is room). A 401/403 stops shipping, not CMD.\n"
 	"\n"
-	"  --spool DIR          the spool folder (default: a new one under $TMPDIR, removed\n"
-	"                       when empty at the end)\n"
+	"  --spool DIR          the spool folder (default: a new one under $TMPDIR)\n"
 	"  --spool-max BYTES    its bound (env TRAINSCOPE_SPOOL_MAX, default 1073741824)\n"
 	"  --cupti PATH         the library, or none (env TRAINSCOPE_CUPTI_LIB; default\n"
 	"                       " CUPTI_LIB " beside this binary or in ../lib)\n"
-	"  --drain-timeout S    after CMD exits, how long to keep trying (default 300)\n";
+	"  --drain-timeout S    after CMD exits, how long to keep trying (default 300)\n"
+	"  --captures           record only the windows the server asks for (on-demand\n"
+	"                       capture; env TRAINSCOPE_CAPTURES=1)\n";
 
 /* Bytes of everything in the spool, the library's unfinished chunks included. */
 static long long spool_bytes(const char *dir, int *chunks_out)
@@ -141,7 +150,8 @@ static int cuda_driver(char *why, size_t size)
  * library found it is injected even without a driver here: CMD may find one
  * that this process does not (its own LD_LIBRARY_PATH).
  */
-static int child_env(const struct client *c, const char *spool, long long spool_max, const char *lib_flag)
+static int child_env(const struct client *c, const char *spool, long long spool_max, const char *lib_flag,
+		     int captures, int *traced)
 {
 	const char *env = getenv("TRAINSCOPE_CUPTI_LIB"), *given = lib_flag ? lib_flag : env && *env ? env : NULL;
 	char num[32], real[PATH_MAX], looked[3 * PATH_MAX], why[512], *lib;
@@ -157,6 +167,7 @@ static int child_env(const struct client *c, const char *spool, long long spool_
 			fprintf(stderr, "trainscope-collect: CUDA tracing off: no CUPTI library at %s (%s); the command runs "
 				"untraced\n", looked[0] ? looked : lib, strerror(errno));
 		} else {
+			*traced = 1;
 			rc |= setenv("CUDA_INJECTION64_PATH", real, 1);
 			rc |= setenv("NVTX_INJECTION64_PATH", real, 1);
 			if (cuda_driver(why, sizeof(why)))
@@ -168,6 +179,8 @@ static int child_env(const struct client *c, const char *spool, long long spool_
 		}
 		free(lib);
 	}
+	/* on demand only when someone can ask: without --captures nothing would ever turn it on */
+	rc |= captures ? setenv("TRAINSCOPE_CAPTURE_MODE", "ondemand", 1) : unsetenv("TRAINSCOPE_CAPTURE_MODE");
 	rc |= setenv("TRAINSCOPE_SPOOL", spool, 1);
 	snprintf(num, sizeof(num), "%lld", spool_max);
 	rc |= setenv("TRAINSCOPE_SPOOL_MAX", num, 1);
@@ -253,9 +266,12 @@ int run_main(int argc, char **argv)
 		{ "spool-max", required_argument, NULL, 'm' },
 		{ "cupti", required_argument, NULL, 'c' },
 		{ "drain-timeout", required_argument, NULL, 'd' },
+		{ "captures", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *lib = NULL, *env_max = getenv("TRAINSCOPE_SPOOL_MAX");
+	const char *lib = NULL, *env_max = getenv("TRAINSCOPE_SPOOL_MAX"), *env_cap = getenv("TRAINSCOPE_CAPTURES");
+	struct capture cap;
+	int captures = env_cap && !strcmp(env_cap, "1"), traced = 0, capturing = 0;
 	char *spool = NULL;
 	struct client c;
 	struct watch w = { .ifd = -1 };
@@ -290,6 +306,9 @@ int run_main(int argc, char **argv)
 			break;
 		case 'c':
 			lib = optarg;
+			break;
+		case 'C':
+			captures = 1;
 			break;
 		case 'd':
 			if (parse_bytes(optarg, &drain_s)) {
@@ -334,8 +353,17 @@ int run_main(int argc, char **argv)
 		goto out;
 	}
 	c.cancel_fd = sfd;
-	if (watch_init(&w, &c, 1) || watch_add(&w, spool, NULL) || child_env(&c, spool, spool_max, lib))
+	if (watch_init(&w, &c, 1) || watch_add(&w, spool, NULL) ||
+	    child_env(&c, spool, spool_max, lib, captures, &traced))
 		goto out;
+	/*
+	 * Who carries out a capture: our library when CMD is traced by it, else
+	 * the backend for processes it does not trace (capture.h: the Kineto daemon).
+	 */
+	if (captures && capture_init(&cap, &c, traced ? &capture_spool_backend : capture_other_backend,
+				     "CUDA tracing is off for this command, and no other capture backend", spool))
+		goto out;
+	capturing = captures;
 	fprintf(stderr, "trainscope-collect: shipping the spool %s to run %s rank %d on %s\n", spool, c.run, c.rank,
 		c.server);
 	fflush(NULL);
@@ -352,12 +380,16 @@ int run_main(int argc, char **argv)
 	}
 	alive = 1;
 	for (;;) {
-		struct pollfd p[2] = { { .fd = w.ifd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+		struct pollfd p[4] = { { .fd = w.ifd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
+				       { .fd = capturing ? capture_fd(&cap) : -1, .events = POLLIN },
+				       { .fd = capturing ? capture_backend_fd(&cap) : -1, .events = POLLIN } };
 		struct signalfd_siginfo si;
-		long timeout;
+		long timeout, ct;
 
 		if (!stopped)
 			watch_ship(&w);
+		if (capturing && !stopped)
+			capture_step(&cap, &w);
 		bytes = spool_bytes(spool, &left);
 		if (!full && bytes >= spool_max)
 			fprintf(stderr, "trainscope-collect: the spool %s is full (%lld bytes, %d chunk(s), at most %lld): "
@@ -372,12 +404,15 @@ int run_main(int argc, char **argv)
 				w.fatal == CLIENT_EXIT_REJECTED ? w.last_error : "see above", spool);
 			stopped = 1;
 		}
-		if (!alive && (!w.nqueue || stopped || watch_now_ms() >= deadline))
+		if (!alive && ((!w.nqueue && !(capturing && capture_busy(&cap))) || stopped || watch_now_ms() >= deadline))
 			break;
 		timeout = stopped ? -1 : watch_timeout_ms(&w);
+		ct = capturing && !stopped ? capture_timeout_ms(&cap) : -1;
+		if (ct >= 0 && (timeout < 0 || ct < timeout))
+			timeout = ct;
 		if (!alive && (timeout < 0 || timeout > deadline - watch_now_ms()))
 			timeout = deadline - watch_now_ms();
-		if (poll(p, 2, (int)(timeout < 0 ? -1 : timeout)) < 0 && errno != EINTR) {
+		if (poll(p, 4, (int)(timeout < 0 ? -1 : timeout)) < 0 && errno != EINTR) {
 			fprintf(stderr, "trainscope-collect: poll: %s\n", strerror(errno));
 			break;
 		}
@@ -388,6 +423,8 @@ int run_main(int argc, char **argv)
 				if (alive && waitpid(child, &status, WNOHANG) == child) {
 					alive = 0;
 					deadline = watch_now_ms() + drain_s * 1000;
+					if (capturing)
+						capture_target_gone(&cap);
 					/* its last renames are in inotify's queue by now: take them before deciding we are done */
 					if (watch_read_events(&w))
 						broken = 1;
@@ -412,6 +449,8 @@ int run_main(int argc, char **argv)
 	run_summary(&c, &w, status, watch_now_ms() - started, left);
 	rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 out:
+	if (capturing)
+		capture_release(&cap);
 	watch_release(&w);
 	if (sfd >= 0)
 		close(sfd);

@@ -229,15 +229,32 @@ static int trace_rank(const char *path)
 	return rank;
 }
 
+static enum client_outcome upload_one(const struct client *c, const char *path, const char *name, int retry,
+				      struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out,
+				      int rank_given, int force_rank, const char *capture);
+
 enum client_outcome upload_file(const struct client *c, const char *path, const char *name, int retry,
 				struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out)
 {
-	return upload_file_rank(c, path, name, retry, bar, slot, st_out, out, 1, 1);
+	return upload_one(c, path, name, retry, bar, slot, st_out, out, 1, 1, NULL);
 }
 
 enum client_outcome upload_file_rank(const struct client *c, const char *path, const char *name, int retry,
 				     struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out,
 				     int rank_given, int force_rank)
+{
+	return upload_one(c, path, name, retry, bar, slot, st_out, out, rank_given, force_rank, NULL);
+}
+
+enum client_outcome upload_file_capture(const struct client *c, const char *path, const char *name,
+					const char *capture, struct stat *st_out, struct client_resp *out)
+{
+	return upload_one(c, path, name, 0, NULL, 0, st_out, out, 1, 1, capture);
+}
+
+static enum client_outcome upload_one(const struct client *c, const char *path, const char *name, int retry,
+				      struct upload_bar *bar, int slot, struct stat *st_out, struct client_resp *out,
+				      int rank_given, int force_rank, const char *capture)
 {
 	struct source *s = calloc(1, sizeof(*s));
 	struct client_body body = { on_read, on_rewind, -1, s, NULL, NULL };
@@ -293,7 +310,8 @@ enum client_outcome upload_file_rank(const struct client *c, const char *path, c
 	}
 	/* no rank given: none sent, and the server takes the trace's own (else 0), as it does for any client */
 	if (!(esc = curl_easy_escape(NULL, name, 0)) ||
-	    (rank_given ? asprintf(&url, "/api/v1/runs/%s/artifacts?rank=%d&name=%s", c->run, c->rank, esc)
+	    (rank_given ? asprintf(&url, "/api/v1/runs/%s/artifacts?rank=%d&name=%s%s%s", c->run, c->rank, esc,
+				   capture ? "&capture=" : "", capture ? capture : "")
 			: asprintf(&url, "/api/v1/runs/%s/artifacts?name=%s", c->run, esc)) < 0) {
 		url = NULL;
 		snprintf(out->error, sizeof(out->error), "out of memory");

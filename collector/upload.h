@@ -51,6 +51,14 @@ enum client_outcome upload_file_rank(const struct client *c, const char *path, c
 				     int rank_given, int force_rank);
 
 /*
+ * upload_file of a capture's chunk, tried once: the URL carries
+ * &capture=ID (ID: [A-Za-z0-9_-], as the collector checked it), and the
+ * server records the artifact as that capture's (issue 52).
+ */
+enum client_outcome upload_file_capture(const struct client *c, const char *path, const char *name,
+					const char *capture, struct stat *st_out, struct client_resp *out);
+
+/*
  * Print the answer of an upload: "FILE: artifact ID STATUS (new)" on stdout,
  * and the server's error on stderr when it rejected the file. Returns 1
  * when the answer carries an artifact (the server kept the bytes).

@@ -35,6 +35,7 @@
 #include <zlib.h>
 
 #include "../common/utf8.h"
+#include "capture.h"
 #include "collect.h"
 #include "upload.h"
 #include "watch.h"
@@ -508,6 +509,7 @@ struct ship_job {
 	int fd;
 	struct stat st;
 	struct client_resp r;
+	char capture[72];	/* "" or the capture whose chunk it is */
 };
 
 static void job_release(struct ship_job *j)
@@ -560,6 +562,12 @@ static int ship_prepare(struct watch *w, size_t i, struct ship_job *j)
 		goto out;
 	}
 	j->st = fst;
+	if (w->capture_id[0]) {
+		char needle[sizeof(w->capture_id) + 4];
+		snprintf(needle, sizeof(needle), "-c%s.", w->capture_id);
+		if (strstr(it->name, needle))
+			snprintf(j->capture, sizeof(j->capture), "%s", w->capture_id);
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	age_ms = ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(&fst)) / 1000000;
 	if (it->from_scan && (age_ms < settle_ms ||
@@ -581,7 +589,10 @@ static void *ship_upload(void *arg)
 	char fdpath[64];
 
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", j->fd);
-	upload_file(j->c, fdpath, j->name, 0, NULL, 0, &j->st, &j->r);
+	if (j->capture[0])
+		upload_file_capture(j->c, fdpath, j->name, j->capture, &j->st, &j->r);
+	else
+		upload_file(j->c, fdpath, j->name, 0, NULL, 0, &j->st, &j->r);
 	return NULL;
 }
 
@@ -812,6 +823,15 @@ size_t watch_ship(struct watch *w)
 	return w->nqueue;
 }
 
+size_t watch_queued_with(const struct watch *w, const char *needle)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < w->nqueue; i++)
+		n += strstr(w->queue[i].name, needle) != NULL;
+	return n;
+}
+
 long watch_timeout_ms(const struct watch *w)
 {
 	long long now = watch_now_ms(), t = -1;
@@ -830,7 +850,7 @@ long watch_timeout_ms(const struct watch *w)
 
 static const char watch_help[] =
 	"usage: trainscope-collect watch [--server URL] [--run NAME] [--rank R] [--once]\n"
-	"                                [--state DIR] DIR...\n"
+	"                                [--state DIR] [--captures] DIR...\n"
 	"\n"
 	"Ships every finished file in each DIR as an artifact of the run and rank, once:\n"
 	"those there at start that were not shipped before, then each one written and\n"
@@ -840,14 +860,14 @@ static const char watch_help[] =
 	"nvidia-smi logs) once quiet for 30 s (a log appended to ships when it stops);\n"
 	"hidden names and .tmp/.part ones are not. The server tells the formats apart:\n"
 	"a file it takes for none (415) is said and not sent again, unless it changes.\n"
-	"What was shipped is kept in DIR/" STATE_NAME "\n"
-	"(or in --state DIR), so a restart ships only what is new. While the server is\n"
-	"away, files wait and go, in order, when it is back; two go at a time when more\n"
-	"than one is waiting. SIGINT or SIGTERM stops it after the files in flight, with\n"
-	"exit 0; a 401 or 403 stops it with exit 1.\n"
+	"What was shipped is kept in DIR/" STATE_NAME " (or --state DIR), so\n"
+	"a restart ships only what is new. While the server is away, files wait and go,\n"
+	"in order, when it is back; two at a time when more than one waits. SIGINT or\n"
+	"SIGTERM stops it after the files in flight, with exit 0; a 401 or 403, exit 1.\n"
 	"\n"
 	"  --once         ship what is there now and exit (retried as `upload` is)\n"
-	"  --state DIR    keep the state files in DIR instead of in each watched folder\n";
+	"  --state DIR    keep the state files in DIR instead of in each watched folder\n"
+	"  --captures     take this rank's on-demand captures (env TRAINSCOPE_CAPTURES=1)\n";
 
 int watch_main(int argc, char **argv)
 {
@@ -855,9 +875,12 @@ int watch_main(int argc, char **argv)
 		COLLECT_COMMON_OPTIONS,
 		{ "once", no_argument, NULL, 'o' },
 		{ "state", required_argument, NULL, 't' },
+		{ "captures", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *state_dir = NULL;
+	const char *state_dir = NULL, *env_cap = getenv("TRAINSCOPE_CAPTURES");
+	struct capture cap;
+	int captures = env_cap && !strcmp(env_cap, "1"), capturing = 0;
 	struct client c;
 	struct watch w = { .ifd = -1 };
 	sigset_t sigs;
@@ -874,6 +897,8 @@ int watch_main(int argc, char **argv)
 			once = 1;
 		} else if (opt == 't') {
 			state_dir = optarg;
+		} else if (opt == 'C') {
+			captures = 1;
 		} else if (collect_common_option(&c, opt, optarg)) {
 			rc = CLIENT_EXIT_USAGE;
 			goto out;
@@ -901,10 +926,21 @@ int watch_main(int argc, char **argv)
 			goto out;
 	fprintf(stderr, "trainscope-collect: %s %d folder(s) for run %s rank %d on %s\n",
 		once ? "shipping" : "watching", argc - optind, c.run, c.rank, c.server);
+	/* the processes watch ships for are not traced by our library: the Kineto daemon backend carries captures out */
+	if (captures && !once &&
+	    capture_init(&cap, &c, capture_other_backend, "no capture backend for processes our library does not trace",
+			 argv[optind]))
+		goto out;
+	capturing = captures && !once;
 	for (;;) {
-		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = w.ifd, .events = POLLIN } };
+		struct pollfd p[4] = { { .fd = sfd, .events = POLLIN }, { .fd = w.ifd, .events = POLLIN },
+				       { .fd = capturing ? capture_fd(&cap) : -1, .events = POLLIN },
+				       { .fd = capturing ? capture_backend_fd(&cap) : -1, .events = POLLIN } };
+		long timeout, ct;
 
 		watch_ship(&w);
+		if (capturing)
+			capture_step(&cap, &w);
 		if (w.fatal || (once && !w.nqueue))
 			break;
 		if (once && c.max_attempts && w.failures >= c.max_attempts) {
@@ -913,7 +949,11 @@ int watch_main(int argc, char **argv)
 			rc = CLIENT_EXIT_UNREACHABLE;
 			goto out;
 		}
-		if (poll(p, once ? 1 : 2, (int)watch_timeout_ms(&w)) < 0 && errno != EINTR) {
+		timeout = watch_timeout_ms(&w);
+		ct = capturing ? capture_timeout_ms(&cap) : -1;
+		if (ct >= 0 && (timeout < 0 || ct < timeout))
+			timeout = ct;
+		if (poll(p, once ? 1 : 4, (int)timeout) < 0 && errno != EINTR) {
 			fprintf(stderr, "trainscope-collect: poll: %s\n", strerror(errno));
 			goto out;
 		}
@@ -934,6 +974,8 @@ int watch_main(int argc, char **argv)
 	else
 		watch_summary(&w, once ? "done" : "stopped");
 out:
+	if (capturing)
+		capture_release(&cap);
 	watch_release(&w);
 	if (sfd >= 0)
 		close(sfd);

@@ -66,6 +66,12 @@ struct watch {
 	long long shipped_bytes;	/* their sizes on disk */
 	unsigned transient;	/* uploads that met a transient failure (each retried later) */
 	char last_error[512];	/* the last transient failure, for messages */
+	/*
+	 * A capture in progress (capture.h), "" when none: a file whose name
+	 * holds -c<ID>. is uploaded with &capture=ID. Set and read on the
+	 * thread that calls watch_ship.
+	 */
+	char capture_id[72];
 };
 
 /* 0, or -1 after a message on stderr (no inotify). */
@@ -86,6 +92,8 @@ int watch_read_events(struct watch *w);
  * flight finish first). Returns the files still queued.
  */
 size_t watch_ship(struct watch *w);
+/* How many queued files have a name holding needle. */
+size_t watch_queued_with(const struct watch *w, const char *needle);
 /* How long poll may sleep before watch_ship has something to do: -1 for ever. */
 long watch_timeout_ms(const struct watch *w);
 /* Monotonic milliseconds (the clock of retry_at). */

@@ -27,6 +27,11 @@ int spool_open(struct spool *s, const char *dir, uint64_t max)
 	return 0;
 }
 
+void spool_set_tag(struct spool *s, const char *tag)
+{
+	snprintf(s->tag, sizeof(s->tag), "%s", tag ? tag : "");
+}
+
 uint64_t spool_used(const struct spool *s)
 {
 	DIR *d = opendir(s->dir);
@@ -72,7 +77,8 @@ int spool_write(struct spool *s, const void *data, size_t len)
 		return 1;
 	}
 	snprintf(tmp, sizeof(tmp), "%s/.trace-%d-%llu.tmp", s->dir, (int)s->pid, s->seq);
-	snprintf(final, sizeof(final), "%s/trace-%d-%llu.pt.trace.json", s->dir, (int)s->pid, s->seq);
+	snprintf(final, sizeof(final), "%s/trace-%d-%llu%s%s.pt.trace.json", s->dir, (int)s->pid, s->seq,
+		 s->tag[0] ? "-" : "", s->tag);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	rc = fd < 0 ? -1 : write_all(fd, data, len);
 	if (fd >= 0 && close(fd))

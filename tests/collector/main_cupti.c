@@ -16,6 +16,7 @@ int main(void)
 	tp_log_threshold = TP_LOG_WARN;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	sr = srunner_create(suite_cupti());
+	srunner_add_suite(sr, suite_cupti_ondemand());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -20,6 +20,7 @@ int main(void)
 	srunner_add_suite(sr, suite_collect());
 	srunner_add_suite(sr, suite_collect_watch());
 	srunner_add_suite(sr, suite_collect_run());
+	srunner_add_suite(sr, suite_collect_capture());
 	srunner_add_suite(sr, suite_api_contract());
 	srunner_add_suite(sr, suite_runs());
 	srunner_add_suite(sr, suite_runs_chunks());

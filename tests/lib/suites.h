@@ -33,6 +33,7 @@ Suite *suite_compare(void);
 Suite *suite_collect(void);
 Suite *suite_collect_watch(void);
 Suite *suite_collect_run(void);
+Suite *suite_collect_capture(void);
 Suite *suite_api_contract(void);
 Suite *suite_runs(void);
 Suite *suite_runs_chunks(void);
@@ -43,6 +44,7 @@ Suite *suite_gpu(void);
 Suite *suite_overlap(void);
 Suite *suite_captures(void);
 Suite *suite_cupti(void);
+Suite *suite_cupti_ondemand(void);
 Suite *suite_kineto(void);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * h_web.c: the dashboards. GET /, /runs/{run} and /compare answer the one
- * HTML shell (its script reads the path and draws the page from the JSON
- * API); GET /assets/{name} answers the bundled scripts and styles. Files come
+ * h_web.c: the dashboards. GET /, /runs/{run} and /compare answer the HTML
+ * shell (index.html, run.html, compare.html: the same script, which reads
+ * the path and draws the page from the JSON API, and links that preload the
+ * modules that page loads); GET /assets/{name} answers the bundled scripts
+ * and styles. Files come
  * only from the compiled-in table (web_assets.h), looked up by exact name:
  * no path from the request ever reaches the file system.
  *
@@ -98,9 +100,13 @@ static int serve_in(struct request *req, const char *dir, const char *file, cons
 	return serve(req, a, cache ? cache : IMMUTABLE, csp);
 }
 
+/* each page's shell names the modules that page loads, for the browser to fetch at once (web/build.mjs) */
 int h_web_page(struct request *req)
 {
-	return serve_page(req, "index.html", PAGE_CSP);
+	const char *route = req->route ? req->route->pattern : "/";
+
+	return serve_page(req, !strcmp(route, "/runs/{run}") ? "run.html" : !strcmp(route, "/compare") ? "compare.html" : "index.html",
+			  PAGE_CSP);
 }
 
 int h_web_asset(struct request *req)

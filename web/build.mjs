@@ -1,6 +1,8 @@
 // Bundles the dashboards: web/src/main.js (and the CSS it imports) through
-// esbuild into web/dist/assets/app-HASH.{js,css}, and web/src/index.html into
-// web/dist/index.html pointing at them. With an argument, also writes that C
+// esbuild into web/dist/assets/app-HASH.{js,css}, the modules it loads with
+// import() (a page each, the flame graph) and the code they share as
+// assets/NAME-HASH.js chunks, and web/src/index.html into web/dist/index.html
+// pointing at the entry. With an argument, also writes that C
 // file: every file of dist as a table entry (name, content type, the bytes, a
 // gzip copy and a strong ETag from the SHA-256), which server/h_web.c serves,
 // so trainscope-server needs no files at run time. Also web/src/docs.js (the API
@@ -30,15 +32,33 @@ const TYPES = {
 const VIEWER = path.join(here, 'node_modules/speedscope/dist/release');
 const VIEWER_FILES = /^(index\.html|speedscope-\w+\.(js|css)|SourceCodePro-[\w.-]+\.woff2|favicon-[\w-]+\.(png|ico))$/;
 
+// d3-flame-graph's module imports its own stylesheet; main.js imports it into the one
+// stylesheet instead (a stylesheet of a module loaded with import() is linked by nothing), so
+// the module's import is made empty.
+const flameCss = {
+	name: 'flame-css',
+	setup(b) {
+		b.onResolve({ filter: /\.css$/ }, (args) => (args.importer.includes('/node_modules/d3-flame-graph/')
+			? { path: args.path, namespace: 'flame-css' } : undefined));
+		b.onLoad({ filter: /.*/, namespace: 'flame-css' }, () => ({ contents: '', loader: 'css' }));
+	},
+};
+
 const result = await esbuild.build({
 	entryPoints: { app: path.join(here, 'src/main.js'), docs: path.join(here, 'src/docs.js') },
 	bundle: true,
+	// the pages' modules, loaded by main.js with import(), and what they share as chunks
+	splitting: true,
 	minify: true,
 	format: 'esm',
 	target: 'es2020',
 	outdir: path.join(dist, 'assets'),
 	entryNames: '[name]-[hash]',
+	chunkNames: '[name]-[hash]',
 	legalComments: 'none',
+	plugins: [flameCss],
+	absWorkingDir: here,
+	metafile: true,
 	write: false,
 	logLevel: 'warning',
 });
@@ -46,12 +66,35 @@ const result = await esbuild.build({
 // name (as served: "index.html", "assets/app-HASH.js") -> bytes
 const files = new Map();
 for (const f of result.outputFiles)
-	files.set(path.relative(dist, f.path), Buffer.from(f.contents));
+	if (f.contents.length || !f.path.endsWith('.css'))	/* no empty stylesheet for the modules import() loads */
+		files.set(path.relative(dist, f.path), Buffer.from(f.contents));
 const asset = (entry, ext) => [...files.keys()].find((n) => n.startsWith(`assets/${entry}-`) && n.endsWith(ext));
-for (const [entry, page] of [['app', 'index.html'], ['docs', 'docs.html']]) {
-	const html = fs.readFileSync(path.join(here, 'src', page), 'utf8')
+// A module's output and every module it imports statically, transitively ("assets/NAME.js").
+const outputs = result.metafile.outputs;
+const output = (src) => Object.keys(outputs).find((o) => outputs[o].entryPoint === src && o.endsWith('.js'));
+const statics = (out, seen = new Set()) => {
+	if (!seen.has(out)) {
+		seen.add(out);
+		for (const i of outputs[out].imports)
+			if (i.kind === 'import-statement')
+				statics(i.path, seen);
+	}
+	return seen;
+};
+// Each page's shell: the entry's script and stylesheet, and a modulepreload link for each module
+// the page will load (the entry's imports, the page's module that main.js import()s, and theirs),
+// so that the browser fetches them all at once instead of one import after another.
+// server/h_web.c answers run.html at /runs/{run}, compare.html at /compare, index.html at /.
+const PAGES = [['index.html', 'app', 'src/index.html', 'src/runs.js'], ['run.html', 'app', 'src/index.html', 'src/run.js'],
+	['compare.html', 'app', 'src/index.html', 'src/compare.js'], ['docs.html', 'docs', 'src/docs.html', null]];
+for (const [page, entry, template, module] of PAGES) {
+	const js = output(entry === 'app' ? 'src/main.js' : 'src/docs.js');
+	const preload = new Set([...statics(js), ...(module ? statics(output(module)) : [])]);
+	preload.delete(js);
+	const html = fs.readFileSync(path.join(here, template), 'utf8')
 		.replace('%CSS%', '/' + asset(entry, '.css'))
-		.replace('%JS%', '/' + asset(entry, '.js'));
+		.replace('%JS%', '/' + asset(entry, '.js'))
+		.replace('%PRELOAD%\n', [...preload].map((o) => `<link rel="modulepreload" href="/${path.relative('dist', o)}">\n`).join(''));
 	files.set(page, Buffer.from(html));
 }
 for (const name of fs.readdirSync(VIEWER).filter((n) => VIEWER_FILES.test(n)))

@@ -177,7 +177,13 @@ test('pages: headers, caching and unknown runs', async () => {
 	const html = await r.text();
 	const js = html.match(/src="(\/assets\/app-[A-Z0-9]+\.js)"/)[1];
 	const etag = r.headers.get('etag');
-	assert.equal((await fetch(srv.base + '/', { headers: { 'If-None-Match': etag } })).status, 304);
+	assert.equal((await fetch(srv.base + '/runs/other', { headers: { 'If-None-Match': etag } })).status, 304);
+	// each page's shell preloads the modules that page loads: the run page's, not the runs list's
+	const preloads = (text) => [...text.matchAll(/<link rel="modulepreload" href="\/assets\/([a-z]+)-/g)].map((m) => m[1]);
+	assert.ok(preloads(html).includes('run'), html);
+	const list = await (await fetch(srv.base + '/')).text();
+	assert.ok(preloads(list).includes('runs') && !preloads(list).includes('run'), list);
+	assert.equal(list.match(/src="(\/assets\/app-[A-Z0-9]+\.js)"/)[1], js);
 	// the gzip'd and the plain bytes are two representations, with two ETags
 	const plain = { 'Accept-Encoding': 'identity' };
 	assert.match(etag, /-gz"$/);

@@ -2,7 +2,6 @@
 // the top down, each filled to zero, so every lower series paints over the one
 // above it; the legend and the hover values show each part's own value.
 import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
 
 import { CATEGORIES, CATEGORY_COLORS, COMPONENTS, COMPONENT_COLORS, fmtBytes, fmtInt, fmtNs, h, label } from './util.js';
 

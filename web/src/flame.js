@@ -1,10 +1,6 @@
 // Folded stacks (torch export_stacks, py-spy record --format raw: "frame;frame;frame weight"
-// a line) as a flame graph drawn by d3-flame-graph, and as text for the offline viewer.
-import flamegraph from 'd3-flame-graph';
-import { select } from 'd3-selection';
-import '../node_modules/d3-flame-graph/dist/d3-flamegraph.css';
-
-import { fmtInt } from './util.js';
+// a line) read into a tree for the flame graph (flamegraph.js draws it) and as text for the
+// offline viewer.
 
 const LINE = /^(.*) (\d+)\r?$/;	/* the weight is after the last space: py-spy frames hold spaces */
 
@@ -57,27 +53,3 @@ export function stackTree(stacks, rootName = 'all') {
 
 // Root-first folded text (speedscope's collapsed-stack importer takes the first frame as the root).
 export const foldedText = (stacks) => stacks.map((s) => `${s.frames.join(';')} ${s.weight}`).join('\n') + '\n';
-
-// Draws the tree in el, as wide as el; click a frame to zoom into it, the root to zoom out.
-// el.dataset.frames: the frames drawn.
-export function flameGraph(el, tree) {
-	const total = tree.value || 1;
-	const chart = flamegraph()
-		.width(Math.max(el.clientWidth, 300))
-		.cellHeight(18)
-		.minFrameSize(1)
-		.transitionDuration(250)
-		.sort(true)
-		.setLabelHandler((d) => `${d.data.name}: ${fmtInt(d.value)} (${(100 * d.value / total).toFixed(1)} %)`);
-	select(el).datum(tree).call(chart);
-	const count = () => { el.dataset.frames = el.querySelectorAll('g.frame').length; };
-	count();
-	new ResizeObserver(() => {
-		const w = Math.max(el.clientWidth, 300);
-		if (w !== chart.width()) {
-			chart.width(w).update();
-			count();
-		}
-	}).observe(el);
-	return chart;
-}

@@ -3,7 +3,7 @@
 // graph of the raw files, GET /stacks for the frames) and nvidia-smi logs (GET /gpu).
 import { api, apiBuffer, runUrl } from './api.js';
 import { gpuChart } from './charts.js';
-import { flameGraph, foldedText, parseFolded, stackTree } from './flame.js';
+import { foldedText, parseFolded, stackTree } from './flame.js';
 import { openInViewer } from './viewer.js';
 import { nameCell, table } from './table.js';
 import { DASH, fmtBytes, fmtInt, fmtNs, fmtPct, h, segmented } from './util.js';
@@ -93,8 +93,10 @@ export async function stacksView(box, run, rank, artifacts) {
 	let tree = null;
 	if (bytes > FLAME_MAX_BYTES)
 		graph.replaceChildren(h('p', { class: 'muted', text: `${fmtBytes(bytes)} of stacks: too many to draw here; open them in the viewer.` }));
-	else
-		flameGraph(graph, tree = stackTree(await raw()));
+	else {
+		const [{ flameGraph }, stacks] = await Promise.all([import('./flamegraph.js'), raw()]);
+		flameGraph(graph, tree = stackTree(stacks));
+	}
 	framesTable(framesBox, (await frames).frames, tree?.value);
 }
 

@@ -30,15 +30,16 @@ let liveTimer = null;
 const signature = (info) => info.artifacts.map((a) => `${a.id}:${a.status}`).join(',') +
 	(info.run.analysis_pending ? ' pending' : '');
 
-// following: drawn again for live(), reading without waiting for the analysis (api.js follow)
-export async function runPage(app, run, following = false) {
+// following: drawn again for live(), reading without waiting for the analysis (api.js follow);
+// first: the run's and its ranks' reads when already asked for (main.js), else asked for here
+export async function runPage(app, run, following = false, first = null) {
 	clearTimeout(liveTimer);
 	follow(following);
 	setCrumbs(h('a', { href: '/', text: 'Runs' }), run);
 	document.title = run + ' · Trainscope';
 	let info, ranks;
 	try {
-		[info, ranks] = await Promise.all([api(runUrl(run)), api(runUrl(run, '/ranks'))]);
+		[info, ranks] = await (first || Promise.all([api(runUrl(run)), api(runUrl(run, '/ranks'))]));
 	} catch (err) {
 		app.replaceChildren(errorBox(err));
 		return;

@@ -10,7 +10,7 @@
 // whose name column holds the text; fold(row): rows folded away behind a button (unchanged ones).
 // The table scrolls inside its card when its columns do not fit; the name column takes the
 // width that is left and gives it up first, so the figures stay in view.
-import { h } from './util.js';
+import { fmtInt, h } from './util.js';
 
 export function table({ columns, rows, sort, desc = true, rowClass, empty = 'Nothing here.', top = null, filter = false, fold = null,
 	foldLabel = 'unchanged' }) {
@@ -78,11 +78,11 @@ export function table({ columns, rows, sort, desc = true, rowClass, empty = 'Not
 		fitNames(el);
 		more.replaceChildren(...[
 			list.length < total && h('button', { type: 'button', class: 'button small ghost', 'data-act': 'all',
-				onclick: () => { state.all = true; render(); } }, `Show all ${total.toLocaleString('en-US')}`),
+				onclick: () => { state.all = true; render(); } }, `Show all ${fmtInt(total)}`),
 			top && state.all && total > top && h('button', { type: 'button', class: 'button small ghost', 'data-act': 'top',
 				onclick: () => { state.all = false; render(); } }, `Top ${top} only`),
 			folded.length && h('button', { type: 'button', class: 'button small ghost', 'data-act': 'unfold',
-				onclick: () => { state.folded = false; render(); } }, `Show ${folded.length.toLocaleString('en-US')} ${foldLabel}`),
+				onclick: () => { state.folded = false; render(); } }, `Show ${fmtInt(folded.length)} ${foldLabel}`),
 			fold && !state.folded && h('button', { type: 'button', class: 'button small ghost', 'data-act': 'fold',
 				onclick: () => { state.folded = true; render(); } }, `Hide ${foldLabel}`),
 		].filter(Boolean));

@@ -61,8 +61,16 @@ export function fmtSignedPct(p) {
 	return p == null ? DASH : (p > 0 ? '+' : '') + p.toFixed(1) + '%';
 }
 
+// n as toLocaleString('en-US') writes it (a comma every three digits, at most three decimals)
+// without Intl, whose first use in a page loads ICU's data: 30-290 ms in a fresh page on a busy
+// 2-core machine, more than the rest of a table.
 export function fmtInt(n) {
-	return n == null ? DASH : n.toLocaleString('en-US');
+	if (n == null)
+		return DASH;
+	if (!Number.isFinite(n) || Math.abs(n) >= 1e15)
+		return n.toLocaleString('en-US');
+	const [int, frac] = String(Math.round(Math.abs(n) * 1000) / 1000).split('.');
+	return (n < 0 ? '-' : '') + int.replace(/\B(?=(\d{3})+$)/g, ',') + (frac ? '.' + frac : '');
 }
 
 export function fmtDate(ns) {

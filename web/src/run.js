@@ -139,6 +139,7 @@ export async function runPage(app, run, following = false, first = null) {
 			traceWindow(traceBox, run, rank, steps);
 		}),
 		hasMemory && load(memBox, async () => {
+			await null;	/* the chart's width (a layout) read once the other cards' reads are asked for */
 			mem = await api(runUrl(run, '/memory', { rank, device, points: Math.round(memBox.clientWidth) })).catch((err) => {
 				if (err.code !== 'no_memory_data')
 					throw err;

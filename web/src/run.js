@@ -139,6 +139,13 @@ export async function runPage(app, run, following = false, first = null) {
 			traceWindow(traceBox, run, rank, steps);
 		}),
 		hasMemory && load(memBox, async () => {
+			// the segments of the rank's snapshots, also when the timeline drawn is another
+			// source's (a trace's [memory] events or an export are preferred for it): asked for
+			// with the timeline, drawn once it is in
+			const snapshot = info.artifacts.some((a) => a.kind === 'memory_snapshot' && a.rank === rank && a.status === 'ready');
+			const segments = (dev, artifact) => api(runUrl(run, '/memory/segments', { rank, device: dev, artifact }));
+			const firstSegments = snapshot ? segments(device) : null;
+			firstSegments?.catch(() => {});	/* answered in the segments card */
 			await null;	/* the chart's width (a layout) read once the other cards' reads are asked for */
 			mem = await api(runUrl(run, '/memory', { rank, device, points: Math.round(memBox.clientWidth) })).catch((err) => {
 				if (err.code !== 'no_memory_data')
@@ -149,15 +156,13 @@ export async function runPage(app, run, following = false, first = null) {
 			if (!mem)
 				return;
 			memBox.dataset.device = mem.device;
-			// the segments of the rank's snapshots, also when the timeline drawn is another
-			// source's (a trace's [memory] events or an export are preferred for it)
-			if (mem.source === 'snapshot' || info.artifacts.some((a) => a.kind === 'memory_snapshot' &&
-				a.rank === rank && a.status === 'ready')) {
+			let segmentsDrawn = null;
+			if (mem.source === 'snapshot' || snapshot) {
 				// a snapshot stored before segments were kept has none: no card then
 				const names = Object.fromEntries(info.artifacts.map((a) => [a.id, a.name]));
 				const draw = (artifact) => load(segBox, async () => {
 					segCard.hidden = false;	/* an error shows in it */
-					const seg = await api(runUrl(run, '/memory/segments', { rank, device: mem.device, artifact })).catch((err) => {
+					const seg = await ((artifact == null && mem.device === device && firstSegments) || segments(mem.device, artifact)).catch((err) => {
 						if (err.code !== 'no_segments')
 							throw err;
 						return null;
@@ -166,18 +171,19 @@ export async function runPage(app, run, following = false, first = null) {
 					if (seg)
 						memorySegments(segBox, seg, { names, onPick: draw });
 				});
-				await draw();
+				segmentsDrawn = draw();
 			}
 			if (mem.t_ns.length === 1 && mem.source === 'snapshot') {
 				memoryState(memBox, mem);
 				memCard.querySelector('p.muted').textContent = 'By category, inside what was reserved.';
-				return;
+			} else {
+				memoryChart(memBox, mem, {
+					onPeak: () => load(peakBox, () => showPeak(peakBox, run, rank, mem.device)),
+					fetchWindow: (start_ns, end_ns, points) =>
+						api(runUrl(run, '/memory', { rank, device: mem.device, points, start_ns, end_ns })),
+				});
 			}
-			memoryChart(memBox, mem, {
-				onPeak: () => load(peakBox, () => showPeak(peakBox, run, rank, mem.device)),
-				fetchWindow: (start_ns, end_ns, points) =>
-					api(runUrl(run, '/memory', { rank, device: mem.device, points, start_ns, end_ns })),
-			});
+			await segmentsDrawn;
 		}),
 		hasOps && load(opsBox, () => opsTable(opsBox, run, rank)),
 		hasGpu && load(gpuBox, async () => { gpu = await gpuView(gpuBox, run, rank); }),

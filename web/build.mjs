@@ -1,12 +1,13 @@
 // Bundles the dashboards: web/src/main.js (and the CSS it imports) through
 // esbuild into web/dist/assets/app-HASH.{js,css}, the modules it loads with
 // import() (a page each, the flame graph) and the code they share as
-// assets/NAME-HASH.js chunks, and web/src/index.html into web/dist/index.html
-// pointing at the entry. With an argument, also writes that C
-// file: every file of dist as a table entry (name, content type, the bytes, a
-// gzip copy and a strong ETag from the SHA-256), which server/h_web.c serves,
-// so trainscope-server needs no files at run time. Also web/src/docs.js (the API
-// reference page, docs.html) and speedscope's built app (viewer/).
+// assets/NAME-HASH.js chunks, and web/src/index.html into a shell per page
+// (index.html, run.html, compare.html: PAGES below) pointing at them. With an
+// argument, also writes that C file: every file of dist as a table entry
+// (name, content type, the bytes, a gzip copy and a strong ETag from the
+// SHA-256), which server/h_web.c serves, so trainscope-server needs no files
+// at run time. Also web/src/docs.js (the API reference page, docs.html) and
+// speedscope's built app (viewer/).
 //
 //   node web/build.mjs [OUT.c]
 import crypto from 'node:crypto';

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """SQL cost of the analysis endpoints, measured outside the server.
 
-Runs the statements each endpoint runs (copied from server/store/store.c:
-store_steps, store_ops, store_kernels, store_diag_input, with rank_of's
+Runs the statements each endpoint runs (copied from server/store/tables.c and
+inputs.c: store_steps, store_ops, store_kernels, store_diag_input, with rank_of's
 run_exists + lowest_rank first) against a trainscope database, N times, in
 two ways:
   reused  - one read-only connection for all calls (statements re-prepared
@@ -21,8 +21,8 @@ import argparse
 import sqlite3
 import time
 
-RANK_ARTIFACTS = ("SELECT a.id FROM artifacts a JOIN runs r ON r.id=a.run_id"
-                  " WHERE r.name=?1 AND a.rank=?2 AND a.status='ready'")
+# the rows of one rank in the tables its traces derive (server/store/store_int.h, migration 019)
+RANK_ROWS = "run_id=(SELECT id FROM runs WHERE name=?1) AND rank=?2"
 RUN_EXISTS = ("SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS (SELECT 1 FROM artifacts a"
               " WHERE a.run_id=r.id AND a.status!='ingesting')")
 LOWEST_RANK = ("SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id"
@@ -31,34 +31,34 @@ LOWEST_RANK = ("SELECT MIN(a.rank) FROM artifacts a JOIN runs r ON r.id=a.run_id
 SYNC_NAMES = ["aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize",
               "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy"]
 
-STEPS = ("SELECT DISTINCT step, start_ns, dur_ns, kernel_ns, memcpy_ns, memset_ns,"
+STEPS = ("SELECT step, start_ns, dur_ns, kernel_ns, memcpy_ns, memset_ns,"
          " runtime_ns, dataloader_ns, cpu_ns, idle_ns FROM steps"
-         " WHERE artifact_id IN (" + RANK_ARTIFACTS + ") ORDER BY start_ns, step")
+         " WHERE " + RANK_ROWS + " ORDER BY start_ns, step")
 OPS = ("SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns"
-       " FROM op_stats WHERE artifact_id IN (" + RANK_ARTIFACTS + ") AND device=?3"
+       " FROM op_stats WHERE " + RANK_ROWS + " AND device=?3"
        " GROUP BY name ORDER BY self_ns DESC, name LIMIT ?4")
 OPS_TOTAL = ("SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
-             " FROM op_stats WHERE artifact_id IN (" + RANK_ARTIFACTS + ") AND device=?3")
+             " FROM op_stats WHERE " + RANK_ROWS + " AND device=?3")
 KERNELS = ("SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
            " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
-           " FROM kernel_stats WHERE artifact_id IN (" + RANK_ARTIFACTS + ") AND kind=?3"
+           " FROM kernel_stats WHERE " + RANK_ROWS + " AND kind=?3"
            " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4")
 KERNELS_TOTAL = ("SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
-                 " FROM kernel_stats WHERE artifact_id IN (" + RANK_ARTIFACTS + ") AND kind=?3")
-DURS = ("SELECT DISTINCT step, start_ns, dur_ns FROM steps"
-        " WHERE artifact_id IN (" + RANK_ARTIFACTS + ") ORDER BY start_ns, step")
+                 " FROM kernel_stats WHERE " + RANK_ROWS + " AND kind=?3")
+DURS = ("SELECT step, start_ns, dur_ns FROM steps"
+        " WHERE " + RANK_ROWS + " ORDER BY start_ns, step")
 DIAG_STEPS = ("SELECT COALESCE(SUM(dur_ns), 0), COALESCE(SUM(kernel_ns), 0), COALESCE(SUM(memcpy_ns), 0),"
               " COALESCE(SUM(memset_ns), 0), COALESCE(SUM(runtime_ns), 0), COALESCE(SUM(dataloader_ns), 0),"
-              " COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0) FROM (SELECT DISTINCT step, start_ns,"
+              " COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0) FROM (SELECT step, start_ns,"
               " dur_ns, kernel_ns, memcpy_ns, memset_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
-              " FROM steps WHERE artifact_id IN (" + RANK_ARTIFACTS + "))")
+              " FROM steps WHERE " + RANK_ROWS + ")")
 DIAG_KERNELS = ("SELECT kind, COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0),"
                 " COALESCE(SUM(tiny_calls), 0), COALESCE(SUM(tiny_ns), 0),"
                 " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN calls END), 0),"
                 " COALESCE(SUM(CASE WHEN name LIKE '%DtoH%' THEN total_ns END), 0)"
-                " FROM kernel_stats WHERE artifact_id IN (" + RANK_ARTIFACTS + ") GROUP BY kind")
+                " FROM kernel_stats WHERE " + RANK_ROWS + " GROUP BY kind")
 DIAG_SYNC = ("SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) FROM op_stats"
-             " WHERE artifact_id IN (" + RANK_ARTIFACTS + ") AND device=0 AND name=?3")
+             " WHERE " + RANK_ROWS + " AND device=0 AND name=?3")
 
 PRAGMAS = "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;"
 

@@ -1,9 +1,10 @@
 /*
  * base.c: what every file of server/store/ calls and which calls none of
  * them: a database failure made an error, a statement run, a text bound,
- * and an artifact's rows deleted.
+ * an artifact's rows deleted, and a rank's analysis rows.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "store/store_int.h"
 
@@ -52,8 +53,8 @@ int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_e
 		if (r != DB_DONE)
 			return store_db_fail(err, db, "delete rows");
 	}
-	static const char *const by_id[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
-					     "memory_groups", "memory_segments", "memory_blocks", "collectives",
+	static const char *const by_id[] = { "memory_series", "memory_point_blocks",
+					     "memory_groups", "memory_segments", "memory_blocks",
 					     "lightning_actions", "lightning_functions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
 					     "canary_metrics", "canary_ops" };
 	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
@@ -65,6 +66,32 @@ int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_e
 		db_finalize(st);
 		if (r != DB_DONE)
 			return store_db_fail(err, db, "delete rows");
+	}
+	return TP_OK;
+}
+
+const char *const store_rank_analysis[] = { "steps", "op_stats", "kernel_stats", "collectives" };
+
+int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	char sql[160];
+	size_t i;
+
+	for (i = 0; i < sizeof(store_rank_analysis) / sizeof(store_rank_analysis[0]); i++) {
+		int colls = !strcmp(store_rank_analysis[i], "collectives");
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE run_id=?1 AND (?2 < 0 OR rank=?2)%s", store_rank_analysis[i],
+			 colls ? " AND n >= ?3" : "");
+		if (db_prepare(db, sql, 0, &st) != DB_OK)
+			return store_db_fail(err, db, "prepare delete");
+		db_bind_int64(st, 1, run_id);
+		db_bind_int(st, 2, rank);
+		if (colls)
+			db_bind_int64(st, 3, colls_from);
+		int r = db_step(st);
+		db_finalize(st);
+		if (r != DB_DONE)
+			return store_db_fail(err, db, "delete rank analysis");
 	}
 	return TP_OK;
 }

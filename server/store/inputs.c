@@ -15,8 +15,8 @@
 static int rank_durations(struct store_reader *r, const char *run, int rank, int64_t **out, int64_t **nums,
 			  size_t *n, struct tp_errbuf *err)
 {
-	struct db_stmt *st = store_prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns FROM steps"
-				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0 AND whole_trace=0"
+	struct db_stmt *st = store_prepare_rank(r, "SELECT step, start_ns, dur_ns FROM steps"
+				       " WHERE " RANK_ROWS " AND incomplete=0 AND whole_trace=0"
 				       " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	size_t cap = 0;
 	int step;
@@ -146,9 +146,9 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 		goto db;
 	db_finalize(st);
 	cap = 0;
-	if (!(st = store_prepare(r, "SELECT t.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
+	if (!(st = store_prepare(r, "SELECT s.rank, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.communication_ns,"
 			      " s.comm_overlap_ns, s.idle_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns FROM steps s"
-			      " JOIN (" RUN_TRACES ") t ON t.id=s.artifact_id ORDER BY t.rank, s.start_ns, s.dur_ns, s.step", err)))
+			      " WHERE s.run_id=(SELECT id FROM runs WHERE name=?1) ORDER BY s.rank, s.start_ns, s.dur_ns, s.step", err)))
 		goto fail;
 	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
@@ -169,9 +169,9 @@ int store_dist_input(struct store_reader *r, const char *run, struct dist_input 
 		goto db;
 	db_finalize(st);
 	cap = 0;
-	if (!(st = store_prepare(r, "SELECT t.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
+	if (!(st = store_prepare(r, "SELECT c.rank, c.step, c.kind, c.pg, c.seq, c.launch_ns, c.start_ns, c.end_ns,"
 			      " c.time_ns, c.kernels, c.bytes, c.group_size, c.before_op, c.before_ns FROM collectives c"
-			      " JOIN (" RUN_TRACES ") t ON t.id=c.artifact_id ORDER BY t.rank, c.launch_ns, c.start_ns", err)))
+			      " WHERE c.run_id=(SELECT id FROM runs WHERE name=?1) ORDER BY c.rank, c.launch_ns, c.start_ns", err)))
 		goto fail;
 	store_bind_text(st, 1, run);
 	while ((step = db_step(st)) == DB_ROW) {
@@ -419,9 +419,9 @@ static int diag_memory(struct store_reader *r, const char *run, int rank, struct
 		if (step != DB_DONE)
 			return store_db_fail(err, r->db, "read device properties");
 	}
-	st = store_prepare_rank(r, "SELECT COALESCE(k.cpu_end_ns, k.start_ns + k.dur_ns) FROM (SELECT DISTINCT step, start_ns,"
+	st = store_prepare_rank(r, "SELECT COALESCE(k.cpu_end_ns, k.start_ns + k.dur_ns) FROM (SELECT step, start_ns,"
 			     " dur_ns, cpu_end_ns FROM steps"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ")) k ORDER BY k.start_ns, k.dur_ns, k.step",
+			     " WHERE " RANK_ROWS ") k ORDER BY k.start_ns, k.dur_ns, k.step",
 			     run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
@@ -552,9 +552,9 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 			     " COALESCE(SUM(dataloader_ns), 0), COALESCE(SUM(cpu_ns), 0), COALESCE(SUM(idle_ns), 0),"
 			     " COALESCE(SUM(comm_overlap_ns), 0), COALESCE(SUM(whole_trace), 0),"
 			     " COALESCE(SUM(COALESCE(gpu_busy_ns, kernel_ns)), 0), COALESCE(SUM(sync_calls), 0),"
-			     " COALESCE(SUM(sync_ns), 0), COUNT(sync_ns) FROM (SELECT DISTINCT step,"
+			     " COALESCE(SUM(sync_ns), 0), COUNT(sync_ns) FROM (SELECT step,"
 			     " start_ns, dur_ns, " STEP_COMPS ", comm_overlap_ns, whole_trace, gpu_busy_ns, sync_calls,"
-			     " sync_ns FROM steps WHERE artifact_id IN (" RANK_ARTIFACTS ") AND incomplete=0)", run, rank, err);
+			     " sync_ns FROM steps WHERE " RANK_ROWS " AND incomplete=0)", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	if ((step = db_step(st)) == DB_ROW) {
@@ -578,7 +578,7 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%dtod%' THEN total_ns END), 0),"
 			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%pageable%' THEN total_ns END), 0),"
 			     " COALESCE(SUM(CASE WHEN lower(name) LIKE '%pinned%' THEN total_ns END), 0)"
-			     " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY kind", run, rank, err);
+			     " FROM kernel_stats WHERE " RANK_ROWS " GROUP BY kind", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	while ((step = db_step(st)) == DB_ROW) {
@@ -605,7 +605,7 @@ int store_diag_input(struct store_reader *r, const char *run, int rank, struct d
 	if (step != DB_DONE)
 		return store_db_fail(err, r->db, "read kernels");
 	st = store_prepare_rank(r, "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0) FROM op_stats"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=0 AND name=?3", run, rank, err);
+			     " WHERE " RANK_ROWS " AND device=0 AND name=?3", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	for (i = 0; i < DIAG_NSYNC; i++) {
@@ -743,15 +743,14 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	if ((src = store_ops_source(r, run, out->rank, err)) < 0)
 		return err->rc;
 	out->ops_source = store_ops_sources[src];
-	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls), SUM(self_ns), 0 FROM %s WHERE artifact_id IN ("
-		 RANK_ARTIFACTS ") GROUP BY name", store_ops_from[src]);
+	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls), SUM(self_ns), 0 FROM %s GROUP BY name", store_ops_from[src]);
 	if (!(st = store_prepare_rank(r, sql, run, out->rank, err)))
 		return TP_ERR_DB;
 	db_bind_int(st, 3, AN_DEV_CPU);
 	if ((rc = load_items(r, st, &out->ops, &out->nops, err)))
 		return rc;
-	if (!(st = store_prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE artifact_id IN ("
-			       RANK_ARTIFACTS ") GROUP BY kind, name", run, out->rank, err)) ||
+	if (!(st = store_prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE " RANK_ROWS
+			       " GROUP BY kind, name", run, out->rank, err)) ||
 	    (rc = load_items(r, st, &out->kernels, &out->nkernels, err)))
 		return rc ? rc : TP_ERR_DB;
 	if ((rc = compare_memory(r, run, out, err)))

@@ -71,10 +71,19 @@ int store_drop_points_after(struct db *db, int64_t artifact, const char *device,
 	return rc;
 }
 
+/*
+ * Where a trace's analysis rows go: the rank's (run_id, f->rank; migration 019). artifact is
+ * what a step whose span f->step_src does not name came from (the artifact stored, or the
+ * rank's first trace), and the key of the rows of a report (key_averages).
+ */
+struct rank_key {
+	int64_t run_id, artifact;
+};
+
 /* Run one prepared statement per row: bind(st, i) binds row i. */
 static int insert_rows(struct store_writer *w, const char *sql, size_t n,
-		       void (*bind)(struct db_stmt *, const struct store_final *, int64_t, size_t),
-		       const struct store_final *f, int64_t artifact, struct tp_errbuf *err)
+		       void (*bind)(struct db_stmt *, const struct store_final *, const struct rank_key *, size_t),
+		       const struct store_final *f, const struct rank_key *k, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	size_t i;
@@ -87,7 +96,7 @@ static int insert_rows(struct store_writer *w, const char *sql, size_t n,
 	if (db_batch_begin(w->db))
 		rc = store_db_fail(err, w->db, "insert analysis");
 	for (i = 0; i < n && !rc; i++) {
-		bind(st, f, artifact, i);
+		bind(st, f, k, i);
 		if (db_step(st) != DB_DONE)
 			rc = store_db_fail(err, w->db, "insert analysis");
 		db_reset(st);
@@ -98,12 +107,12 @@ static int insert_rows(struct store_writer *w, const char *sql, size_t n,
 	return rc;
 }
 
-static void bind_step(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_step(struct db_stmt *st, const struct store_final *f, const struct rank_key *k, size_t i)
 {
 	const struct an_step *s = &f->analysis->steps[i];
 	int c;
 
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, k->run_id);
 	db_bind_int64(st, 2, s->step);
 	db_bind_int64(st, 3, tp_sat_add(s->start_ns, f->base_ns));
 	db_bind_int64(st, 4, s->dur_ns);
@@ -114,32 +123,31 @@ static void bind_step(struct db_stmt *st, const struct store_final *f, int64_t a
 	db_bind_int(st, 7 + AN_NCOMP, s->incomplete);
 	db_bind_int(st, 8 + AN_NCOMP, s->whole_trace);
 	db_bind_int64(st, 9 + AN_NCOMP, s->gpu_busy_ns);
-	if (f->step_src && f->step_src[i])
-		db_bind_int64(st, 10 + AN_NCOMP, f->step_src[i]);
-	else
-		db_bind_null(st, 10 + AN_NCOMP);
+	db_bind_int64(st, 10 + AN_NCOMP, f->step_src && f->step_src[i] ? f->step_src[i] : k->artifact);
 	db_bind_int64(st, 11 + AN_NCOMP, tp_sat_add(s->cpu_end_ns, f->base_ns));
 	db_bind_int64(st, 12 + AN_NCOMP, s->sync_calls);
 	db_bind_int64(st, 13 + AN_NCOMP, s->sync_ns);
+	db_bind_int(st, 14 + AN_NCOMP, f->rank);
 }
 
-static void bind_op(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_op(struct db_stmt *st, const struct store_final *f, const struct rank_key *k, size_t i)
 {
 	const struct an_op *o = &f->analysis->ops[i];
 
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, k->run_id);
 	db_bind_int(st, 2, o->device);
 	db_bind_text(st, 3, f->str(f->str_payload, o->name), -1, DB_STATIC);
 	db_bind_int64(st, 4, o->calls);
 	db_bind_int64(st, 5, o->self_ns);
 	db_bind_int64(st, 6, o->total_ns);
+	db_bind_int(st, 7, f->rank);
 }
 
-static void bind_kernel(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_kernel(struct db_stmt *st, const struct store_final *f, const struct rank_key *rk, size_t i)
 {
 	const struct an_kernel *k = &f->analysis->kernels[i];
 
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, rk->run_id);
 	db_bind_int(st, 2, k->kind);
 	db_bind_text(st, 3, f->str(f->str_payload, k->name), -1, DB_STATIC);
 	db_bind_int64(st, 4, k->calls);
@@ -152,12 +160,13 @@ static void bind_kernel(struct db_stmt *st, const struct store_final *f, int64_t
 	db_bind_double(st, 11, k->bps_sum);
 	db_bind_int64(st, 12, k->occ_ns);
 	db_bind_double(st, 13, k->occ_sum);
+	db_bind_int(st, 14, f->rank);
 }
 
-static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i,
+static void bind_coll(struct db_stmt *st, const struct store_final *f, const struct rank_key *k, size_t i,
 		      const struct an_coll *c)
 {
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, k->run_id);
 	db_bind_int64(st, 2, (int64_t)i);
 	if (c->step >= 0)
 		db_bind_int64(st, 3, c->step);
@@ -187,13 +196,14 @@ static void bind_coll(struct db_stmt *st, const struct store_final *f, int64_t a
 	else
 		db_bind_null(st, 14);
 	db_bind_int64(st, 15, c->before_ns);
+	db_bind_int(st, 16, f->rank);
 }
 
 /*
  * f's collectives, read back from the analysis' runs as they are inserted (they are not held),
  * from the from-th on (store_rank_replace's: those before are stored already).
  */
-static int insert_colls(struct store_writer *w, int64_t artifact, const struct store_final *f, size_t from,
+static int insert_colls(struct store_writer *w, const struct rank_key *k, const struct store_final *f, size_t from,
 			struct tp_errbuf *err)
 {
 	const struct an_coll *c;
@@ -204,9 +214,9 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 
 	if (f->analysis->ncolls <= from)
 		return TP_OK;
-	if (db_prepare(w->db, "INSERT INTO collectives(artifact_id, n, step, kind, pg, seq, launch_ns, start_ns,"
-			      " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", 0, &st) != DB_OK)
+	if (db_prepare(w->db, "INSERT INTO collectives(run_id, n, step, kind, pg, seq, launch_ns, start_ns,"
+			      " end_ns, time_ns, kernels, bytes, group_size, before_op, before_ns, rank)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", 0, &st) != DB_OK)
 		return store_db_fail(err, w->db, "prepare");
 	if (an_colls_open(f->analysis, &cur))
 		rc = cur.err ? TP_ERR_IO : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -217,7 +227,7 @@ static int insert_colls(struct store_writer *w, int64_t artifact, const struct s
 			i++;
 			continue;
 		}
-		bind_coll(st, f, artifact, i++, c);
+		bind_coll(st, f, k, i++, c);
 		if (db_step(st) != DB_DONE)
 			rc = store_db_fail(err, w->db, "insert analysis");
 		db_reset(st);
@@ -557,13 +567,13 @@ static void bind_cell(struct db_stmt *st, int i, const struct tf_result *t, cons
 		db_bind_int64(st, i, o->v[c]);
 }
 
-static void bind_keyavg(struct db_stmt *st, const struct store_final *f, int64_t artifact, size_t i)
+static void bind_keyavg(struct db_stmt *st, const struct store_final *f, const struct rank_key *rk, size_t i)
 {
 	static const int roles[] = { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL, TF_KA_SELF_DEV, TF_KA_DEV_TOTAL,
 				     TF_KA_CPU_MEM, TF_KA_SELF_CPU_MEM, TF_KA_DEV_MEM, TF_KA_SELF_DEV_MEM };
 	const struct tf_op *o = &f->text->ops[i];
 
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, rk->artifact);
 	db_bind_int64(st, 2, (int64_t)i);
 	db_bind_text(st, 3, o->name, -1, DB_STATIC);
 	for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
@@ -574,13 +584,14 @@ static void bind_keyavg(struct db_stmt *st, const struct store_final *f, int64_t
 static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
 {
 	const struct tf_result *t = f->text;
+	const struct rank_key k = { .artifact = artifact };
 	struct db_stmt *st = NULL;
 	int rc;
 
 	if ((rc = insert_rows(w, "INSERT INTO keyavg_ops(artifact_id, n, name, calls, self_cpu_ns, cpu_total_ns,"
 				 " self_dev_ns, dev_total_ns, cpu_mem_bytes, self_cpu_mem_bytes, dev_mem_bytes,"
 				 " self_dev_mem_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-			      t->nops, bind_keyavg, f, artifact, err)))
+			      t->nops, bind_keyavg, f, &k, err)))
 		return rc;
 	if (db_prepare(w->db, "INSERT INTO keyavg_tables(artifact_id, device, self_cpu_total_ns,"
 				      " self_dev_total_ns) VALUES(?1, ?2, ?3, ?4)", 0, &st) != DB_OK)
@@ -656,10 +667,11 @@ static int insert_canary(struct store_writer *w, int64_t artifact, const struct 
 	return rc;
 }
 
-int store_insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
+int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_id, const struct store_final *f,
 			   struct store_blocks *keep, size_t same_colls, struct tp_errbuf *err)
 {
 	const struct an_result *a = f->analysis;
+	const struct rank_key k = { .run_id = run_id, .artifact = artifact };
 	int rc;
 
 	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
@@ -676,19 +688,19 @@ int store_insert_analysis(struct store_writer *w, int64_t artifact, const struct
 		return rc;
 	if (!a)
 		return TP_OK;
-	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(artifact_id, step, start_ns, dur_ns, " STEP_COMPS ","
+	if ((rc = insert_rows(w, "INSERT OR IGNORE INTO steps(run_id, step, start_ns, dur_ns, " STEP_COMPS ","
 				 " cpu_dur_ns, comm_overlap_ns, incomplete, whole_trace, gpu_busy_ns, source_artifact,"
-				 " cpu_end_ns, sync_calls, sync_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-				 " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-			      a->nsteps, bind_step, f, artifact, err)))
+				 " cpu_end_ns, sync_calls, sync_ns, rank) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+				 " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+			      a->nsteps, bind_step, f, &k, err)))
 		return rc;
-	if ((rc = insert_colls(w, artifact, f, same_colls, err)))
+	if ((rc = insert_colls(w, &k, f, same_colls, err)))
 		return rc;
-	if ((rc = insert_rows(w, "INSERT INTO op_stats(artifact_id, device, name, calls, self_ns, total_ns)"
-				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", a->nops, bind_op, f, artifact, err)))
+	if ((rc = insert_rows(w, "INSERT INTO op_stats(run_id, device, name, calls, self_ns, total_ns, rank)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", a->nops, bind_op, f, &k, err)))
 		return rc;
-	return insert_rows(w, "INSERT INTO kernel_stats(artifact_id, kind, name, calls, total_ns, min_ns,"
-			      " max_ns, tiny_calls, tiny_ns, bps_ns, bps_sum, occ_ns, occ_sum)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-			   a->nkernels, bind_kernel, f, artifact, err);
+	return insert_rows(w, "INSERT INTO kernel_stats(run_id, kind, name, calls, total_ns, min_ns,"
+			      " max_ns, tiny_calls, tiny_ns, bps_ns, bps_sum, occ_ns, occ_sum, rank)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			   a->nkernels, bind_kernel, f, &k, err);
 }

@@ -49,8 +49,7 @@ static int sources_cover(struct store_reader *r, const char *run, int rank, cons
 {
 	struct db_stmt *st = store_prepare_rank(r, "SELECT MIN(MIN(start_ns, COALESCE(cpu_end_ns - cpu_dur_ns, start_ns))),"
 					     " MAX(MAX(start_ns + dur_ns, COALESCE(cpu_end_ns, start_ns))) FROM steps"
-					     " WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-					     " GROUP BY COALESCE(source_artifact, artifact_id)", run, rank, err);
+					     " WHERE " RANK_ROWS " GROUP BY source_artifact", run, rank, err);
 	int step;
 
 	if (!st)
@@ -526,9 +525,9 @@ int store_timeline(struct store_reader *r, const char *run, int rank, struct rl_
 	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	st = store_prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, " STEP_COMPS ","
-			     " COALESCE(source_artifact, artifact_id), COALESCE(cpu_end_ns, start_ns + dur_ns) FROM steps"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
+	st = store_prepare_rank(r, "SELECT step, start_ns, dur_ns, " STEP_COMPS ","
+			     " source_artifact, COALESCE(cpu_end_ns, start_ns + dur_ns) FROM steps"
+			     " WHERE " RANK_ROWS " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	while ((step = db_step(st)) == DB_ROW) {

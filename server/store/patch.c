@@ -8,24 +8,6 @@
 #include "alloc.h"
 #include "store/store_int.h"
 
-/* table's rows of artifact from row n on (table: keyed by (artifact_id, n)) */
-static int drop_rows_after(struct db *db, const char *table, int64_t artifact, int64_t n, struct tp_errbuf *err)
-{
-	struct db_stmt *st;
-	char sql[128];
-	int rc = TP_OK;
-
-	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1 AND n >= ?2", table);
-	if (db_prepare(db, sql, 0, &st) != DB_OK)
-		return store_db_fail(err, db, "prepare");
-	db_bind_int64(st, 1, artifact);
-	db_bind_int64(st, 2, n);
-	if (db_step(st) != DB_DONE)
-		rc = store_db_fail(err, db, "replace rank analysis");
-	db_finalize(st);
-	return rc;
-}
-
 /* RFC 7386 merge patch of target by patch; returns the new target (a new reference). */
 static json_t *merge_patch(json_t *target, json_t *patch)
 {
@@ -218,6 +200,31 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 	for (i = 0; i < n; i++)
 		if ((rc = store_drop_artifact(w->db, ids[i], err)))
 			goto out;
+	/* the rank's analysis goes with its last trace (else it is derived again: runrank_derive) */
+	if (!artifact)
+		rc = store_rank_rows_delete(w->db, run_id, -1, 0, err);
+	else if (*trace_rank >= 0) {
+		int left;
+		if (db_prepare(w->db, "SELECT EXISTS (SELECT 1 FROM artifacts WHERE run_id=?1 AND rank=?2 AND"
+				      " status='ready' AND kind='trace')", 0, &st) != DB_OK) {
+			st = NULL;
+			rc = store_db_fail(err, w->db, "prepare");
+			goto out;
+		}
+		db_bind_int64(st, 1, run_id);
+		db_bind_int(st, 2, *trace_rank);
+		if (db_step(st) != DB_ROW) {
+			rc = store_db_fail(err, w->db, "read artifacts");
+			goto out;
+		}
+		left = db_column_int(st, 0);
+		db_finalize(st);
+		st = NULL;
+		if (!left)
+			rc = store_rank_rows_delete(w->db, run_id, *trace_rank, 0, err);
+	}
+	if (rc)
+		goto out;
 	/* the whole run goes with its metrics; one artifact takes its run along only when that was all */
 	if (db_prepare(w->db, artifact ? "DELETE FROM runs WHERE id=?1 AND NOT EXISTS"
 						 " (SELECT 1 FROM artifacts WHERE run_id=?1)"
@@ -256,13 +263,14 @@ out:
 	return rc;
 }
 
-/* The derived tables of a rank (steps, operators, kernels, the trace's memory timelines). */
-const char *const store_rank_tables[] = { "steps", "op_stats", "kernel_stats", "memory_series", "memory_point_blocks",
-					   "memory_groups", "collectives" };
+/* A rank's trace memory timelines, stored under its traces' artifacts (the first: owner). */
+static const char *const memory_tables[] = { "memory_series", "memory_point_blocks", "memory_groups" };
 
 /*
- * Every row of the tables goes but the owner's memory points, which f's go over block by block:
- * a live run's earlier points mostly stay as they were, and are not written again.
+ * The rank's analysis rows go (but the collectives stored as f has them) and f's take their
+ * place; every trace memory timeline of the rank goes but the owner's memory points, which f's
+ * go over block by block: a live run's earlier points mostly stay as they were, and are not
+ * written again.
  */
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err)
@@ -270,18 +278,27 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	struct store_blocks c = { 0 };
 	size_t same_colls = owner && !w->store->shared && f->analysis && f->same_colls <= f->analysis->ncolls
 				    ? f->same_colls : 0;
+	struct store_final g = *f;
+	int64_t run_id;
 	char sql[512];
 	size_t i;
 	int rc;
 
+	g.rank = rank;
 	if ((rc = store_begin(w, err)))
 		return rc;
-	for (i = 0; i < sizeof(store_rank_tables) / sizeof(store_rank_tables[0]) && !rc; i++) {
+	if ((rc = writer_run(w, run, &run_id, NULL, err)) == TP_ERR_NOTFOUND && !owner) {
+		if (err)
+			memset(err, 0, sizeof(*err));	/* the run is gone: nothing to replace */
+		return store_commit(w, err);
+	}
+	if (!rc)
+		rc = store_rank_rows_delete(w->db, run_id, rank, (int64_t)same_colls, err);
+	for (i = 0; i < sizeof(memory_tables) / sizeof(memory_tables[0]) && !rc; i++) {
 		struct db_stmt *st;
-		int keep = !strcmp(store_rank_tables[i], "memory_point_blocks") ||
-			   (same_colls && !strcmp(store_rank_tables[i], "collectives"));
+		int keep = !strcmp(memory_tables[i], "memory_point_blocks");
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
-			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", store_rank_tables[i],
+			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", memory_tables[i],
 			 keep ? " AND artifact_id <> ?3" : "");
 		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
 			rc = store_db_fail(err, w->db, "prepare");
@@ -295,10 +312,8 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 			db_finalize(st);
 		}
 	}
-	if (!rc && same_colls)	/* the owner's collectives from the first not stored on */
-		rc = drop_rows_after(w->db, "collectives", owner, (int64_t)same_colls, err);
 	if (!rc && owner)
-		rc = store_insert_analysis(w, owner, f, &c, same_colls, err);
+		rc = store_insert_analysis(w, owner, run_id, &g, &c, same_colls, err);
 	if (!rc && owner)
 		rc = store_drop_points_after(w->db, owner, NULL, 0, err);
 	if (!rc)

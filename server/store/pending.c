@@ -49,7 +49,6 @@ int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t 
 	struct db_stmt *st;
 	int64_t run_id = 0;
 	int rc = TP_OK, step;
-	size_t i;
 
 	*deferred = 0;
 	if ((rc = rank_trace_run(w, run, rank, artifact, 0, &run_id, err)) ||
@@ -66,21 +65,9 @@ int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t 
 	db_finalize(st);
 	if (step != DB_DONE)
 		return store_db_fail(err, w->db, "mark rank");
-	for (i = 0; i < sizeof(store_rank_tables) / sizeof(store_rank_tables[0]) && !rc; i++) {
-		char sql[128];
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", store_rank_tables[i]);
-		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
-			return store_db_fail(err, w->db, "prepare");
-		db_bind_int64(st, 1, artifact);
-		if (db_step(st) != DB_DONE)
-			rc = store_db_fail(err, w->db, "defer rank analysis");
-		db_finalize(st);
-	}
-	if (!rc) {
-		atomic_fetch_add(&w->store->marks, 1);
-		*deferred = 1;
-	}
-	return rc;
+	atomic_fetch_add(&w->store->marks, 1);
+	*deferred = 1;
+	return TP_OK;
 }
 
 void store_pending_free(struct store_pending *p, size_t n)

@@ -35,10 +35,9 @@ static int run_step_durations(struct store_reader *r, int64_t run_id, struct sto
 			      struct tp_errbuf *err)
 {
 	struct db_stmt *st = store_prepare(r,
-		"SELECT DISTINCT s.step, s.start_ns, s.dur_ns FROM steps s JOIN artifacts a"
-		" ON a.id=s.artifact_id WHERE a.run_id=?1 AND a.status='ready' AND s.incomplete=0 AND"
-		" s.whole_trace=0 AND a.rank= (SELECT MIN(a2.rank) FROM artifacts a2 JOIN steps s2"
-		" ON s2.artifact_id=a2.id WHERE a2.run_id=?1 AND a2.status='ready' AND s2.whole_trace=0)", err);
+		"SELECT step, start_ns, dur_ns FROM steps WHERE run_id=?1 AND incomplete=0 AND whole_trace=0"
+		" AND rank=(SELECT MIN(rank) FROM steps WHERE run_id=?1 AND whole_trace=0)"
+		" ORDER BY step, start_ns", err);
 	size_t cap = 0;
 	int step;
 

@@ -128,9 +128,10 @@ void store_tx_rollback(struct store_writer *w);
 /* Reads on the writer's own connection (they see its open transaction); owned by w, not closed. */
 struct store_reader *store_writer_reader(struct store_writer *w);
 /*
- * The derived tables of (run, rank) from all of its trace artifacts: remove every trace
- * artifact's steps, operators, kernels and trace memory timelines there, and store f's
- * (analysis, mem, str, base_ns) under owner (0: none); owner's memory points are gone over
+ * The derived tables of (run, rank) from all of its trace artifacts: replace the rank's steps,
+ * operators, kernels and collectives (keyed by (run, rank)) and every trace artifact's memory
+ * timelines by f's (analysis, mem, str, base_ns), the memory timelines stored under owner, the
+ * rank's first trace (0: none, nothing stored); owner's memory points are gone over
  * block by block, a block already stored as f has it staying (counted in *count, when not NULL,
  * once written); a series' blocks before its same (memmodel.h) and f's first same_colls
  * collectives stay unread, unless another server may write the store (PostgreSQL). One
@@ -152,7 +153,10 @@ int store_write_batch(struct store_writer *w, int64_t artifact, const struct sto
 /*
  * Make the artifact 'ready'. If the run already has an artifact (ready or
  * error) with the same sha256, this one is removed instead and that one's id
- * is returned in *existing_out (else *existing_out = 0).
+ * is returned in *existing_out (else *existing_out = 0). A trace's analysis
+ * (f->analysis, its memory timelines) is stored as its rank's, keyed by (run,
+ * rank), when the rank has no other ready trace; else it is not stored, and
+ * the rank is derived again (store_rank_defer).
  */
 int store_artifact_commit(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			  int64_t *existing_out, struct tp_errbuf *err);
@@ -476,13 +480,14 @@ void store_trace_close(struct store_trace *t);
 
 /*
  * Ranks waiting to be derived again (pipeline/runrank.h). A trace that joins a
- * rank which already has one is committed without its own rank tables and
- * the rank marked, so an upload costs its own size, not the rank's; the
- * first read of the run derives it (runrank_settle).
+ * rank which already has one is committed without its analysis (the rank's
+ * stays as it was: store_artifact_commit) and the rank marked, so an upload
+ * costs its own size, not the rank's; the first read of the run derives it
+ * (runrank_settle).
  */
 /* In w's transaction: when (run, rank) has a ready trace artifact other than
  * artifact, or always when force (artifact was stored without its analysis),
- * mark the rank, drop artifact's own rank tables and set *deferred. */
+ * mark the rank and set *deferred. */
 int store_rank_defer(struct store_writer *w, const char *run, int rank, int64_t artifact, int force,
 		     int *deferred, struct tp_errbuf *err);
 /* *has: (run, rank) has a ready trace artifact (an upload to it joins a timeline). */

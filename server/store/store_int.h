@@ -108,6 +108,10 @@ struct store_reader {
 /* The columns of the step components, in enum an_comp order. */
 #define STEP_COMPS "kernel_ns, memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
 
+/* The rows of one rank of a run in the tables its traces derive (steps, op_stats, kernel_stats,
+ * collectives; migration 019), for WHERE (?1 run name, ?2 rank). */
+#define RANK_ROWS "run_id=(SELECT id FROM runs WHERE name=?1) AND rank=?2"
+
 /* The ready artifacts of one rank of a run, for joins (?1 run name, ?2 rank). */
 #define RANK_ARTIFACTS "SELECT a.id FROM artifacts a JOIN runs r ON r.id=a.run_id" \
 	" WHERE r.name=?1 AND a.rank=?2 AND a.status='ready'"
@@ -121,6 +125,11 @@ int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what);
 int store_exec(struct db *db, const char *sql, struct tp_errbuf *err);
 /* Delete the artifact's rows in every per-artifact table, except (keep_raw) its raw bytes: 0 or a tp_err. */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err);
+/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migration 019). */
+extern const char *const store_rank_analysis[4];
+/* Delete the rows of (run_id, rank) (rank < 0: of every rank of the run) in store_rank_analysis,
+ * but the collectives before the colls_from-th: 0 or a tp_err. */
+int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, struct tp_errbuf *err);
 /* Delete the artifact's rows and the artifact: 0 or a tp_err. */
 int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err);
 /* Delete the runs left with nothing: no artifact, metadata, tags, project or metrics. */
@@ -155,8 +164,10 @@ int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *ol
 /* Delete the point blocks of (artifact, device) from point n on (device NULL: of every device no
  * series has): 0 or a tp_err. */
 int store_drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err);
-/* Insert f's derived rows under artifact (keep, same_colls: store_rank_replace's): 0 or a tp_err. */
-int store_insert_analysis(struct store_writer *w, int64_t artifact, const struct store_final *f,
+/* Insert f's derived rows (keep, same_colls: store_rank_replace's): its trace analysis under the
+ * rank (run_id, f->rank), its steps' spans from artifact unless f->step_src names another; the
+ * rest (memory timelines, a report's rows) under artifact. 0 or a tp_err. */
+int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_id, const struct store_final *f,
 			  struct store_blocks *keep, size_t same_colls, struct tp_errbuf *err);
 
 /* ---- patch.c ---- */

@@ -20,9 +20,9 @@ int store_steps(struct store_reader *r, const char *run, int rank, int *rank_out
 	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	st = store_prepare_rank(r, "SELECT DISTINCT step, start_ns, dur_ns, COALESCE(cpu_dur_ns, dur_ns), " STEP_COMPS ","
+	st = store_prepare_rank(r, "SELECT step, start_ns, dur_ns, COALESCE(cpu_dur_ns, dur_ns), " STEP_COMPS ","
 			     " comm_overlap_ns, incomplete, whole_trace, COALESCE(gpu_busy_ns, kernel_ns) FROM steps"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY start_ns, dur_ns, step", run, rank, err);
+			     " WHERE " RANK_ROWS " ORDER BY start_ns, dur_ns, step", run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	while ((step = db_step(st)) == DB_ROW) {
@@ -89,20 +89,20 @@ static int table(struct store_reader *r, const char *run, int rank, int sel, lon
 static const char *const op_sorts[] = { "self_ns", "total_ns", "calls", "name" };
 
 /*
- * Where a rank's operators come from, as rows (artifact_id, name, calls, self_ns, total_ns) of
- * device ?3: its traces' op_stats, or, when it has no trace, its key_averages tables (their
+ * Where a rank's operators come from, as rows (name, calls, self_ns, total_ns) of device ?3 of
+ * the rank (?1 run, ?2 rank): its traces' op_stats, or, when it has no trace, its key_averages tables (their
  * Self CPU / CPU total, or the device's columns; on the GPU only the rows with device time or
  * device memory, as a trace has only operators that launched GPU work).
  */
 const char *const store_ops_sources[] = { "trace", "key_averages" };
 const char *const store_ops_from[] = {
-	"(SELECT artifact_id, name, calls, self_ns, total_ns FROM op_stats WHERE device=?3)",
-	"(SELECT artifact_id, name, calls, CASE ?3 WHEN 0 THEN self_cpu_ns ELSE self_dev_ns END self_ns,"
+	"(SELECT name, calls, self_ns, total_ns FROM op_stats WHERE " RANK_ROWS " AND device=?3)",
+	"(SELECT name, calls, CASE ?3 WHEN 0 THEN self_cpu_ns ELSE self_dev_ns END self_ns,"
 	" CASE ?3 WHEN 0 THEN cpu_total_ns ELSE dev_total_ns END total_ns,"
 	" CASE ?3 WHEN 0 THEN cpu_mem_bytes ELSE dev_mem_bytes END mem_bytes,"
 	" CASE ?3 WHEN 0 THEN self_cpu_mem_bytes ELSE self_dev_mem_bytes END self_mem_bytes FROM keyavg_ops"
-	" WHERE ?3=0 OR COALESCE(self_dev_ns, 0)!=0 OR COALESCE(dev_total_ns, 0)!=0 OR COALESCE(dev_mem_bytes, 0)!=0"
-	" OR COALESCE(self_dev_mem_bytes, 0)!=0)",
+	" WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3=0 OR COALESCE(self_dev_ns, 0)!=0"
+	" OR COALESCE(dev_total_ns, 0)!=0 OR COALESCE(dev_mem_bytes, 0)!=0 OR COALESCE(self_dev_mem_bytes, 0)!=0))",
 };
 
 /* OPS_KEYAVG when the rank has key_averages tables and no trace, else OPS_TRACE; -1 on failure. */
@@ -142,17 +142,17 @@ int store_ops(struct store_reader *r, const char *run, int rank, int device, con
 	out->source = store_ops_sources[src];
 	/* memory columns only where key_averages printed them */
 	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls) calls, SUM(self_ns) self_ns, SUM(total_ns) total_ns%s"
-		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY name ORDER BY %s%s, name LIMIT ?4",
+		 " FROM %s GROUP BY name ORDER BY %s%s, name LIMIT ?4",
 		 src == OPS_KEYAVG ? ", SUM(mem_bytes), SUM(self_mem_bytes)" : "", store_ops_from[src], op_sorts[i],
 		 i < 3 ? " DESC" : "");
 	snprintf(total, sizeof(total), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0)"
-		 " FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")", store_ops_from[src]);
+		 " FROM %s", store_ops_from[src]);
 	if (table(r, run, rank, device, limit, sql, cols, src == OPS_KEYAVG ? 6 : 4, total, tcols, out, err))
 		goto fail;
 	/* the host-side collectives among them, as a group (the prefixes are an_op_is_comm's) */
 	snprintf(sql, sizeof(sql), "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(self_ns), 0),"
-		 " COALESCE(SUM(total_ns), 0) FROM %s WHERE artifact_id IN (" RANK_ARTIFACTS ")"
-		 " AND (substr(name, 1, 5) IN ('nccl:', 'gloo:') OR substr(name, 1, 6) = 'c10d::'"
+		 " COALESCE(SUM(total_ns), 0) FROM %s"
+		 " WHERE (substr(name, 1, 5) IN ('nccl:', 'gloo:') OR substr(name, 1, 6) = 'c10d::'"
 		 " OR name = 'record_param_comms')",
 		 store_ops_from[src]);
 	if (!(st = store_prepare_rank(r, sql, run, rank, err)))
@@ -186,10 +186,10 @@ int store_kernels(struct store_reader *r, const char *run, int rank, int kind, l
 	if (table(r, run, rank, kind, limit,
 		  "SELECT name, SUM(calls), SUM(total_ns), SUM(total_ns) / SUM(calls), MAX(max_ns),"
 		  " MIN(min_ns), SUM(bps_sum) / NULLIF(SUM(bps_ns), 0), SUM(occ_sum) / NULLIF(SUM(occ_ns), 0)"
-		  " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3"
+		  " FROM kernel_stats WHERE " RANK_ROWS " AND kind=?3"
 		  " GROUP BY name ORDER BY 3 DESC, name LIMIT ?4", cols, 8,
 		  "SELECT COUNT(DISTINCT name), COALESCE(SUM(calls), 0), COALESCE(SUM(total_ns), 0)"
-		  " FROM kernel_stats WHERE artifact_id IN (" RANK_ARTIFACTS ") AND kind=?3", tcols, out, err)) {
+		  " FROM kernel_stats WHERE " RANK_ROWS " AND kind=?3", tcols, out, err)) {
 		store_table_free(out);
 		return err->rc ? err->rc : TP_ERR_DB;
 	}

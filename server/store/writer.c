@@ -366,11 +366,38 @@ static int find_duplicate(struct store_writer *w, int64_t artifact, const char *
 	return r == DB_ROW || r == DB_DONE ? TP_OK : store_db_fail(err, w->db, "find duplicate");
 }
 
+/*
+ * A trace's analysis is its rank's (migration 019): *run_id, and whether the rank has a ready trace
+ * other than artifact (*joins: then the upload's analysis is not stored, the rank is derived
+ * again from all of its traces: store_rank_defer).
+ */
+static int rank_of(struct store_writer *w, int64_t artifact, int rank, int64_t *run_id, int *joins,
+		   struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int r;
+
+	if (db_prepare(w->db, "SELECT a.run_id, EXISTS (SELECT 1 FROM artifacts o WHERE o.run_id=a.run_id AND o.rank=?2"
+			      " AND o.status='ready' AND o.kind='trace' AND o.id<>a.id) FROM artifacts a WHERE a.id=?1",
+		       0, &st) != DB_OK)
+		return store_db_fail(err, w->db, "prepare");
+	db_bind_int64(st, 1, artifact);
+	db_bind_int(st, 2, rank);
+	if ((r = db_step(st)) == DB_ROW) {
+		*run_id = db_column_int64(st, 0);
+		*joins = db_column_int(st, 1);
+	}
+	db_finalize(st);
+	return r == DB_ROW ? TP_OK : store_db_fail(err, w->db, "read rank");
+}
+
 static int finish(struct store_writer *w, int64_t artifact, const struct store_final *f, int failed,
 		  int64_t *existing_out, struct tp_errbuf *err)
 {
 	struct db_stmt *st = NULL;
-	int rc;
+	struct store_final own = *f;
+	int64_t run_id = 0;
+	int joins = 0, rc;
 
 	if ((rc = store_begin(w, err)))
 		return rc;
@@ -382,8 +409,16 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 	}
 	if (failed)
 		rc = store_delete_rows(w->db, artifact, 1, err);
-	else
-		rc = store_insert_analysis(w, artifact, f, NULL, 0, err);
+	else if (f->analysis && (rc = rank_of(w, artifact, f->rank, &run_id, &joins, err)))
+		goto out;
+	else if (joins) {
+		/* the rank's analysis stays as it is until the rank is derived again */
+		own.analysis = NULL;
+		own.mem = NULL;
+		own.nmem = 0;
+		rc = store_insert_analysis(w, artifact, run_id, &own, NULL, 0, err);
+	} else if (!(rc = f->analysis ? store_rank_rows_delete(w->db, run_id, f->rank, 0, err) : TP_OK))
+		rc = store_insert_analysis(w, artifact, run_id, f, NULL, 0, err);
 	if (rc)
 		goto out;
 	if (db_prepare(w->db, "UPDATE artifacts SET status=?2, sha256=?3, bytes=?4, events=?5,"

@@ -34,19 +34,21 @@ static size_t nranks(const char *run)
 	return n;
 }
 
-static long long rows_of(long long artifact)
+/* The rows of artifact, and of the analysis of its rank of run (its only trace there). */
+static long long rows_of(const char *run, int rank, long long artifact)
 {
-	char sql[1024];
+	char sql[1400];
 
 	snprintf(sql, sizeof(sql), "SELECT (SELECT COUNT(*) FROM event_blocks WHERE key>>32=%lld)"
 		 " + (SELECT COUNT(*) FROM raw_chunks WHERE key>>32=%lld) + (SELECT COUNT(*) FROM strings WHERE key>>32=%lld)"
-		 " + (SELECT COUNT(*) FROM steps WHERE artifact_id=%lld) + (SELECT COUNT(*) FROM op_stats WHERE artifact_id=%lld)"
+		 " + (SELECT COUNT(*) FROM steps s JOIN runs r ON r.id=s.run_id WHERE r.name='%s' AND s.rank=%d)"
+		 " + (SELECT COUNT(*) FROM op_stats o JOIN runs r ON r.id=o.run_id WHERE r.name='%s' AND o.rank=%d)"
 		 " + (SELECT COUNT(*) FROM memory_point_blocks WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_series WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_groups WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_segments WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_blocks WHERE artifact_id=%lld)"
-		 " + (SELECT COUNT(*) FROM artifacts WHERE id=%lld)", artifact, artifact, artifact, artifact, artifact,
+		 " + (SELECT COUNT(*) FROM artifacts WHERE id=%lld)", artifact, artifact, artifact, run, rank, run, rank,
 		 artifact, artifact, artifact, artifact, artifact, artifact);
 	return tu_db_scalar(ru_srv.db, sql);
 }
@@ -59,7 +61,7 @@ START_TEST(test_delete_artifact)
 	json_t *j;
 
 	ck_assert_uint_eq(nranks("two"), 2);
-	ck_assert_int_gt(rows_of(a1), 3);
+	ck_assert_int_gt(rows_of("two", 1, a1), 3);
 	json_decref(ru_call("GET", "/api/v1/runs/two/steps?rank=1", NULL, 0, 200));	/* cached now */
 
 	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", a1);
@@ -68,8 +70,8 @@ START_TEST(test_delete_artifact)
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "deleted_artifacts")), 1);
 	ck_assert(json_is_false(json_object_get(j, "run_deleted")));
 	json_decref(j);
-	ck_assert_int_eq(rows_of(a1), 0);
-	ck_assert_int_gt(rows_of(a0), 3);
+	ck_assert_int_eq(rows_of("two", 1, a1), 0);
+	ck_assert_int_gt(rows_of("two", 0, a0), 3);
 
 	/* the run answers as its remaining artifact: one rank, rank 1 gone (not the cached answer) */
 	ck_assert_uint_eq(nranks("two"), 1);
@@ -92,7 +94,7 @@ START_TEST(test_delete_artifact)
 	long long other = ru_upload("other", 0, "traces/hta_sampled_rank1.json.gz");
 	snprintf(url, sizeof(url), "/api/v1/runs/two/artifacts/%lld", other);
 	json_decref(ru_call("DELETE", url, NULL, 0, 404));
-	ck_assert_int_gt(rows_of(other), 3);
+	ck_assert_int_gt(rows_of("other", 0, other), 3);
 
 	/* the same bytes uploaded again are new, not a duplicate of what was deleted */
 	a1 = ru_upload("two", 1, "traces/hta_sampled_rank1.json.gz");
@@ -128,7 +130,7 @@ START_TEST(test_delete_snapshot_segments)
 	json_decref(j);
 	snprintf(url, sizeof(url), "/api/v1/runs/snaps/artifacts/%lld", b);
 	json_decref(ru_call("DELETE", url, NULL, 0, 200));
-	ck_assert_int_eq(rows_of(b), 0);
+	ck_assert_int_eq(rows_of("snaps", 0, b), 0);
 	j = ru_call("GET", "/api/v1/runs/snaps/memory/segments", NULL, 0, 200);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "artifact")), a);
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "segments")), 12);
@@ -139,7 +141,7 @@ START_TEST(test_delete_snapshot_segments)
 	ck_assert_str_eq(tu_error_code(j), "no_segments");
 	json_decref(j);
 	json_decref(ru_call("DELETE", "/api/v1/runs/snaps", NULL, 0, 200));
-	ck_assert_int_eq(rows_of(a), 0);
+	ck_assert_int_eq(rows_of("snaps", 0, a), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_segments"), 0);
 }
 END_TEST
@@ -161,7 +163,10 @@ START_TEST(test_delete_run)
 	ck_assert(json_is_true(json_object_get(j, "run_deleted")));
 	json_decref(j);
 	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(rows_of(a[i]), 0);
+		ck_assert_int_eq(rows_of("gone", i == 2, a[i]), 0);
+	/* the ranks' analyses went with the run (they are keyed by its id, not by an artifact) */
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT (SELECT COUNT(*) FROM steps) + (SELECT COUNT(*) FROM op_stats)"
+				      " + (SELECT COUNT(*) FROM kernel_stats) + (SELECT COUNT(*) FROM collectives)"), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM runs WHERE name='gone'"), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM metrics"), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_series"), 0);
@@ -470,8 +475,55 @@ static void db_ok(struct db *db, int rc, const char *what)
 }
 
 /*
- * Take the database at where back to the schema before migration 015 (the
- * third last: 016 adds step columns, 017 an index), as a server before it left it: every series' points (read with the store's own cursor)
+ * Migration 020 undone: a rank's analysis rows keyed by its first ready trace artifact again
+ * (step sources NULL where that artifact gave them), as servers before it stored them.
+ */
+static const char undo_020[] =
+	"CREATE TABLE owners (run_id INTEGER NOT NULL, rank INTEGER NOT NULL, artifact_id INTEGER NOT NULL,"
+	" PRIMARY KEY (run_id, rank));"
+	" INSERT INTO owners SELECT run_id, rank, MIN(id) FROM artifacts WHERE status='ready' AND kind='trace'"
+	" GROUP BY run_id, rank;"
+	" CREATE TABLE old_steps (artifact_id INTEGER NOT NULL, step INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+	" dur_ns INTEGER NOT NULL, kernel_ns INTEGER NOT NULL DEFAULT 0, memcpy_ns INTEGER NOT NULL DEFAULT 0,"
+	" memset_ns INTEGER NOT NULL DEFAULT 0, runtime_ns INTEGER NOT NULL DEFAULT 0,"
+	" dataloader_ns INTEGER NOT NULL DEFAULT 0, cpu_ns INTEGER NOT NULL DEFAULT 0, idle_ns INTEGER NOT NULL DEFAULT 0,"
+	" source_artifact INTEGER, cpu_dur_ns INTEGER, communication_ns INTEGER NOT NULL DEFAULT 0,"
+	" comm_overlap_ns INTEGER NOT NULL DEFAULT 0, incomplete INTEGER NOT NULL DEFAULT 0,"
+	" whole_trace INTEGER NOT NULL DEFAULT 0, gpu_busy_ns INTEGER, cpu_end_ns INTEGER, sync_calls INTEGER,"
+	" sync_ns INTEGER, PRIMARY KEY (artifact_id, step, start_ns)) WITHOUT ROWID;"
+	" INSERT INTO old_steps SELECT o.artifact_id, s.step, s.start_ns, s.dur_ns, s.kernel_ns, s.memcpy_ns,"
+	" s.memset_ns, s.runtime_ns, s.dataloader_ns, s.cpu_ns, s.idle_ns, NULLIF(s.source_artifact, o.artifact_id),"
+	" s.cpu_dur_ns, s.communication_ns, s.comm_overlap_ns, s.incomplete, s.whole_trace, s.gpu_busy_ns,"
+	" s.cpu_end_ns, s.sync_calls, s.sync_ns FROM steps s JOIN owners o ON o.run_id=s.run_id AND o.rank=s.rank;"
+	" DROP TABLE steps; ALTER TABLE old_steps RENAME TO steps;"
+	" CREATE TABLE old_ops (artifact_id INTEGER NOT NULL, device INTEGER NOT NULL, name TEXT NOT NULL,"
+	" calls INTEGER NOT NULL, self_ns INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (artifact_id, device, name)) WITHOUT ROWID;"
+	" INSERT INTO old_ops SELECT o.artifact_id, x.device, x.name, x.calls, x.self_ns, x.total_ns FROM op_stats x"
+	" JOIN owners o ON o.run_id=x.run_id AND o.rank=x.rank;"
+	" DROP TABLE op_stats; ALTER TABLE old_ops RENAME TO op_stats;"
+	" CREATE TABLE old_kernels (artifact_id INTEGER NOT NULL, kind INTEGER NOT NULL, name TEXT NOT NULL,"
+	" calls INTEGER NOT NULL, total_ns INTEGER NOT NULL, min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+	" tiny_calls INTEGER NOT NULL, tiny_ns INTEGER NOT NULL, bps_ns INTEGER NOT NULL, bps_sum REAL NOT NULL,"
+	" occ_ns INTEGER NOT NULL, occ_sum REAL NOT NULL, PRIMARY KEY (artifact_id, kind, name)) WITHOUT ROWID;"
+	" INSERT INTO old_kernels SELECT o.artifact_id, x.kind, x.name, x.calls, x.total_ns, x.min_ns, x.max_ns,"
+	" x.tiny_calls, x.tiny_ns, x.bps_ns, x.bps_sum, x.occ_ns, x.occ_sum FROM kernel_stats x"
+	" JOIN owners o ON o.run_id=x.run_id AND o.rank=x.rank;"
+	" DROP TABLE kernel_stats; ALTER TABLE old_kernels RENAME TO kernel_stats;"
+	" CREATE TABLE old_colls (artifact_id INTEGER NOT NULL, n INTEGER NOT NULL, step INTEGER, kind TEXT NOT NULL,"
+	" pg TEXT NOT NULL, seq INTEGER, launch_ns INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+	" time_ns INTEGER NOT NULL, kernels INTEGER NOT NULL, bytes INTEGER, group_size INTEGER, before_op TEXT,"
+	" before_ns INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (artifact_id, n)) WITHOUT ROWID;"
+	" INSERT INTO old_colls SELECT o.artifact_id, x.n, x.step, x.kind, x.pg, x.seq, x.launch_ns, x.start_ns,"
+	" x.end_ns, x.time_ns, x.kernels, x.bytes, x.group_size, x.before_op, x.before_ns FROM collectives x"
+	" JOIN owners o ON o.run_id=x.run_id AND o.rank=x.rank;"
+	" DROP TABLE collectives; ALTER TABLE old_colls RENAME TO collectives;"
+	" DROP TABLE owners;";
+
+/*
+ * Take the database at where back to the schema before migration 015 (016 adds step columns,
+ * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by rank), as a server
+ * before it left it: every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
  * migrations make theirs. Returns the points moved.
@@ -521,15 +573,17 @@ static size_t downgrade_before_015(const char *where)
 	store_close(st);
 
 	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, 018,
-	 * a column of event blocks, and 019, the captures' tables) */
+	 * a column of event blocks, 019, the captures' tables, and 020, the analysis rows keyed by rank) */
 	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
 		;
-	ck_assert_int_eq(v015, store_nmigrations - 5);
+	ck_assert_int_eq(v015, store_nmigrations - 6);
 	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 3], "-- 018:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 4], "-- 019:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 5], "-- 020:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v015, undo_020), "migration 020 undone");
 	db_ok(db, db_migrate(db, v015, "DROP TABLE capture_artifacts; DROP TABLE capture_ranks; DROP TABLE captures;"
 				     " ALTER TABLE event_blocks DROP COLUMN max_ts; DROP INDEX artifacts_by_rank;"
 				     " ALTER TABLE steps DROP COLUMN cpu_end_ns;"
@@ -629,6 +683,87 @@ START_TEST(test_upgrade_packs_points)
 }
 END_TEST
 
+/*
+ * A database from before migration 020 (a rank's analysis stored under its first trace artifact;
+ * before 005, under each of its traces) on either engine: the upgrade keys the rows by rank and
+ * every answer is what it was; a rank whose rows were under two artifacts loses them and is
+ * marked, and its first read derives it again from its events, as it was.
+ */
+START_TEST(test_upgrade_keys_by_rank)
+{
+	static const char *const runs[] = { "kept", "legacy" };
+	enum { NA = 12 };
+	char *before[2][NA], url[256];
+	struct tu_resp r;
+	struct tp_errbuf err = { 0 };
+	struct db *db;
+	json_t *j;
+	size_t i, k, na = 0;
+	int v020;
+
+	ru_upload("kept", 0, "traces/hta_sampled_rank0.json.gz");
+	ru_upload("kept", 1, "traces/hta_sampled_rank1.json.gz");
+	ru_upload("legacy", 0, "traces/hta_v100_train_memory.json.gz");
+	ru_upload("legacy", 0, "traces/kineto_resnet50_workers0.json.gz");
+	for (k = 0; k < 2; k++) {
+		for (i = 0, na = 0; i < ru_nanswers + 2 && na < NA; i++, na++) {
+			const char *tail = i < ru_nanswers ? ru_answers[i] : i == ru_nanswers ? "/distributed" : "/timeline";
+			snprintf(url, sizeof(url), "/api/v1/runs/%s%s", runs[k], tail);
+			ck_assert_int_eq(tu_http(&ru_srv, "GET", url, NULL, 0, NULL, &r), 0);
+			ck_assert_msg(r.status == 200, "%s: %ld %s", url, r.status, r.body);
+			before[k][na] = strdup(r.body);
+			tu_resp_free(&r);
+		}
+	}
+	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM collectives"), 0);
+	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
+
+	/* back to 019, and "legacy"'s operators stored under both its traces, as before 005 */
+	for (v020 = 0; v020 < store_nmigrations && strncmp(store_migrations[v020], "-- 020:", 7); v020++)
+		;
+	ck_assert_int_lt(v020, store_nmigrations);
+	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
+	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v020, undo_020), "migration 020 undone");
+	db_ok(db, db_exec(db, "INSERT INTO op_stats SELECT a.id, o.device, o.name, o.calls, o.self_ns, o.total_ns"
+			  " FROM op_stats o JOIN artifacts a ON a.id<>o.artifact_id AND a.run_id=(SELECT run_id FROM"
+			  " artifacts WHERE id=o.artifact_id) JOIN runs r ON r.id=a.run_id WHERE r.name='legacy'"), "copy");
+	if (db_is_postgres(ru_srv.db)) {
+		char sql[96];
+		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d", v020 + 1);
+		db_ok(db, db_exec(db, sql), "version");
+	}
+	db_ok(db, db_exec(db, "COMMIT"), "commit");
+	ck_assert_int_eq(db_schema_version(db), v020);
+	db_close(db);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(DISTINCT artifact_id) FROM op_stats"), 3);
+
+	ck_assert_int_eq(tu_server_restart(&ru_srv, NULL), 0);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db) ? "SELECT MAX(version) FROM schema_version"
+							: "PRAGMA user_version"), store_nmigrations);
+	/* "legacy" waits to be derived again (its run's info derives nothing); "kept" moved as it was */
+	j = ru_call("GET", "/api/v1/runs/legacy", NULL, 0, 200);
+	ck_assert(json_is_true(json_object_get(j, "analysis_pending")));
+	json_decref(j);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM op_stats o JOIN runs r ON r.id=o.run_id"
+				      " WHERE r.name='legacy'"), 0);
+	j = ru_call("GET", "/api/v1/runs/kept", NULL, 0, 200);
+	ck_assert(json_is_false(json_object_get(j, "analysis_pending")));
+	json_decref(j);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < na; i++) {
+			const char *tail = i < ru_nanswers ? ru_answers[i] : i == ru_nanswers ? "/distributed" : "/timeline";
+			snprintf(url, sizeof(url), "/api/v1/runs/%s%s", runs[k], tail);
+			ck_assert_int_eq(tu_http(&ru_srv, "GET", url, NULL, 0, NULL, &r), 0);
+			ck_assert_msg(r.status == 200 && !strcmp(r.body, before[k][i]), "%s differs after the upgrade: %.300s",
+				      url, r.body);
+			tu_resp_free(&r);
+			free(before[k][i]);
+		}
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_pending"), 0);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -643,6 +778,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_timeline);
 	tcase_add_test(tc, test_memory_across_cycles);
 	tcase_add_test(tc, test_upgrade_packs_points);
+	tcase_add_test(tc, test_upgrade_keys_by_rank);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -279,20 +279,27 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	size_t same_colls = owner && !w->store->shared && f->analysis && f->same_colls <= f->analysis->ncolls
 				    ? f->same_colls : 0;
 	struct store_final g = *f;
-	int64_t run_id;
+	struct db_stmt *q;
+	int64_t run_id = 0;
 	char sql[512];
 	size_t i;
-	int rc;
+	int rc, step;
 
 	g.rank = rank;
 	if ((rc = store_begin(w, err)))
 		return rc;
-	if ((rc = writer_run(w, run, &run_id, NULL, err)) == TP_ERR_NOTFOUND && !owner) {
-		if (err)
-			memset(err, 0, sizeof(*err));	/* the run is gone: nothing to replace */
-		return store_commit(w, err);
+	if (db_prepare(w->db, "SELECT id FROM runs WHERE name=?1", 0, &q) != DB_OK)
+		rc = store_db_fail(err, w->db, "prepare");
+	else {
+		store_bind_text(q, 1, run);
+		if ((step = db_step(q)) == DB_ROW)
+			run_id = db_column_int64(q, 0);
+		else if (step != DB_DONE)
+			rc = store_db_fail(err, w->db, "read run");
+		db_finalize(q);
 	}
-	if (!rc)
+	/* no run: nothing stored to replace (a derivation of a run deleted since finds no trace) */
+	if (!rc && run_id)
 		rc = store_rank_rows_delete(w->db, run_id, rank, (int64_t)same_colls, err);
 	for (i = 0; i < sizeof(memory_tables) / sizeof(memory_tables[0]) && !rc; i++) {
 		struct db_stmt *st;

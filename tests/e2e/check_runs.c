@@ -694,6 +694,7 @@ START_TEST(test_upgrade_keys_by_rank)
 	static const char *const runs[] = { "kept", "legacy" };
 	enum { NA = 12 };
 	char *before[2][NA], url[256];
+	long status[2][NA];
 	struct tu_resp r;
 	struct tp_errbuf err = { 0 };
 	struct db *db;
@@ -710,7 +711,10 @@ START_TEST(test_upgrade_keys_by_rank)
 			const char *tail = i < ru_nanswers ? ru_answers[i] : i == ru_nanswers ? "/distributed" : "/timeline";
 			snprintf(url, sizeof(url), "/api/v1/runs/%s%s", runs[k], tail);
 			ck_assert_int_eq(tu_http(&ru_srv, "GET", url, NULL, 0, NULL, &r), 0);
-			ck_assert_msg(r.status == 200, "%s: %ld %s", url, r.status, r.body);
+			/* 404 no_memory_data for "kept" (its traces have none) */
+			ck_assert_msg(r.status == 200 || (k == 0 && !strncmp(tail, "/memory", 7) && r.status == 404),
+				      "%s: %ld %s", url, r.status, r.body);
+			status[k][na] = r.status;
 			before[k][na] = strdup(r.body);
 			tu_resp_free(&r);
 		}
@@ -736,26 +740,26 @@ START_TEST(test_upgrade_keys_by_rank)
 	db_ok(db, db_exec(db, "COMMIT"), "commit");
 	ck_assert_int_eq(db_schema_version(db), v020);
 	db_close(db);
-	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(DISTINCT artifact_id) FROM op_stats"), 3);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(DISTINCT artifact_id) FROM op_stats"), 4);
 
 	ck_assert_int_eq(tu_server_restart(&ru_srv, NULL), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db) ? "SELECT MAX(version) FROM schema_version"
 							: "PRAGMA user_version"), store_nmigrations);
 	/* "legacy" waits to be derived again (its run's info derives nothing); "kept" moved as it was */
 	j = ru_call("GET", "/api/v1/runs/legacy", NULL, 0, 200);
-	ck_assert(json_is_true(json_object_get(j, "analysis_pending")));
+	ck_assert(json_is_true(json_object_get(json_object_get(j, "run"), "analysis_pending")));
 	json_decref(j);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM op_stats o JOIN runs r ON r.id=o.run_id"
 				      " WHERE r.name='legacy'"), 0);
 	j = ru_call("GET", "/api/v1/runs/kept", NULL, 0, 200);
-	ck_assert(json_is_false(json_object_get(j, "analysis_pending")));
+	ck_assert(json_is_false(json_object_get(json_object_get(j, "run"), "analysis_pending")));
 	json_decref(j);
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < na; i++) {
 			const char *tail = i < ru_nanswers ? ru_answers[i] : i == ru_nanswers ? "/distributed" : "/timeline";
 			snprintf(url, sizeof(url), "/api/v1/runs/%s%s", runs[k], tail);
 			ck_assert_int_eq(tu_http(&ru_srv, "GET", url, NULL, 0, NULL, &r), 0);
-			ck_assert_msg(r.status == 200 && !strcmp(r.body, before[k][i]), "%s differs after the upgrade: %.300s",
+			ck_assert_msg(r.status == status[k][i] && !strcmp(r.body, before[k][i]), "%s differs after the upgrade: %.300s",
 				      url, r.body);
 			tu_resp_free(&r);
 			free(before[k][i]);

@@ -70,13 +70,13 @@ static int delete(struct request *req, int64_t artifact)
 		/* a trace's rank is derived again from the traces left, in the same transaction */
 		if (!(rc = store_tx_begin(w, &err)) &&
 		    !(rc = store_run_delete(w, req->params[0], artifact, &n, &gone, &rank, &err)) &&
-		    !(rc = rank >= 0 && !gone ? runrank_derive(w, req->params[0], rank, &err) : TP_OK))
+		    !(rc = rank >= 0 && !gone ? runrank_derive(http_deriver(req), w, req->params[0], rank, &err) : TP_OK))
 			rc = store_tx_commit(w, &err);
 		if (rc)
 			store_tx_rollback(w);
 		store_writer_close(w);
 		/* ids of artifacts removed may be given again: derive the run's ranks from their start next */
-		runrank_forget(http_store(req), req->params[0]);
+		runrank_forget(http_deriver(req), http_store(req), req->params[0]);
 	}
 	if (rc)
 		return http_reply_fail(req, rc, &err, NULL);

@@ -93,6 +93,11 @@ struct conn_watch {
 	int ctl_escape;			/* this request's URL decoded to a control character */
 };
 
+struct deriver *http_deriver(const struct request *req)
+{
+	return req->srv->cfg.derive ? req->srv->cfg.derive->deriver : NULL;
+}
+
 struct store *http_store(const struct request *req)
 {
 	return req->srv->store;
@@ -919,12 +924,12 @@ static int dispatch(struct request *req, const char *url)
 	if (!derive || !(req->route->flags & ROUTE_DERIVED)) {
 		/* nothing to derive first */
 	} else if (wait && !strcmp(wait, "0")) {
-		if (derive->kick && derive->kick(req->srv->store, run))
+		if (derive->kick && derive->kick(derive->deriver, req->srv->store, run))
 			tp_warn("could not start deriving run '%s' in the background", run ? run : "*");
 	} else if (derive->settle) {
 		/* reads of what traces derive answer for every trace uploaded before them: marked ranks first */
 		struct tp_errbuf err = { 0 };
-		int rc = derive->settle(req->srv->store, run, &err);
+		int rc = derive->settle(derive->deriver, req->srv->store, run, &err);
 		/* never a failed read for it: the tables as they are (each trace's commit left them whole),
 		 * the ranks still marked for the next read to derive */
 		if (rc)
@@ -1227,7 +1232,7 @@ void server_stop(struct server *srv)
 	}
 	/* the derivations reads started in the background use the store too */
 	if (srv->cfg.derive && srv->cfg.derive->drain)
-		srv->cfg.derive->drain(srv->store);
+		srv->cfg.derive->drain(srv->cfg.derive->deriver, srv->store);
 	store_close(srv->store);
 	cache_free(srv->cache);
 	for (i = 0; i < srv->ntokens; i++)

@@ -26,15 +26,18 @@ struct route;
 /*
  * What the server calls that lives above it, installed by main.c, so that
  * http.c names neither the derivation pipeline nor a handler. NULL members
- * (or no hooks): reads derive nothing first.
+ * (or no hooks): reads derive nothing first. Each is given deriver, the
+ * derivations' object (pipeline/runrank.h), which http.c only passes on.
  */
+struct deriver;
 struct derive_hooks {
+	struct deriver *deriver;
 	/* wait=0 reads: the run's marked ranks derived in the background; non-zero when that failed to start */
-	int (*kick)(struct store *st, const char *run);
+	int (*kick)(struct deriver *dv, struct store *st, const char *run);
 	/* other reads of derived tables: the run's (NULL: every run's) marked ranks derived first */
-	int (*settle)(struct store *st, const char *run, struct tp_errbuf *err);
+	int (*settle)(struct deriver *dv, struct store *st, const char *run, struct tp_errbuf *err);
 	/* at stop, before the store closes: the background derivations finished */
-	void (*drain)(struct store *st);
+	void (*drain)(struct deriver *dv, struct store *st);
 };
 
 struct server_config {
@@ -84,6 +87,8 @@ uint16_t server_port(const struct server *srv);
 void server_stop(struct server *srv);
 
 struct store *http_store(const struct request *req);
+/* The derivations' object the hooks were given (NULL: no hooks). */
+struct deriver *http_deriver(const struct request *req);
 const struct route_table *http_routes(const struct request *req);
 const struct ingest_limits *http_limits(const struct request *req);
 /* A query-string argument (borrowed), or NULL. */

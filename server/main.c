@@ -288,10 +288,11 @@ int main(int argc, char **argv)
 		{ "healthcheck", no_argument, NULL, O_HEALTHCHECK },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const struct derive_hooks derive = { runrank_kick, runrank_settle, runrank_drain };
+	struct deriver_opts dopts;
+	struct derive_hooks derive = { NULL, runrank_kick, runrank_settle, runrank_drain };
 	struct server_config cfg = {
 		.routes = &server_routes,
-		.derive = &derive,
+		.derive = &derive,	/* its deriver made once the flags are read */
 		.listen = DEFAULT_LISTEN,
 		.db_path = DEFAULT_DB,
 		.threads = 16,
@@ -305,6 +306,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int c, sig, check = 0;
 
+	deriver_opts_default(&dopts);
 	if (getenv("TRAINSCOPE_DB") && *getenv("TRAINSCOPE_DB"))
 		cfg.db_path = getenv("TRAINSCOPE_DB");
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -365,22 +367,22 @@ int main(int argc, char **argv)
 			if ((bad = errno || end == optarg || *end || *optarg == '-' || k > (c == O_DERIVE_PACE ? 1000 : 86400)))
 				break;
 			if (c == O_DERIVE_PACE)
-				runrank_set_pace((unsigned)k);
+				dopts.pace_k = (unsigned)k;
 			else
-				runrank_set_quiet((unsigned)k);
+				dopts.quiet_s = (unsigned)k;
 			break;
 		}
 		case O_DERIVE_PARTS:
 			if (!(bad = strcmp(optarg, "on") && strcmp(optarg, "off")))
-				runrank_set_parts(!strcmp(optarg, "on"));
+				dopts.parts = !strcmp(optarg, "on");
 			break;
 		case O_DERIVE_SPLIT:	/* 0: never */
 			if (!(bad = strcmp(optarg, "0") && parse_size(optarg, &v)))
-				runrank_set_split(strcmp(optarg, "0") ? v : 0);
+				dopts.split_bytes = strcmp(optarg, "0") ? v : 0;
 			break;
 		case O_DERIVE_KEEP:	/* 0 is a size here: keep none */
 			if (!(bad = strcmp(optarg, "0") && parse_size(optarg, &v)))
-				runrank_set_kept_bytes(strcmp(optarg, "0") ? v : 0);
+				dopts.kept_bytes = strcmp(optarg, "0") ? v : 0;
 			break;
 		case O_SPILL_AT:
 			if (!(bad = parse_size(optarg, &v) || v < 1 || v > (1ULL << 30)))
@@ -449,8 +451,14 @@ int main(int argc, char **argv)
 	}
 	if (!db_is_postgres(cfg.db_path))
 		make_parent(cfg.db_path);
+	/* the derivations' object: the server's, handed to http.c with the hooks */
+	if (!(derive.deriver = deriver_new(&dopts))) {
+		fprintf(stderr, "trainscope-server: out of memory\n");
+		return 1;
+	}
 	if (server_start(&cfg, &srv, &err)) {
 		fprintf(stderr, "trainscope-server: %s\n", err.msg);
+		deriver_free(derive.deriver);
 		return 1;
 	}
 	{
@@ -464,7 +472,8 @@ int main(int argc, char **argv)
 	tp_info("serving; SIGINT or SIGTERM stops");
 	sigwait(&sigs, &sig);
 	tp_info("signal %d: stopping", sig);
-	server_stop(srv);
+	server_stop(srv);	/* drains the derivations (derive_hooks.drain) */
+	deriver_free(derive.deriver);
 	ingest_pool_drain();
 	tp_info("stopped cleanly");
 	return 0;

@@ -2,7 +2,6 @@
  * runrank.c: one analysis per run and rank (runrank.h).
  */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,116 +12,9 @@
 #include "analysis/analysis.h"
 #include "analysis/memory.h"
 #include "metrics.h"
+#include "pipeline/names.h"
 #include "pipeline/runrank.h"
 #include "ingest/trace.h"
-
-/* Names of all the rank's artifacts in one id space: the known ids stay, others by text. */
-struct names {
-	char **s;		/* by id; s[0] unused */
-	size_t n, cap;
-	uint32_t *slot;		/* open addressing: id, 0 empty */
-	size_t nslot;
-};
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
-	return h;
-}
-
-static void names_free(struct names *nm)
-{
-	for (size_t i = 0; i < nm->n; i++)
-		tp_free(nm->s[i]);
-	tp_free(nm->s);
-	tp_free(nm->slot);
-}
-
-static int names_rehash(struct names *nm)
-{
-	size_t ns = nm->nslot ? nm->nslot * 2 : 4096;
-	uint32_t *slot = tp_calloc(ns, sizeof(*slot));
-
-	if (!slot)
-		return -1;
-	for (size_t id = TRACE_S_KNOWN_END; id < nm->n; id++) {
-		size_t j = hash(nm->s[id]) & (ns - 1);
-		while (slot[j])
-			j = (j + 1) & (ns - 1);
-		slot[j] = (uint32_t)id;
-	}
-	tp_free(nm->slot);
-	nm->slot = slot;
-	nm->nslot = ns;
-	return 0;
-}
-
-static int names_init(struct names *nm)
-{
-	memset(nm, 0, sizeof(*nm));
-	nm->cap = 4096;
-	if (!(nm->s = tp_calloc(nm->cap, sizeof(*nm->s))))
-		return -1;
-	for (nm->n = 1; nm->n < TRACE_S_KNOWN_END; nm->n++)
-		if (!(nm->s[nm->n] = tp_strdup(trace_known_string((uint32_t)nm->n))))
-			return -1;
-	return names_rehash(nm);
-}
-
-/* to: a copy of nm, to go on apart from it; -1 when out of memory (to then freed). */
-static int names_copy(struct names *to, const struct names *nm)
-{
-	memset(to, 0, sizeof(*to));
-	to->cap = nm->cap;
-	to->nslot = nm->nslot;
-	if (!(to->s = tp_calloc(nm->cap, sizeof(*to->s))) || !(to->slot = tp_malloc(nm->nslot * sizeof(*to->slot))))
-		goto fail;
-	memcpy(to->slot, nm->slot, nm->nslot * sizeof(*to->slot));
-	for (to->n = 0; to->n < nm->n; to->n++)
-		if (nm->s[to->n] && !(to->s[to->n] = tp_strdup(nm->s[to->n])))
-			goto fail;
-	return 0;
-fail:
-	names_free(to);
-	memset(to, 0, sizeof(*to));
-	return -1;
-}
-
-/* The id of text s (interned when new); 0 when out of memory. */
-static uint32_t names_id(struct names *nm, const char *s)
-{
-	size_t j;
-
-	for (uint32_t k = 1; k < TRACE_S_KNOWN_END; k++)
-		if (!strcmp(nm->s[k], s))
-			return k;
-	for (j = hash(s) & (nm->nslot - 1); nm->slot[j]; j = (j + 1) & (nm->nslot - 1))
-		if (!strcmp(nm->s[nm->slot[j]], s))
-			return nm->slot[j];
-	if (nm->n == nm->cap) {
-		char **ns = tp_realloc(nm->s, nm->cap * 2 * sizeof(*ns));
-		if (!ns)
-			return 0;
-		nm->s = ns;
-		nm->cap *= 2;
-	}
-	if (!(nm->s[nm->n] = tp_strdup(s)))
-		return 0;
-	nm->slot[j] = (uint32_t)nm->n;
-	if (++nm->n * 2 > nm->nslot && names_rehash(nm))
-		return 0;
-	return (uint32_t)(nm->n - 1);
-}
-
-static const char *names_get(void *payload, uint32_t id)
-{
-	const struct names *nm = payload;
-
-	return id < nm->n && nm->s[id] ? nm->s[id] : "";
-}
 
 /* The current artifact's string ids in the shared space, as they are met (0: not yet). */
 struct idmap {
@@ -371,55 +263,133 @@ static void grown_free(struct grown *g)
 #define GROWN_HOLD (1u << 20)
 #define GROWN_BYTES (2ULL << 30)
 #define GROWN_IDLE_S 600
-static struct {
+struct grown_set {
 	pthread_mutex_t mu;
 	struct grown *g[MAX_GROWN];
 	uint64_t clock;
 	uint64_t epoch;		/* runrank_forget()s so far */
-	uint64_t bytes;		/* at most, in all (runrank_set_kept_bytes()) */
+	uint64_t bytes;		/* at most, in all (--derive-keep, runrank_set_kept_bytes()) */
 	double idle_s;		/* runrank_set_kept_idle() */
-} grown = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0, 0, GROWN_BYTES, GROWN_IDLE_S };
+};
+
+/* The runs being derived now (claim()): two reads of one run derive it once, the second waits. */
+#define MAX_SETTLING 64
+struct settling_set {
+	pthread_mutex_t mu;
+	pthread_cond_t done;
+	char *run[MAX_SETTLING];
+};
+
+/* Background derivations (kick()), and the pace of each run's (see above kick_main()). */
+#define MAX_KICKED 64
+#define MAX_PACED 64		/* runs remembered (by hash: two sharing a slot share a pace) */
+struct kick_set {
+	pthread_mutex_t mu;
+	pthread_cond_t idle, wake;
+	int hurry;		/* runrank_drain is waiting: no pause */
+	struct kicked {
+		char *run;		/* NULL: free slot; "" stands for every run */
+		struct store *st;
+		struct deriver *dv;
+		int quiet;		/* an upload's: waits for the run to go quiet first */
+	} k[MAX_KICKED];
+	struct paced {
+		uint64_t run;		/* names_hash() of the run's name */
+		struct timespec end;	/* the last background derivation's end (CLOCK_MONOTONIC, seconds_since()) */
+		double dur;		/* and its length, s */
+		struct timespec up;	/* the run's last upload that marked a rank (runrank_uploaded) */
+	} pace[MAX_PACED];
+};
+
+struct deriver {
+	struct deriver_opts o;	/* o.kept_bytes and o.kept_idle_s are grown's, under its mutex */
+	struct grown_set grown;
+	struct settling_set settling;
+	struct kick_set kicked;
+};
+
+void deriver_opts_default(struct deriver_opts *o)
+{
+	*o = (struct deriver_opts){ .pace_k = RUNRANK_PACE, .quiet_s = RUNRANK_QUIET, .parts = 1,
+				    .split_bytes = RUNRANK_SPLIT, .kept_bytes = GROWN_BYTES, .kept_idle_s = GROWN_IDLE_S };
+}
+
+struct deriver *deriver_new(const struct deriver_opts *o)
+{
+	struct deriver *dv = tp_calloc(1, sizeof(*dv));
+
+	if (!dv)
+		return NULL;
+	if (o)
+		dv->o = *o;
+	else
+		deriver_opts_default(&dv->o);
+	dv->grown.bytes = dv->o.kept_bytes;
+	dv->grown.idle_s = dv->o.kept_idle_s;
+	pthread_mutex_init(&dv->grown.mu, NULL);
+	pthread_mutex_init(&dv->settling.mu, NULL);
+	pthread_cond_init(&dv->settling.done, NULL);
+	pthread_mutex_init(&dv->kicked.mu, NULL);
+	pthread_cond_init(&dv->kicked.idle, NULL);
+	pthread_cond_init(&dv->kicked.wake, NULL);
+	return dv;
+}
+
+void deriver_free(struct deriver *dv)
+{
+	if (!dv)
+		return;
+	for (int i = 0; i < MAX_GROWN; i++)
+		grown_free(dv->grown.g[i]);
+	pthread_mutex_destroy(&dv->grown.mu);
+	pthread_mutex_destroy(&dv->settling.mu);
+	pthread_cond_destroy(&dv->settling.done);
+	pthread_mutex_destroy(&dv->kicked.mu);
+	pthread_cond_destroy(&dv->kicked.idle);
+	pthread_cond_destroy(&dv->kicked.wake);
+	tp_free(dv);
+}
 
 static double seconds_since(const struct timespec *t0);
 
-void runrank_set_kept_idle(double seconds)
+void runrank_set_kept_idle(struct deriver *dv, double seconds)
 {
-	pthread_mutex_lock(&grown.mu);
-	grown.idle_s = seconds;
-	pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_lock(&dv->grown.mu);
+	dv->grown.idle_s = seconds;
+	pthread_mutex_unlock(&dv->grown.mu);
 }
 
-/* Take out those not derived for grown.idle_s into out (grown.mu held); how many. */
-static int grown_expire(struct grown **out)
+/* Take out those not derived for dv->grown.idle_s into out (dv->grown.mu held); how many. */
+static int grown_expire(struct deriver *dv, struct grown **out)
 {
 	int n = 0;
 
 	for (int i = 0; i < MAX_GROWN; i++)
-		if (grown.g[i] && seconds_since(&grown.g[i]->at) > grown.idle_s) {
-			out[n++] = grown.g[i];
-			grown.g[i] = NULL;
+		if (dv->grown.g[i] && seconds_since(&dv->grown.g[i]->at) > dv->grown.idle_s) {
+			out[n++] = dv->grown.g[i];
+			dv->grown.g[i] = NULL;
 		}
 	return n;
 }
 
-void runrank_set_kept_bytes(uint64_t n)
+void runrank_set_kept_bytes(struct deriver *dv, uint64_t n)
 {
-	pthread_mutex_lock(&grown.mu);
-	grown.bytes = n;
-	pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_lock(&dv->grown.mu);
+	dv->grown.bytes = n;
+	pthread_mutex_unlock(&dv->grown.mu);
 }
 
 /*
  * Read before the artifacts are: an analysis of artifacts listed before a
  * removal is not kept after it (the removed ids may be given again).
  */
-static uint64_t grown_epoch(void)
+static uint64_t grown_epoch(struct deriver *dv)
 {
 	uint64_t e;
 
-	pthread_mutex_lock(&grown.mu);
-	e = grown.epoch;
-	pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_lock(&dv->grown.mu);
+	e = dv->grown.epoch;
+	pthread_mutex_unlock(&dv->grown.mu);
 	return e;
 }
 
@@ -430,19 +400,19 @@ static int grown_is(const struct grown *g, uint64_t store, const char *run, int 
 }
 
 /* (run, rank)'s analysis, taken out of the cache (NULL: none kept). */
-static struct grown *grown_take(uint64_t store, const char *run, int rank)
+static struct grown *grown_take(struct deriver *dv, uint64_t store, const char *run, int rank)
 {
 	struct grown *g = NULL, *out[MAX_GROWN];
 	int nout;
 
-	pthread_mutex_lock(&grown.mu);
-	nout = grown_expire(out);
+	pthread_mutex_lock(&dv->grown.mu);
+	nout = grown_expire(dv, out);
 	for (int i = 0; i < MAX_GROWN && !g; i++)
-		if (grown_is(grown.g[i], store, run, rank)) {
-			g = grown.g[i];
-			grown.g[i] = NULL;
+		if (grown_is(dv->grown.g[i], store, run, rank)) {
+			g = dv->grown.g[i];
+			dv->grown.g[i] = NULL;
 		}
-	pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_unlock(&dv->grown.mu);
 	while (nout)
 		grown_free(out[--nout]);
 	return g;
@@ -454,58 +424,58 @@ static uint64_t grown_bytes(const struct grown *g)
 }
 
 /* Keep g for the rank's next derivation, in place of the least recently kept when full. */
-static void grown_give(struct grown *g, uint64_t epoch)
+static void grown_give(struct deriver *dv, struct grown *g, uint64_t epoch)
 {
 	struct grown *out[MAX_GROWN + 1] = { NULL };
 	int at = -1, i, nout;
 
-	pthread_mutex_lock(&grown.mu);
-	if (epoch != grown.epoch || !grown.bytes) {	/* a removal came after its artifacts were listed; none kept */
-		pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_lock(&dv->grown.mu);
+	if (epoch != dv->grown.epoch || !dv->grown.bytes) {	/* a removal came after its artifacts were listed; none kept */
+		pthread_mutex_unlock(&dv->grown.mu);
 		grown_free(g);
 		return;
 	}
-	nout = grown_expire(out);
-	g->used = ++grown.clock;
+	nout = grown_expire(dv, out);
+	g->used = ++dv->grown.clock;
 	clock_gettime(CLOCK_MONOTONIC, &g->at);
 	/* one of the rank derived meanwhile goes (this one is newer) */
 	for (i = 0; i < MAX_GROWN; i++)
-		if (grown_is(grown.g[i], g->store, g->run, g->rank)) {
-			out[nout++] = grown.g[i];
-			grown.g[i] = NULL;
+		if (grown_is(dv->grown.g[i], g->store, g->run, g->rank)) {
+			out[nout++] = dv->grown.g[i];
+			dv->grown.g[i] = NULL;
 		}
 	/* then the oldest, while there is no place or the bytes are too many */
 	for (;;) {
 		int free_at = -1, oldest = -1;
 		uint64_t total = grown_bytes(g);
 		for (i = 0; i < MAX_GROWN; i++) {
-			if (!grown.g[i]) {
+			if (!dv->grown.g[i]) {
 				free_at = i;
 				continue;
 			}
-			total += grown_bytes(grown.g[i]);
-			if (oldest < 0 || grown.g[i]->used < grown.g[oldest]->used)
+			total += grown_bytes(dv->grown.g[i]);
+			if (oldest < 0 || dv->grown.g[i]->used < dv->grown.g[oldest]->used)
 				oldest = i;
 		}
-		if (total <= grown.bytes && free_at >= 0) {
+		if (total <= dv->grown.bytes && free_at >= 0) {
 			at = free_at;
 			break;
 		}
 		if (oldest < 0)
 			break;	/* g alone is too large */
-		out[nout++] = grown.g[oldest];
-		grown.g[oldest] = NULL;
+		out[nout++] = dv->grown.g[oldest];
+		dv->grown.g[oldest] = NULL;
 	}
 	if (at >= 0)
-		grown.g[at] = g;
+		dv->grown.g[at] = g;
 	else
 		out[nout++] = g;
-	pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_unlock(&dv->grown.mu);
 	for (i = 0; i < nout; i++)
 		grown_free(out[i]);
 }
 
-void runrank_forget(struct store *st, const char *run)
+void runrank_forget(struct deriver *dv, struct store *st, const char *run)
 {
 	struct grown *out[MAX_GROWN] = { NULL };
 	uint64_t store;
@@ -513,14 +483,14 @@ void runrank_forget(struct store *st, const char *run)
 	if (!st)
 		return;
 	store = store_serial(st);
-	pthread_mutex_lock(&grown.mu);
-	grown.epoch++;
+	pthread_mutex_lock(&dv->grown.mu);
+	dv->grown.epoch++;
 	for (int i = 0; i < MAX_GROWN; i++)
-		if (grown.g[i] && grown.g[i]->store == store && (!run || !strcmp(grown.g[i]->run, run))) {
-			out[i] = grown.g[i];
-			grown.g[i] = NULL;
+		if (dv->grown.g[i] && dv->grown.g[i]->store == store && (!run || !strcmp(dv->grown.g[i]->run, run))) {
+			out[i] = dv->grown.g[i];
+			dv->grown.g[i] = NULL;
 		}
-	pthread_mutex_unlock(&grown.mu);
+	pthread_mutex_unlock(&dv->grown.mu);
 	for (int i = 0; i < MAX_GROWN; i++)
 		grown_free(out[i]);
 }
@@ -555,6 +525,7 @@ static struct grown *grown_new(uint64_t store, const char *run, int rank, int64_
 
 /* A rank's timeline computed from its stored events (compute), to be written (store_rank_replace). */
 struct derived {
+	struct deriver *dv;	/* whose g is */
 	struct grown *g;	/* the rank's analysis before this one finished; kept again after */
 	struct analysis *an;	/* the fork of g->an that finished */
 	struct analysis *merged;	/* and with g->acc, when the rank is in parts: the result's */
@@ -568,7 +539,7 @@ struct derived {
 	int64_t base, owner;
 	size_t n;		/* trace artifacts read */
 	size_t same_colls;	/* the first collectives, as the rank's last write stored them */
-	uint64_t epoch;		/* grown_epoch() before they were listed */
+	uint64_t epoch;		/* grown_epoch(dv) before they were listed */
 };
 
 static void derived_reset(struct derived *d, int give)
@@ -581,7 +552,7 @@ static void derived_reset(struct derived *d, int give)
 		tp_free(d->sp.v);
 	}
 	if (d->g && give)
-		grown_give(d->g, d->epoch);
+		grown_give(d->dv, d->g, d->epoch);
 	else
 		grown_free(d->g);
 	d->src = NULL, d->merged = d->an = NULL, d->own = 0, d->g = NULL, d->ar = NULL;
@@ -652,12 +623,6 @@ static int cut_before(struct store_trace *t, struct grown *g, size_t a, const in
  * holds twice as much. A later artifact that reaches back before the instant makes the parts
  * not meet: the rank is derived again as one (compute()).
  */
-static _Atomic uint64_t split_bytes = 16u << 20;
-
-void runrank_set_split(uint64_t bytes)
-{
-	atomic_store(&split_bytes, bytes);
-}
 
 static int ext_less(const void *x, const void *y)
 {
@@ -772,10 +737,10 @@ static void cut_free(struct cut *k)
 }
 
 /* g->an in two (*k) when it is due and can be (above); 0 whether or not it was, else a failure. */
-static int split(struct store_reader *r, struct store_trace *t, const char *run, int rank, struct grown *g,
+static int split(struct deriver *dv, struct store_reader *r, struct store_trace *t, const char *run, int rank, struct grown *g,
 		 struct cut *k, struct tp_errbuf *err)
 {
-	uint64_t held = analysis_held_bytes(g->an), at = atomic_load(&split_bytes);
+	uint64_t held = analysis_held_bytes(g->an), at = dv->o.split_bytes;
 	const struct an_result *ar;
 	int64_t lo, hi;
 	int rc;
@@ -838,15 +803,9 @@ static int cut_end(struct grown *g, struct cut *k, const struct analysis *bf, st
 	return 1;
 }
 
-static atomic_int parts_on = 1;
-
-void runrank_set_parts(int on)
-{
-	atomic_store(&parts_on, on);
-}
 
 /* d is set up even on failure (derived_free it); PARTS_REBUILD: reset d, dropping g, and try again with noparts. */
-static int compute_once(struct store_reader *r, const char *run, int rank, uint64_t epoch, int noparts,
+static int compute_once(struct deriver *dv, struct store_reader *r, const char *run, int rank, uint64_t epoch, int noparts,
 			struct derived *d, struct tp_errbuf *err)
 {
 	struct store_trace *t = NULL;
@@ -855,6 +814,7 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 	int rc, got;
 
 	memset(d, 0, sizeof(*d));
+	d->dv = dv;
 	d->base = INT64_MAX;
 	d->epoch = epoch;
 	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
@@ -868,7 +828,7 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 	}
 	if (!d->n)
 		d->base = 0;
-	g = grown_take(store_reader_serial(r), run, got);
+	g = grown_take(dv, store_reader_serial(r), run, got);
 	if (g && (!grown_fits(g, ids, bases, d->n, d->base) || (noparts && !g->noparts))) {
 		grown_free(g);
 		g = NULL;
@@ -885,7 +845,7 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 	size_t k = g->n;
 	int64_t inflight;
 	if ((rc = store_trace_inflight(t, &inflight, err))) {
-		grown_give(g, d->epoch);	/* as it was */
+		grown_give(dv, g, d->epoch);	/* as it was */
 		goto out;
 	}
 	while (k < d->n && ids[k] < inflight)
@@ -917,7 +877,7 @@ static int compute_once(struct store_reader *r, const char *run, int rank, uint6
 	g->n = k;
 	/* g->an due to be cut in two (split()), when no artifact joins this derivation's fork alone */
 	struct cut cut = { 0 };
-	if (k == d->n && (rc = split(r, t, run, got, g, &cut, err))) {
+	if (k == d->n && (rc = split(d->dv, r, t, run, got, g, &cut, err))) {
 		grown_free(g);
 		goto out;
 	}
@@ -997,16 +957,16 @@ out:
  * failure: derived_free it). In parts while they meet; else, from its start,
  * as one analysis (analysis_merge()).
  */
-static int compute(struct store_reader *r, const char *run, int rank, uint64_t epoch, struct derived *d,
+static int compute(struct deriver *dv, struct store_reader *r, const char *run, int rank, uint64_t epoch, struct derived *d,
 		   struct tp_errbuf *err)
 {
-	int rc = compute_once(r, run, rank, epoch, !atomic_load(&parts_on), d, err);
+	int rc = compute_once(dv, r, run, rank, epoch, !dv->o.parts, d, err);
 
 	if (rc == PARTS_REBUILD) {
 		memset(err, 0, sizeof(*err));
 		derived_reset(d, 0);
 		metrics_part(METRICS_PART_REBUILT);
-		rc = compute_once(r, run, rank, epoch, 1, d, err);
+		rc = compute_once(dv, r, run, rank, epoch, 1, d, err);
 	}
 	return rc;
 }
@@ -1053,7 +1013,7 @@ static int nothing_left(int rc, struct tp_errbuf *err)
 	return 0;
 }
 
-int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_errbuf *err)
+int runrank_derive(struct deriver *dv, struct store_writer *w, const char *run, int rank, struct tp_errbuf *err)
 {
 	struct store_reader *r = store_writer_reader(w);
 	struct derived d;
@@ -1063,7 +1023,7 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	if ((rc = store_tx_begin(w, err)))
 		return rc;
-	rc = compute(r, run, rank, grown_epoch(), &d, err);	/* under the write lock: no removal meanwhile */
+	rc = compute(dv, r, run, rank, grown_epoch(dv), &d, err);	/* under the write lock: no removal meanwhile */
 	if (!rc)
 		rc = write_rank(w, run, rank, &d, err);
 	if (!rc)
@@ -1088,7 +1048,7 @@ static double seconds_since(const struct timespec *t0)
 }
 
 /* Derive one marked rank: replay from a read snapshot, write only when no trace joined meanwhile. */
-static int settle_rank(struct store *st, struct store_writer *w, const struct store_pending *p,
+static int settle_rank(struct deriver *dv, struct store *st, struct store_writer *w, const struct store_pending *p,
 		       struct tp_errbuf *err)
 {
 	struct timespec t0;
@@ -1098,7 +1058,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 		struct store_reader *r;
 		struct derived d;
 		int64_t seq = 0, now = 0;
-		uint64_t epoch = grown_epoch();	/* before the snapshot */
+		uint64_t epoch = grown_epoch(dv);	/* before the snapshot */
 		int rc;
 
 		memset(&d, 0, sizeof(d));
@@ -1106,7 +1066,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 			return rc;
 		if (!(rc = store_read_snapshot(r, 1, err))) {
 			if (!(rc = store_rank_seq(r, p->run, p->rank, &seq, err)))
-				rc = compute(r, p->run, p->rank, epoch, &d, err);
+				rc = compute(dv, r, p->run, p->rank, epoch, &d, err);
 			store_read_snapshot(r, 0, NULL);
 		}
 		store_reader_close(r);
@@ -1148,7 +1108,7 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
 			return rc;
 	}
 	/* traces kept joining: derive under the write lock */
-	return runrank_derive(w, p->run, p->rank, err);
+	return runrank_derive(dv, w, p->run, p->rank, err);
 }
 
 /*
@@ -1156,53 +1116,47 @@ static int settle_rank(struct store *st, struct store_writer *w, const struct st
  * (the second waits, then finds it done) and a read of another run waits
  * for nobody.
  */
-#define MAX_SETTLING 64
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t done;
-	char *run[MAX_SETTLING];
-} settling = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 } };
 
-static int settling_has(const char *run)
+static int settling_has(struct deriver *dv, const char *run)
 {
 	for (int i = 0; i < MAX_SETTLING; i++)
-		if (settling.run[i] && !strcmp(settling.run[i], run))
+		if (dv->settling.run[i] && !strcmp(dv->settling.run[i], run))
 			return 1;
 	return 0;
 }
 
 /* Claim run (waiting while another thread derives it); -1 when out of memory. */
-static int claim(const char *run)
+static int claim(struct deriver *dv, const char *run)
 {
 	char *copy = tp_strdup(run);
 	int i;
 
 	if (!copy)
 		return -1;
-	pthread_mutex_lock(&settling.mu);
+	pthread_mutex_lock(&dv->settling.mu);
 	for (;;) {
-		for (i = 0; i < MAX_SETTLING && settling.run[i]; i++)
+		for (i = 0; i < MAX_SETTLING && dv->settling.run[i]; i++)
 			;
-		if (!settling_has(run) && i < MAX_SETTLING)
+		if (!settling_has(dv, run) && i < MAX_SETTLING)
 			break;
-		pthread_cond_wait(&settling.done, &settling.mu);
+		pthread_cond_wait(&dv->settling.done, &dv->settling.mu);
 	}
-	settling.run[i] = copy;
-	pthread_mutex_unlock(&settling.mu);
+	dv->settling.run[i] = copy;
+	pthread_mutex_unlock(&dv->settling.mu);
 	return 0;
 }
 
-static void release(const char *run)
+static void release(struct deriver *dv, const char *run)
 {
-	pthread_mutex_lock(&settling.mu);
+	pthread_mutex_lock(&dv->settling.mu);
 	for (int i = 0; i < MAX_SETTLING; i++)
-		if (settling.run[i] && !strcmp(settling.run[i], run)) {
-			tp_free(settling.run[i]);
-			settling.run[i] = NULL;
+		if (dv->settling.run[i] && !strcmp(dv->settling.run[i], run)) {
+			tp_free(dv->settling.run[i]);
+			dv->settling.run[i] = NULL;
 			break;
 		}
-	pthread_cond_broadcast(&settling.done);
-	pthread_mutex_unlock(&settling.mu);
+	pthread_cond_broadcast(&dv->settling.done);
+	pthread_mutex_unlock(&dv->settling.mu);
 }
 
 static int pending_of(struct store *st, const char *run, struct store_pending **p, size_t *n, struct tp_errbuf *err)
@@ -1219,7 +1173,7 @@ static int pending_of(struct store *st, const char *run, struct store_pending **
 	return rc;
 }
 
-int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
+int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct tp_errbuf *err)
 {
 	struct store_pending *all = NULL, *p = NULL;
 	struct store_writer *w = NULL;
@@ -1233,7 +1187,7 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
 	for (i = 0; i < nall && !rc; i = k) {
 		for (k = i + 1; k < nall && !strcmp(all[k].run, all[i].run); k++)
 			;
-		if (claim(all[i].run)) {
+		if (claim(dv, all[i].run)) {
 			rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 			break;
 		}
@@ -1241,11 +1195,11 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
 		if (!(rc = pending_of(st, all[i].run, &p, &n, err)) && n && !w)
 			rc = store_writer_open(st, &w, err);
 		for (size_t j = 0; j < n && !rc; j++)
-			rc = settle_rank(st, w, &p[j], err);
+			rc = settle_rank(dv, st, w, &p[j], err);
 		store_pending_free(p, n);
 		p = NULL;
 		n = 0;
-		release(all[i].run);
+		release(dv, all[i].run);
 	}
 	store_writer_close(w);
 	store_pending_free(all, nall);
@@ -1276,70 +1230,35 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err)
  * cuts that wait short; runrank_drain drops it, deriving nothing (the next
  * read will).
  */
-#define MAX_KICKED 64
-#define MAX_PACED 64		/* runs remembered (by hash: two sharing a slot share a pace) */
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t idle, wake;
-	int hurry;		/* runrank_drain is waiting: no pause */
-	unsigned pace_k;	/* runrank_set_pace() */
-	unsigned quiet_s;	/* runrank_set_quiet() */
-	struct kicked {
-		char *run;		/* NULL: free slot; "" stands for every run */
-		struct store *st;
-		int quiet;		/* an upload's: waits for the run to go quiet first */
-	} k[MAX_KICKED];
-	struct paced {
-		uint64_t run;		/* hash() of the run's name */
-		struct timespec end;	/* the last background derivation's end (CLOCK_MONOTONIC, seconds_since()) */
-		double dur;		/* and its length, s */
-		struct timespec up;	/* the run's last upload that marked a rank (runrank_uploaded) */
-	} pace[MAX_PACED];
-} kicked = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, RUNRANK_PACE,
-	      RUNRANK_QUIET, { { 0 } }, { { 0 } } };
 
-void runrank_set_pace(unsigned k)
+/* run's slot of dv->kicked.pace, taken over when another run had it (dv->kicked.mu held) */
+static struct paced *paced_of(struct deriver *dv, const char *run)
 {
-	pthread_mutex_lock(&kicked.mu);
-	kicked.pace_k = k;
-	pthread_mutex_unlock(&kicked.mu);
-}
+	struct paced *p = &dv->kicked.pace[names_hash(run) % MAX_PACED];
 
-void runrank_set_quiet(unsigned seconds)
-{
-	pthread_mutex_lock(&kicked.mu);
-	kicked.quiet_s = seconds;
-	pthread_mutex_unlock(&kicked.mu);
-}
-
-/* run's slot of kicked.pace, taken over when another run had it (kicked.mu held) */
-static struct paced *paced_of(const char *run)
-{
-	struct paced *p = &kicked.pace[hash(run) % MAX_PACED];
-
-	if (p->run != hash(run))
-		*p = (struct paced){ .run = hash(run) };
+	if (p->run != names_hash(run))
+		*p = (struct paced){ .run = names_hash(run) };
 	return p;
 }
 
-/* How long run's next background derivation waits, s (kicked.mu held). */
-static double pace_wait(const char *run)
+/* How long run's next background derivation waits, s (dv->kicked.mu held). */
+static double pace_wait(struct deriver *dv, const char *run)
 {
-	const struct paced *p = paced_of(run);
+	const struct paced *p = paced_of(dv, run);
 
-	return p->dur ? p->dur * kicked.pace_k - seconds_since(&p->end) : 0;
+	return p->dur ? p->dur * dv->o.pace_k - seconds_since(&p->end) : 0;
 }
 
-/* Until run has been quiet for --derive-quiet seconds, s (kicked.mu held). */
-static double quiet_wait(const char *run)
+/* Until run has been quiet for --derive-quiet seconds, s (dv->kicked.mu held). */
+static double quiet_wait(struct deriver *dv, const char *run)
 {
-	const struct paced *p = paced_of(run);
+	const struct paced *p = paced_of(dv, run);
 
-	return p->up.tv_sec || p->up.tv_nsec ? kicked.quiet_s - seconds_since(&p->up) : 0;
+	return p->up.tv_sec || p->up.tv_nsec ? dv->o.quiet_s - seconds_since(&p->up) : 0;
 }
 
-/* Wait on kicked.wake for s seconds at most (kicked.mu held): a kick or a drain may end it sooner. */
-static void wake_wait(double s)
+/* Wait on dv->kicked.wake for s seconds at most (dv->kicked.mu held): a kick or a drain may end it sooner. */
+static void wake_wait(struct deriver *dv, double s)
 {
 	struct timespec at;
 
@@ -1348,50 +1267,51 @@ static void wake_wait(double s)
 	int64_t ns = at.tv_nsec + (int64_t)(s * 1e9);
 	at.tv_sec += (time_t)(ns / 1000000000);
 	at.tv_nsec = ns % 1000000000;
-	(void)pthread_cond_timedwait(&kicked.wake, &kicked.mu, &at);
+	(void)pthread_cond_timedwait(&dv->kicked.wake, &dv->kicked.mu, &at);
 }
 
 static void *kick_main(void *arg)
 {
 	struct kicked *k = arg;
+	struct deriver *dv = k->dv;
 	struct timespec t0;
 	double wait;
 	int skip;
 
 	tp_thread_name("ts-derive");
-	pthread_mutex_lock(&kicked.mu);
+	pthread_mutex_lock(&dv->kicked.mu);
 	for (;;) {
 		struct tp_errbuf err = { 0 };
-		while (k->quiet && !kicked.hurry && (wait = quiet_wait(k->run)) > 0)
-			wake_wait(wait);
-		while (!kicked.hurry && (wait = pace_wait(k->run)) > 0)
-			wake_wait(wait);
-		skip = k->quiet && kicked.hurry;	/* the server stops: the next read derives */
-		pthread_mutex_unlock(&kicked.mu);
+		while (k->quiet && !dv->kicked.hurry && (wait = quiet_wait(dv, k->run)) > 0)
+			wake_wait(dv, wait);
+		while (!dv->kicked.hurry && (wait = pace_wait(dv, k->run)) > 0)
+			wake_wait(dv, wait);
+		skip = k->quiet && dv->kicked.hurry;	/* the server stops: the next read derives */
+		pthread_mutex_unlock(&dv->kicked.mu);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (!skip && runrank_settle(k->st, *k->run ? k->run : NULL, &err))
+		if (!skip && runrank_settle(dv, k->st, *k->run ? k->run : NULL, &err))
 			tp_warn("deriving run '%s' in the background failed (%s); the next read tries again",
 				*k->run ? k->run : "*", err.msg);
 		double dur = seconds_since(&t0);
-		pthread_mutex_lock(&kicked.mu);
-		struct paced *p = paced_of(k->run);
+		pthread_mutex_lock(&dv->kicked.mu);
+		struct paced *p = paced_of(dv, k->run);
 		clock_gettime(CLOCK_MONOTONIC, &p->end);
 		p->dur = skip ? p->dur : dur;
 		/* an upload came while it settled (runrank_uploaded left it to us): once quiet, again */
-		if (skip || kicked.hurry || !kicked.quiet_s || !(p->up.tv_sec || p->up.tv_nsec) ||
+		if (skip || dv->kicked.hurry || !dv->o.quiet_s || !(p->up.tv_sec || p->up.tv_nsec) ||
 		    seconds_since(&p->up) >= seconds_since(&t0))
 			break;
 		k->quiet = 1;
 	}
 	tp_free(k->run);
 	k->run = NULL;
-	pthread_cond_broadcast(&kicked.idle);
-	pthread_mutex_unlock(&kicked.mu);
+	pthread_cond_broadcast(&dv->kicked.idle);
+	pthread_mutex_unlock(&dv->kicked.mu);
 	return NULL;
 }
 
 /* Start run's background derivation (quiet: an upload's, runrank_uploaded), unless one is under way. */
-static int kick(struct store *st, const char *run, int quiet)
+static int kick(struct deriver *dv, struct store *st, const char *run, int quiet)
 {
 	pthread_attr_t attr;
 	pthread_t t;
@@ -1412,78 +1332,79 @@ static int kick(struct store *st, const char *run, int quiet)
 	store_pending_free(p, n);
 	if (!n)
 		return 0;
-	pthread_mutex_lock(&kicked.mu);
+	pthread_mutex_lock(&dv->kicked.mu);
 	for (i = 0; i < MAX_KICKED; i++) {
-		if (!kicked.k[i].run) {
+		if (!dv->kicked.k[i].run) {
 			free_slot = free_slot < 0 ? i : free_slot;
 			continue;
 		}
 		/* under way already: it settles what joined before it claimed the run, the next kick the rest */
-		if (kicked.k[i].st == st && !strcmp(kicked.k[i].run, run ? run : "")) {
-			if (kicked.k[i].quiet && !quiet) {	/* a page follows the run: no waiting for quiet */
-				kicked.k[i].quiet = 0;
-				pthread_cond_broadcast(&kicked.wake);
+		if (dv->kicked.k[i].st == st && !strcmp(dv->kicked.k[i].run, run ? run : "")) {
+			if (dv->kicked.k[i].quiet && !quiet) {	/* a page follows the run: no waiting for quiet */
+				dv->kicked.k[i].quiet = 0;
+				pthread_cond_broadcast(&dv->kicked.wake);
 			}
 			goto out;
 		}
 	}
 	if (free_slot < 0 && quiet)	/* 64 runs deriving or waiting already: this one's next read derives */
 		goto out;
-	if (free_slot < 0 || !(kicked.k[free_slot].run = tp_strdup(run ? run : ""))) {
+	if (free_slot < 0 || !(dv->kicked.k[free_slot].run = tp_strdup(run ? run : ""))) {
 		rc = -1;
 		goto out;
 	}
-	kicked.k[free_slot].st = st;
-	kicked.k[free_slot].quiet = quiet;
+	dv->kicked.k[free_slot].st = st;
+	dv->kicked.k[free_slot].quiet = quiet;
+	dv->kicked.k[free_slot].dv = dv;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, kick_main, &kicked.k[free_slot])) {
-		tp_free(kicked.k[free_slot].run);
-		kicked.k[free_slot].run = NULL;
+	if (pthread_create(&t, &attr, kick_main, &dv->kicked.k[free_slot])) {
+		tp_free(dv->kicked.k[free_slot].run);
+		dv->kicked.k[free_slot].run = NULL;
 		rc = -1;
 	}
 	pthread_attr_destroy(&attr);
 out:
-	pthread_mutex_unlock(&kicked.mu);
+	pthread_mutex_unlock(&dv->kicked.mu);
 	return rc;
 }
 
-int runrank_kick(struct store *st, const char *run)
+int runrank_kick(struct deriver *dv, struct store *st, const char *run)
 {
-	return kick(st, run, 0);
+	return kick(dv, st, run, 0);
 }
 
-int runrank_uploaded(struct store *st, const char *run)
+int runrank_uploaded(struct deriver *dv, struct store *st, const char *run)
 {
 	int under_way = 0;
 
-	pthread_mutex_lock(&kicked.mu);
-	if (!kicked.quiet_s) {
-		pthread_mutex_unlock(&kicked.mu);
+	pthread_mutex_lock(&dv->kicked.mu);
+	if (!dv->o.quiet_s) {
+		pthread_mutex_unlock(&dv->kicked.mu);
 		return 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &paced_of(run)->up);
+	clock_gettime(CLOCK_MONOTONIC, &paced_of(dv, run)->up);
 	for (int i = 0; i < MAX_KICKED && !under_way; i++)
-		under_way = kicked.k[i].run && kicked.k[i].st == st && !strcmp(kicked.k[i].run, run);
-	pthread_mutex_unlock(&kicked.mu);
+		under_way = dv->kicked.k[i].run && dv->kicked.k[i].st == st && !strcmp(dv->kicked.k[i].run, run);
+	pthread_mutex_unlock(&dv->kicked.mu);
 	/* one under way waits for this upload's quiet too, or goes round again once it is done (kick_main) */
-	return under_way ? 0 : kick(st, run, 1);
+	return under_way ? 0 : kick(dv, st, run, 1);
 }
 
-void runrank_drain(struct store *st)
+void runrank_drain(struct deriver *dv, struct store *st)
 {
-	runrank_forget(st, NULL);
-	pthread_mutex_lock(&kicked.mu);
-	kicked.hurry++;
-	pthread_cond_broadcast(&kicked.wake);
+	runrank_forget(dv, st, NULL);
+	pthread_mutex_lock(&dv->kicked.mu);
+	dv->kicked.hurry++;
+	pthread_cond_broadcast(&dv->kicked.wake);
 	for (;;) {
 		int busy = 0;
 		for (int i = 0; i < MAX_KICKED; i++)
-			busy |= kicked.k[i].run && kicked.k[i].st == st;
+			busy |= dv->kicked.k[i].run && dv->kicked.k[i].st == st;
 		if (!busy)
 			break;
-		pthread_cond_wait(&kicked.idle, &kicked.mu);
+		pthread_cond_wait(&dv->kicked.idle, &dv->kicked.mu);
 	}
-	kicked.hurry--;
-	pthread_mutex_unlock(&kicked.mu);
+	dv->kicked.hurry--;
+	pthread_mutex_unlock(&dv->kicked.mu);
 }

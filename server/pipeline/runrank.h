@@ -38,11 +38,39 @@
 #include "tp.h"
 
 /*
+ * The derivations of a server (of a test), its object: what it keeps of the ranks derived last,
+ * the runs being derived, the background derivations and their pace, and its settings (the
+ * --derive-* flags). One per process is the rule; nothing of it is global. Every runrank_*
+ * call below takes it.
+ */
+struct deriver;
+struct deriver_opts {
+	unsigned pace_k;	/* a run's background derivations start no sooner than pace_k times the last
+				 * one's length after it (0: at once; --derive-pace) */
+	unsigned quiet_s;	/* runrank_uploaded waits for this long without an upload (0: off; --derive-quiet) */
+	int parts;		/* a rank's profiling cycles analysed in parts (--derive-parts) */
+	uint64_t split_bytes;	/* and a part that holds more is cut inside its traces, at a step that
+				 * nothing crosses (runrank.c: split()); 0: never (--derive-split) */
+	uint64_t kept_bytes;	/* what the ranks kept may take in all, memory and temporary files (0: none
+				 * is kept; --derive-keep) */
+	double kept_idle_s;	/* a rank kept and not derived for this long is dropped at the next derivation */
+};
+#define RUNRANK_PACE 3
+#define RUNRANK_QUIET 2
+#define RUNRANK_SPLIT (16u << 20)
+/* The defaults: RUNRANK_PACE, RUNRANK_QUIET, parts on, RUNRANK_SPLIT, 2 GiB kept for 10 minutes. */
+void deriver_opts_default(struct deriver_opts *o);
+/* A deriver with o (NULL: the defaults); NULL when out of memory. */
+struct deriver *deriver_new(const struct deriver_opts *o);
+/* Free dv, after runrank_drain() of every store it derived for. NULL is a no-op. */
+void deriver_free(struct deriver *dv);
+
+/*
  * Derive (run, rank) again now, inside w's transaction (store_tx_begin) or
  * as its own, under the write lock, and unmark it: after a removal, and when
  * traces kept joining while runrank_settle replayed.
  */
-int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_errbuf *err);
+int runrank_derive(struct deriver *dv, struct store_writer *w, const char *run, int rank, struct tp_errbuf *err);
 
 /*
  * Derive the marked ranks of run (of every run when NULL), each from a read
@@ -50,7 +78,7 @@ int runrank_derive(struct store_writer *w, const char *run, int rank, struct tp_
  * is marked. Reads of a run call it first, so they answer for every trace
  * uploaded before them.
  */
-int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err);
+int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct tp_errbuf *err);
 
 /*
  * Settle run (every run when NULL) in the background, as runrank_settle
@@ -59,35 +87,22 @@ int runrank_settle(struct store *st, const char *run, struct tp_errbuf *err);
  * derivation). Nothing is started when nothing is marked, or when one is
  * under way for the run already (the next kick after it ends settles what
  * joined meanwhile). -1 when no thread could be started (a later read
- * derives instead).
+ * derives instead). Paced: deriver_opts.pace_k.
  */
-int runrank_kick(struct store *st, const char *run);
-/* A run's background derivations start no sooner than k times the last one's length after it
- * (runrank.c; 0: at once); RUNRANK_PACE until set. */
-#define RUNRANK_PACE 3
-void runrank_set_pace(unsigned k);
+int runrank_kick(struct deriver *dv, struct store *st, const char *run);
 /*
  * An upload marked one of run's ranks: settle run in the background once it
- * has had no upload for --derive-quiet seconds (runrank_set_quiet), so that
- * the next read finds it derived. Nothing when that is 0. -1 as
- * runrank_kick.
+ * has had no upload for deriver_opts.quiet_s seconds, so that the next read
+ * finds it derived. Nothing when that is 0. -1 as runrank_kick.
  */
-int runrank_uploaded(struct store *st, const char *run);
-#define RUNRANK_QUIET 2
-void runrank_set_quiet(unsigned seconds);
-/* Whether a rank's profiling cycles are analysed in parts (runrank.c; on until set). */
-void runrank_set_parts(int on);
-/* And a part that holds more than bytes is cut inside its traces (the chunks of one), at a step that
- * nothing crosses (runrank.c: split()); 0: never. Default 16 MiB. */
-void runrank_set_split(uint64_t bytes);
+int runrank_uploaded(struct deriver *dv, struct store *st, const char *run);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
-void runrank_drain(struct store *st);
-/* What the ranks kept may take in all, memory and temporary files (--derive-keep; runrank.c's GROWN_BYTES by
- * default; 0: none is kept). */
-void runrank_set_kept_bytes(uint64_t n);
-/* Tests: a rank kept and not derived for this long is dropped at the next derivation (runrank.c's GROWN_IDLE_S). */
-void runrank_set_kept_idle(double seconds);
+void runrank_drain(struct deriver *dv, struct store *st);
+/* Tests: what the ranks kept may take in all (deriver_opts.kept_bytes), and for how long one not derived
+ * stays (kept_idle_s), from now on. */
+void runrank_set_kept_bytes(struct deriver *dv, uint64_t n);
+void runrank_set_kept_idle(struct deriver *dv, double seconds);
 /* Drop what is kept of run's ranks (every run's when NULL) between derivations: after a removal. */
-void runrank_forget(struct store *st, const char *run);
+void runrank_forget(struct deriver *dv, struct store *st, const char *run);
 
 #endif

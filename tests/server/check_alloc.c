@@ -388,6 +388,7 @@ START_TEST(test_settle)
 	struct ingest_request ra = { .run = "c", .rank = 0, .name = "a.json" }, rb = ra, rc3 = ra;
 	struct ingest_result res;
 	struct store *st;
+	struct deriver *dv;
 	long n, refused = 1;
 	int rc = -1;
 
@@ -396,6 +397,7 @@ START_TEST(test_settle)
 	snprintf(db, sizeof(db), "%s/s.db", dir);
 	for (n = 0; n < MAX_N && refused; n++) {
 		fresh(db);
+		ck_assert_ptr_nonnull(dv = deriver_new(NULL));
 		ck_assert_int_eq(store_open(db, &st, &err), 0);
 		ingest_buffer(st, NULL, &ra, a, strlen(a), &res);
 		ck_assert_int_eq(res.rc, 0);
@@ -404,7 +406,7 @@ START_TEST(test_settle)
 		ck_assert_int_eq(res.rank_pending, 1);
 		memset(&err, 0, sizeof(err));
 		tp_alloc_fail_after(n);
-		rc = runrank_settle(st, "c", &err);
+		rc = runrank_settle(dv, st, "c", &err);
 		refused = tp_alloc_failures();
 		tp_alloc_fail_after(-1);
 		ck_assert_msg(allowed(rc), "N=%ld: rc %d %s", n, rc, err.msg);
@@ -414,7 +416,7 @@ START_TEST(test_settle)
 		/* failed: still marked, and the next read derives it */
 		if (rc)
 			ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 1);
-		ck_assert_int_eq(runrank_settle(st, "c", &err), 0);
+		ck_assert_int_eq(runrank_settle(dv, st, "c", &err), 0);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 0);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 2);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM (SELECT DISTINCT run_id, rank FROM op_stats) k"), 1);
@@ -423,14 +425,16 @@ START_TEST(test_settle)
 		ck_assert_int_eq(res.rc, 0);
 		memset(&err, 0, sizeof(err));
 		tp_alloc_fail_after(n);
-		rc = runrank_settle(st, "c", &err);
+		rc = runrank_settle(dv, st, "c", &err);
 		refused |= tp_alloc_failures();
 		tp_alloc_fail_after(-1);
 		ck_assert_msg(allowed(rc), "N=%ld, third: rc %d %s", n, rc, err.msg);
 		ck_assert(tu_db_integrity_ok(db));
-		ck_assert_int_eq(runrank_settle(st, "c", &err), 0);
+		ck_assert_int_eq(runrank_settle(dv, st, "c", &err), 0);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 3);
 		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM op_stats WHERE calls=1"), 3);
+		runrank_drain(dv, st);
+		deriver_free(dv);
 		store_close(st);
 	}
 	ck_assert_int_eq(rc, 0);

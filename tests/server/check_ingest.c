@@ -19,6 +19,7 @@
 static char *dir;
 static char db[512];
 static struct store *st;
+static struct deriver *dv;	/* the derivations' object, a server's in main.c */
 
 static void setup(void)
 {
@@ -28,10 +29,13 @@ static void setup(void)
 	ck_assert_ptr_nonnull(dir);
 	snprintf(db, sizeof(db), "%s/t.db", dir);
 	ck_assert_int_eq(store_open(db, &st, &err), 0);
+	ck_assert_ptr_nonnull(dv = deriver_new(NULL));
 }
 
 static void teardown(void)
 {
+	runrank_drain(dv, st);
+	deriver_free(dv);
 	store_close(st);
 	tu_rmtree(dir);
 	free(dir);
@@ -464,7 +468,7 @@ static long read_replays(const char *run, size_t nsteps)
 	struct tp_errbuf err = { 0 };
 	long before = replayed();
 
-	ck_assert_int_eq(runrank_settle(st, run, &err), 0);
+	ck_assert_int_eq(runrank_settle(dv, st, run, &err), 0);
 	json_t *j = query_steps(run, 0);
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "steps")), nsteps);
 	json_decref(j);
@@ -501,18 +505,18 @@ START_TEST(test_kept_ranks)
 	ck_assert_int_eq(chunk_then_read("r4", 3), 1);
 	ck_assert_int_eq(chunk_then_read("r1", 3), 1);
 	ck_assert_int_eq(chunk_then_read("r0", 3), 3);	/* put out by r4 */
-	runrank_set_kept_bytes(1);
+	runrank_set_kept_bytes(dv, 1);
 	ck_assert_int_eq(chunk_then_read("r4", 4), 1);	/* kept from before; not kept after */
 	ck_assert_int_eq(chunk_then_read("r4", 5), 5);
-	runrank_set_kept_bytes(2ULL << 30);
+	runrank_set_kept_bytes(dv, 2ULL << 30);
 	ck_assert_int_eq(chunk_then_read("r4", 6), 6);
 	ck_assert_int_eq(chunk_then_read("r4", 7), 1);
 	/* one not derived for the idle time goes at the next derivation */
-	runrank_set_kept_idle(0);
+	runrank_set_kept_idle(dv, 0);
 	ck_assert_int_eq(chunk_then_read("r4", 8), 8);
-	runrank_set_kept_idle(600);
+	runrank_set_kept_idle(dv, 600);
 	ck_assert_int_eq(chunk_then_read("r4", 9), 1);
-	runrank_drain(st);
+	runrank_drain(dv, st);
 }
 END_TEST
 
@@ -558,7 +562,7 @@ START_TEST(test_inflight_chunk)
 	free(sb);
 	json_decref(a);
 	json_decref(b);
-	runrank_drain(st);
+	runrank_drain(dv, st);
 }
 END_TEST
 

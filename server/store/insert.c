@@ -1,6 +1,7 @@
 /*
  * insert.c: the derived rows an upload's results are stored as, one
- * insert_* per kind: a trace's steps, collectives, operators and kernels; the
+ * insert_* per kind: a trace's steps, collectives, operators and kernels (its
+ * rank's, keyed by (run, rank)); the
  * memory series with their point blocks, groups and a snapshot's segments;
  * a Lightning report's actions, folded stacks, an nvidia-smi log, a
  * key_averages table, an rlhf-canary metrics.json.

@@ -182,7 +182,8 @@ int store_run_patch(struct store_writer *w, const char *run, json_t *patch, stru
  * transaction: readers see the run as it was or without them, never between. *deleted: how
  * many artifacts went; *run_gone: whether the run went too (a single artifact takes its run
  * along when the run has nothing else); *trace_rank: the rank of the artifact when it was a
- * ready trace (its rank's analysis must be derived again: runrank.h), else -1. TP_ERR_NOTFOUND when there is no such run or
+ * ready trace (its rank's analysis must be derived again: runrank.h; it goes here when that was
+ * the rank's last trace, as every rank's does with the whole run), else -1. TP_ERR_NOTFOUND when there is no such run or
  * artifact, TP_ERR_CONFLICT ("ingest_in_progress") while one of them is still being ingested.
  */
 int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, int64_t *deleted,

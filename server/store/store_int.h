@@ -5,7 +5,8 @@
  * interface; each file is one concern:
  *
  *   base.c     what every file calls and which calls none of them: failures,
- *              exec, text binding, an artifact's rows deleted
+ *              exec, text binding, an artifact's rows deleted, a rank's
+ *              analysis rows deleted
  *   schema.c   the store made ready once: the schema and its migrations,
  *              interrupted uploads, the heartbeat of a shared database
  *   store.c    opening, health, counts, closing

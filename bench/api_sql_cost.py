@@ -21,7 +21,7 @@ import argparse
 import sqlite3
 import time
 
-# the rows of one rank in the tables its traces derive (server/store/store_int.h, migration 019)
+# the rows of one rank in the tables its traces derive (server/store/store_int.h, migration 020)
 RANK_ROWS = "run_id=(SELECT id FROM runs WHERE name=?1) AND rank=?2"
 RUN_EXISTS = ("SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS (SELECT 1 FROM artifacts a"
               " WHERE a.run_id=r.id AND a.status!='ingesting')")

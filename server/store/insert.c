@@ -73,7 +73,7 @@ int store_drop_points_after(struct db *db, int64_t artifact, const char *device,
 }
 
 /*
- * Where a trace's analysis rows go: the rank's (run_id, f->rank; migration 019). artifact is
+ * Where a trace's analysis rows go: the rank's (run_id, f->rank; migration 020). artifact is
  * what a step whose span f->step_src does not name came from (the artifact stored, or the
  * rank's first trace), and the key of the rows of a report (key_averages).
  */

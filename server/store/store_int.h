@@ -110,7 +110,7 @@ struct store_reader {
 #define STEP_COMPS "kernel_ns, memcpy_ns, memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_ns, idle_ns"
 
 /* The rows of one rank of a run in the tables its traces derive (steps, op_stats, kernel_stats,
- * collectives; migration 019), for WHERE (?1 run name, ?2 rank). */
+ * collectives; migration 020), for WHERE (?1 run name, ?2 rank). */
 #define RANK_ROWS "run_id=(SELECT id FROM runs WHERE name=?1) AND rank=?2"
 
 /* The ready artifacts of one rank of a run, for joins (?1 run name, ?2 rank). */
@@ -126,7 +126,7 @@ int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what);
 int store_exec(struct db *db, const char *sql, struct tp_errbuf *err);
 /* Delete the artifact's rows in every per-artifact table, except (keep_raw) its raw bytes: 0 or a tp_err. */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err);
-/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migration 019). */
+/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migration 020). */
 extern const char *const store_rank_analysis[4];
 /* Delete the rows of (run_id, rank) (rank < 0: of every rank of the run) in store_rank_analysis,
  * but the collectives before the colls_from-th: 0 or a tp_err. */

@@ -367,7 +367,7 @@ static int find_duplicate(struct store_writer *w, int64_t artifact, const char *
 }
 
 /*
- * A trace's analysis is its rank's (migration 019): *run_id, and whether the rank has a ready trace
+ * A trace's analysis is its rank's (migration 020): *run_id, and whether the rank has a ready trace
  * other than artifact (*joins: then the upload's analysis is not stored, the rank is derived
  * again from all of its traces: store_rank_defer).
  */

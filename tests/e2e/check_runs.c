@@ -522,8 +522,8 @@ static const char undo_020[] =
 
 /*
  * Take the database at where back to the schema before migration 015 (016 adds step columns,
- * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by rank), as a server
- * before it left it: every series' points (read with the store's own cursor)
+ * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by
+ * rank), as a server before it left it: every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
  * migrations make theirs. Returns the points moved.

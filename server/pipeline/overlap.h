@@ -10,9 +10,11 @@
  * event; the same bytes sent again are not refused (the store's sha256 makes
  * them one artifact: 200).
  *
- * Cost: only the other artifacts' events that start inside the upload's own
- * span of time are read (event blocks by their bounds), and a set of 8 bytes
- * a hash (at most half full) is held for them while the upload's events are
+ * Cost: only the other artifacts' blocks with an event that starts inside
+ * the upload's own span of time are read (event blocks by their bounds), and
+ * of those only the ones with an event of the upload's phase, time and length
+ * are decoded (the rest skimmed: store_trace_prefilter); two sets of 8 bytes
+ * a hash (at most half full) are held for the upload's events while they are
  * read back once. Profiling cycles that do not overlap, and the first trace
  * of a rank, read nothing.
  */

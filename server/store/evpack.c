@@ -211,6 +211,61 @@ int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *ou
 	return r.bad || i < n ? -1 : 0;
 }
 
+/* Past one varint; r->bad when it runs off the end. */
+static void skip_u(struct rd *r)
+{
+	while (r->p < r->end && *r->p & 0x80)
+		r->p++;
+	if (r->p < r->end)
+		r->p++;
+	else
+		r->bad = 1;
+}
+
+int evpack_times(const uint8_t *data, size_t len, size_t n, struct evpack_time *out, size_t *m)
+{
+	struct rd r = { data, data + len, 0 };
+	uint32_t ints = 0;
+	int64_t prev = 0;
+	size_t i, k, got = 0;
+
+	for (k = 0; k < NINT; k++)
+		ints |= int_fields[k].bit;
+	for (i = 0; i < n && !r.bad; i++) {
+		struct evpack_time *t = &out[got];
+		uint32_t have;
+		unsigned flags, skip;
+		if (r.end - r.p < 1)
+			return -1;
+		t->ph = (char)*r.p++;
+		t->have = have = (uint32_t)get_u(&r);
+		skip_u(&r);	/* name */
+		skip_u(&r);	/* cat */
+		if (r.p >= r.end)
+			return -1;
+		flags = *r.p++;
+		if (have & TH_TS)
+			t->ts_ns = prev = (int64_t)((uint64_t)prev + (uint64_t)get_s(&r));
+		if (have & TH_PID)
+			skip_u(&r);
+		if (have & TH_TID)
+			skip_u(&r);
+		t->dur_ns = have & TH_DUR ? get_s(&r) : 0;	/* the first of int_fields */
+		skip = (unsigned)__builtin_popcount(have & ints & ~(uint32_t)TH_DUR);
+		while (skip--)
+			skip_u(&r);
+		skip = (have & TH_BPS ? 8u : 0) + (have & TH_OCC ? 8u : 0);
+		if ((size_t)(r.end - r.p) < skip)
+			return -1;
+		r.p += skip;
+		if (flags & 4)
+			skip_u(&r);
+		got += !!(have & TH_TS);
+	}
+	*m = got;
+	return r.bad || i < n ? -1 : 0;
+}
+
 size_t ptpack_bound(size_t n)
 {
 	return n * MEM_POINT_COLS * 10;

@@ -40,6 +40,20 @@ size_t evpack_encode(uint8_t *out, const struct tp_event *ev, size_t n, int64_t 
  */
 int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out);
 
+/* An event's phase, fields present, ts and dur (0 without TH_DUR), as evpack_times gives them. */
+struct evpack_time {
+	int64_t ts_ns, dur_ns;
+	uint32_t have;
+	char ph;
+};
+
+/*
+ * Of n packed events, those that have a ts, into out (n entries at most; their count in *m), in
+ * order, with only what struct evpack_time holds read, the rest skipped, not decoded. Returns 0,
+ * or -1 when data is malformed (never reads past len).
+ */
+int evpack_times(const uint8_t *data, size_t len, size_t n, struct evpack_time *out, size_t *m);
+
 /*
  * Memory timeline points, packed the same way (memory_point_blocks: insert.c
  * writes them, memory.c reads them): per point, each of memmodel.h's MEM_POINT_COLS columns as the zigzag varint

@@ -460,6 +460,15 @@ void store_trace_window(struct store_trace *t, int64_t start_ns, int64_t end_ns)
  * max_ts; max_end in blocks written before migration 018), before the first store_trace_next:
  * a long span that began before the window does not bring its block. */
 void store_trace_starts(struct store_trace *t);
+/*
+ * Before a block is decoded, keep(payload, ev, m, base_ns) gets its m events that have a ts, each
+ * its phase, ts as written and dur alone (store/evpack.h: the rest skipped, not decoded), and its
+ * artifact's base: 1 decodes and gives the block, 0 skips it, a negative TP_ERR_* is
+ * store_trace_next's answer. NULL (the default): every block is decoded.
+ */
+struct evpack_time;
+typedef int (*store_trace_keep_fn)(void *payload, const struct evpack_time *ev, size_t m, int64_t base_ns);
+void store_trace_prefilter(struct store_trace *t, store_trace_keep_fn keep, void *payload);
 /* Stop before the k-th (store_trace_next gives 0 there; a later call may move it on). */
 void store_trace_limit(struct store_trace *t, size_t k);
 /* *id: the run's lowest artifact id still being uploaded (any rank or kind), as t's reader sees it

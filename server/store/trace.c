@@ -176,6 +176,10 @@ struct store_trace {
 	struct strmap strs;
 	struct tp_event *ev;
 	size_t cap;
+	store_trace_keep_fn keep;	/* store_trace_prefilter's */
+	void *keep_payload;
+	struct evpack_time *ts;		/* a block's times, for keep */
+	size_t ts_cap;
 };
 
 void store_trace_close(struct store_trace *t)
@@ -187,6 +191,7 @@ void store_trace_close(struct store_trace *t)
 	tp_free(t->ids);
 	tp_free(t->bases);
 	tp_free(t->ev);
+	tp_free(t->ts);
 	tp_free(t->run);
 	tp_free(t);
 }
@@ -260,8 +265,6 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 				return 0;
 			a = t->ids[t->cur];
 			base = t->bases[t->cur++];
-			strmap_free(&t->strs);
-			t->strs_of = 0;	/* loaded with the artifact's first block in the window: none, no load */
 			/* blocks that may hold events in the window (written times), and those without times */
 			t->blocks = store_prepare(t->r, t->starts
 							? "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
@@ -290,17 +293,37 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 		}
 		if (step != DB_ROW)
 			return store_db_fail(err, t->r->db, "read events");
-		if (!t->strs_of) {
-			int rc;
-			if ((rc = strmap_load(t->r, t->ids[t->cur - 1], &t->strs, err)))
-				return rc;
-			t->strs_of = t->ids[t->cur - 1];
-		}
 		size_t cnt = (size_t)db_column_int64(t->blocks, 0);
 		const uint8_t *data = db_column_blob(t->blocks, 1);
 		size_t len = (size_t)db_column_bytes(t->blocks, 1);
 		if (cnt > (1u << 24))
 			return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
+		if (t->keep) {
+			size_t m;
+			int keep;
+			if (cnt > t->ts_cap) {
+				struct evpack_time *nt = tp_realloc(t->ts, cnt * sizeof(*nt));
+				if (!nt)
+					return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+				t->ts = nt;
+				t->ts_cap = cnt;
+			}
+			if (evpack_times(data, len, cnt, t->ts, &m))
+				return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
+			if ((keep = t->keep(t->keep_payload, t->ts, m, t->bases[t->cur - 1])) < 0)
+				return keep;
+			if (!keep)
+				continue;
+		}
+		/* the artifact's strings, loaded with its first block given (none given, no load) */
+		if (t->strs_of != t->ids[t->cur - 1]) {
+			int rc;
+			strmap_free(&t->strs);
+			t->strs_of = 0;
+			if ((rc = strmap_load(t->r, t->ids[t->cur - 1], &t->strs, err)))
+				return rc;
+			t->strs_of = t->ids[t->cur - 1];
+		}
 		if (cnt > t->cap) {
 			struct tp_event *ne = tp_realloc(t->ev, cnt * sizeof(*ne));
 			if (!ne)
@@ -361,6 +384,12 @@ void store_trace_window(struct store_trace *t, int64_t start_ns, int64_t end_ns)
 void store_trace_starts(struct store_trace *t)
 {
 	t->starts = 1;
+}
+
+void store_trace_prefilter(struct store_trace *t, store_trace_keep_fn keep, void *payload)
+{
+	t->keep = keep;
+	t->keep_payload = payload;
 }
 
 void store_trace_limit(struct store_trace *t, size_t k)

@@ -1,7 +1,8 @@
 /*
  * fuzz_evpack.c: libFuzzer target for the event and memory point block
  * decoders, which read database bytes: arbitrary blocks must fail cleanly,
- * and blocks that decode must encode back to the same events or points.
+ * and blocks that decode must encode back to the same events or points
+ * (and skim to the same times: evpack_times).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tp_event ev[64], back[64];
-	size_t n, len;
+	struct evpack_time ts[64];
+	size_t n, len, m, k = 0;
 	uint8_t *buf;
 	int64_t a, b;
 
@@ -35,6 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = data[0] % 64 + 1;
 	if (evpack_decode(data + 1, size - 1, n, ev))
 		return 0;
+	/* a block that decodes gives the same times, phases, fields and durs skimmed */
+	if (evpack_times(data + 1, size - 1, n, ts, &m))
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if ((ev[i].have & TH_TS) && (k >= m || ts[k].ts_ns != ev[i].ts_ns || ts[k].dur_ns != ev[i].dur_ns ||
+					     ts[k].have != ev[i].have || ts[k++].ph != ev[i].ph))
+			abort();
+	if (k != m)
+		abort();
 	for (size_t i = 0; i < n; i++) {
 		/* the encoder takes string ids only with a string beside them */
 		ev[i].pid_s = ev[i].pid_sid ? "" : NULL;

@@ -95,18 +95,33 @@ START_TEST(test_round_trip)
 	struct tp_event *in = malloc(n * sizeof(*in)), *out = malloc(n * sizeof(*out));
 	uint8_t *buf = malloc(evpack_bound(n));
 	int64_t min_ts, max_end, want_min = INT64_MAX;
+	struct evpack_time *ts = malloc(n * sizeof(*ts));
+	size_t m, k = 0;
 
 	fill(in, n, (unsigned)_i + 1);
 	len = evpack_encode(buf, in, n, &min_ts, &max_end);
 	ck_assert_uint_le(len, evpack_bound(n));
 	ck_assert_int_eq(evpack_decode(buf, len, n, out), 0);
+	/* the times alone: of the events that have one, in order, with their phase, fields and dur */
+	ck_assert_int_eq(evpack_times(buf, len, n, ts, &m), 0);
 	for (i = 0; i < n; i++) {
 		same(&in[i], &out[i]);
+		if (in[i].have & TH_TS) {
+			ck_assert_uint_lt(k, m);
+			ck_assert_int_eq(ts[k].ts_ns, in[i].ts_ns);
+			ck_assert_int_eq(ts[k].dur_ns, in[i].have & TH_DUR ? in[i].dur_ns : 0);
+			ck_assert_uint_eq(ts[k].have, in[i].have);
+			ck_assert_int_eq(ts[k++].ph, in[i].ph);
+		}
 		if ((in[i].have & TH_TS) && in[i].ts_ns < want_min)
 			want_min = in[i].ts_ns;
 	}
+	ck_assert_uint_eq(k, m);
+	ck_assert_uint_gt(m, 0);
+	ck_assert_uint_lt(m, n);
 	ck_assert_int_eq(min_ts, want_min);
 	ck_assert_int_ge(max_end, min_ts);
+	free(ts);
 	free(in);
 	free(out);
 	free(buf);
@@ -119,6 +134,8 @@ START_TEST(test_malformed_blocks)
 	struct tp_event *in = malloc(n * sizeof(*in)), *out = malloc((n + 1) * sizeof(*out));
 	uint8_t *buf = malloc(evpack_bound(n));
 	int64_t a, b;
+	struct evpack_time ts[201];
+	size_t m;
 
 	fill(in, n, 99);
 	len = evpack_encode(buf, in, n, &a, &b);
@@ -127,12 +144,15 @@ START_TEST(test_malformed_blocks)
 		uint8_t *t = malloc(cut ? cut : 1);
 		memcpy(t, buf, cut);
 		ck_assert_int_eq(evpack_decode(t, cut, n, out), -1);
+		ck_assert_int_eq(evpack_times(t, cut, n, ts, &m), -1);
 		free(t);
 	}
 	/* asking for more events than there are fails too */
 	ck_assert_int_eq(evpack_decode(buf, len, n + 1, out), -1);
+	ck_assert_int_eq(evpack_times(buf, len, n + 1, ts, &m), -1);
 	memset(buf, 0xff, 64);
 	ck_assert_int_eq(evpack_decode(buf, 64, n, out), -1);
+	ck_assert_int_eq(evpack_times(buf, 64, n, ts, &m), -1);
 	free(in);
 	free(out);
 	free(buf);

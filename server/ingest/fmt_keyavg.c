@@ -34,10 +34,11 @@ static int titled(const char *title, const char *pre, const char *word, const ch
 }
 
 /*
- * The columns by meaning. The device word is the X of a time column "Self X"
- * other than CPU (torch prints use_device.upper(): CUDA, XPU, MTIA, NPU).
- * Every table since torch 1.7 has Self CPU, CPU total and # of Calls: without
- * them the rows cannot be an operator table.
+ * The columns by meaning, over every column the file's tables have shown. The
+ * device word is the X of a time column "Self X" other than CPU (torch prints
+ * use_device.upper(): CUDA, XPU, MTIA, NPU). Every table since torch 1.7 has
+ * Self CPU, CPU total and # of Calls: a table without them (the current one,
+ * p->ka_map) cannot be an operator table.
  */
 static int keyavg_roles(struct textfmt_parser *p, struct tp_errbuf *err)
 {
@@ -47,6 +48,7 @@ static int keyavg_roles(struct textfmt_parser *p, struct tp_errbuf *err)
 	};
 	static const int dev_of[] = { [TF_KA_SELF_CPU] = TF_KA_SELF_DEV, [TF_KA_CPU_TOTAL] = TF_KA_DEV_TOTAL,
 				      [TF_KA_CPU_MEM] = TF_KA_DEV_MEM, [TF_KA_SELF_CPU_MEM] = TF_KA_SELF_DEV_MEM };
+	static const int need[] = { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL };
 	int *col = p->r.ka_col;
 
 	for (int k = 0; k < TF_KA_NROLES; k++)
@@ -70,10 +72,14 @@ static int keyavg_roles(struct textfmt_parser *p, struct tp_errbuf *err)
 				col[dev_of[role]] = (int)k;
 		}
 	}
-	if (col[TF_KA_CALLS] < 0)
-		return tf_bad(p, err, "the header has no \"# of Calls\" column");
-	if (col[TF_KA_SELF_CPU] < 0 || col[TF_KA_CPU_TOTAL] < 0)
-		return tf_bad(p, err, "the header has no \"Self CPU\" and \"CPU total\" columns");
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		size_t k = 0;
+		while (k < p->ka_nc && p->ka_map[k] != col[need[i]])
+			k++;
+		if (col[need[i]] < 0 || k == p->ka_nc)
+			return tf_bad(p, err, need[i] == TF_KA_CALLS ? "the header has no \"# of Calls\" column"
+								     : "the header has no \"Self CPU\" and \"CPU total\" columns");
+	}
 	return TP_OK;
 }
 
@@ -154,9 +160,7 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 		}
 		if (nc < 3)
 			return TP_OK;	/* a log's rule ("-----"): a table has Name, Self CPU, CPU total, # of Calls */
-		if (p->ka_tables && nc != p->r.ncols)
-			return tf_bad(p, err, "a second table with other columns than the first");
-		p->r.ncols = nc;
+		p->ka_nc = nc;
 		p->ka_state = 1;
 		p->ka_header = 0;
 		return TP_OK;
@@ -166,26 +170,37 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 			if (!p->ka_header)
 				return tf_bad(p, err, "no header between the dash lines");
 			p->ka_state = 2;
-			return p->ka_tables++ ? TP_OK : keyavg_roles(p, err);
+			p->ka_tables++;
+			return keyavg_roles(p, err);
 		}
 		const char *c[TF_MAX_COLS + 1];
 		size_t cn[TF_MAX_COLS + 1];
 		cut(s, n, p->cs[0], p->ce[0], &c[0], &cn[0]);
-		if (!p->ka_tables && !(cn[0] == 4 && !memcmp(c[0], "Name", 4))) {
+		if (!(cn[0] == 4 && !memcmp(c[0], "Name", 4))) {
 			p->ka_state = 0;	/* a dash line of some other text: not the table */
 			return TP_OK;
 		}
-		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), c + 1, cn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), c + 1, cn + 1, TF_MAX_COLS) != p->ka_nc - 1)
 			return tf_bad(p, err, "the header does not have a title per column");
-		for (size_t k = 0; k < p->r.ncols; k++) {
-			if (p->ka_tables) {	/* a second table: the same columns, or its figures mean other things */
-				if (strlen(p->colname[k]) != cn[k] || memcmp(p->colname[k], c[k], cn[k]))
-					return tf_bad(p, err, "a second table with other columns than the first");
+		/* Each table is read by its own header: a later one may add columns (group_by_input_shape's
+		 * "Input Shapes", "Total FLOPs") or drop some; a title seen before keeps its column, so every
+		 * row's figure lands under its title whatever table it came from. */
+		for (size_t k = 0; k < p->ka_nc; k++) {
+			size_t j = 0;
+			while (j < p->r.ncols && (strlen(p->colname[j]) != cn[k] || memcmp(p->colname[j], c[k], cn[k])))
+				j++;
+			for (size_t i = 0; i < k; i++)
+				if (p->ka_map[i] == (int)j)
+					return tf_bad(p, err, "a header with the same title twice");
+			p->ka_map[k] = (int)j;
+			if (j < p->r.ncols)
 				continue;
-			}
-			if (!(p->colname[k] = tf_keep_str(p, c[k], cn[k])))
+			if (j == TF_MAX_COLS)
+				return tf_bad(p, err, "more columns than a key_averages table has");
+			if (!(p->colname[j] = tf_keep_str(p, c[k], cn[k])))
 				return tf_toobig(p, err);
-			p->colunit[k] = col_unit(p->colname[k]);
+			p->colunit[j] = col_unit(p->colname[j]);
+			p->r.ncols++;
 		}
 		p->ka_header = 1;
 		return TP_OK;
@@ -204,18 +219,19 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 			return TP_OK;	/* a Source Location continuation row */
 		const char *cc[TF_MAX_COLS + 1];
 		size_t ccn[TF_MAX_COLS + 1];
-		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), cc + 1, ccn + 1, TF_MAX_COLS) != p->r.ncols - 1)
+		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), cc + 1, ccn + 1, TF_MAX_COLS) != p->ka_nc - 1)
 			return tf_bad(p, err, "a row without a value per column: a column is missing");
 		if (tf_grow((void **)&p->ops, &p->cap_ops, p->r.nops, sizeof(*p->ops), p->lim.max_rows))
 			return tf_toobig(p, err);
 		struct tf_op *o = &p->ops[p->r.nops];
 		if (!(o->name = tf_keep_str(p, c, cn)))
 			return tf_toobig(p, err);
-		o->v[0] = INT64_MIN;
-		for (size_t k = 1; k < p->r.ncols; k++) {
+		for (size_t k = 0; k < TF_MAX_COLS; k++)
+			o->v[k] = INT64_MIN;	/* the columns this row's table does not have too */
+		for (size_t kt = 1; kt < p->ka_nc; kt++) {
 			int rc = 0;
-			o->v[k] = INT64_MIN;
-			c = cc[k], cn = ccn[k];
+			size_t k = (size_t)p->ka_map[kt];
+			c = cc[kt], cn = ccn[kt];
 			if (p->colunit[k] == TF_U_TEXT || p->colunit[k] == TF_U_OTHER)
 				continue;
 			if (p->colunit[k] == TF_U_NS)

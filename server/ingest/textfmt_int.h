@@ -39,8 +39,10 @@ struct textfmt_parser {
 	int ka_tables;			/* tables read (PyTorchProfiler prints one per action) */
 	int ka_header;			/* the current table's header was read */
 	int ka_state;			/* 0 before, 1 header seen, 2 rows, 3 after */
-	size_t cs[TF_MAX_COLS], ce[TF_MAX_COLS];
-	char *colname[TF_MAX_COLS];
+	size_t cs[TF_MAX_COLS], ce[TF_MAX_COLS];	/* the current table's columns, in characters */
+	size_t ka_nc;			/* the current table's column count */
+	int ka_map[TF_MAX_COLS];	/* the current table's column k is the result's column ka_map[k] */
+	char *colname[TF_MAX_COLS];	/* every title the tables have shown, first seen first */
 	int colunit[TF_MAX_COLS];
 	struct tf_op *ops;
 	size_t cap_ops;

@@ -767,6 +767,80 @@ START_TEST(test_key_averages_log_rules)
 }
 END_TEST
 
+/* Tables of one file with other columns (CORPUS.md, AndyBlocker's report: three sorts of a profile,
+ * then group_by_input_shape's with "Input Shapes" and "Total FLOPs"): each is read by its own header,
+ * every figure under its title; a table without the columns every table has is still a 400. */
+START_TEST(test_key_averages_regrouped)
+{
+	static const char two[] =
+		"Key Averages (CPU):\n"
+		"-------------  ------------  ------------  ------------  ------------  \n"
+		"         Name      Self CPU     CPU total     Self CUDA    # of Calls  \n"
+		"-------------  ------------  ------------  ------------  ------------  \n"
+		"     aten::mm       1.000us       2.000us       3.000us             5  \n"
+		"    aten::add       4.000us       6.000us       1.000us             7  \n"
+		"-------------  ------------  ------------  ------------  ------------  \n"
+		"Self CPU time total: 5.000us\n"
+		"\n"
+		"Grouped by Input Shapes:\n"
+		"-------------  ------------  ------------  ------------  --------------------  ------------  \n"
+		"         Name     CPU total      Self CPU    # of Calls          Input Shapes   Total FLOPs  \n"
+		"-------------  ------------  ------------  ------------  --------------------  ------------  \n"
+		"     aten::mm       2.000us       1.000us             3    [[8, 32], [32, 4]]          2048  \n"
+		"     aten::mm       9.000us       8.000us             2                    []            --  \n"
+		"-------------  ------------  ------------  ------------  --------------------  ------------  \n"
+		"Self CPU time total: 9.000us\n";
+	struct textfmt_parser *p;
+	const struct tf_result *r;
+	struct tp_errbuf err = { 0 };
+
+	ck_assert_int_eq(detect_file((const uint8_t *)two, sizeof(two) - 1), TF_KEYAVG);
+	for (size_t k = 0; k < 3; k++) {
+		ck_assert_msg(parse(TF_KEYAVG, two, sizeof(two) - 1, pieces[k], &p, &r, &err) == TP_OK, "%s", err.msg);
+		ck_assert_uint_eq(r->nops, 4);
+		ck_assert_uint_eq(r->ncols, 7);	/* the first table's 5, then Input Shapes and Total FLOPs */
+		ck_assert_int_ge(tf_col(r, "Input Shapes"), 5);
+		ck_assert_int_ge(tf_col(r, "Total FLOPs"), 5);
+		ck_assert_str_eq(r->col_names[r->ka_col[TF_KA_CPU_TOTAL]], "CPU total");
+		/* the second table's columns in another order: its figures under their own titles */
+		ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_SELF_CPU]], 8000);
+		ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_CPU_TOTAL]], 9000);
+		ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_CALLS]], 2);
+		ck_assert_int_eq(r->ops[2].v[r->ka_col[TF_KA_CALLS]], 3);
+		/* Self CUDA: not in the second table; the first table's rows as printed */
+		ck_assert(r->ops[2].v[r->ka_col[TF_KA_SELF_DEV]] == INT64_MIN);
+		ck_assert_int_eq(r->ops[1].v[r->ka_col[TF_KA_SELF_DEV]], 1000);
+		ck_assert_int_eq(r->self_cpu_total_ns, 14000);
+		textfmt_parser_free(p);
+	}
+	/* a second table without # of Calls: 400 at its header's closing dash line */
+	{
+		char *t = malloc(sizeof(two) + 400);
+		snprintf(t, sizeof(two) + 400, "%s%s", two,
+			 "-------------  ------------  ------------  \n"
+			 "         Name      Self CPU     CPU total  \n"
+			 "-------------  ------------  ------------  \n");
+		ck_assert_int_eq(parse(TF_KEYAVG, t, strlen(t), 4096, &p, &r, &err), TP_ERR_INVALID);
+		ck_assert_ptr_nonnull(strstr(err.msg, "line 20"));
+		ck_assert_ptr_nonnull(strstr(err.msg, "# of Calls"));
+		textfmt_parser_free(p);
+		free(t);
+	}
+	/* one title twice in a header: which of the two cells is the figure? */
+	{
+		static const char twice[] =
+			"-------------  ------------  ------------  ------------  \n"
+			"         Name      Self CPU     CPU total      Self CPU  \n"
+			"-------------  ------------  ------------  ------------  \n";
+		memset(&err, 0, sizeof(err));	/* a parser keeps the first error it was given */
+		ck_assert_int_eq(parse(TF_KEYAVG, twice, sizeof(twice) - 1, 4096, &p, &r, &err), TP_ERR_INVALID);
+		ck_assert_ptr_nonnull(strstr(err.msg, "line 2"));
+		ck_assert_ptr_nonnull(strstr(err.msg, "the same title twice"));
+		textfmt_parser_free(p);
+	}
+}
+END_TEST
+
 /* The plain nvidia-smi screen: one sample per GPU; its processes' memory. */
 START_TEST(test_gpu_screen)
 {
@@ -1027,6 +1101,7 @@ Suite *suite_textfmt(void)
 	tcase_add_test(tc, test_lightning_strict);
 	tcase_add_test(tc, test_key_averages_utf8_sections);
 	tcase_add_test(tc, test_key_averages_log_rules);
+	tcase_add_test(tc, test_key_averages_regrouped);
 	tcase_add_test(tc, test_gpu_screen);
 	tcase_add_test(tc, test_gpu_dmon);
 	tcase_add_test(tc, test_detect_edges);

@@ -258,10 +258,15 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 					 p->colname[k]);
 				return tf_bad(p, err, what);
 			}
-			/* a device's Self share may pass 100: torch counts a GPU user annotation's time
-			 * (record_function ranges on the device) in its row but not in the footer it divides
-			 * by ("GNN_backward ... 22642.68%", CORPUS.md); every other share is of a total */
-			if (p->colunit[k] == TF_U_BP && o->v[k] != INT64_MIN && o->v[k] > 10000 &&
+			/* Shares torch prints over 100, read as printed (CORPUS.md): a device's Self share,
+			 * where a GPU user annotation's time (record_function ranges on the device) is in its
+			 * row but not in the footer it divides by ("GNN_backward ... 22642.68%"); a "... total %"
+			 * share, an op's total over the sum of self times, where the op nests in itself and its
+			 * total counts the inner call again ("aten::copy_ ... 185.95%", TurboDiffusion's XPU
+			 * table). The Self CPU share is of the footer it sums to: over 100 is a 400. */
+			size_t nl = strlen(p->colname[k]);
+			int total_share = nl > 8 && !strcmp(p->colname[k] + nl - 8, " total %");
+			if (p->colunit[k] == TF_U_BP && o->v[k] != INT64_MIN && o->v[k] > 10000 && !total_share &&
 			    !(!strncmp(p->colname[k], "Self ", 5) && strncmp(p->colname[k], "Self CPU", 8))) {
 				char what[120];
 				snprintf(what, sizeof(what), "column \"%.40s\": a percentage over 100", p->colname[k]);

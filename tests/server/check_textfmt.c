@@ -719,6 +719,13 @@ START_TEST(test_key_averages_utf8_sections)
 	memcpy(u + 60, "  4.000us", 8);
 	memcpy(u + 19, "110.00%", 7);	/* a Self CPU share over 100: 400 (a device's may pass it) */
 	expect_bad(TF_KEYAVG, t, len, TP_ERR_INVALID, "Self CPU %\": a percentage over 100");
+	memcpy(t, d, len);	/* the sample as it is */
+	/* a CPU total share over 100: an op nested in itself counts the inner call in its total
+	 * (TurboDiffusion's aten::copy_ at 185.95 %, CORPUS.md), read as printed */
+	memcpy(u + 47, "185.95%", 7);
+	ck_assert_msg(parse(TF_KEYAVG, t, len, 7, &p, &r, &err) == TP_OK, "%s", err.msg);
+	ck_assert_int_eq(r->ops[3].v[r->ka_col[TF_KA_CPU_TOTAL] - 1], 18595);
+	textfmt_parser_free(p);
 	free(t);
 	free(d);
 }

@@ -1040,12 +1040,19 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		f.mem = &export;
 		f.nmem = 1;
 	}
-	if (!rc && !parse_rc && ig->tfr)
-		f.text = ig->tfr;
-	if (!rc && !parse_rc && ig->tfr)
+	if (!rc && !parse_rc && ig->tfr) {
+		/* each text format's own rows (store.h's store_fmt_fn), by textfmt.h's kind */
+		static const store_fmt_fn text_store[TF_NKINDS] = {
+			[TF_LIGHTNING] = store_insert_lightning, [TF_KEYAVG] = store_insert_keyavg,
+			[TF_STACKS] = store_insert_stacks, [TF_GPULOG] = store_insert_gpulog,
+		};
+		f.store = text_store[ig->tfr->kind];
+		f.result = ig->tfr;
 		f.events = ig->tfr->nactions + ig->tfr->nops + ig->tfr->nstacks + ig->tfr->ngpu_rows;
+	}
 	if (!rc && !parse_rc && ig->cnm) {
-		f.canary = ig->cnm;
+		f.store = store_insert_canary;
+		f.result = ig->cnm;
 		f.events = 1;	/* one run's summary */
 	}
 	if (!rc && !parse_rc && ig->snap) {

@@ -1,9 +1,9 @@
 /*
- * insert.c: the derived rows an upload's results are stored as, one
- * insert_* per kind: a trace's steps, collectives, operators and kernels (its
- * rank's, keyed by (run, rank)); the
- * memory series with their point blocks, groups and a snapshot's segments;
- * a Lightning report's actions, folded stacks, an nvidia-smi log, a
+ * insert.c: the derived rows an upload's results are stored as: a trace's
+ * steps, collectives, operators and kernels (its rank's, keyed by (run,
+ * rank)); the memory series with their point blocks, groups and a
+ * snapshot's segments; and each format's own rows, a store_insert_* per format (store_fmt_fn): a
+ * Lightning report's actions, folded stacks, an nvidia-smi log, a
  * key_averages table, an rlhf-canary metrics.json.
  */
 #include <math.h>
@@ -461,8 +461,9 @@ static void bind_opt(struct db_stmt *st, int i, int64_t v)
 }
 
 /* A Lightning report's actions. */
-static int insert_actions(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+int store_insert_lightning(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
 {
+	const struct tf_result *t = f->result;
 	struct db_stmt *st = NULL;
 	int rc = TP_OK;
 
@@ -487,16 +488,16 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 				      " primitive_calls, tottime_ns, cumtime_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &st) != DB_OK)
 		rc = store_db_fail(err, w->db, "prepare");
 	for (size_t i = 0, k = 0; i < t->nfunctions && !rc; i++) {
-		const struct tf_function *f = &t->functions[i];
-		k = i && f->action == t->functions[i - 1].action ? k + 1 : 0;
+		const struct tf_function *fn = &t->functions[i];
+		k = i && fn->action == t->functions[i - 1].action ? k + 1 : 0;
 		db_bind_int64(st, 1, artifact);
-		db_bind_int64(st, 2, (int64_t)f->action);
+		db_bind_int64(st, 2, (int64_t)fn->action);
 		db_bind_int64(st, 3, (int64_t)k);
-		store_bind_text(st, 4, f->location);
-		db_bind_int64(st, 5, f->ncalls);
-		db_bind_int64(st, 6, f->primitive_calls);
-		db_bind_int64(st, 7, f->tottime_ns);
-		db_bind_int64(st, 8, f->cumtime_ns);
+		store_bind_text(st, 4, fn->location);
+		db_bind_int64(st, 5, fn->ncalls);
+		db_bind_int64(st, 6, fn->primitive_calls);
+		db_bind_int64(st, 7, fn->tottime_ns);
+		db_bind_int64(st, 8, fn->cumtime_ns);
 		rc = step_reset(w, st, err);
 	}
 	db_finalize(st);
@@ -504,8 +505,9 @@ static int insert_actions(struct store_writer *w, int64_t artifact, const struct
 }
 
 /* Folded stacks' frames. */
-static int insert_frames(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+int store_insert_stacks(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
 {
+	const struct tf_result *t = f->result;
 	struct db_stmt *st = NULL;
 	int rc = TP_OK;
 
@@ -523,8 +525,9 @@ static int insert_frames(struct store_writer *w, int64_t artifact, const struct 
 }
 
 /* An nvidia-smi log's numeric cells (text columns such as name and pstate are not kept). */
-static int insert_gpu(struct store_writer *w, int64_t artifact, const struct tf_result *t, struct tp_errbuf *err)
+int store_insert_gpulog(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
 {
+	const struct tf_result *t = f->result;
 	struct db_stmt *st = NULL;
 	int rc = TP_OK;
 
@@ -572,19 +575,20 @@ static void bind_keyavg(struct db_stmt *st, const struct store_final *f, const s
 {
 	static const int roles[] = { TF_KA_CALLS, TF_KA_SELF_CPU, TF_KA_CPU_TOTAL, TF_KA_SELF_DEV, TF_KA_DEV_TOTAL,
 				     TF_KA_CPU_MEM, TF_KA_SELF_CPU_MEM, TF_KA_DEV_MEM, TF_KA_SELF_DEV_MEM };
-	const struct tf_op *o = &f->text->ops[i];
+	const struct tf_result *t = f->result;
+	const struct tf_op *o = &t->ops[i];
 
 	db_bind_int64(st, 1, rk->artifact);
 	db_bind_int64(st, 2, (int64_t)i);
 	db_bind_text(st, 3, o->name, -1, DB_STATIC);
 	for (size_t k = 0; k < sizeof(roles) / sizeof(roles[0]); k++)
-		bind_cell(st, 4 + (int)k, f->text, o, roles[k]);
+		bind_cell(st, 4 + (int)k, t, o, roles[k]);
 }
 
 /* A key_averages table: its rows (textfmt made sure it has # of Calls) and its footers. */
-static int insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
+int store_insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f, struct tp_errbuf *err)
 {
-	const struct tf_result *t = f->text;
+	const struct tf_result *t = f->result;
 	const struct rank_key k = { .artifact = artifact };
 	struct db_stmt *st = NULL;
 	int rc;
@@ -615,9 +619,9 @@ static void bind_real(struct db_stmt *st, int i, double v)
 }
 
 /* An rlhf-canary metrics.json: its figures, then its profiler block's top ops. */
-static int insert_canary(struct store_writer *w, int64_t artifact, const struct canary_metrics *m,
-			 struct tp_errbuf *err)
+int store_insert_canary(struct store_writer *w, int64_t artifact, const struct store_final *fin, struct tp_errbuf *err)
 {
+	const struct canary_metrics *m = fin->result;
 	const struct canary_perf *f = &m->perf;
 	struct db_stmt *st = NULL;
 	int rc, c = 1;
@@ -675,15 +679,8 @@ int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_
 	const struct rank_key k = { .run_id = run_id, .artifact = artifact };
 	int rc;
 
-	if (f->text && f->text->kind == TF_LIGHTNING && (rc = insert_actions(w, artifact, f->text, err)))
-		return rc;
-	if (f->text && f->text->kind == TF_STACKS && (rc = insert_frames(w, artifact, f->text, err)))
-		return rc;
-	if (f->text && f->text->kind == TF_GPULOG && (rc = insert_gpu(w, artifact, f->text, err)))
-		return rc;
-	if (f->text && f->text->kind == TF_KEYAVG && (rc = insert_keyavg(w, artifact, f, err)))
-		return rc;
-	if (f->canary && (rc = insert_canary(w, artifact, f->canary, err)))
+	/* the format's own rows (its store function, store.h) */
+	if (f->store && (rc = f->store(w, artifact, f, err)))
 		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, keep, err)))
 		return rc;

@@ -91,7 +91,15 @@ struct store_batch {
 };
 
 /* What an artifact ends with. */
-struct tf_result;
+struct store_final;
+
+/*
+ * A format's own rows: f->result (its parser's result) under artifact, in the writer's open
+ * transaction; 0 or a tp_err. One per format that has rows of its own (pipeline/ingest.c
+ * picks it), below store_artifact_fail.
+ */
+typedef int (*store_fmt_fn)(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			    struct tp_errbuf *err);
 
 struct store_final {
 	const char *sha256;		/* of the upload as sent */
@@ -109,9 +117,9 @@ struct store_final {
 	an_string_fn str;		/* names of the analysis' string ids */
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
-	const struct tf_result *text;	/* a Lightning report's actions (textfmt.h); may be NULL */
-	const struct canary_metrics *canary;	/* an rlhf-canary metrics.json; may be NULL */
 	size_t nmem;
+	store_fmt_fn store;		/* writes the format's own rows of result; may be NULL */
+	const void *result;		/* its parser's result, as store reads it */
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;
 };
@@ -165,6 +173,18 @@ int store_artifact_fail(struct store_writer *w, int64_t artifact, const struct s
 			int64_t *existing_out, struct tp_errbuf *err);
 /* Remove the artifact entirely (the upload was refused), and its run if now empty. */
 int store_artifact_drop(struct store_writer *w, int64_t artifact);
+
+/* The formats' own rows (store_fmt_fn), of f->result: */
+int store_insert_lightning(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			   struct tp_errbuf *err);	/* textfmt.h's tf_result: actions, cProfile rows */
+int store_insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			struct tp_errbuf *err);		/* tf_result: a key_averages table and its footers */
+int store_insert_stacks(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			struct tp_errbuf *err);		/* tf_result: folded stacks' frames */
+int store_insert_gpulog(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			struct tp_errbuf *err);		/* tf_result: an nvidia-smi log's numeric cells */
+int store_insert_canary(struct store_writer *w, int64_t artifact, const struct store_final *f,
+			struct tp_errbuf *err);		/* canary.h's canary_metrics and top ops */
 
 /*
  * Apply a validated patch to an existing run, in one transaction: "project"

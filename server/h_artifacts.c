@@ -26,9 +26,6 @@
 
 #define LOG_PREFIX "artifacts"
 
-static const char *const kinds[] = { "trace", "memory_snapshot", "memory_timeline", "lightning_report",
-				      "key_averages", "stacks", "gpu_log", "canary_metrics" };
-
 /*
  * A C1 control (U+0080..U+009F) or a bidirectional format character (U+061C,
  * U+200E, U+200F, U+202A..U+202E, U+2066..U+2069): "\u202egnp.exe" shows as
@@ -106,7 +103,8 @@ int h_artifact_upload_begin(struct request *req)
 	struct tp_errbuf err = { 0 };
 	struct ingest *ig;
 	long long rank;
-	int rc, i, known = 0;
+	char kinds[256];
+	int rc;
 
 	if (http_arg(req, "rank")) {
 		if (h_arg_int(req, "rank", 0, 65535, 0, &rank))
@@ -121,12 +119,10 @@ int h_artifact_upload_begin(struct request *req)
 					"'name' must be 1 to 255 bytes of UTF-8 without control characters, "
 					"bidirectional overrides, quotes or slashes");
 	if (kind && *kind) {
-		for (i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++)
-			known |= !strcmp(kind, kinds[i]);
-		if (!known)
-			return http_reply_error(req, 400, "invalid_parameter", NULL,
-						"'kind' must be trace, memory_snapshot, memory_timeline, lightning_report, "
-						"key_averages, stacks, gpu_log or canary_metrics");
+		if (!ingest_kind_known(kind)) {
+			ingest_kind_names(kinds, sizeof(kinds));
+			return http_reply_error(req, 400, "invalid_parameter", NULL, "'kind' must be %s", kinds);
+		}
 		ir.kind = kind;
 	}
 	if ((enc = http_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING)) && strcasecmp(enc, "identity")) {

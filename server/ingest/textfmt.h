@@ -34,10 +34,6 @@ enum tf_kind { TF_NONE, TF_LIGHTNING, TF_KEYAVG, TF_STACKS, TF_GPULOG };
 #define TF_NKINDS 5
 extern const char *const tf_kind_names[TF_NKINDS];	/* "none", "lightning_report", ... */
 
-/* What 415 says was expected. */
-#define TF_EXPECTED "a Kineto trace, a memory snapshot or timeline, a Lightning profiler report, " \
-	"a key_averages() table, folded stacks, an nvidia-smi log (CSV, screen or dmon) or an rlhf-canary metrics.json"
-
 /*
  * The kind of a text from its first bytes: TF_* (TF_NONE: none of them), or
  * -1 when more bytes are needed (never when at_end). at_end 1: the text ends

@@ -44,13 +44,9 @@
 
 #include "alloc.h"
 #include "analysis/analysis.h"
-#include "ingest/canary.h"
-#include "ingest/snapshot.h"
 #include "ingest/inflate.h"
-#include "ingest/pickle.h"
-#include "ingest/textfmt.h"
+#include "pipeline/formats.h"
 #include "pipeline/runrank.h"
-#include "ingest/timeline.h"
 #include "pipeline/ingest.h"
 #include "pipeline/overlap.h"
 #include "sha256.h"
@@ -80,14 +76,6 @@ const struct ingest_limits ingest_default_limits = {
 };
 
 enum { ENC_UNKNOWN, ENC_UTF8, ENC_UTF16LE, ENC_UTF16BE };
-
-/* KIND_LIGHTNING .. KIND_GPULOG are textfmt.h's TF_* shifted by KIND_TEXT; KIND_NONE: none of them (415) */
-enum kind { KIND_UNKNOWN, KIND_TRACE, KIND_SNAPSHOT, KIND_TIMELINE, KIND_LIGHTNING, KIND_KEYAVG, KIND_STACKS,
-	    KIND_GPULOG, KIND_CANARY, KIND_NONE };
-#define KIND_TEXT (KIND_LIGHTNING - TF_LIGHTNING)
-static const char *const kind_names[] = { "unknown", "trace", "memory_snapshot", "memory_timeline",
-					  "lightning_report", "key_averages", "stacks", "gpu_log", "canary_metrics",
-					  "unknown" };
 
 /* ---- channels ---- */
 
@@ -192,8 +180,10 @@ struct ingest {
 	struct block *raw_cur, *inf_cur;
 
 	/* B: the parser thread */
-	enum kind kind;
-	uint8_t sniff[TF_SNIFF];	/* a text report may need a few lines to tell */
+	int told;		/* the format is known: fmt (NULL: none of them, 415) */
+	const struct format *fmt;
+	void *ps;		/* fmt's parser */
+	uint8_t sniff[FMT_SNIFF];	/* a text report may need a few lines to tell */
 	size_t nsniff;
 	int enc;		/* ENC_*: a byte order mark read as such */
 	uint8_t bom[3];		/* the first bytes, until the mark is told */
@@ -203,26 +193,12 @@ struct ingest {
 	uint32_t hi;		/* UTF-16: a high surrogate waiting for its low one; 0 none */
 	uint8_t *u8;		/* UTF-16 pieces as UTF-8 */
 	size_t u8cap;
-	struct trace_parser *tp;
+	struct trace_parser *tp;	/* ps, when fmt is the trace's (fmt->events) */
 	int b_rc;		/* detect or parse failure */
 	struct tp_errbuf b_err;
 	struct batch *cur;
 	uint64_t nev, nmev;
 	struct analysis *an;	/* steps, ops, kernels: computed as the events pass */
-	struct timeline_parser *tl;	/* KIND_TIMELINE instead of tp */
-	const struct mem_point *mem_points;	/* its points, once parsed */
-	size_t nmem_points;
-	const char *tl_form;
-	struct pickle_parser *pk;	/* KIND_SNAPSHOT instead of tp */
-	struct snap_reader *snrd;	/* reads pk's trace entries as they come */
-	struct textfmt_parser *tf;	/* the text reports instead of tp */
-	const struct tf_result *tfr;	/* its result, once parsed */
-	struct canary_parser *cn;	/* KIND_CANARY instead of tp */
-	const struct canary_metrics *cnm;	/* its result, once parsed */
-	struct snap_result *snap;	/* its timelines, once read */
-	const struct mem_series *snap_series;
-	size_t nsnap_series;
-	struct snap_stats snap_stats;
 	char device[16];
 	int64_t peak_alloc;
 	int64_t first_ts;	/* of the first event with a ts; 0 before */
@@ -388,61 +364,12 @@ static int sink_event(void *payload, const struct tp_event *e)
 	return b->nev == BATCH_EVENTS ? next_batch(ig) : TP_OK;
 }
 
-static const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end)
-{
-	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-		p++;
-	return p;
-}
-
-/*
- * Decide the kind from the first bytes: a pickle starts with PROTO (0x80);
- * '{' is rlhf-canary's metrics.json when its first keys are the canary's
- * (canary_detect), else a trace, as is '[' '{'; '[' '[' is PyTorch's memory
- * timeline export; but folded stacks may start with '[' or '{' too (a root
- * frame "[unknown]"): lines that are all "frames weight" are stacks.
- * Returns 1 when decided, 0 when more bytes are needed.
- */
+/* The format from the first bytes (formats.c); 1 when told, 0 when more bytes are needed. */
 static int detect(struct ingest *ig, int at_end)
 {
-	const uint8_t *p = ig->sniff, *end = ig->sniff + ig->nsniff;
-	int full = at_end ? 1 : ig->nsniff == sizeof(ig->sniff) ? 2 : 0, k;	/* textfmt_detect's at_end */
-	const uint8_t *q;
-
-	p = skip_ws(p, end);
-	if (p == end) {
-		if (!at_end)
-			return 0;	/* blank space so far: parse_text drops a full sniff of it */
-		ig->kind = KIND_TRACE;	/* whitespace only: the parser says what is wrong */
-	} else if (*p == 0x80) {
-		ig->kind = KIND_SNAPSHOT;
-	} else if ((*p == '[' || *p == '{') &&
-		   ((k = textfmt_detect(p, (size_t)(end - p), full)) == TF_STACKS || k < 0)) {
-		/* folded stacks whose root frame is "[unknown]" or "{built-in ...}", or more bytes to tell */
-		if (k < 0)
-			return 0;
-		ig->kind = KIND_STACKS;
-	} else if ((*p == '[' || *p == '{') && (q = skip_ws(p + 1, end)) < end &&
-		   !(*p == '[' ? strchr("{[]\"-0123456789", *q) != NULL : *q == '"' || *q == '}')) {
-		/* '[' or '{' that cannot start JSON ("[unknown frame", "{draft}"): text, k told above */
-		ig->kind = k == TF_NONE ? KIND_NONE : (enum kind)(k + KIND_TEXT);
-	} else if (*p == '[') {
-		q = skip_ws(p + 1, end);
-		if (q == end && !at_end && ig->nsniff < sizeof(ig->sniff))
-			return 0;
-		ig->kind = q < end && *q == '[' ? KIND_TIMELINE : KIND_TRACE;
-	} else if (*p == '{') {
-		int c = canary_detect(p, (size_t)(end - p), at_end || ig->nsniff == sizeof(ig->sniff));
-		if (c < 0)
-			return 0;
-		ig->kind = c ? KIND_CANARY : KIND_TRACE;
-	} else {
-		/* not JSON: one of the other profilers' text reports, or none of what we take */
-		k = textfmt_detect(p, (size_t)(end - p), full);
-		if (k < 0)
-			return 0;
-		ig->kind = k == TF_NONE ? KIND_NONE : (enum kind)(k + KIND_TEXT);
-	}
+	if (!format_detect(ig->sniff, ig->nsniff, at_end, &ig->fmt))
+		return 0;
+	ig->told = 1;
 	return 1;
 }
 
@@ -456,63 +383,40 @@ static const char *an_string(void *payload, uint32_t id)
 static int start_parser(struct ingest *ig)
 {
 	struct trace_sink sink = { .string = sink_string, .event = sink_event, .payload = ig };
+	const char *name = ig->fmt ? ig->fmt->name : "unknown";
+	char expected[512];
 
-	if (ig->kind_hint[0] && strcmp(ig->kind_hint, kind_names[ig->kind]))
+	if (ig->kind_hint[0] && strcmp(ig->kind_hint, name))
 		return tp_fail(&ig->b_err, TP_ERR_INVALID, "kind_mismatch",
-			       "kind=%s was given but the upload looks like a %s", ig->kind_hint,
-			       kind_names[ig->kind]);
-	if (ig->kind == KIND_NONE)
+			       "kind=%s was given but the upload looks like a %s", ig->kind_hint, name);
+	if (!ig->fmt) {
+		format_expected(expected, sizeof(expected));
 		return tp_fail(&ig->b_err, TP_ERR_UNSUPPORTED, "unsupported_format",
-			       "the upload is none of the formats taken; expected %s", TF_EXPECTED);
-	if (ig->kind >= KIND_LIGHTNING && ig->kind <= KIND_GPULOG) {
-		/* rows, distinct frames, actions, samples: each counts as an event against --max-events */
-		struct tf_limits tl = tf_default_limits;
-		if (tl.max_rows > ig->lim.trace.max_events)
-			tl.max_rows = ig->lim.trace.max_events;
-		ig->tf = textfmt_parser_new((int)ig->kind - KIND_TEXT, &tl);
-		return ig->tf ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+			       "the upload is none of the formats taken; expected %s", expected);
 	}
-	if (ig->kind == KIND_CANARY) {
-		ig->cn = canary_parser_new(CANARY_MAX_BYTES);
-		return ig->cn ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
-	}
-	if (ig->kind == KIND_TIMELINE) {
-		ig->tl = timeline_parser_new(ig->lim.trace.max_events);
-		return ig->tl ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
-	}
-	if (ig->kind == KIND_SNAPSHOT) {
-		struct pk_limits pl = { .max_objects = ig->lim.max_pickle_values, .max_string = ig->lim.trace.max_token,
-					.max_marks = ig->lim.trace.max_depth };
-		ig->pk = pickle_parser_new(&pl);
-		ig->snrd = ig->pk ? snap_reader_new(ig->pk, ig->lim.max_pickle_values) : NULL;
-		return ig->snrd ? TP_OK : tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
-	}
-	ig->tp = trace_parser_new(&ig->lim.trace, &sink);
+	ig->ps = ig->fmt->open(&(struct fmt_open){ .lim = &ig->lim, .sink = &sink, .device = ig->device,
+						   .arg = ig->fmt->arg });
+	if (!ig->ps)
+		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (!ig->fmt->events)
+		return TP_OK;
+	ig->tp = ig->ps;
 	/* a trace joining its rank is analysed with the rank, at the next read (runrank.h) */
-	ig->an = ig->tp && !ig->joins ? analysis_new(an_string, ig->tp) : NULL;
-	if (!ig->tp || (!ig->joins && !ig->an))
+	if (!ig->joins && !(ig->an = analysis_new(an_string, ig->tp)))
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	return TP_OK;
 }
 
 static int feed_parser(struct ingest *ig, const uint8_t *data, size_t len)
 {
-	if (ig->tf)
-		return textfmt_parser_feed(ig->tf, data, len, &ig->b_err);
-	if (ig->cn)
-		return canary_parser_feed(ig->cn, data, len, &ig->b_err);
-	if (ig->tl)
-		return timeline_parser_feed(ig->tl, data, len, &ig->b_err);
-	if (ig->pk)
-		return pickle_parser_feed(ig->pk, data, len, &ig->b_err);
-	return trace_parser_feed(ig->tp, data, len, &ig->b_err);
+	return ig->fmt->feed(ig->ps, data, len, &ig->b_err);
 }
 
 static int parse_text(struct ingest *ig, const uint8_t *data, size_t len)
 {
 	int rc;
 
-	while (ig->kind == KIND_UNKNOWN) {
+	while (!ig->told) {
 		size_t take = sizeof(ig->sniff) - ig->nsniff < len ? sizeof(ig->sniff) - ig->nsniff : len;
 		memcpy(ig->sniff + ig->nsniff, data, take);
 		ig->nsniff += take;
@@ -624,25 +528,12 @@ static int parse_end(struct ingest *ig)
 	}
 	if (ig->nodd || ig->hi)
 		return tp_fail(&ig->b_err, TP_ERR_INVALID, "invalid_text", "not UTF-16 text: it ends inside a character");
-	if (ig->kind == KIND_UNKNOWN) {
+	if (!ig->told) {
 		detect(ig, 1);
 		if ((rc = start_parser(ig)) || (rc = feed_parser(ig, ig->sniff, ig->nsniff)))
 			return rc;
 	}
-	if (ig->tf)
-		return textfmt_parser_finish(ig->tf, &ig->tfr, &ig->b_err);
-	if (ig->cn)
-		return canary_parser_finish(ig->cn, &ig->cnm, &ig->b_err);
-	if (ig->tl)
-		return timeline_parser_finish(ig->tl, &ig->mem_points, &ig->nmem_points, &ig->tl_form, &ig->b_err);
-	if (ig->pk) {
-		const struct pk_obj *root;
-		if ((rc = pickle_parser_finish(ig->pk, &root, &ig->b_err)))
-			return rc;
-		return snap_timeline(ig->snrd, root, &ig->snap, &ig->snap_series, &ig->nsnap_series, &ig->snap_stats,
-				     &ig->b_err);
-	}
-	return trace_parser_finish(ig->tp, &ig->b_err);
+	return ig->fmt->finish(ig->ps, &ig->b_err);
 }
 
 static int highest(void *arg, const struct mem_point *p)
@@ -866,14 +757,9 @@ static void ingest_free(struct ingest *ig)
 	int i;
 
 	inflate_release(&ig->inf_stage);
-	trace_parser_free(ig->tp);
-	timeline_parser_free(ig->tl);
-	snap_reader_free(ig->snrd);
-	pickle_parser_free(ig->pk);
-	textfmt_parser_free(ig->tf);
+	if (ig->ps)
+		ig->fmt->free(ig->ps);
 	tp_free(ig->u8);
-	canary_parser_free(ig->cn);
-	snap_result_free(ig->snap);
 	if (ig->zs_ready)
 		deflateEnd(&ig->zs);
 	tp_free(ig->zout);
@@ -983,7 +869,6 @@ static int rank_from_meta(struct ingest *ig)
 void ingest_end(struct ingest *ig, struct ingest_result *res)
 {
 	struct store_final f = { 0 };
-	struct mem_series export = { .device = "" };
 	char sha[65], *meta = NULL;
 	int rc, parse_rc, deferred = 0;
 	const struct tp_errbuf *perr;
@@ -1018,7 +903,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	sha256_final_hex(&ig->sha, sha);
 	f.sha256 = sha;
 	f.bytes = ig->encoded ? ig->inflated : ig->body;
-	f.kind = ig->kind == KIND_UNKNOWN ? "unknown" : kind_names[ig->kind];
+	f.kind = ig->fmt ? ig->fmt->name : "unknown";
 	f.raw_encoding = ig->deflating || ig->encoded ? "gzip" : "upload";
 	f.rank = rank_from_meta(ig);
 	f.peak_allocated = ig->peak_alloc;
@@ -1031,34 +916,10 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		meta = json_dumps(trace_meta(ig->tp), JSON_COMPACT);
 		f.meta_json = meta;
 	}
-	if (!rc && !parse_rc && ig->tl) {
-		f.events = ig->nmem_points;
-		snprintf(export.device, sizeof(export.device), "%s", ig->device[0] ? ig->device : "cuda:0");
-		export.source = "pytorch";
-		export.pts = ig->mem_points;
-		export.n = ig->nmem_points;
-		f.mem = &export;
-		f.nmem = 1;
-	}
-	if (!rc && !parse_rc && ig->tfr) {
-		/* each text format's own rows (store.h's store_fmt_fn), by textfmt.h's kind */
-		static const store_fmt_fn text_store[TF_NKINDS] = {
-			[TF_LIGHTNING] = store_insert_lightning, [TF_KEYAVG] = store_insert_keyavg,
-			[TF_STACKS] = store_insert_stacks, [TF_GPULOG] = store_insert_gpulog,
-		};
-		f.store = text_store[ig->tfr->kind];
-		f.result = ig->tfr;
-		f.events = ig->tfr->nactions + ig->tfr->nops + ig->tfr->nstacks + ig->tfr->ngpu_rows;
-	}
-	if (!rc && !parse_rc && ig->cnm) {
-		f.store = store_insert_canary;
-		f.result = ig->cnm;
-		f.events = 1;	/* one run's summary */
-	}
-	if (!rc && !parse_rc && ig->snap) {
-		f.events = ig->snap_stats.entries;
-		f.mem = ig->snap_series;
-		f.nmem = ig->nsnap_series;
+	if (!rc && !parse_rc && ig->fmt && ig->fmt->result) {
+		/* the format's result: its memory series, or its own rows (formats.h) */
+		ig->fmt->result(ig->ps, &f);
+		f.store = ig->fmt->store;
 	}
 	if (!rc && !parse_rc && ig->an) {
 		const struct an_result *ar;

@@ -67,6 +67,11 @@ void ingest_abort(struct ingest *ig);
 /* Frees the buffers kept for the next uploads (at exit, so that leak checkers see none). */
 void ingest_pool_drain(void);
 
+/* Whether kind names one of the formats taken (pipeline/formats.c's table). */
+int ingest_kind_known(const char *kind);
+/* Their names as a message lists them: "trace, memory_snapshot, ... or canary_metrics". */
+void ingest_kind_names(char *buf, size_t size);
+
 /* Whole-buffer convenience for tests and tools. */
 void ingest_buffer(struct store *st, const struct ingest_limits *lim, const struct ingest_request *req,
 		   const void *data, size_t len, struct ingest_result *res);

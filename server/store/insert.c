@@ -679,7 +679,7 @@ int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_
 	const struct rank_key k = { .run_id = run_id, .artifact = artifact };
 	int rc;
 
-	/* the format's own rows (its store function, store.h) */
+	/* the format's own rows (pipeline/formats.c's table names its store function) */
 	if (f->store && (rc = f->store(w, artifact, f, err)))
 		return rc;
 	if (f->nmem && (rc = insert_memory(w, artifact, f, keep, err)))

@@ -95,8 +95,8 @@ struct store_final;
 
 /*
  * A format's own rows: f->result (its parser's result) under artifact, in the writer's open
- * transaction; 0 or a tp_err. One per format that has rows of its own (pipeline/ingest.c
- * picks it), below store_artifact_fail.
+ * transaction; 0 or a tp_err. One per format that has rows of its own (pipeline/formats.c's
+ * table names it), below store_artifact_fail.
  */
 typedef int (*store_fmt_fn)(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			    struct tp_errbuf *err);
@@ -118,7 +118,7 @@ struct store_final {
 	void *str_payload;
 	const struct mem_series *mem;	/* memory timelines, one per device (times as written) */
 	size_t nmem;
-	store_fmt_fn store;		/* writes the format's own rows of result; may be NULL */
+	store_fmt_fn store;		/* writes the format's own rows of result (pipeline/formats.c); may be NULL */
 	const void *result;		/* its parser's result, as store reads it */
 	const char *error_code;		/* for store_artifact_fail */
 	const char *error_msg;

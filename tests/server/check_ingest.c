@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "pipeline/formats.h"
 #include "pipeline/ingest.h"
 #include "pipeline/runrank.h"
 #include "ingest/trace.h"
@@ -566,6 +567,115 @@ START_TEST(test_inflight_chunk)
 }
 END_TEST
 
+/* The first bytes of each format, and the edge cases detection has rules for (formats.c). */
+static const struct sample {
+	const char *what, *file;	/* file: of tests/formats/, its first FMT_SNIFF bytes (text: NULL) */
+	const char *text;
+	int at_end;
+	const char *kind;		/* the row told; NULL: none of them; "": more bytes needed */
+} samples[] = {
+	{ "trace array", NULL, "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}]", 1, "trace" },
+	{ "trace object", NULL, " \n{\"traceEvents\": []}", 1, "trace" },
+	{ "blank, all of it", NULL, " \n\t ", 1, "trace" },
+	{ "blank so far", NULL, " \n\t ", 0, "" },
+	{ "a bracket so far", NULL, "[ ", 0, "" },
+	{ "a bracket, all of it", NULL, "[", 1, "trace" },
+	{ "timeline", NULL, "[ [1696966047192849263, 1, 1024, 0]]", 1, "memory_timeline" },
+	{ "pickle", NULL, "\x80\x04\x95", 1, "memory_snapshot" },
+	{ "stacks", NULL, "main;train;step 12\nmain;load 3\n", 1, "stacks" },
+	{ "stacks from [unknown]", NULL, "[unknown];main;step 12\n[unknown];load 3\n", 1, "stacks" },
+	{ "plain text", NULL, "this is not JSON at all", 1, NULL },
+	{ "canary", "canary_baseline.json", NULL, 1, "canary_metrics" },
+	{ "lightning", "lightning_simple_pl2_generated.txt", NULL, 1, "lightning_report" },
+	{ "key_averages", "key_averages_memory.txt", NULL, 1, "key_averages" },
+	{ "nvidia-smi dmon", "nvidia_smi_dmon_generated.txt", NULL, 1, "gpu_log" },
+	{ "nvidia-smi screen", "nvidia_smi_screen_535_generated.txt", NULL, 1, "gpu_log" },
+};
+
+/*
+ * Each sample is told as the rows say, and at most one row says it is its format (formats.h:
+ * their answers exclude one another, so the table's order does not decide).
+ */
+START_TEST(test_detect_sample)
+{
+	const struct sample *x = &samples[_i];
+	const struct format *fmt = NULL, *yes = NULL;
+	uint8_t *data = NULL;
+	size_t len, i, n;
+	int told, more = 0;
+
+	if (x->file) {
+		char rel[128], *path;
+		snprintf(rel, sizeof(rel), "tests/formats/%s", x->file);
+		path = tu_source_path(rel);
+		data = tu_read_file(path, &len);
+		ck_assert_msg(data != NULL, "cannot read %s", path);
+		free(path);
+	} else {
+		len = strlen(x->text);
+		data = malloc(len + 1);
+		memcpy(data, x->text, len + 1);
+	}
+	n = len < FMT_SNIFF ? len : FMT_SNIFF;
+	told = format_detect(data, n, x->at_end && n == len, &fmt);
+	ck_assert_int_eq(told, x->kind == NULL || x->kind[0]);
+	if (!x->kind)
+		ck_assert_ptr_null(fmt);
+	else if (x->kind[0])
+		ck_assert_str_eq(fmt->name, x->kind);
+	for (i = 0; i < nformats; i++) {
+		struct fmt_sniff s = { .p = data, .n = n, .full = x->at_end && n == len ? 1 : n >= FMT_SNIFF ? 2 : 0,
+				       .text = FMT_NOT_ASKED };
+		int r;
+		while (s.n && (*s.p == ' ' || *s.p == '\n' || *s.p == '\r' || *s.p == '\t'))
+			s.p++, s.n--;
+		if (!s.n)
+			break;
+		r = formats[i].detect(&s, formats[i].arg);
+		ck_assert_msg(!(r > 0 && yes), "%s: both %s and %s say yes", x->what, yes ? yes->name : "",
+			      formats[i].name);
+		if (r > 0)
+			yes = &formats[i];
+		more |= r < 0;
+	}
+	if (told && fmt && len)
+		ck_assert_msg(yes == fmt || (!yes && !more && fmt == &formats[0]), "%s", x->what);
+	free(data);
+}
+END_TEST
+
+/* The kinds' names once, in the table: each found by its name, and the messages that list them. */
+START_TEST(test_table_names)
+{
+	char buf[512];
+	size_t i, k;
+
+	for (i = 0; i < nformats; i++) {
+		ck_assert_ptr_eq(format_named(formats[i].name), &formats[i]);
+		ck_assert(ingest_kind_known(formats[i].name));
+		for (k = 0; k < i; k++)
+			ck_assert_str_ne(formats[k].name, formats[i].name);
+		ck_assert_msg(formats[i].detect && formats[i].open && formats[i].feed && formats[i].finish &&
+				      formats[i].free, "%s", formats[i].name);
+		/* a format with rows of its own hands them a result */
+		ck_assert_msg(!formats[i].store || formats[i].result, "%s", formats[i].name);
+	}
+	ck_assert(!ingest_kind_known("unknown"));
+	ck_assert(!ingest_kind_known("zip"));
+	ck_assert(!ingest_kind_known(""));
+	ingest_kind_names(buf, sizeof(buf));
+	ck_assert_str_eq(buf, "trace, memory_snapshot, memory_timeline, lightning_report, key_averages, stacks, gpu_log"
+			      " or canary_metrics");
+	format_expected(buf, sizeof(buf));
+	ck_assert_str_eq(buf, "a Kineto trace, a memory snapshot or timeline, a Lightning profiler report, a"
+			      " key_averages() table, folded stacks, an nvidia-smi log (CSV, screen or dmon) or an"
+			      " rlhf-canary metrics.json");
+	/* a buffer too small is cut, still a string */
+	ingest_kind_names(buf, 12);
+	ck_assert_str_eq(buf, "trace, memo");
+}
+END_TEST
+
 Suite *suite_ingest(void)
 {
 	Suite *s = suite_create("ingest");
@@ -589,6 +699,10 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_empty_body);
 	tcase_add_test(tc, test_kept_ranks);
 	tcase_add_test(tc, test_inflight_chunk);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("table");
+	tcase_add_loop_test(tc, test_detect_sample, 0, (int)(sizeof(samples) / sizeof(samples[0])));
+	tcase_add_test(tc, test_table_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

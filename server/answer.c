@@ -87,6 +87,9 @@ static json_t *run_object(const struct store_run_info *r, int full)
 	/* the list too: its steps and step times are the analysis as it stands, a page says so */
 	if (json_object_set_new(o, "analysis_pending", json_boolean(r->analysis_pending)))
 		goto oom;
+	/* listed by a collector's poll alone (migration 021): nothing uploaded until a capture is taken */
+	if (json_object_set_new(o, "waiting_for_capture", json_boolean(r->polled && r->artifacts == 0)))
+		goto oom;
 	return o;
 oom:
 	json_decref(o);

@@ -3,7 +3,9 @@
  *
  *   POST   /api/v1/runs/{run}/captures              ask (write): steps or seconds, ranks, activities
  *   GET    /api/v1/runs/{run}/captures              the run's, newest first
- *   GET    /api/v1/runs/{run}/captures/next?rank=R&wait=S   a collector takes the next (write)
+ *   GET    /api/v1/runs/{run}/captures/next?rank=R&wait=S   a collector takes the next (write);
+ *          the poll creates the run when it has none, waiting for its first capture
+ *          (store_capture_poll), and stamps when a collector last polled
  *   GET    /api/v1/captures/{id}                    one
  *   DELETE /api/v1/captures/{id}                    cancel a pending one (write)
  *   POST   /api/v1/captures/{id}/ranks/{rank}       a rank ends its part (write)
@@ -383,16 +385,23 @@ int h_captures_list(struct request *req)
 	struct store_reader *r;
 	struct store_capture *c = NULL;
 	size_t n = 0, i;
-	json_t *a = NULL;
+	json_t *a = NULL, *polled = NULL;
+	int64_t polled_ns = 0, now = tp_now_ns();
 
 	sweep(req);
 	if (h_reader_open(req, &r))
 		return 0;
-	if (!store_captures_read(r, req->params[0], 0, &c, &n, &err) && (a = json_array()))
+	if (!store_run_polled(r, req->params[0], &polled_ns, &err) &&
+	    !store_captures_read(r, req->params[0], 0, &c, &n, &err) && (a = json_array()))
 		for (i = 0; i < n; i++)
 			json_array_append_new(a, capture_json(&c[i]));
 	store_captures_free(c, n);
-	return h_answer(req, a ? json_pack("{s:o}", "captures", a) : NULL, r, &err, NULL, 0);
+	/* when a collector last polled (stamped every 10 s at most), and how long ago by this server's clock */
+	if (a && polled_ns)
+		polled = json_pack("{s:o, s:o}", "at", secs(polled_ns),
+				   "ago_s", json_integer((now - polled_ns) / 1000000000 > 0 ? (now - polled_ns) / 1000000000 : 0));
+	return h_answer(req, a ? json_pack("{s:o, s:o}", "captures", a, "polled", polled ? polled : json_null()) : NULL,
+			r, &err, NULL, 0);
 }
 
 int h_capture_get(struct request *req)
@@ -430,6 +439,29 @@ static int no_capture(struct request *req, int retry)
 	return http_reply_response(req, 204, resp);
 }
 
+/*
+ * The run polled for at now: created when it has no row (listed from then on, waiting for its
+ * first capture, as issue 52 asks: in on-demand mode nothing is uploaded before a capture), its
+ * polled_ns stamped. A run that appears is logged.
+ */
+static int poll_stamp(struct request *req, long long rank, struct tp_errbuf *err)
+{
+	struct store_writer *w;
+	int rc, appeared = 0;
+
+	if ((rc = store_writer_open(http_store(req), &w, err)))
+		return rc;
+	rc = store_capture_poll(w, req->params[0], tp_now_ns(), &appeared, err);
+	store_writer_close(w);
+	if (!rc && appeared) {
+		char client[64];
+		http_client(req, client, sizeof(client));
+		tp_info("run '%s' listed, waiting for its first capture: rank %lld's collector polled from %s",
+			req->params[0], rank, client);
+	}
+	return rc;
+}
+
 static double mono(void)
 {
 	struct timespec ts;
@@ -452,6 +484,8 @@ int h_capture_next(struct request *req)
 		return http_reply_error(req, 400, "invalid_parameter", NULL, "query parameter 'rank' is required");
 	if (h_arg_int(req, "rank", 0, RANK_MAX, 0, &rank) || h_arg_int(req, "wait", 0, WAIT_MAX, 0, &wait))
 		return 0;
+	if ((rc = poll_stamp(req, rank, &err)))
+		return http_reply_fail(req, rc, &err, NULL);
 	/* a waiting request holds its pool thread: past the cap, no wait */
 	if (wait && http_wait_take(req))
 		return no_capture(req, 1);

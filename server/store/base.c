@@ -114,4 +114,4 @@ int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err)
 const char store_empty_runs_sql[] =
 	"DELETE FROM runs WHERE NOT EXISTS (SELECT 1 FROM artifacts WHERE run_id=runs.id)"
 	" AND metadata='{}' AND tags='[]' AND project IS NULL"
-	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id)";
+	" AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=runs.id) AND polled_ns IS NULL";

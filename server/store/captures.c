@@ -271,8 +271,7 @@ int store_capture_create(struct store_writer *w, const struct store_capture *c, 
 		return rc;
 	if (!(st = prep(w->db, "INSERT INTO captures(run_id, created_ns, expires_ns, requested_by, token, client, steps,"
 			" seconds, ranks, activities, state) SELECT r.id, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending'"
-			" FROM runs r WHERE r.name=?1 AND EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id=r.id"
-			" AND a.status<>'ingesting') RETURNING id", err)))
+			" FROM runs r WHERE r.name=?1 AND " STORE_RUN_LISTED " RETURNING id", err)))
 		return commit(w, TP_ERR_DB, err);
 	store_bind_text(st, 1, c->run);
 	db_bind_int64(st, 2, c->created_ns);
@@ -551,4 +550,57 @@ int store_capture_artifact(struct store_writer *w, int64_t id, int64_t artifact,
 		rc = store_db_fail(err, w->db, "record capture artifact");
 	db_finalize(st);
 	return commit(w, rc, err);
+}
+
+int store_capture_poll(struct store_writer *w, const char *run, int64_t now, int *appeared, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int rc, step, listed = 0;
+	int64_t polled = 0;
+
+	*appeared = 0;
+	/* most polls find the run stamped within STORE_POLL_STAMP_NS: a read, no write lock */
+	if (!(st = prep(w->db, "SELECT r.polled_ns, " STORE_RUN_LISTED " FROM runs r WHERE r.name=?1", err)))
+		return TP_ERR_DB;
+	store_bind_text(st, 1, run);
+	if ((step = db_step(st)) == DB_ROW) {
+		polled = db_column_type(st, 0) == DB_NULL ? 0 : db_column_int64(st, 0);
+		listed = db_column_int(st, 1);
+	}
+	db_finalize(st);
+	if (step != DB_ROW && step != DB_DONE)
+		return store_db_fail(err, w->db, "read run");
+	if (polled && polled > now - STORE_POLL_STAMP_NS)
+		return TP_OK;
+	/* a stamp alone changes no cached answer; a run that appears in the list does */
+	if ((rc = listed ? begin(w, err) : store_begin(w, err)))
+		return rc;
+	if (!(st = prep(w->db, "INSERT INTO runs(name, created_ns, polled_ns) VALUES(?1, ?2, ?2)"
+			" ON CONFLICT(name) DO UPDATE SET polled_ns=excluded.polled_ns", err)))
+		return commit(w, TP_ERR_DB, err);
+	store_bind_text(st, 1, run);
+	db_bind_int64(st, 2, now);
+	if (db_step(st) != DB_DONE)
+		rc = store_db_fail(err, w->db, "stamp run");
+	db_finalize(st);
+	if (!(rc = commit(w, rc, err)))
+		*appeared = !listed;
+	return rc;
+}
+
+int store_run_polled(struct store_reader *r, const char *run, int64_t *ns, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	int rc, step;
+
+	*ns = 0;
+	if ((rc = store_run_exists(r, run, err)))
+		return rc;
+	if (!(st = store_prepare(r, "SELECT polled_ns FROM runs WHERE name=?1", err)))
+		return TP_ERR_DB;
+	store_bind_text(st, 1, run);
+	if ((step = db_step(st)) == DB_ROW && db_column_type(st, 0) != DB_NULL)
+		*ns = db_column_int64(st, 0);
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, r->db, "read run");
 }

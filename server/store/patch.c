@@ -225,10 +225,12 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 	}
 	if (rc)
 		goto out;
-	/* the whole run goes with its metrics; one artifact takes its run along only when that was all */
+	/* the whole run goes with its metrics; one artifact takes its run along only when that was all
+	 * (a run a collector polled for stays, waiting for its next capture) */
 	if (db_prepare(w->db, artifact ? "DELETE FROM runs WHERE id=?1 AND NOT EXISTS"
 						 " (SELECT 1 FROM artifacts WHERE run_id=?1)"
 						 " AND NOT EXISTS (SELECT 1 FROM metrics WHERE run_id=?1)"
+						 " AND polled_ns IS NULL"
 					       : "DELETE FROM metrics WHERE run_id=?1", 0, &st) != DB_OK ||
 	    (db_bind_int64(st, 1, run_id), db_step(st)) != DB_DONE) {
 		rc = store_db_fail(err, w->db, "delete run");

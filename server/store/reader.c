@@ -86,9 +86,7 @@ struct db_stmt *store_prepare(struct store_reader *r, const char *sql, struct tp
 
 int store_run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err)
 {
-	struct db_stmt *st = store_prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND EXISTS"
-				      " (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')",
-				   err);
+	struct db_stmt *st = store_prepare(r, "SELECT 1 FROM runs r WHERE r.name=?1 AND " STORE_RUN_LISTED, err);
 	int step;
 
 	if (!st)

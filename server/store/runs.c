@@ -64,8 +64,8 @@ static const char run_cols[] =
 	" (SELECT COUNT(*) FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting'),"
 	" (SELECT COUNT(DISTINCT rank) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready'),"
 	" (SELECT MAX(peak_allocated) FROM artifacts a WHERE a.run_id=r.id AND a.status='ready'),"
-	" EXISTS (SELECT 1 FROM rank_pending p WHERE p.run_id=r.id)"
-	" FROM runs r WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.run_id=r.id AND a.status!='ingesting')";
+	" EXISTS (SELECT 1 FROM rank_pending p WHERE p.run_id=r.id), r.polled_ns"
+	" FROM runs r WHERE " STORE_RUN_LISTED;
 
 void store_runs_free(struct store_run_info *v, size_t n)
 {
@@ -116,6 +116,7 @@ int store_runs(struct store_reader *r, const char *run, struct store_run_info **
 		ri->ranks = col_i64(st, 8);
 		ri->peak_allocated = col_i64(st, 9);
 		ri->analysis_pending = db_column_int(st, 10);
+		ri->polled = db_column_type(st, 11) != DB_NULL;
 		if (!fail && (rc = run_step_durations(r, db_column_int64(st, 0), ri, err)))
 			break;
 	}

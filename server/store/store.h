@@ -240,6 +240,7 @@ struct store_run_info {
 	int64_t ranks;				/* with a ready artifact */
 	int64_t peak_allocated;			/* the highest of its ready artifacts */
 	int analysis_pending;			/* traces joined a rank since its analysis (runrank.h) */
+	int polled;				/* a collector polled for its captures (migration 021) */
 	int64_t *step_dur_ns;			/* the complete steps of its lowest rank with steps */
 	size_t nsteps;
 };
@@ -571,12 +572,22 @@ struct store_capture {
 #define STORE_CAPTURES_LIST_MAX 200
 void store_captures_free(struct store_capture *v, size_t n);
 /* A new pending capture of c->run (its other fields as given; id and state ignored): *id.
- * TP_ERR_NOTFOUND run_not_found when the run has no upload. */
+ * TP_ERR_NOTFOUND run_not_found when the run does not exist (no upload, no collector's poll). */
 int store_capture_create(struct store_writer *w, const struct store_capture *c, int64_t *id, struct tp_errbuf *err);
 /* The captures of run, newest first (id 0), or capture id (run NULL: of any run; TP_ERR_NOTFOUND
- * capture_not_found, or run_not_found for a run with no upload). *out may be NULL when none. */
+ * capture_not_found, or run_not_found for a run that does not exist). *out may be NULL when none. */
 int store_captures_read(struct store_reader *r, const char *run, int64_t id, struct store_capture **out, size_t *n,
 			struct tp_errbuf *err);
+/*
+ * A collector's poll for run's captures at now: the run is created when missing, as an upload
+ * creates it, and its polled_ns set to now, written only when unset or older than
+ * STORE_POLL_STAMP_NS (a poll that changes nothing takes no write lock). *appeared: 1 when the
+ * run was not listed before (the store's generation moves then, not on later stamps).
+ */
+#define STORE_POLL_STAMP_NS 10000000000LL
+int store_capture_poll(struct store_writer *w, const char *run, int64_t now, int *appeared, struct tp_errbuf *err);
+/* When a collector last polled for run's captures: *ns (0: never). TP_ERR_NOTFOUND run_not_found. */
+int store_run_polled(struct store_reader *r, const char *run, int64_t *ns, struct tp_errbuf *err);
 /* The oldest capture of run, pending or running and not expired, that targets rank and that rank has
  * not taken, taken by it at now: *id (0: none). */
 int store_capture_take(struct store_writer *w, const char *run, int rank, int64_t now, int64_t *id,

@@ -133,7 +133,7 @@ extern const char *const store_rank_analysis[4];
 int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, struct tp_errbuf *err);
 /* Delete the artifact's rows and the artifact: 0 or a tp_err. */
 int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err);
-/* Delete the runs left with nothing: no artifact, metadata, tags, project or metrics. */
+/* Delete the runs left with nothing: no artifact, metadata, tags, project, metrics or collector poll. */
 extern const char store_empty_runs_sql[];
 
 /* Bind text (copied) or NULL. */
@@ -184,7 +184,14 @@ struct db_stmt *store_prepare(struct store_reader *r, const char *sql, struct tp
  * 0 or a tp_err (out empty). */
 int store_rows_read(struct store_reader *r, struct db_stmt *st, const char *const *cols, int ncols,
 		    struct store_rows *out, struct tp_errbuf *err);
-/* 0 when the run has an artifact not ingesting, else a tp_err (run_not_found: TP_ERR_NOTFOUND). */
+/*
+ * The SQL condition for a run (alias r) that exists as the API sees it: it has an artifact
+ * not ingesting, or a collector polled for its captures (migration 021: a run waiting for
+ * its first capture).
+ */
+#define STORE_RUN_LISTED "(r.polled_ns IS NOT NULL OR EXISTS (SELECT 1 FROM artifacts a" \
+	" WHERE a.run_id=r.id AND a.status!='ingesting'))"
+/* 0 when the run exists (STORE_RUN_LISTED), else a tp_err (run_not_found: TP_ERR_NOTFOUND). */
 int store_run_exists(struct store_reader *r, const char *run, struct tp_errbuf *err);
 /* Check the run (and rank, when given) and resolve rank -1 to its lowest rank; -1 with err set on failure. */
 int store_rank_of(struct store_reader *r, const char *run, int rank, struct tp_errbuf *err);

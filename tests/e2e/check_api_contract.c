@@ -5,13 +5,15 @@
  * description served as compiled in, 403 for a read token on a write, a
  * compare that says when two runs cannot be compared, and trace exports as
  * complete as the uploads (flows, names, sort indexes, device properties,
- * distributedInfo, baseTimeNanoseconds), checked against the fixtures.
+ * distributedInfo, baseTimeNanoseconds), checked against the fixtures; every
+ * run route on a run a collector polled for, with no artifact yet.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "routes.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -487,6 +489,148 @@ START_TEST(test_trace_base_time)
 }
 END_TEST
 
+/* One request of the waiting run's loop below: its status, the body as JSON in *j (NULL when not JSON). */
+static long fresh_call(const char *method, const char *path, const char *body, json_t **j)
+{
+	struct tu_resp r;
+	json_error_t e;
+	long status;
+
+	ck_assert_int_eq(tu_http(&srv, method, path, body, body ? strlen(body) : 0, NULL, &r), 0);
+	*j = r.len ? json_loadb(r.body, r.len, 0, &e) : NULL;
+	status = r.status;
+	tu_resp_free(&r);
+	return status;
+}
+
+/* "/api/v1/runs/fresh" and tail into out, its {id} as 1 */
+static void fresh_path(char *out, size_t size, const char *tail)
+{
+	const char *id = strstr(tail, "{id}");
+
+	if (id)
+		snprintf(out, size, "/api/v1/runs/fresh%.*s1%s", (int)(id - tail), tail, id + 4);
+	else
+		snprintf(out, size, "/api/v1/runs/fresh%s", tail);
+}
+
+/*
+ * A run that a collector polled for and that has no artifact yet (issue 52: it waits for its
+ * first capture) answers every run route of server/routes.c cleanly: reads 200 (empty lists) or
+ * 404 with a JSON error that is not run_not_found (an answer that needs data); the writes as
+ * listed; compare says not comparable; an upload ends the waiting; the delete takes it.
+ * A run route added to the table without a case here fails the test.
+ */
+START_TEST(test_run_routes_without_artifacts)
+{
+	/* the run routes that are not reads, in the order they are sent (the delete last) */
+	static const struct { const char *method, *tail, *body; long status; } writes[] = {
+		{ "POST", "/captures", "{\"steps\": 3}", 201 },
+		{ "PATCH", "", "{\"tags\": [\"fresh\"]}", 200 },
+		{ "POST", "/metrics", "{\"step\": 1, \"name\": \"tokens_per_step\", \"value\": 5}", 200 },
+		{ "DELETE", "/artifacts/{id}", NULL, 404 },
+		{ "POST", "/artifacts?rank=0&name=t.json", "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":5}]", 201 },
+		{ "DELETE", "", NULL, 200 },
+	};
+	static const char prefix[] = "/api/v1/runs/{run}";
+	const struct route *rt = server_routes.route;
+	size_t nw = sizeof(writes) / sizeof(writes[0]), i, k, reads = 0, done[8] = { 0 };
+	char path[512];
+	json_t *j, *run;
+	long st;
+
+	/* a collector's poll makes the run: listed, waiting, no artifact */
+	ck_assert_int_eq(fresh_call("GET", "/api/v1/runs/fresh/captures/next?rank=0", NULL, &j), 204);
+	j = get("/api/v1/runs/fresh", 200);
+	run = json_object_get(j, "run");
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "artifacts")), 0);
+	ck_assert(json_is_true(json_object_get(run, "waiting_for_capture")));
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "artifacts")), 0);
+	json_decref(j);
+	j = get("/api/v1/runs", 200);
+	for (i = 0, k = 0; i < json_array_size(json_object_get(j, "runs")); i++) {
+		json_t *e = json_array_get(json_object_get(j, "runs"), i);
+		k += !strcmp(json_string_value(json_object_get(e, "name")), "fresh") &&
+		     json_is_true(json_object_get(e, "waiting_for_capture"));
+		/* the others have uploads: not waiting */
+		ck_assert(!strcmp(json_string_value(json_object_get(e, "name")), "fresh") ||
+			  json_is_false(json_object_get(e, "waiting_for_capture")));
+	}
+	ck_assert_uint_eq(k, 1);
+	json_decref(j);
+
+	/* every read first, on the bare run */
+	for (i = 0; i < server_routes.n; i++) {
+		const char *tail = rt[i].pattern + sizeof(prefix) - 1;
+		if (strncmp(rt[i].pattern, prefix, sizeof(prefix) - 1) || (*tail && *tail != '/') ||
+		    strcmp(rt[i].method, "GET"))
+			continue;
+		fresh_path(path, sizeof(path), tail);
+		/* the parameters two routes require */
+		if (!strcmp(tail, "/captures/next"))
+			strcat(path, "?rank=0");
+		else if (!strcmp(tail, "/critical_path"))
+			strcat(path, "?step=1");
+		st = fresh_call("GET", path, NULL, &j);
+		ck_assert_msg(st == 200 || st == 204 || st == 404, "GET %s: %ld", path, st);
+		if (st == 404) {
+			ck_assert_msg(tu_error_code(j) && strcmp(tu_error_code(j), "run_not_found") &&
+				      json_is_string(json_object_get(json_object_get(j, "error"), "message")),
+				      "GET %s: 404 without its JSON error, or run_not_found", path);
+		} else if (st == 200 && strcmp(tail, "/trace")) {
+			ck_assert_msg(j != NULL, "GET %s: 200 without JSON", path);
+		}
+		json_decref(j);
+		reads++;
+	}
+	ck_assert_uint_ge(reads, 20);
+	/* the runs page's compare: not comparable, with the reason */
+	j = get("/api/v1/compare?base=fresh&target=v100", 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "not_comparable");
+	json_decref(j);
+	/* the run page itself */
+	st = fresh_call("GET", "/runs/fresh", NULL, &j);
+	ck_assert_int_eq(st, 200);
+	json_decref(j);
+
+	/* the writes, each run route that is not a read covered */
+	for (i = 0; i < server_routes.n; i++) {
+		const char *tail = rt[i].pattern + sizeof(prefix) - 1;
+		if (strncmp(rt[i].pattern, prefix, sizeof(prefix) - 1) || (*tail && *tail != '/') ||
+		    !strcmp(rt[i].method, "GET"))
+			continue;
+		for (k = 0; k < nw; k++)
+			if (!strcmp(writes[k].method, rt[i].method) && !strncmp(writes[k].tail, tail, strlen(tail)) &&
+			    (writes[k].tail[strlen(tail)] == 0 || writes[k].tail[strlen(tail)] == '?'))
+				break;
+		ck_assert_msg(k < nw, "%s %s: no case for a run without artifacts", rt[i].method, rt[i].pattern);
+	}
+	for (k = 0; k < nw; k++) {
+		fresh_path(path, sizeof(path), writes[k].tail);
+		st = fresh_call(writes[k].method, path, writes[k].body, &j);
+		ck_assert_msg(st == writes[k].status, "%s %s: %ld, expected %ld", writes[k].method, path, st,
+			      writes[k].status);
+		if (st >= 400)
+			ck_assert_msg(tu_error_code(j) && strcmp(tu_error_code(j), "run_not_found"), "%s %s",
+				      writes[k].method, path);
+		json_decref(j);
+		done[k] = 1;
+		/* the upload ends the waiting */
+		if (!strcmp(writes[k].tail, "/artifacts?rank=0&name=t.json")) {
+			j = get("/api/v1/runs/fresh", 200);
+			run = json_object_get(j, "run");
+			ck_assert_int_eq(json_integer_value(json_object_get(run, "artifacts")), 1);
+			ck_assert(json_is_false(json_object_get(run, "waiting_for_capture")));
+			json_decref(j);
+		}
+	}
+	for (k = 0; k < nw; k++)
+		ck_assert(done[k]);
+	/* deleted: gone until a collector polls again */
+	json_decref(get("/api/v1/runs/fresh", 404));
+}
+END_TEST
+
 Suite *suite_api_contract(void)
 {
 	Suite *s = suite_create("api_contract");
@@ -503,6 +647,7 @@ Suite *suite_api_contract(void)
 	tcase_add_test(tc, test_trace_export_complete);
 	tcase_add_test(tc, test_trace_window_has_names_and_properties);
 	tcase_add_test(tc, test_trace_base_time);
+	tcase_add_test(tc, test_run_routes_without_artifacts);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,7 +5,8 @@
  * long poll's cap; expiry, and a rank that took a capture and went quiet
  * (TRAINSCOPE_CAPTURE_TTL=2); read tokens refused on every write; uploads
  * with ?capture=ID; a run's delete taking its captures; a restart
- * mid-capture; a stop during a long poll; the log lines.
+ * mid-capture; a stop during a long poll; the log lines; a collector's poll
+ * listing a run that has no upload yet.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <fcntl.h>
@@ -703,6 +704,59 @@ START_TEST(test_run_delete_takes_captures)
 }
 END_TEST
 
+/* 1 when the runs list holds run, waiting for its first capture */
+static int listed_waiting(const char *run)
+{
+	json_t *j = call("GET", "/api/v1/runs", NULL, 200), *e;
+	size_t i;
+	int found = 0;
+
+	json_array_foreach(json_object_get(j, "runs"), i, e)
+		found |= !strcmp(json_string_value(json_object_get(e, "name")), run) &&
+			 json_is_true(json_object_get(e, "waiting_for_capture"));
+	json_decref(j);
+	return found;
+}
+
+/*
+ * A collector's poll for a run the server does not have makes it (issue 52: in on-demand mode
+ * nothing is uploaded before the first capture): listed at once (the cached list moves),
+ * waiting, with when it polled, logged; a capture can be asked for it and taken. A second poll
+ * within 10 s writes nothing (the stamp stays).
+ */
+START_TEST(test_poll_lists_run)
+{
+	json_t *j, *p;
+	double at;
+	long long id;
+
+	json_decref(call("POST", "/api/v1/runs/first/captures", "{\"steps\": 1}", 404));
+	json_decref(call("GET", "/api/v1/runs/first/captures", NULL, 404));
+	ck_assert(!listed_waiting("first"));	/* and the list is cached now */
+	ck_assert_int_eq(next("first", 2, 0), 0);
+	ck_assert(listed_waiting("first"));
+	ck_assert(logged("run 'first' listed, waiting for its first capture", "rank 2's collector polled"));
+	j = call("GET", "/api/v1/runs/first/captures", NULL, 200);
+	p = json_object_get(j, "polled");
+	at = json_number_value(json_object_get(p, "at"));
+	ck_assert(at > 1.7e9);
+	ck_assert_int_ge(json_integer_value(json_object_get(p, "ago_s")), 0);
+	ck_assert_int_le(json_integer_value(json_object_get(p, "ago_s")), 5);
+	json_decref(j);
+	ck_assert_int_eq(next("first", 2, 0), 0);
+	j = call("GET", "/api/v1/runs/first/captures", NULL, 200);
+	ck_assert(json_number_value(json_object_get(json_object_get(j, "polled"), "at")) == at);
+	json_decref(j);
+	id = create("first", "{\"steps\": 2}");
+	ck_assert_int_eq(next("first", 2, 0), id);
+	/* a run with uploads that no collector polled for: polled null */
+	tu_upload_fixture(&srv, "plain", "traces/hta_alexnet.json.gz");
+	j = call("GET", "/api/v1/runs/plain/captures", NULL, 200);
+	ck_assert(json_is_null(json_object_get(j, "polled")));
+	json_decref(j);
+}
+END_TEST
+
 Suite *suite_captures(void)
 {
 	Suite *s = suite_create("captures");
@@ -720,6 +774,7 @@ Suite *suite_captures(void)
 	tcase_add_test(tc, test_tokens);
 	tcase_add_test(tc, test_upload_for_capture);
 	tcase_add_test(tc, test_run_delete_takes_captures);
+	tcase_add_test(tc, test_poll_lists_run);
 	tcase_add_test(tc, test_restart_mid_capture);
 	suite_add_tcase(s, tc);
 	return s;

@@ -584,6 +584,107 @@ START_TEST(test_capture_hostile_ids)
 }
 END_TEST
 
+/* ---- against the real server (server/h_captures.c) ---- */
+
+/* POST a capture of run with body; its id. */
+static long ask(const char *run, const char *body)
+{
+	struct tu_resp r;
+	char path[256];
+	json_t *j;
+	long id;
+
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/captures", run);
+	ck_assert_int_eq(tu_http(&cl_srv, "POST", path, body, strlen(body), "Content-Type: application/json", &r), 0);
+	ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
+	j = tu_json(&r);
+	id = (long)json_integer_value(json_object_get(json_object_get(j, "capture"), "id"));
+	json_decref(j);
+	tu_resp_free(&r);
+	return id;
+}
+
+/* GET path on the real server: its JSON (new reference), failing unless 200 */
+static json_t *get_json(const char *path)
+{
+	struct tu_resp r;
+	json_t *j;
+
+	ck_assert_int_eq(tu_http(&cl_srv, "GET", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "GET %s: %ld %s", path, r.status, r.body);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	return j;
+}
+
+/* Wait up to 10 s for run to be in the runs list, waiting for its first capture (its collector polled). */
+static void wait_listed(const char *run)
+{
+	long long end = mono_ms() + 10000;
+	int found = 0;
+
+	while (!found && mono_ms() < end) {
+		json_t *j = get_json("/api/v1/runs"), *e;
+		size_t i;
+		json_array_foreach(json_object_get(j, "runs"), i, e)
+			found |= !strcmp(json_string_value(json_object_get(e, "name")), run) &&
+				 json_is_true(json_object_get(e, "waiting_for_capture")) &&
+				 json_integer_value(json_object_get(e, "artifacts")) == 0;
+		json_decref(j);
+		if (!found)
+			cl_sleep_ms(50);
+	}
+	ck_assert_msg(found, "run '%s' never listed as waiting for its first capture", run);
+}
+
+/*
+ * A fresh job, no seed upload (issue 52's gap): run --captures with the fake
+ * training process against the real server. The collector's first poll lists
+ * the run, waiting for its first capture, with when it polled; a capture
+ * asked through the API is taken, its chunk lands in the run with it, the
+ * rank ends it done, and the run waits no more.
+ */
+START_TEST(test_capture_fresh_run)
+{
+	char *sh = train(), *spool = cl_path_in("spool"), *err, path[128];
+	const char *args[] = { "run", "--run", "fresh", "--captures", "--cupti", sh, "--spool", spool, "--", sh, cl_dir,
+			       "capture", "1", NULL };
+	json_t *j, *c, *rk, *run;
+	long id;
+	pid_t pid;
+	int rc;
+
+	pid = cl_spawn("run", args, NULL);
+	wait_listed("fresh");
+	j = get_json("/api/v1/runs/fresh/captures");
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "captures")), 0);
+	ck_assert(json_is_integer(json_object_get(json_object_get(j, "polled"), "ago_s")));
+	json_decref(j);
+	id = ask("fresh", "{\"steps\": 2, \"requested_by\": \"check\"}");
+	rc = cl_reap(pid);
+	err = cl_output("run", "err");
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	snprintf(path, sizeof(path), "/api/v1/captures/%ld", id);
+	j = get_json(path);
+	c = json_object_get(j, "capture");
+	ck_assert_msg(!strcmp(json_string_value(json_object_get(c, "state")), "done"), "%s", err);
+	rk = json_array_get(json_object_get(c, "by_rank"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(rk, "rank")), 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(rk, "artifacts")), 1);
+	json_decref(j);
+	j = get_json("/api/v1/runs/fresh");
+	run = json_object_get(j, "run");
+	ck_assert_int_eq(json_integer_value(json_object_get(run, "artifacts")), 1);
+	ck_assert(json_is_false(json_object_get(run, "waiting_for_capture")));
+	ck_assert_msg(strstr(json_string_value(json_object_get(json_array_get(json_object_get(j, "artifacts"), 0), "name")),
+			     "-c"), "the capture's chunk");
+	json_decref(j);
+	free(err);
+	free(spool);
+	free(sh);
+}
+END_TEST
+
 #ifdef CUPTI_HOST_BIN
 /*
  * The whole chain where the CUPTI library is built: run --captures with the
@@ -659,36 +760,16 @@ START_TEST(test_capture_collector_killed)
 }
 END_TEST
 
-/* ---- against the real server (server/h_captures.c) ---- */
-
-/* POST a capture of run with body; its id. */
-static long ask(const char *run, const char *body)
-{
-	struct tu_resp r;
-	char path[256];
-	json_t *j;
-	long id;
-
-	snprintf(path, sizeof(path), "/api/v1/runs/%s/captures", run);
-	ck_assert_int_eq(tu_http(&cl_srv, "POST", path, body, strlen(body), "Content-Type: application/json", &r), 0);
-	ck_assert_msg(r.status == 201, "%ld %s", r.status, r.body);
-	j = tu_json(&r);
-	id = (long)json_integer_value(json_object_get(json_object_get(j, "capture"), "id"));
-	json_decref(j);
-	tu_resp_free(&r);
-	return id;
-}
-
 /*
  * The three halves together: the real server, run --captures, the real
  * library in cupti_host (the fake libcupti). A rank's loop of 40 steps is
  * captured twice while it runs, 3 steps then 1 s; both windows end done on
- * the server, each with its artifacts. (The run needs an upload first: the
- * server takes no capture for a run it does not have.)
+ * the server, each with its artifacts. Nothing is uploaded first: the
+ * collector's poll lists the run.
  */
 START_TEST(test_capture_real_server_twice)
 {
-	char *spool = cl_path_in("spool"), *err, *trace = cl_trace_text("seed", 0), want[96];
+	char *spool = cl_path_in("spool"), *err, want[96];
 	const char *args[] = { "run", "--run", "live", "--captures", "--cupti", CUPTI_LIB, "--spool", spool, "--",
 			       CUPTI_HOST_BIN, CUPTI_LIB, FAKE_CUPTI, "sleep:1500", "steps:40:100", NULL };
 	json_t *caps, *c, *rk;
@@ -698,9 +779,8 @@ START_TEST(test_capture_real_server_twice)
 	pid_t pid;
 	int rc;
 
-	tu_upload(&cl_srv, "live", "seed.pt.trace.json", trace, strlen(trace));
 	pid = cl_spawn("run", args, NULL);
-	cl_sleep_ms(700);
+	wait_listed("live");
 	first = ask("live", "{\"steps\": 3, \"requested_by\": \"check\"}");
 	cl_sleep_ms(2500);
 	second = ask("live", "{\"seconds\": 1, \"activities\": [\"cuda\"]}");
@@ -722,7 +802,6 @@ START_TEST(test_capture_real_server_twice)
 	ck_assert_msg(strstr(err, want), "%s", err);
 	json_decref(caps);
 	tu_resp_free(&r);
-	free(trace);
 	free(err);
 	free(spool);
 }
@@ -748,12 +827,13 @@ Suite *suite_collect_capture(void)
 	tcase_add_test(tc, test_capture_collector_killed);
 #endif
 	suite_add_tcase(s, tc);
-#ifdef CUPTI_HOST_BIN
 	tc = tcase_create("server");
 	tcase_add_checked_fixture(tc, cl_start, cl_stop);
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_capture_fresh_run);
+#ifdef CUPTI_HOST_BIN
 	tcase_add_test(tc, test_capture_real_server_twice);
-	suite_add_tcase(s, tc);
 #endif
+	suite_add_tcase(s, tc);
 	return s;
 }

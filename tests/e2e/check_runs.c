@@ -474,6 +474,9 @@ static void db_ok(struct db *db, int rc, const char *what)
 	ck_assert_msg(rc == DB_OK, "%s: %s", what, db_errmsg(db));
 }
 
+/* Migration 021 undone: the runs' polled_ns gone */
+static const char undo_021[] = "ALTER TABLE runs DROP COLUMN polled_ns;";
+
 /*
  * Migration 020 undone: a rank's analysis rows keyed by its first ready trace artifact again
  * (step sources NULL where that artifact gave them), as servers before it stored them.
@@ -523,7 +526,7 @@ static const char undo_020[] =
 /*
  * Take the database at where back to the schema before migration 015 (016 adds step columns,
  * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by
- * rank), as a server before it left it: every series' points (read with the store's own cursor)
+ * rank, 021 a column of runs), as a server before it left it: every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
  * migrations make theirs. Returns the points moved.
@@ -573,16 +576,19 @@ static size_t downgrade_before_015(const char *where)
 	store_close(st);
 
 	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, 018,
-	 * a column of event blocks, 019, the captures' tables, and 020, the analysis rows keyed by rank) */
+	 * a column of event blocks, 019, the captures' tables, 020, the analysis rows keyed by rank, and
+	 * 021, the runs' polled_ns) */
 	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
 		;
-	ck_assert_int_eq(v015, store_nmigrations - 6);
+	ck_assert_int_eq(v015, store_nmigrations - 7);
 	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 3], "-- 018:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 4], "-- 019:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 5], "-- 020:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 6], "-- 021:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v015, undo_021), "migration 021 undone");
 	db_ok(db, db_migrate(db, v015, undo_020), "migration 020 undone");
 	db_ok(db, db_migrate(db, v015, "DROP TABLE capture_artifacts; DROP TABLE capture_ranks; DROP TABLE captures;"
 				     " ALTER TABLE event_blocks DROP COLUMN max_ts; DROP INDEX artifacts_by_rank;"
@@ -722,12 +728,13 @@ START_TEST(test_upgrade_keys_by_rank)
 	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM collectives"), 0);
 	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
 
-	/* back to 019, and "legacy"'s operators stored under both its traces, as before 005 */
+	/* back to 019 (021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
 	for (v020 = 0; v020 < store_nmigrations && strncmp(store_migrations[v020], "-- 020:", 7); v020++)
 		;
 	ck_assert_int_lt(v020, store_nmigrations);
 	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v020, undo_021), "migration 021 undone");
 	db_ok(db, db_migrate(db, v020, undo_020), "migration 020 undone");
 	db_ok(db, db_exec(db, "INSERT INTO op_stats SELECT a.id, o.device, o.name, o.calls, o.self_ns, o.total_ns"
 			  " FROM op_stats o JOIN artifacts a ON a.id<>o.artifact_id AND a.run_id=(SELECT run_id FROM"

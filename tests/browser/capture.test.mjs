@@ -2,7 +2,10 @@
 // the form posts a capture of the steps, ranks and activities asked for; the
 // list shows it pending, then follows it as collectors (this test, through the
 // API) take it and end their parts; on a server with a write token the form
-// asks for the token, keeps it, and the capture carries its prefix.
+// asks for the token, keeps it, and the capture carries its prefix. A run that
+// a collector polled for and that has no upload yet (issue 52) is listed as
+// waiting, and its page draws the capture control first, with when the
+// collector was seen, and the run's data once the capture's trace lands.
 //   node --test tests/browser/capture.test.mjs   (BUILD_DIR picks the build)
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -105,5 +108,45 @@ test('on a server with a write token, the form asks for it and keeps it', async 
 	} finally {
 		await srv.stop();
 		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+test('a run waiting for its first capture: listed, its page asks for one, and draws the trace', async () => {
+	const srv = await startServer();
+	try {
+		// a collector's poll (run --captures), nothing uploaded
+		assert.equal((await call(srv.base, 'GET', '/api/v1/runs/fresh/captures/next?rank=0')).status, 204);
+		const page = await newPage(browser);
+		await page.goto(srv.base + '/');
+		await page.waitForSelector('#app[data-ready]');
+		const row = await page.textContent('tr:has(a[href="/runs/fresh"])');
+		assert.match(row, /waiting for first capture/);
+		await page.click('a[href="/runs/fresh"]');
+		await page.waitForSelector('#app[data-ready]');
+		await page.waitForSelector('#card-waiting');
+		await page.waitForSelector('#card-capture #capture-list p');
+		assert.match(await page.textContent('#capture-seen'), /^Collector seen \d+ s ago\.$/);
+		assert.match(await page.textContent('#capture-list'), /No captures/);
+		await page.screenshot({ path: path.join(shots, 'run-waiting.png'), fullPage: true });
+		// the control comes before the (empty) artifacts
+		const order = await page.$$eval('#app > section, #app > div', (els) => els.map((e) => e.id).filter(Boolean));
+		assert.ok(order.indexOf('card-capture') < order.indexOf('card-artifacts'), order.join(' '));
+		await page.fill('#capture-steps', '3');
+		await page.click('#capture-go');
+		await page.waitForSelector('#captures tr[data-state=pending]');
+		const c = (await call(srv.base, 'GET', '/api/v1/runs/fresh/captures')).json.captures[0];
+		assert.equal(c.steps, 3);
+		// the collector takes it, its trace lands with the capture, the rank ends it
+		assert.equal((await call(srv.base, 'GET', '/api/v1/runs/fresh/captures/next?rank=0')).status, 200);
+		await upload(srv.base, 'fresh', 'traces/hta_alexnet.json.gz', `rank=0&capture=${c.id}`);
+		assert.equal((await call(srv.base, 'POST', `/api/v1/captures/${c.id}/ranks/0`, { state: 'done' })).status, 200);
+		// the page follows: the run's data drawn, no longer waiting, the capture done
+		await page.waitForSelector('#card-operators', { timeout: 15000 });
+		assert.equal(await page.$('#card-waiting'), null);
+		await page.waitForSelector(`#captures tr[data-id="${c.id}"][data-state=done]`, { timeout: 10000 });
+		await page.screenshot({ path: path.join(shots, 'run-first-capture.png'), fullPage: true });
+		assert.deepEqual(page.problems, []);
+	} finally {
+		await srv.stop();
 	}
 });

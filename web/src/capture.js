@@ -1,14 +1,16 @@
 // The run page's on-demand capture card (issue 52, docs/api.md "Captures"):
 // "Capture next N steps" of the ranks asked for, with the activities ticked,
 // and the run's captures with their states, read again every 2 s while any is
-// pending or running. The collectors that run with --captures take them
-// (docs/collector.md). The POST carries the token this browser keeps (api.js);
+// pending or running (every 10 s otherwise, while a collector polls for the
+// run), with when a collector last polled ("collector seen N s ago"). The
+// collectors that run with --captures take them (docs/collector.md). The POST carries the token this browser keeps (api.js);
 // a server that refuses it (401, or 403 for a read token) gets a write token
 // field here, kept like the read token once it is used.
 import { ApiError, api, apiPost, keepToken, runUrl } from './api.js';
 import { card, fmtDate, h } from './util.js';
 
 const REFRESH_MS = 2000;
+const SEEN_MS = 10000;	// how often "collector seen N s ago" is read again (the server stamps every 10 s)
 const ACTIVITIES = ['cpu', 'cuda', 'memory', 'stacks'];
 const LIVE_STATES = new Set(['pending', 'running']);
 
@@ -23,6 +25,7 @@ export function captureCard(run) {
 	clearTimeout(kept?.timer);
 	const list = h('div', { id: 'capture-list' });
 	const status = h('p', { class: 'small', id: 'capture-status', role: 'status' });
+	const seen = h('p', { class: 'muted small', id: 'capture-seen' });
 	const steps = h('input', { type: 'number', min: 1, max: 10000, value: 10, required: true, id: 'capture-steps',
 		'aria-label': 'steps to capture', class: 'num-input' });
 	const ranks = h('input', { type: 'text', value: 'all', id: 'capture-ranks', size: 10, 'aria-label': 'ranks',
@@ -36,7 +39,7 @@ export function captureCard(run) {
 		boxes.map((b) => h('label', { class: 'small' }, b, ' ', b.value)), ' ', button, ' ', tokenRow);
 	const el = card('On-demand capture',
 		h('p', { class: 'muted small', text: 'Profile the next steps of this run while it trains: the collectors started with --captures take the request, and the trace lands here as one more profiling cycle of each rank.' }),
-		form, status, list);
+		seen, form, status, list);
 	el.id = 'card-capture';
 	kept = { run, el, timer: null, refresh: () => refresh() };
 
@@ -74,20 +77,26 @@ export function captureCard(run) {
 
 	async function refresh() {
 		clearTimeout(kept?.timer);
-		let caps = [];
+		let caps = [], polled = null;
 		try {
-			caps = (await api(runUrl(run, '/captures'))).captures;
+			({ captures: caps, polled } = await api(runUrl(run, '/captures')));
 		} catch (err) {
 			list.replaceChildren(h('p', { class: 'bad small', text: err.message }));
 			return;
 		}
+		seen.textContent = polled ? `Collector seen ${fmtAgo(polled.ago_s)} ago.`
+			: 'No collector has polled for this run: start one with trainscope-collect run --captures (or watch --captures).';
+		seen.className = polled && polled.ago_s > 120 ? 'bad small' : 'muted small';
 		list.replaceChildren(caps.length ? captureTable(caps) : h('p', { class: 'muted small', text: 'No captures asked for yet.' }));
-		if (caps.some((c) => LIVE_STATES.has(c.state)) && document.body.contains(el))
-			kept.timer = setTimeout(refresh, REFRESH_MS);
+		if (document.body.contains(el) && (caps.some((c) => LIVE_STATES.has(c.state)) || polled))
+			kept.timer = setTimeout(refresh, caps.some((c) => LIVE_STATES.has(c.state)) ? REFRESH_MS : SEEN_MS);
 	}
 	refresh();
 	return el;
 }
+
+// 42 s, 3 min, 2 h
+const fmtAgo = (s) => (s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`);
 
 const chipClass = (state) => (state === 'done' ? 'chip ok' : state === 'failed' || state === 'expired' ? 'chip bad' : 'chip');
 

@@ -6,7 +6,9 @@
 // actions, top operators (from a trace or a key_averages table) and kernels, the
 // flame graph of folded stacks, ranks, the trace window (download or open in
 // Perfetto), the on-demand capture control (capture.js) and the artifacts. Each
-// card shows only when the rank has what it draws.
+// card shows only when the rank has what it draws. A run waiting for its first
+// capture (listed by a collector's poll, no upload yet) shows the capture control
+// first.
 import { api, apiBuffer, apiDelete, downloadLink, errorBox, follow, runUrl } from './api.js';
 import { captureCard } from './capture.js';
 import { distChart, memoryChart, memorySegments, memoryState, pathChart, stepChart } from './charts.js';
@@ -97,6 +99,10 @@ export async function runPage(app, run, following = false, first = null) {
 	app.replaceChildren(...[
 		h('div', { class: 'title' }, h('h1', { text: run }), ...meta, h('span', { class: 'spacer' }), rankPicker, deleteRun),
 		headline,
+		// listed by a collector's poll, nothing uploaded yet: the capture control first
+		info.run.waiting_for_capture && named('waiting', card('Waiting for its first capture', h('p', { class: 'muted small',
+			text: 'A collector started with --captures polls for this run, and nothing has been uploaded yet: ask for a capture below. Its trace lands here, and this page draws it.' }))),
+		info.run.waiting_for_capture && captureCard(run),
 		hasDiag && named('diagnosis', card('Diagnosis', diagBox)),
 		hasTrace && named('steps', card('Step time by component', h('p', { class: 'muted small', text: 'Every instant of a step counted once, in the first of kernel, memcpy, memset, communication, runtime, dataloader, cpu that is active then; idle otherwise. GPU work counts in the step that launched it.' }), stepsBox)),
 		hasTrace && named('whole-run', card('Whole run', h('p', { class: 'muted small', id: 'whole-run-note' }), wholeBox, cyclesBox)),
@@ -112,7 +118,7 @@ export async function runPage(app, run, following = false, first = null) {
 		ranks.ranks.length && named('ranks', card('Ranks', ranksTable(ranks, run))),
 		multi && named('distributed-card', card('Distributed', h('p', { class: 'muted small', text: 'All ranks side by side. Each bar is one rank\'s step: computation alone, computation with communication under it (overlap), communication no computation hides, idle, and the rest (copies, host work). Collectives are matched across ranks by process group and sequence number (else their order); the rank that launches last makes the others wait.' }), distBox)),
 		hasTrace && named('trace', card('Trace', traceBox)),
-		captureCard(run),
+		!info.run.waiting_for_capture && captureCard(run),
 		named('artifacts', card('Artifacts', artifactsTable(info.artifacts, run)))].filter(Boolean));
 
 	// the headline from what is known already, drawn again once the cards' data is read

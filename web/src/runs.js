@@ -26,7 +26,10 @@ export async function runsPage(app) {
 				fmt: (v, r) => h('input', { type: 'checkbox', 'aria-label': 'select ' + r.name, checked: selected.has(r.name),
 					onchange: (e) => { e.target.checked ? selected.add(r.name) : selected.delete(r.name); render(); } }) },
 			{ key: 'name', label: 'Run', fmt: (v, r) => h('span', null, h('a', { href: '/runs/' + encodeURIComponent(v), text: v }),
-				r.baseline ? h('span', { class: 'chip base', text: 'baseline' }) : null) },
+				r.baseline ? h('span', { class: 'chip base', text: 'baseline' }) : null,
+				// listed by a collector's poll (--captures), nothing uploaded yet
+				r.waiting_for_capture ? h('span', { class: 'chip pending', text: 'waiting for first capture',
+					title: 'a collector started with --captures polls for this run: open it to ask for a capture' }) : null) },
 			{ key: 'project', label: 'Project' },
 			{ key: 'tags', label: 'Tags', value: (r) => r.tags.join(' ') || null,
 				fmt: (v, r) => r.tags.map((tag) => h('span', { class: 'chip', text: tag })) },

@@ -288,8 +288,9 @@ int capture_init(struct capture *cap, const struct client *c, const struct captu
 		return -1;
 	}
 	cap->started = 1;
-	fprintf(stderr, "trainscope-collect: captures on: asking %s for run %s rank %d's (%s)\n", c->server, c->run,
-		c->rank, cap->backend ? cap->backend->name : cap->why_none);
+	/* the server lists the run from the first poll, upload or not: its page has the capture control */
+	fprintf(stderr, "trainscope-collect: captures on: asking %s for run %s rank %d's (%s); ask for one at %s/runs/%s\n",
+		c->server, c->run, c->rank, cap->backend ? cap->backend->name : cap->why_none, c->server, c->run);
 	return 0;
 }
 

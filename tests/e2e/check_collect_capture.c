@@ -12,7 +12,8 @@
  * away mid-capture; the backoff of the poll, while chunks still ship;
  * watch as the Kineto daemon for a fake PyTorch process; hostile ids. Where the CUPTI library is
  * built, the whole chain with it (cupti_host and the fake libcupti), and
- * the collector killed mid-window.
+ * the collector killed mid-window. Against the real server: a fresh job
+ * with no upload (its poll lists the run) captured through the API.
  */
 #define _GNU_SOURCE	/* asprintf */
 #include <arpa/inet.h>
@@ -362,7 +363,8 @@ START_TEST(test_capture_nothing_asked)
 	ck_assert_int_eq(count_logged("POST"), 0);
 	mode = text_in("mode");
 	ck_assert_str_eq(mode, "mode=ondemand\n");
-	ck_assert_msg(strstr(err, "captures on: asking"), "%s", err);
+	ck_assert_msg(strstr(err, "captures on: asking") && strstr(err, "; ask for one at http://127.0.0.1:") &&
+		      strstr(err, "/runs/r1\n"), "%s", err);
 	free(mode);
 	free(err);
 	free(spool);

@@ -812,6 +812,26 @@ async function main() {
 			await expect('POST', '/api/v1/runs/v100/captures', 400, 'error', '{"steps": 5, "seconds": 5}');
 		}
 	}
+	// a run a collector polled for, no upload yet: listed, waiting, its captures with when it polled; deleted
+	{
+		const poll = await request('GET', '/api/v1/runs/waiting/captures/next?rank=0');
+		check('captures/next for a run with no upload: 204, the run made', poll.status === 204, String(poll.status));
+		const r = await expect('GET', '/api/v1/runs/waiting', 200, 'run');
+		if (r)
+			check('a polled run without artifacts: waiting_for_capture', r.run.waiting_for_capture === true &&
+				r.run.artifacts === 0 && r.artifacts.length === 0, JSON.stringify(r.run));
+		const list = await expect('GET', '/api/v1/runs', 200, 'runs');
+		if (list)
+			check('the runs list holds it, the runs with uploads not waiting', list.runs.every((x) =>
+				x.waiting_for_capture === (x.name === 'waiting')) && list.runs.some((x) => x.name === 'waiting'));
+		const caps = await expect('GET', '/api/v1/runs/waiting/captures', 200, 'captures');
+		if (caps)
+			check('its captures: none, polled just now', caps.captures.length === 0 && caps.polled?.ago_s >= 0 &&
+				caps.polled.ago_s < 60, JSON.stringify(caps));
+		await expect('POST', '/api/v1/runs/waiting/captures', 201, 'capture', '{"steps": 2}');
+		await expect('DELETE', '/api/v1/runs/waiting', 200, 'deleted');
+		await expect('GET', '/api/v1/runs/waiting', 404, 'error');
+	}
 
 	// metrics, baselines and comparisons
 	{

@@ -722,7 +722,7 @@ static int listed_waiting(const char *run)
  * A collector's poll for a run the server does not have makes it (issue 52: in on-demand mode
  * nothing is uploaded before the first capture): listed at once (the cached list moves),
  * waiting, with when it polled, logged; a capture can be asked for it and taken. A second poll
- * within 10 s writes nothing (the stamp stays).
+ * within 10 s writes nothing (the stamp stays). Its last artifact deleted, the run stays.
  */
 START_TEST(test_poll_lists_run)
 {
@@ -749,6 +749,22 @@ START_TEST(test_poll_lists_run)
 	json_decref(j);
 	id = create("first", "{\"steps\": 2}");
 	ck_assert_int_eq(next("first", 2, 0), id);
+	/* its capture's trace lands (no longer waiting); that artifact deleted, the run stays, waiting again */
+	{
+		static const char trace[] = "[{\"ph\":\"X\",\"name\":\"ProfilerStep#1\",\"ts\":1,\"dur\":5}]";
+		char path[128];
+		long long art;
+		snprintf(path, sizeof(path), "/api/v1/runs/first/artifacts?rank=2&name=c.json&capture=%lld", id);
+		j = call("POST", path, trace, 201);
+		art = json_integer_value(json_object_get(json_object_get(j, "artifact"), "id"));
+		json_decref(j);
+		ck_assert(!listed_waiting("first"));
+		snprintf(path, sizeof(path), "/api/v1/runs/first/artifacts/%lld", art);
+		j = call("DELETE", path, NULL, 200);
+		ck_assert(json_is_false(json_object_get(j, "run_deleted")));
+		json_decref(j);
+		ck_assert(listed_waiting("first"));
+	}
 	/* a run with uploads that no collector polled for: polled null */
 	tu_upload_fixture(&srv, "plain", "traces/hta_alexnet.json.gz");
 	j = call("GET", "/api/v1/runs/plain/captures", NULL, 200);

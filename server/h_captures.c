@@ -397,9 +397,10 @@ int h_captures_list(struct request *req)
 			json_array_append_new(a, capture_json(&c[i]));
 	store_captures_free(c, n);
 	/* when a collector last polled (stamped every 10 s at most), and how long ago by this server's clock */
-	if (a && polled_ns)
-		polled = json_pack("{s:o, s:o}", "at", secs(polled_ns),
-				   "ago_s", json_integer((now - polled_ns) / 1000000000 > 0 ? (now - polled_ns) / 1000000000 : 0));
+	if (a && polled_ns) {
+		int64_t ago_s = (now - polled_ns) / 1000000000;
+		polled = json_pack("{s:o, s:I}", "at", secs(polled_ns), "ago_s", (json_int_t)(ago_s > 0 ? ago_s : 0));
+	}
 	return h_answer(req, a ? json_pack("{s:o, s:o}", "captures", a, "polled", polled ? polled : json_null()) : NULL,
 			r, &err, NULL, 0);
 }

@@ -722,7 +722,8 @@ static int listed_waiting(const char *run)
  * A collector's poll for a run the server does not have makes it (issue 52: in on-demand mode
  * nothing is uploaded before the first capture): listed at once (the cached list moves),
  * waiting, with when it polled, logged; a capture can be asked for it and taken. A second poll
- * within 10 s writes nothing (the stamp stays). Its last artifact deleted, the run stays.
+ * within 10 s writes nothing (the stamp stays). Its last artifact deleted, the run stays. A poll
+ * refused for its parameters makes no run.
  */
 START_TEST(test_poll_lists_run)
 {
@@ -733,6 +734,11 @@ START_TEST(test_poll_lists_run)
 	json_decref(call("POST", "/api/v1/runs/first/captures", "{\"steps\": 1}", 404));
 	json_decref(call("GET", "/api/v1/runs/first/captures", NULL, 404));
 	ck_assert(!listed_waiting("first"));	/* and the list is cached now */
+	/* a poll refused (no rank, a bad one, a wait out of range) makes nothing */
+	json_decref(call("GET", "/api/v1/runs/first/captures/next", NULL, 400));
+	json_decref(call("GET", "/api/v1/runs/first/captures/next?rank=65536", NULL, 400));
+	json_decref(call("GET", "/api/v1/runs/first/captures/next?rank=0&wait=31", NULL, 400));
+	json_decref(call("GET", "/api/v1/runs/first", NULL, 404));
 	ck_assert_int_eq(next("first", 2, 0), 0);
 	ck_assert(listed_waiting("first"));
 	ck_assert(logged("run 'first' listed, waiting for its first capture", "rank 2's collector polled"));

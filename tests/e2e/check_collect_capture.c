@@ -1,9 +1,9 @@
 /*
  * check_collect_capture.c: on-demand capture on the collector's side
  * (issue 52): trainscope-collect run --captures and watch --captures
- * against a fake server that speaks the capture contract (the server half
- * is built on its own branch): GET .../captures/next hands out one scripted
- * capture, artifacts and rank ends are recorded. The command is a fake
+ * against a fake server that speaks the capture contract (docs/api.md), so
+ * that the server's failures can be scripted: GET .../captures/next hands
+ * out one scripted capture, artifacts and rank ends are recorded. The command is a fake
  * training process playing the CUPTI library's side of the spool contract
  * (.capture in, -c<ID> chunks and .capture-<ID>.done out); --cupti names
  * the script itself, so that run takes the command as traced by the

@@ -7,8 +7,8 @@
  * the canary's (canary_detect), else a trace, as is '[' '{'; '[' '[' is
  * PyTorch's memory timeline export; but folded stacks may start with '[' or
  * '{' too (a root frame "[unknown]"): lines that are all "frames weight" are
- * stacks, and '[' or '{' followed by what cannot start JSON is a text
- * report's; anything else is one of the text reports (textfmt_detect) or
+ * stacks, and '[' or '{' followed by what starts none of those JSON forms is
+ * a text report's; anything else is one of the text reports (textfmt_detect) or
  * none of what is taken (415). Each row's detect asks its part of this.
  */
 #include <stdio.h>
@@ -41,13 +41,17 @@ static int sniff_text(struct fmt_sniff *s)
 	return s->text;
 }
 
-/* '[' or '{' followed by what cannot start JSON ("[unknown frame", "{draft}"): a text report's. */
+/*
+ * '[' or '{' followed by what starts none of the JSON taken ("[unknown frame", "{draft}", "[1] a
+ * numbered line", "[1, 2]"): a text report's, or none (415). A trace's top-level array holds
+ * event objects and a timeline's arrays, so '[' is JSON here only before '{', '[' or ']'.
+ */
 static int bracket_text(const struct fmt_sniff *s)
 {
 	const uint8_t *p = s->p, *end = s->p + s->n, *q = skip_ws(p + 1, end);
 
 	return (*p == '[' || *p == '{') && q < end &&
-	       !(*p == '[' ? strchr("{[]\"-0123456789", *q) != NULL : *q == '"' || *q == '}');
+	       !(*p == '[' ? strchr("{[]", *q) != NULL : *q == '"' || *q == '}');
 }
 
 /*

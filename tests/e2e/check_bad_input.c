@@ -297,7 +297,10 @@ START_TEST(test_wrong_types)
 		json_decref(j);
 	}
 	json_decref(expect("POST", UP("types"), "{\"traceEvents\":{}}", 18, NULL, 400, "invalid_trace"));
-	json_decref(expect("POST", UP("types"), "[1,2,3]", 7, NULL, 400, "invalid_trace"));
+	/* an array no trace or timeline starts so (their elements are objects, arrays): none of the kinds */
+	json_decref(expect("POST", UP("types"), "[1,2,3]", 7, NULL, 415, "unsupported_format"));
+	json_decref(expect("POST", UP("types"), "[1] Smith, J. (2024)\n", 21, NULL, 415, "unsupported_format"));
+	json_decref(expect("POST", UP("types"), "[{\"ph\":1}, 2]", 14, NULL, 400, "invalid_trace"));
 }
 END_TEST
 

@@ -585,6 +585,11 @@ static const struct sample {
 	{ "stacks", NULL, "main;train;step 12\nmain;load 3\n", 1, "stacks" },
 	{ "stacks from [unknown]", NULL, "[unknown];main;step 12\n[unknown];load 3\n", 1, "stacks" },
 	{ "plain text", NULL, "this is not JSON at all", 1, NULL },
+	/* '[' then what no trace or timeline holds first (their elements are objects or arrays) */
+	{ "a numbered line", NULL, "[1] Smith, J. (2024). Training at scale.\n", 1, NULL },
+	{ "an array of numbers", NULL, "[1, 2, 3]", 1, NULL },
+	{ "an array of strings", NULL, "[\"a\", \"b\"]", 1, NULL },
+	{ "an empty trace array", NULL, "[]", 1, "trace" },
 	{ "canary", "canary_baseline.json", NULL, 1, "canary_metrics" },
 	{ "lightning", "lightning_simple_pl2_generated.txt", NULL, 1, "lightning_report" },
 	{ "key_averages", "key_averages_memory.txt", NULL, 1, "key_averages" },

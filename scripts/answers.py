@@ -14,7 +14,9 @@ migrates it and answers from it without uploading anything:
 
 Uploads traces (one whole, one cut in three chunks, a 2-rank pair), a memory
 timeline export and a snapshot, the other profilers' files, then GETs every
-read endpoint with its query variants (rank, format=csv, limit, sort, points).
+read endpoint with its query variants (rank, format=csv, limit, sort, points);
+and pairs of runs for their compares alone (the H200 recordings ckpt_off and
+ckpt_on, healthy and dataloader; HTA's compare pair).
 The answers are kept as served, byte for byte, but for the upload times
 (created_ns), zeroed. Stdlib only.
 """
@@ -34,6 +36,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FX = os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
+GPU = os.path.join(ROOT, "tests", "fixtures", "gpu")
 
 UPLOADS = [  # run, rank, fixture
     ("whole", 0, "traces/hta_v100_train_memory.json.gz"),
@@ -51,6 +54,17 @@ UPLOADS = [  # run, rank, fixture
     ("export", 0, "memory/hta_memory_timeline.raw.json.gz"),
     ("export", 0, "traces/hta_v100_train_memory.json.gz"),
 ]
+# runs uploaded for their compares alone (no PER_RUN reads): run, path under FX or GPU (a folder: its traces,
+# train's ten profiling cycles the parts of one analysis)
+COMPARED = [("train", GPU, "train"), ("ckpt_off", GPU, "ckpt_off"), ("ckpt_on", GPU, "ckpt_on"), ("healthy", GPU, "healthy"),
+            ("dataloader", GPU, "dataloader"), ("hta_base", FX, "traces/hta_compare_base.json.gz"),
+            ("hta_test", FX, "traces/hta_compare_test.json.gz")]
+COMPARES = ["/api/v1/compare?base=ckpt_off&target=ckpt_on", "/api/v1/compare?base=ckpt_on&target=ckpt_off",
+            "/api/v1/compare?base=healthy&target=dataloader",
+            "/api/v1/compare?base=healthy&target=dataloader&limit=5&threshold_pct=1",
+            "/api/v1/compare?base=hta_base&target=hta_test", "/api/v1/compare?base=healthy&target=healthy",
+            "/api/v1/compare?base=pair&target=whole", "/api/v1/compare?base=pair&target=pair&rank=1",
+            "/api/v1/compare?base=whole&target=resnet", "/api/v1/compare?base=healthy&target=train"]
 # the memory reads' variants: windows, devices, a run whose parameters are said (param_bytes)
 EXTRA = ["/api/v1/runs/whole/memory?start_ns=1669783687000000000&end_ns=1669783688000000000&points=40",
          "/api/v1/runs/whole/memory?start_ns=1669783687000000000&end_ns=1669783688000000000&points=0",
@@ -115,6 +129,14 @@ def upload(base):
     assert st in (200, 201), (st, b)
     st, b = call(base, "PATCH", "/api/v1/runs/param", b'{"metadata": {"param_bytes": 40000000}}')
     assert st == 200, (st, b)
+    for run, top, f in COMPARED:
+        path = os.path.join(top, f)
+        files = [os.path.join(path, x) for x in sorted(os.listdir(path)) if x.endswith(".pt.trace.json.gz")] \
+            if os.path.isdir(path) else [path]
+        for p in files:
+            st, b = call(base, "POST", f"/api/v1/runs/{run}/artifacts?rank=0&name={os.path.basename(p)}",
+                         open(p, "rb").read())
+            assert st in (200, 201), (p, st, b)
 
 
 def main():
@@ -143,7 +165,7 @@ def main():
         runs = [r for r, _, _ in UPLOADS] + ["chunked", "param"]
         paths = ["/api/v1/runs", "/api/v1/runs/nope", "/api/v1/compare?base=whole&target=chunked",
                  "/api/v1/compare?base=fmt&target=adv", "/api/v1/runs/whole/artifacts/1"]
-        paths += [f"/api/v1/runs/{r}{p}" for r in dict.fromkeys(runs) for p in PER_RUN] + EXTRA
+        paths += [f"/api/v1/runs/{r}{p}" for r in dict.fromkeys(runs) for p in PER_RUN] + EXTRA + COMPARES
         for p in paths:
             st, b = call(base, "GET", p)
             name = re.sub(r"[^A-Za-z0-9._=-]+", "_", p.strip("/"))

@@ -89,6 +89,9 @@ void analysis_free(struct analysis *an)
 	tp_free(an->hcand);
 	for (int c = AN_COMM; c < AN_IDLE; c++)
 		runs_free(&an->hc[c]);
+	tp_free(an->si);
+	hmap_free(&an->simap);
+	tp_free(an->res.inside);
 	tp_free(an->syncn);
 	tp_free(an->syncns);
 	tp_free(an->csmax);
@@ -482,7 +485,7 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
 		struct grec g = {
 			.s = s, .e = s + dur, .kind = (uint8_t)kind, .comm = kind == AN_GPU_KERNEL && (nc & N_COMM),
 			.corr = (e->have & TH_CORR) ? e->corr : -1, .ext = (e->have & TH_EXT) ? e->ext_id : -1,
-			.ord = (uint32_t)an->ng,
+			.ord = (uint32_t)an->ng, .name = e->name,
 		};
 		int rc;
 		covers(an, e, s, dur, 0);

@@ -136,6 +136,21 @@ struct an_kernel {
 	double bps_sum, occ_sum;	/* sum of value * dur_ns */
 };
 
+/*
+ * Work inside the complete steps (compare's "in_steps"): an operator's calls
+ * that start inside its step's ProfilerStep#N span on the host and their
+ * self time (gpu 0, kind 0), or a GPU span's (gpu 1, kind: enum
+ * an_gpu_kind) calls that start inside a step's span and its time clipped to
+ * the steps' spans, summed over the complete steps that are not a whole
+ * trace. Computed per step as the passes go (inside.c), summed once the
+ * steps' completeness is known: at finish, and again at each merge of parts.
+ */
+struct an_inside {
+	uint32_t name;
+	uint8_t gpu, kind;
+	int64_t calls, ns;
+};
+
 struct an_result {
 	struct an_step *steps;
 	size_t nsteps;
@@ -152,6 +167,9 @@ struct an_result {
 	/* host self time per thread, threads numbered by their first host span */
 	int64_t *thread_self_ns;
 	size_t nthreads;
+	/* the operators and GPU spans inside the complete steps, by first appearance */
+	struct an_inside *inside;
+	size_t ninside;
 };
 
 /*

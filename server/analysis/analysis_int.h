@@ -72,6 +72,7 @@ struct link {			/* a host span a GPU span's External id names (link_ext()) */
 
 struct grec {			/* a GPU span: runs by correlation id, joined with the runtime calls' (struct gjoin) */
 	int64_t s, e, corr, ext;	/* -1 when absent */
+	uint32_t name;
 	uint32_t ord;		/* arrival: the sort's last tie-break */
 	uint8_t kind;		/* enum an_gpu_kind */
 	uint8_t comm;		/* a communication kernel */
@@ -196,6 +197,9 @@ struct analysis {
 	size_t mmnt, mmnk;
 	int mwent;		/* the merge's model went on from the parts before (1), or was made from all (0); -1: none */
 	struct an_result res;
+	struct an_stepitem *si;	/* the work inside each step (inside.c), to sum again at a merge */
+	size_t nsi, sicap;
+	struct hmap simap;	/* (step, gpu, kind, name) -> si[] while finishing */
 	size_t kcap, opcap;
 	int finishing;		/* analysis_finish() began: no more events, no fork */
 	/* parts (analysis_merge()) */
@@ -405,6 +409,7 @@ struct hunion {
  */
 struct row {			/* an operator table row, held until its parent says whether it is one */
 	int64_t self, total, gself, gtotal;
+	int64_t s;		/* the span's start */
 	uint32_t pos, name, thread;
 	uint8_t kind, ann;
 };
@@ -484,6 +489,22 @@ struct tables {
 	uint32_t nopt;		/* Optimizer.step#... spans met */
 	struct tp_errbuf *err;
 };
+
+/* ---- inside.c: the work inside each step (struct an_inside) ---- */
+
+struct an_stepitem {
+	int64_t step_start;	/* its step's start_ns */
+	struct an_inside v;
+};
+
+/* An operator row starting at t, its self time self, into its step's (the ProfilerStep#N span holding t); -1: out of memory. */
+int an_inside_op(struct analysis *an, uint32_t name, int64_t t, int64_t self);
+/* The GPU spans (an->gr) into the steps they start in and overlap; a tp_err. */
+int an_inside_gpu(struct analysis *an, struct tp_errbuf *err);
+/* an->res.inside from an->si over the complete steps of an->res.steps; -1: out of memory. */
+int an_inside_sum(struct analysis *an);
+/* o->si: a's (NULL: none) and b's; -1: out of memory. */
+int an_inside_combine(struct analysis *o, const struct analysis *a, const struct analysis *b);
 
 /* ---- inlined in every pass: the nesting stack (walk.c), string classes (classify.c) ---- */
 

@@ -282,7 +282,7 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 	rc = TP_ERR_NOMEM;
 	if (!(an->bwd = tp_calloc(an->threads.n + 1, 1)) || an_steps_prepare(an))
 		goto fail;
-	if ((rc = an_link_gpu(an, err)) || (rc = an_breakdown(an, err)))
+	if ((rc = an_link_gpu(an, err)) || (rc = an_breakdown(an, err)) || (rc = an_inside_gpu(an, err)))
 		goto fail;
 	/* done with: the GPU spans gave their time to the operators that launched them (an->gp) */
 	runs_free(&an->gr);
@@ -370,6 +370,10 @@ int analysis_finish(struct analysis *an, const struct an_result **out, struct tp
 			goto fail;
 		runs_free(&an->d);	/* the series replay from a file of their own */
 	}
+	rc = TP_ERR_NOMEM;
+	hmap_free(&an->simap);
+	if (an_inside_sum(an))
+		goto fail;
 	if (an->res.nsteps > 1)
 		qsort(an->res.steps, an->res.nsteps, sizeof(*an->res.steps), cmp_step);
 	rc = TP_OK;

@@ -407,7 +407,7 @@ static int combine(struct analysis *o, const struct analysis *a, const struct an
 	o->kmap = kmap;
 	o->res.kernels = kernels;
 	o->res.nkernels = o->kcap = b->res.nkernels;
-	return 0;
+	return an_inside_combine(o, a, b);
 }
 
 /* a new merge, empty, for parts like b */

@@ -44,7 +44,7 @@ static void emit(struct walk *w, const struct row *r)
 	struct analysis *an = t->an;
 
 	an->res.thread_self_ns[r->thread] = tp_sat_add(an->res.thread_self_ns[r->thread], r->self);
-	if (add_op(t, r->name, AN_DEV_CPU, r->self, r->total, 2 * (uint64_t)r->pos, r->thread) ||
+	if (an_inside_op(an, r->name, r->s, r->self) || add_op(t, r->name, AN_DEV_CPU, r->self, r->total, 2 * (uint64_t)r->pos, r->thread) ||
 	    (r->gtotal > 0 && r->kind != H_RUNTIME &&
 	     add_op(t, r->name, AN_DEV_GPU, r->gself, r->gtotal, 2 * (uint64_t)r->pos + 1, r->thread)))
 		w->nomem = 1;
@@ -79,7 +79,7 @@ void an_ops_pop(struct walk *w, struct frame *f, struct frame *p)
 		}
 	}
 	me = (struct row){ .self = f->self, .total = f->e - f->s, .gself = f->gself, .gtotal = f->gtotal,
-			   .pos = f->pos, .name = f->name, .thread = f->thread, .kind = f->kind, .ann = f->ann };
+			   .s = f->s, .pos = f->pos, .name = f->name, .thread = f->thread, .kind = f->kind, .ann = f->ann };
 	if (p)
 		p->gtotal = tp_sat_add(p->gtotal, f->gtotal);
 	if (p && f->kind != H_RUNTIME && ++p->kids == 1) {

@@ -70,7 +70,7 @@ int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_e
 	return TP_OK;
 }
 
-const char *const store_rank_analysis[] = { "steps", "op_stats", "kernel_stats", "collectives" };
+const char *const store_rank_analysis[] = { "steps", "op_stats", "kernel_stats", "collectives", "inside_steps" };
 
 int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, struct tp_errbuf *err)
 {

@@ -743,14 +743,23 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 	if ((src = store_ops_source(r, run, out->rank, err)) < 0)
 		return err->rc;
 	out->ops_source = store_ops_sources[src];
-	snprintf(sql, sizeof(sql), "SELECT name, SUM(calls), SUM(self_ns), 0 FROM %s GROUP BY name", store_ops_from[src]);
+	/* a trace's rank with complete steps: the work inside them (inside_steps, analysis/inside.c); else the whole tables */
+	out->in_steps = out->nsteps && !strcmp(out->ops_source, "trace");
+	if (out->in_steps)
+		snprintf(sql, sizeof(sql), "SELECT name, calls, ns, kind FROM inside_steps WHERE " RANK_ROWS " AND gpu=0");
+	else
+		snprintf(sql, sizeof(sql), "SELECT name, SUM(calls), SUM(self_ns), 0 FROM %s GROUP BY name",
+			 store_ops_from[src]);
 	if (!(st = store_prepare_rank(r, sql, run, out->rank, err)))
 		return TP_ERR_DB;
-	db_bind_int(st, 3, AN_DEV_CPU);
+	if (!out->in_steps)
+		db_bind_int(st, 3, AN_DEV_CPU);
 	if ((rc = load_items(r, st, &out->ops, &out->nops, err)))
 		return rc;
-	if (!(st = store_prepare_rank(r, "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE " RANK_ROWS
-			       " GROUP BY kind, name", run, out->rank, err)) ||
+	if (!(st = store_prepare_rank(r, out->in_steps ? "SELECT name, calls, ns, kind FROM inside_steps WHERE " RANK_ROWS
+					  " AND gpu=1"
+					: "SELECT name, SUM(calls), SUM(total_ns), kind FROM kernel_stats WHERE " RANK_ROWS
+					  " GROUP BY kind, name", run, out->rank, err)) ||
 	    (rc = load_items(r, st, &out->kernels, &out->nkernels, err)))
 		return rc ? rc : TP_ERR_DB;
 	if ((rc = compare_memory(r, run, out, err)))

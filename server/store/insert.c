@@ -144,6 +144,19 @@ static void bind_op(struct db_stmt *st, const struct store_final *f, const struc
 	db_bind_int(st, 7, f->rank);
 }
 
+static void bind_inside(struct db_stmt *st, const struct store_final *f, const struct rank_key *k, size_t i)
+{
+	const struct an_inside *v = &f->analysis->inside[i];
+
+	db_bind_int64(st, 1, k->run_id);
+	db_bind_int(st, 2, f->rank);
+	db_bind_int(st, 3, v->gpu);
+	db_bind_int(st, 4, v->kind);
+	db_bind_text(st, 5, f->str(f->str_payload, v->name), -1, DB_STATIC);
+	db_bind_int64(st, 6, v->calls);
+	db_bind_int64(st, 7, v->ns);
+}
+
 static void bind_kernel(struct db_stmt *st, const struct store_final *f, const struct rank_key *rk, size_t i)
 {
 	const struct an_kernel *k = &f->analysis->kernels[i];
@@ -693,6 +706,9 @@ int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_
 			      a->nsteps, bind_step, f, &k, err)))
 		return rc;
 	if ((rc = insert_colls(w, &k, f, same_colls, err)))
+		return rc;
+	if ((rc = insert_rows(w, "INSERT INTO inside_steps(run_id, rank, gpu, kind, name, calls, ns)"
+				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", a->ninside, bind_inside, f, &k, err)))
 		return rc;
 	if ((rc = insert_rows(w, "INSERT INTO op_stats(run_id, device, name, calls, self_ns, total_ns, rank)"
 				 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", a->nops, bind_op, f, &k, err)))

@@ -436,7 +436,8 @@ int store_metrics(struct store_reader *r, const char *run, const char *name, str
 int store_baseline_of(struct store_reader *r, const char *run, char out[129], struct tp_errbuf *err);
 /*
  * One run's figures for compare_runs() at rank (-1: its lowest rank with
- * data): step durations and breakdown, host operators, GPU kernels, the
+ * data): step durations and breakdown, host operators, GPU kernels (a
+ * trace's rank with complete steps: the work inside them, in_steps), the
  * memory peak of its first GPU with memory data (else cpu), the means of its
  * metrics. *out is released with compare_run_release, also on failure.
  * TP_ERR_NOTFOUND when there is no such run.

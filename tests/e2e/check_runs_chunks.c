@@ -300,6 +300,13 @@ static long long colls_sum(const struct tu_server *s)
 				   " FROM collectives");
 }
 
+/* The rows of inside_steps (compare's work inside the steps), every column, in a sum. */
+static long long inside_sum(const struct tu_server *s)
+{
+	return tu_db_scalar(s->db, "SELECT COUNT(*) + COALESCE(SUM((run_id * 7 + rank * 11 + gpu * 13 + kind * 17"
+				   " + length(name) * 31 + calls * 37 + ns % 1000003 * 41) % 1000000007), 0) FROM inside_steps");
+}
+
 /*
  * Profiling cycles in parts (pipeline/runrank.c): the ten cycles of the GPU fixtures' QLoRA
  * schedule (1 step in 10), uploaded in time order with a read after each, close a part each
@@ -346,6 +353,9 @@ START_TEST(test_cycles_in_parts)
 		upload_to(&whole, "shuffled", ents[shuffled[i]]->d_name, body[shuffled[i]], len[shuffled[i]], 0);
 	}
 	same_answers_via(&whole, &ru_srv, "shuffled");
+	/* compare's work inside the steps, summed over the parts' steps as over the whole's */
+	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM inside_steps"), 0);
+	ck_assert_int_eq(inside_sum(&ru_srv), inside_sum(&whole));
 
 	/* the first cycle again, 10 s on: its correlation ids are the first's */
 	size_t tlen, k;

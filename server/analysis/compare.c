@@ -46,7 +46,7 @@
  * Operators (host self time) and kernels (GPU time, with memcpy and memset)
  * are compared per step, so runs with different step counts compare
  * fairly: the work inside the complete steps (those the breakdown sums,
- * h_compare.c reads them) over their count, so that the kernels' times a
+ * analysis/inside.c derives them) over their count, so that the kernels' times a
  * step add up to the breakdown's kernel time a step ("in_steps": true;
  * "totals": every row summed). When either run has no steps, per trace, and "per_note" says why. A run
  * without a trace has its operators from its key_averages tables ("ops_source").

@@ -126,7 +126,7 @@ int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what);
 int store_exec(struct db *db, const char *sql, struct tp_errbuf *err);
 /* Delete the artifact's rows in every per-artifact table, except (keep_raw) its raw bytes: 0 or a tp_err. */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err);
-/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migrations 020, 021). */
+/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migrations 020, 022). */
 extern const char *const store_rank_analysis[5];
 /* Delete the rows of (run_id, rank) (rank < 0: of every rank of the run) in store_rank_analysis,
  * but the collectives before the colls_from-th: 0 or a tp_err. */

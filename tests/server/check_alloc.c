@@ -497,23 +497,30 @@ START_TEST(test_ingest_disk_full)
 }
 END_TEST
 
+/*
+ * A test case a test, so that ctest runs them side by side (a ctest test a case), all
+ * tagged slow: thousands of databases; scripts/valgrind.sh leaves them out
+ * (CK_EXCLUDE_TAGS=slow).
+ */
+static void add_case(Suite *s, TCase *tc, const TTest *test)
+{
+	tcase_set_tags(tc, "slow");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test);
+	suite_add_tcase(s, tc);
+}
+
 Suite *suite_alloc(void)
 {
 	Suite *s = suite_create("alloc");
-	TCase *tc = tcase_create("fail_n");
 
-	/* thousands of databases: scripts/valgrind.sh leaves it out (CK_EXCLUDE_TAGS=slow) */
-	tcase_set_tags(tc, "slow");
-
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_ingest_gzip);
-	tcase_add_test(tc, test_ingest_plain_with_memory_events);
-	tcase_add_test(tc, test_ingest_snapshot);
-	tcase_add_test(tc, test_failed_parse);
-	tcase_add_test(tc, test_reads);
-	tcase_add_test(tc, test_memory_reads);
-	tcase_add_test(tc, test_ingest_disk_full);
-	tcase_add_test(tc, test_settle);
-	suite_add_tcase(s, tc);
+	add_case(s, tcase_create("ingest_gzip"), test_ingest_gzip);
+	add_case(s, tcase_create("ingest_plain"), test_ingest_plain_with_memory_events);
+	add_case(s, tcase_create("ingest_snapshot"), test_ingest_snapshot);
+	add_case(s, tcase_create("failed_parse"), test_failed_parse);
+	add_case(s, tcase_create("reads"), test_reads);
+	add_case(s, tcase_create("memory_reads"), test_memory_reads);
+	add_case(s, tcase_create("disk_full"), test_ingest_disk_full);
+	add_case(s, tcase_create("settle"), test_settle);
 	return s;
 }

@@ -815,28 +815,31 @@ START_TEST(test_parts_model_made_again)
 }
 END_TEST
 
-static void add_spill_tests(TCase *tc)
+/* the test case TC, tagged slow, in S */
+static TCase *add_case(Suite *s, TCase *tc)
 {
-	tcase_add_test(tc, test_parts_merge_as_one);
-	tcase_add_test(tc, test_parts_model_made_again);
-	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
-	tcase_add_loop_test(tc, test_spilled_runs_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
-	tcase_add_loop_test(tc, test_forks_answer_alike, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
-	tcase_add_loop_test(tc, test_peak_kept_as_walked, 0, (int)(sizeof(spill_files) / sizeof(spill_files[0])));
-	tcase_add_test(tc, test_model_bytes);
-	tcase_add_test(tc, test_marks_go_on);
-	tcase_add_test(tc, test_spill_failure);
+	/* every fixture three times over: too slow for valgrind's pass (CK_EXCLUDE_TAGS=slow) */
+	tcase_set_timeout(tc, 300);
+	tcase_set_tags(tc, "slow");
+	suite_add_tcase(s, tc);
+	return tc;
 }
 
+/* the loops over every fixture in cases of their own, so that ctest runs them side by side */
 Suite *suite_analysis_spill(void)
 {
 	Suite *s = suite_create("analysis_spill");
-	/* every fixture three times over: too slow for valgrind's pass (CK_EXCLUDE_TAGS=slow) */
-	TCase *tc = tcase_create("spill");
+	const int nfiles = (int)(sizeof(spill_files) / sizeof(spill_files[0]));
+	TCase *tc = add_case(s, tcase_create("spill"));
 
-	tcase_set_timeout(tc, 300);
-	tcase_set_tags(tc, "slow");
-	add_spill_tests(tc);
-	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_parts_merge_as_one);
+	tcase_add_test(tc, test_parts_model_made_again);
+	tcase_add_loop_test(tc, test_spill_failure_each_file, 0, 2);
+	tcase_add_test(tc, test_model_bytes);
+	tcase_add_test(tc, test_marks_go_on);
+	tcase_add_test(tc, test_spill_failure);
+	tcase_add_loop_test(add_case(s, tcase_create("spilled_runs")), test_spilled_runs_answer_alike, 0, nfiles);
+	tcase_add_loop_test(add_case(s, tcase_create("forks")), test_forks_answer_alike, 0, nfiles);
+	tcase_add_loop_test(add_case(s, tcase_create("peaks")), test_peak_kept_as_walked, 0, nfiles);
 	return s;
 }

@@ -4,7 +4,10 @@
 # chromium, screenshots in $dir/browser/) in build/, then the end-to-end suite,
 # the schema walk and every answer again on PostgreSQL, then the Release build
 # the Dockerfile makes (in build-release/, its unit suite run); with
-# SANITIZE=1, in build-asan/ with AddressSanitizer and UBSan.
+# SANITIZE=1, in build-asan/ with AddressSanitizer and UBSan. ctest runs each Check
+# suite as a test of its own, nproc at a time (each serves on a port and works in a folder
+# of its own). Check's CK_EXCLUDE_TAGS, when set, applies to the pass in $dir: .ci/run
+# leaves the suites tagged slow to its SANITIZE=1 pass.
 set -eu
 cd "$(dirname "$0")/.."
 # what building and running need, and what only the tests use
@@ -17,7 +20,7 @@ cmake -S . -B "$dir" -DBUILD_TESTS=ON $opts >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 # no circle among server/ files (who calls whom, read from the objects' symbols)
 python3 scripts/cycles.py "$dir"
-ctest --test-dir "$dir" --output-on-failure
+ctest --test-dir "$dir" -j"$(nproc)" --output-on-failure
 # npm ci only when node_modules lacks this very lock (missing, or the lock changed)
 lock=tests/schema/package-lock.json
 cmp -s "$lock" tests/schema/node_modules/.installed-lock.json ||
@@ -34,7 +37,7 @@ if [ "${SANITIZE:-0}" != 1 ]; then
 	pg=$(mktemp -d)
 	trap 'scripts/pg.sh stop "$pg" 2>/dev/null || true; rm -rf "$pg"' EXIT
 	uri=$(scripts/pg.sh start "$pg")
-	TRAINSCOPE_TEST_PG=$pg CK_EXCLUDE_TAGS=sqlite ctest --test-dir "$dir" -R e2e --output-on-failure
+	TRAINSCOPE_TEST_PG=$pg CK_EXCLUDE_TAGS=sqlite ctest --test-dir "$dir" -R '^e2e\.' -j"$(nproc)" --output-on-failure
 	SCHEMA_DB=$uri node tests/schema/validate.mjs "$dir"
 	# answers.py wants an empty database: the schema walk's is dropped
 	"$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" -q -h "$pg" -U trainscope -d postgres \
@@ -51,6 +54,7 @@ fi
 if [ "${SANITIZE:-0}" != 1 ]; then
 	cmake -S . -B build-release -DBUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build-release -j"$(nproc)"
-	# (the allocation-failure loops, tagged slow, ran in build/ above and run under ASan in CI)
-	CK_EXCLUDE_TAGS=slow ctest --test-dir build-release -R unit --output-on-failure
+	# (the allocation-failure loops and the other suites tagged slow ran in build/ above, unless
+	# CK_EXCLUDE_TAGS left them out, and run under ASan in CI)
+	CK_EXCLUDE_TAGS=slow ctest --test-dir build-release -R '^unit\.' -j"$(nproc)" --output-on-failure
 fi

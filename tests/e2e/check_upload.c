@@ -1202,10 +1202,15 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_uploads_per_client_bounded);
 	if (tu_postgres())	/* several servers share a PostgreSQL database only */
 		tcase_add_test(tc, test_two_servers_kill_9_mid_upload);
-	if (tu_postgres()) {
-		tcase_add_test(tc, test_postgres_restart);
+	if (tu_postgres())
 		tcase_add_test(tc, test_two_servers_start_together);
-	}
+	suite_add_tcase(s, tc);
+	/* it stops the cluster every test shares: a case of its own, which ctest runs alone
+	 * (RUN_SERIAL, tests/CMakeLists.txt) */
+	tc = tcase_create("postgres_stop");
+	tcase_set_timeout(tc, 120);
+	if (tu_postgres())
+		tcase_add_test(tc, test_postgres_restart);
 	suite_add_tcase(s, tc);
 	return s;
 }

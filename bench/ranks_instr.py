@@ -41,8 +41,9 @@ def instr(pid, out, base, path):
     return total
 
 
-def one(server, n):
-    work = tempfile.mkdtemp(prefix="ranks_instr.")
+def start_counted(server, work):
+    """server (an absolute path) under callgrind, instrumentation off, nothing derived in the
+    background, its database in work: (process, base URL, the dump files' prefix)."""
     out = os.path.join(work, "callgrind.out")
     wrapper = os.path.join(work, "server.sh")
     with open(wrapper, "w") as f:
@@ -50,6 +51,12 @@ def one(server, n):
                 f"--callgrind-out-file={out} {server} \"$@\" --derive-quiet 0\n")
     os.chmod(wrapper, 0o755)
     srv, base = cb.start_server(wrapper, work)
+    return srv, base, out
+
+
+def one(server, n):
+    work = tempfile.mkdtemp(prefix="ranks_instr.")
+    srv, base, out = start_counted(server, work)
     try:
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             list(pool.map(lambda r: rb.upload(base, r, n), range(n)))

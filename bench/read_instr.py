@@ -47,13 +47,7 @@ def main():
     ap.add_argument("--read", action="append", default=[])
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="read_instr.")
-    out = os.path.join(work, "callgrind.out")
-    wrapper = os.path.join(work, "server.sh")
-    with open(wrapper, "w") as f:
-        f.write("#!/bin/sh\nexec valgrind -q --tool=callgrind --instr-atstart=no "
-                f"--callgrind-out-file={out} {os.path.abspath(a.server)} \"$@\" --derive-quiet 0\n")
-    os.chmod(wrapper, 0o755)
-    srv, base = cb.start_server(wrapper, work)
+    srv, base, out = ri.start_counted(os.path.abspath(a.server), work)
     try:
         for spec in a.upload:
             upload(base, spec)

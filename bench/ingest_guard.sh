@@ -5,21 +5,28 @@
 # server's memory for it grew.
 #
 # The file is the real V100 fixture (hta_v100_train_memory.json.gz, 53.7 MB
-# of JSON, 216,092 events), uploaded plain, each time as another run. Five
+# of JSON, 216,092 events), uploaded plain, each time as another run. Seven
 # pairs, one upload and one json.load each, the upload first in odd pairs and
-# second in even ones; the ratio is the median of the five pairs' ratios (a
-# busy machine slows both sides of a pair alike; one hiccup moves one pair).
-# The upload is timed from curl's start to the server's answer, which comes
-# once the artifact is ingested and committed.
+# second in even ones; the ratio that decides is the best upload over the best
+# json.load (noise only adds time: on a quiet machine json.load alone took
+# 0.85 to 1.32 s run to run, and the median of the pairs' ratios went from
+# 0.31 to 0.60 within one run; the best of seven each moved under 10 %). The
+# median of the pairs' ratios is printed too. The upload is timed from curl's
+# start to the server's answer, which comes once the artifact is ingested and
+# committed.
 #
 # The yardstick is /usr/bin/python3 (Debian's CPython): the first python3 on
 # PATH may be another build (pyenv's here is slower at json.load, which flattered
 # the ratio). TRAINSCOPE_PYTHON names another one.
 #
-# The limit is the last recorded ratio plus 10 %: the last line with "median
-# ratio" of the newest bench/results/ingest_guard-*.txt that has one (the
-# guard's own output, appended there by whoever measured it; record a new one
-# when the server gets faster, or this guard will not notice a slowdown back).
+# The limit is the top of the recorded band plus 10 %: the highest "best
+# ratio" among the lines of the newest bench/results/ingest_guard-*.txt that
+# has them (the guard's own output, appended there by whoever measured it,
+# several runs on a quiet machine: the same binary's best ratio moves by a
+# third from run to run on a 2-core VM, so one run is not a baseline; record
+# a new band when the server gets faster, or this guard will not notice a
+# slowdown back). A slowdown inside the machine's own noise is not seen here:
+# bench/read_instr.py counts instructions for that.
 #
 # Then a memory snapshot: 40 MiB made by bench/make_big_snapshot.py
 # --unique-frames (466,000 trace entries, each with its own frame list),
@@ -27,8 +34,9 @@
 # pickle.load of it: the snapshot must be read as it streams, not held.
 #
 # Usage:  bench/ingest_guard.sh [--max-ratio R] [--max-rss-mb M] [--max-snap-rss-mb S]
-#   --max-ratio R    fail when upload / json.load passes R (default: the last
-#                    recorded ratio x 1.10, see above; 0.6 when none is)
+#   --max-ratio R    fail when upload / json.load (the best of each) passes R
+#                    (default: the recorded band's top x 1.10, see above; 0.6
+#                    when none is recorded)
 #   --max-rss-mb M   fail when the server's peak RSS passes M MiB (default 160;
 #                    measured 47-48 on 2026-11-27)
 #   --max-snap-rss-mb S  fail when the server's peak RSS during the snapshot
@@ -60,13 +68,13 @@ BENCH=ingest_guard
 [ -r "$FIXTURE" ] || die "no fixture at $FIXTURE"
 [ -x "$PY" ] || die "no python at $PY (TRAINSCOPE_PYTHON names another)"
 if [ -z "$MAX_RATIO" ]; then
-	# the last recorded median ratio, plus 10 %
+	# the top of the recorded band of best ratios, plus 10 %
 	MAX_RATIO=$(python3 - "$HERE/results" <<'EOF'
 import glob, re, sys
 for f in sorted(glob.glob(sys.argv[1] + "/ingest_guard-*.txt"), reverse=True):
-    got = re.findall(r"^ingest_guard: V100 .*median ratio ([0-9.]+)", open(f).read(), re.M)
+    got = re.findall(r"^ingest_guard: V100 .*best ratio ([0-9.]+)", open(f).read(), re.M)
     if got:
-        print(f"{float(got[-1]) * 1.10:.3f}")
+        print(f"{max(float(x) for x in got) * 1.10:.3f}")
         break
 else:
     print("0.6")
@@ -111,7 +119,7 @@ pair() {	# $1: the pair's number; prints "upload_s json_load_s"
 	echo "$up $py"
 }
 PAIRS=
-for i in 1 2 3 4 5; do
+for i in 1 2 3 4 5 6 7; do
 	PAIRS="$PAIRS $(pair "$i")"
 done
 RSS_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$SPID/status")
@@ -139,12 +147,14 @@ import sys
 pairs = [float(x) for x in sys.argv[1].split()]
 ups, pys = pairs[0::2], pairs[1::2]
 rss_kb, max_ratio, max_rss, sup, spy, srss_kb, max_srss = (float(x) for x in sys.argv[2:9])
-ratio = statistics.median(u / p for u, p in zip(ups, pys))
-up, py, rss, srss = statistics.median(ups), statistics.median(pys), rss_kb / 1024, srss_kb / 1024
+med_ratio = statistics.median(u / p for u, p in zip(ups, pys))
+up, py, rss, srss = min(ups), min(pys), rss_kb / 1024, srss_kb / 1024
+ratio = up / py
 print(f"ingest_guard: V100 fixture 53.7 MB plain, {len(ups)} alternating pairs against {sys.argv[9]}: "
       f"upload {' '.join(f'{u:.3f}' for u in ups)} s, json.load {' '.join(f'{p:.3f}' for p in pys)} s")
-print(f"ingest_guard: V100 medians: upload {up:.3f} s, json.load {py:.3f} s, median ratio {ratio:.3f} "
-      f"(limit {max_ratio:g}); server peak RSS {rss:.0f} MiB (limit {max_rss:.0f})")
+print(f"ingest_guard: V100 best: upload {up:.3f} s, json.load {py:.3f} s, best ratio {ratio:.3f} "
+      f"(limit {max_ratio:g}; the pairs' median ratio {med_ratio:.3f}); server peak RSS {rss:.0f} MiB"
+      f" (limit {max_rss:.0f})")
 print(f"ingest_guard: 40 MiB snapshot, a frame list per entry: upload {sup:.3f} s, pickle.load {spy:.3f} s, "
       f"ratio {sup / spy:.3f} (limit 1); server peak RSS {srss:.0f} MiB (limit {max_srss:.0f})")
 bad = []

@@ -176,51 +176,15 @@ static int answer_one(struct request *req, int64_t id, unsigned status, const ch
 
 /* ---- request bodies (small JSON, read whole) ---- */
 
-struct body {
-	char *data;
-	size_t len;
-	int too_big;
-};
-
 int h_capture_body_begin(struct request *req)
 {
-	if (!(req->state = tp_calloc(1, sizeof(struct body))))
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	return 0;
-}
-
-int h_capture_body_data(struct request *req, const char *data, size_t len)
-{
-	struct body *b = req->state;
-	char *nd;
-
-	if (b->too_big || b->len + len > BODY_MAX) {
-		b->too_big = 1;
-		return 0;
-	}
-	if (!(nd = tp_realloc(b->data, b->len + len + 1)))
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	memcpy(nd + b->len, data, len);
-	b->data = nd;
-	b->len += len;
-	return 0;
-}
-
-void h_capture_body_cleanup(struct request *req, int completed)
-{
-	struct body *b = req->state;
-
-	(void)completed;
-	if (b)
-		tp_free(b->data);
-	tp_free(b);
-	req->state = NULL;
+	return h_body_begin(req, BODY_MAX);
 }
 
 /* The body as a JSON object (new reference), or NULL when answered 400/413. */
 static json_t *body_object(struct request *req)
 {
-	struct body *b = req->state;
+	struct h_body *b = req->state;
 	json_error_t jerr;
 	json_t *j;
 

@@ -1,12 +1,13 @@
 /*
  * h_common.c: what the handlers share, so that none calls another: query
- * arguments, a reader opened with its failure answered, an answer as JSON or
- * CSV. Handlers call this file and http.c; routes.c alone names handlers.
+ * arguments, small request bodies read whole, a reader opened with its
+ * failure answered, an answer as JSON or CSV. Handlers call this file and http.c; routes.c alone names handlers.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "answer.h"
 #include "handlers.h"
 #include "http.h"
@@ -80,4 +81,43 @@ int h_answer(struct request *req, json_t *body, struct store_reader *r, const st
 	if (!body)
 		return http_reply_fail(req, err->rc ? err->rc : TP_ERR_NOMEM, err, NULL);
 	return reply(req, body, member, csv);
+}
+
+int h_body_begin(struct request *req, size_t cap)
+{
+	struct h_body *b = tp_calloc(1, sizeof(*b));
+
+	if (!(req->state = b))
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	b->cap = cap;
+	return 0;
+}
+
+int h_body_data(struct request *req, const char *data, size_t len)
+{
+	struct h_body *b = req->state;
+	char *nd;
+
+	if (b->too_big || len > b->cap - b->len) {
+		b->too_big = 1;
+		return 0;
+	}
+	if (!(nd = tp_realloc(b->data, b->len + len + 1)))
+		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+	memcpy(nd + b->len, data, len);
+	b->data = nd;
+	b->len += len;
+	nd[b->len] = '\0';
+	return 0;
+}
+
+void h_body_cleanup(struct request *req, int completed)
+{
+	struct h_body *b = req->state;
+
+	(void)completed;
+	if (b)
+		tp_free(b->data);
+	tp_free(b);
+	req->state = NULL;
 }

@@ -99,42 +99,9 @@ int h_artifact_delete(struct request *req)
 #define PATCH_MAX_BODY (64 * 1024)
 #define METRICS_MAX_BODY (8 * 1024 * 1024)
 
-struct body {
-	char *data;
-	size_t len, cap;	/* cap: the most this route takes */
-	int too_big;
-};
-
-static int body_begin(struct request *req, size_t cap)
-{
-	struct body *b = tp_calloc(1, sizeof(struct body));
-
-	if (!(req->state = b))
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	b->cap = cap;
-	return 0;
-}
-
 int h_run_patch_begin(struct request *req)
 {
-	return body_begin(req, PATCH_MAX_BODY);
-}
-
-int h_run_patch_data(struct request *req, const char *data, size_t len)
-{
-	struct body *b = req->state;
-	char *nd;
-
-	if (b->too_big || b->len + len > b->cap) {
-		b->too_big = 1;
-		return 0;
-	}
-	if (!(nd = tp_realloc(b->data, b->len + len)))
-		return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
-	memcpy(nd + b->len, data, len);
-	b->data = nd;
-	b->len += len;
-	return 0;
+	return h_body_begin(req, PATCH_MAX_BODY);
 }
 
 /* NULL when the patch is acceptable, else what is wrong with it. */
@@ -172,7 +139,7 @@ static const char *patch_problem(json_t *patch)
 
 int h_run_patch_end(struct request *req)
 {
-	struct body *b = req->state;
+	struct h_body *b = req->state;
 	struct tp_errbuf err = { 0 };
 	struct store_writer *w;
 	json_error_t je;
@@ -202,22 +169,11 @@ int h_run_patch_end(struct request *req)
 	return answer(req, q_run, req->params[0], 0);
 }
 
-void h_run_patch_cleanup(struct request *req, int completed)
-{
-	struct body *b = req->state;
-
-	(void)completed;
-	if (b)
-		tp_free(b->data);
-	tp_free(b);
-	req->state = NULL;
-}
-
 /* ---- per-step metrics ---- */
 
 int h_run_metrics_begin(struct request *req)
 {
-	return body_begin(req, METRICS_MAX_BODY);
+	return h_body_begin(req, METRICS_MAX_BODY);
 }
 
 #define METRIC_NAME_MAX 128
@@ -249,7 +205,7 @@ static const char *metric_problem(json_t *line)
 
 int h_run_metrics_end(struct request *req)
 {
-	struct body *b = req->state;
+	struct h_body *b = req->state;
 	struct tp_errbuf err = { 0 };
 	struct store_writer *w;
 	struct store_metric *m = NULL;

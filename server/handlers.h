@@ -23,10 +23,8 @@ int h_schema_get(struct request *req);
 int h_runs_list(struct request *req);
 int h_run_get(struct request *req);
 int h_run_patch_begin(struct request *req);
-int h_run_patch_data(struct request *req, const char *data, size_t len);
 int h_run_patch_end(struct request *req);
-void h_run_patch_cleanup(struct request *req, int completed);
-/* POST /api/v1/runs/{run}/metrics: begin, then h_run_patch_data / h_run_patch_cleanup */
+/* POST /api/v1/runs/{run}/metrics: begin, then h_body_data / h_body_cleanup */
 int h_run_metrics_begin(struct request *req);
 int h_run_metrics_end(struct request *req);
 int h_run_metrics(struct request *req);
@@ -74,8 +72,6 @@ int h_artifact_raw(struct request *req);
 
 /* h_captures.c: on-demand captures; the two POSTs share the body reader (begin, data, cleanup) */
 int h_capture_body_begin(struct request *req);
-int h_capture_body_data(struct request *req, const char *data, size_t len);
-void h_capture_body_cleanup(struct request *req, int completed);
 int h_capture_create_end(struct request *req);
 int h_captures_list(struct request *req);
 int h_capture_next(struct request *req);
@@ -94,5 +90,19 @@ int h_valid_device(const char *d);
 /* An integer query argument in [lo, hi], or def when absent. -1 on a bad value (answered). */
 int h_arg_int(struct request *req, const char *name, long long lo, long long hi, long long def,
 	      long long *out);
+/*
+ * A small request body read whole into req->state (struct h_body): h_body_begin with the most
+ * the route takes (answers 503 when out of memory), h_body_data as a route's data callback (past
+ * cap the rest is dropped and too_big set: the end answers 413), h_body_cleanup as its cleanup.
+ * data is NUL-terminated (NULL when nothing came).
+ */
+struct h_body {
+	char *data;
+	size_t len, cap;
+	int too_big;
+};
+int h_body_begin(struct request *req, size_t cap);
+int h_body_data(struct request *req, const char *data, size_t len);
+void h_body_cleanup(struct request *req, int completed);
 
 #endif

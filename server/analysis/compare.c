@@ -785,6 +785,8 @@ static json_t *sites_json(const struct compare_run *a, const struct compare_run 
 	memset(top, 0, sizeof(*top));
 	if (!list || (n && !d))
 		return tp_free(d), json_decref(list), NULL;
+	if (!n)
+		return list;	/* neither peak records what allocated (qsort takes no NULL, even of 0) */
 	for (i = 0; i < n; i++) {
 		const struct compare_item *it = i < a->nsites ? &a->sites[i] : &b->sites[i - a->nsites];
 		d[i] = (struct site_delta){ .name = it->name, .cat = it->kind };

@@ -50,7 +50,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 SERVER=${TRAINSCOPE_SERVER:-$ROOT/build-release/trainscope-server}
-FIXTURE=$ROOT/../shared/fixtures/traces/hta_v100_train_memory.json.gz
+FIXTURE=$("$ROOT/scripts/fixtures.sh")/traces/hta_v100_train_memory.json.gz
 PY=${TRAINSCOPE_PYTHON:-/usr/bin/python3}
 MAX_RATIO='' MAX_RSS_MB=160 MAX_SNAP_RSS_MB=80
 while [ $# -gt 0 ]; do

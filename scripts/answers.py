@@ -35,7 +35,7 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FX = os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
+FX = os.environ.get("FIXTURES_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
 GPU = os.path.join(ROOT, "tests", "fixtures", "gpu")
 
 UPLOADS = [  # run, rank, fixture

@@ -14,9 +14,12 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh --test
 # the layers of server/ include only what they may (store/ alone speaks SQL; parsers and analysis no HTTP)
 scripts/layers.sh
+# the fixtures (shared/fixtures, not in the repository) for cmake, the schema walk, the pages, answers.py
+FIXTURES_DIR=$(scripts/fixtures.sh)
+export FIXTURES_DIR
 if [ "${SANITIZE:-0}" = 1 ]; then dir=build-asan; opts="-DSANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"; else dir=build; opts=""; fi
 # shellcheck disable=SC2086
-cmake -S . -B "$dir" -DBUILD_TESTS=ON $opts >/dev/null
+cmake -S . -B "$dir" -DBUILD_TESTS=ON -DFIXTURES_DIR="$FIXTURES_DIR" $opts >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 # no circle among server/ files (who calls whom, read from the objects' symbols)
 python3 scripts/cycles.py "$dir"
@@ -52,7 +55,7 @@ if [ "${SANITIZE:-0}" != 1 ]; then
 fi
 # the Release configuration users build (the Dockerfile's): -O3 finds warnings -O2 does not
 if [ "${SANITIZE:-0}" != 1 ]; then
-	cmake -S . -B build-release -DBUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake -S . -B build-release -DBUILD_TESTS=ON -DFIXTURES_DIR="$FIXTURES_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build-release -j"$(nproc)"
 	# (the allocation-failure loops and the other suites tagged slow ran in build/ above, unless
 	# CK_EXCLUDE_TAGS left them out, and run under ASan in CI)

@@ -256,7 +256,7 @@ static void write_chunk(struct qbuf *q, int n)
 	cupti_out_release(&chunk);
 }
 
-/* Writes what is queued as one chunk (the worker's, g.mu not held). */
+/* Writes what is queued as one chunk (on the worker's thread, g.mu not held). */
 static void write_queued(void)
 {
 	struct qbuf q[MAX_BUFFERS];
@@ -414,8 +414,7 @@ static void ondemand_tick(int stop)
 
 static void *worker(void *arg)
 {
-	struct qbuf q[MAX_BUFFERS];
-	int n, stop;
+	int stop;
 
 	/* what top -H and perf show for the thread the library adds to the program */
 	pthread_setname_np(pthread_self(), "ts-cupti");
@@ -444,19 +443,12 @@ static void *worker(void *arg)
 			cuptiActivityFlushAll(stop ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 			pthread_mutex_lock(&g.mu);
 		}
-		n = g.nq;
-		memcpy(q, g.q, (size_t)n * sizeof(q[0]));
-		g.nq = 0;
 		pthread_mutex_unlock(&g.mu);
-		if (n)
-			write_chunk(q, n);
-		pthread_mutex_lock(&g.mu);
-		g.outstanding -= n;
+		write_queued();
 		if (stop)
-			break;
+			return NULL;
+		pthread_mutex_lock(&g.mu);
 	}
-	pthread_mutex_unlock(&g.mu);
-	return NULL;
 }
 
 static void at_exit(void)

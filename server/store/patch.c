@@ -37,13 +37,16 @@ static json_t *merge_patch(json_t *target, json_t *patch)
 static int writer_run(struct store_writer *w, const char *run, int64_t *id, json_t **meta, struct tp_errbuf *err)
 {
 	struct db_stmt *st;
-	int rc = TP_OK;
+	int rc = TP_OK, step;
 
 	if (db_prepare(w->db, "SELECT id, metadata FROM runs WHERE name=?1", 0, &st) != DB_OK)
 		return store_db_fail(err, w->db, "prepare");
 	store_bind_text(st, 1, run);
-	if (db_step(st) != DB_ROW) {
+	if ((step = db_step(st)) == DB_DONE) {
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "run_not_found", "no run named '%s'", run);
+	} else if (step != DB_ROW) {
+		/* the database's failure, not the caller's: a 500, not a 404 */
+		rc = store_db_fail(err, w->db, "read run");
 	} else {
 		*id = db_column_int64(st, 0);
 		if (meta)

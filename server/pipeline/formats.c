@@ -21,6 +21,11 @@
 #include "ingest/textfmt.h"
 #include "ingest/timeline.h"
 #include "pipeline/formats.h"
+#include "store/fmt_canary.h"
+#include "store/fmt_gpulog.h"
+#include "store/fmt_keyavg.h"
+#include "store/fmt_lightning.h"
+#include "store/fmt_stacks.h"
 
 _Static_assert(FMT_SNIFF == TF_SNIFF, "detection gives textfmt_detect the bytes it may ask for");
 

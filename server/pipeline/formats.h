@@ -52,7 +52,7 @@ struct format {
 	/* after a good finish: what f stores of the result (events, mem/nmem, result); NULL: nothing */
 	void (*result)(void *ps, struct store_final *f);
 	void (*free)(void *ps);
-	store_fmt_fn store;		/* the format's own rows of f->result (store.h); NULL: none */
+	store_fmt_fn store;		/* the format's own rows of f->result (store/fmt_*.h); NULL: none */
 	int events;			/* its parser is the trace's, sending events to o->sink: ingest.c
 					 * analyses and stores them, and reads the trace's metadata */
 };

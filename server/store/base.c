@@ -3,6 +3,7 @@
  * them: a database failure made an error, a statement run, a text bound,
  * an artifact's rows deleted, and a rank's analysis rows.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,30 @@ void store_bind_text(struct db_stmt *st, int col, const char *s)
 		db_bind_text(st, col, s, -1, DB_TRANSIENT);
 	else
 		db_bind_null(st, col);
+}
+
+void store_bind_opt(struct db_stmt *st, int col, int64_t v)
+{
+	if (v < 0)
+		db_bind_null(st, col);
+	else
+		db_bind_int64(st, col, v);
+}
+
+void store_bind_real(struct db_stmt *st, int col, double v)
+{
+	if (isnan(v))
+		db_bind_null(st, col);
+	else
+		db_bind_double(st, col, v);
+}
+
+int store_step_reset(struct db *db, struct db_stmt *st, struct tp_errbuf *err)
+{
+	int r = db_step(st);
+
+	db_reset(st);
+	return r == DB_DONE ? TP_OK : store_db_fail(err, db, "insert rows");
 }
 
 /* Rows of every per-artifact table, except (keep_raw) the raw bytes. */

@@ -95,8 +95,8 @@ struct store_final;
 
 /*
  * A format's own rows: f->result (its parser's result) under artifact, in the writer's open
- * transaction; 0 or a tp_err. One per format that has rows of its own (pipeline/formats.c's
- * table names it), below store_artifact_fail.
+ * transaction; 0 or a tp_err. One per format that has rows of its own, in its own file
+ * store/fmt_*.c with its header (pipeline/formats.c's table names it).
  */
 typedef int (*store_fmt_fn)(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			    struct tp_errbuf *err);
@@ -173,18 +173,6 @@ int store_artifact_fail(struct store_writer *w, int64_t artifact, const struct s
 			int64_t *existing_out, struct tp_errbuf *err);
 /* Remove the artifact entirely (the upload was refused), and its run if now empty. */
 int store_artifact_drop(struct store_writer *w, int64_t artifact);
-
-/* The formats' own rows (store_fmt_fn), of f->result: */
-int store_insert_lightning(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			   struct tp_errbuf *err);	/* textfmt.h's tf_result: actions, cProfile rows */
-int store_insert_keyavg(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			struct tp_errbuf *err);		/* tf_result: a key_averages table and its footers */
-int store_insert_stacks(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			struct tp_errbuf *err);		/* tf_result: folded stacks' frames */
-int store_insert_gpulog(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			struct tp_errbuf *err);		/* tf_result: an nvidia-smi log's numeric cells */
-int store_insert_canary(struct store_writer *w, int64_t artifact, const struct store_final *f,
-			struct tp_errbuf *err);		/* canary.h's canary_metrics and top ops */
 
 /*
  * Apply a validated patch to an existing run, in one transaction: "project"

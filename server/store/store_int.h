@@ -12,7 +12,10 @@
  *   store.c    opening, health, counts, closing
  *   writer.c   the writer, its nesting transactions, batches, an artifact's
  *              begin, commit, failure and drop
- *   insert.c   the derived rows of a finished upload, one insert_* per kind
+ *   insert.c   the derived rows of a finished upload: a trace's analysis, memory
+ *              series, and the format's own rows through its store function
+ *   fmt_*.c    a format's own rows (fmt_lightning.c, fmt_keyavg.c, fmt_stacks.c,
+ *              fmt_gpulog.c, fmt_canary.c), each with its header for formats.c
  *   patch.c    PATCH of a run, delete, a rank's tables replaced, metrics
  *   reader.c   the reader, the generation, the row reader, run and rank lookups,
  *              what a diagnosis input lent freed
@@ -138,6 +141,12 @@ extern const char store_empty_runs_sql[];
 
 /* Bind text (copied) or NULL. */
 void store_bind_text(struct db_stmt *st, int col, const char *s);
+/* Bind v, or NULL when v < 0 (a count or time the file does not give). */
+void store_bind_opt(struct db_stmt *st, int col, int64_t v);
+/* Bind v, or NULL when v is NaN. */
+void store_bind_real(struct db_stmt *st, int col, double v);
+/* Run st (its binds done) to DONE and reset it: 0, or store_db_fail's error ("insert rows"). */
+int store_step_reset(struct db *db, struct db_stmt *st, struct tp_errbuf *err);
 
 /* ---- schema.c ---- */
 

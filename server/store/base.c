@@ -59,13 +59,41 @@ int store_step_reset(struct db *db, struct db_stmt *st, struct tp_errbuf *err)
 	return r == DB_DONE ? TP_OK : store_db_fail(err, db, "insert rows");
 }
 
-/* Rows of every per-artifact table, except (keep_raw) the raw bytes. */
+/* DELETE the artifact's rows of table, keyed by artifact_id. */
+static int delete_by_id(struct db *db, const char *table, int64_t artifact, struct tp_errbuf *err)
+{
+	struct db_stmt *st;
+	char sql[128];
+	int r;
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", table);
+	if (db_prepare(db, sql, 0, &st) != DB_OK)
+		return store_db_fail(err, db, "prepare delete");
+	db_bind_int64(st, 1, artifact);
+	r = db_step(st);
+	db_finalize(st);
+	return r == DB_DONE ? TP_OK : store_db_fail(err, db, "delete rows");
+}
+
+/* A table name as format_tables may hold one: [a-z0-9_], 1 to 63 of them. */
+static int table_name(const char *s)
+{
+	size_t n = s ? strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") : 0;
+
+	return n && n < 64 && !s[n];
+}
+
+/*
+ * Rows of every per-artifact table, except (keep_raw) the raw bytes: those keyed by the
+ * artifact's row keys, the memory series', and the tables format_tables lists.
+ */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err)
 {
 	static const char *const tables[] = { "event_blocks", "strings", "raw_chunks" };
 	struct db_stmt *st;
 	char sql[128];
 	size_t i;
+	int r = DB_DONE, rc = TP_OK;
 
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]) - (keep_raw ? 1 : 0); i++) {
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key BETWEEN ?1 AND ?2", tables[i]);
@@ -73,26 +101,30 @@ int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_e
 			return store_db_fail(err, db, "prepare delete");
 		db_bind_int64(st, 1, artifact << 32);
 		db_bind_int64(st, 2, (artifact << 32) | 0xffffffffLL);
-		int r = db_step(st);
+		r = db_step(st);
 		db_finalize(st);
 		if (r != DB_DONE)
 			return store_db_fail(err, db, "delete rows");
 	}
+	/* the memory series' tables, which several formats fill */
 	static const char *const by_id[] = { "memory_series", "memory_point_blocks",
-					     "memory_groups", "memory_segments", "memory_blocks",
-					     "lightning_actions", "lightning_functions", "stack_frames", "gpu_samples", "keyavg_ops", "keyavg_tables",
-					     "canary_metrics", "canary_ops" };
-	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++) {
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id=?1", by_id[i]);
-		if (db_prepare(db, sql, 0, &st) != DB_OK)
-			return store_db_fail(err, db, "prepare delete");
-		db_bind_int64(st, 1, artifact);
-		int r = db_step(st);
-		db_finalize(st);
-		if (r != DB_DONE)
-			return store_db_fail(err, db, "delete rows");
+					     "memory_groups", "memory_segments", "memory_blocks" };
+	for (i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++)
+		if ((rc = delete_by_id(db, by_id[i], artifact, err)))
+			return rc;
+	/* each format's own tables, as the migrations that made them listed them (format_tables) */
+	if (db_prepare(db, "SELECT name FROM format_tables ORDER BY name", 0, &st) != DB_OK)
+		return store_db_fail(err, db, "prepare delete");
+	while (!rc && (r = db_step(st)) == DB_ROW) {
+		const char *name = (const char *)db_column_text(st, 0);
+		rc = table_name(name) ? delete_by_id(db, name, artifact, err)
+				      : tp_fail(err, TP_ERR_DB, "database_error", "format_tables: no table name: %.64s",
+						name ? name : "NULL");
 	}
-	return TP_OK;
+	if (!rc && r != DB_DONE)
+		rc = store_db_fail(err, db, "read format_tables");
+	db_finalize(st);
+	return rc;
 }
 
 const char *const store_rank_analysis[] = { "steps", "op_stats", "kernel_stats", "collectives", "inside_steps" };

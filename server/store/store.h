@@ -96,7 +96,8 @@ struct store_final;
 /*
  * A format's own rows: f->result (its parser's result) under artifact, in the writer's open
  * transaction; 0 or a tp_err. One per format that has rows of its own, in its own file
- * store/fmt_*.c with its header (pipeline/formats.c's table names it).
+ * store/fmt_*.c with its header (pipeline/formats.c's table names it); its tables are listed
+ * in format_tables by its migration, so that deleting an artifact deletes their rows.
  */
 typedef int (*store_fmt_fn)(struct store_writer *w, int64_t artifact, const struct store_final *f,
 			    struct tp_errbuf *err);

@@ -127,7 +127,9 @@ struct store_reader {
 int store_db_fail(struct tp_errbuf *err, struct db *db, const char *what);
 /* Run sql on db: 0, or store_db_fail's error. */
 int store_exec(struct db *db, const char *sql, struct tp_errbuf *err);
-/* Delete the artifact's rows in every per-artifact table, except (keep_raw) its raw bytes: 0 or a tp_err. */
+/* Delete the artifact's rows in every per-artifact table, except (keep_raw) its raw bytes: those
+ * keyed by its row keys, the memory series', and each table format_tables lists (the tables a
+ * format keeps its own rows in, listed by the migration that makes them): 0 or a tp_err. */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err);
 /* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migrations 020, 022). */
 extern const char *const store_rank_analysis[5];

@@ -1232,6 +1232,87 @@ START_TEST(test_collect_trace_rank)
 }
 END_TEST
 
+/* The tables formats keep their own rows in, as migration 023 lists them in format_tables. */
+static const char *const own_tables[] = { "lightning_actions", "lightning_functions", "keyavg_ops", "keyavg_tables",
+					  "stack_frames", "gpu_samples", "canary_metrics", "canary_ops" };
+#define NOWN (sizeof(own_tables) / sizeof(own_tables[0]))
+
+/* Rows of table under the artifacts from lo to hi. */
+static long long own_rows(const char *table, json_int_t lo, json_int_t hi)
+{
+	char sql[160];
+
+	snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s WHERE artifact_id BETWEEN %lld AND %lld", table, (long long)lo,
+		 (long long)hi);
+	return tu_db_scalar(srv.db, sql);
+}
+
+/*
+ * Deleting an artifact, and a run, deletes the rows each format keeps in its own tables: one
+ * upload per format that has some, each table holding rows of them before, none after. The
+ * tables are the ones format_tables lists, every one of them, and every table keyed by
+ * artifact_id is listed there but the memory series' (which several formats fill) and a
+ * capture's record of the artifacts it made (the run's delete takes it).
+ */
+START_TEST(test_delete_takes_own_rows)
+{
+	static const char *const files[] = { "lightning_advanced_pl1.4_doc_robustness.txt", "key_averages_cuda_kernelheim.txt",
+					     "export_stacks_gpt2_profile.txt", "nvidia_smi_noheader_plato.csv",
+					     "canary_metrics_example_SYNTHETIC.json" };
+	json_int_t id[5];
+	char path[128], in[512];
+	struct tu_resp r;
+	size_t i, len;
+
+	for (i = 0; i < 5; i++) {
+		uint8_t *d = sample(files[i], &len);
+		json_t *j;
+		ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/gone/artifacts?name=upload.bin", d, len, NULL, &r), 0);
+		ck_assert_msg(r.status == 201, "%s: %ld: %.300s", files[i], r.status, r.body);
+		j = tu_json(&r);
+		tu_resp_free(&r);
+		id[i] = json_integer_value(json_object_get(json_object_get(j, "artifact"), "id"));
+		json_decref(j);
+		free(d);
+		ck_assert_int_eq(id[i], i ? id[i - 1] + 1 : id[0]);	/* one after the other: a range of ids */
+	}
+	/* format_tables lists these tables and no other */
+	ck_assert_int_eq(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM format_tables"), NOWN);
+	snprintf(in, sizeof(in), "'%s'", own_tables[0]);
+	for (i = 1; i < NOWN; i++)
+		snprintf(in + strlen(in), sizeof(in) - strlen(in), ", '%s'", own_tables[i]);
+	{
+		char sql[1024];
+		snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM format_tables WHERE name IN (%s)", in);
+		ck_assert_int_eq(tu_db_scalar(srv.db, sql), NOWN);
+		/* no table keyed by artifact_id is left out, but the shared ones */
+		snprintf(sql, sizeof(sql), tu_postgres()
+				 ? "SELECT COUNT(*) FROM information_schema.columns WHERE column_name='artifact_id'"
+				   " AND table_schema=current_schema() AND table_name NOT IN (%s, %s)"
+				 : "SELECT COUNT(*) FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type='table'"
+				   " AND p.name='artifact_id' AND m.name NOT IN (%s, %s)",
+			 in, "'memory_series', 'memory_point_blocks', 'memory_groups', 'memory_segments', 'memory_blocks',"
+			     " 'capture_artifacts'");
+		ck_assert_int_eq(tu_db_scalar(srv.db, sql), 0);
+	}
+	for (i = 0; i < NOWN; i++)
+		ck_assert_msg(own_rows(own_tables[i], id[0], id[4]) > 0, "%s: no rows to delete", own_tables[i]);
+	/* the canary's artifact alone: its two tables lose its rows, the others keep theirs */
+	snprintf(path, sizeof(path), "/api/v1/runs/gone/artifacts/%lld", (long long)id[4]);
+	ck_assert_int_eq(tu_http(&srv, "DELETE", path, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%ld: %.300s", r.status, r.body);
+	tu_resp_free(&r);
+	ck_assert_int_eq(own_rows("canary_metrics", id[4], id[4]) + own_rows("canary_ops", id[4], id[4]), 0);
+	ck_assert_int_gt(own_rows("stack_frames", id[0], id[3]), 0);
+	/* the run: every table loses the rest */
+	ck_assert_int_eq(tu_http(&srv, "DELETE", "/api/v1/runs/gone", NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%ld: %.300s", r.status, r.body);
+	tu_resp_free(&r);
+	for (i = 0; i < NOWN; i++)
+		ck_assert_msg(own_rows(own_tables[i], id[0], id[4]) == 0, "%s: rows left", own_tables[i]);
+}
+END_TEST
+
 Suite *suite_formats(void)
 {
 	Suite *s = suite_create("formats");
@@ -1247,6 +1328,7 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_compare_reports);
 	tcase_add_test(tc, test_advanced_functions);
 	tcase_add_test(tc, test_gpu_log_steps);
+	tcase_add_test(tc, test_delete_takes_own_rows);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("as_people_have_them");
 	tcase_add_unchecked_fixture(tc, start_small, stop_small);

@@ -525,11 +525,14 @@ static const char undo_020[] =
 
 /* Migration 022 undone: no work inside the steps stored (compare walked the events for it). */
 static const char undo_022[] = "DROP TABLE inside_steps;";
+/* Migration 023 undone: no list of the formats' own tables (store_delete_rows named them). */
+static const char undo_023[] = "DROP TABLE format_tables;";
 
 /*
  * Take the database at where back to the schema before migration 015 (016 adds step columns,
  * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by
- * rank, 021 a column of runs, 022 the work inside the steps), as a server before it left it:
+ * rank, 021 a column of runs, 022 the work inside the steps, 023 the list of the formats' own
+ * tables), as a server before it left it:
  * every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
@@ -581,10 +584,10 @@ static size_t downgrade_before_015(const char *where)
 
 	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, 018,
 	 * a column of event blocks, 019, the captures' tables, 020, the analysis rows keyed by rank,
-	 * 021, the runs' polled_ns, and 022, the work inside the steps) */
+	 * 021, the runs' polled_ns, 022, the work inside the steps, and 023, format_tables) */
 	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
 		;
-	ck_assert_int_eq(v015, store_nmigrations - 8);
+	ck_assert_int_eq(v015, store_nmigrations - 9);
 	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 3], "-- 018:", 7));
@@ -592,7 +595,9 @@ static size_t downgrade_before_015(const char *where)
 	ck_assert(!strncmp(store_migrations[v015 + 5], "-- 020:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 6], "-- 021:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 7], "-- 022:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 8], "-- 023:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v015, undo_023), "migration 023 undone");
 	db_ok(db, db_migrate(db, v015, undo_022), "migration 022 undone");
 	db_ok(db, db_migrate(db, v015, undo_021), "migration 021 undone");
 	db_ok(db, db_migrate(db, v015, undo_020), "migration 020 undone");
@@ -734,12 +739,13 @@ START_TEST(test_upgrade_keys_by_rank)
 	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM collectives"), 0);
 	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
 
-	/* back to 019 (022 and 021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
+	/* back to 019 (023, 022 and 021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
 	for (v020 = 0; v020 < store_nmigrations && strncmp(store_migrations[v020], "-- 020:", 7); v020++)
 		;
 	ck_assert_int_lt(v020, store_nmigrations);
 	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v020, undo_023), "migration 023 undone");
 	db_ok(db, db_migrate(db, v020, undo_022), "migration 022 undone");
 	db_ok(db, db_migrate(db, v020, undo_021), "migration 021 undone");
 	db_ok(db, db_migrate(db, v020, undo_020), "migration 020 undone");

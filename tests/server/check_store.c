@@ -306,6 +306,40 @@ START_TEST(test_delete_waits_for_ingest)
 }
 END_TEST
 
+/*
+ * Deleting an artifact deletes its rows in each table format_tables lists (migration 023); a
+ * name there that is not one ([a-z0-9_]) is refused before it reaches SQL, and the delete
+ * changes nothing.
+ */
+START_TEST(test_format_tables_names_checked)
+{
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("ee");
+	int64_t a = filled_artifact("odd"), dup, n = -1;
+	int gone = -1, rank = -2;
+	sqlite3 *h;
+
+	ck_assert_int_eq(store_artifact_commit(w, a, &f, &dup, &err), 0);
+	ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(h, "CREATE TABLE odd_rows(artifact_id INTEGER, v INTEGER);"
+				      " INSERT INTO odd_rows VALUES(1, 1), (1, 2), (99, 3);"
+				      " INSERT INTO format_tables(name) VALUES ('odd_rows'), ('runs WHERE 1=1; --')",
+				      NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(a, 1);
+	ck_assert_int_eq(store_run_delete(w, "odd", 0, &n, &gone, &rank, &err), TP_ERR_DB);
+	ck_assert_str_eq(err.code, "database_error");
+	ck_assert_ptr_nonnull(strstr(err.msg, "format_tables"));
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM odd_rows"), 3);
+	ck_assert_int_eq(sqlite3_exec(h, "DELETE FROM format_tables WHERE name LIKE 'runs%'", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(store_run_delete(w, "odd", 0, &n, &gone, &rank, &err), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM odd_rows"), 1);	/* another artifact's row stays */
+}
+END_TEST
+
 /* The legacy point i of the test series: one column of each kind moving, reserved unknown on odd points. */
 static void legacy_point(int64_t i, int64_t row[MEM_POINT_COLS], uint8_t *nul)
 {
@@ -526,6 +560,7 @@ Suite *suite_store(void)
 	tcase_add_test(tc, test_fail_keeps_raw_only);
 	tcase_add_test(tc, test_duplicates_and_drop);
 	tcase_add_test(tc, test_delete_waits_for_ingest);
+	tcase_add_test(tc, test_format_tables_names_checked);
 	tcase_add_test(tc, test_rank_points_gone_over);
 	tcase_add_test(tc, test_legacy_points_packed);
 	suite_add_tcase(s, tc);

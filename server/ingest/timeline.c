@@ -8,6 +8,13 @@
  * in the sizes form (the times) to the end: as the differences between its
  * numbers, zigzag varints, a byte for each "0," rather than 8 (a first row
  * of 32 million zeros held 256 MiB before the document's 400: issue 50).
+ * The points are held packed too (struct packed, put_point): for each, the
+ * difference of its time (raw form), a byte that says which categories
+ * changed and their differences, so that a point costs what changed in it,
+ * not 80 bytes (a 970 KB gzip of raw rows whose t went 0, 1, 0, 1 made 23
+ * million points and held 1.6 GiB: issue 50); timeline_replay makes them
+ * again. PyTorch writes both forms in time order; one that is not is
+ * unpacked and sorted, 80 bytes a point, at most SORT_MAX points (413 past).
  * Anything but arrays and numbers is refused; the tokenizer (jtok.h) holds
  * no token longer than MAX_NUMBER bytes.
  */
@@ -21,6 +28,7 @@
 #include "timeline.h"
 
 #define MAX_NUMBER 64
+#define SORT_MAX (1u << 20)	/* points of an export out of time order: sorted unpacked, 80 MiB */
 
 enum form { F_UNKNOWN, F_RAW, F_SIZES };
 
@@ -48,9 +56,13 @@ struct timeline_parser {
 	int have_cur;
 	/* sizes form */
 	size_t nsizes;
-	/* out */
-	struct mem_point *pts;
-	size_t npts, cap;
+	/* out: npts points packed (put_point), or once finished out of time order, sorted */
+	struct packed pts;
+	size_t npts;
+	int64_t last_t, last_cat[MEM_NCAT];	/* the point before, for the differences */
+	int64_t tmin;			/* raw form: the first time > 0 (-1: none yet) */
+	int64_t scale;			/* sizes form: times' scale to ns */
+	struct mem_point *sorted;
 };
 
 static int fail(struct timeline_parser *p, int rc, const char *code, const char *what)
@@ -65,11 +77,10 @@ static int fail(struct timeline_parser *p, int rc, const char *code, const char 
 
 static int raw_row(struct timeline_parser *p, const int64_t *r, size_t n);
 
-static int push(struct packed *a, int64_t v)
+/* Room for n more bytes in a. */
+static int room(struct packed *a, size_t n)
 {
-	uint64_t d = (uint64_t)v - a->last, z = d << 1 ^ (0 - (d >> 63));
-
-	if (a->cap - a->len < 10) {
+	if (a->cap - a->len < n) {
 		size_t cap = a->cap ? a->cap * 2 : 1024;
 		uint8_t *nb = tp_realloc(a->b, cap);
 		if (!nb)
@@ -77,17 +88,32 @@ static int push(struct packed *a, int64_t v)
 		a->b = nb;
 		a->cap = cap;
 	}
+	return 0;
+}
+
+/* v - last as a zigzag varint (room for 10 bytes made by the caller) */
+static void put_diff(struct packed *a, int64_t v, int64_t last)
+{
+	uint64_t d = (uint64_t)v - (uint64_t)last, z = d << 1 ^ (0 - (d >> 63));
+
 	do {
 		a->b[a->len++] = (uint8_t)(z & 0x7f) | (z > 0x7f ? 0x80 : 0);
 		z >>= 7;
 	} while (z);
+}
+
+static int push(struct packed *a, int64_t v)
+{
+	if (room(a, 10))
+		return -1;
+	put_diff(a, v, (int64_t)a->last);
 	a->last = (uint64_t)v;
 	a->n++;
 	return 0;
 }
 
-/* The next number of a, from *at (a cursor from 0) and *prev (from 0). */
-static int64_t next_packed(const struct packed *a, size_t *at, uint64_t *prev)
+/* The number whose difference from last is next in a, from *at. */
+static int64_t get_diff(const struct packed *a, size_t *at, int64_t last)
 {
 	uint64_t z = 0;
 	int shift = 0;
@@ -99,7 +125,13 @@ static int64_t next_packed(const struct packed *a, size_t *at, uint64_t *prev)
 		if (!(c & 0x80))
 			break;
 	}
-	*prev += z >> 1 ^ (0 - (z & 1));
+	return (int64_t)((uint64_t)last + (z >> 1 ^ (0 - (z & 1))));
+}
+
+/* The next number of a, from *at (a cursor from 0) and *prev (from 0). */
+static int64_t next_packed(const struct packed *a, size_t *at, uint64_t *prev)
+{
+	*prev = (uint64_t)get_diff(a, at, (int64_t)*prev);
 	return (int64_t)*prev;
 }
 
@@ -117,41 +149,84 @@ static int first_as_row(struct timeline_parser *p)
 	return raw_row(p, r, p->first.n);
 }
 
-static struct mem_point *new_point(struct timeline_parser *p)
+/*
+ * A point, packed: in the raw form its time's difference from the point
+ * before; a byte whose bit c says category c changed; the changed ones'
+ * differences. 0: stopped (the cap, or out of memory).
+ */
+static int put_point(struct timeline_parser *p, int64_t t, const int64_t *cat)
 {
-	if (p->npts >= p->max_points) {
-		fail(p, TP_ERR_TOOBIG, "too_many_points", "more time points than the cap");
-		return NULL;
+	uint8_t mask = 0;
+	size_t at;
+
+	if (p->npts >= p->max_points)
+		return fail(p, TP_ERR_TOOBIG, "too_many_points", "more time points than the cap");
+	if (room(&p->pts, 11 + 10 * MEM_NCAT))
+		return fail(p, TP_ERR_NOMEM, NULL, "out of memory");
+	if (p->form == F_RAW) {
+		put_diff(&p->pts, t, p->last_t);
+		p->last_t = t;
+		if (t > 0 && (p->tmin < 0 || t < p->tmin))
+			p->tmin = t;
 	}
-	if (p->npts == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 1024;
-		struct mem_point *np = tp_realloc(p->pts, cap * sizeof(*np));
-		if (!np) {
-			fail(p, TP_ERR_NOMEM, NULL, "out of memory");
-			return NULL;
+	at = p->pts.len++;
+	for (int c = 0; c < MEM_NCAT; c++)
+		if (cat[c] != p->last_cat[c]) {
+			mask |= (uint8_t)(1u << c);
+			put_diff(&p->pts, cat[c], p->last_cat[c]);
+			p->last_cat[c] = cat[c];
 		}
-		p->pts = np;
-		p->cap = cap;
+	p->pts.b[at] = mask;
+	p->npts++;
+	return 1;
+}
+
+/* Point i's time in the raw form as stored: pre-existing rows (t < 0) at the first real time. */
+static int64_t raw_time(const struct timeline_parser *p, int64_t t)
+{
+	return t < 0 ? (p->tmin < 0 ? 0 : p->tmin) : t;
+}
+
+int timeline_replay(const void *src, mem_point_fn fn, void *arg)
+{
+	const struct timeline_parser *p = src;
+	struct mem_point pt = { .reserved = -1 };
+	size_t at = 0, tat = 0;
+	uint64_t tprev = 0;
+	int64_t t = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->npts && !rc; i++) {
+		if (p->sorted) {
+			rc = fn(arg, &p->sorted[i]);
+			continue;
+		}
+		if (p->form == F_RAW) {
+			t = get_diff(&p->pts, &at, t);
+			pt.t_ns = raw_time(p, t);
+		} else {
+			t = next_packed(&p->first, &tat, &tprev);
+			if (__builtin_mul_overflow(t, p->scale, &pt.t_ns))
+				pt.t_ns = t < 0 ? INT64_MIN : INT64_MAX;
+		}
+		uint8_t mask = p->pts.b[at++];
+		for (int c = 0; c < MEM_NCAT; c++)
+			if (mask & (1u << c))
+				pt.cat[c] = get_diff(&p->pts, &at, pt.cat[c]);
+		rc = fn(arg, &pt);
 	}
-	return &p->pts[p->npts++];
+	return rc;
 }
 
 /* One raw row: a new point when t changes (HTA's MemoryAnalysis._process_raw_events). */
 static int raw_row(struct timeline_parser *p, const int64_t *r, size_t n)
 {
-	struct mem_point *pt;
-
 	if (n != 4)
 		return fail(p, TP_ERR_INVALID, "invalid_timeline", "a raw row must be [t_ns, action, bytes, category]");
 	if (r[3] < 0 || r[3] >= MEM_NCAT)
 		return fail(p, TP_ERR_INVALID, "invalid_timeline", "a category must be 0 to 7");
-	if (p->have_cur && r[0] != p->cur_t) {
-		if (!(pt = new_point(p)))
-			return 0;
-		pt->t_ns = p->cur_t;
-		pt->reserved = -1;
-		memcpy(pt->cat, p->cats, sizeof(pt->cat));
-	}
+	if (p->have_cur && r[0] != p->cur_t && !put_point(p, p->cur_t, p->cats))
+		return 0;
 	p->cur_t = r[0];
 	p->have_cur = 1;
 	p->cats[r[3]] = tp_sat_add(p->cats[r[3]], r[2]);
@@ -225,7 +300,6 @@ static int on_start_array(void *ctx)
 static int on_end_array(void *ctx)
 {
 	struct timeline_parser *p = ctx;
-	struct mem_point *pt;
 
 	if (p->depth == 2 && p->form == F_RAW && !raw_row(p, p->row, p->nrow))
 		return 0;
@@ -233,11 +307,8 @@ static int on_end_array(void *ctx)
 		/* [0, c0..c7] (the 0 pads PyTorch's cumsum); 8 numbers are taken as c0..c7 */
 		if (p->nrow != 9 && p->nrow != 8)
 			return fail(p, TP_ERR_INVALID, "invalid_timeline", "a sizes row must have 9 numbers");
-		if (!(pt = new_point(p)))
+		if (!put_point(p, 0, p->row + (p->nrow - 8)))	/* its time from times, at the end */
 			return 0;
-		pt->t_ns = 0;	/* from times, at the end */
-		pt->reserved = -1;
-		memcpy(pt->cat, p->row + (p->nrow - 8), sizeof(pt->cat));
 	}
 	p->depth--;
 	return 1;
@@ -279,6 +350,7 @@ struct timeline_parser *timeline_parser_new(uint64_t max_points)
 	if (!p)
 		return NULL;
 	p->max_points = max_points;
+	p->tmin = -1;
 	/* on_start_array refuses a fourth level; the tokenizer stops any deeper than that */
 	if (!(p->jt = jtok_new(&callbacks, p, MAX_NUMBER, 4))) {
 		tp_free(p);
@@ -293,7 +365,8 @@ void timeline_parser_free(struct timeline_parser *p)
 		return;
 	jtok_free(p->jt);
 	tp_free(p->first.b);
-	tp_free(p->pts);
+	tp_free(p->pts.b);
+	tp_free(p->sorted);
 	tp_free(p);
 }
 
@@ -330,11 +403,29 @@ static int cmp_point(const void *a, const void *b)
 	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
 }
 
-int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **points, size_t *n,
-			   const char **form, struct tp_errbuf *err)
+/* a point of the replay into an array (the sort of an export out of time order) */
+static int take_point(void *arg, const struct mem_point *pt)
+{
+	struct mem_point **at = arg;
+
+	*(*at)++ = *pt;
+	return 0;
+}
+
+/* the replay's points go back in time (*last from INT64_MIN) */
+static int went_back(void *arg, const struct mem_point *pt)
+{
+	int64_t *last = arg;
+
+	if (pt->t_ns < *last)
+		return 1;
+	*last = pt->t_ns;
+	return 0;
+}
+
+int timeline_parser_finish(struct timeline_parser *p, size_t *n, const char **form, struct tp_errbuf *err)
 {
 	size_t i;
-	struct mem_point *pt;
 
 	p->err = err;
 	if (p->rc || status(p, jtok_finish(p->jt)))
@@ -345,21 +436,8 @@ int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **p
 			return p->rc;
 	}
 	if (p->form == F_RAW) {
-		int64_t tmin = -1;
-		if (p->have_cur) {
-			if (!(pt = new_point(p)))
-				return p->rc;
-			pt->t_ns = p->cur_t;
-			pt->reserved = -1;
-			memcpy(pt->cat, p->cats, sizeof(pt->cat));
-		}
-		/* pre-existing rows (t = -1) are put at the first real time */
-		for (i = 0; i < p->npts; i++)
-			if (p->pts[i].t_ns > 0 && (tmin < 0 || p->pts[i].t_ns < tmin))
-				tmin = p->pts[i].t_ns;
-		for (i = 0; i < p->npts; i++)
-			if (p->pts[i].t_ns < 0)
-				p->pts[i].t_ns = tmin < 0 ? 0 : tmin;
+		if (p->have_cur && !put_point(p, p->cur_t, p->cats))
+			return p->rc;
 		*form = "raw";
 	} else if (p->form == F_SIZES) {
 		int64_t tmax = 0;
@@ -376,24 +454,29 @@ int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **p
 				tmax = t;
 		}
 		/* PyTorch >= 2.2 writes us (epoch us ~1.7e15), 2.1 wrote ns (~1.7e18) */
-		int64_t scale = tmax < 100000000000000000LL ? 1000 : 1;
-		at = 0, prev = 0;
-		for (i = 0; i < p->npts; i++) {
-			int64_t t = next_packed(&p->first, &at, &prev);
-			if (__builtin_mul_overflow(t, scale, &p->pts[i].t_ns))
-				p->pts[i].t_ns = t < 0 ? INT64_MIN : INT64_MAX;
-		}
+		p->scale = tmax < 100000000000000000LL ? 1000 : 1;
 		*form = "times_sizes";
 	} else {
 		tp_fail(err, TP_ERR_INVALID, "invalid_timeline", "not a memory timeline export: expected [[t, action, bytes, category], ...] or [times, sizes]");
 		return p->rc = TP_ERR_INVALID;
 	}
 	/* exports are in time order; one that is not is sorted (then equal times keep no order) */
-	for (i = 1; i < p->npts && p->pts[i - 1].t_ns <= p->pts[i].t_ns; i++)
-		;
-	if (i < p->npts)
-		qsort(p->pts, p->npts, sizeof(*p->pts), cmp_point);
-	*points = p->pts;
+	if (timeline_replay(p, went_back, &(int64_t){ INT64_MIN })) {
+		struct mem_point *all, *at;
+		if (p->npts > SORT_MAX) {
+			tp_fail(err, TP_ERR_TOOBIG, "too_many_points",
+				"a memory timeline out of time order (PyTorch writes them in order) is sorted in memory,"
+				" at most %u points; this one has %zu", SORT_MAX, p->npts);
+			return p->rc = TP_ERR_TOOBIG;
+		}
+		if (!(at = all = tp_malloc(p->npts * sizeof(*all) + 1)))
+			return p->rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		timeline_replay(p, take_point, &at);
+		qsort(all, p->npts, sizeof(*all), cmp_point);
+		tp_free(p->pts.b);
+		p->pts = (struct packed){ 0 };
+		p->sorted = all;	/* the replay's from now on */
+	}
 	*n = p->npts;
 	return TP_OK;
 }

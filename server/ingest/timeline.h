@@ -26,9 +26,15 @@ struct timeline_parser;
 struct timeline_parser *timeline_parser_new(uint64_t max_points);
 /* Next piece; TP_ERR_INVALID (not a memory timeline, with where), TP_ERR_TOOBIG, TP_ERR_NOMEM. */
 int timeline_parser_feed(struct timeline_parser *p, const uint8_t *data, size_t len, struct tp_errbuf *err);
-/* End of input: the points, in time order (borrowed until free). */
-int timeline_parser_finish(struct timeline_parser *p, const struct mem_point **points, size_t *n,
-			   const char **form, struct tp_errbuf *err);
+/*
+ * End of input: how many points, and the form ("raw", "times_sizes"). The
+ * points are held packed (a point costs what changed in it); an export out of
+ * time order is sorted, unpacked, when it has at most 2^20 points, else
+ * TP_ERR_TOOBIG.
+ */
+int timeline_parser_finish(struct timeline_parser *p, size_t *n, const char **form, struct tp_errbuf *err);
+/* A finished parser's points (src: the parser), in time order, each to fn until it returns nonzero. */
+int timeline_replay(const void *src, mem_point_fn fn, void *arg);
 void timeline_parser_free(struct timeline_parser *p);
 
 #endif

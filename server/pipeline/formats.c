@@ -233,7 +233,9 @@ static int timeline_finish(void *ps, struct tp_errbuf *err)
 {
 	struct timeline *x = ps;
 
-	return timeline_parser_finish(x->tl, &x->export.pts, &x->export.n, &x->form, err);
+	x->export.replay = timeline_replay;	/* the points are held packed */
+	x->export.src = x->tl;
+	return timeline_parser_finish(x->tl, &x->export.n, &x->form, err);
 }
 
 static void timeline_result(void *ps, struct store_final *f)

@@ -11,12 +11,19 @@
 #include "suites.h"
 #include "testutil.h"
 
+static int take(void *arg, const struct mem_point *pt)
+{
+	struct mem_point **at = arg;
+
+	*(*at)++ = *pt;
+	return 0;
+}
+
 /* Parse text in pieces of `piece` bytes; returns the rc, points via *out (copied, malloc). */
 static int parse(const void *text, size_t len, size_t piece, uint64_t max, struct mem_point **out, size_t *n,
 		 const char **form, struct tp_errbuf *err)
 {
 	struct timeline_parser *p = timeline_parser_new(max);
-	const struct mem_point *pts;
 	const uint8_t *b = text;
 	int rc = TP_OK;
 
@@ -24,10 +31,11 @@ static int parse(const void *text, size_t len, size_t piece, uint64_t max, struc
 	for (size_t i = 0; i < len && !rc; i += piece)
 		rc = timeline_parser_feed(p, b + i, len - i < piece ? len - i : piece, err);
 	if (!rc)
-		rc = timeline_parser_finish(p, &pts, n, form, err);
+		rc = timeline_parser_finish(p, n, form, err);
 	if (!rc && out) {
-		*out = malloc(*n * sizeof(**out) + 1);
-		memcpy(*out, pts, *n * sizeof(**out));
+		struct mem_point *at = *out = malloc(*n * sizeof(**out) + 1);
+		ck_assert_int_eq(timeline_replay(p, take, &at), 0);
+		ck_assert_ptr_eq(at, *out + *n);
 	}
 	timeline_parser_free(p);
 	return rc;
@@ -192,6 +200,34 @@ START_TEST(test_hostile)
 	ck_assert_int_eq(parse(t, strlen(t), 4096, 1000, NULL, &n, &form, &err), TP_ERR_TOOBIG);
 	ck_assert_str_eq(err.code, "too_many_points");
 	free(t);
+	/* raw rows whose t goes 1, 0, 1, 0: a point each, out of time order: sorted unpacked (80 bytes a
+	 * point) up to 2^20 of them, refused past (a 970 KB gzip of them made 23 million: issue 50) */
+	for (size_t pairs = (1 << 19) - 1; pairs <= (1 << 19); pairs++) {
+		static const char pair[] = "[1,0,512,2],[0,0,-512,2],";
+		size_t len = 1 + pairs * (sizeof(pair) - 1);
+		t = malloc(len + 16);
+		t[0] = '[';
+		for (size_t i = 0; i < pairs; i++)
+			memcpy(t + 1 + i * (sizeof(pair) - 1), pair, sizeof(pair) - 1);
+		strcpy(t + len, "[2,0,0,0]]");	/* one point more */
+		memset(&err, 0, sizeof(err));
+		struct mem_point *pts = NULL;
+		int rc = parse(t, strlen(t), 1 << 20, 1ull << 31, &pts, &n, &form, &err);
+		if (pairs < (1 << 19)) {
+			ck_assert_int_eq(rc, TP_OK);
+			ck_assert_uint_eq(n, 2 * pairs + 1);
+			ck_assert_int_eq(pts[0].t_ns, 0);	/* sorted: every t = 0 first, 512 bytes fewer */
+			ck_assert_int_eq(pts[n - 1].t_ns, 2);
+			ck_assert_int_eq(pts[n - 1].cat[2], 0);
+			ck_assert_int_eq(pts[n - 2].cat[2], 512);
+		} else {
+			ck_assert_int_eq(rc, TP_ERR_TOOBIG);
+			ck_assert_str_eq(err.code, "too_many_points");
+			ck_assert_ptr_nonnull(strstr(err.msg, "out of time order"));
+		}
+		free(pts);
+		free(t);
+	}
 }
 END_TEST
 

@@ -144,8 +144,11 @@ static double *new_row(struct textfmt_parser *p, struct tf_gpu_row **row)
 {
 	size_t nc = p->r.ngpu_cols, i = p->r.ngpu_rows;
 
-	if (tf_grow((void **)&p->grows, &p->cap_grows, i, sizeof(*p->grows), p->lim.max_rows) ||
-	    (nc && i + 1 > SIZE_MAX / nc) || tp_grow((void **)&p->gvals, &p->cap_gvals, (i + 1) * nc, sizeof(double)))
+	size_t old = p->cap_gvals;
+
+	if (tf_grow(p, (void **)&p->grows, &p->cap_grows, i, sizeof(*p->grows)) ||
+	    (nc && i + 1 > SIZE_MAX / nc) || tp_grow((void **)&p->gvals, &p->cap_gvals, (i + 1) * nc, sizeof(double)) ||
+	    tf_held(p, (p->cap_gvals - old) * sizeof(double)))
 		return NULL;
 	*row = &p->grows[i];
 	**row = (struct tf_gpu_row){ .t_ns = p->gtime, .gpu = 0 };

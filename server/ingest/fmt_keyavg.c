@@ -221,7 +221,7 @@ int tf_keyavg_line(struct textfmt_parser *p, const char *s, size_t n, struct tp_
 		size_t ccn[TF_MAX_COLS + 1];
 		if (wide_cells(s, n, byte_at(s, n, p->ce[0]), cc + 1, ccn + 1, TF_MAX_COLS) != p->ka_nc - 1)
 			return tf_bad(p, err, "a row without a value per column: a column is missing");
-		if (tf_grow((void **)&p->ops, &p->cap_ops, p->r.nops, sizeof(*p->ops), p->lim.max_rows))
+		if (tf_grow(p, (void **)&p->ops, &p->cap_ops, p->r.nops, sizeof(*p->ops)))
 			return tf_toobig(p, err);
 		struct tf_op *o = &p->ops[p->r.nops];
 		if (!(o->name = tf_keep_str(p, c, cn)))

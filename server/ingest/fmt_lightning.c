@@ -44,7 +44,7 @@ static int function_row(struct textfmt_parser *p, const char *t, size_t tn, stru
 		return tf_bad(p, err, "a cProfile row's calls or times are not numbers");
 	if (p->fn_rows >= TF_FUNCTIONS_PER_ACTION)
 		return TP_OK;
-	if (tf_grow((void **)&p->fn, &p->cap_fn, p->r.nfunctions, sizeof(*p->fn), p->lim.max_rows))
+	if (tf_grow(p, (void **)&p->fn, &p->cap_fn, p->r.nfunctions, sizeof(*p->fn)))
 		return tf_toobig(p, err);
 	struct tf_function *x = &p->fn[p->r.nfunctions];
 	*x = (struct tf_function){ .action = p->r.nactions - 1, .ncalls = calls, .primitive_calls = prim,
@@ -107,7 +107,7 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 		const char *a = t + 18;
 		size_t an = tn - 18;
 		tf_trim(&a, &an);
-		if (tf_grow((void **)&p->act, &p->cap_act, p->r.nactions, sizeof(*p->act), p->lim.max_rows))
+		if (tf_grow(p, (void **)&p->act, &p->cap_act, p->r.nactions, sizeof(*p->act)))
 			return tf_toobig(p, err);
 		struct tf_action *x = &p->act[p->r.nactions];
 		if (!(x->name = tf_keep_str(p, a, an)))
@@ -204,7 +204,7 @@ int tf_lightning_line(struct textfmt_parser *p, const char *s, size_t n, struct 
 		return TP_OK;
 	}
 	p->lin = 2;
-	if (tf_grow((void **)&p->act, &p->cap_act, p->r.nactions, sizeof(*p->act), p->lim.max_rows))
+	if (tf_grow(p, (void **)&p->act, &p->cap_act, p->r.nactions, sizeof(*p->act)))
 		return tf_toobig(p, err);
 	struct tf_action *a = &p->act[p->r.nactions];
 	if (!(a->name = tf_keep_str(p, cell[0], cn[0])))

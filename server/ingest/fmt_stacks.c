@@ -56,6 +56,9 @@ static long frame_of(struct textfmt_parser *p, const char *s, size_t n)
 		return -1;
 	if (i == p->cap_fr) {
 		size_t nc = old ? old * 2 : 256;
+		/* a frame: its tf_frame, two sums, a stamp, an end byte and two slots of the table */
+		if (tf_held(p, (nc - old) * (sizeof(struct tf_frame) + 3 * 8 + 1 + 2 * sizeof(*p->ht))))
+			return -1;
 		struct tf_frame *a = tp_realloc(p->fr, nc * sizeof(*a));
 		if (!a)
 			return -1;

@@ -48,7 +48,7 @@ int textfmt_detect(const uint8_t *p, size_t n, int at_end);
 struct tf_limits {
 	size_t max_line;		/* bytes in one line */
 	uint64_t max_rows;		/* actions, ops, distinct frames, log rows */
-	size_t max_strings;		/* bytes of names kept */
+	size_t max_held;		/* bytes held: names (each with its pointer and malloc's 16), rows and cells */
 };
 extern const struct tf_limits tf_default_limits;
 

@@ -26,7 +26,8 @@ struct textfmt_parser {
 	struct tf_result r;
 	/* strings */
 	char **strs;
-	size_t nstrs, capstrs, strbytes;
+	size_t nstrs, capstrs;
+	size_t held;			/* bytes held, against lim.max_held: tf_keep_str, tf_grow, tf_held */
 	/* lightning */
 	struct tf_action *act;
 	size_t cap_act;
@@ -94,7 +95,10 @@ int tf_parse_mem(const char *s, size_t n, int64_t *b);
 int tf_parse_pct(const char *s, size_t n, int64_t *bp);
 /* parser state */
 char *tf_keep_str(struct textfmt_parser *p, const char *s, size_t n);
-int tf_grow(void **arr, size_t *cap, size_t n, size_t sz, uint64_t max);
+/* Room for element n of *arr (a row: at most lim.max_rows), counted against lim.max_held; -1 past either. */
+int tf_grow(struct textfmt_parser *p, void **arr, size_t *cap, size_t n, size_t sz);
+/* bytes more held (an array grown by other means); -1 past lim.max_held */
+int tf_held(struct textfmt_parser *p, size_t bytes);
 int tf_bad(struct textfmt_parser *p, struct tp_errbuf *err, const char *what);
 int tf_toobig(struct textfmt_parser *p, struct tp_errbuf *err);
 /* one line of each format; the stacks' end of input */

@@ -226,7 +226,7 @@ char *tf_keep_str(struct textfmt_parser *p, const char *s, size_t n)
 {
 	char *c;
 
-	if (p->strbytes + n + 1 > p->lim.max_strings)
+	if (tf_held(p, n + 1 + sizeof(char *) + 16))
 		return NULL;
 	if (p->nstrs == p->capstrs) {
 		size_t nc = p->capstrs ? p->capstrs * 2 : 64;
@@ -239,14 +239,27 @@ char *tf_keep_str(struct textfmt_parser *p, const char *s, size_t n)
 		return NULL;
 	memcpy(c, s, n);
 	c[n] = 0;
-	p->strbytes += n + 1;
 	return p->strs[p->nstrs++] = c;
 }
 
 /* Room in *arr for n + 1 items of size sz, within max; -1: past max or out of memory. */
-int tf_grow(void **arr, size_t *cap, size_t n, size_t sz, uint64_t max)
+int tf_held(struct textfmt_parser *p, size_t bytes)
 {
-	return n >= *cap && n >= max ? -1 : tp_grow(arr, cap, n + 1, sz);
+	if (bytes > p->lim.max_held - p->held)
+		return -1;
+	p->held += bytes;
+	return 0;
+}
+
+int tf_grow(struct textfmt_parser *p, void **arr, size_t *cap, size_t n, size_t sz)
+{
+	size_t old = *cap;
+
+	if (n < old)
+		return 0;
+	if (n >= p->lim.max_rows || tp_grow(arr, cap, n + 1, sz))
+		return -1;
+	return tf_held(p, (*cap - old) * sz);
 }
 
 int tf_bad(struct textfmt_parser *p, struct tp_errbuf *err, const char *what)

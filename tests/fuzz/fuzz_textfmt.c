@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct textfmt_parser *p;
 	struct tp_errbuf err = { 0 };
-	struct tf_limits lim = { .max_line = 512, .max_rows = 256, .max_strings = 1 << 16 };
+	struct tf_limits lim = { .max_line = 512, .max_rows = 256, .max_held = 1 << 20 };
 	const struct tf_result *r;
 	size_t piece, i;
 	int kind, rc = TP_OK;

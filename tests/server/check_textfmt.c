@@ -439,7 +439,7 @@ START_TEST(test_hostile)
 	expect_bad(TF_STACKS, "a;b\xff 3\n", 7, TP_ERR_INVALID, "UTF-8");
 	expect_bad(TF_LIGHTNING, "FIT Profiler Report\n\n", 21, TP_ERR_INVALID, "before any action");
 	/* a line over the cap */
-	struct tf_limits lim = { .max_line = 16, .max_rows = 4, .max_strings = 1 << 20 };
+	struct tf_limits lim = { .max_line = 16, .max_rows = 4, .max_held = 1 << 20 };
 	struct textfmt_parser *p = textfmt_parser_new(TF_STACKS, &lim);
 	struct tp_errbuf err = { 0 };
 	ck_assert_int_eq(textfmt_parser_feed(p, (const uint8_t *)"abcdefghijklmnopqrstuvwxyz 1\n", 29, &err),
@@ -448,6 +448,29 @@ START_TEST(test_hostile)
 	/* more distinct frames than the cap */
 	p = textfmt_parser_new(TF_STACKS, &lim);
 	ck_assert_int_eq(textfmt_parser_feed(p, (const uint8_t *)"a;b;c;d;e 1\n", 12, &err), TP_ERR_TOOBIG);
+	textfmt_parser_free(p);
+	/* rows held past max_held, under max_rows: what a row holds counts, not the row (issue 50) */
+	char sep[128], hdr[128], row[128];
+	struct tf_limits held = { .max_line = 1024, .max_rows = 1 << 20, .max_held = 64 << 10 };
+	int rc;
+	snprintf(sep, sizeof(sep), "%s  %s  %s  %s  %s  \n", "-------------------------", "------------", "------------",
+		 "------------", "------------");
+	snprintf(hdr, sizeof(hdr), "%25s  %12s  %12s  %12s  %12s  \n", "Name", "Self CPU %", "Self CPU", "CPU total",
+		 "# of Calls");
+	snprintf(row, sizeof(row), "%25s  %12s  %12s  %12s  %12s  \n", "aten::mm", "1.00%", "1.0us", "1.0us", "1");
+	p = textfmt_parser_new(TF_KEYAVG, &held);
+	memset(&err, 0, sizeof(err));
+	rc = textfmt_parser_feed(p, (const uint8_t *)sep, strlen(sep), &err);
+	if (!rc)
+		rc = textfmt_parser_feed(p, (const uint8_t *)hdr, strlen(hdr), &err);
+	if (!rc)
+		rc = textfmt_parser_feed(p, (const uint8_t *)sep, strlen(sep), &err);
+	ck_assert_int_eq(rc, TP_OK);
+	for (int i = 0; i < 2000 && rc == TP_OK; i++)
+		rc = textfmt_parser_feed(p, (const uint8_t *)row, strlen(row), &err);
+	ck_assert_int_eq(rc, TP_ERR_TOOBIG);
+	ck_assert_str_eq(err.code, "too_many_rows");
+	ck_assert_ptr_nonnull(strstr(err.msg, "line "));
 	textfmt_parser_free(p);
 }
 END_TEST

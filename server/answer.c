@@ -474,6 +474,10 @@ static json_t *gpu_column(const struct store_rows *rows, size_t i, size_t *next)
 		sum += v, nv++;
 	}
 	*next = j;
+	if (row[5].i > (int64_t)(j - i)) {	/* one sample in a few of a long log: its figures are the store's */
+		double m = real_at(rows, i, 6);
+		nv = !isnan(m), sum = m, mn = real_at(rows, i, 7), mx = real_at(rows, i, 8);
+	}
 	if (col && (json_object_set_new(col, "mean", nv ? json_real(sum / (double)nv) : json_null()) ||
 		    json_object_set_new(col, "min", nv ? json_real(mn) : json_null()) ||
 		    json_object_set_new(col, "max", nv ? json_real(mx) : json_null())))

@@ -137,18 +137,25 @@ int store_run_actions(struct store_reader *r, const char *run, int rank, int *ra
 	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
+	/* the first STORE_ACTIONS_MAX: a read holds what it answers (a million actions, 135 KB of gzip,
+	 * were 91 MB of JSON and took the server to 1,168 MiB: issue 50) */
 	if (!(st = store_prepare_rank(r, "SELECT artifact_id, action, calls, mean_ns, total_ns, share_bp, n FROM lightning_actions"
 				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
-				   " artifact_id, n", run, rank, err)) ||
-	    store_rows_read(r, st, acols, 7, actions, err))
+				   " artifact_id, n LIMIT ?3", run, rank, err)))
+		return err->rc ? err->rc : TP_ERR_DB;
+	db_bind_int(st, 3, STORE_ACTIONS_MAX);
+	if (store_rows_read(r, st, acols, 7, actions, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	if (!actions->nrows)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_actions", "run '%s' has no Lightning profiler report for rank %d",
 			       run, rank);
-	if (!(st = store_prepare_rank(r, "SELECT artifact_id, action, location, ncalls, primitive_calls, tottime_ns, cumtime_ns"
-				   " FROM lightning_functions WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY artifact_id,"
-				   " action, n", run, rank, err)) ||
-	    store_rows_read(r, st, fcols, 7, functions, err)) {
+	/* the rows of those actions alone */
+	if (!(st = store_prepare_rank(r, "SELECT f.artifact_id, f.action, location, ncalls, primitive_calls, tottime_ns,"
+				   " cumtime_ns FROM lightning_functions f JOIN (SELECT artifact_id, n FROM lightning_actions"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY total_ns IS NULL, total_ns DESC,"
+				   " artifact_id, n LIMIT ?3) a ON f.artifact_id=a.artifact_id AND f.action=a.n"
+				   " ORDER BY f.artifact_id, f.action, f.n", run, rank, err)) ||
+	    (db_bind_int(st, 3, STORE_ACTIONS_MAX), store_rows_read(r, st, fcols, 7, functions, err))) {
 		store_rows_free(actions);
 		return err->rc ? err->rc : TP_ERR_DB;
 	}
@@ -158,17 +165,30 @@ int store_run_actions(struct store_reader *r, const char *run, int rank, int *ra
 int store_run_gpu(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *out,
 		  struct tp_errbuf *err)
 {
-	static const char *const cols[] = { "gpu", "name", "unit", "t_ns", "value" };
+	static const char *const cols[] = { "gpu", "name", "unit", "t_ns", "value", "samples", "mean", "min", "max" };
 	struct db_stmt *st;
 
 	memset(out, 0, sizeof(*out));
 	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	*rank_out = rank;
-	if (!(st = store_prepare_rank(r, "SELECT gpu, name, unit, t_ns, value FROM gpu_samples"
-				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") ORDER BY gpu, name, t_ns, artifact_id, n",
-				run, rank, err)) ||
-	    store_rows_read(r, st, cols, 5, out, err))
+	/*
+	 * A long log is read one row in s, s = its rows / ?3 rounded up, so that a read holds about
+	 * what it answers and sorts only that (4 M samples of one column, a 45 KB gzip'd log, were
+	 * 36 MB of JSON and took the server to 1,053 MiB: issue 50); samples, mean, min and max are
+	 * each column's over all of them (c).
+	 */
+	if (!(st = store_prepare_rank(r, "SELECT g.gpu, g.name, unit, t_ns, value, samples, mean, lo, hi FROM gpu_samples g"
+				   " JOIN (SELECT artifact_id AS id, MAX(n) / ?3 + 1 AS s FROM gpu_samples"
+				   " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY artifact_id) a ON g.artifact_id=a.id"
+				   " JOIN (SELECT gpu, name, COUNT(*) AS samples, AVG(value) AS mean, MIN(value) AS lo,"
+				   " MAX(value) AS hi FROM gpu_samples WHERE artifact_id IN (" RANK_ARTIFACTS ")"
+				   " GROUP BY gpu, name) c ON c.gpu=g.gpu AND c.name=g.name"
+				   " WHERE g.n % a.s = 0 ORDER BY g.gpu, g.name, t_ns, g.artifact_id, g.n",
+				run, rank, err)))
+		return err->rc ? err->rc : TP_ERR_DB;
+	db_bind_int(st, 3, STORE_GPU_POINTS);
+	if (store_rows_read(r, st, cols, 9, out, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	if (!out->nrows)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_gpu_log", "run '%s' has no nvidia-smi log for rank %d", run, rank);

@@ -363,15 +363,20 @@ int store_mem_groups(struct store_reader *r, int64_t artifact, const char *devic
 		     struct tp_errbuf *err);
 /*
  * The rank's Lightning actions {artifact, action, calls, mean_ns, total_ns, share_bp, n}, largest
- * total first, and AdvancedProfiler's cProfile rows {artifact, action (its n), location, ncalls,
- * primitive_calls, tottime_ns, cumtime_ns} by artifact, action, row (TP_ERR_NOTFOUND no_actions).
+ * total first, the first STORE_ACTIONS_MAX of them, and their AdvancedProfiler's cProfile rows
+ * {artifact, action (its n), location, ncalls, primitive_calls, tottime_ns, cumtime_ns} by artifact,
+ * action, row (TP_ERR_NOTFOUND no_actions).
  */
+#define STORE_ACTIONS_MAX 1000
 int store_run_actions(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *actions,
 		      struct store_rows *functions, struct tp_errbuf *err);
 /*
- * The nvidia-smi logs' samples of (run, rank) {gpu, name, unit, t_ns, value} by GPU index, column name
- * and time (TP_ERR_NOTFOUND no_gpu_log when none).
+ * The nvidia-smi logs' samples of (run, rank) {gpu, name, unit, t_ns, value, samples, mean, min, max} by
+ * GPU index, column name and time (TP_ERR_NOTFOUND no_gpu_log when none). A log of more than
+ * STORE_GPU_POINTS rows comes as about that many, one in every rows / STORE_GPU_POINTS rounded up;
+ * samples, mean, min and max are its column's over all the samples.
  */
+#define STORE_GPU_POINTS 2000
 int store_run_gpu(struct store_reader *r, const char *run, int rank, int *rank_out, struct store_rows *out,
 		  struct tp_errbuf *err);
 /*

@@ -1313,6 +1313,59 @@ START_TEST(test_delete_takes_own_rows)
 }
 END_TEST
 
+/*
+ * Long reports are read as what they answer (issue 50): a log of 5,001 rows of two columns comes as
+ * one row in 3 (rows / 2000 rounded up), its mean, min and max over every sample; a Lightning
+ * report of 1,200 actions as its 1,000 largest.
+ */
+START_TEST(test_long_reports)
+{
+	size_t cap = 5001 * 16 + 64, n = 0, k;
+	char *log = malloc(cap), *rep;
+	json_t *j, *col, *v;
+
+	n += (size_t)snprintf(log + n, cap - n, "utilization.gpu [%%], memory.used [MiB]\n");
+	for (int i = 0; i < 5001; i++)
+		n += (size_t)snprintf(log + n, cap - n, "%d %%, %d MiB\n", i % 101, i == 4000 ? 9 : 1);
+	post("long_log", "gpu.csv", log, n, 201);
+	j = get_json("/api/v1/runs/long_log/gpu", 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "gpus"), 0), "columns")), 2);
+	json_array_foreach(json_object_get(json_array_get(json_object_get(j, "gpus"), 0), "columns"), k, col) {
+		const char *name = json_string_value(json_object_get(col, "name"));
+		ck_assert_uint_eq(json_array_size(json_object_get(col, "values")), 1667);	/* rows 0, 3, ... 4998 */
+		v = json_object_get(col, "values");
+		if (!strcmp(name, "utilization.gpu")) {
+			ck_assert_int_eq((int)json_number_value(json_array_get(v, 1)), 3);
+			ck_assert_int_eq((int)json_number_value(json_object_get(col, "max")), 100);
+			double mean = 0;
+			for (int i = 0; i < 5001; i++)
+				mean += i % 101;
+			ck_assert_double_eq_tol(json_number_value(json_object_get(col, "mean")), mean / 5001, 1e-9);
+		} else {	/* row 4000 is not one of those read, but its 9 MiB is the column's max */
+			ck_assert_str_eq(name, "memory.used");
+			ck_assert_double_eq(json_number_value(json_object_get(col, "max")), 9.0 * 1048576);
+			ck_assert_double_eq(json_number_value(json_object_get(col, "min")), 1048576.0);
+		}
+	}
+	json_decref(j);
+	free(log);
+	cap = 1200 * 64 + 512, n = 0;
+	rep = malloc(cap);
+	n += (size_t)snprintf(rep + n, cap - n, "Action  |  Mean duration (s)  |Num calls  |  Total time (s)  |  Percentage %%  |\n"
+			      "----------\nTotal  |  -  |_  |  2000  |  100 %%  |\n----------\n");
+	for (int i = 0; i < 1200; i++)
+		n += (size_t)snprintf(rep + n, cap - n, "a%d  |  %d  |1  |  %d  |  0.1  |\n", i, i + 1, i + 1);
+	post("many_actions", "profile.txt", rep, n, 201);
+	j = get_json("/api/v1/runs/many_actions/actions", 200);
+	v = json_object_get(j, "actions");
+	ck_assert_uint_eq(json_array_size(v), 1000);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(v, 0), "action")), "a1199");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(v, 999), "action")), "a200");
+	json_decref(j);
+	free(rep);
+}
+END_TEST
+
 Suite *suite_formats(void)
 {
 	Suite *s = suite_create("formats");
@@ -1329,6 +1382,7 @@ Suite *suite_formats(void)
 	tcase_add_test(tc, test_advanced_functions);
 	tcase_add_test(tc, test_gpu_log_steps);
 	tcase_add_test(tc, test_delete_takes_own_rows);
+	tcase_add_test(tc, test_long_reports);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("as_people_have_them");
 	tcase_add_unchecked_fixture(tc, start_small, stop_small);

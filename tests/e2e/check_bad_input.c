@@ -419,6 +419,54 @@ START_TEST(test_pickle_copies_default_caps)
 }
 END_TEST
 
+/*
+ * What an input costs under the default caps (issue 50; tests/hostile/make.py writes the files):
+ * raw timeline rows whose t goes back and forth, a point each, past the 2^20 a sort may hold (a 970
+ * KB gzip of them held 1.6 GiB): 413; 4 million nvidia-smi rows of one column, past the bytes a
+ * text report may hold: 413; 100,000 of them pass, and GET /gpu answers one row in 50 of them,
+ * with the mean of all.
+ */
+START_TEST(test_cost_default_caps)
+{
+	static const struct { const char *file, *run, *code; long status; } cases[] = {
+		{ "tests/hostile/timeline/raw_t_back_and_forth.json.gz", "cost_tl", "too_many_points", 413 },
+		{ "tests/hostile/formats/smi_4m_rows.csv.gz", "cost_smi", "too_many_rows", 413 },
+		{ "tests/hostile/formats/smi_100k_rows.csv.gz", "cost_smi_ok", NULL, 201 },
+	};
+	char path[160];
+	struct tu_resp r;
+	json_t *j, *col;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *at = tu_source_path(cases[i].file);
+		size_t len;
+		uint8_t *body = tu_read_file(at, &len);
+		ck_assert_ptr_nonnull(body);
+		ck_assert_uint_lt(len, 1 << 20);
+		snprintf(path, sizeof(path), "/api/v1/runs/%s/artifacts?name=x.gz", cases[i].run);
+		if (cases[i].code) {
+			json_decref(expect("POST", path, body, len, NULL, cases[i].status, cases[i].code));
+		} else {
+			ck_assert_int_eq(tu_http(&srv, "POST", path, body, len, NULL, &r), 0);
+			ck_assert_msg(r.status == cases[i].status, "%s: %ld: %.300s", path, r.status, r.body);
+			tu_resp_free(&r);
+		}
+		free(body);
+		free(at);
+	}
+	json_decref(expect("GET", "/api/v1/runs/cost_tl/memory", NULL, 0, NULL, 404, "no_memory_data"));
+	ck_assert_int_eq(tu_http(&srv, "GET", "/api/v1/runs/cost_smi_ok/gpu", NULL, 0, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	j = tu_json(&r);
+	tu_resp_free(&r);
+	col = json_array_get(json_object_get(json_array_get(json_object_get(j, "gpus"), 0), "columns"), 0);
+	ck_assert_uint_eq(json_array_size(json_object_get(col, "values")), 2000);	/* rows 0, 50, ... 99950 */
+	ck_assert_double_eq_tol(json_number_value(json_object_get(col, "mean")), 49.99, 0.01);
+	ck_assert_double_eq(json_number_value(json_object_get(col, "max")), 100.0);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_unknown_routes_and_methods)
 {
 	json_decref(expect("GET", "/nope", NULL, 0, NULL, 404, "not_found"));
@@ -745,6 +793,7 @@ Suite *suite_bad_input(void)
 	tcase_add_test(tc, test_unknown_routes_and_methods);
 	tcase_add_test(tc, test_control_characters_in_paths);
 	tcase_add_test(tc, test_pickle_copies_default_caps);
+	tcase_add_test(tc, test_cost_default_caps);
 	tcase_add_test(tc, test_kind_mismatch_and_unsupported);
 	tcase_add_test(tc, test_ambiguous_framing);
 	suite_add_tcase(s, tc);

@@ -195,3 +195,15 @@ put('trace/overlap_last_60.json', trace(names + ovl[9:]))
 put('trace/overlap_first_half.json', trace(names + ovl[:12]))
 put('trace/overlap_last_half.json', trace(names + ovl[12:]))
 put('trace/overlap_last_half_changed.json', trace(names + ovl[12:]).replace('"dur":500', '"dur":501', 1))
+
+# Issue 50, what an input costs, not what it is called. Sent under the default caps by
+# tests/e2e/check_bad_input.c (test_cost_default_caps), not by the MANIFEST (its --max-events of
+# 3,000 would refuse them first).
+gz = lambda b: gzip.compress(b, 9, mtime=0)  # noqa: E731
+# raw rows whose t goes 1, 0, 1, 0: a point each, out of time order: sorted unpacked (80 bytes a
+# point) up to 2^20 points, 413 past (a 970 KB gzip of them held 1.6 GiB)
+put('timeline/raw_t_back_and_forth.json.gz', gz(b'[' + b'[1,0,512,2],[0,0,-512,2],' * 540000 + b'[2,0,0,0]]'))
+# nvidia-smi rows of one column: 4 M are 96 MiB held past the 4 M-row cap's doubling, 413; 100,000
+# pass, and GET /gpu answers one row in 50 of them (4 M of them answered 36 MB, held 1,053 MiB)
+put('formats/smi_4m_rows.csv.gz', gz(b'utilization.gpu [%]\n' + b'0 %\n' * 4000000))
+put('formats/smi_100k_rows.csv.gz', gz(b'utilization.gpu [%]\n' + b''.join(b'%d %%\n' % (i % 101) for i in range(100000))))

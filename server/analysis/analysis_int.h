@@ -519,7 +519,19 @@ static inline void an_walk_unwind(struct walk *w, int64_t t, int all)
 	}
 }
 
-/* r on the stack, the frames it does not start inside popped; NULL: out of memory */
+/*
+ * How deep spans nest on one thread before the deepest is closed where the
+ * next begins (an_walk_push()). Python's own recursion stops at 1,000 frames;
+ * a trace of millions of operators at one instant nested them all, 130 bytes
+ * a level (issue 50: 435 MiB for a 1 MB upload).
+ */
+#define AN_WALK_MAX_DEPTH 4096
+
+/*
+ * r on the stack, the frames it does not start inside popped; NULL: out of
+ * memory. At AN_WALK_MAX_DEPTH, the deepest frame ends where r begins: the
+ * time it loses goes back to its parent's self time, and r is its sibling.
+ */
 static inline struct frame *an_walk_push(struct walk *w, const struct hrec *r)
 {
 	struct frame *f, *p;
@@ -527,6 +539,15 @@ static inline struct frame *an_walk_push(struct walk *w, const struct hrec *r)
 	if (w->depth && w->st[w->depth - 1].thread != r->thread)
 		an_walk_unwind(w, 0, 1);
 	an_walk_unwind(w, r->s, 0);
+	if (w->depth == AN_WALK_MAX_DEPTH) {
+		f = &w->st[w->depth - 1];
+		if (f->end > r->s) {
+			f->self -= f->end - r->s;
+			f[-1].self += f->end - r->s;
+			f->end = r->s;
+		}
+		an_walk_unwind(w, r->s, 0);
+	}
 	if (tp_grow((void **)&w->st, &w->cap, w->depth + 1, sizeof(*w->st)))
 		return NULL;
 	f = &w->st[w->depth];
@@ -540,6 +561,7 @@ static inline struct frame *an_walk_push(struct walk *w, const struct hrec *r)
 	f->thread = r->thread;
 	f->comm = 0;
 	f->opt = 0;
+	f->self = 0;	/* the tables pass sets its own; the depth cap above adds to it */
 	f->kind = r->kind;
 	f->ann = r->ann;
 	f->ms = 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "analysis/analysis_int.h"
 #include "analysis/diagnosis.h"
 #include "analysis/distributed.h"
 #include "analysis/memory.h"
@@ -278,6 +279,50 @@ START_TEST(test_steps_tied)
 	json_decref(j);
 	free(b);
 	free(path);
+}
+END_TEST
+
+/*
+ * Spans nested past AN_WALK_MAX_DEPTH (issue 50: 3.3 M operators at one instant on one thread, a
+ * 1 MB upload, held 435 MiB of nesting stack): the stack stops growing there, and the operator
+ * table still adds up to the thread's busy time, every self time at least 0.
+ */
+START_TEST(test_nesting_capped)
+{
+	enum { N = 3 * AN_WALK_MAX_DEPTH };
+	struct walk w = { 0 };
+	struct hrec r = { .s = 10000, .e = 110000, .thread = 1, .name = 1 };
+	size_t i, len = 0, cap = 256 + (size_t)N * 120;
+	char *b = malloc(cap);
+	json_t *j, *ops, *x;
+	json_int_t self = 0;
+
+	for (i = 0; i < N; i++)
+		ck_assert_ptr_nonnull(an_walk_push(&w, &r));
+	ck_assert_uint_eq(w.depth, AN_WALK_MAX_DEPTH);
+	ck_assert_uint_le(w.cap, 2 * AN_WALK_MAX_DEPTH);
+	tp_free(w.st);
+
+	ck_assert_ptr_nonnull(b);
+	len += (size_t)snprintf(b + len, cap - len, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", "
+				"\"name\": \"outer\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 1000}");
+	for (i = 0; i < N; i++)
+		len += (size_t)snprintf(b + len, cap - len, ", {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": "
+					"\"aten::op%zu\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 100}", i % 3);
+	len += (size_t)snprintf(b + len, cap - len, "]}");
+	synth_ingest("deep", b, len);
+	j = synth_query("deep", Q_OPS_CPU);
+	ops = json_object_get(j, "ops");
+	ck_assert_uint_eq(json_array_size(ops), 4);
+	json_array_foreach(ops, i, x) {
+		ck_assert_int_ge(synth_iget(x, "self_ns"), 0);
+		self += synth_iget(x, "self_ns");
+		if (strcmp(json_string_value(json_object_get(x, "name")), "outer"))
+			ck_assert_int_eq(synth_iget(x, "total_ns"), (json_int_t)(N / 3) * 100000);
+	}
+	ck_assert_int_eq(self, 1000000);	/* outer's microsecond, busy throughout */
+	json_decref(j);
+	free(b);
 }
 END_TEST
 
@@ -796,6 +841,7 @@ Suite *suite_analysis(void)
 	tcase_add_test(tc, test_resnet_and_nccl_figures);
 	tcase_add_test(tc, test_gpu_time_of_ops);
 	tcase_add_test(tc, test_steps_tied);
+	tcase_add_test(tc, test_nesting_capped);
 	tcase_add_test(tc, test_collective_names);
 	tcase_add_test(tc, test_nccl_collectives);
 	tcase_add_loop_test(tc, test_self_time_within_thread_busy_time, 0, 3);

@@ -49,7 +49,8 @@ static int walk_next(struct walk *w, int64_t row[MEM_POINT_COLS], uint8_t *reser
 		if (!w->c) {
 			if (w->rec == w->s->nrecordings)
 				return 0;
-			if ((rc = store_mem_points_open(w->r, w->s->recordings[w->rec], w->s->device, -1, &w->c, err)))
+			if ((rc = store_mem_points_open(w->r, w->s->run_id, w->s->rank, w->s->recordings[w->rec], w->s->device,
+							-1, &w->c, err)))
 				return rc;
 			w->rec++;
 			memstitch_recording(&w->st);
@@ -188,13 +189,13 @@ json_t *read_memory_peak(struct store_reader *r, const char *run, int rank, cons
 	if (s.peak_seq < 0)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory peak for rank %d on %s", run,
 			     s.rank, s.device);
-	else if (!(rc = store_mem_points_open(r, s.artifact, s.device, s.peak_seq, &c, err)) &&
+	else if (!(rc = store_mem_points_open(r, s.run_id, s.rank, s.artifact, s.device, s.peak_seq, &c, err)) &&
 		 (rc = store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, err)) == 0)
 		rc = tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory peak for rank %d on %s",
 			     run, s.rank, s.device);
 	if (rc == 1) {
 		mem_split_param(row, s.param_bytes);
-		if (!store_mem_groups(r, s.artifact, s.device, &groups, err) &&
+		if (!store_mem_groups(r, s.run_id, s.rank, s.artifact, s.device, &groups, err) &&
 		    !(o = answer_memory_peak(&s, row, &groups)))
 			tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	}

@@ -222,9 +222,10 @@ struct grown {
 	int64_t *ids, *bases;		/* the artifacts replayed, in order */
 	size_t n;
 	/*
-	 * What the rank's last committed write stored under mark_owner, for the next to go on
-	 * from: its memory points (analysis_memory_mark(); NULL: not known, every block is gone
-	 * over), and acc's collectives then, the first rows of its collectives (0: none known)
+	 * What the rank's last committed write stored, with mark_owner its owner then, for the next
+	 * with that owner to go on from: its memory points (analysis_memory_mark(); NULL: not
+	 * known, every block is gone over), and acc's collectives then, the first rows of its
+	 * collectives (0: none known)
 	 */
 	struct mem_mark *mark;
 	int64_t mark_owner;

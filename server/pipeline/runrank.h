@@ -4,10 +4,9 @@
  * overlapping or not, cycles with gaps between them): their stored events are
  * replayed through one analysis (analysis.h), names joined by their text and
  * times put on one base, and the derived tables are stored once for the
- * rank (store_rank_replace): steps, operators, kernels and collectives keyed
- * by (run, rank), the trace's memory timelines under the rank's first trace
- * artifact (its memory points are gone over, so the ones a chunk left as
- * they were are not written again). An operator whose children
+ * rank (store_rank_replace), keyed by (run, rank): steps, operators, kernels,
+ * collectives and the traces' memory timelines (their points are gone over,
+ * so the ones a chunk left as they were are not written again). An operator whose children
  * came in another chunk nests, an allocation freed in another chunk pairs,
  * a step cut by a chunk boundary gets all its events.
  *

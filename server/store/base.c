@@ -1,7 +1,8 @@
 /*
  * base.c: what every file of server/store/ calls and which calls none of
  * them: a database failure made an error, a statement run, a text bound,
- * an artifact's rows deleted, and a rank's analysis rows.
+ * an artifact's rows deleted, and a rank's analysis rows (its memory series
+ * among them).
  */
 #include <math.h>
 #include <stdio.h>
@@ -127,15 +128,17 @@ int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_e
 	return rc;
 }
 
-const char *const store_rank_analysis[] = { "steps", "op_stats", "kernel_stats", "collectives", "inside_steps" };
+const char *const store_rank_analysis[] = { "steps", "op_stats", "kernel_stats", "collectives", "inside_steps",
+					     "rank_memory_series", "rank_memory_groups", "rank_memory_point_blocks" };
 
-int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, struct tp_errbuf *err)
+int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, int keep_points,
+			   struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	char sql[160];
 	size_t i;
 
-	for (i = 0; i < sizeof(store_rank_analysis) / sizeof(store_rank_analysis[0]); i++) {
+	for (i = 0; i < sizeof(store_rank_analysis) / sizeof(store_rank_analysis[0]) - (keep_points ? 1 : 0); i++) {
 		int colls = !strcmp(store_rank_analysis[i], "collectives");
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE run_id=?1 AND (?2 < 0 OR rank=?2)%s", store_rank_analysis[i],
 			 colls ? " AND n >= ?3" : "");

@@ -59,8 +59,9 @@ static int rank_durations(struct store_reader *r, const char *run, int rank, int
 /* The devices with a memory timeline on a rank, GPUs first, as /memory picks. */
 static int rank_devices(struct store_reader *r, const char *run, struct store_rank *k, struct tp_errbuf *err)
 {
-	struct db_stmt *st = store_prepare_rank(r, "SELECT device FROM memory_series"
-				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") GROUP BY device"
+	struct db_stmt *st = store_prepare_rank(r, "SELECT device FROM (SELECT device FROM memory_series"
+				       " WHERE artifact_id IN (" RANK_ARTIFACTS ") UNION"
+				       " SELECT device FROM rank_memory_series WHERE " RANK_ROWS ") m"
 				       " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device", run, k->rank, err);
 	struct store_rows rows;
 	int rc;
@@ -320,7 +321,7 @@ static int ends_alloc(struct store_reader *r, struct db_stmt *st, const struct s
 		return TP_OK;
 	qsort(e, n, sizeof(*e), cmp_step_end);
 	/* a point counts for every step ending at or after it: mark the first, carry the best forward */
-	if (!(rc = store_mem_points_open(r, s->artifact, s->device, -1, &c, err)))
+	if (!(rc = store_mem_points_open(r, s->run_id, s->rank, s->artifact, s->device, -1, &c, err)))
 		while ((rc = store_mem_points_next(c, 1u | 1u << MEM_COL_ALLOCATED | STORE_MEM_SEQ, row, &nul, &seq,
 						   err)) == 1) {
 			size_t lo = 0, hi = n;
@@ -651,12 +652,11 @@ static int load_items(struct store_reader *r, struct db_stmt *st, struct compare
 	return step == DB_ROW ? tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory") : store_db_fail(err, r->db, "read");
 }
 
-/* The groups at the peak of artifact's series on device, as /memory/peak lists them, into out's sites. */
-static int compare_sites(struct store_reader *r, int64_t artifact, const char *device, struct compare_run *out,
-			 struct tp_errbuf *err)
+/* The groups at the peak of series s, as /memory/peak lists them, into out's sites. */
+static int compare_sites(struct store_reader *r, const struct series *s, struct compare_run *out, struct tp_errbuf *err)
 {
 	struct store_rows g;
-	int rc = store_mem_groups(r, artifact, device, &g, err);
+	int rc = store_mem_groups(r, s->run_id, s->rank, s->artifact, s->device, &g, err);
 
 	if (rc)
 		return rc;
@@ -707,13 +707,17 @@ static int compare_memory(struct store_reader *r, const char *run, struct compar
 		snprintf(out->mem_source, sizeof(out->mem_source), "%s", s.source);
 		memcpy(out->peak_cat, &row[1], sizeof(out->peak_cat));
 		out->peak_bytes = row[MEM_COL_ALLOCATED];
-		if ((rc = compare_sites(r, s.artifact, s.device, out, err)))
+		if ((rc = compare_sites(r, &s, out, err)))
 			return rc;
 	}
-	if (!(st = store_prepare(r, "SELECT max_reserved FROM memory_series WHERE artifact_id=?1 AND device=?2", err)))
+	if (!(st = store_prepare(r, s.artifact ? "SELECT max_reserved FROM memory_series WHERE artifact_id=?1 AND device=?2"
+					       : "SELECT max_reserved FROM rank_memory_series WHERE run_id=?1 AND device=?2"
+						 " AND rank=?3", err)))
 		return TP_ERR_DB;
-	db_bind_int64(st, 1, s.artifact);
+	db_bind_int64(st, 1, s.artifact ? s.artifact : s.run_id);
 	store_bind_text(st, 2, s.device);
+	if (!s.artifact)
+		db_bind_int(st, 3, s.rank);
 	step = db_step(st);
 	out->reserved_bytes = step == DB_ROW && db_column_type(st, 0) != DB_NULL ? db_column_int64(st, 0) : -1;
 	db_finalize(st);

@@ -13,10 +13,12 @@
 #include "store/store_int.h"
 
 /*
- * n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
+ * n points of (key, device) from first_seq as one row of memory_point_blocks (ins), unless
  * old (SELECT n, data of that row; NULL: none looked at) finds the row holds them already.
+ * rank < 0: key is an artifact; else the row is rank_memory_point_blocks' of (run key, rank):
+ * ins binds rank at ?6, old at ?4.
  */
-int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t artifact,
+int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t key, int rank,
 			   const char *device, int64_t first_seq, const int64_t (*rows)[MEM_POINT_COLS],
 			   const uint8_t *nul, size_t n, uint8_t *buf, struct store_blocks *count, struct tp_errbuf *err)
 {
@@ -24,9 +26,11 @@ int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *ol
 	int r, same = 0;
 
 	if (old) {
-		db_bind_int64(old, 1, artifact);
+		db_bind_int64(old, 1, key);
 		db_bind_text(old, 2, device, -1, DB_STATIC);
 		db_bind_int64(old, 3, first_seq);
+		if (rank >= 0)
+			db_bind_int(old, 4, rank);
 		if ((r = db_step(old)) == DB_ROW)
 			same = db_column_int64(old, 0) == (int64_t)n && db_column_bytes(old, 1) == (int)len &&
 			       !memcmp(db_column_blob(old, 1), buf, len);
@@ -38,30 +42,35 @@ int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *ol
 		if (same)
 			return TP_OK;
 	}
-	db_bind_int64(ins, 1, artifact);
+	db_bind_int64(ins, 1, key);
 	db_bind_text(ins, 2, device, -1, DB_STATIC);
 	db_bind_int64(ins, 3, first_seq);
 	db_bind_int64(ins, 4, (int64_t)n);
 	db_bind_blob(ins, 5, buf, (int)len, DB_STATIC);
+	if (rank >= 0)
+		db_bind_int(ins, 6, rank);
 	r = db_step(ins);
 	db_reset(ins);
 	return r == DB_DONE ? TP_OK : store_db_fail(err, db, "insert memory");
 }
 
-/* The blocks of (artifact, device) from point n on (device NULL: of every device no series has). */
-int store_drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err)
+/* The blocks of the rank's trace series on device from point n on (device NULL: of every device no series has). */
+int store_drop_points_after(struct db *db, int64_t run_id, int rank, const char *device, int64_t n,
+			    struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	int rc = TP_OK;
 
-	if (db_prepare(db, device ? "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2 AND first_seq >= ?3"
-				  : "DELETE FROM memory_point_blocks WHERE artifact_id=?1 AND device NOT IN"
-				    " (SELECT device FROM memory_series WHERE artifact_id=?1)", 0, &st) != DB_OK)
+	if (db_prepare(db, device ? "DELETE FROM rank_memory_point_blocks WHERE run_id=?1 AND rank=?2 AND device=?3"
+				    " AND first_seq >= ?4"
+				  : "DELETE FROM rank_memory_point_blocks WHERE run_id=?1 AND rank=?2 AND device NOT IN"
+				    " (SELECT device FROM rank_memory_series WHERE run_id=?1 AND rank=?2)", 0, &st) != DB_OK)
 		return store_db_fail(err, db, "prepare");
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, run_id);
+	db_bind_int(st, 2, rank);
 	if (device) {
-		db_bind_text(st, 2, device, -1, DB_STATIC);
-		db_bind_int64(st, 3, n);
+		db_bind_text(st, 3, device, -1, DB_STATIC);
+		db_bind_int64(st, 4, n);
 	}
 	if (db_step(st) != DB_DONE)
 		rc = store_db_fail(err, db, "delete memory");
@@ -268,7 +277,8 @@ static int insert_segments(struct store_writer *w, int64_t artifact, const struc
 
 struct point_ins {
 	struct store_writer *w;
-	int64_t artifact, base_ns;	/* base_ns: added to the times of a source other than "pytorch" */
+	int64_t key, base_ns;		/* key: the artifact, or (rank >= 0) the run's id; base_ns: added to the */
+	int rank;			/* times of a source other than "pytorch" */
 	const struct mem_series *ms;
 	struct db_stmt *pt, *old;	/* old: the stored block looked at first (NULL: none) */
 	struct store_blocks *count;
@@ -288,7 +298,7 @@ static int flush_points(struct point_ins *x)
 	if (!n)
 		return TP_OK;
 	x->n = 0;
-	return store_put_point_block(x->w->db, x->pt, x->old, x->artifact, x->ms->device, x->pre.n - (int64_t)n,
+	return store_put_point_block(x->w->db, x->pt, x->old, x->key, x->rank, x->ms->device, x->pre.n - (int64_t)n,
 			       (const int64_t (*)[MEM_POINT_COLS])x->rows, x->nul, n, x->buf, x->count, x->err);
 }
 
@@ -309,17 +319,18 @@ static int insert_point(void *arg, const struct mem_point *p)
 static void bind_opt(struct db_stmt *st, int i, int64_t v);
 
 /*
- * A series' points, groups and row. With old (store_rank_replace's), the points go over the
- * blocks stored under artifact: a block that holds them already stays, the ones past the last
+ * A series' points, groups and row, under key: an artifact (rank < 0), or the rank (run_id key,
+ * rank) for a trace's series (migration 024). With old (store_rank_replace's), the points go over
+ * the blocks stored under the rank: a block that holds them already stays, the ones past the last
  * point go (not in a batch: each block is looked at first). The blocks before ms->same stay
  * unread, when this server alone writes (another may have written them since).
  */
-static int insert_series(struct store_writer *w, int64_t artifact, const struct store_final *f,
+static int insert_series(struct store_writer *w, int64_t key, int rank, const struct store_final *f,
 			 const struct mem_series *ms, struct db_stmt *pt, struct db_stmt *old, struct store_blocks *count,
 			 struct db_stmt *se, struct db_stmt *gr, struct tp_errbuf *err)
 {
 	size_t same = old && !w->store->shared ? ms->same : 0;
-	struct point_ins x = { .w = w, .artifact = artifact, .ms = ms, .pt = pt, .old = old, .count = count, .err = err,
+	struct point_ins x = { .w = w, .key = key, .rank = rank, .ms = ms, .pt = pt, .old = old, .count = count, .err = err,
 			       .pre = same ? ms->pre : MEM_PREFIX_INIT,
 			       .base_ns = strcmp(ms->source, "pytorch") ? f->base_ns : 0 };
 	int64_t peak;
@@ -344,14 +355,16 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	tp_free(x.nul);
 	tp_free(x.buf);
 	if (!rc && old)
-		rc = store_drop_points_after(w->db, artifact, ms->device, x.pre.n, err);
+		rc = store_drop_points_after(w->db, key, rank, ms->device, x.pre.n, err);
 	if (!rc && old && db_batch_begin(w->db))
 		rc = store_db_fail(err, w->db, "insert memory");
 	peak = x.pre.best_at;
 	for (i = 0; i < ms->ngroups && !rc; i++) {
 		const struct mem_group *g = &ms->groups[i];
-		db_bind_int64(gr, 1, artifact);
+		db_bind_int64(gr, 1, key);
 		db_bind_text(gr, 2, ms->device, -1, DB_STATIC);
+		if (rank >= 0)
+			db_bind_int(gr, 8, rank);
 		db_bind_int64(gr, 3, (int64_t)i);
 		db_bind_text(gr, 4, mem_cat_names[g->cat & 7], -1, DB_STATIC);
 		store_bind_text(gr, 5, g->op);
@@ -364,13 +377,16 @@ static int insert_series(struct store_writer *w, int64_t artifact, const struct 
 	}
 	if (db_batch_end(w->db) && !rc)
 		rc = store_db_fail(err, w->db, "insert memory");
-	if (!rc && ms->nsegs)
-		rc = insert_segments(w, artifact, ms, err);
+	if (!rc && ms->nsegs && rank < 0)
+		rc = insert_segments(w, key, ms, err);
 	if (rc)
 		return rc;
-	db_bind_int64(se, 1, artifact);
+	db_bind_int64(se, 1, key);
 	store_bind_text(se, 2, ms->device);
-	store_bind_text(se, 3, ms->source);
+	if (rank < 0)
+		store_bind_text(se, 3, ms->source);
+	else
+		db_bind_int(se, 3, rank);	/* the rank's series are the trace's */
 	db_bind_int64(se, 4, (int64_t)ms->n);
 	bind_opt(se, 5, peak);
 	db_bind_int64(se, 6, ms->baseline);
@@ -428,33 +444,49 @@ static int insert_segments(struct store_writer *w, int64_t artifact, const struc
 	return rc;
 }
 
-/* keep (counting there): the artifact's blocks are gone over, not new (insert_series) */
-static int insert_memory(struct store_writer *w, int64_t artifact, const struct store_final *f,
+/*
+ * f's memory series: a trace's (f->analysis) under its rank (run_id, f->rank), the others under
+ * artifact. keep (counting there): the rank's blocks are gone over, not new (insert_series).
+ */
+static int insert_memory(struct store_writer *w, int64_t artifact, int64_t run_id, const struct store_final *f,
 			 struct store_blocks *keep, struct tp_errbuf *err)
 {
 	struct db_stmt *pt = NULL, *old = NULL, *se = NULL, *gr = NULL;
-	int rc = TP_OK;
+	int rank = f->analysis ? f->rank : -1, rc = TP_OK;
 	size_t i;
 
-	if (db_prepare(w->db, keep ? "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
-				     " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(artifact_id, device, first_seq) DO UPDATE"
-				     " SET n=excluded.n, data=excluded.data"
-				   : "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
-				     " VALUES(?1, ?2, ?3, ?4, ?5)", 0, &pt) != DB_OK ||
-	    (keep && db_prepare(w->db, "SELECT n, data FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2"
-					" AND first_seq=?3", 0, &old) != DB_OK) ||
-	    db_prepare(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
-				      " baseline, first_t_ns, peak_allocated, max_reserved)"
-				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(artifact_id, device) DO UPDATE"
-				      " SET source=excluded.source, points=excluded.points, peak_seq=excluded.peak_seq,"
-				      " baseline=excluded.baseline, first_t_ns=excluded.first_t_ns,"
-				      " peak_allocated=excluded.peak_allocated, max_reserved=excluded.max_reserved",
-				      0, &se) != DB_OK ||
-	    db_prepare(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
-				      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK)
+	if (rank < 0 && (db_prepare(w->db, "INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data)"
+					   " VALUES(?1, ?2, ?3, ?4, ?5)", 0, &pt) != DB_OK ||
+			 db_prepare(w->db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
+					   " baseline, first_t_ns, peak_allocated, max_reserved)"
+					   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(artifact_id, device) DO UPDATE"
+					   " SET source=excluded.source, points=excluded.points, peak_seq=excluded.peak_seq,"
+					   " baseline=excluded.baseline, first_t_ns=excluded.first_t_ns,"
+					   " peak_allocated=excluded.peak_allocated, max_reserved=excluded.max_reserved",
+				    0, &se) != DB_OK ||
+			 db_prepare(w->db, "INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count)"
+					   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", 0, &gr) != DB_OK))
+		rc = store_db_fail(err, w->db, "prepare");
+	else if (rank >= 0 &&
+		 (db_prepare(w->db, keep ? "INSERT INTO rank_memory_point_blocks(run_id, device, first_seq, n, data, rank)"
+					   " VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(run_id, rank, device, first_seq)"
+					   " DO UPDATE SET n=excluded.n, data=excluded.data"
+					 : "INSERT INTO rank_memory_point_blocks(run_id, device, first_seq, n, data, rank)"
+					   " VALUES(?1, ?2, ?3, ?4, ?5, ?6)", 0, &pt) != DB_OK ||
+		  (keep && db_prepare(w->db, "SELECT n, data FROM rank_memory_point_blocks WHERE run_id=?1 AND device=?2"
+					     " AND first_seq=?3 AND rank=?4", 0, &old) != DB_OK) ||
+		  db_prepare(w->db, "INSERT INTO rank_memory_series(run_id, device, rank, points, peak_seq,"
+				    " baseline, first_t_ns, peak_allocated, max_reserved)"
+				    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(run_id, rank, device) DO UPDATE"
+				    " SET points=excluded.points, peak_seq=excluded.peak_seq,"
+				    " baseline=excluded.baseline, first_t_ns=excluded.first_t_ns,"
+				    " peak_allocated=excluded.peak_allocated, max_reserved=excluded.max_reserved",
+			     0, &se) != DB_OK ||
+		  db_prepare(w->db, "INSERT INTO rank_memory_groups(run_id, device, n, category, op, bytes, count, rank)"
+				    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", 0, &gr) != DB_OK))
 		rc = store_db_fail(err, w->db, "prepare");
 	for (i = 0; i < f->nmem && !rc; i++)
-		rc = insert_series(w, artifact, f, &f->mem[i], pt, old, keep, se, gr, err);
+		rc = insert_series(w, rank < 0 ? artifact : run_id, rank, f, &f->mem[i], pt, old, keep, se, gr, err);
 	db_finalize(pt);
 	db_finalize(old);
 	db_finalize(se);
@@ -480,7 +512,7 @@ int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_
 	/* the format's own rows (pipeline/formats.c's table names its store function) */
 	if (f->store && (rc = f->store(w, artifact, f, err)))
 		return rc;
-	if (f->nmem && (rc = insert_memory(w, artifact, f, keep, err)))
+	if (f->nmem && (rc = insert_memory(w, artifact, run_id, f, keep, err)))
 		return rc;
 	if (!a)
 		return TP_OK;

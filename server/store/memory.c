@@ -2,6 +2,11 @@
  * memory.c: memory timelines. The series a memory read answers from,
  * its point blocks one point at a time, the groups at its peak, a snapshot's
  * segments, and a rank's steps with allocated memory at each step's end.
+ *
+ * A series is recorded by an export's or snapshot's artifact (memory_series
+ * and its tables, by artifact_id), or by the rank's traces (rank_memory_series
+ * and its tables, by (run_id, rank): migration 024); the reads name the
+ * rank's trace series recording 0.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +23,9 @@ struct rec_span {
 	int64_t artifact, points, first_t, last_t;
 };
 
-/* The time of the last point of artifact's recording on device (points of them): 1, 0 when it has none, or a tp_err. */
-static int recording_end(struct store_reader *r, int64_t artifact, const char *device, int64_t points, int64_t *t,
-			 struct tp_errbuf *err)
+/* The time of the last point of a recording on device (points of them): 1, 0 when it has none, or a tp_err. */
+static int recording_end(struct store_reader *r, int64_t run_id, int rank, int64_t artifact, const char *device,
+			 int64_t points, int64_t *t, struct tp_errbuf *err)
 {
 	struct store_mem_points *c;
 	int64_t row[MEM_POINT_COLS], seq;
@@ -29,7 +34,7 @@ static int recording_end(struct store_reader *r, int64_t artifact, const char *d
 
 	if (points < 1)
 		return 0;
-	if ((rc = store_mem_points_open(r, artifact, device, points - 1, &c, err)))
+	if ((rc = store_mem_points_open(r, run_id, rank, artifact, device, points - 1, &c, err)))
 		return rc;
 	if ((rc = store_mem_points_next(c, 1u, row, &nul, &seq, err)) == 1)
 		*t = row[0];
@@ -75,8 +80,8 @@ static int sources_cover(struct store_reader *r, const char *run, int rank, cons
  * sources that reach as many the best (PyTorch's own export, then a snapshot, then trace
  * inference). 1, 0 when the rank has no memory series there, or a tp_err.
  */
-static int pick_source(struct store_reader *r, const char *run, int rank, const char *device, char dev[16],
-		       char source[16], struct tp_errbuf *err)
+static int pick_source(struct store_reader *r, const char *run, int64_t run_id, int rank, const char *device,
+		       char dev[16], char source[16], struct tp_errbuf *err)
 {
 	struct db_stmt *st;
 	struct rec_span *v = NULL;
@@ -84,9 +89,11 @@ static int pick_source(struct store_reader *r, const char *run, int rank, const 
 	size_t n = 0, cap = 0, covered[3] = { 0 }, i;
 	int nsources = 0, best = 0, step, rc = 0;
 
-	st = store_prepare_rank(r, "SELECT device, source, artifact_id, first_t_ns, points FROM memory_series"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND (?3 IS NULL OR device=?3)"
-			     " ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
+	st = store_prepare_rank(r, "SELECT device, source, artifact_id, first_t_ns, points FROM"
+			     " (SELECT device, source, artifact_id, first_t_ns, points FROM memory_series"
+			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") UNION ALL"
+			     " SELECT device, 'trace', 0, first_t_ns, points FROM rank_memory_series WHERE " RANK_ROWS ") m"
+			     " WHERE (?3 IS NULL OR device=?3) ORDER BY substr(device, 1, 5) = 'cuda:' DESC, length(device), device,"
 			     " CASE source WHEN 'pytorch' THEN 0 WHEN 'snapshot' THEN 1 ELSE 2 END, first_t_ns",
 			     run, rank, err);
 	if (!st)
@@ -123,7 +130,7 @@ static int pick_source(struct store_reader *r, const char *run, int rank, const 
 	db_finalize(st);
 	/* one source: nothing to weigh */
 	for (i = 0; !rc && nsources > 1 && i < n; i++)
-		if ((rc = recording_end(r, v[i].artifact, dev, v[i].points, &v[i].last_t, err)) > 0)
+		if ((rc = recording_end(r, run_id, rank, v[i].artifact, dev, v[i].points, &v[i].last_t, err)) > 0)
 			rc = 0;
 	if (!rc && nsources > 1 && !(rc = sources_cover(r, run, rank, v, n, covered, err)))
 		for (int k = 1; k < nsources; k++)
@@ -136,10 +143,27 @@ static int pick_source(struct store_reader *r, const char *run, int rank, const 
 	return dev[0] != 0;
 }
 
+/* The id of run (0: none). */
+static int run_id_of(struct store_reader *r, const char *run, int64_t *out, struct tp_errbuf *err)
+{
+	struct db_stmt *st = store_prepare(r, "SELECT id FROM runs WHERE name=?1", err);
+	int step;
+
+	*out = 0;
+	if (!st)
+		return TP_ERR_DB;
+	store_bind_text(st, 1, run);
+	if ((step = db_step(st)) == DB_ROW)
+		*out = db_column_int64(st, 0);
+	db_finalize(st);
+	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, r->db, "read run");
+}
+
 /*
- * The series a memory read answers from: pick_source's device and source. Every artifact
+ * The series a memory read answers from: pick_source's device and source. Every recording
  * of that source on that device is one series, stitched in time (load_points); artifact is
- * the one that holds its highest peak (the newest of equal ones).
+ * the one that holds its highest peak (the newest of equal ones; 0: the rank's trace series,
+ * the one recording of a trace source).
  */
 int store_pick_series(struct store_reader *r, const char *run, int rank, const char *device, struct series *out,
 		       struct tp_errbuf *err)
@@ -151,18 +175,24 @@ int store_pick_series(struct store_reader *r, const char *run, int rank, const c
 	if ((rank = store_rank_of(r, run, rank, err)) < 0)
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = rank;
-	if ((step = pick_source(r, run, rank, device, dev, source, err)) < 0)
+	if (run_id_of(r, run, &out->run_id, err))
+		return TP_ERR_DB;
+	if ((step = pick_source(r, run, out->run_id, rank, device, dev, source, err)) < 0)
 		return step;
 	if (!step)
 		return tp_fail(err, TP_ERR_NOTFOUND, "no_memory_data", "run '%s' has no memory data for rank %d%s%s",
 			       run, rank, device ? " on " : "", device ? device : "");
-	st = store_prepare_rank(r, "SELECT artifact_id, device, source, peak_seq FROM memory_series"
-			     " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3 AND source=?4"
-			     " ORDER BY peak_allocated DESC, artifact_id DESC LIMIT 1", run, rank, err);
+	st = store_prepare_rank(r, strcmp(source, "trace") ? "SELECT artifact_id, device, source, peak_seq FROM memory_series"
+							 " WHERE artifact_id IN (" RANK_ARTIFACTS ") AND device=?3 AND source=?4"
+							 " ORDER BY peak_allocated DESC, artifact_id DESC LIMIT 1"
+						       : "SELECT 0, device, 'trace', peak_seq FROM rank_memory_series"
+							 " WHERE " RANK_ROWS " AND device=?3",
+				run, rank, err);
 	if (!st)
 		return TP_ERR_DB;
 	store_bind_text(st, 3, dev);
-	store_bind_text(st, 4, source);
+	if (strcmp(source, "trace"))
+		store_bind_text(st, 4, source);
 	step = db_step(st);
 	if (step == DB_ROW) {
 		out->artifact = db_column_int64(st, 0);
@@ -221,16 +251,22 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 	if (store_pick_series(r, run, rank, device, &s, err))
 		return err->rc ? err->rc : TP_ERR_DB;
 	out->rank = s.rank;
+	out->run_id = s.run_id;
 	out->artifact = s.artifact;
 	out->peak_seq = s.peak_seq;
 	memcpy(out->device, s.device, sizeof(out->device));
 	memcpy(out->source, s.source, sizeof(out->source));
-	if (!(st = store_prepare_rank(r, "SELECT m.artifact_id, m.baseline FROM memory_series m WHERE m.artifact_id IN"
-				   " (" RANK_ARTIFACTS ") AND m.device=?3 AND m.source=?4 ORDER BY"
-				   " m.first_t_ns, m.artifact_id", run, s.rank, err)))
+	if (!(st = store_prepare_rank(r, strcmp(s.source, "trace") ? "SELECT m.artifact_id, m.baseline FROM memory_series m"
+									 " WHERE m.artifact_id IN (" RANK_ARTIFACTS ") AND"
+									 " m.device=?3 AND m.source=?4 ORDER BY"
+									 " m.first_t_ns, m.artifact_id"
+								       : "SELECT 0, baseline FROM rank_memory_series WHERE "
+									 RANK_ROWS " AND device=?3",
+				      run, s.rank, err)))
 		return TP_ERR_DB;
 	store_bind_text(st, 3, s.device);
-	store_bind_text(st, 4, s.source);
+	if (strcmp(s.source, "trace"))
+		store_bind_text(st, 4, s.source);
 	step = store_read_pairs(st, &out->recordings, &out->baselines, &out->nrecordings);
 	db_finalize(st);
 	if (step != DB_DONE) {
@@ -249,15 +285,25 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 struct store_mem_points {
 	struct store_reader *r;
 	struct db_stmt *st;
-	int64_t artifact, seq, only;	/* seq: the next point's; only: the one point wanted, or -1 */
+	int64_t artifact, seq, only;	/* artifact 0: the rank's trace series; seq: the next point's; only: the one point wanted, or -1 */
+	int rank;
 	int64_t (*rows)[MEM_POINT_COLS];
 	uint8_t *nul;
 	size_t n, i, cap;		/* rows decoded, the next to give, room */
 };
 
-int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
-			  struct store_mem_points **out, struct tp_errbuf *err)
+int store_mem_points_open(struct store_reader *r, int64_t run_id, int rank, int64_t artifact, const char *device,
+			  int64_t only_seq, struct store_mem_points **out, struct tp_errbuf *err)
 {
+	static const char *const sql[2][2] = {
+		{ "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2 ORDER BY first_seq",
+		  "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1 AND device=?2 AND first_seq <= ?3"
+		  " ORDER BY first_seq DESC LIMIT 1" },
+		{ "SELECT first_seq, n, data FROM rank_memory_point_blocks WHERE run_id=?1 AND device=?2 AND rank=?3"
+		  " ORDER BY first_seq",
+		  "SELECT first_seq, n, data FROM rank_memory_point_blocks WHERE run_id=?1 AND device=?2 AND rank=?3"
+		  " AND first_seq <= ?4 ORDER BY first_seq DESC LIMIT 1" },
+	};
 	struct store_mem_points *c = tp_calloc(1, sizeof(*c));
 
 	*out = NULL;
@@ -265,18 +311,18 @@ int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	c->r = r;
 	c->artifact = artifact;
+	c->rank = rank;
 	c->only = only_seq;
-	if (db_prepare(r->db, only_seq >= 0 ? "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1"
-					      " AND device=?2 AND first_seq <= ?3 ORDER BY first_seq DESC LIMIT 1"
-					    : "SELECT first_seq, n, data FROM memory_point_blocks WHERE artifact_id=?1"
-					      " AND device=?2 ORDER BY first_seq", 0, &c->st) != DB_OK) {
+	if (db_prepare(r->db, sql[!artifact][only_seq >= 0], 0, &c->st) != DB_OK) {
 		tp_free(c);
 		return store_db_fail(err, r->db, "prepare");
 	}
-	db_bind_int64(c->st, 1, artifact);
+	db_bind_int64(c->st, 1, artifact ? artifact : run_id);
 	store_bind_text(c->st, 2, device);
+	if (!artifact)
+		db_bind_int(c->st, 3, rank);
 	if (only_seq >= 0)
-		db_bind_int64(c->st, 3, only_seq);
+		db_bind_int64(c->st, artifact ? 3 : 4, only_seq);
 	*out = c;
 	return TP_OK;
 }
@@ -321,6 +367,9 @@ static int points_block(struct store_mem_points *c, struct tp_errbuf *err)
 	}
 	return 1;
 corrupt:
+	if (!c->artifact)
+		return tp_fail(err, TP_ERR_DB, "database_error", "a memory point block of rank %d's traces is corrupt",
+			       c->rank);
 	return tp_fail(err, TP_ERR_DB, "database_error", "a memory point block of artifact %lld is corrupt",
 		       (long long)c->artifact);
 }
@@ -358,18 +407,22 @@ void store_mem_points_close(struct store_mem_points *c)
 	tp_free(c);
 }
 
-int store_mem_groups(struct store_reader *r, int64_t artifact, const char *device, struct store_rows *out,
-		     struct tp_errbuf *err)
+int store_mem_groups(struct store_reader *r, int64_t run_id, int rank, int64_t artifact, const char *device,
+		     struct store_rows *out, struct tp_errbuf *err)
 {
 	static const char *const cols[] = { "category", "op", "bytes", "count" };
-	struct db_stmt *st = store_prepare(r, "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
-				      " AND device=?2 ORDER BY n", err);
+	struct db_stmt *st = store_prepare(r, artifact ? "SELECT category, op, bytes, count FROM memory_groups WHERE artifact_id=?1"
+						 " AND device=?2 ORDER BY n"
+					       : "SELECT category, op, bytes, count FROM rank_memory_groups WHERE run_id=?1"
+						 " AND device=?2 AND rank=?3 ORDER BY n", err);
 
 	memset(out, 0, sizeof(*out));
 	if (!st)
 		return TP_ERR_DB;
-	db_bind_int64(st, 1, artifact);
+	db_bind_int64(st, 1, artifact ? artifact : run_id);
 	store_bind_text(st, 2, device);
+	if (!artifact)
+		db_bind_int(st, 3, rank);
 	return store_rows_read(r, st, cols, 4, out, err);
 }
 
@@ -385,7 +438,7 @@ int store_series_peak(struct store_reader *r, const char *run, const struct seri
 	if (s->peak_seq < 0)
 		return 0;
 	if ((rc = param_bytes_of(r, run, s->source, &param, err)) ||
-	    (rc = store_mem_points_open(r, s->artifact, s->device, s->peak_seq, &c, err)))
+	    (rc = store_mem_points_open(r, s->run_id, s->rank, s->artifact, s->device, s->peak_seq, &c, err)))
 		return rc;
 	if ((rc = store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, err)) == 1)
 		mem_split_param(row, param);
@@ -496,7 +549,7 @@ static int step_allocs(struct store_reader *r, const struct series *s, struct rl
 	for (i = 0; i < n; i++)
 		by_end[i] = &v[i];
 	qsort(by_end, n, sizeof(*by_end), cmp_end);
-	if (!(rc = store_mem_points_open(r, s->artifact, s->device, -1, &c, err)))
+	if (!(rc = store_mem_points_open(r, s->run_id, s->rank, s->artifact, s->device, -1, &c, err)))
 		while ((rc = store_mem_points_next(c, 1u | 1u << MEM_COL_ALLOCATED, row, &nul, &seq, err)) == 1) {
 			for (; k < n && by_end[k]->host_end_ns < row[0]; k++)
 				by_end[k]->alloc = last;

@@ -205,7 +205,7 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 			goto out;
 	/* the rank's analysis goes with its last trace (else it is derived again: runrank_derive) */
 	if (!artifact)
-		rc = store_rank_rows_delete(w->db, run_id, -1, 0, err);
+		rc = store_rank_rows_delete(w->db, run_id, -1, 0, 0, err);
 	else if (*trace_rank >= 0) {
 		int left;
 		if (db_prepare(w->db, "SELECT EXISTS (SELECT 1 FROM artifacts WHERE run_id=?1 AND rank=?2 AND"
@@ -224,7 +224,7 @@ int store_run_delete(struct store_writer *w, const char *run, int64_t artifact, 
 		db_finalize(st);
 		st = NULL;
 		if (!left)
-			rc = store_rank_rows_delete(w->db, run_id, *trace_rank, 0, err);
+			rc = store_rank_rows_delete(w->db, run_id, *trace_rank, 0, 0, err);
 	}
 	if (rc)
 		goto out;
@@ -268,14 +268,11 @@ out:
 	return rc;
 }
 
-/* A rank's trace memory timelines, stored under its traces' artifacts (the first: owner). */
-static const char *const memory_tables[] = { "memory_series", "memory_point_blocks", "memory_groups" };
-
 /*
  * The rank's analysis rows go (but the collectives stored as f has them) and f's take their
- * place; every trace memory timeline of the rank goes but the owner's memory points, which f's
- * go over block by block: a live run's earlier points mostly stay as they were, and are not
- * written again.
+ * place; its trace memory timelines go but their points, which f's go over block by block: a live
+ * run's earlier points mostly stay as they were, and are not written again. owner 0: the rank
+ * has no trace left, and nothing of its analysis stays.
  */
 int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_t owner,
 		       const struct store_final *f, struct store_blocks *count, struct tp_errbuf *err)
@@ -286,8 +283,6 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	struct store_final g = *f;
 	struct db_stmt *q;
 	int64_t run_id = 0;
-	char sql[512];
-	size_t i;
 	int rc, step;
 
 	g.rank = rank;
@@ -305,29 +300,11 @@ int store_rank_replace(struct store_writer *w, const char *run, int rank, int64_
 	}
 	/* no run: nothing stored to replace (a derivation of a run deleted since finds no trace) */
 	if (!rc && run_id)
-		rc = store_rank_rows_delete(w->db, run_id, rank, (int64_t)same_colls, err);
-	for (i = 0; i < sizeof(memory_tables) / sizeof(memory_tables[0]) && !rc; i++) {
-		struct db_stmt *st;
-		int keep = !strcmp(memory_tables[i], "memory_point_blocks");
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE artifact_id IN (SELECT a.id FROM artifacts a"
-			 " JOIN runs r ON r.id=a.run_id WHERE r.name=?1 AND a.rank=?2 AND a.kind='trace')%s", memory_tables[i],
-			 keep ? " AND artifact_id <> ?3" : "");
-		if (db_prepare(w->db, sql, 0, &st) != DB_OK)
-			rc = store_db_fail(err, w->db, "prepare");
-		else {
-			store_bind_text(st, 1, run);
-			db_bind_int(st, 2, rank);
-			if (keep)
-				db_bind_int64(st, 3, owner);
-			if (db_step(st) != DB_DONE)
-				rc = store_db_fail(err, w->db, "replace rank analysis");
-			db_finalize(st);
-		}
-	}
+		rc = store_rank_rows_delete(w->db, run_id, rank, (int64_t)same_colls, owner != 0, err);
 	if (!rc && owner)
 		rc = store_insert_analysis(w, owner, run_id, &g, &c, same_colls, err);
 	if (!rc && owner)
-		rc = store_drop_points_after(w->db, owner, NULL, 0, err);
+		rc = store_drop_points_after(w->db, run_id, rank, NULL, 0, err);
 	if (!rc)
 		rc = store_commit(w, err);
 	if (rc)

@@ -58,7 +58,7 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 			for (got = 0; !rc && (step = db_step(pt)) == DB_ROW; got++) {
 				int64_t seq = db_column_int64(pt, 0);
 				if (n && (n == PT_BLOCK || seq != next)) {
-					rc = store_put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
+					rc = store_put_point_block(db, ins, NULL, artifact, -1, device, first, (const int64_t (*)[MEM_POINT_COLS])rows,
 							     nul, n, buf, NULL, err);
 					n = 0;
 				}
@@ -75,7 +75,7 @@ static int pack_legacy_points(struct db *db, struct tp_errbuf *err)
 				rc = store_db_fail(err, db, "read memory");
 		} while (!rc && got == 65536);
 		if (!rc && n)
-			rc = store_put_point_block(db, ins, NULL, artifact, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
+			rc = store_put_point_block(db, ins, NULL, artifact, -1, device, first, (const int64_t (*)[MEM_POINT_COLS])rows, nul, n,
 					     buf, NULL, err);
 		tp_free(device);
 	}

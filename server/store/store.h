@@ -329,10 +329,14 @@ void store_ranks_free(struct store_rank *v, size_t n);
  * inference); every recording of that source on that device, in the order
  * of their first point, with each one's baseline (what was allocated before
  * it began); artifact and peak_seq are the recording and point of the
- * highest peak (peak_seq -1: none). TP_ERR_NOTFOUND no_memory_data.
+ * highest peak (peak_seq -1: none). A recording is an export's or snapshot's
+ * artifact, or 0: the rank's trace series (the one recording of a trace
+ * source; keyed by run_id and rank, migration 024). TP_ERR_NOTFOUND
+ * no_memory_data.
  */
 struct store_mem_series {
 	int rank;
+	int64_t run_id;
 	char device[16], source[16];	/* source: "pytorch", "snapshot" or "trace" */
 	int64_t artifact, peak_seq;
 	int64_t *recordings, *baselines;
@@ -343,7 +347,8 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 		     struct store_mem_series *out, struct tp_errbuf *err);
 void store_mem_series_free(struct store_mem_series *s);
 /*
- * A recording's points on device in order, one at a time (only_seq >= 0: that
+ * A recording's points on device in order, one at a time (artifact 0: the
+ * trace series of rank of the run run_id; only_seq >= 0: that
  * point alone): next gives the columns of a row that cols names (bit k: row[k]
  * of memmodel.h's MEM_POINT_COLS, as stored; with MEM_COL_RESERVED whether it
  * is unknown; STORE_MEM_SEQ: the point's seq), the others left as they were:
@@ -353,14 +358,14 @@ void store_mem_series_free(struct store_mem_series *s);
 #define STORE_MEM_SEQ (1u << MEM_POINT_COLS)
 #define STORE_MEM_ALL ((1u << (MEM_POINT_COLS + 1)) - 1)
 struct store_mem_points;
-int store_mem_points_open(struct store_reader *r, int64_t artifact, const char *device, int64_t only_seq,
-			  struct store_mem_points **out, struct tp_errbuf *err);
+int store_mem_points_open(struct store_reader *r, int64_t run_id, int rank, int64_t artifact, const char *device,
+			  int64_t only_seq, struct store_mem_points **out, struct tp_errbuf *err);
 int store_mem_points_next(struct store_mem_points *c, uint32_t cols, int64_t row[MEM_POINT_COLS],
 			  uint8_t *reserved_null, int64_t *seq, struct tp_errbuf *err);
 void store_mem_points_close(struct store_mem_points *c);
 /* What was alive at a recording's peak on device: {category, op, bytes, count} (op null: pre-existing or an export). */
-int store_mem_groups(struct store_reader *r, int64_t artifact, const char *device, struct store_rows *out,
-		     struct tp_errbuf *err);
+int store_mem_groups(struct store_reader *r, int64_t run_id, int rank, int64_t artifact, const char *device,
+		     struct store_rows *out, struct tp_errbuf *err);
 /*
  * The rank's Lightning actions {artifact, action, calls, mean_ns, total_ns, share_bp, n}, largest
  * total first, the first STORE_ACTIONS_MAX of them, and their AdvancedProfiler's cProfile rows

@@ -131,11 +131,14 @@ int store_exec(struct db *db, const char *sql, struct tp_errbuf *err);
  * keyed by its row keys, the memory series', and each table format_tables lists (the tables a
  * format keeps its own rows in, listed by the migration that makes them): 0 or a tp_err. */
 int store_delete_rows(struct db *db, int64_t artifact, int keep_raw, struct tp_errbuf *err);
-/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migrations 020, 022). */
-extern const char *const store_rank_analysis[5];
+/* The tables a rank's trace analysis is stored in, keyed by (run_id, rank) (migrations 020, 022,
+ * 024: its memory series last, their point blocks the very last). */
+extern const char *const store_rank_analysis[8];
 /* Delete the rows of (run_id, rank) (rank < 0: of every rank of the run) in store_rank_analysis,
- * but the collectives before the colls_from-th: 0 or a tp_err. */
-int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, struct tp_errbuf *err);
+ * but the collectives before the colls_from-th and (keep_points) the memory point blocks: 0 or a
+ * tp_err. */
+int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t colls_from, int keep_points,
+			   struct tp_errbuf *err);
 /* Delete the artifact's rows and the artifact: 0 or a tp_err. */
 int store_drop_artifact(struct db *db, int64_t artifact, struct tp_errbuf *err);
 /* Delete the runs left with nothing: no artifact, metadata, tags, project, metrics or collector poll. */
@@ -168,17 +171,20 @@ int store_commit(struct store_writer *w, struct tp_errbuf *err);
 void store_rollback(struct store_writer *w);
 /* ---- insert.c ---- */
 
-/* n points of (artifact, device) from first_seq as one row of memory_point_blocks (ins), unless
- * old finds that row holds them already: 0 or a tp_err. */
-int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t artifact,
+/* n points of (key, device) from first_seq as one row of memory_point_blocks (ins; rank >= 0:
+ * rank_memory_point_blocks', key the run's id), unless old finds that row holds them already:
+ * 0 or a tp_err. */
+int store_put_point_block(struct db *db, struct db_stmt *ins, struct db_stmt *old, int64_t key, int rank,
 			  const char *device, int64_t first_seq, const int64_t (*rows)[MEM_POINT_COLS],
 			  const uint8_t *nul, size_t n, uint8_t *buf, struct store_blocks *count, struct tp_errbuf *err);
-/* Delete the point blocks of (artifact, device) from point n on (device NULL: of every device no
- * series has): 0 or a tp_err. */
-int store_drop_points_after(struct db *db, int64_t artifact, const char *device, int64_t n, struct tp_errbuf *err);
-/* Insert f's derived rows (keep, same_colls: store_rank_replace's): its trace analysis under the
- * rank (run_id, f->rank), its steps' spans from artifact unless f->step_src names another; the
- * rest (memory timelines, a report's rows) under artifact. 0 or a tp_err. */
+/* Delete the point blocks of the rank's trace series on device from point n on (device NULL: of
+ * every device no series of the rank has): 0 or a tp_err. */
+int store_drop_points_after(struct db *db, int64_t run_id, int rank, const char *device, int64_t n,
+			    struct tp_errbuf *err);
+/* Insert f's derived rows (keep, same_colls: store_rank_replace's): its trace analysis and memory
+ * series under the rank (run_id, f->rank), its steps' spans from artifact unless f->step_src
+ * names another; the rest (an export's or snapshot's memory series, a report's rows) under
+ * artifact. 0 or a tp_err. */
 int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_id, const struct store_final *f,
 			  struct store_blocks *keep, size_t same_colls, struct tp_errbuf *err);
 
@@ -228,10 +234,11 @@ int store_ops_source(struct store_reader *r, const char *run, int rank, struct t
 
 /* ---- memory.c ---- */
 
-/* A memory series as the reads pick it: its rank, the artifact with its highest peak, that peak's point. */
+/* A memory series as the reads pick it: its run's id and rank, the recording with its highest peak
+ * (an artifact, or 0: the rank's trace series), that peak's point. */
 struct series {
 	int rank;
-	int64_t artifact, peak_seq;
+	int64_t run_id, artifact, peak_seq;
 	char device[16], source[16];
 };
 /* The series a memory read answers from (device NULL: the first GPU, else cpu): 0, or a tp_err

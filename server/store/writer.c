@@ -417,7 +417,7 @@ static int finish(struct store_writer *w, int64_t artifact, const struct store_f
 		own.mem = NULL;
 		own.nmem = 0;
 		rc = store_insert_analysis(w, artifact, run_id, &own, NULL, 0, err);
-	} else if (!(rc = f->analysis ? store_rank_rows_delete(w->db, run_id, f->rank, 0, err) : TP_OK))
+	} else if (!(rc = f->analysis ? store_rank_rows_delete(w->db, run_id, f->rank, 0, 0, err) : TP_OK))
 		rc = store_insert_analysis(w, artifact, run_id, f, NULL, 0, err);
 	if (rc)
 		goto out;

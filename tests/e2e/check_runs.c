@@ -43,13 +43,16 @@ static long long rows_of(const char *run, int rank, long long artifact)
 		 " + (SELECT COUNT(*) FROM raw_chunks WHERE key>>32=%lld) + (SELECT COUNT(*) FROM strings WHERE key>>32=%lld)"
 		 " + (SELECT COUNT(*) FROM steps s JOIN runs r ON r.id=s.run_id WHERE r.name='%s' AND s.rank=%d)"
 		 " + (SELECT COUNT(*) FROM op_stats o JOIN runs r ON r.id=o.run_id WHERE r.name='%s' AND o.rank=%d)"
+		 " + (SELECT COUNT(*) FROM rank_memory_series m JOIN runs r ON r.id=m.run_id WHERE r.name='%s' AND m.rank=%d)"
+		 " + (SELECT COUNT(*) FROM rank_memory_point_blocks b JOIN runs r ON r.id=b.run_id WHERE r.name='%s'"
+		 " AND b.rank=%d)"
 		 " + (SELECT COUNT(*) FROM memory_point_blocks WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_series WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_groups WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_segments WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM memory_blocks WHERE artifact_id=%lld)"
 		 " + (SELECT COUNT(*) FROM artifacts WHERE id=%lld)", artifact, artifact, artifact, run, rank, run, rank,
-		 artifact, artifact, artifact, artifact, artifact, artifact);
+		 run, rank, run, rank, artifact, artifact, artifact, artifact, artifact, artifact);
 	return tu_db_scalar(ru_srv.db, sql);
 }
 
@@ -114,6 +117,65 @@ START_TEST(test_delete_artifact)
 }
 END_TEST
 
+/* The body of GET url (status 200). */
+static char *body_of(const char *url)
+{
+	struct tu_resp r;
+	char *b;
+
+	ck_assert_int_eq(tu_http(&ru_srv, "GET", url, NULL, 0, NULL, &r), 0);
+	ck_assert_msg(r.status == 200, "%s: %ld %s", url, r.status, r.body);
+	b = strdup(r.body);
+	tu_resp_free(&r);
+	return b;
+}
+
+/*
+ * A rank's trace memory is the rank's (migration 023): with the trace it was first stored for
+ * deleted, the rank answers what its other trace alone gives; with its last trace, it has none.
+ */
+START_TEST(test_delete_trace_memory)
+{
+	static const char *const tails[] = { "/memory?points=0", "/memory/peak", "/memory?points=50" };
+	long long a = ru_upload("memdel", 0, "traces/hta_v100_train_memory.json.gz");
+	long long b = ru_upload("memdel", 0, "traces/kineto_resnet50_workers0.json.gz");
+	char url[256], *want, *got, *first;
+	json_t *j;
+
+	ru_upload("memdel", 1, "traces/hta_sampled_rank1.json.gz");
+	ru_upload("memone", 0, "traces/kineto_resnet50_workers0.json.gz");
+	first = body_of("/api/v1/runs/memdel/memory?points=0");	/* derives the rank from both traces */
+	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_series m JOIN runs r ON r.id=m.run_id"
+				      " WHERE r.name='memdel' AND m.rank=0"), 0);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_series"), 0);
+	snprintf(url, sizeof(url), "/api/v1/runs/memdel/artifacts/%lld", a);
+	json_decref(ru_call("DELETE", url, NULL, 0, 200));
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		snprintf(url, sizeof(url), "/api/v1/runs/memone%s", tails[i]);
+		want = body_of(url);
+		snprintf(url, sizeof(url), "/api/v1/runs/memdel%s", tails[i]);
+		got = body_of(url);
+		ck_assert_msg(!strcmp(got, want), "%s: %.300s, want %.300s", url, got, want);
+		if (!i)
+			ck_assert_str_ne(got, first);
+		free(got);
+		free(want);
+	}
+	free(first);
+	/* its last trace gone, rank 0 has no memory rows left; rank 1 stays */
+	snprintf(url, sizeof(url), "/api/v1/runs/memdel/artifacts/%lld", b);
+	json_decref(ru_call("DELETE", url, NULL, 0, 200));
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT (SELECT COUNT(*) FROM rank_memory_series m JOIN runs r ON"
+				      " r.id=m.run_id WHERE r.name='memdel') + (SELECT COUNT(*) FROM rank_memory_point_blocks b"
+				      " JOIN runs r ON r.id=b.run_id WHERE r.name='memdel') + (SELECT COUNT(*) FROM"
+				      " rank_memory_groups g JOIN runs r ON r.id=g.run_id WHERE r.name='memdel')"), 0);
+	j = ru_call("GET", "/api/v1/runs/memdel/memory?rank=0", NULL, 0, 404);
+	ck_assert_str_eq(tu_error_code(j), "rank_not_found");
+	json_decref(j);
+	ck_assert_uint_eq(nranks("memdel"), 1);
+}
+END_TEST
+
 /* a run of two snapshots: /memory/segments answers the newest, then, that one deleted, the other */
 START_TEST(test_delete_snapshot_segments)
 {
@@ -170,6 +232,8 @@ START_TEST(test_delete_run)
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM runs WHERE name='gone'"), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM metrics"), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_series"), 0);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT (SELECT COUNT(*) FROM rank_memory_series) + (SELECT COUNT(*) FROM"
+				      " rank_memory_point_blocks) + (SELECT COUNT(*) FROM rank_memory_groups)"), 0);
 	/* every answer forgets it, cached or not */
 	j = ru_call("GET", "/api/v1/runs", NULL, 0, 200);
 	ck_assert_uint_eq(json_array_size(json_object_get(j, "runs")), 0);
@@ -461,7 +525,8 @@ END_TEST
 /* ---- a database from before the points were packed ---- */
 
 struct legacy_series {
-	int64_t artifact;
+	int64_t artifact, run_id;	/* run_id: a rank's trace series (rank_memory_series), artifact its owner then */
+	int rank;
 	char device[64];
 	size_t n;
 	int64_t (*row)[MEM_POINT_COLS];
@@ -529,10 +594,30 @@ static const char undo_022[] = "DROP TABLE inside_steps;";
 static const char undo_023[] = "DROP TABLE format_tables;";
 
 /*
+ * Migration 024 undone: a rank's trace memory series stored under its first ready trace artifact
+ * again, as servers before it stored them.
+ */
+static const char undo_024[] =
+	"CREATE TABLE mem_owners (run_id INTEGER NOT NULL, rank INTEGER NOT NULL, artifact_id INTEGER NOT NULL,"
+	" PRIMARY KEY (run_id, rank));"
+	" INSERT INTO mem_owners SELECT run_id, rank, MIN(id) FROM artifacts WHERE status='ready' AND kind='trace'"
+	" GROUP BY run_id, rank;"
+	" INSERT INTO memory_series(artifact_id, device, source, points, peak_seq, baseline, first_t_ns, peak_allocated,"
+	" max_reserved) SELECT o.artifact_id, m.device, 'trace', m.points, m.peak_seq, m.baseline, m.first_t_ns,"
+	" m.peak_allocated, m.max_reserved FROM rank_memory_series m JOIN mem_owners o ON o.run_id=m.run_id AND o.rank=m.rank;"
+	" INSERT INTO memory_point_blocks(artifact_id, device, first_seq, n, data) SELECT o.artifact_id, b.device,"
+	" b.first_seq, b.n, b.data FROM rank_memory_point_blocks b JOIN mem_owners o ON o.run_id=b.run_id AND o.rank=b.rank;"
+	" INSERT INTO memory_groups(artifact_id, device, n, category, op, bytes, count) SELECT o.artifact_id, g.device, g.n,"
+	" g.category, g.op, g.bytes, g.count FROM rank_memory_groups g JOIN mem_owners o ON o.run_id=g.run_id"
+	" AND o.rank=g.rank;"
+	" DROP TABLE rank_memory_series; DROP TABLE rank_memory_point_blocks; DROP TABLE rank_memory_groups;"
+	" DROP TABLE mem_owners;";
+
+/*
  * Take the database at where back to the schema before migration 015 (016 adds step columns,
  * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by
  * rank, 021 a column of runs, 022 the work inside the steps, 023 the list of the formats' own
- * tables), as a server before it left it:
+ * tables, 024 keys the trace memory series by rank), as a server before it left it:
  * every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
@@ -554,13 +639,18 @@ static size_t downgrade_before_015(const char *where)
 	ck_assert_int_eq(store_open(where, &st, &err), 0);
 	ck_assert_int_eq(store_reader_open(st, &rd, &err), 0);
 	ck_assert_int_eq(db_open(where, 0, &db, &err), 0);
-	db_ok(db, db_prepare(db, "SELECT artifact_id, device FROM memory_series ORDER BY artifact_id, device", 0, &q),
+	db_ok(db, db_prepare(db, "SELECT artifact_id, device, 0, 0 FROM memory_series UNION ALL"
+				 " SELECT (SELECT MIN(a.id) FROM artifacts a WHERE a.run_id=m.run_id AND a.rank=m.rank"
+				 " AND a.status='ready' AND a.kind='trace'), device, run_id, rank FROM rank_memory_series m"
+				 " ORDER BY 1, 2", 0, &q),
 	      "series");
 	while (db_step(q) == DB_ROW) {
 		ser = realloc(ser, (nser + 1) * sizeof(*ser));
 		memset(&ser[nser], 0, sizeof(ser[nser]));
 		ser[nser].artifact = db_column_int64(q, 0);
 		snprintf(ser[nser].device, sizeof(ser[nser].device), "%s", (const char *)db_column_text(q, 1));
+		ser[nser].run_id = db_column_int64(q, 2);
+		ser[nser].rank = db_column_int(q, 3);
 		nser++;
 	}
 	db_finalize(q);
@@ -568,7 +658,8 @@ static size_t downgrade_before_015(const char *where)
 		struct legacy_series *e = &ser[i];
 		int64_t row[MEM_POINT_COLS];
 		uint8_t nul;
-		ck_assert_int_eq(store_mem_points_open(rd, e->artifact, e->device, -1, &c, &err), 0);
+		ck_assert_int_eq(store_mem_points_open(rd, e->run_id, e->rank, e->run_id ? 0 : e->artifact, e->device, -1, &c,
+						       &err), 0);
 		while (store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1) {
 			ck_assert_int_eq(seq, (int64_t)e->n);
 			e->row = realloc(e->row, (e->n + 1) * sizeof(*e->row));
@@ -584,10 +675,11 @@ static size_t downgrade_before_015(const char *where)
 
 	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, 018,
 	 * a column of event blocks, 019, the captures' tables, 020, the analysis rows keyed by rank,
-	 * 021, the runs' polled_ns, 022, the work inside the steps, and 023, format_tables) */
+	 * 021, the runs' polled_ns, 022, the work inside the steps, 023, format_tables, and 024, the
+	 * trace memory series keyed by rank) */
 	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
 		;
-	ck_assert_int_eq(v015, store_nmigrations - 9);
+	ck_assert_int_eq(v015, store_nmigrations - 10);
 	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 3], "-- 018:", 7));
@@ -596,7 +688,9 @@ static size_t downgrade_before_015(const char *where)
 	ck_assert(!strncmp(store_migrations[v015 + 6], "-- 021:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 7], "-- 022:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 8], "-- 023:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 9], "-- 024:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v015, undo_024), "migration 024 undone");
 	db_ok(db, db_migrate(db, v015, undo_023), "migration 023 undone");
 	db_ok(db, db_migrate(db, v015, undo_022), "migration 022 undone");
 	db_ok(db, db_migrate(db, v015, undo_021), "migration 021 undone");
@@ -646,6 +740,12 @@ static size_t downgrade_before_015(const char *where)
 	return moved;
 }
 
+/* The point blocks, points and peaks of every series, an artifact's or a rank's (migration 023). */
+#define ALL_BLOCKS "SELECT (SELECT COUNT(*) FROM memory_point_blocks) + (SELECT COUNT(*) FROM rank_memory_point_blocks)"
+#define ALL_POINTS "SELECT (SELECT SUM(n) FROM memory_point_blocks) + (SELECT SUM(n) FROM rank_memory_point_blocks)"
+#define ALL_PEAKS "SELECT (SELECT SUM(peak_allocated) FROM memory_series) + (SELECT SUM(peak_allocated)" \
+	" FROM rank_memory_series)"
+
 /*
  * A database from before migration 015 (points a row each) on either engine: the server upgrades it as it starts, and every memory
  * answer is what it was before the points were taken back to rows.
@@ -671,10 +771,11 @@ START_TEST(test_upgrade_packs_points)
 		before[i] = strdup(r.body);
 		tu_resp_free(&r);
 	}
-	blocks = tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_point_blocks");
-	points = tu_db_scalar(ru_srv.db, "SELECT SUM(n) FROM memory_point_blocks");
-	peaks = tu_db_scalar(ru_srv.db, "SELECT SUM(peak_allocated) FROM memory_series");
+	blocks = tu_db_scalar(ru_srv.db, ALL_BLOCKS);
+	points = tu_db_scalar(ru_srv.db, ALL_POINTS);
+	peaks = tu_db_scalar(ru_srv.db, ALL_PEAKS);
 	ck_assert_int_gt(blocks, 2);
+	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_point_blocks"), 0);
 	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
 
 	moved = downgrade_before_015(ru_srv.db);
@@ -684,9 +785,10 @@ START_TEST(test_upgrade_packs_points)
 	ck_assert_int_eq(tu_server_restart(&ru_srv, NULL), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db) ? "SELECT MAX(version) FROM schema_version"
 							: "PRAGMA user_version"), store_nmigrations);
-	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_point_blocks"), blocks);
-	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT SUM(n) FROM memory_point_blocks"), points);
-	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT SUM(peak_allocated) FROM memory_series"), peaks);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, ALL_BLOCKS), blocks);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, ALL_POINTS), points);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, ALL_PEAKS), peaks);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM memory_series WHERE source='trace'"), 0);
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db)
 				      ? "SELECT COUNT(*) FROM information_schema.tables WHERE table_name='memory_points'"
 				      : "SELECT COUNT(*) FROM sqlite_master WHERE name='memory_points'"), 0);
@@ -739,12 +841,13 @@ START_TEST(test_upgrade_keys_by_rank)
 	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM collectives"), 0);
 	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
 
-	/* back to 019 (023, 022 and 021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
+	/* back to 019 (024, 023, 022 and 021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
 	for (v020 = 0; v020 < store_nmigrations && strncmp(store_migrations[v020], "-- 020:", 7); v020++)
 		;
 	ck_assert_int_lt(v020, store_nmigrations);
 	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v020, undo_024), "migration 024 undone");
 	db_ok(db, db_migrate(db, v020, undo_023), "migration 023 undone");
 	db_ok(db, db_migrate(db, v020, undo_022), "migration 022 undone");
 	db_ok(db, db_migrate(db, v020, undo_021), "migration 021 undone");
@@ -794,6 +897,93 @@ START_TEST(test_upgrade_keys_by_rank)
 }
 END_TEST
 
+/*
+ * A database from before migration 023 (a rank's trace memory series stored under its first
+ * trace artifact; before 005, under each of its traces) on either engine: the upgrade keys them
+ * by rank and every memory answer is what it was; a rank whose series were under two artifacts
+ * loses them and is marked, and its first read derives them again from its events, as they were.
+ */
+START_TEST(test_upgrade_memory_by_rank)
+{
+	static const char *const runs[] = { "mone", "mtwo" };
+	static const char *const tails[] = { "/memory?points=0", "/memory/peak", "/memory?points=100", "/timeline",
+					     "/diagnosis", "/ranks" };
+	enum { NT = sizeof(tails) / sizeof(tails[0]) };
+	char *before[2][NT], url[256];
+	struct tp_errbuf err = { 0 };
+	struct db *db;
+	json_t *j;
+	long long series, one;
+	size_t i, k;
+	int v024;
+
+	ru_upload("mone", 0, "traces/hta_v100_train_memory.json.gz");
+	ru_upload("mtwo", 0, "traces/hta_v100_train_memory.json.gz");
+	ru_upload("mtwo", 0, "traces/kineto_resnet50_workers0.json.gz");
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < NT; i++) {
+			snprintf(url, sizeof(url), "/api/v1/runs/%s%s", runs[k], tails[i]);
+			before[k][i] = body_of(url);
+		}
+	series = tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_series");
+	one = tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_series m JOIN runs r ON r.id=m.run_id"
+				      " WHERE r.name='mone'");
+	ck_assert_int_gt(one, 0);
+	ck_assert_int_gt(series, one);
+	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
+
+	/* back to 023, and "mtwo"'s trace series stored under both its traces, as before 005 */
+	for (v024 = 0; v024 < store_nmigrations && strncmp(store_migrations[v024], "-- 024:", 7); v024++)
+		;
+	ck_assert_int_lt(v024, store_nmigrations);
+	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
+	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v024, undo_024), "migration 024 undone");
+	db_ok(db, db_exec(db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq, baseline,"
+			  " first_t_ns, peak_allocated, max_reserved) SELECT b.id, m.device, m.source, m.points, m.peak_seq,"
+			  " m.baseline, m.first_t_ns, m.peak_allocated, m.max_reserved FROM memory_series m"
+			  " JOIN artifacts a ON a.id=m.artifact_id JOIN artifacts b ON b.run_id=a.run_id AND b.rank=a.rank"
+			  " AND b.id<>a.id JOIN runs r ON r.id=a.run_id WHERE r.name='mtwo'"), "copy");
+	if (db_is_postgres(ru_srv.db)) {
+		char sql[96];
+		snprintf(sql, sizeof(sql), "DELETE FROM trainscope.schema_version WHERE version >= %d", v024 + 1);
+		db_ok(db, db_exec(db, sql), "version");
+	}
+	db_ok(db, db_exec(db, "COMMIT"), "commit");
+	ck_assert_int_eq(db_schema_version(db), v024);
+	db_close(db);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(DISTINCT artifact_id) FROM memory_series"), 3);
+
+	ck_assert_int_eq(tu_server_restart(&ru_srv, NULL), 0);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db) ? "SELECT MAX(version) FROM schema_version"
+							: "PRAGMA user_version"), store_nmigrations);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT (SELECT COUNT(*) FROM memory_series) + (SELECT COUNT(*) FROM"
+				      " memory_point_blocks) + (SELECT COUNT(*) FROM memory_groups)"), 0);
+	/* "mone" moved as it was; "mtwo" lost its series and waits to be derived again */
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_series m JOIN runs r ON r.id=m.run_id"
+				      " WHERE r.name='mone'"), one);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_series m JOIN runs r ON r.id=m.run_id"
+				      " WHERE r.name='mtwo'"), 0);
+	j = ru_call("GET", "/api/v1/runs/mone", NULL, 0, 200);
+	ck_assert(json_is_false(json_object_get(json_object_get(j, "run"), "analysis_pending")));
+	json_decref(j);
+	j = ru_call("GET", "/api/v1/runs/mtwo", NULL, 0, 200);
+	ck_assert(json_is_true(json_object_get(json_object_get(j, "run"), "analysis_pending")));
+	json_decref(j);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < NT; i++) {
+			char *got;
+			snprintf(url, sizeof(url), "/api/v1/runs/%s%s", runs[k], tails[i]);
+			got = body_of(url);
+			ck_assert_msg(!strcmp(got, before[k][i]), "%s differs after the upgrade: %.300s", url, got);
+			free(got);
+			free(before[k][i]);
+		}
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_pending"), 0);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM rank_memory_series"), series);
+}
+END_TEST
+
 Suite *suite_runs(void)
 {
 	Suite *s = suite_create("runs");
@@ -805,6 +995,7 @@ Suite *suite_runs(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_delete_artifact);
 	tcase_add_test(tc, test_delete_snapshot_segments);
+	tcase_add_test(tc, test_delete_trace_memory);
 	tcase_add_test(tc, test_delete_run);
 	tcase_add_test(tc, test_delete_is_atomic);
 	tcase_add_test(tc, test_delete_needs_write_token);
@@ -812,6 +1003,7 @@ Suite *suite_runs(void)
 	tcase_add_test(tc, test_memory_across_cycles);
 	tcase_add_test(tc, test_upgrade_packs_points);
 	tcase_add_test(tc, test_upgrade_keys_by_rank);
+	tcase_add_test(tc, test_upgrade_memory_by_rank);
 	suite_add_tcase(s, tc);
 	return s;
 }

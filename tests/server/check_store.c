@@ -383,7 +383,7 @@ START_TEST(test_legacy_points_packed)
 	snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", before);
 	ck_assert_int_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(h, "BEGIN; INSERT INTO memory_series(artifact_id, device, source, points, peak_seq,"
-					 " baseline) VALUES(7, 'cuda:0', 'pytorch', 2500, 1500, 0), (7, 'cpu', 'trace', 0,"
+					 " baseline) VALUES(7, 'cuda:0', 'pytorch', 2500, 1500, 0), (7, 'cpu', 'snapshot', 0,"
 					 " NULL, 5)", NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(h, "INSERT INTO memory_points VALUES(7, 'cuda:0', ?1, ?2, ?3, ?4, ?5, ?6,"
 					    " ?7, ?8, ?9, ?10, ?11, ?12)", -1, &ins, NULL), SQLITE_OK);
@@ -418,7 +418,7 @@ START_TEST(test_legacy_points_packed)
 					    " AND first_t_ns IS NULL AND peak_allocated IS NULL"), 1);
 
 	ck_assert_int_eq(store_reader_open(ost, &orr, &err), 0);
-	ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", -1, &c, &err), 0);
+	ck_assert_int_eq(store_mem_points_open(orr, 0, 0, 7, "cuda:0", -1, &c, &err), 0);
 	for (i = 0; store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++) {
 		legacy_point(i, want, &wnul);
 		ck_assert_int_eq(seq, i);
@@ -429,7 +429,7 @@ START_TEST(test_legacy_points_packed)
 	store_mem_points_close(c);
 	/* one point by its seq, in the middle of a block and at a block's start */
 	for (int64_t one = 1500; one <= 2048; one += 548) {
-		ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", one, &c, &err), 0);
+		ck_assert_int_eq(store_mem_points_open(orr, 0, 0, 7, "cuda:0", one, &c, &err), 0);
 		ck_assert_int_eq(store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err), 1);
 		legacy_point(one, want, &wnul);
 		ck_assert_int_eq(seq, one);
@@ -437,7 +437,7 @@ START_TEST(test_legacy_points_packed)
 		ck_assert_int_eq(store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err), 0);
 		store_mem_points_close(c);
 	}
-	ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", n, &c, &err), 0);	/* past the end: none */
+	ck_assert_int_eq(store_mem_points_open(orr, 0, 0, 7, "cuda:0", n, &c, &err), 0);	/* past the end: none */
 	ck_assert_int_eq(store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err), 0);
 	store_mem_points_close(c);
 	store_reader_close(orr);
@@ -450,7 +450,7 @@ START_TEST(test_legacy_points_packed)
 	sqlite3_close(h);
 	ck_assert_int_eq(store_open(path, &ost, &err), 0);
 	ck_assert_int_eq(store_reader_open(ost, &orr, &err), 0);
-	ck_assert_int_eq(store_mem_points_open(orr, 7, "cuda:0", -1, &c, &err), 0);
+	ck_assert_int_eq(store_mem_points_open(orr, 0, 0, 7, "cuda:0", -1, &c, &err), 0);
 	for (i = 0; store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++)
 		;
 	ck_assert_int_eq(i, 1024);
@@ -471,8 +471,8 @@ static void round_point(int k, int i, struct mem_point *p)
 	p->reserved = i % 3 ? 1 << 20 : -1;
 }
 
-/* The points of (artifact, cuda:0) read back: how many, each as round k made it. */
-static int64_t points_read_back(int64_t artifact, int k)
+/* The points of the trace series of (run_id, rank) on cuda:0 read back: how many, each as round k made it. */
+static int64_t points_read_back(int64_t run_id, int rank, int k)
 {
 	struct tp_errbuf err = { 0 };
 	struct store_mem_points *c;
@@ -480,7 +480,7 @@ static int64_t points_read_back(int64_t artifact, int k)
 	int64_t row[MEM_POINT_COLS], seq, i;
 	uint8_t nul;
 
-	ck_assert_int_eq(store_mem_points_open(r, artifact, "cuda:0", -1, &c, &err), 0);
+	ck_assert_int_eq(store_mem_points_open(r, run_id, rank, 0, "cuda:0", -1, &c, &err), 0);
 	for (i = 0; store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++) {
 		round_point(k, (int)i, &p);
 		ck_assert_int_eq(seq, i);
@@ -495,7 +495,7 @@ static int64_t points_read_back(int64_t artifact, int k)
 }
 
 /*
- * A rank's trace memory written again (store_rank_replace) goes over its owner's blocks: those
+ * A rank's trace memory written again (store_rank_replace) goes over the rank's blocks: those
  * stored as they are stay, a changed one is written, the ones past the last point go, and a
  * device the rank no longer has loses its blocks; what reads back is always the last write's.
  */
@@ -506,7 +506,7 @@ START_TEST(test_rank_points_gone_over)
 	struct mem_point *pts = calloc(5000, sizeof(*pts));
 	struct mem_series ms = { .device = "cuda:0", .source = "trace", .pts = pts };
 	struct store_blocks c;
-	int64_t id = filled_artifact("gone-over"), dup;
+	int64_t id = filled_artifact("gone-over"), dup, run_id;
 	static const struct { int k, n; int64_t kept, written, blocks; } rounds[] = {
 		{ 0, 5000, 0, 5, 5 },	/* first: every block written */
 		{ 0, 5000, 5, 0, 5 },	/* as stored: none */
@@ -520,7 +520,11 @@ START_TEST(test_rank_points_gone_over)
 	f.nmem = 1;
 	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
 	f.base_ns = 0;	/* the times read back as written */
-	/* the commit wrote the artifact's own series, with no points */
+	/* the commit wrote the trace's own series, with no points, as its rank's (migration 024) */
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_series WHERE rank=2 AND device='cuda:0'"
+				      " AND run_id=(SELECT id FROM runs WHERE name='gone-over')"), 1);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_series"), 0);
+	run_id = tu_db_scalar(db, "SELECT id FROM runs WHERE name='gone-over'");
 	for (size_t j = 0; j < sizeof(rounds) / sizeof(rounds[0]); j++) {
 		for (int i = 0; i < rounds[j].n; i++)
 			round_point(rounds[j].k, i, &pts[i]);
@@ -528,19 +532,28 @@ START_TEST(test_rank_points_gone_over)
 		ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
 		ck_assert_int_eq(c.kept, rounds[j].kept);
 		ck_assert_int_eq(c.written, rounds[j].written);
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks"), rounds[j].blocks);
-		ck_assert_int_eq(points_read_back(id, rounds[j].k), rounds[j].n);
+		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_point_blocks"), rounds[j].blocks);
+		ck_assert_int_eq(points_read_back(run_id, f.rank, rounds[j].k), rounds[j].n);
 	}
 	/* the rank has memory on another device only now: cuda:0's blocks go */
 	snprintf(ms.device, sizeof(ms.device), "cuda:1");
 	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
 	ck_assert_int_eq(c.written, 4);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks WHERE device='cuda:0'"), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks WHERE device='cuda:1'"), 4);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_point_blocks WHERE device='cuda:0'"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_point_blocks WHERE device='cuda:1'"), 4);
 	/* and none */
 	f.nmem = 0;
 	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM memory_point_blocks"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_point_blocks"), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_series"), 0);
+	/* written again, then the rank with no trace left (owner 0): nothing of its memory stays */
+	ms.n = 100;
+	f.nmem = 1;
+	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_series"), 1);
+	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, 0, &f, &c, &err), 0);
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT (SELECT COUNT(*) FROM rank_memory_series) + (SELECT COUNT(*) FROM"
+				      " rank_memory_point_blocks) + (SELECT COUNT(*) FROM rank_memory_groups)"), 0);
 	free(pts);
 }
 END_TEST

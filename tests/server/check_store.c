@@ -541,6 +541,26 @@ START_TEST(test_rank_points_gone_over)
 	ck_assert_int_eq(c.written, 4);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_point_blocks WHERE device='cuda:0'"), 0);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_memory_point_blocks WHERE device='cuda:1'"), 4);
+	/* a damaged block of the rank's is a database error that names the rank */
+	{
+		struct store_mem_points *pc;
+		int64_t row[MEM_POINT_COLS], seq, i;
+		uint8_t nul;
+		sqlite3 *h;
+		ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(h, "UPDATE rank_memory_point_blocks SET data=x'ffffffff' WHERE first_seq=1024",
+					      NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(h);
+		ck_assert_int_eq(store_mem_points_open(r, run_id, f.rank, 0, "cuda:1", -1, &pc, &err), 0);
+		for (i = 0; store_mem_points_next(pc, STORE_MEM_ALL, row, &nul, &seq, &err) == 1; i++)
+			;
+		ck_assert_int_eq(i, 1024);
+		ck_assert_int_eq(err.rc, TP_ERR_DB);
+		ck_assert_str_eq(err.code, "database_error");
+		ck_assert_ptr_nonnull(strstr(err.msg, "rank 2"));
+		store_mem_points_close(pc);
+		memset(&err, 0, sizeof(err));
+	}
 	/* and none */
 	f.nmem = 0;
 	ck_assert_int_eq(store_rank_replace(w, "gone-over", f.rank, id, &f, &c, &err), 0);

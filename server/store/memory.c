@@ -281,7 +281,7 @@ int store_mem_series(struct store_reader *r, const char *run, int rank, const ch
 	return TP_OK;
 }
 
-/* A walk over a series' blocks (memory_point_blocks), one decoded at a time. */
+/* A walk over a recording's blocks (memory_point_blocks, or the rank's rank_memory_point_blocks), one decoded at a time. */
 struct store_mem_points {
 	struct store_reader *r;
 	struct db_stmt *st;

@@ -263,15 +263,6 @@ static int insert_colls(struct store_writer *w, const struct rank_key *k, const 
 	return rc;
 }
 
-/* Run st (prepared, its first binds done by bind) to DONE and reset it; 0 or a db error. */
-static int step_reset(struct store_writer *w, struct db_stmt *st, struct tp_errbuf *err)
-{
-	int r = db_step(st);
-
-	db_reset(st);
-	return r == DB_DONE ? TP_OK : store_db_fail(err, w->db, "insert memory");
-}
-
 static int insert_segments(struct store_writer *w, int64_t artifact, const struct mem_series *ms,
 			   struct tp_errbuf *err);
 
@@ -315,8 +306,6 @@ static int insert_point(void *arg, const struct mem_point *p)
 	x->nul[x->n++] = p->reserved < 0;
 	return x->n == PT_BLOCK ? flush_points(x) : TP_OK;
 }
-
-static void bind_opt(struct db_stmt *st, int i, int64_t v);
 
 /*
  * A series' points, groups and row, under key: an artifact (rank < 0), or the rank (run_id key,
@@ -373,7 +362,7 @@ static int insert_series(struct store_writer *w, int64_t key, int rank, const st
 			db_bind_int64(gr, 7, g->count);
 		else
 			db_bind_null(gr, 7);
-		rc = step_reset(w, gr, err);
+		rc = store_step_reset(w->db, gr, err);
 	}
 	if (db_batch_end(w->db) && !rc)
 		rc = store_db_fail(err, w->db, "insert memory");
@@ -388,7 +377,7 @@ static int insert_series(struct store_writer *w, int64_t key, int rank, const st
 	else
 		db_bind_int(se, 3, rank);	/* the rank's series are the trace's */
 	db_bind_int64(se, 4, (int64_t)ms->n);
-	bind_opt(se, 5, peak);
+	store_bind_opt(se, 5, peak);
 	db_bind_int64(se, 6, ms->baseline);
 	if (x.pre.n)
 		db_bind_int64(se, 7, tp_sat_add(x.pre.first_t, x.base_ns));
@@ -398,8 +387,8 @@ static int insert_series(struct store_writer *w, int64_t key, int rank, const st
 		db_bind_int64(se, 8, x.pre.best);
 	else
 		db_bind_null(se, 8);
-	bind_opt(se, 9, x.pre.max_reserved);
-	return step_reset(w, se, err);
+	store_bind_opt(se, 9, x.pre.max_reserved);
+	return store_step_reset(w->db, se, err);
 }
 
 /* A snapshot's segments and their blocks at dump time. */
@@ -423,7 +412,7 @@ static int insert_segments(struct store_writer *w, int64_t artifact, const struc
 		db_bind_int64(sg, 5, x->total_size);
 		db_bind_int64(sg, 6, x->stream);
 		store_bind_text(sg, 7, x->type[0] ? x->type : NULL);
-		rc = step_reset(w, sg, err);
+		rc = store_step_reset(w->db, sg, err);
 		for (size_t k = 0; k < x->nblocks && !rc; k++) {
 			const struct mem_block *b = &x->blocks[k];
 			db_bind_int64(bl, 1, artifact);
@@ -436,7 +425,7 @@ static int insert_segments(struct store_writer *w, int64_t artifact, const struc
 			store_bind_text(bl, 8, mem_block_states[b->state & 3]);
 			store_bind_text(bl, 9, b->cat >= 0 ? mem_cat_names[b->cat & 7] : NULL);
 			store_bind_text(bl, 10, b->op);
-			rc = step_reset(w, bl, err);
+			rc = store_step_reset(w->db, bl, err);
 		}
 	}
 	db_finalize(sg);
@@ -492,14 +481,6 @@ static int insert_memory(struct store_writer *w, int64_t artifact, int64_t run_i
 	db_finalize(se);
 	db_finalize(gr);
 	return rc;
-}
-
-static void bind_opt(struct db_stmt *st, int i, int64_t v)
-{
-	if (v < 0)
-		db_bind_null(st, i);
-	else
-		db_bind_int64(st, i, v);
 }
 
 int store_insert_analysis(struct store_writer *w, int64_t artifact, int64_t run_id, const struct store_final *f,

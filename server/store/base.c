@@ -140,14 +140,17 @@ int store_rank_rows_delete(struct db *db, int64_t run_id, int rank, int64_t coll
 
 	for (i = 0; i < sizeof(store_rank_analysis) / sizeof(store_rank_analysis[0]) - (keep_points ? 1 : 0); i++) {
 		int colls = !strcmp(store_rank_analysis[i], "collectives");
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE run_id=?1 AND (?2 < 0 OR rank=?2)%s", store_rank_analysis[i],
-			 colls ? " AND n >= ?3" : "");
+		/* two statements, not "(?2 < 0 OR rank=?2)": with the OR, SQLite searches the
+		 * (run_id, rank, ...) key by run_id alone and reads every rank's rows of the run */
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE run_id=?1%s%s", store_rank_analysis[i],
+			 rank >= 0 ? " AND rank=?2" : "", !colls ? "" : rank >= 0 ? " AND n >= ?3" : " AND n >= ?2");
 		if (db_prepare(db, sql, 0, &st) != DB_OK)
 			return store_db_fail(err, db, "prepare delete");
 		db_bind_int64(st, 1, run_id);
-		db_bind_int(st, 2, rank);
+		if (rank >= 0)
+			db_bind_int(st, 2, rank);
 		if (colls)
-			db_bind_int64(st, 3, colls_from);
+			db_bind_int64(st, rank >= 0 ? 3 : 2, colls_from);
 		int r = db_step(st);
 		db_finalize(st);
 		if (r != DB_DONE)

@@ -124,6 +124,89 @@ START_TEST(test_rank_reads_use_the_index)
 }
 END_TEST
 
+/* the statements run on the connections opened while trace_all is registered (sqlite3_auto_extension) */
+static char *ran[64];
+static int nran;
+
+static int keep_sql(unsigned type, void *ctx, void *stmt, void *x)
+{
+	const char *sql = sqlite3_sql(stmt);
+	int i;
+
+	(void)type;
+	(void)ctx;
+	(void)x;
+	for (i = 0; i < nran && strcmp(ran[i], sql); i++)
+		;
+	if (i == nran && nran < (int)(sizeof(ran) / sizeof(ran[0])))
+		ran[nran++] = strdup(sql);
+	return 0;
+}
+
+static int trace_all(sqlite3 *h, const char **msg, const struct sqlite3_api_routines *api)
+{
+	(void)msg;
+	(void)api;
+	sqlite3_trace_v2(h, SQLITE_TRACE_STMT, keep_sql, NULL);
+	return SQLITE_OK;
+}
+
+/*
+ * A rank's first trace replaces the rank's analysis (steps, op_stats,
+ * kernel_stats, collectives, inside_steps): its DELETEs search the
+ * (run_id, rank, ...) key by both, not by run_id alone, which read every
+ * rank's rows of the run at each upload: 10,000 uploads were quadratic
+ * (issue 50). The statements checked are those the commit ran.
+ */
+START_TEST(test_rank_rows_deleted_by_key)
+{
+	static const char *const tables[] = { "steps", "op_stats", "kernel_stats", "collectives", "inside_steps" };
+	struct tp_errbuf err = { 0 };
+	struct store_final f = final("bb");
+	struct store_writer *held;
+	int64_t id, dup;
+	sqlite3 *h;
+	int i, checked = 0;
+
+	/* a new connection: the pooled writer is held while the test's is opened */
+	held = w;
+	ck_assert_int_eq(sqlite3_auto_extension((void (*)(void))trace_all), SQLITE_OK);
+	ck_assert_int_eq(store_writer_open(st, &w, &err), 0);
+	store_writer_close(held);
+	id = filled_artifact("big");
+	ck_assert_int_eq(store_artifact_commit(w, id, &f, &dup, &err), 0);
+	sqlite3_reset_auto_extension();
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps WHERE rank=2"), 1);
+
+	ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+	for (i = 0; i < nran; i++) {
+		char want[64], eqp[1024];
+		sqlite3_stmt *q;
+		size_t t;
+		int found = 0;
+
+		for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+			snprintf(want, sizeof(want), "DELETE FROM %s WHERE ", tables[t]);
+			if (!strncmp(ran[i], want, strlen(want)))
+				break;
+		}
+		if (t == sizeof(tables) / sizeof(tables[0]))
+			continue;
+		snprintf(eqp, sizeof(eqp), "EXPLAIN QUERY PLAN %s", ran[i]);
+		ck_assert_int_eq(sqlite3_prepare_v2(h, eqp, -1, &q, NULL), SQLITE_OK);
+		while (sqlite3_step(q) == SQLITE_ROW)
+			found |= strstr((const char *)sqlite3_column_text(q, 3), "(run_id=? AND rank=?") != NULL;
+		sqlite3_finalize(q);
+		ck_assert_msg(found, "%s: not searched by (run_id, rank)", ran[i]);
+		checked++;
+	}
+	sqlite3_close(h);
+	ck_assert_int_eq(checked, 5);
+	while (nran)
+		free(ran[--nran]);
+}
+END_TEST
+
 START_TEST(test_ingesting_is_invisible)
 {
 	struct tp_errbuf err = { 0 };
@@ -587,6 +670,7 @@ Suite *suite_store(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_reopen_keeps_schema_and_data);
 	tcase_add_test(tc, test_rank_reads_use_the_index);
+	tcase_add_test(tc, test_rank_rows_deleted_by_key);
 	tcase_add_test(tc, test_ingesting_is_invisible);
 	tcase_add_test(tc, test_commit_answers);
 	tcase_add_test(tc, test_events_and_raw_read_back);

@@ -10,7 +10,10 @@ later than the last. Uploads go 3 at a time (under the server's per-address cap 
 It then times the first GET /ranks (which derives the ranks not yet derived), a second one
 (from the answer cache when the answer fits it: at 10,000 ranks it does not), the
 first /critical_path?step=1 and ?step=2, and reports the server's CPU and
-peak memory (VmHWM) and the database's size.
+peak memory (VmHWM) and the database's size (with its WAL, whose size
+follows when checkpoints ran, not what is stored). The uploads' wall time
+per upload (upms) and the server's CPU in them (upcpu) are what stay flat
+when an upload costs the same whatever the ranks already in the run.
 
 Usage: bench/ranks_bench.py SERVER [--ranks 1000,3000,10000]
 Stdlib only; bench/results/ranks_bench-DATE.txt keeps runs.
@@ -82,10 +85,12 @@ def one(server, n):
     work = tempfile.mkdtemp(prefix="ranks_bench.")
     srv, base = cb.start_server(server, work)
     try:
+        c0 = cb.server_cpu(srv)
         t0 = time.time()
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             list(pool.map(lambda r: upload(base, r, n), range(n)))
         up = time.time() - t0
+        upcpu = cb.server_cpu(srv) - c0
         cpu0 = cb.server_cpu(srv)
         cpus = []
         ranks1, rb = timed_get(base, "/api/v1/runs/big/ranks", srv, cpus)
@@ -98,7 +103,8 @@ def one(server, n):
             hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
         db = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work) if f.startswith("t.db"))
         print(f"{n:>6} {up:8.1f} {ranks1:8.2f} {ranks2:7.3f} {cp1:8.2f} {cp2:8.2f} {steps:7.2f} {cpu:7.1f}"
-              f" {hwm / 1024:7.0f} {db / 1048576:7.1f} {rb:9} {cb1:8} {cpus[0]:7.2f} {cpus[1]:7.2f}", flush=True)
+              f" {hwm / 1024:7.0f} {db / 1048576:7.1f} {rb:9} {cb1:8} {cpus[0]:7.2f} {cpus[1]:7.2f}"
+              f" {up * 1000 / n:6.2f} {upcpu:7.1f}", flush=True)
     finally:
         srv.terminate()
         srv.wait()
@@ -112,9 +118,10 @@ def main():
     a = ap.parse_args()
     print("# ranks: upload s (3 at a time); first /ranks s; cached /ranks s; /critical_path?step=1 s,"
           " ?step=2 s; /steps s; server CPU s in the reads; VmHWM MiB; database MiB; /ranks bytes;"
-          " /critical_path bytes; the server's CPU s in the first /ranks, in /critical_path?step=1")
+          " /critical_path bytes; the server's CPU s in the first /ranks, in /critical_path?step=1;"
+          " upload ms per rank; the server's CPU s in the uploads")
     print(f"{'ranks':>6} {'upload':>8} {'ranks1':>8} {'ranks2':>7} {'cp1':>8} {'cp2':>8} {'steps':>7} {'cpu':>7}"
-          f" {'hwm':>7} {'db':>7} {'rbytes':>9} {'cpbytes':>8} {'r1cpu':>7} {'cp1cpu':>7}")
+          f" {'hwm':>7} {'db':>7} {'rbytes':>9} {'cpbytes':>8} {'r1cpu':>7} {'cp1cpu':>7} {'upms':>6} {'upcpu':>7}")
     for n in (int(x) for x in a.ranks.split(",")):
         one(a.server, n)
 

@@ -613,11 +613,14 @@ static const char undo_024[] =
 	" DROP TABLE rank_memory_series; DROP TABLE rank_memory_point_blocks; DROP TABLE rank_memory_groups;"
 	" DROP TABLE mem_owners;";
 
+/* Migration 025 undone: the run's uploads in flight found by a scan of its artifacts. */
+static const char undo_025[] = "DROP INDEX artifacts_inflight;";
+
 /*
  * Take the database at where back to the schema before migration 015 (016 adds step columns,
  * 017 an index, 018 a column of event blocks, 019 the captures, 020 keys the analysis rows by
  * rank, 021 a column of runs, 022 the work inside the steps, 023 the list of the formats' own
- * tables, 024 keys the trace memory series by rank), as a server before it left it:
+ * tables, 024 keys the trace memory series by rank, 025 an index), as a server before it left it:
  * every series' points (read with the store's own cursor)
  * written as rows of memory_points, the blocks and 015's columns gone. The
  * same on SQLite and PostgreSQL: the table is made by db_migrate, as the
@@ -675,11 +678,11 @@ static size_t downgrade_before_015(const char *where)
 
 	/* back to the schema before 015 (and 016, which only adds step columns, 017, an index, 018,
 	 * a column of event blocks, 019, the captures' tables, 020, the analysis rows keyed by rank,
-	 * 021, the runs' polled_ns, 022, the work inside the steps, 023, format_tables, and 024, the
-	 * trace memory series keyed by rank) */
+	 * 021, the runs' polled_ns, 022, the work inside the steps, 023, format_tables, 024, the
+	 * trace memory series keyed by rank, and 025, an index) */
 	for (v015 = 0; v015 < store_nmigrations && strncmp(store_migrations[v015], "-- 015:", 7); v015++)
 		;
-	ck_assert_int_eq(v015, store_nmigrations - 10);
+	ck_assert_int_eq(v015, store_nmigrations - 11);
 	ck_assert(!strncmp(store_migrations[v015 + 1], "-- 016:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 2], "-- 017:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 3], "-- 018:", 7));
@@ -689,7 +692,9 @@ static size_t downgrade_before_015(const char *where)
 	ck_assert(!strncmp(store_migrations[v015 + 7], "-- 022:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 8], "-- 023:", 7));
 	ck_assert(!strncmp(store_migrations[v015 + 9], "-- 024:", 7));
+	ck_assert(!strncmp(store_migrations[v015 + 10], "-- 025:", 7));
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v015, undo_025), "migration 025 undone");
 	db_ok(db, db_migrate(db, v015, undo_024), "migration 024 undone");
 	db_ok(db, db_migrate(db, v015, undo_023), "migration 023 undone");
 	db_ok(db, db_migrate(db, v015, undo_022), "migration 022 undone");
@@ -792,6 +797,9 @@ START_TEST(test_upgrade_packs_points)
 	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db)
 				      ? "SELECT COUNT(*) FROM information_schema.tables WHERE table_name='memory_points'"
 				      : "SELECT COUNT(*) FROM sqlite_master WHERE name='memory_points'"), 0);
+	ck_assert_int_eq(tu_db_scalar(ru_srv.db, db_is_postgres(ru_srv.db)
+				      ? "SELECT COUNT(*) FROM pg_indexes WHERE indexname='artifacts_inflight'"
+				      : "SELECT COUNT(*) FROM sqlite_master WHERE name='artifacts_inflight'"), 1);
 	for (i = 0; i < NP; i++) {
 		ck_assert_int_eq(tu_http(&ru_srv, "GET", paths[i], NULL, 0, NULL, &r), 0);
 		ck_assert_msg(r.status == 200 && !strcmp(r.body, before[i]), "%s differs after the upgrade: %.300s",
@@ -841,12 +849,13 @@ START_TEST(test_upgrade_keys_by_rank)
 	ck_assert_int_gt(tu_db_scalar(ru_srv.db, "SELECT COUNT(*) FROM collectives"), 0);
 	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
 
-	/* back to 019 (024, 023, 022 and 021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
+	/* back to 019 (025, 024, 023, 022 and 021 undone first), and "legacy"'s operators stored under both its traces, as before 005 */
 	for (v020 = 0; v020 < store_nmigrations && strncmp(store_migrations[v020], "-- 020:", 7); v020++)
 		;
 	ck_assert_int_lt(v020, store_nmigrations);
 	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v020, undo_025), "migration 025 undone");
 	db_ok(db, db_migrate(db, v020, undo_024), "migration 024 undone");
 	db_ok(db, db_migrate(db, v020, undo_023), "migration 023 undone");
 	db_ok(db, db_migrate(db, v020, undo_022), "migration 022 undone");
@@ -938,6 +947,7 @@ START_TEST(test_upgrade_memory_by_rank)
 	ck_assert_int_lt(v024, store_nmigrations);
 	ck_assert_int_eq(db_open(ru_srv.db, 0, &db, &err), 0);
 	db_ok(db, db_exec(db, "BEGIN"), "begin");
+	db_ok(db, db_migrate(db, v024, undo_025), "migration 025 undone");
 	db_ok(db, db_migrate(db, v024, undo_024), "migration 024 undone");
 	db_ok(db, db_exec(db, "INSERT INTO memory_series(artifact_id, device, source, points, peak_seq, baseline,"
 			  " first_t_ns, peak_allocated, max_reserved) SELECT b.id, m.device, m.source, m.points, m.peak_seq,"

@@ -98,7 +98,7 @@ static void disposition(char *out, size_t size, const char *name)
 int h_artifact_upload_begin(struct request *req)
 {
 	const struct ingest_limits *lim = http_limits(req);
-	struct ingest_request ir = { .run = req->params[0], .rank = -1 };
+	struct ingest_request ir = { .run = req->params[0], .rank = -1, .overlaps = runrank_overlaps(http_deriver(req)) };
 	const char *cl, *enc, *kind = http_arg(req, "kind");
 	struct tp_errbuf err = { 0 };
 	struct ingest *ig;

@@ -154,6 +154,9 @@ struct ingest {
 	char run[129];
 	int req_rank;
 	int joins;		/* req_rank already has a trace: a trace upload skips its own analysis */
+	struct overlap_cache *oc;	/* the request's overlaps */
+	uint64_t store;			/* store_serial */
+	struct overlap_prints *prints;	/* a trace's events' fingerprints, when oc (NULL past its cap) */
 	char kind_hint[32];
 	atomic_int stop;	/* the writer failed, or the upload is abandoned */
 	atomic_int parse_failed;	/* B failed: A need not inflate any more */
@@ -333,6 +336,15 @@ static int sink_string(void *payload, uint32_t id, const char *s, size_t len)
 	return TP_OK;
 }
 
+/* e, as stored, into ig's prints (dropped when they are too many: the check reads the store instead) */
+static void take_print(struct ingest *ig, const struct tp_event *e)
+{
+	if (ig->prints && overlap_prints_add(ig->prints, e)) {
+		overlap_prints_free(ig->prints);
+		ig->prints = NULL;
+	}
+}
+
 static int sink_event(void *payload, const struct tp_event *e)
 {
 	struct ingest *ig = payload;
@@ -346,6 +358,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 		ig->ts_hi = e->ts_ns > ig->ts_hi ? e->ts_ns : ig->ts_hi;
 	}
 	if (e->ph == 'i' && (e->name == TRACE_S_MEMORY || e->name == TRACE_S_OOM)) {
+		take_print(ig, e);
 		if (ig->an && (rc = analysis_event(ig->an, e, &ig->b_err)))
 			return rc;
 		b->mev[b->nmev++] = *e;
@@ -357,6 +370,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 	if ((e->ph == 's' || e->ph == 'f' || e->ph == 't') &&
 	    (e->cat == TRACE_S_AC2G || e->cat == TRACE_S_ASYNC || e->cat == TRACE_S_ASYNC_CPU_TO_GPU))
 		return TP_OK;
+	take_print(ig, e);
 	if (ig->an && (rc = analysis_event(ig->an, e, &ig->b_err)))
 		return rc;
 	b->ev[b->nev++] = *e;
@@ -401,6 +415,9 @@ static int start_parser(struct ingest *ig)
 	if (!ig->fmt->events)
 		return TP_OK;
 	ig->tp = ig->ps;
+	/* without them (out of memory) the overlap check reads the upload back from the store */
+	if (ig->oc)
+		ig->prints = overlap_prints_new(ig->oc, ig->store, an_string, ig->tp);
 	/* a trace joining its rank is analysed with the rank, at the next read (runrank.h) */
 	if (!ig->joins && !(ig->an = analysis_new(an_string, ig->tp)))
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -767,6 +784,7 @@ static void ingest_free(struct ingest *ig)
 	for (i = 0; i < NBATCH; i++)
 		tp_free(ig->batches[i].str);
 	analysis_free(ig->an);
+	overlap_prints_free(ig->prints);
 	store_writer_close(ig->w);
 	chan_destroy(&ig->raw_free);
 	chan_destroy(&ig->inf_free);
@@ -811,6 +829,8 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	ig->lim = lim ? *lim : ingest_default_limits;
 	ig->req_rank = req->rank;
+	ig->oc = req->overlaps;
+	ig->store = store_serial(st);
 	ig->content_gzip = req->content_gzip;
 	snprintf(ig->run, sizeof(ig->run), "%s", req->run);
 	ig->peak_alloc = -1;
@@ -972,7 +992,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		   /* and when it joins one, events the rank has already would count twice: refused
 		    * (pipeline/overlap.h) */
 		   (deferred && (rc = overlap_check(ig->w, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo,
-						    ig->ts_hi, an_string, ig->tp, &res->err))) ||
+						    ig->ts_hi, an_string, ig->tp, ig->prints, &res->err))) ||
 		   (rc = store_tx_commit(ig->w, &res->err))) {
 		store_tx_rollback(ig->w);
 		res->rc = rc;
@@ -983,6 +1003,9 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		if (!res->artifact)
 			res->artifact = ig->artifact;
 		res->rank_pending = deferred;
+		/* a new trace: the next uploads of its rank are checked against it in memory */
+		if (!res->duplicate && ig->tp)
+			overlap_prints_keep(ig->prints, ig->run, f.rank, ig->artifact, f.base_ns);
 	}
 	tp_free(meta);
 	ingest_free(ig);

@@ -29,6 +29,8 @@ struct ingest_limits {
 };
 extern const struct ingest_limits ingest_default_limits;
 
+struct overlap_cache;
+
 struct ingest_request {
 	const char *run;
 	int rank;			/* -1: from the trace's distributedInfo, else 0 */
@@ -36,6 +38,8 @@ struct ingest_request {
 	const char *kind;		/* NULL or "": detect */
 	const char *device;		/* memory timeline exports: "cuda:N" or "cpu" (NULL: cuda:0) */
 	int content_gzip;		/* sent with Content-Encoding: gzip: the file is what the gzip holds */
+	struct overlap_cache *overlaps;	/* the server's (runrank_overlaps; NULL: none): a trace's events are
+					 * fingerprinted as they are parsed, for its overlap check (overlap.h) */
 };
 
 /* What came of an upload. */

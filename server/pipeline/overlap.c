@@ -2,6 +2,7 @@
  * overlap.c: refuse a trace upload that repeats events of its rank
  * (overlap.h says what and why).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,24 +126,42 @@ static uint64_t bits(double d)
 	return u;
 }
 
-/* Everything the store keeps of an event, ts on the common base; its strings by their text. */
-static uint64_t fingerprint(const struct tp_event *e, int64_t ts, struct names_h *m)
+/*
+ * Everything the store keeps of an event but its ts; its strings by their text. Only the fields
+ * its have bits name are read (the store keeps no others: evpack.c), so that an event as parsed
+ * (struct overlap_prints) hashes as the same event read back from the store.
+ */
+static uint64_t fp_rest(const struct tp_event *e, struct names_h *m)
 {
+	const uint32_t hv = e->have;
+	const int pid_s = (hv & TH_PID) && e->pid_s, tid_s = (hv & TH_TID) && e->tid_s;
+#define F(bit, v) ((uint64_t)(hv & (bit) ? (v) : 0))
 	uint64_t h = mix(0x7472616365ULL, (uint8_t)e->ph);
 
-	h = mix(mix(mix(mix(mix(h, e->have), (uint64_t)ts), (uint64_t)e->dur_ns), (uint64_t)e->pid), (uint64_t)e->tid);
+	h = mix(mix(mix(mix(h, hv), F(TH_DUR, e->dur_ns)), pid_s ? 0 : F(TH_PID, e->pid)), tid_s ? 0 : F(TH_TID, e->tid));
 	h = mix_id(mix_id(mix_id(h, e->name, m), e->cat, m), e->arg, m);
-	h = mix_text(mix_text(h, e->pid_s), e->tid_s);
-	h = mix(mix(mix(mix(h, (uint64_t)e->ext_id), (uint64_t)e->corr), (uint64_t)e->stream), (uint64_t)e->device);
-	h = mix(mix(mix(mix(h, (uint64_t)e->bytes), (uint64_t)e->seq), (uint64_t)e->fwd_tid), (uint64_t)e->flow_id);
-	h = mix(mix(h, bits(e->blocks_per_sm)), bits(e->occupancy));
-	h = mix(mix(mix(mix(h, (uint64_t)e->ev_idx), (uint64_t)e->dev_type), (uint64_t)e->dev_id), (uint64_t)e->addr);
-	h = mix(mix(mix(h, (uint64_t)e->total_alloc), (uint64_t)e->total_reserved), (uint64_t)e->sort_index);
-	h = e->have & TH_COLL ? mix_id(h, (uint64_t)e->coll, m) : mix(h, (uint64_t)e->coll);
-	h = e->have & TH_PG ? mix_id(h, (uint64_t)e->pg, m) : mix(h, (uint64_t)e->pg);
-	h = e->have & TH_DTYPE ? mix_id(h, (uint64_t)e->dtype, m) : mix(h, (uint64_t)e->dtype);
-	return mix(mix(mix(mix(h, (uint64_t)e->in_nelems), (uint64_t)e->out_nelems), (uint64_t)e->group_size),
-		   (uint64_t)e->coll_seq);
+	h = mix_text(mix_text(h, pid_s ? e->pid_s : NULL), tid_s ? e->tid_s : NULL);
+	h = mix(mix(mix(mix(h, F(TH_EXT, e->ext_id)), F(TH_CORR, e->corr)), F(TH_STREAM, e->stream)),
+		F(TH_DEVICE, e->device));
+	h = mix(mix(mix(mix(h, F(TH_BYTES, e->bytes)), F(TH_SEQ, e->seq)), F(TH_FWD_TID, e->fwd_tid)),
+		F(TH_FLOW, e->flow_id));
+	h = mix(mix(h, hv & TH_BPS ? bits(e->blocks_per_sm) : 0), hv & TH_OCC ? bits(e->occupancy) : 0);
+	h = mix(mix(mix(mix(h, F(TH_EV_IDX, e->ev_idx)), F(TH_DEV_TYPE, e->dev_type)), F(TH_DEV_ID, e->dev_id)),
+		F(TH_ADDR, e->addr));
+	h = mix(mix(mix(h, F(TH_TOTAL_ALLOC, e->total_alloc)), F(TH_TOTAL_RES, e->total_reserved)),
+		F(TH_SORT, e->sort_index));
+	h = hv & TH_COLL ? mix_id(h, (uint64_t)e->coll, m) : mix(h, 0);
+	h = hv & TH_PG ? mix_id(h, (uint64_t)e->pg, m) : mix(h, 0);
+	h = hv & TH_DTYPE ? mix_id(h, (uint64_t)e->dtype, m) : mix(h, 0);
+	return mix(mix(mix(mix(h, F(TH_IN_NELEMS, e->in_nelems)), F(TH_OUT_NELEMS, e->out_nelems)),
+		       F(TH_GROUP_SIZE, e->group_size)), F(TH_COLL_SEQ, e->coll_seq));
+#undef F
+}
+
+/* The event's fingerprint with ts on the common base. */
+static uint64_t fingerprint(const struct tp_event *e, int64_t ts, struct names_h *m)
+{
+	return mix(fp_rest(e, m), (uint64_t)ts);
 }
 
 /* Events with a time, but not metadata ('M': process and thread names, which a file may repeat
@@ -152,15 +171,208 @@ static int timed(const struct tp_event *e)
 	return (e->have & TH_TS) && e->ph != 'M';
 }
 
-/* What a repeated event has the same of, read without decoding it: the key of struct check's times. */
+/* What a repeated event has the same of, read without decoding it: the key of struct check's times
+ * (time_rest's, then ts). */
+static uint64_t time_rest(char ph, uint32_t have, int64_t dur)
+{
+	return mix(mix(mix(0, (uint8_t)ph), have), (uint64_t)dur);
+}
+
 static uint64_t time_key(char ph, uint32_t have, int64_t ts, int64_t dur)
 {
-	return mix(mix(mix(mix(0, (uint8_t)ph), have), (uint64_t)ts), (uint64_t)dur);
+	return mix(time_rest(ph, have, dur), (uint64_t)ts);
 }
 
 static const char *trace_text(void *payload, uint32_t id)
 {
 	return store_trace_string(payload, id);
+}
+
+/* ---- an upload's events, fingerprinted as they are parsed ---- */
+
+#define PRINTS_MAX (1u << 20)	/* events: past it (24 MiB), the upload is read back from the store instead */
+
+struct print {
+	uint64_t rest, times;	/* fp_rest's and time_rest's */
+	int64_t ts;		/* as written */
+};
+
+struct overlap_prints {
+	struct overlap_cache *oc;	/* where they are kept once the upload is committed (NULL: nowhere) */
+	uint64_t store;			/* the upload's store (store_serial) */
+	struct names_h nh;
+	struct print *v;
+	size_t n, cap;
+};
+
+struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, overlap_str_fn str, void *payload)
+{
+	struct overlap_prints *p = tp_calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->oc = oc;
+	p->store = store;
+	names_h_reset(&p->nh, str, payload);
+	return p;
+}
+
+void overlap_prints_free(struct overlap_prints *p)
+{
+	if (!p)
+		return;
+	tp_free(p->v);
+	tp_free(p->nh.h);
+	tp_free(p);
+}
+
+int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e)
+{
+	if (!timed(e))
+		return 0;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 4096;
+		struct print *nv;
+		if (p->n >= PRINTS_MAX || !(nv = tp_realloc(p->v, cap * sizeof(*nv))))
+			return -1;
+		p->v = nv;
+		p->cap = cap;
+	}
+	p->v[p->n++] = (struct print){ fp_rest(e, &p->nh), time_rest(e->ph, e->have, e->have & TH_DUR ? e->dur_ns : 0),
+				       e->ts_ns };
+	return 0;
+}
+
+/* ---- the fingerprints of the ranks checked last ---- */
+
+#define CACHE_RANKS 8
+#define CACHE_PRINTS (2u << 20)	/* fingerprints held in all: 16 to 32 MiB of tables, 64 MiB at most */
+
+struct cached_rank {
+	uint64_t store;		/* store_serial */
+	char *run;		/* NULL: a free slot */
+	int rank;
+	int64_t *ids, *bases;	/* the artifacts whose every timed event's fingerprint set holds */
+	size_t nids, capids;
+	struct fpset set;
+	uint64_t used;		/* when last checked or added to (overlap_cache.tick) */
+};
+
+struct overlap_cache {
+	pthread_mutex_t mu;
+	struct cached_rank r[CACHE_RANKS];
+	uint64_t tick;
+	size_t prints;		/* the fingerprints held, all ranks' */
+};
+
+struct overlap_cache *overlap_cache_new(void)
+{
+	struct overlap_cache *oc = tp_calloc(1, sizeof(*oc));
+
+	if (oc)
+		pthread_mutex_init(&oc->mu, NULL);
+	return oc;
+}
+
+/* Empty the slot (oc->mu held). */
+static void cached_drop(struct overlap_cache *oc, struct cached_rank *cr)
+{
+	oc->prints -= cr->set.n;
+	tp_free(cr->run);
+	tp_free(cr->ids);
+	tp_free(cr->bases);
+	tp_free(cr->set.v);
+	memset(cr, 0, sizeof(*cr));
+}
+
+void overlap_cache_free(struct overlap_cache *oc)
+{
+	if (!oc)
+		return;
+	overlap_cache_forget(oc, 0, NULL);
+	pthread_mutex_destroy(&oc->mu);
+	tp_free(oc);
+}
+
+void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *run)
+{
+	if (!oc)
+		return;
+	pthread_mutex_lock(&oc->mu);
+	for (int i = 0; i < CACHE_RANKS; i++)
+		if (oc->r[i].run && (!store || oc->r[i].store == store) && (!run || !strcmp(oc->r[i].run, run)))
+			cached_drop(oc, &oc->r[i]);
+	pthread_mutex_unlock(&oc->mu);
+}
+
+/* The slot of store's run's rank, or NULL (oc->mu held) */
+static struct cached_rank *cached_find(struct overlap_cache *oc, uint64_t store, const char *run, int rank)
+{
+	for (int i = 0; i < CACHE_RANKS; i++)
+		if (oc->r[i].run && oc->r[i].store == store && oc->r[i].rank == rank && !strcmp(oc->r[i].run, run))
+			return &oc->r[i];
+	return NULL;
+}
+
+/* The slot least recently used but keep (oc->mu held). */
+static struct cached_rank *cached_lru(struct overlap_cache *oc, const struct cached_rank *keep)
+{
+	struct cached_rank *lru = NULL;
+
+	for (int i = 0; i < CACHE_RANKS; i++)
+		if (&oc->r[i] != keep && (!lru || !oc->r[i].run || (lru->run && oc->r[i].used < lru->used)))
+			lru = &oc->r[i];
+	return lru;
+}
+
+void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
+			 int64_t base_ns)
+{
+	struct overlap_cache *oc = p ? p->oc : NULL;
+	struct cached_rank *cr, *lru;
+	size_t before;
+
+	if (!oc || p->n > CACHE_PRINTS)
+		return;
+	pthread_mutex_lock(&oc->mu);
+	if (!(cr = cached_find(oc, p->store, run, rank))) {
+		cr = cached_lru(oc, NULL);
+		if (cr->run)
+			cached_drop(oc, cr);
+		if (!(cr->run = tp_strdup(run)))
+			goto out;
+		cr->store = p->store;
+		cr->rank = rank;
+	}
+	cr->used = ++oc->tick;
+	while (oc->prints + p->n > CACHE_PRINTS && (lru = cached_lru(oc, cr)) && lru->run)
+		cached_drop(oc, lru);
+	if (oc->prints + p->n > CACHE_PRINTS)
+		goto out;	/* the rank's own are too many already: it covers what it did */
+	if (cr->nids == cr->capids) {
+		size_t cap = cr->capids ? cr->capids * 2 : 16;
+		int64_t *ni = tp_realloc(cr->ids, cap * sizeof(*ni)), *nb;
+		if (ni)
+			cr->ids = ni;
+		if (!ni || !(nb = tp_realloc(cr->bases, cap * sizeof(*nb)))) {
+			cached_drop(oc, cr);
+			goto out;
+		}
+		cr->bases = nb;
+		cr->capids = cap;
+	}
+	before = cr->set.n;
+	for (size_t i = 0; i < p->n; i++)
+		if (fp_add(&cr->set, mix(p->v[i].rest, (uint64_t)tp_sat_add(p->v[i].ts, base_ns)))) {
+			/* what it holds of this artifact is no harm (a fingerprint found is checked in the store) */
+			oc->prints += cr->set.n - before;
+			goto out;
+		}
+	oc->prints += cr->set.n - before;
+	cr->ids[cr->nids] = artifact;
+	cr->bases[cr->nids++] = base_ns;
+out:
+	pthread_mutex_unlock(&oc->mu);
 }
 
 /*
@@ -175,6 +387,7 @@ struct check {
 	int64_t base, lo, hi;	/* lo, hi: on the common base */
 	overlap_str_fn str;	/* the upload's strings */
 	void *payload;
+	const struct overlap_prints *prints;	/* the upload's fingerprints, when they were taken as it was parsed */
 	struct names_h nh;	/* of the artifact whose events are being read */
 	int64_t nh_of;
 	struct store_reader *r;	/* where the upload's events are read back from, and their artifact */
@@ -231,6 +444,16 @@ static int build(struct store_reader *r, int64_t artifact, struct check *c, stru
 	int rc;
 
 	c->built = 1;
+	if (c->prints) {
+		for (size_t i = 0; i < c->prints->n; i++) {
+			const struct print *p = &c->prints->v[i];
+			int64_t ts = tp_sat_add(p->ts, c->base);
+			if (fp_add(&c->set, mix(p->rest, (uint64_t)ts)) || fp_add(&c->times, mix(p->times, (uint64_t)ts)))
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		}
+		c->timed = c->prints->n;
+		return TP_OK;
+	}
 	names_h_reset(&c->nh, c->str, c->payload);
 	c->nh_of = 0;
 	if ((rc = store_events_each(r, artifact, STORE_EVENTS, upload_block, c, err)) ||
@@ -304,14 +527,63 @@ static int scan(struct store_reader *r, const char *run, int rank, int64_t artif
 	return rc < 0 ? rc : TP_OK;
 }
 
+/* Whether some fingerprint of the upload is one of cr's (oc->mu held). */
+static int cached_hit(const struct cached_rank *cr, const struct overlap_prints *p, int64_t base)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (fp_has(&cr->set, mix(p->v[i].rest, (uint64_t)tp_sat_add(p->v[i].ts, base))))
+			return 1;
+	return 0;
+}
+
+/*
+ * Mark in cov the rank's artifacts (ids, bases: n of them, by id; k: the upload's) that oc holds
+ * every fingerprint of, when the upload repeats none of them. oc's are dropped when one of them
+ * is no longer the rank's (removed: its id may be given again), and cov left empty when the
+ * upload repeats one: the store says which, and how many.
+ */
+static void cached_cover(const char *run, int rank, const int64_t *ids, const int64_t *bases, size_t n, size_t k,
+			 const struct overlap_prints *p, int64_t base, uint8_t *cov)
+{
+	struct overlap_cache *oc = p->oc;
+	struct cached_rank *cr;
+
+	pthread_mutex_lock(&oc->mu);
+	if ((cr = cached_find(oc, p->store, run, rank))) {
+		cr->used = ++oc->tick;
+		for (size_t j = 0; cr && j < cr->nids; j++) {
+			size_t lo = 0, hi = n;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (ids[mid] < cr->ids[j])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < n && lo != k && ids[lo] == cr->ids[j] && bases[lo] == cr->bases[j]) {
+				cov[lo] = 1;
+			} else {
+				cached_drop(oc, cr);
+				cr = NULL;
+			}
+		}
+		if (!cr || cached_hit(cr, p, base))
+			memset(cov, 0, n);
+	}
+	pthread_mutex_unlock(&oc->mu);
+}
+
 int overlap_check(struct store_writer *w, const char *run, int rank, int64_t artifact, int64_t base_ns,
-		  int64_t lo, int64_t hi, overlap_str_fn str, void *payload, struct tp_errbuf *err)
+		  int64_t lo, int64_t hi, overlap_str_fn str, void *payload, const struct overlap_prints *prints,
+		  struct tp_errbuf *err)
 {
 	struct store_reader *r = store_writer_reader(w);
-	struct check c = { .base = base_ns, .str = str, .payload = payload, .r = r, .artifact = artifact, .err = err };
+	struct check c = { .base = base_ns, .str = str, .payload = payload, .prints = prints, .r = r,
+			   .artifact = artifact, .err = err };
 	struct store_trace *t;
 	const int64_t *ids, *bases;
-	size_t n, k;
+	uint8_t *cov = NULL;
+	size_t n, k, a, b;
 	int rc, got;
 
 	if (lo > hi)
@@ -324,9 +596,23 @@ int overlap_check(struct store_writer *w, const char *run, int rank, int64_t art
 	n = store_trace_artifacts(t, &ids, &bases);
 	for (k = 0; k < n && ids[k] != artifact; k++)
 		;
+	/* the ones whose fingerprints the server holds need not be read (none of them repeated) */
+	if (prints && prints->oc && n && (cov = tp_calloc(n, 1)))
+		cached_cover(run, rank, ids, bases, n, k, prints, base_ns, cov);
 	store_trace_close(t);
-	if ((k > 0 && (rc = scan(r, run, rank, artifact, &c, 0, k, err))) ||
-	    (k + 1 < n && (rc = scan(r, run, rank, artifact, &c, k + 1, n, err))) || !c.dups)
+	/* the others, in runs of neighbours */
+	rc = TP_OK;
+	for (a = 0; a < n && !rc; a = b) {
+		if (a == k || (cov && cov[a])) {
+			b = a + 1;
+			continue;
+		}
+		for (b = a + 1; b < n && b != k && !(cov && cov[b]); b++)
+			;
+		rc = scan(r, run, rank, artifact, &c, a, b, err);
+	}
+	tp_free(cov);
+	if (rc || !c.dups)
 		goto out;
 	rc = tp_fail(err, TP_ERR_CONFLICT, "overlapping_upload",
 		     "%llu events of artifact %lld of rank %d are in this trace too (the first: '%c' event \"%s\" at "

@@ -17,12 +17,24 @@
  * a hash (at most half full) are held for the upload's events while they are
  * read back once. Profiling cycles that do not overlap, and the first trace
  * of a rank, read nothing.
+ *
+ * Chunks of one trace cut in file order each span most of its time, so each
+ * read most of the chunks before it: 20 chunks of the V100 fixture, 12 ms a
+ * chunk, growing with their number. So the server keeps the fingerprints of
+ * the ranks checked last (struct overlap_cache): an upload's are taken as it
+ * is parsed (struct overlap_prints, on the parser's thread) and, once it is
+ * committed, added to its rank's; an upload none of whose fingerprints are
+ * among them reads only the rank's artifacts they do not cover (uploaded
+ * before the server started, or by another server on the same database, or
+ * too large to hold). One that repeats one of them is checked in the store
+ * as before, which says how many and the first.
  */
 #ifndef OVERLAP_H
 #define OVERLAP_H
 
 #include <stdint.h>
 
+#include "event.h"
 #include "store/store.h"
 #include "tp.h"
 
@@ -30,12 +42,41 @@
 typedef const char *(*overlap_str_fn)(void *payload, uint32_t id);
 
 /*
+ * The fingerprints of the events of the ranks checked last: 8 ranks, 2 M fingerprints in all
+ * (64 MiB at most), the least recently checked dropped first. One per server (the deriver's:
+ * runrank.h), thread-safe.
+ */
+struct overlap_cache;
+struct overlap_cache *overlap_cache_new(void);
+void overlap_cache_free(struct overlap_cache *oc);
+/* Drop store's (store_serial; 0: every store's) run's ranks (every run's when NULL): after a removal,
+ * whose artifact ids may be given again. */
+void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *run);
+
+/*
+ * An upload's timed events ('M' ones aside) as it is parsed, 24 bytes an event, for oc (NULL:
+ * none) of store (store_serial); str gives the text of their string ids. _add takes an event as
+ * the store keeps it (not the flows the ingest drops); -1 when out of memory or past 1 M events:
+ * then the prints are of no use. _keep, once the upload is committed as a new trace artifact of
+ * (run, rank) with base base_ns, adds them to oc's for that rank (NULL p: nothing).
+ */
+struct overlap_prints;
+struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, overlap_str_fn str, void *payload);
+int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e);
+void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
+			 int64_t base_ns);
+void overlap_prints_free(struct overlap_prints *p);
+
+/*
  * TP_OK when artifact (of run, rank; its events written with base base_ns, their ts within
  * [lo, hi] as written; lo > hi: none) repeats no event of the rank's other ready traces, else
  * TP_ERR_CONFLICT with err saying which. Called inside w's transaction, after the artifact's
- * commit (so uploads are checked one at a time against each other).
+ * commit (so uploads are checked one at a time against each other). prints (NULL: the upload's
+ * events are read back from the store) are the upload's; with them, the artifacts their cache
+ * holds every fingerprint of are not read.
  */
 int overlap_check(struct store_writer *w, const char *run, int rank, int64_t artifact, int64_t base_ns,
-		  int64_t lo, int64_t hi, overlap_str_fn str, void *payload, struct tp_errbuf *err);
+		  int64_t lo, int64_t hi, overlap_str_fn str, void *payload, const struct overlap_prints *prints,
+		  struct tp_errbuf *err);
 
 #endif

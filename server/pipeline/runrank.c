@@ -13,6 +13,7 @@
 #include "analysis/memory.h"
 #include "metrics.h"
 #include "pipeline/names.h"
+#include "pipeline/overlap.h"
 #include "pipeline/runrank.h"
 #include "ingest/trace.h"
 
@@ -307,6 +308,7 @@ struct deriver {
 	struct grown_set grown;
 	struct settling_set settling;
 	struct kick_set kicked;
+	struct overlap_cache *overlaps;	/* runrank_overlaps */
 };
 
 void deriver_opts_default(struct deriver_opts *o)
@@ -321,6 +323,10 @@ struct deriver *deriver_new(const struct deriver_opts *o)
 
 	if (!dv)
 		return NULL;
+	if (!(dv->overlaps = overlap_cache_new())) {
+		tp_free(dv);
+		return NULL;
+	}
 	if (o)
 		dv->o = *o;
 	else
@@ -348,7 +354,13 @@ void deriver_free(struct deriver *dv)
 	pthread_mutex_destroy(&dv->kicked.mu);
 	pthread_cond_destroy(&dv->kicked.idle);
 	pthread_cond_destroy(&dv->kicked.wake);
+	overlap_cache_free(dv->overlaps);
 	tp_free(dv);
+}
+
+struct overlap_cache *runrank_overlaps(struct deriver *dv)
+{
+	return dv ? dv->overlaps : NULL;
 }
 
 static double seconds_since(const struct timespec *t0);
@@ -484,6 +496,7 @@ void runrank_forget(struct deriver *dv, struct store *st, const char *run)
 	if (!st)
 		return;
 	store = store_serial(st);
+	overlap_cache_forget(dv->overlaps, store, run);
 	pthread_mutex_lock(&dv->grown.mu);
 	dv->grown.epoch++;
 	for (int i = 0; i < MAX_GROWN; i++)

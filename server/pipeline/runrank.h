@@ -101,7 +101,11 @@ void runrank_drain(struct deriver *dv, struct store *st);
  * stays (kept_idle_s), from now on. */
 void runrank_set_kept_bytes(struct deriver *dv, uint64_t n);
 void runrank_set_kept_idle(struct deriver *dv, double seconds);
-/* Drop what is kept of run's ranks (every run's when NULL) between derivations: after a removal. */
+/* Drop what is kept of run's ranks (every run's when NULL) between derivations, and the fingerprints
+ * runrank_overlaps holds of them: after a removal. */
 void runrank_forget(struct deriver *dv, struct store *st, const char *run);
+/* The fingerprints of the ranks' trace events the uploads' overlap checks keep (pipeline/overlap.h);
+ * NULL dv: NULL. */
+struct overlap_cache *runrank_overlaps(struct deriver *dv);
 
 #endif

@@ -152,6 +152,71 @@ START_TEST(test_fixture_figures)
 }
 END_TEST
 
+/*
+ * The overlap check's fingerprints of an upload taken as it is parsed (pipeline/overlap.h) are
+ * those of its events as the store keeps them: the same file sent again with a trailing space
+ * repeats every one of its timed events, whether the first copy's fingerprints are read from the
+ * store (sent without the server's cache) or held in the cache.
+ */
+static void refused_whole(const char *run, const char *text, size_t len, int cached)
+{
+	struct ingest_request a = { .run = run, .rank = 0, .name = "a.json",
+				    .overlaps = cached ? runrank_overlaps(dv) : NULL };
+	struct ingest_request b = { .run = run, .rank = 0, .name = "b.json", .overlaps = runrank_overlaps(dv) };
+	struct ingest_result res;
+	unsigned long long dups = 0, timed = 0;
+	char *again = malloc(len + 1);
+	const char *at;
+
+	ingest_buffer(st, NULL, &a, text, len, &res);
+	ck_assert_int_eq(res.rc, 0);
+	memcpy(again, text, len);
+	again[len] = ' ';
+	ingest_buffer(st, NULL, &b, again, len + 1, &res);
+	free(again);
+	ck_assert_msg(res.rc == TP_ERR_CONFLICT, "%s: rc %d %s", run, res.rc, res.err.msg);
+	ck_assert_int_eq(sscanf(res.err.msg, "%llu events of artifact", &dups), 1);
+	ck_assert_ptr_nonnull(at = strstr(res.err.msg, "the trace has "));
+	ck_assert_int_eq(sscanf(at, "the trace has %llu events with a time", &timed), 1);
+	ck_assert_msg(dups == timed && dups > 0, "%s: %llu of %llu events found again", run, dups, timed);
+}
+
+START_TEST(test_overlap_prints_as_stored)
+{
+	/* string pid and tid, kernel, memory and collective fields, a flow the ingest drops, 'M' events */
+	static const char synth[] =
+		"{\"traceEvents\":["
+		"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":\"Spans\",\"tid\":0,\"args\":{\"name\":\"Spans\"}},"
+		"{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":90},"
+		"{\"ph\":\"X\",\"cat\":\"Trace\",\"name\":\"PyTorch Profiler\",\"pid\":\"Spans\",\"tid\":\"PyTorch Profiler\","
+		"\"ts\":100,\"dur\":95},"
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":110,\"dur\":20,"
+		"\"args\":{\"External id\":7,\"Sequence number\":3,\"Fwd thread id\":1}},"
+		"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":120,\"dur\":30,"
+		"\"args\":{\"External id\":7,\"correlation\":9,\"stream\":7,\"device\":0,\"blocks per SM\":1.5,"
+		"\"est. achieved occupancy %\":25}},"
+		"{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"pid\":1,\"tid\":1,\"ts\":111,\"id\":9},"
+		"{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":112,\"s\":\"t\","
+		"\"args\":{\"Device Type\":1,\"Device Id\":0,\"Addr\":1024,\"Bytes\":512,\"Total Allocated\":512,"
+		"\"Total Reserved\":2048,\"Ev Idx\":4}},"
+		"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce\",\"pid\":0,\"tid\":7,\"ts\":160,\"dur\":10,"
+		"\"args\":{\"Collective name\":\"allreduce\",\"Process Group Name\":\"0\",\"dtype\":\"Float\","
+		"\"In msg nelems\":64,\"Out msg nelems\":64,\"Group size\":2,\"Seq\":1}}"
+		"]}";
+	size_t glen, len;
+	uint8_t *gz = fixture("traces/hta_nccl_rel_ts.json.gz", &glen);
+	char *text = (char *)tu_gunzip(gz, glen, &len);
+
+	ck_assert_ptr_nonnull(text);
+	refused_whole("synth-store", synth, strlen(synth), 0);
+	refused_whole("synth-cache", synth, strlen(synth), 1);
+	refused_whole("nccl-store", text, len, 0);
+	refused_whole("nccl-cache", text, len, 1);
+	free(text);
+	free(gz);
+}
+END_TEST
+
 START_TEST(test_same_bytes_one_artifact)
 {
 	struct ingest_result a, b;
@@ -704,6 +769,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_empty_body);
 	tcase_add_test(tc, test_kept_ranks);
 	tcase_add_test(tc, test_inflight_chunk);
+	tcase_add_test(tc, test_overlap_prints_as_stored);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("table");
 	tcase_add_loop_test(tc, test_detect_sample, 0, (int)(sizeof(samples) / sizeof(samples[0])));

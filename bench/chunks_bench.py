@@ -20,17 +20,23 @@ whether /steps, /ops and /kernels of the runs are the same bytes.
 events that began in it, as the collector writes one a second), so that the rank's derivations
 cut parts and go on from them as the run grows (server/pipeline/runrank.c).
 
+With --gzip every body (the whole file's and each chunk's) is gzipped (level 1, before the clock
+starts) and sent with Content-Encoding: gzip, as trainscope-collect ships files: the server inflates
+it and keeps it as sent, so its writer gzips nothing.
+
 With --collector PATH (repeatable), the chunks are also written as files to a
 folder and shipped by that trainscope-collect, `watch --once` (which gzips
 each on the way, two in flight) and `upload FILE...` (two in flight since
 2026-11-27), each as another run.
 
-Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--order file|time] [--poll-s 1] [--server build/trainscope-server]
+Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--order file|time] [--poll-s 1] [--gzip]
+                             [--server build/trainscope-server]
                              [--collector build/trainscope-collect]...
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.
 """
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -102,8 +108,12 @@ def start_server(server, work, extra=()):
     return srv, base
 
 
+GZIP = False	# --gzip: bodies are gzip, sent with Content-Encoding: gzip
+
+
 def post(base, path, body):
-    req = urllib.request.Request(base + path, data=body, method="POST")
+    req = urllib.request.Request(base + path, data=body, method="POST",
+                                 headers={"Content-Encoding": "gzip"} if GZIP else {})
     with urllib.request.urlopen(req, timeout=3600) as r:
         return json.loads(r.read())
 
@@ -183,10 +193,14 @@ def main():
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "trainscope-server"))
     ap.add_argument("--poll-s", type=float, default=1.0)
     ap.add_argument("--no-follow", action="store_true", help="skip the ?wait=0 phase (a server before it)")
+    ap.add_argument("--gzip", action="store_true",
+                    help="gzip every body (level 1) and send it with Content-Encoding: gzip, as the collector does")
     ap.add_argument("--collector", action="append", default=[],
                     help="also ship the chunks, as files in a folder, with this trainscope-collect "
                          "(watch --once; repeat to compare builds)")
     args = ap.parse_args()
+    if args.gzip and args.collector:
+        ap.error("--gzip with --collector: the collector gzips the chunks' files itself")
     work = tempfile.mkdtemp(prefix="chunks-bench-")
     srv = None
     try:
@@ -202,6 +216,12 @@ def main():
             bodies = chunk_bodies(text, int(args.chunk_mb * 1048576))
         whole = text.encode()
         del text
+        if args.gzip:
+            global GZIP
+            GZIP = True
+            mib = len(whole) / 1048576
+            whole = gzip.compress(whole, 1)
+            bodies = [gzip.compress(b, 1) for b in bodies]
 
         srv, base = start_server(args.server, work)
 
@@ -265,7 +285,8 @@ def main():
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             t_upload.append(time.monotonic() - t1)
             get(base, f"/api/v1/runs/upload{n}/steps")
-        mib = len(whole) / 1048576
+        if not args.gzip:
+            mib = len(whole) / 1048576
         runs = (["whole", "chunks", "two", "live"] + ([] if args.no_follow else ["follow"]) +
                 [f"collect{n}" for n in range(len(args.collector))] +
                 [f"upload{n}" for n in range(len(args.collector))])
@@ -273,7 +294,8 @@ def main():
                    for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         k = min(5, len(times))
         print(f"trace: {mib:.1f} MiB, {made.get('events', '?')} events; "
-              f"{len(bodies)} chunks of about {args.chunk_mb} MiB in {args.order} order")
+              f"{len(bodies)} chunks of about {args.chunk_mb} MiB in {args.order} order"
+              + (f"; gzipped: {len(whole) / 1048576:.1f} MiB, sent with Content-Encoding: gzip" if args.gzip else ""))
         print(f"whole file: {t_whole:.2f} s, {mib / t_whole:.1f} MiB/s")
         print(f"chunks, one after another: {t_chunks:.2f} s, {mib / t_chunks:.1f} MiB/s "
               f"({t_chunks / t_whole:.1f}x the whole file's time)")

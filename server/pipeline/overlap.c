@@ -29,20 +29,31 @@ static int fp_put(struct fpset *s, uint64_t h)
 	return 1;
 }
 
+/* Room for n fingerprints in all, at most half full: -1 when out of memory (s as it was). */
+static int fp_reserve(struct fpset *s, size_t n)
+{
+	size_t cap = s->cap ? s->cap : 1024;
+
+	while (n * 2 > cap)
+		cap *= 2;
+	if (cap == s->cap)
+		return 0;
+	struct fpset g = { tp_calloc(cap, sizeof(uint64_t)), s->n, cap };
+	if (!g.v)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->v[i])
+			fp_put(&g, s->v[i]);
+	tp_free(s->v);
+	*s = g;
+	return 0;
+}
+
 static int fp_add(struct fpset *s, uint64_t h)
 {
 	h = h ? h : 1;
-	if ((s->n + 1) * 2 > s->cap) {
-		struct fpset g = { tp_calloc(s->cap ? s->cap * 2 : 1024, sizeof(uint64_t)), s->n,
-				   s->cap ? s->cap * 2 : 1024 };
-		if (!g.v)
-			return -1;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i])
-				fp_put(&g, s->v[i]);
-		tp_free(s->v);
-		*s = g;
-	}
+	if (fp_reserve(s, s->n + 1))
+		return -1;
 	s->n += (size_t)fp_put(s, h);
 	return 0;
 }
@@ -362,6 +373,8 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 		cr->capids = cap;
 	}
 	before = cr->set.n;
+	if (fp_reserve(&cr->set, cr->set.n + p->n))
+		goto out;
 	for (size_t i = 0; i < p->n; i++)
 		if (fp_add(&cr->set, mix(p->v[i].rest, (uint64_t)tp_sat_add(p->v[i].ts, base_ns)))) {
 			/* what it holds of this artifact is no harm (a fingerprint found is checked in the store) */
@@ -445,6 +458,8 @@ static int build(struct store_reader *r, int64_t artifact, struct check *c, stru
 
 	c->built = 1;
 	if (c->prints) {
+		if (fp_reserve(&c->set, c->prints->n) || fp_reserve(&c->times, c->prints->n))
+			return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		for (size_t i = 0; i < c->prints->n; i++) {
 			const struct print *p = &c->prints->v[i];
 			int64_t ts = tp_sat_add(p->ts, c->base);

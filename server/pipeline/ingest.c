@@ -417,7 +417,7 @@ static int start_parser(struct ingest *ig)
 	ig->tp = ig->ps;
 	/* without them (out of memory) the overlap check reads the upload back from the store */
 	if (ig->oc)
-		ig->prints = overlap_prints_new(ig->oc, ig->store, an_string, ig->tp);
+		ig->prints = overlap_prints_new(ig->oc, ig->store, ig->joins, an_string, ig->tp);
 	/* a trace joining its rank is analysed with the rank, at the next read (runrank.h) */
 	if (!ig->joins && !(ig->an = analysis_new(an_string, ig->tp)))
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");

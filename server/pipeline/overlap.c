@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "event.h"
@@ -202,6 +203,7 @@ static const char *trace_text(void *payload, uint32_t id)
 /* ---- an upload's events, fingerprinted as they are parsed ---- */
 
 #define PRINTS_MAX (1u << 20)	/* events: past it (24 MiB), the upload is read back from the store instead */
+#define KEEP_MAX (64u << 10)	/* events: a larger upload's are not kept (a whole trace: chunks are smaller) */
 
 struct print {
 	uint64_t rest, times;	/* fp_rest's and time_rest's */
@@ -210,19 +212,22 @@ struct print {
 
 struct overlap_prints {
 	struct overlap_cache *oc;	/* where they are kept once the upload is committed (NULL: nowhere) */
+	size_t max;			/* events taken at most */
 	uint64_t store;			/* the upload's store (store_serial) */
 	struct names_h nh;
 	struct print *v;
 	size_t n, cap;
 };
 
-struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, overlap_str_fn str, void *payload)
+struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, int checked, overlap_str_fn str,
+					  void *payload)
 {
 	struct overlap_prints *p = tp_calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
 	p->oc = oc;
+	p->max = checked ? PRINTS_MAX : KEEP_MAX;
 	p->store = store;
 	names_h_reset(&p->nh, str, payload);
 	return p;
@@ -244,7 +249,7 @@ int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e)
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 4096;
 		struct print *nv;
-		if (p->n >= PRINTS_MAX || !(nv = tp_realloc(p->v, cap * sizeof(*nv))))
+		if (p->n >= p->max || !(nv = tp_realloc(p->v, cap * sizeof(*nv))))
 			return -1;
 		p->v = nv;
 		p->cap = cap;
@@ -257,7 +262,8 @@ int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e)
 /* ---- the fingerprints of the ranks checked last ---- */
 
 #define CACHE_RANKS 8
-#define CACHE_PRINTS (2u << 20)	/* fingerprints held in all: 16 to 32 MiB of tables, 64 MiB at most */
+#define CACHE_PRINTS (1u << 20)	/* fingerprints held in all: 8 to 16 MiB of tables, 32 MiB at most */
+#define CACHE_IDLE_S 600.0	/* a rank neither checked nor added to for this long is dropped at the next call */
 
 struct cached_rank {
 	uint64_t store;		/* store_serial */
@@ -267,6 +273,7 @@ struct cached_rank {
 	size_t nids, capids;
 	struct fpset set;
 	uint64_t used;		/* when last checked or added to (overlap_cache.tick) */
+	double at;		/* and then, s (CLOCK_MONOTONIC) */
 };
 
 struct overlap_cache {
@@ -316,9 +323,29 @@ void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *
 	pthread_mutex_unlock(&oc->mu);
 }
 
-/* The slot of store's run's rank, or NULL (oc->mu held) */
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* cr was checked or added to now (oc->mu held). */
+static void cached_used(struct overlap_cache *oc, struct cached_rank *cr)
+{
+	cr->used = ++oc->tick;
+	cr->at = now_s();
+}
+
+/* The slot of store's run's rank, or NULL; the ranks idle for CACHE_IDLE_S dropped first (oc->mu held) */
 static struct cached_rank *cached_find(struct overlap_cache *oc, uint64_t store, const char *run, int rank)
 {
+	double now = now_s();
+
+	for (int i = 0; i < CACHE_RANKS; i++)
+		if (oc->r[i].run && now - oc->r[i].at > CACHE_IDLE_S)
+			cached_drop(oc, &oc->r[i]);
 	for (int i = 0; i < CACHE_RANKS; i++)
 		if (oc->r[i].run && oc->r[i].store == store && oc->r[i].rank == rank && !strcmp(oc->r[i].run, run))
 			return &oc->r[i];
@@ -343,7 +370,7 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 	struct cached_rank *cr, *lru;
 	size_t before;
 
-	if (!oc || p->n > CACHE_PRINTS)
+	if (!oc || p->n > KEEP_MAX)
 		return;
 	pthread_mutex_lock(&oc->mu);
 	if (!(cr = cached_find(oc, p->store, run, rank))) {
@@ -355,7 +382,7 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 		cr->store = p->store;
 		cr->rank = rank;
 	}
-	cr->used = ++oc->tick;
+	cached_used(oc, cr);
 	while (oc->prints + p->n > CACHE_PRINTS && (lru = cached_lru(oc, cr)) && lru->run)
 		cached_drop(oc, lru);
 	if (oc->prints + p->n > CACHE_PRINTS)
@@ -565,7 +592,7 @@ static void cached_cover(const char *run, int rank, const int64_t *ids, const in
 
 	pthread_mutex_lock(&oc->mu);
 	if ((cr = cached_find(oc, p->store, run, rank))) {
-		cr->used = ++oc->tick;
+		cached_used(oc, cr);
 		for (size_t j = 0; cr && j < cr->nids; j++) {
 			size_t lo = 0, hi = n;
 			while (lo < hi) {

@@ -23,11 +23,12 @@
  * chunk, growing with their number. So the server keeps the fingerprints of
  * the ranks checked last (struct overlap_cache): an upload's are taken as it
  * is parsed (struct overlap_prints, on the parser's thread) and, once it is
- * committed, added to its rank's; an upload none of whose fingerprints are
- * among them reads only the rank's artifacts they do not cover (uploaded
- * before the server started, or by another server on the same database, or
- * too large to hold). One that repeats one of them is checked in the store
- * as before, which says how many and the first.
+ * committed, added to its rank's (a chunk's: 64 K events at most); an
+ * upload none of whose fingerprints are among them reads only the rank's
+ * artifacts they do not cover (uploaded before the server started, by
+ * another server on the same database, or too large to hold). One that
+ * repeats one of them is checked in the store as before, which says how
+ * many and the first.
  */
 #ifndef OVERLAP_H
 #define OVERLAP_H
@@ -42,9 +43,9 @@
 typedef const char *(*overlap_str_fn)(void *payload, uint32_t id);
 
 /*
- * The fingerprints of the events of the ranks checked last: 8 ranks, 2 M fingerprints in all
- * (64 MiB at most), the least recently checked dropped first. One per server (the deriver's:
- * runrank.h), thread-safe.
+ * The fingerprints of the events of the ranks checked last: 8 ranks, 1 M fingerprints in all
+ * (8 to 16 MiB of tables, 32 at most), the least recently checked dropped first, and any rank
+ * idle for 10 minutes. One per server (the deriver's: runrank.h), thread-safe.
  */
 struct overlap_cache;
 struct overlap_cache *overlap_cache_new(void);
@@ -56,12 +57,15 @@ void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *
 /*
  * An upload's timed events ('M' ones aside) as it is parsed, 24 bytes an event, for oc (NULL:
  * none) of store (store_serial); str gives the text of their string ids. _add takes an event as
- * the store keeps it (not the flows the ingest drops); -1 when out of memory or past 1 M events:
- * then the prints are of no use. _keep, once the upload is committed as a new trace artifact of
- * (run, rank) with base base_ns, adds them to oc's for that rank (NULL p: nothing).
+ * the store keeps it (not the flows the ingest drops); -1 when out of memory or past the events
+ * taken at most: 1 M when checked (the upload's rank has a trace already), else 64 K (they are
+ * only kept): then the prints are of no use. _keep, once the upload is committed as a new trace
+ * artifact of (run, rank) with base base_ns, adds them to oc's for that rank when they are 64 K
+ * at most (a chunk's; NULL p: nothing).
  */
 struct overlap_prints;
-struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, overlap_str_fn str, void *payload);
+struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, int checked, overlap_str_fn str,
+					  void *payload);
 int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e);
 void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
 			 int64_t base_ns);

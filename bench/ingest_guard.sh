@@ -50,7 +50,10 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 SERVER=${TRAINSCOPE_SERVER:-$ROOT/build-release/trainscope-server}
-FIXTURE=$("$ROOT/scripts/fixtures.sh")/traces/hta_v100_train_memory.json.gz
+# the fixtures (scripts/fixtures.sh), for this script and make_big_snapshot.py
+FIXTURES_DIR=$("$ROOT/scripts/fixtures.sh")
+export FIXTURES_DIR
+FIXTURE=$FIXTURES_DIR/traces/hta_v100_train_memory.json.gz
 PY=${TRAINSCOPE_PYTHON:-/usr/bin/python3}
 MAX_RATIO='' MAX_RSS_MB=160 MAX_SNAP_RSS_MB=80
 while [ $# -gt 0 ]; do

@@ -26,8 +26,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--size-mb", type=float, default=1024)
     ap.add_argument("--unique-frames", action="store_true")
-    ap.add_argument("--fixture", default=os.path.join(HERE, "..", "..", "shared", "fixtures", "memory",
-                                                      "cs336_memory_snapshot.pickle"))
+    fixtures = os.environ.get("FIXTURES_DIR") or os.path.join(HERE, "..", "..", "shared", "fixtures")
+    ap.add_argument("--fixture", default=os.path.join(fixtures, "memory", "cs336_memory_snapshot.pickle"))
     a = ap.parse_args()
     with open(a.fixture, "rb") as f:
         raw = f.read()

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Build a large PyTorch profiler trace for the ingest benchmark.
 
-Repeats every event of a real fixture trace (default:
-../shared/fixtures/traces/hta_v100_train_memory.json.gz, relative to the
-repository) until the output reaches about --size-mb MiB of uncompressed JSON.
+Repeats every event of a real fixture trace (default: traces/hta_v100_train_memory.json.gz
+in $FIXTURES_DIR, else in ../shared/fixtures beside the repository) until the output reaches
+about --size-mb MiB of uncompressed JSON.
 Copy k has every "ts" shifted by k * (fixture time span + 1000 us), so the
 copies follow one another in time, and its ids moved past the copy before's:
 "correlation" and flow "id", "External id", "Ev Idx", "Sequence number", and
@@ -31,8 +31,8 @@ import subprocess
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURE = os.path.join(HERE, "..", "..", "shared", "fixtures", "traces",
-                       "hta_v100_train_memory.json.gz")
+FIXTURE = os.path.join(os.environ.get("FIXTURES_DIR") or os.path.join(HERE, "..", "..", "shared", "fixtures"),
+                       "traces", "hta_v100_train_memory.json.gz")
 SENTINEL = "@@TS_PLACEHOLDER@@"
 STEP_PREFIX = "ProfilerStep#"
 # args whose values are ids, moved per copy past the fixture's largest

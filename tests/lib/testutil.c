@@ -126,6 +126,11 @@ uint8_t *tu_gunzip(const void *data, size_t len, size_t *out_len)
 		zs.avail_out = (uInt)(cap - n);
 		zr = inflate(&zs, Z_NO_FLUSH);
 		n = cap - zs.avail_out;
+		if (zr == Z_STREAM_END && zs.avail_in) {	/* another member */
+			if (inflateReset(&zs) != Z_OK)
+				break;
+			zr = Z_OK;
+		}
 		if (zr != Z_OK && zr != Z_STREAM_END)
 			break;
 	}

@@ -17,7 +17,7 @@ void tu_rmtree(const char *path);
 /* Whole file into memory (malloc, NUL-terminated); NULL if unreadable. */
 uint8_t *tu_read_file(const char *path, size_t *len);
 int tu_write_file(const char *path, const void *data, size_t len);
-/* gzip / gunzip a buffer (malloc'd result). */
+/* gzip / gunzip a buffer (malloc'd result; gunzip reads every member). */
 uint8_t *tu_gzip(const void *data, size_t len, size_t *out_len);
 uint8_t *tu_gunzip(const void *data, size_t len, size_t *out_len);
 /* A fixture under FIXTURES_DIR, e.g. "traces/hta_alexnet.json.gz" (path is malloc'd). */

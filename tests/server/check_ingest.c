@@ -261,7 +261,7 @@ static uint8_t *raw_back(int64_t id, const char *run, size_t *len)
 		n += l;
 	}
 	store_reader_close(r);
-	if (!strcmp(info.encoding, "gzip")) {
+	if (!strcmp(info.encoding, "gzip") || !strcmp(info.encoding, "gzip-members")) {
 		out = tu_gunzip(all, n, len);
 		free(all);
 		return out;

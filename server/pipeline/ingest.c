@@ -169,7 +169,7 @@ struct ingest {
 	int threads;		/* how many of parser, writer were started */
 
 	/* A: the caller's thread */
-	struct sha256 sha;
+	struct sha256 sha;	/* of the file: C hashes a body kept as sent, A an encoded one's inflated bytes */
 	uint64_t body;
 	int too_big;
 	int started;		/* the first bytes were seen */
@@ -295,6 +295,10 @@ static void *writer_main(void *arg)
 		struct item it = chan_recv(&ig->write_in);
 		if (it.kind == IT_RAW) {
 			struct block *b = it.ptr;
+			/* the bytes as sent, in order: their sha256 here, off the HTTP thread (an encoded
+			 * body's is of its inflated bytes: on_inflated) */
+			if (!ig->encoded)
+				sha256_update(&ig->sha, b->data, b->len);
 			if (!ig->c_rc && b->len)
 				ig->c_rc = ig->deflating ? deflate_raw(ig, b->data, b->len, 0)
 							 : put_raw(ig, b->data, b->len);
@@ -651,8 +655,6 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len)
 				  ((const uint8_t *)data)[1] == 0x8b);
 		ig->encoded = ig->content_gzip && !ig->deflating;
 	}
-	if (!ig->encoded)
-		sha256_update(&ig->sha, data, len);
 	/* a body the writer gzips goes to it in smaller blocks, so that it gzips while the parser
 	 * parses (a 1 MiB chunk would otherwise be gzipped only once it has all arrived); the rows
 	 * it stores are RAW_BLOCK of gzip all the same. A gzip body is stored in its blocks. */

@@ -209,7 +209,7 @@ int h_artifact_upload_end(struct request *req)
 	if (res.rc && !res.kept)
 		return http_reply_fail(req, res.rc, &res.err, NULL);
 	/* derived in the background once the run's uploads pause (runrank.h), for the next read */
-	if (!res.rc && res.rank_pending && runrank_uploaded(http_deriver(req), http_store(req), req->params[0]))
+	if (!res.rc && res.rank_pending && runrank_uploaded(http_deriver(req), http_store(req), req->params[0], res.rank))
 		tp_warn("could not start deriving run '%s' in the background", req->params[0]);
 	/* ?capture=ID (checked at begin): the artifact is one of the capture's */
 	if (res.artifact && http_arg(req, "capture")) {

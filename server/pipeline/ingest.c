@@ -1013,6 +1013,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		if (!res->artifact)
 			res->artifact = ig->artifact;
 		res->rank_pending = deferred;
+		res->rank = f.rank;
 		/* a new trace: the next uploads of its rank are checked against it in memory */
 		if (!res->duplicate && ig->tp)
 			overlap_prints_keep(ig->prints, ig->run, f.rank, ig->artifact, f.base_ns);

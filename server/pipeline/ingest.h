@@ -50,6 +50,7 @@ struct ingest_result {
 	struct tp_errbuf err;		/* when rc != TP_OK */
 	int kept;			/* the raw bytes were kept as an 'error' artifact */
 	int rank_pending;		/* a trace that joined its rank: derived at the run's next read (runrank.h) */
+	int rank;			/* that rank */
 };
 
 struct ingest;

@@ -15,6 +15,7 @@
 #include "pipeline/names.h"
 #include "pipeline/overlap.h"
 #include "pipeline/runrank.h"
+#include "pipeline/runrank_int.h"
 #include "ingest/trace.h"
 
 /* The current artifact's string ids in the shared space, as they are met (0: not yet). */
@@ -282,32 +283,11 @@ struct settling_set {
 	char *run[MAX_SETTLING];
 };
 
-/* Background derivations (kick()), and the pace of each run's (see above kick_main()). */
-#define MAX_KICKED 64
-#define MAX_PACED 64		/* runs remembered (by hash: two sharing a slot share a pace) */
-struct kick_set {
-	pthread_mutex_t mu;
-	pthread_cond_t idle, wake;
-	int hurry;		/* runrank_drain is waiting: no pause */
-	struct kicked {
-		char *run;		/* NULL: free slot; "" stands for every run */
-		struct store *st;
-		struct deriver *dv;
-		int quiet;		/* an upload's: waits for the run to go quiet first */
-	} k[MAX_KICKED];
-	struct paced {
-		uint64_t run;		/* names_hash() of the run's name */
-		struct timespec end;	/* the last background derivation's end (CLOCK_MONOTONIC, seconds_since()) */
-		double dur;		/* and its length, s */
-		struct timespec up;	/* the run's last upload that marked a rank (runrank_uploaded) */
-	} pace[MAX_PACED];
-};
-
 struct deriver {
 	struct deriver_opts o;	/* o.kept_bytes and o.kept_idle_s are grown's, under its mutex */
 	struct grown_set grown;
 	struct settling_set settling;
-	struct kick_set kicked;
+	struct kick_set *kicked;	/* schedule.c's */
 	struct overlap_cache *overlaps;	/* runrank_overlaps */
 };
 
@@ -317,7 +297,7 @@ void deriver_opts_default(struct deriver_opts *o)
 				    .split_bytes = RUNRANK_SPLIT, .kept_bytes = GROWN_BYTES, .kept_idle_s = GROWN_IDLE_S };
 }
 
-struct deriver *deriver_new(const struct deriver_opts *o)
+struct deriver *runrank_new(const struct deriver_opts *o, struct kick_set *ks)
 {
 	struct deriver *dv = tp_calloc(1, sizeof(*dv));
 
@@ -327,6 +307,7 @@ struct deriver *deriver_new(const struct deriver_opts *o)
 		tp_free(dv);
 		return NULL;
 	}
+	dv->kicked = ks;
 	if (o)
 		dv->o = *o;
 	else
@@ -336,13 +317,10 @@ struct deriver *deriver_new(const struct deriver_opts *o)
 	pthread_mutex_init(&dv->grown.mu, NULL);
 	pthread_mutex_init(&dv->settling.mu, NULL);
 	pthread_cond_init(&dv->settling.done, NULL);
-	pthread_mutex_init(&dv->kicked.mu, NULL);
-	pthread_cond_init(&dv->kicked.idle, NULL);
-	pthread_cond_init(&dv->kicked.wake, NULL);
 	return dv;
 }
 
-void deriver_free(struct deriver *dv)
+void runrank_free(struct deriver *dv)
 {
 	if (!dv)
 		return;
@@ -351,19 +329,24 @@ void deriver_free(struct deriver *dv)
 	pthread_mutex_destroy(&dv->grown.mu);
 	pthread_mutex_destroy(&dv->settling.mu);
 	pthread_cond_destroy(&dv->settling.done);
-	pthread_mutex_destroy(&dv->kicked.mu);
-	pthread_cond_destroy(&dv->kicked.idle);
-	pthread_cond_destroy(&dv->kicked.wake);
 	overlap_cache_free(dv->overlaps);
 	tp_free(dv);
+}
+
+struct kick_set *runrank_kicks(struct deriver *dv)
+{
+	return dv->kicked;
+}
+
+const struct deriver_opts *runrank_opts(const struct deriver *dv)
+{
+	return &dv->o;
 }
 
 struct overlap_cache *runrank_overlaps(struct deriver *dv)
 {
 	return dv ? dv->overlaps : NULL;
 }
-
-static double seconds_since(const struct timespec *t0);
 
 void runrank_set_kept_idle(struct deriver *dv, double seconds)
 {
@@ -378,7 +361,7 @@ static int grown_expire(struct deriver *dv, struct grown **out)
 	int n = 0;
 
 	for (int i = 0; i < MAX_GROWN; i++)
-		if (dv->grown.g[i] && seconds_since(&dv->grown.g[i]->at) > dv->grown.idle_s) {
+		if (dv->grown.g[i] && runrank_since(&dv->grown.g[i]->at) > dv->grown.idle_s) {
 			out[n++] = dv->grown.g[i];
 			dv->grown.g[i] = NULL;
 		}
@@ -429,6 +412,18 @@ static struct grown *grown_take(struct deriver *dv, uint64_t store, const char *
 	while (nout)
 		grown_free(out[--nout]);
 	return g;
+}
+
+/* Whether (run, rank) has an analysis kept, or one more could be kept without dropping another's. */
+static int grown_room(struct deriver *dv, uint64_t store, const char *run, int rank)
+{
+	int room = 0;
+
+	pthread_mutex_lock(&dv->grown.mu);
+	for (int i = 0; i < MAX_GROWN && !room; i++)
+		room = !dv->grown.g[i] || grown_is(dv->grown.g[i], store, run, rank);
+	pthread_mutex_unlock(&dv->grown.mu);
+	return room;
 }
 
 static uint64_t grown_bytes(const struct grown *g)
@@ -818,6 +813,82 @@ static int cut_end(struct grown *g, struct cut *k, const struct analysis *bf, st
 }
 
 
+/* The artifacts' common base: the earliest of their bases (0: none). */
+static int64_t base_of(const int64_t *bases, size_t n)
+{
+	int64_t base = INT64_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		base = bases[i] < base ? bases[i] : base;
+	return n ? base : 0;
+}
+
+/*
+ * (run, rank)'s kept analysis when it replayed a prefix of the artifacts (ids, bases: n of them)
+ * on their base, and with parts as noparts asks; else a new one. NULL when out of memory.
+ */
+static struct grown *grown_fitting(struct deriver *dv, uint64_t store, const char *run, int rank, const int64_t *ids,
+				   const int64_t *bases, size_t n, int noparts)
+{
+	struct grown *g = grown_take(dv, store, run, rank);
+
+	if (g && (!grown_fits(g, ids, bases, n, base_of(bases, n)) || (noparts && !g->noparts))) {
+		grown_free(g);
+		g = NULL;
+	}
+	if (!g && !(g = grown_new(store, run, rank, base_of(bases, n))))
+		return NULL;
+	g->noparts |= noparts;
+	return g;
+}
+
+/*
+ * Replay into g t's artifacts (ids, bases: n of them) from g->n on, up to the run's first
+ * still being uploaded (*k: where g stops now); the ones after it, ready first, are left to
+ * the derivation's fork, so that g stays a prefix of what the next derivation lists. On
+ * failure g is gone: freed when it took part of an artifact or closed a part of it, else kept
+ * again (epoch: grown_epoch() before they were listed).
+ */
+static int grow(struct deriver *dv, struct grown *g, struct store_trace *t, const int64_t *ids, const int64_t *bases,
+		size_t n, uint64_t epoch, size_t *k, struct tp_errbuf *err)
+{
+	int64_t inflight, *ni, *nb;
+	int rc;
+
+	*k = g->n;
+	if ((rc = store_trace_inflight(t, &inflight, err))) {
+		grown_give(dv, g, epoch);	/* as it was */
+		return rc;
+	}
+	while (*k < n && ids[*k] < inflight)
+		++*k;
+	store_trace_skip(t, g->n);
+	for (size_t a = g->n; a < *k; a++) {	/* one at a time: each may begin a part */
+		store_trace_limit(t, a + 1);
+		if ((rc = cut_before(t, g, a, bases, err)) || (rc = replay(t, g->an, &g->nm, g->base, &g->sp, err))) {
+			grown_free(g);
+			return rc;
+		}
+	}
+	/* what it has replayed now */
+	ni = tp_malloc((*k + 1) * sizeof(*ni));
+	nb = tp_malloc((*k + 1) * sizeof(*nb));
+	if (!ni || !nb) {
+		tp_free(ni);
+		tp_free(nb);
+		grown_free(g);
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	}
+	memcpy(ni, ids, *k * sizeof(*ids));
+	memcpy(nb, bases, *k * sizeof(*bases));
+	tp_free(g->ids);
+	tp_free(g->bases);
+	g->ids = ni;
+	g->bases = nb;
+	g->n = *k;
+	return TP_OK;
+}
+
 /* d is set up even on failure (derived_free it); PARTS_REBUILD: reset d, dropping g, and try again with noparts. */
 static int compute_once(struct deriver *dv, struct store_reader *r, const char *run, int rank, uint64_t epoch, int noparts,
 			struct derived *d, struct tp_errbuf *err)
@@ -829,66 +900,22 @@ static int compute_once(struct deriver *dv, struct store_reader *r, const char *
 
 	memset(d, 0, sizeof(*d));
 	d->dv = dv;
-	d->base = INT64_MAX;
 	d->epoch = epoch;
 	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err)))
 		return rc;
 	d->n = store_trace_artifacts(t, &ids, &bases);
-	for (size_t i = 0; i < d->n; i++) {
-		if (bases[i] < d->base)
-			d->base = bases[i];
+	for (size_t i = 0; i < d->n; i++)
 		if (!d->owner || ids[i] < d->owner)	/* the first: it stays while chunks join */
 			d->owner = ids[i];
-	}
-	if (!d->n)
-		d->base = 0;
-	g = grown_take(dv, store_reader_serial(r), run, got);
-	if (g && (!grown_fits(g, ids, bases, d->n, d->base) || (noparts && !g->noparts))) {
-		grown_free(g);
-		g = NULL;
-	}
-	if (!g && !(g = grown_new(store_reader_serial(r), run, got, d->base))) {
+	d->base = base_of(bases, d->n);
+	if (!(g = grown_fitting(dv, store_reader_serial(r), run, got, ids, bases, d->n, noparts))) {
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
-	g->noparts |= noparts;
-	/*
-	 * g takes the artifacts listed before the run's first still being uploaded; the ones after
-	 * it, ready first, only this derivation's fork: g stays a prefix of what the next lists
-	 */
-	size_t k = g->n;
-	int64_t inflight;
-	if ((rc = store_trace_inflight(t, &inflight, err))) {
-		grown_give(dv, g, d->epoch);	/* as it was */
-		goto out;
-	}
-	while (k < d->n && ids[k] < inflight)
-		k++;
 	metrics_replay(d->n - g->n, g->n);
-	store_trace_skip(t, g->n);
-	for (size_t a = g->n; a < k; a++) {	/* one at a time: each may begin a part */
-		store_trace_limit(t, a + 1);
-		if ((rc = cut_before(t, g, a, bases, err)) || (rc = replay(t, g->an, &g->nm, g->base, &g->sp, err))) {
-			grown_free(g);	/* it took part of an artifact, or closed a part of it */
-			goto out;
-		}
-	}
-	/* what it has replayed now */
-	int64_t *ni = tp_malloc((k + 1) * sizeof(*ni)), *nb = tp_malloc((k + 1) * sizeof(*nb));
-	if (!ni || !nb) {
-		tp_free(ni);
-		tp_free(nb);
-		grown_free(g);
-		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	size_t k;
+	if ((rc = grow(dv, g, t, ids, bases, d->n, d->epoch, &k, err)))
 		goto out;
-	}
-	memcpy(ni, ids, k * sizeof(*ids));
-	memcpy(nb, bases, k * sizeof(*bases));
-	tp_free(g->ids);
-	tp_free(g->bases);
-	g->ids = ni;
-	g->bases = nb;
-	g->n = k;
 	/* g->an due to be cut in two (split()), when no artifact joins this derivation's fork alone */
 	struct cut cut = { 0 };
 	if (k == d->n && (rc = split(d->dv, r, t, run, got, g, &cut, err))) {
@@ -1053,14 +1080,6 @@ int runrank_derive(struct deriver *dv, struct store_writer *w, const char *run, 
 	return rc;
 }
 
-static double seconds_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 /* Derive one marked rank: replay from a read snapshot, write only when no trace joined meanwhile. */
 static int settle_rank(struct deriver *dv, struct store *st, struct store_writer *w, const struct store_pending *p,
 		       struct tp_errbuf *err)
@@ -1109,7 +1128,7 @@ static int settle_rank(struct deriver *dv, struct store *st, struct store_writer
 			    !(rc = write_rank(w, p->run, p->rank, &d, err)) &&
 			    !(rc = store_rank_settled(w, p->run, p->rank, seq, err))) {
 				if (!(rc = store_tx_commit(w, err))) {
-					metrics_derivation(seconds_since(&t0));
+					metrics_derivation(runrank_since(&t0));
 					derived_stored(&d, 1);
 				}
 				derived_free(&d);
@@ -1173,7 +1192,7 @@ static void release(struct deriver *dv, const char *run)
 	pthread_mutex_unlock(&dv->settling.mu);
 }
 
-static int pending_of(struct store *st, const char *run, struct store_pending **p, size_t *n, struct tp_errbuf *err)
+int runrank_pending_of(struct store *st, const char *run, struct store_pending **p, size_t *n, struct tp_errbuf *err)
 {
 	struct store_reader *r;
 	int rc;
@@ -1196,7 +1215,7 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
 
 	if (!store_maybe_pending(st))
 		return TP_OK;
-	if ((rc = pending_of(st, run, &all, &nall, err)) || !nall)
+	if ((rc = runrank_pending_of(st, run, &all, &nall, err)) || !nall)
 		return rc;
 	for (i = 0; i < nall && !rc; i = k) {
 		for (k = i + 1; k < nall && !strcmp(all[k].run, all[i].run); k++)
@@ -1206,7 +1225,7 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
 			break;
 		}
 		/* again, now that it is ours: a read before us may have derived it */
-		if (!(rc = pending_of(st, all[i].run, &p, &n, err)) && n && !w)
+		if (!(rc = runrank_pending_of(st, all[i].run, &p, &n, err)) && n && !w)
 			rc = store_writer_open(st, &w, err);
 		for (size_t j = 0; j < n && !rc; j++)
 			rc = settle_rank(dv, st, w, &p[j], err);
@@ -1221,204 +1240,62 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
 }
 
 /*
- * Background derivations (runrank_kick): one thread per run at most, each
- * settling its run as a read would, counted so that runrank_drain can wait
- * for them before the store closes.
- *
- * Paced: a derivation replays the whole rank (about 1 s of CPU for 1 GB of
- * trace), and a page open on a run that is still uploading asks for one
- * every second, so they ran back to back and took a core from the uploads
- * (1,015 chunks of 1 MiB: 5.3-5.8 s alone, 8.4-10.0 s with such a reader).
- * A run's next background derivation starts no sooner than k times the last
- * one's length after it ended (--derive-pace k, RUNRANK_PACE by default):
- * derivations take at most 1 / (1 + k) of a core per growing run (the
- * chunks with the reader: 6.9 s), and a page follows a large run a few
- * seconds behind instead of one. Reads that wait derive at once, as
- * before; runrank_drain cuts the pause short.
- *
- * Quiet: an upload that marks a rank starts one too (runrank_uploaded),
- * which first waits until the run has had no upload for --derive-quiet
- * seconds, so that the first read after a run's uploads end answers from
- * tables already derived (a 1 GB run of chunks: 1.4 s otherwise), and a
- * burst of chunks costs one derivation, not one each. A read with ?wait=0
- * cuts that wait short; runrank_drain drops it, deriving nothing (the next
- * read will).
+ * Growing ahead: the artifacts that joined (run, rank) since it was last
+ * derived or grown, replayed into its kept analysis (struct grown) from a
+ * read snapshot, and not finished: nothing is written and the rank stays
+ * marked. An upload's background derivation does it while it waits for the
+ * run to go quiet (schedule.c), so the chunks of a run are replayed one by
+ * one as they land, on the core their uploads leave idle, and the read that
+ * derives the rank has only them to finish: 20 chunks of the V100 fixture
+ * spent 33-35 ms of that read's 81-94 ms replaying them. A rank with no
+ * analysis kept and no room for one is left to its read (growing it would
+ * drop another rank's); a failure, too: the read replays what is missing.
  */
-
-/* run's slot of dv->kicked.pace, taken over when another run had it (dv->kicked.mu held) */
-static struct paced *paced_of(struct deriver *dv, const char *run)
+static int grow_rank(struct deriver *dv, struct store *st, const char *run, int rank, struct tp_errbuf *err)
 {
-	struct paced *p = &dv->kicked.pace[names_hash(run) % MAX_PACED];
+	struct store_reader *r;
+	struct store_trace *t;
+	const int64_t *ids, *bases;
+	struct grown *g;
+	uint64_t epoch = grown_epoch(dv);	/* before the snapshot */
+	size_t n, k, had;
+	int rc, got;
 
-	if (p->run != names_hash(run))
-		*p = (struct paced){ .run = names_hash(run) };
-	return p;
-}
-
-/* How long run's next background derivation waits, s (dv->kicked.mu held). */
-static double pace_wait(struct deriver *dv, const char *run)
-{
-	const struct paced *p = paced_of(dv, run);
-
-	return p->dur ? p->dur * dv->o.pace_k - seconds_since(&p->end) : 0;
-}
-
-/* Until run has been quiet for --derive-quiet seconds, s (dv->kicked.mu held). */
-static double quiet_wait(struct deriver *dv, const char *run)
-{
-	const struct paced *p = paced_of(dv, run);
-
-	return p->up.tv_sec || p->up.tv_nsec ? dv->o.quiet_s - seconds_since(&p->up) : 0;
-}
-
-/* Wait on dv->kicked.wake for s seconds at most (dv->kicked.mu held): a kick or a drain may end it sooner. */
-static void wake_wait(struct deriver *dv, double s)
-{
-	struct timespec at;
-
-	/* the condition variable's clock is the wall clock; the pause was measured on the monotonic one */
-	clock_gettime(CLOCK_REALTIME, &at);
-	int64_t ns = at.tv_nsec + (int64_t)(s * 1e9);
-	at.tv_sec += (time_t)(ns / 1000000000);
-	at.tv_nsec = ns % 1000000000;
-	(void)pthread_cond_timedwait(&dv->kicked.wake, &dv->kicked.mu, &at);
-}
-
-static void *kick_main(void *arg)
-{
-	struct kicked *k = arg;
-	struct deriver *dv = k->dv;
-	struct timespec t0;
-	double wait;
-	int skip;
-
-	tp_thread_name("ts-derive");
-	pthread_mutex_lock(&dv->kicked.mu);
-	for (;;) {
-		struct tp_errbuf err = { 0 };
-		while (k->quiet && !dv->kicked.hurry && (wait = quiet_wait(dv, k->run)) > 0)
-			wake_wait(dv, wait);
-		while (!dv->kicked.hurry && (wait = pace_wait(dv, k->run)) > 0)
-			wake_wait(dv, wait);
-		skip = k->quiet && dv->kicked.hurry;	/* the server stops: the next read derives */
-		pthread_mutex_unlock(&dv->kicked.mu);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (!skip && runrank_settle(dv, k->st, *k->run ? k->run : NULL, &err))
-			tp_warn("deriving run '%s' in the background failed (%s); the next read tries again",
-				*k->run ? k->run : "*", err.msg);
-		double dur = seconds_since(&t0);
-		pthread_mutex_lock(&dv->kicked.mu);
-		struct paced *p = paced_of(dv, k->run);
-		clock_gettime(CLOCK_MONOTONIC, &p->end);
-		p->dur = skip ? p->dur : dur;
-		/* an upload came while it settled (runrank_uploaded left it to us): once quiet, again */
-		if (skip || dv->kicked.hurry || !dv->o.quiet_s || !(p->up.tv_sec || p->up.tv_nsec) ||
-		    seconds_since(&p->up) >= seconds_since(&t0))
-			break;
-		k->quiet = 1;
+	if (!grown_room(dv, store_serial(st), run, rank))
+		return TP_OK;
+	if ((rc = store_reader_open(st, &r, err)))
+		return rc;
+	if ((rc = store_read_snapshot(r, 1, err)))
+		goto close;
+	if ((rc = store_trace_open(r, run, rank, INT64_MIN, INT64_MAX, &t, &got, err))) {
+		rc = rc == TP_ERR_NOTFOUND ? TP_OK : rc;
+		goto snap;
 	}
-	tp_free(k->run);
-	k->run = NULL;
-	pthread_cond_broadcast(&dv->kicked.idle);
-	pthread_mutex_unlock(&dv->kicked.mu);
-	return NULL;
-}
-
-/* Start run's background derivation (quiet: an upload's, runrank_uploaded), unless one is under way. */
-static int kick(struct deriver *dv, struct store *st, const char *run, int quiet)
-{
-	pthread_attr_t attr;
-	pthread_t t;
-	int i, free_slot = -1, rc = 0;
-	struct store_pending *p = NULL;
-	struct tp_errbuf err = { 0 };
-	size_t n = 0;
-
-	if (!store_maybe_pending(st))
-		return 0;
-	/*
-	 * Nothing to derive now: no thread. (Sharing a PostgreSQL database, a store cannot rule
-	 * marks out without asking, and a thread started for nothing could derive what lands
-	 * after this read, racing the read that should.)
-	 */
-	if (pending_of(st, run, &p, &n, &err))
-		return -1;
-	store_pending_free(p, n);
-	if (!n)
-		return 0;
-	pthread_mutex_lock(&dv->kicked.mu);
-	for (i = 0; i < MAX_KICKED; i++) {
-		if (!dv->kicked.k[i].run) {
-			free_slot = free_slot < 0 ? i : free_slot;
-			continue;
-		}
-		/* under way already: it settles what joined before it claimed the run, the next kick the rest */
-		if (dv->kicked.k[i].st == st && !strcmp(dv->kicked.k[i].run, run ? run : "")) {
-			if (dv->kicked.k[i].quiet && !quiet) {	/* a page follows the run: no waiting for quiet */
-				dv->kicked.k[i].quiet = 0;
-				pthread_cond_broadcast(&dv->kicked.wake);
-			}
-			goto out;
-		}
+	n = store_trace_artifacts(t, &ids, &bases);
+	if (!(g = grown_fitting(dv, store_reader_serial(r), run, got, ids, bases, n, !dv->o.parts))) {
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	} else if (had = g->n, !(rc = grow(dv, g, t, ids, bases, n, epoch, &k, err))) {
+		metrics_replay(k - had, 0);
+		if ((rc = analysis_hold(g->an, GROWN_HOLD, err)))
+			grown_free(g);	/* it may be half held */
+		else
+			grown_give(dv, g, epoch);
 	}
-	if (free_slot < 0 && quiet)	/* 64 runs deriving or waiting already: this one's next read derives */
-		goto out;
-	if (free_slot < 0 || !(dv->kicked.k[free_slot].run = tp_strdup(run ? run : ""))) {
-		rc = -1;
-		goto out;
-	}
-	dv->kicked.k[free_slot].st = st;
-	dv->kicked.k[free_slot].quiet = quiet;
-	dv->kicked.k[free_slot].dv = dv;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, kick_main, &dv->kicked.k[free_slot])) {
-		tp_free(dv->kicked.k[free_slot].run);
-		dv->kicked.k[free_slot].run = NULL;
-		rc = -1;
-	}
-	pthread_attr_destroy(&attr);
-out:
-	pthread_mutex_unlock(&dv->kicked.mu);
+	store_trace_close(t);
+snap:
+	store_read_snapshot(r, 0, NULL);
+close:
+	store_reader_close(r);
 	return rc;
 }
 
-int runrank_kick(struct deriver *dv, struct store *st, const char *run)
+void runrank_grow(struct deriver *dv, struct store *st, const char *run, const int *ranks, size_t n)
 {
-	return kick(dv, st, run, 0);
-}
+	struct tp_errbuf err = { 0 };
 
-int runrank_uploaded(struct deriver *dv, struct store *st, const char *run)
-{
-	int under_way = 0;
-
-	pthread_mutex_lock(&dv->kicked.mu);
-	if (!dv->o.quiet_s) {
-		pthread_mutex_unlock(&dv->kicked.mu);
-		return 0;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &paced_of(dv, run)->up);
-	for (int i = 0; i < MAX_KICKED && !under_way; i++)
-		under_way = dv->kicked.k[i].run && dv->kicked.k[i].st == st && !strcmp(dv->kicked.k[i].run, run);
-	pthread_mutex_unlock(&dv->kicked.mu);
-	/* one under way waits for this upload's quiet too, or goes round again once it is done (kick_main) */
-	return under_way ? 0 : kick(dv, st, run, 1);
-}
-
-void runrank_drain(struct deriver *dv, struct store *st)
-{
-	runrank_forget(dv, st, NULL);
-	pthread_mutex_lock(&dv->kicked.mu);
-	dv->kicked.hurry++;
-	pthread_cond_broadcast(&dv->kicked.wake);
-	for (;;) {
-		int busy = 0;
-		for (int i = 0; i < MAX_KICKED; i++)
-			busy |= dv->kicked.k[i].run && dv->kicked.k[i].st == st;
-		if (!busy)
-			break;
-		pthread_cond_wait(&dv->kicked.idle, &dv->kicked.mu);
-	}
-	dv->kicked.hurry--;
-	pthread_mutex_unlock(&dv->kicked.mu);
+	if (!*run || claim(dv, run))
+		return;
+	for (size_t i = 0; i < n && !grow_rank(dv, st, run, ranks[i], &err); i++)
+		;
+	release(dv, run);
 }

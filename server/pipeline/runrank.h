@@ -27,8 +27,10 @@
  * its own: pipeline/ingest.c); the first read
  * of the run derives each marked rank once (runrank_settle), however many
  * chunks joined since, unless the run's uploads paused long enough for the
- * server to derive them itself first (runrank_uploaded). bench/results/ has
- * the figures.
+ * server to derive them itself first (runrank_uploaded). While they go on,
+ * the server replays each trace that joins into the rank's kept analysis
+ * (growing ahead: runrank.c), so that the derivation has only to finish
+ * it. bench/results/ has the figures.
  */
 #ifndef RUNRANK_H
 #define RUNRANK_H
@@ -90,11 +92,12 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
  */
 int runrank_kick(struct deriver *dv, struct store *st, const char *run);
 /*
- * An upload marked one of run's ranks: settle run in the background once it
- * has had no upload for deriver_opts.quiet_s seconds, so that the next read
- * finds it derived. Nothing when that is 0. -1 as runrank_kick.
+ * An upload marked rank of run: settle run in the background once it has had
+ * no upload for deriver_opts.quiet_s seconds, so that the next read finds it
+ * derived, and until then grow the rank ahead (runrank.c: grow_rank).
+ * Nothing when quiet_s is 0. -1 as runrank_kick.
  */
-int runrank_uploaded(struct deriver *dv, struct store *st, const char *run);
+int runrank_uploaded(struct deriver *dv, struct store *st, const char *run, int rank);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct deriver *dv, struct store *st);
 /* Tests: what the ranks kept may take in all (deriver_opts.kept_bytes), and for how long one not derived

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runs_util.h"
 #include "suites.h"
@@ -190,10 +191,12 @@ static void grown_same(const char *a, const char *b)
 		ru_same_answer(a, b, ru_answers[i]);
 }
 
+/* the artifacts derivations replayed, and those they found replayed in the analysis kept */
+static const char *const replayed = "trainscope_rank_replay_artifacts_total{how=\"replayed\"}",
+		  *const kept_grown = "trainscope_rank_replay_artifacts_total{how=\"kept\"}";
+
 START_TEST(test_grown_chunk_by_chunk)
 {
-	static const char *replayed = "trainscope_rank_replay_artifacts_total{how=\"replayed\"}",
-			  *kept = "trainscope_rank_replay_artifacts_total{how=\"kept\"}";
 	const char *const none[] = { "--derive-keep", "0", NULL };
 	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
 	size_t glen, len, i, k = 4, at[6];
@@ -208,13 +211,13 @@ START_TEST(test_grown_chunk_by_chunk)
 	upload_chunk(&c, at[0], at[1], "two", 0);
 	upload_chunk(&c, at[1], at[2], "two", 1);
 	for (i = 0; i < k; i++) {
-		double r0 = ru_metric(replayed), k0 = ru_metric(kept);
+		double r0 = ru_metric(replayed), k0 = ru_metric(kept_grown);
 		upload_chunk(&c, at[i], at[i + 1], "grow", i);
 		json_decref(ru_call("GET", "/api/v1/runs/grow/steps", NULL, 0, 200));
 		/* the first chunk was analysed as it came; the second joined it: both replayed; then one each */
 		ck_assert_msg(ru_metric(replayed) == r0 + (i == 0 ? 0 : i == 1 ? 2 : 1), "chunk %zu: %g replayed", i,
 			      ru_metric(replayed) - r0);
-		ck_assert_msg(ru_metric(kept) == k0 + (i < 2 ? 0 : (double)i), "chunk %zu: %g kept", i, ru_metric(kept) - k0);
+		ck_assert_msg(ru_metric(kept_grown) == k0 + (i < 2 ? 0 : (double)i), "chunk %zu: %g kept", i, ru_metric(kept_grown) - k0);
 		if (i == 1)
 			grown_same("two", "grow");
 	}
@@ -240,10 +243,57 @@ START_TEST(test_grown_chunk_by_chunk)
 		ck_assert_msg(ru_metric(replayed) == r0 + (i ? (double)i + 1 : 0), "chunk %zu: %g replayed", i,
 			      ru_metric(replayed) - r0);
 	}
-	ck_assert(ru_metric(kept) == 0);
+	ck_assert(ru_metric(kept_grown) == 0);
 	for (; i < 5; i++)
 		upload_chunk(&c, at[i], at[i + 1], "none", i);
 	grown_same("whole", "none");
+	free(c.ev);
+	free(text);
+	free(gz);
+	free(path);
+}
+END_TEST
+
+/*
+ * Growing ahead (runrank.c: grow_rank): with --derive-quiet on, a chunk that joins its rank is
+ * replayed into the rank's kept analysis while the run's uploads go on, without a derivation
+ * (the rank stays marked, nothing is written); the read that derives it then replays none, and
+ * answers as the whole file does. With --derive-quiet 0 (the tests' default) nothing is replayed
+ * before a read: test_grown_chunk_by_chunk.
+ */
+START_TEST(test_grown_ahead)
+{
+	static const char *derived = "trainscope_rank_derivation_seconds_count";
+	const char *const quiet[] = { "--derive-quiet", "600", NULL };
+	char *path = tu_fixture("traces/hta_v100_train_memory.json.gz");
+	size_t glen, len, i, k = 5, at[6];
+	uint8_t *gz = tu_read_file(path, &glen), *text = tu_gunzip(gz, glen, &len);
+	struct cut c;
+	int waited;
+
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
+	ck_assert_int_eq(tu_server_restart(&ru_srv, quiet), 0);
+	ru_cut_find((const char *)text, len, &c);
+	for (i = 0; i <= k; i++)
+		at[i] = c.n * i / k;
+	json_decref(ru_call("POST", "/api/v1/runs/whole/artifacts?rank=0&name=whole.json.gz", gz, glen, 201));
+	double r0 = ru_metric(replayed), k0 = ru_metric(kept_grown), d0 = ru_metric(derived);
+	for (i = 0; i < k; i++) {
+		upload_chunk(&c, at[i], at[i + 1], "ahead", i);
+		/* the first chunk was analysed as it came; from the second on, all are replayed as they join */
+		for (waited = 0; waited < 3000 && ru_metric(replayed) < r0 + (i ? (double)i + 1 : 0); waited++)
+			usleep(10000);
+		ck_assert_msg(ru_metric(replayed) == r0 + (i ? (double)i + 1 : 0), "chunk %zu: %g replayed", i,
+			      ru_metric(replayed) - r0);
+	}
+	ck_assert(ru_metric(derived) == d0);	/* replayed, not derived: the rank is still marked */
+	ck_assert(ru_metric(kept_grown) == k0);
+	json_decref(ru_call("GET", "/api/v1/runs/ahead/steps", NULL, 0, 200));
+	ck_assert(ru_metric(derived) == d0 + 1);
+	ck_assert_msg(ru_metric(kept_grown) == k0 + (double)k, "%g kept", ru_metric(kept_grown) - k0);
+	ck_assert_msg(ru_metric(replayed) == r0 + (double)k, "%g replayed", ru_metric(replayed) - r0);
+	grown_same("whole", "ahead");
 	free(c.ev);
 	free(text);
 	free(gz);
@@ -580,6 +630,7 @@ Suite *suite_runs_chunks(void)
 	tcase_add_test(tc, test_chunks_answer_as_whole_v100);
 	tcase_add_test(tc, test_chunks_answer_as_whole_resnet);
 	tcase_add_test(tc, test_grown_chunk_by_chunk);
+	tcase_add_test(tc, test_grown_ahead);
 	tcase_add_test(tc, test_cycles_in_parts);
 	tcase_add_test(tc, test_chunks_cut_in_parts);
 	tcase_add_test(tc, test_chunks_cut_with_memory);

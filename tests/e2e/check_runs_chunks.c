@@ -294,6 +294,16 @@ START_TEST(test_grown_ahead)
 	ck_assert_msg(ru_metric(kept_grown) == k0 + (double)k, "%g kept", ru_metric(kept_grown) - k0);
 	ck_assert_msg(ru_metric(replayed) == r0 + (double)k, "%g replayed", ru_metric(replayed) - r0);
 	grown_same("whole", "ahead");
+
+	/* deleted while it grows, and cut otherwise: SQLite gives the ids again, so what was grown before
+	 * the removal must not be taken for what is grown after it */
+	upload_chunk(&c, at[0], at[2], "again", 0);
+	upload_chunk(&c, at[2], at[3], "again", 1);
+	json_decref(ru_call("DELETE", "/api/v1/runs/again", NULL, 0, 200));
+	upload_chunk(&c, at[0], at[1], "again", 0);
+	upload_chunk(&c, at[1], at[4], "again", 1);
+	upload_chunk(&c, at[4], at[5], "again", 2);
+	grown_same("whole", "again");
 	free(c.ev);
 	free(text);
 	free(gz);

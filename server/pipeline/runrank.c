@@ -1249,7 +1249,9 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
  * derives the rank has only them to finish: 20 chunks of the V100 fixture
  * spent 33-35 ms of that read's 81-94 ms replaying them. A rank with no
  * analysis kept and no room for one is left to its read (growing it would
- * drop another rank's); a failure, too: the read replays what is missing.
+ * drop another rank's); so is one with none kept past its first two traces
+ * (dropped, too large to keep, --derive-keep 0), which would be replayed
+ * whole at each upload; a failure, too: the read replays what is missing.
  */
 static int grow_rank(struct deriver *dv, struct store *st, const char *run, int rank, struct tp_errbuf *err)
 {
@@ -1274,6 +1276,8 @@ static int grow_rank(struct deriver *dv, struct store *st, const char *run, int 
 	n = store_trace_artifacts(t, &ids, &bases);
 	if (!(g = grown_fitting(dv, store_reader_serial(r), run, got, ids, bases, n, !dv->o.parts))) {
 		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	} else if (!g->n && n > 2) {
+		grown_free(g);	/* none kept past its first chunks: the read makes one (above) */
 	} else if (had = g->n, !(rc = grow(dv, g, t, ids, bases, n, epoch, &k, err))) {
 		metrics_replay(k - had, 0);
 		if ((rc = analysis_hold(g->an, GROWN_HOLD, err)))

@@ -304,6 +304,22 @@ START_TEST(test_grown_ahead)
 	upload_chunk(&c, at[1], at[4], "again", 1);
 	upload_chunk(&c, at[4], at[5], "again", 2);
 	grown_same("whole", "again");
+
+	/* nothing kept (--derive-keep 0): the first two chunks are grown, then none, rather than the
+	 * whole rank again at each upload; the read replays all five */
+	const char *const keep_none[] = { "--derive-quiet", "600", "--derive-keep", "0", NULL };
+	ck_assert_int_eq(tu_server_stop(&ru_srv), 0);
+	ck_assert_int_eq(tu_server_restart(&ru_srv, keep_none), 0);
+	r0 = ru_metric(replayed);
+	for (i = 0; i < k; i++)
+		upload_chunk(&c, at[i], at[i + 1], "none", i);
+	for (waited = 0; waited < 3000 && ru_metric(replayed) < r0 + 2; waited++)
+		usleep(10000);
+	usleep(300000);	/* time for more, were there any */
+	ck_assert_msg(ru_metric(replayed) == r0 + 2, "%g replayed", ru_metric(replayed) - r0);
+	json_decref(ru_call("GET", "/api/v1/runs/none/steps", NULL, 0, 200));
+	ck_assert_msg(ru_metric(replayed) == r0 + 2 + (double)k, "%g replayed", ru_metric(replayed) - r0);
+	grown_same("whole", "none");
 	free(c.ev);
 	free(text);
 	free(gz);

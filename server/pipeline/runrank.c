@@ -1247,11 +1247,13 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
  * run to go quiet (schedule.c), so the chunks of a run are replayed one by
  * one as they land, on the core their uploads leave idle, and the read that
  * derives the rank has only them to finish: 20 chunks of the V100 fixture
- * spent 33-35 ms of that read's 81-94 ms replaying them. A rank with no
- * analysis kept and no room for one is left to its read (growing it would
- * drop another rank's); so is one with none kept past its first two traces
- * (dropped, too large to keep, --derive-keep 0), which would be replayed
- * whole at each upload; a failure, too: the read replays what is missing.
+ * spent 33-35 ms of that read's 81-94 ms replaying them. Left to its read:
+ * a rank with no analysis kept and no free slot for one (growing it would
+ * drop another rank's; the kept bytes' bound, --derive-keep, still drops
+ * the oldest as after a derivation); one with none kept past its first two
+ * traces (dropped, too large to keep, --derive-keep 0), which would be
+ * replayed whole at each upload; and a failure: the read replays what is
+ * missing.
  */
 static int grow_rank(struct deriver *dv, struct store *st, const char *run, int rank, struct tp_errbuf *err)
 {

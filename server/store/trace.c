@@ -172,7 +172,9 @@ struct store_trace {
 	int64_t strs_of;		/* the artifact whose strings strs holds (0: none loaded) */
 	char *run;
 	int64_t start, end;		/* absolute ns */
-	struct db_stmt *blocks;		/* of artifact ids[cur - 1] */
+	struct db_stmt *blocks;		/* of artifact ids[cur - 1]: one of prep, being read (NULL: none) */
+	struct db_stmt *prep[2];	/* the blocks' query, prepared once a cursor (by starts), and bounds' */
+	struct db_stmt *bounds;
 	struct strmap strs;
 	struct tp_event *ev;
 	size_t cap;
@@ -186,7 +188,9 @@ void store_trace_close(struct store_trace *t)
 {
 	if (!t)
 		return;
-	db_finalize(t->blocks);
+	db_finalize(t->prep[0]);
+	db_finalize(t->prep[1]);
+	db_finalize(t->bounds);
 	strmap_free(&t->strs);
 	tp_free(t->ids);
 	tp_free(t->bases);
@@ -265,16 +269,24 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 				return 0;
 			a = t->ids[t->cur];
 			base = t->bases[t->cur++];
-			/* blocks that may hold events in the window (written times), and those without times */
-			t->blocks = store_prepare(t->r, t->starts
+			/*
+			 * blocks that may hold events in the window (written times), and those without times.
+			 * max_ts came in a later migration, so SQLite keeps it after the block's data: reading
+			 * it walks the data's overflow pages. max_end (>= max_ts) and min_ts, before the data,
+			 * rule out the blocks outside the window first (SQLite tests the terms in this order):
+			 * without them, a run's 1,015th chunk of 1 MiB read every block of its rank's chunks the
+			 * overlap check had no fingerprints of (pipeline/overlap.h), 42 ms a chunk, not 8.
+			 */
+			if (!t->prep[t->starts] &&
+			    !(t->prep[t->starts] = store_prepare(t->r, t->starts
 							? "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
-							  " AND min_ts IS NOT NULL AND COALESCE(max_ts, max_end) >= ?3"
-							  " AND min_ts < ?4 ORDER BY kind, key"
+							  " AND min_ts IS NOT NULL AND min_ts < ?4 AND max_end >= ?3"
+							  " AND COALESCE(max_ts, max_end) >= ?3 ORDER BY kind, key"
 							: "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
 							  " AND (min_ts IS NULL OR (max_end >= ?3 AND min_ts < ?4))"
-							  " ORDER BY kind, key", err);
-			if (!t->blocks)
+							  " ORDER BY kind, key", err)))
 				return TP_ERR_DB;
+			t->blocks = t->prep[t->starts];
 			db_bind_int64(t->blocks, 1, a << 32);
 			db_bind_int64(t->blocks, 2, a << 32 | 0xffffffffLL);
 			int64_t lo, hi;
@@ -287,7 +299,7 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 		}
 		int step = db_step(t->blocks);
 		if (step == DB_DONE) {
-			db_finalize(t->blocks);
+			db_reset(t->blocks);
 			t->blocks = NULL;
 			continue;
 		}
@@ -355,9 +367,11 @@ int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi
 	*hi = INT64_MIN;
 	if (k >= t->nart)
 		return TP_OK;
-	if (!(st = store_prepare(t->r, "SELECT MIN(min_ts), MAX(max_end) FROM event_blocks WHERE key BETWEEN ?1 AND ?2"
-				 " AND min_ts IS NOT NULL", err)))
+	if (!t->bounds &&
+	    !(t->bounds = store_prepare(t->r, "SELECT MIN(min_ts), MAX(max_end) FROM event_blocks"
+						 " WHERE key BETWEEN ?1 AND ?2 AND min_ts IS NOT NULL", err)))
 		return TP_ERR_DB;
+	st = t->bounds;
 	db_bind_int64(st, 1, t->ids[k] << 32);
 	db_bind_int64(st, 2, t->ids[k] << 32 | 0xffffffffLL);
 	step = db_step(st);
@@ -365,7 +379,7 @@ int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi
 		*lo = db_column_int64(st, 0);
 		*hi = db_column_int64(st, 1);
 	}
-	db_finalize(st);
+	db_reset(st);
 	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, t->r->db, "read event bounds");
 }
 

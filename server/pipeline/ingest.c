@@ -1016,7 +1016,7 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 		res->rank = f.rank;
 		/* a new trace: the next uploads of its rank are checked against it in memory */
 		if (!res->duplicate && ig->tp)
-			overlap_prints_keep(ig->prints, ig->run, f.rank, ig->artifact, f.base_ns);
+			overlap_prints_keep(ig->prints, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo, ig->ts_hi);
 	}
 	tp_free(meta);
 	ingest_free(ig);

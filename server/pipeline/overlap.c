@@ -263,7 +263,12 @@ struct cached_rank {
 	uint64_t store;		/* store_serial */
 	char *run;		/* NULL: a free slot */
 	int rank;
-	struct { int64_t id, base; } *arts;	/* the artifacts whose every timed event's fingerprint set holds */
+	/*
+	 * The rank's artifacts committed since the slot was taken: each with its timed events' span
+	 * on the common base (lo > hi: none) and whether set holds every one of their fingerprints
+	 * (printed). An upload need not read one that is printed, nor one whose span misses its own.
+	 */
+	struct cached_art { int64_t id, base, lo, hi; int printed; } *arts;
 	size_t narts, caparts;
 	struct fpset set;
 	uint64_t used;		/* when last checked or added to (overlap_cache.tick) */
@@ -357,13 +362,14 @@ static struct cached_rank *cached_lru(struct overlap_cache *oc, const struct cac
 }
 
 void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
-			 int64_t base_ns)
+			 int64_t base_ns, int64_t lo, int64_t hi)
 {
 	struct overlap_cache *oc = p ? p->oc : NULL;
 	struct cached_rank *cr, *lru;
+	struct cached_art *a;
 	size_t before;
 
-	if (!oc || p->n > KEEP_MAX)
+	if (!oc)
 		return;
 	pthread_mutex_lock(&oc->mu);
 	if (!(cr = cached_find(oc, p->store, run, rank))) {
@@ -376,14 +382,20 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 		cr->rank = rank;
 	}
 	cached_used(oc, cr);
-	while (oc->prints + p->n > CACHE_PRINTS && (lru = cached_lru(oc, cr)) && lru->run)
-		cached_drop(oc, lru);
-	if (oc->prints + p->n > CACHE_PRINTS)
-		goto out;	/* the rank's own are too many already: it covers what it did */
 	if (tp_grow((void **)&cr->arts, &cr->caparts, cr->narts + 1, sizeof(*cr->arts))) {
 		cached_drop(oc, cr);
 		goto out;
 	}
+	a = &cr->arts[cr->narts++];
+	*a = (struct cached_art){ artifact, base_ns, lo <= hi ? tp_sat_add(lo, base_ns) : 1,
+				  lo <= hi ? tp_sat_add(hi, base_ns) : 0, 0 };
+	/* its fingerprints, unless a whole trace's (too many) or the rank's own are too many already */
+	if (p->n > KEEP_MAX)
+		goto out;
+	while (oc->prints + p->n > CACHE_PRINTS && (lru = cached_lru(oc, cr)) && lru->run)
+		cached_drop(oc, lru);
+	if (oc->prints + p->n > CACHE_PRINTS)
+		goto out;
 	before = cr->set.n;
 	if (fp_reserve(&cr->set, cr->set.n + p->n))
 		goto out;
@@ -394,8 +406,7 @@ void overlap_prints_keep(const struct overlap_prints *p, const char *run, int ra
 			goto out;
 		}
 	oc->prints += cr->set.n - before;
-	cr->arts[cr->narts].id = artifact;
-	cr->arts[cr->narts++].base = base_ns;
+	a->printed = 1;
 out:
 	pthread_mutex_unlock(&oc->mu);
 }
@@ -565,12 +576,13 @@ static int cached_hit(const struct cached_rank *cr, const struct overlap_prints 
 
 /*
  * Mark in cov the rank's artifacts (ids, bases: n of them, by id; k: the upload's) that oc holds
- * every fingerprint of, when the upload repeats none of them. oc's are dropped when one of them
- * is no longer the rank's (removed: its id may be given again), and cov left empty when the
- * upload repeats one: the store says which, and how many.
+ * every fingerprint of, when the upload repeats none of them, and those whose span misses the
+ * upload's, [wlo, whi] on the common base. oc's are dropped when one of them is no longer the
+ * rank's (removed: its id may be given again), and cov left empty when the upload repeats one:
+ * the store says which, and how many.
  */
 static void cached_cover(const char *run, int rank, const int64_t *ids, const int64_t *bases, size_t n, size_t k,
-			 const struct overlap_prints *p, int64_t base, uint8_t *cov)
+			 const struct overlap_prints *p, int64_t base, int64_t wlo, int64_t whi, uint8_t *cov)
 {
 	struct overlap_cache *oc = p->oc;
 	struct cached_rank *cr;
@@ -587,8 +599,9 @@ static void cached_cover(const char *run, int rank, const int64_t *ids, const in
 				else
 					hi = mid;
 			}
-			if (lo < n && lo != k && ids[lo] == cr->arts[j].id && bases[lo] == cr->arts[j].base) {
-				cov[lo] = 1;
+			const struct cached_art *a = &cr->arts[j];
+			if (lo < n && lo != k && ids[lo] == a->id && bases[lo] == a->base) {
+				cov[lo] = a->printed || a->lo > a->hi || a->hi < wlo || a->lo > whi;
 			} else {
 				cached_drop(oc, cr);
 				cr = NULL;
@@ -625,7 +638,7 @@ int overlap_check(struct store_writer *w, const char *run, int rank, int64_t art
 		;
 	/* the ones whose fingerprints the server holds need not be read (none of them repeated) */
 	if (prints && prints->oc && n && (cov = tp_calloc(n, 1)))
-		cached_cover(run, rank, ids, bases, n, k, prints, base_ns, cov);
+		cached_cover(run, rank, ids, bases, n, k, prints, base_ns, c.lo, c.hi, cov);
 	store_trace_close(t);
 	/* the others, in runs of neighbours */
 	rc = TP_OK;

@@ -60,15 +60,17 @@ void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *
  * the store keeps it (not the flows the ingest drops); -1 when out of memory or past the events
  * taken at most: 1 M when checked (the upload's rank has a trace already), else 64 K (they are
  * only kept): then the prints are of no use. _keep, once the upload is committed as a new trace
- * artifact of (run, rank) with base base_ns, adds them to oc's for that rank when they are 64 K
- * at most (a chunk's; NULL p: nothing).
+ * artifact of (run, rank) with base base_ns and its timed events' ts in [lo, hi] as written (lo >
+ * hi: none), notes it in oc's for that rank, with its fingerprints when they are 64 K at most (a
+ * chunk's) and oc has room for them (NULL p: nothing). Later uploads read neither an artifact
+ * whose fingerprints oc holds nor one whose span misses their own.
  */
 struct overlap_prints;
 struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, int checked, overlap_str_fn str,
 					  void *payload);
 int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e);
 void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
-			 int64_t base_ns);
+			 int64_t base_ns, int64_t lo, int64_t hi);
 void overlap_prints_free(struct overlap_prints *p);
 
 /*

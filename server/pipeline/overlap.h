@@ -26,9 +26,13 @@
  * committed, added to its rank's (a chunk's: 64 K events at most); an
  * upload none of whose fingerprints are among them reads only the rank's
  * artifacts they do not cover (uploaded before the server started, by
- * another server on the same database, or too large to hold). One that
- * repeats one of them is checked in the store as before, which says how
- * many and the first.
+ * another server on the same database, or too large to hold), and of
+ * those, when the cache noted the artifact's span of time (every chunk
+ * committed since), only the ones whose span meets its own: past the 1 M
+ * fingerprints held, a 1 GB run of 1,015 chunks cut in windows of time
+ * cost 46 ms a chunk at its end, now 12 as at its start
+ * (bench/results/chunk_cost-20261129.txt). One that repeats one of them
+ * is checked in the store as before, which says how many and the first.
  */
 #ifndef OVERLAP_H
 #define OVERLAP_H

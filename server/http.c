@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -32,6 +33,7 @@
 #include "alloc.h"
 #include "cache.h"
 #include "http.h"
+#include "linger.h"
 #include "metrics.h"
 #include "routes.h"
 #include "sha256.h"
@@ -68,6 +70,7 @@ struct server {
 	struct conn_watch *conns;
 	pthread_t watchdog;
 	int watchdog_on, stopping;
+	struct lingering *linger;		/* closes connections answered before their body was read */
 	/* long polls (http_wait): how many wait, the pokes so far, set at stop (under mu) */
 	unsigned waits, max_waits;
 	uint64_t pokes;
@@ -91,6 +94,7 @@ struct conn_watch {
 	double in_handler;		/* > 0: in a handler since then */
 	uint64_t bytes;
 	int ctl_escape;			/* this request's URL decoded to a control character */
+	int unread;			/* a request ended before its body was read (linger.h) */
 };
 
 struct deriver *http_deriver(const struct request *req)
@@ -515,6 +519,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	}
 	if (!cw)
 		return;
+	/* answered (or given up) before the body was read: a copy of the socket lingers (linger.h) */
+	if (cw->unread || cw->phase == CW_BODY) {
+		int fd = fcntl(cw->fd, F_DUPFD_CLOEXEC, 0);
+		if (fd >= 0)
+			linger_add(srv->linger, fd);
+	}
 	/* called before libmicrohttpd closes the socket: the watchdog never shuts a reused fd */
 	pthread_mutex_lock(&srv->cw_mu);
 	for (pp = &srv->conns; *pp && *pp != cw; pp = &(*pp)->next)
@@ -1038,6 +1048,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			(unsigned long long)req->body_bytes, secs * 1e3,
 			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (incomplete)");
 	}
+	/* ended before its body was read: libmicrohttpd closes the connection next, and it lingers */
+	if (req->cw)
+		req->cw->unread = req->cw->phase == CW_BODY;
 	conn_phase(srv, req->cw, CW_HEADERS);	/* a kept-alive connection waits for its next request */
 	request_free(req);
 	*con_cls = NULL;
@@ -1159,6 +1172,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	if ((rc = store_open(cfg->db_path, &srv->store, err)))
 		goto fail;
 	srv->cache = cache_new(CACHE_BYTES);
+	srv->linger = linger_new();
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
@@ -1230,6 +1244,7 @@ void server_stop(struct server *srv)
 		if (ls != MHD_INVALID_SOCKET)
 			close(ls);
 	}
+	linger_free(srv->linger);	/* after MHD's threads, which add to it */
 	/* the derivations reads started in the background use the store too */
 	if (srv->cfg.derive && srv->cfg.derive->drain)
 		srv->cfg.derive->drain(srv->cfg.derive->deriver, srv->store);

@@ -5,6 +5,8 @@
  * nothing else, and leave the server serving with earlier runs intact.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sqlite3.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -508,17 +510,24 @@ START_TEST(test_kind_mismatch_and_unsupported)
 }
 END_TEST
 
-/* One raw HTTP/1.1 exchange on a new connection; the answer's status (0: none), its text in out. */
-static int raw_exchange(const struct tu_server *s, const char *req, char *out, size_t cap)
+static int raw_connect(const struct tu_server *s)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), status = 0;
-	size_t n = 0;
-	ssize_t k;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* One raw HTTP/1.1 exchange on a new connection; the answer's status (0: none), its text in out. */
+static int raw_exchange(const struct tu_server *s, const char *req, char *out, size_t cap)
+{
+	int fd = raw_connect(s), status = 0;
+	size_t n = 0;
+	ssize_t k;
+
 	ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
 	shutdown(fd, SHUT_WR);
 	while (n + 1 < cap && (k = read(fd, out + n, cap - 1 - n)) > 0)
@@ -528,6 +537,72 @@ static int raw_exchange(const struct tu_server *s, const char *req, char *out, s
 	sscanf(out, "HTTP/1.1 %d", &status);
 	return status;
 }
+
+/* How many files process pid has open. */
+static int open_fds(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	ck_assert_ptr_nonnull(d = opendir(path));
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * A Content-Length past the cap is answered 413 as the headers arrive. A
+ * client that writes its body before it looks for the answer, as libcurl may,
+ * must still read that 413: the server reads and drops what keeps arriving
+ * (linger.h) rather than close on unread bytes, which the kernel answers with
+ * a reset (the client's next write fails, and the answer may go unread). A
+ * client that neither stops nor closes is closed after a while (2 s).
+ */
+START_TEST(test_early_answer_lingers)
+{
+	static char chunk[1 << 16];
+	char head[256], out[4096];
+	size_t sent = 0, n = 0;
+	ssize_t k;
+	int fd, status = 0, before, i;
+
+	memset(chunk, ' ', sizeof(chunk));
+	snprintf(head, sizeof(head), "POST /api/v1/runs/linger/artifacts?name=a.json HTTP/1.1\r\nHost: x\r\n"
+		 "Content-Length: %u\r\n\r\n", MAX_BODY + 1);
+	fd = raw_connect(&srv);
+	ck_assert_int_eq(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+	/* 16 MiB, past what the sockets' buffers hold: the server must be reading them */
+	while (sent < (16u << 20)) {
+		k = send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL);
+		ck_assert_msg(k > 0, "write %zu bytes into the body: %s", sent, strerror(errno));
+		sent += (size_t)k;
+	}
+	while (n + 1 < sizeof(out) && (k = read(fd, out + n, sizeof(out) - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = 0;
+	sscanf(out, "HTTP/1.1 %d", &status);
+	ck_assert_msg(status == 413, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "body_too_large"));
+	close(fd);
+	/* one that keeps its socket open and sends nothing more: answered, and closed by the server in time */
+	before = open_fds(srv.pid);
+	fd = raw_connect(&srv);
+	ck_assert_int_eq(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+	n = 0;
+	while ((k = read(fd, out, sizeof(out))) > 0)
+		n += (size_t)k;
+	ck_assert_uint_gt(n, 0);
+	for (i = 0; i < 100 && open_fds(srv.pid) > before; i++)
+		usleep(100000);
+	ck_assert_int_le(open_fds(srv.pid), before);
+	close(fd);
+	absent("linger");
+	server_intact();
+}
+END_TEST
 
 /*
  * Two framings of one body (RFC 9112 6.3): Content-Length headers that
@@ -786,6 +861,7 @@ Suite *suite_bad_input(void)
 	tcase_add_test(tc, test_gzip_of_garbage);
 	tcase_add_test(tc, test_zip_bomb);
 	tcase_add_test(tc, test_body_past_cap);
+	tcase_add_test(tc, test_early_answer_lingers);
 	tcase_add_test(tc, test_deep_nesting);
 	tcase_add_test(tc, test_huge_string);
 	tcase_add_test(tc, test_wrong_types);

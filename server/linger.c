@@ -22,7 +22,8 @@
 #define LOG_PREFIX "http"
 
 #define LINGER_MAX 64
-#define LINGER_S 2
+#define LINGER_IDLE_MS 2000	/* a socket is closed once nothing has come for this long */
+#define LINGER_MOST_MS 10000	/* or once it has lingered this long */
 
 struct lingering {
 	pthread_mutex_t mu;
@@ -41,18 +42,20 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Read and drop what has arrived: 1 when the socket is done (the client closed, or it failed). */
+/* Read and drop what has arrived: -1 when the socket is done (the client closed, or it failed), else whether any came. */
 static int drain(int fd)
 {
 	char buf[16384];
+	int got = 0;
 
 	for (;;) {
 		ssize_t k = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (k > 0)
-			continue;
-		if (k < 0 && errno == EINTR)
-			continue;
-		return !(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+			got = 1;
+		else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return got;
+		else if (k == 0 || errno != EINTR)
+			return -1;
 	}
 }
 
@@ -60,12 +63,11 @@ static void *linger_main(void *arg)
 {
 	struct lingering *l = arg;
 	struct pollfd pfd[LINGER_MAX + 1];
-	long long until[LINGER_MAX + 1];
+	long long since[LINGER_MAX + 1], until[LINGER_MAX + 1];	/* added; closed at */
 	int n = 1, i, stop = 0;		/* pfd[0] is the pipe */
 
 	tp_thread_name("ts-linger");
-	pfd[0].fd = l->wake[0];
-	pfd[0].events = POLLIN;
+	pfd[0] = (struct pollfd){ .fd = l->wake[0], .events = POLLIN };
 	while (!stop) {
 		long long now = now_ms(), wait = -1;
 		int closed = 0;
@@ -74,9 +76,9 @@ static void *linger_main(void *arg)
 		stop = l->stop;
 		/* room for all: held counts these and those in pfd, and stays within LINGER_MAX */
 		for (i = 0; i < l->n_added; i++) {
-			pfd[n].fd = l->added[i];
-			pfd[n].events = POLLIN;
-			until[n++] = now + LINGER_S * 1000;
+			pfd[n] = (struct pollfd){ .fd = l->added[i], .events = POLLIN };
+			since[n] = now;
+			until[n++] = now + LINGER_IDLE_MS;
 		}
 		l->n_added = 0;
 		pthread_mutex_unlock(&l->mu);
@@ -92,9 +94,14 @@ static void *linger_main(void *arg)
 		}
 		now = now_ms();
 		for (i = 1; i < n;) {
-			if (stop || now >= until[i] || ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) && drain(pfd[i].fd))) {
+			int got = pfd[i].revents & (POLLIN | POLLHUP | POLLERR) ? drain(pfd[i].fd) : 0;
+			if (got > 0 && (until[i] = now + LINGER_IDLE_MS) > since[i] + LINGER_MOST_MS)
+				until[i] = since[i] + LINGER_MOST_MS;
+			if (stop || got < 0 || now >= until[i]) {
 				close(pfd[i].fd);
-				pfd[i] = pfd[--n];
+				n--;
+				pfd[i] = pfd[n];
+				since[i] = since[n];
 				until[i] = until[n];
 				closed++;
 			} else {

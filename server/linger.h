@@ -7,7 +7,8 @@
  * reset, and a client that writes its body before it looks for an answer
  * (libcurl does) gets a send error instead of the 413. A lingering socket has
  * its write side shut, so the answer ends with a FIN, and what still arrives is
- * read and dropped until the client closes, or for LINGER_S seconds.
+ * read and dropped until the client closes, nothing has come for 2 s, or 10 s
+ * have passed.
  */
 #ifndef LINGER_H
 #define LINGER_H

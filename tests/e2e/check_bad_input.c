@@ -559,7 +559,7 @@ static int open_fds(pid_t pid)
  * must still read that 413: the server reads and drops what keeps arriving
  * (linger.h) rather than close on unread bytes, which the kernel answers with
  * a reset (the client's next write fails, and the answer may go unread). A
- * client that neither stops nor closes is closed after a while (2 s).
+ * client that sends nothing more and does not close is closed after 2 s.
  */
 START_TEST(test_early_answer_lingers)
 {

@@ -1,8 +1,9 @@
 /*
- * sha256.c: SHA-256 over an upload as it streams in. A plain upload is
- * hashed whole on the receiving thread, so speed matters: the portable code
- * runs at about 260 MB/s here, the x86 SHA extensions (SHA-NI, chosen at run
- * time by CPUID) at about 1.5 GB/s.
+ * sha256.c: SHA-256 over an upload as it streams in. Every byte of every
+ * upload is hashed (a plain body on the ingest's writer thread, a gzip one's
+ * inflated bytes on the receiving thread), so speed matters: the portable
+ * code runs at about 260 MB/s here, the x86 SHA extensions (SHA-NI, chosen
+ * at run time by CPUID) at about 1.25 GB/s (OpenSSL's: 1.35 GB/s).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -80,6 +81,8 @@ static void blocks_shani(uint32_t *hs, const uint8_t *p, size_t n)
 	for (; n; n--, p += 64) {
 		abef = s0;
 		cdgh = s1;
+		/* unrolled, w[] stays in registers: 1.25 GB/s against 0.85-0.97 rolled (gcc 12, -O3) */
+#pragma GCC unroll 16
 		for (i = 0; i < 16; i++) {
 			if (i < 4) {
 				w[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), mask);

@@ -4,7 +4,7 @@
 # (collect run: build it on the training nodes). The .dockerignore keeps the context small.
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev libdeflate-dev \
+      build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev libdeflate-dev libzstd-dev \
       libjansson-dev libcurl4-openssl-dev nodejs npm ca-certificates && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -23,7 +23,7 @@ RUN cmake -S . -B build -DBUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libsqlite3-0 libpq5 zlib1g libdeflate0 libjansson4 libcurl4 \
+      libmicrohttpd12 libsqlite3-0 libpq5 zlib1g libdeflate0 libzstd1 libjansson4 libcurl4 \
  && rm -rf /var/lib/apt/lists/* && useradd --system --home /data trainscope \
  && mkdir -p /data && chown trainscope /data
 COPY --from=build /opt/trainscope/ /usr/local/

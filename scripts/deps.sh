@@ -6,7 +6,7 @@
 # for scripts/answers.py, PostgreSQL's binaries for scripts/pg.sh), as scripts/test.sh asks.
 # Needs root (or sudo) only when something is missing.
 set -eu
-pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev libdeflate-dev \
+pkgs="build-essential cmake pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev zlib1g-dev libdeflate-dev libzstd-dev \
 libjansson-dev libcurl4-openssl-dev ca-certificates curl"
 case "${1:-}" in
 "") ;;

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY	/* ZSTD_createDStream_advanced: its memory through tp_malloc */
+#include <zstd.h>
 
 #include "alloc.h"
 #include "reads.h"
@@ -262,6 +264,10 @@ struct raw_stream {
 	z_stream zs;
 	int between;		/* a gzip member has ended; the next may begin */
 	int zdone;
+	ZSTD_DStream *zd;	/* stored as zstd frames (pipeline/ingest.c): decoded */
+	ZSTD_inBuffer in;
+	size_t zleft;		/* ZSTD_decompressStream's last hint: 0 when a frame has ended */
+	int zeof;		/* no chunk is left */
 };
 
 static void raw_free(void *cls)
@@ -270,9 +276,13 @@ static void raw_free(void *cls)
 
 	if (rs->inflating)
 		inflateEnd(&rs->zs);
+	ZSTD_freeDStream(rs->zd);
 	store_reader_close(rs->r);
 	tp_free(rs);
 }
+
+static void *zs_malloc(void *opaque, size_t n) { (void)opaque; return tp_malloc(n); }
+static void zs_free(void *opaque, void *p) { (void)opaque; tp_free(p); }
 
 /* the next stored chunk into rs->chunk; 0 at the end */
 static int next_chunk(struct raw_stream *rs)
@@ -288,12 +298,42 @@ static int next_chunk(struct raw_stream *rs)
 	return 1;
 }
 
+/* zstd frames into buf, as much as fits; a copy that ends inside a frame is an error */
+static ssize_t unzstd_read(struct raw_stream *rs, char *buf, size_t max)
+{
+	ZSTD_outBuffer out = { buf, max, 0 };
+	int n;
+
+	while (out.pos < out.size) {
+		size_t before = out.pos, r;
+		if (rs->in.pos == rs->in.size && !rs->zeof) {
+			if ((n = next_chunk(rs)) < 0)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			if (n == 0)
+				rs->zeof = 1;
+			else
+				rs->in = (ZSTD_inBuffer){ rs->chunk, rs->len, 0 };
+		}
+		r = ZSTD_decompressStream(rs->zd, &out, &rs->in);
+		if (ZSTD_isError(r))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		rs->zleft = r;
+		if (rs->zeof && out.pos == before)
+			break;
+	}
+	if (out.pos)
+		return (ssize_t)out.pos;
+	return rs->zleft ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 static ssize_t raw_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct raw_stream *rs = cls;
 	int n;
 
 	(void)pos;
+	if (rs->zd)
+		return unzstd_read(rs, buf, max);
 	if (!rs->inflating) {
 		while (rs->off >= rs->len)
 			if ((n = next_chunk(rs)) <= 0)
@@ -362,7 +402,13 @@ int h_artifact_raw(struct request *req)
 		return http_reply_fail(req, rc, &err, NULL);
 	}
 	rs->nchunks = info.nchunks;
-	if (!strcmp(info.encoding, "gzip") || !strcmp(info.encoding, "gzip-members")) {
+	if (!strcmp(info.encoding, "zstd-frames")) {
+		ZSTD_customMem mem = { zs_malloc, zs_free, NULL };
+		if (!(rs->zd = ZSTD_createDStream_advanced(mem)) || ZSTD_isError(ZSTD_initDStream(rs->zd))) {
+			raw_free(rs);
+			return http_reply_error(req, 503, "out_of_memory", NULL, "out of memory");
+		}
+	} else if (!strcmp(info.encoding, "gzip") || !strcmp(info.encoding, "gzip-members")) {
 		/* a gzip of one member, as sent, is the transfer encoding; one of many is inflated
 		 * (curl, among others, reads only the first member of a Content-Encoding: gzip) */
 		if (req->accepts_gzip && !strcmp(info.encoding, "gzip")) {

@@ -109,7 +109,8 @@ struct store_final {
 	int64_t base_ns;
 	int rank;
 	const char *kind;
-	const char *raw_encoding;	/* "upload", "gzip" (as sent) or "gzip-members" (pipeline/ingest.c) */
+	const char *raw_encoding;	/* "upload", "gzip" (as sent), "zstd-frames" (pipeline/ingest.c) or, kept
+					 * before 2026-11-29, "gzip-members" */
 	const char *meta_json;		/* may be NULL */
 	int64_t peak_allocated;		/* -1: no memory data */
 	const struct an_result *analysis;	/* steps, ops, kernels (times as written); may be NULL */

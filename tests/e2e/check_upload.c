@@ -192,15 +192,15 @@ START_TEST(test_raw_round_trip)
 	ck_assert_uint_eq(r.len, zlen);
 	ck_assert(!memcmp(r.body, z, zlen));
 	tu_resp_free(&r);
-	/* the plain upload, stored gzipped, comes back plain... */
+	/* the plain upload, stored as zstd frames, comes back plain... */
 	snprintf(path, sizeof(path), "/api/v1/runs/raw/artifacts/%lld/raw", (long long)idp);
 	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_uint_eq(r.len, len);
 	ck_assert(!memcmp(r.body, plain, len));
 	tu_resp_free(&r);
-	/* ...to a client that takes gzip too: the stored copy is many gzip members, and curl,
-	 * among others, would read only the first of a Content-Encoding: gzip */
+	/* ...to a client that takes gzip too (copies stored before 2026-11-29 are many gzip
+	 * members, and curl, among others, would read only the first of a Content-Encoding: gzip) */
 	ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, "Accept-Encoding: gzip", &r), 0);
 	ck_assert_str_eq(r.content_encoding, "");
 	ck_assert_uint_eq(r.len, len);
@@ -234,6 +234,39 @@ START_TEST(test_raw_round_trip)
 		free(g1);
 		free(g2);
 		free(two);
+	}
+	/* a plain body of many frames over more than one stored row (names that do not compress
+	 * well: 1 MiB rows of 256 KiB frames) comes back byte for byte */
+	{
+		size_t cap = 6u << 20, n = 0;
+		char *big = malloc(cap);
+		uint64_t x = 88172645463325252ull;
+		n += (size_t)sprintf(big + n, "{\"traceEvents\": [");
+		for (int i = 0; n < cap - 256; i++) {
+			unsigned long long h[3];
+			for (int k = 0; k < 3; k++)
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17, h[k] = x;
+			n += (size_t)sprintf(big + n, "%s{\"ph\": \"X\", \"name\": \"op_%016llx%016llx%016llx\","
+					     " \"ts\": %d, \"dur\": 1, \"pid\": 1, \"tid\": 1}", i ? ", " : "",
+					     h[0], h[1], h[2], 2 * i);
+		}
+		n += (size_t)sprintf(big + n, "]}");
+		ck_assert_int_eq(tu_http(&srv, "POST", "/api/v1/runs/raw/artifacts?name=big.json&rank=3", big, n,
+					 NULL, &r), 0);
+		ck_assert_int_eq(r.status, 201);
+		j = json_loadb(r.body, r.len, 0, NULL);
+		snprintf(path, sizeof(path), "/api/v1/runs/raw/artifacts/%" JSON_INTEGER_FORMAT "/raw",
+			 json_integer_value(json_object_get(json_object_get(j, "artifact"), "id")));
+		json_decref(j);
+		tu_resp_free(&r);
+		ck_assert_int_gt(tu_db_scalar(srv.db, "SELECT COUNT(*) FROM raw_chunks r JOIN artifacts a"
+					  " ON r.key>>32=a.id WHERE a.name='big.json' AND a.raw_encoding='zstd-frames'"), 1);
+		ck_assert_int_eq(tu_http(&srv, "GET", path, NULL, 0, NULL, &r), 0);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_uint_eq(r.len, n);
+		ck_assert(!memcmp(r.body, big, n));
+		tu_resp_free(&r);
+		free(big);
 	}
 	/* the artifact itself */
 	snprintf(path, sizeof(path), "/api/v1/runs/raw/artifacts/%lld", (long long)idp);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "testutil.h"
 
@@ -140,6 +141,41 @@ uint8_t *tu_gunzip(const void *data, size_t len, size_t *out_len)
 		return NULL;
 	}
 	*out_len = n;
+	return out;
+}
+
+uint8_t *tu_unzstd(const void *data, size_t len, size_t *out_len)
+{
+	ZSTD_DStream *zd = ZSTD_createDStream();
+	ZSTD_inBuffer in = { data, len, 0 };
+	size_t cap = len * 8 + 1024, r = 0;
+	uint8_t *out = malloc(cap);
+	ZSTD_outBuffer ob = { out, cap, 0 };
+
+	if (!zd || !out) {
+		ZSTD_freeDStream(zd);
+		free(out);
+		return NULL;
+	}
+	while (in.pos < in.size || ob.pos == ob.size) {
+		if (ob.pos == ob.size) {
+			uint8_t *o = realloc(out, cap *= 2);
+			if (!o)
+				break;
+			out = o;
+			ob.dst = out;
+			ob.size = cap;
+		}
+		r = ZSTD_decompressStream(zd, &ob, &in);
+		if (ZSTD_isError(r))
+			break;
+	}
+	ZSTD_freeDStream(zd);
+	if (in.pos < in.size || r != 0) {	/* an error, or a copy that ends inside a frame */
+		free(out);
+		return NULL;
+	}
+	*out_len = ob.pos;
 	return out;
 }
 

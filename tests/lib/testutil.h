@@ -20,6 +20,8 @@ int tu_write_file(const char *path, const void *data, size_t len);
 /* gzip / gunzip a buffer (malloc'd result; gunzip reads every member). */
 uint8_t *tu_gzip(const void *data, size_t len, size_t *out_len);
 uint8_t *tu_gunzip(const void *data, size_t len, size_t *out_len);
+/* The bytes of concatenated zstd frames, malloc'd (NULL: not zstd, or cut inside a frame). */
+uint8_t *tu_unzstd(const void *data, size_t len, size_t *out_len);
 /* A fixture under FIXTURES_DIR, e.g. "traces/hta_alexnet.json.gz" (path is malloc'd). */
 char *tu_fixture(const char *rel);
 /* A file of the project, e.g. "tests/fuzz/seeds/..." (path is malloc'd). */

@@ -261,8 +261,9 @@ static uint8_t *raw_back(int64_t id, const char *run, size_t *len)
 		n += l;
 	}
 	store_reader_close(r);
-	if (!strcmp(info.encoding, "gzip") || !strcmp(info.encoding, "gzip-members")) {
-		out = tu_gunzip(all, n, len);
+	if (!strcmp(info.encoding, "gzip") || !strcmp(info.encoding, "zstd-frames")) {
+		out = info.encoding[0] == 'g' ? tu_gunzip(all, n, len) : tu_unzstd(all, n, len);
+		ck_assert_ptr_nonnull(out);
 		free(all);
 		return out;
 	}
@@ -291,6 +292,9 @@ START_TEST(test_failed_parse_keeps_raw_and_no_rows)
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM event_blocks"), 0);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM strings"), 0);
 	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='error'"), 1);
+	/* a plain body is kept as zstd frames, smaller than it was */
+	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE raw_encoding='zstd-frames'"), 1);
+	ck_assert_int_lt(tu_db_scalar(db, "SELECT SUM(length(data)) FROM raw_chunks"), (long long)len / 4);
 	back = raw_back(res.artifact, "bad", &back_len);
 	ck_assert_uint_eq(back_len, len);
 	ck_assert(!memcmp(back, t, len));

@@ -289,6 +289,13 @@ static int setup(struct store *st, struct tp_errbuf *err)
 		atomic_store(&st->ready, 1);
 		if (st->waiting)
 			tp_info("the database is back");
+		/* the first writer takes it (store_writer_open): its schema is read already */
+		pthread_mutex_lock(&st->mu);
+		if (!st->spare) {
+			st->spare = db;
+			db = NULL;
+		}
+		pthread_mutex_unlock(&st->mu);
 	}
 	db_close(db);
 	pthread_mutex_unlock(&st->setup_mu);

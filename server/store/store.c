@@ -105,14 +105,22 @@ void store_close(struct store *st)
 	pthread_mutex_destroy(&st->setup_mu);
 	while (st->nidle)
 		db_close(st->idle[--st->nidle]);
+	/*
+	 * Fold the WAL back into the main file so the database is one file at rest, through a
+	 * read-write connection the store holds (a fresh one reads the whole schema first), or one
+	 * opened for it; the readers are closed, so none holds the WAL back.
+	 */
+	if (!st->shared) {
+		struct db *own = NULL;
+		db = st->spare ? st->spare : st->nwidle ? st->widle[st->nwidle - 1]->db : NULL;
+		if (db || db_open(st->path, 0, &own, NULL) == TP_OK)
+			db_checkpoint(db ? db : own);
+		db_close(own);
+	}
+	db_close(st->spare);
 	while (st->nwidle)
 		store_writer_free(st->widle[--st->nwidle]);
 	pthread_mutex_destroy(&st->mu);
-	/* fold the WAL back into the main file so the database is one file at rest */
-	if (!st->shared && db_open(st->path, 0, &db, NULL) == TP_OK) {
-		db_checkpoint(db);
-		db_close(db);
-	}
 	tp_free(st->path);
 	tp_free(st);
 }

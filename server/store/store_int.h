@@ -62,6 +62,7 @@ struct store {
 	int nidle;
 	struct store_writer *widle[WRITER_POOL];	/* writers closed with no transaction open, kept warm */
 	int nwidle;
+	struct db *spare;		/* setup()'s connection, read-write, for the first writer (guarded by mu) */
 	_Atomic uint64_t gen;		/* bumped by every write that commits */
 	uint64_t serial;		/* this store among those the process opened (store_serial()) */
 	/* PostgreSQL: other servers write too, so the generation is the database's (table generation) */

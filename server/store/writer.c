@@ -61,7 +61,11 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	if (!(w = tp_calloc(1, sizeof(*w))))
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	w->store = st;
-	if ((rc = db_open(st->path, 0, &w->db, err)))
+	pthread_mutex_lock(&st->mu);
+	w->db = st->spare;
+	st->spare = NULL;
+	pthread_mutex_unlock(&st->mu);
+	if (!w->db && (rc = db_open(st->path, 0, &w->db, err)))
 		goto fail;
 	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data,max_ts)"
 			      " VALUES(?,?,?,?,?,?,?,?)");

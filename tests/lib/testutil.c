@@ -524,19 +524,47 @@ static long long pg_scalar(const char *db, const char *sql)
 	return v;
 }
 
-long long tu_db_scalar(const char *db, const char *sql)
+sqlite3 *tu_db_open(const char *db)
 {
-	sqlite3 *h;
+	sqlite3 *h = NULL;
+
+	ck_assert_msg(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK, "open %s", db);
+	return h;
+}
+
+long long tu_db_scalar_on(sqlite3 *h, const char *sql)
+{
 	sqlite3_stmt *s;
 	long long v = -1;
 
-	if (db_is_postgres(db))
-		return pg_scalar(db, sql);
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(h));
 	if (sqlite3_step(s) == SQLITE_ROW)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
+	return v;
+}
+
+int tu_db_integrity_ok_on(sqlite3 *h)
+{
+	sqlite3_stmt *s;
+	int ok = 0;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		ok = !strcmp((const char *)sqlite3_column_text(s, 0), "ok");
+	sqlite3_finalize(s);
+	return ok;
+}
+
+long long tu_db_scalar(const char *db, const char *sql)
+{
+	sqlite3 *h;
+	long long v;
+
+	if (db_is_postgres(db))
+		return pg_scalar(db, sql);
+	h = tu_db_open(db);
+	v = tu_db_scalar_on(h, sql);
 	sqlite3_close(h);
 	return v;
 }
@@ -544,17 +572,13 @@ long long tu_db_scalar(const char *db, const char *sql)
 int tu_db_integrity_ok(const char *db)
 {
 	sqlite3 *h;
-	sqlite3_stmt *s;
-	int ok = 0;
+	int ok;
 
 	/* PostgreSQL keeps its own: that the store's tables answer is what is asked */
 	if (db_is_postgres(db))
 		return pg_scalar(db, "SELECT COUNT(*) FROM artifacts") >= 0;
-	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		ok = !strcmp((const char *)sqlite3_column_text(s, 0), "ok");
-	sqlite3_finalize(s);
+	h = tu_db_open(db);
+	ok = tu_db_integrity_ok_on(h);
 	sqlite3_close(h);
 	return ok;
 }

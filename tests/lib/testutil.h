@@ -80,6 +80,15 @@ void tu_upload_fixture(const struct tu_server *s, const char *run, const char *r
 long long tu_db_scalar(const char *db, const char *sql);
 /* 1 when PRAGMA integrity_check says ok. */
 int tu_db_integrity_ok(const char *db);
+/*
+ * The same on a read-only connection to a SQLite file held by the caller (tu_db_open, then
+ * sqlite3_close): each call above opens one, and a connection reads the whole schema first, which
+ * is most of a loop's time when it checks the database at every turn (check_alloc.c).
+ */
+struct sqlite3;
+struct sqlite3 *tu_db_open(const char *db);
+long long tu_db_scalar_on(struct sqlite3 *h, const char *sql);
+int tu_db_integrity_ok_on(struct sqlite3 *h);
 
 #include <jansson.h>
 /* The response body as JSON (new reference); fails the test if it is not JSON. */

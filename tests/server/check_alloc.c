@@ -5,12 +5,15 @@
  * Every failure must end in a clean error (no crash; ASan and LSan watch
  * for corruption and leaks in CI), and the database must stay whole: it
  * opens clean, nothing is left half-written, and the same ingest then
- * succeeds.
+ * succeeds. Each turn checks the database through one connection of its own
+ * (tu_db_open): a connection reads the whole schema first.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "alloc.h"
 #include "pipeline/ingest.h"
@@ -61,6 +64,7 @@ static int ingest_failing_at(long n, const char *db, const uint8_t *data, size_t
 	struct ingest_request req = { .run = "r", .rank = 0, .name = "t.json" };
 	struct ingest_result res;
 	struct store *st;
+	sqlite3 *chk;
 	long refused;
 
 	fresh(db);
@@ -78,11 +82,13 @@ static int ingest_failing_at(long n, const char *db, const uint8_t *data, size_t
 		ck_assert_msg(res.err.msg[0], "N=%ld: an error without a message", n);
 
 	/* the database opens clean, with nothing half-written, and the same ingest now succeeds */
-	ck_assert_msg(tu_db_integrity_ok(db), "N=%ld: integrity_check failed", n);
+	chk = tu_db_open(db);
+	ck_assert_msg(tu_db_integrity_ok_on(chk), "N=%ld: integrity_check failed", n);
 	ck_assert_int_eq(store_open(db, &st, &err), 0);
-	ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
+	ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM artifacts WHERE status NOT IN ('ready','error')"), 0);
 	if (res.rc == 0)
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+		ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM artifacts WHERE status='ready'"), 1);
+	sqlite3_close(chk);
 	ingest_buffer(st, NULL, &req, data, len, &res);
 	ck_assert_int_eq(res.rc, 0);
 	store_close(st);
@@ -389,6 +395,7 @@ START_TEST(test_settle)
 	struct ingest_result res;
 	struct store *st;
 	struct deriver *dv;
+	sqlite3 *chk;
 	long n, refused = 1;
 	int rc = -1;
 
@@ -410,16 +417,17 @@ START_TEST(test_settle)
 		refused = tp_alloc_failures();
 		tp_alloc_fail_after(-1);
 		ck_assert_msg(allowed(rc), "N=%ld: rc %d %s", n, rc, err.msg);
+		chk = tu_db_open(db);
 		if (!refused)
 			ck_assert_int_eq(rc, 0);
-		ck_assert(tu_db_integrity_ok(db));
+		ck_assert(tu_db_integrity_ok_on(chk));
 		/* failed: still marked, and the next read derives it */
 		if (rc)
-			ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 1);
+			ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM rank_pending"), 1);
 		ck_assert_int_eq(runrank_settle(dv, st, "c", &err), 0);
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM rank_pending"), 0);
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 2);
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM (SELECT DISTINCT run_id, rank FROM op_stats) k"), 1);
+		ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM rank_pending"), 0);
+		ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM steps"), 2);
+		ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM (SELECT DISTINCT run_id, rank FROM op_stats) k"), 1);
 		/* a third chunk, derived from the analysis kept of the first two, as allocation N fails */
 		ingest_buffer(st, NULL, &rc3, c, strlen(c), &res);
 		ck_assert_int_eq(res.rc, 0);
@@ -429,10 +437,11 @@ START_TEST(test_settle)
 		refused |= tp_alloc_failures();
 		tp_alloc_fail_after(-1);
 		ck_assert_msg(allowed(rc), "N=%ld, third: rc %d %s", n, rc, err.msg);
-		ck_assert(tu_db_integrity_ok(db));
+		ck_assert(tu_db_integrity_ok_on(chk));
 		ck_assert_int_eq(runrank_settle(dv, st, "c", &err), 0);
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM steps"), 3);
-		ck_assert_int_eq(tu_db_scalar(db, "SELECT COUNT(*) FROM op_stats WHERE calls=1"), 3);
+		ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM steps"), 3);
+		ck_assert_int_eq(tu_db_scalar_on(chk, "SELECT COUNT(*) FROM op_stats WHERE calls=1"), 3);
+		sqlite3_close(chk);
 		runrank_drain(dv, st);
 		deriver_free(dv);
 		store_close(st);

@@ -528,7 +528,7 @@ struct legacy_series {
 	int64_t artifact, run_id;	/* run_id: a rank's trace series (rank_memory_series), artifact its owner then */
 	int rank;
 	char device[64];
-	size_t n;
+	size_t n, cap;
 	int64_t (*row)[MEM_POINT_COLS];
 	uint8_t *nul;
 };
@@ -665,8 +665,12 @@ static size_t downgrade_before_015(const char *where)
 						       &err), 0);
 		while (store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1) {
 			ck_assert_int_eq(seq, (int64_t)e->n);
-			e->row = realloc(e->row, (e->n + 1) * sizeof(*e->row));
-			e->nul = realloc(e->nul, e->n + 1);
+			/* doubled, not grown by one: under ASan every realloc copies, and a series has 10^5 points */
+			if (e->n == e->cap) {
+				e->cap = e->cap ? 2 * e->cap : 1024;
+				ck_assert_ptr_nonnull(e->row = realloc(e->row, e->cap * sizeof(*e->row)));
+				ck_assert_ptr_nonnull(e->nul = realloc(e->nul, e->cap));
+			}
 			memcpy(e->row[e->n], row, sizeof(row));
 			e->nul[e->n++] = nul;
 		}

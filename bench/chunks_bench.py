@@ -93,12 +93,14 @@ def chunk_bodies(text, chunk_bytes):
     return [(head + ",".join(c) + tail).encode() for c in chunks]
 
 
-def start_server(server, work, extra=()):
-    """A fresh server on a free port with its database in work: (process, base URL), once it answers."""
+def start_server(server, work, extra=(), quiet=False):
+    """A fresh server on a free port with its database in work: (process, base URL), once it answers.
+    quiet: its output (the "listening" line, warnings) is dropped rather than let through."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    out = subprocess.DEVNULL if quiet else None
     srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                            "--log-level", "warn", *extra])
+                            "--log-level", "warn", *extra], stdout=out, stderr=out)
     for _ in range(300):
         try:
             get(base, "/healthz")
@@ -123,11 +125,16 @@ def get(base, path):
         return r.read()
 
 
+def proc_stat(pid):
+    """(minor page faults, CPU seconds: user + system, all threads) of process pid so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return int(st[7]), (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def server_cpu(srv):
     """The server's CPU seconds so far (user + system, all its threads)."""
-    with open(f"/proc/{srv.pid}/stat") as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+    return proc_stat(srv.pid)[1]
 
 
 def uploads_watched(base, bodies, run, read, poll_s):

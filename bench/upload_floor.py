@@ -13,18 +13,13 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-
-def cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+import chunks_bench as cb  # noqa: E402
 
 
 def request(port, method, path, body=None):
@@ -41,22 +36,13 @@ def request(port, method, path, body=None):
 def main():
     server = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     work = tempfile.mkdtemp(prefix="upload-floor-")
-    srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                            "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv, base = cb.start_server(server, work, quiet=True)
+    port = int(base.rsplit(":", 1)[1])
     try:
-        for _ in range(300):
-            try:
-                request(port, "GET", "/healthz")
-                break
-            except OSError:
-                time.sleep(0.05)
         for what in ("upload", "healthz"):
             times = []
-            c0 = cpu(srv.pid)
+            c0 = cb.server_cpu(srv)
             for i in range(n):
                 t = time.monotonic()
                 if what == "upload":
@@ -68,7 +54,7 @@ def main():
                 else:
                     request(port, "GET", "/healthz")
                 times.append(time.monotonic() - t)
-            per = (cpu(srv.pid) - c0) / n
+            per = (cb.server_cpu(srv) - c0) / n
             print(f"{what}: {n} one after another, median {statistics.median(times) * 1000:.2f} ms each,"
                   f" server CPU {per * 1000:.2f} ms each")
     finally:

@@ -14,48 +14,28 @@ Stdlib only.
 import argparse
 import os
 import shutil
-import socket
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def proc_stat(pid):
-    """(minor faults, CPU seconds) of pid so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    return int(st[7]), (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+import chunks_bench as cb  # noqa: E402
 
 
 def one(server, body, gz):
     work = tempfile.mkdtemp(prefix="upload-pairs-")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([server, "--listen", f"127.0.0.1:{port}", "--db", os.path.join(work, "t.db"),
-                            "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv, base = cb.start_server(server, work, quiet=True)
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=5).read()
-                break
-            except OSError:
-                time.sleep(0.05)
-        f0, c0 = proc_stat(srv.pid)
+        f0, c0 = cb.proc_stat(srv.pid)
         t0 = time.monotonic()
         req = urllib.request.Request(base + "/api/v1/runs/p/artifacts?rank=0&name=f.json", data=body,
                                      method="POST", headers={"Content-Encoding": "gzip"} if gz else {})
         urllib.request.urlopen(req, timeout=3600).read()
         urllib.request.urlopen(base + "/api/v1/runs/p/steps", timeout=600).read()
         t1 = time.monotonic()
-        f1, c1 = proc_stat(srv.pid)
+        f1, c1 = cb.proc_stat(srv.pid)
         return t1 - t0, c1 - c0, f1 - f0
     finally:
         srv.terminate()

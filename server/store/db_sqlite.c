@@ -338,15 +338,32 @@ static void sat_sum_final(sqlite3_context *ctx)
 		sqlite3_result_int64(ctx, a->i);
 }
 
+/*
+ * Statements finalized by their user are kept, reset and unbound, for the next prepare of the same
+ * text on the connection: compiling one (parsing, name lookups, planning) cost more than running it
+ * for most of an upload's and a read's statements, some 20 of them an upload. Each connection keeps
+ * at most STMT_CACHE, the oldest kept dropped first.
+ */
+#define STMT_CACHE 24
+
+struct sq_cached {
+	sqlite3_stmt *h;
+	uint64_t hash;		/* of its text (sql_hash) */
+};
+
 struct sq_db {
 	struct db base;
 	sqlite3 *h;
 	int nomem;		/* the last failure was ours (a wrapper's allocation), not SQLite's */
+	struct sq_cached cache[STMT_CACHE];	/* cache[0, ncache): oldest kept first */
+	unsigned ncache;
 };
 
 struct sq_stmt {
 	struct db_stmt base;
 	sqlite3_stmt *h;
+	struct sq_db *db;
+	uint64_t hash;
 };
 
 #define H(db) (((struct sq_db *)(db))->h)
@@ -354,8 +371,22 @@ struct sq_stmt {
 
 static void sq_close(struct db *db)
 {
-	sqlite3_close(H(db));
+	struct sq_db *d = (struct sq_db *)db;
+
+	while (d->ncache)
+		sqlite3_finalize(d->cache[--d->ncache].h);
+	sqlite3_close(d->h);
 	tp_free(db);
+}
+
+/* FNV-1a of sql: which kept statements to compare it with. */
+static uint64_t sql_hash(const char *sql)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *sql; sql++)
+		h = (h ^ (uint8_t)*sql) * 0x100000001b3ULL;
+	return h;
 }
 
 static int sq_exec(struct db *db, const char *sql)
@@ -401,9 +432,14 @@ static int sq_in_tx(struct db *db)
 	return !sqlite3_get_autocommit(H(db));
 }
 
+/* A statement is held: one prepared and not finalized (those kept for the next prepare are not). */
 static int sq_busy(struct db *db)
 {
-	return sqlite3_next_stmt(H(db), NULL) != NULL;
+	unsigned n = 0;
+
+	for (sqlite3_stmt *st = sqlite3_next_stmt(H(db), NULL); st; st = sqlite3_next_stmt(H(db), st))
+		n++;
+	return n > ((struct sq_db *)db)->ncache;
 }
 
 static int64_t sq_changes(struct db *db)
@@ -456,13 +492,25 @@ static int sq_batch(struct db *db)
 
 static int sq_prepare(struct db *db, const char *sql, int persistent, struct db_stmt **out)
 {
+	struct sq_db *d = (struct sq_db *)db;
 	struct sq_stmt *st = tp_malloc(sizeof(*st));
+	unsigned i;
 
 	*out = NULL;
-	((struct sq_db *)db)->nomem = !st;
+	d->nomem = !st;
 	if (!st)
 		return DB_ERROR;
 	st->base.ops = &sq_ops;
+	st->db = d;
+	st->hash = sql_hash(sql);
+	for (i = d->ncache; i-- > 0;)
+		if (d->cache[i].hash == st->hash && !strcmp(sqlite3_sql(d->cache[i].h), sql)) {
+			st->h = d->cache[i].h;
+			memmove(&d->cache[i], &d->cache[i + 1], (d->ncache - i - 1) * sizeof(d->cache[0]));
+			d->ncache--;
+			*out = &st->base;
+			return DB_OK;
+		}
 	if (sqlite3_prepare_v3(H(db), sql, -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0, &st->h, NULL) !=
 	    SQLITE_OK) {
 		tp_free(st);
@@ -544,11 +592,25 @@ static void sq_clear_bindings(struct db_stmt *st)
 	sqlite3_clear_bindings(S(st));
 }
 
+/* Kept for the next prepare of its text (reset, its bindings cleared), or finalized. */
 static void sq_finalize(struct db_stmt *st)
 {
+	struct sq_stmt *s = (struct sq_stmt *)st;
+	struct sq_db *d;
+
 	if (!st)
 		return;
-	sqlite3_finalize(S(st));
+	d = s->db;
+	if (s->h) {
+		sqlite3_reset(s->h);
+		sqlite3_clear_bindings(s->h);
+		if (d->ncache == STMT_CACHE) {
+			sqlite3_finalize(d->cache[0].h);
+			memmove(&d->cache[0], &d->cache[1], (STMT_CACHE - 1) * sizeof(d->cache[0]));
+			d->ncache--;
+		}
+		d->cache[d->ncache++] = (struct sq_cached){ s->h, s->hash };
+	}
 	tp_free(st);
 }
 

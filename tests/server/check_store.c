@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reads.h"
+#include "store/db.h"
 #include "store/store.h"
 #include "suites.h"
 #include "testutil.h"
@@ -665,6 +666,71 @@ START_TEST(test_rank_points_gone_over)
 }
 END_TEST
 
+/* The one integer a statement of a answers (db_prepare, db_step, db_finalize); -1: no row. */
+static int64_t one_int(struct db *a, const char *sql, int bind, int64_t v)
+{
+	struct db_stmt *q;
+	int64_t got = -1;
+
+	ck_assert_int_eq(db_prepare(a, sql, 0, &q), DB_OK);
+	if (bind)
+		db_bind_int64(q, 1, v);
+	if (db_step(q) == DB_ROW)
+		got = db_column_int64(q, 0);
+	db_finalize(q);
+	return got;
+}
+
+/*
+ * A statement finalized is kept for the next prepare of its text (db_sqlite.c): it comes back
+ * reset and unbound, holds no lock and no read of its own, counts as no statement held, and
+ * follows the schema when another connection changes it.
+ */
+START_TEST(test_kept_statements_start_clean)
+{
+	struct tp_errbuf err = { 0 };
+	struct db *a, *b;
+	struct db_stmt *q, *held;
+	char sql[64];
+
+	ck_assert_int_eq(db_open(db, 0, &a, &err), 0);
+	ck_assert_int_eq(db_open(db, 0, &b, &err), 0);
+	ck_assert_int_eq(db_exec(a, "CREATE TABLE k(x INTEGER); INSERT INTO k VALUES (1), (2), (3)"), DB_OK);
+	/* bound, then again unbound: the first binding is gone (x = NULL matches nothing) */
+	ck_assert_int_eq(one_int(a, "SELECT COUNT(*) FROM k WHERE x=?1", 1, 2), 1);
+	ck_assert_int_eq(one_int(a, "SELECT COUNT(*) FROM k WHERE x=?1", 0, 0), 0);
+	/* one row of three read, then finalized: no read left open on a */
+	ck_assert_int_eq(db_prepare(a, "SELECT x FROM k ORDER BY x", 0, &q), DB_OK);
+	ck_assert_int_eq(db_step(q), DB_ROW);
+	ck_assert(db_busy(a));
+	db_finalize(q);
+	ck_assert(!db_busy(a));
+	ck_assert(!db_in_tx(a));
+	/* so b may change the table a's kept statements name, and a's next prepare reads it anew */
+	ck_assert_int_eq(db_exec(b, "DROP TABLE k; CREATE TABLE k(x INTEGER, y INTEGER); INSERT INTO k VALUES (7, 8)"),
+			 DB_OK);
+	ck_assert_int_eq(db_exec(b, "PRAGMA wal_checkpoint(TRUNCATE)"), DB_OK);
+	ck_assert_int_eq(one_int(a, "SELECT x FROM k ORDER BY x", 0, 0), 7);
+	ck_assert_int_eq(one_int(a, "SELECT COUNT(*) FROM k WHERE x=?1", 1, 7), 1);
+	/* a statement held is one held, whatever is kept beside it */
+	ck_assert_int_eq(db_prepare(a, "SELECT y FROM k", 0, &held), DB_OK);
+	ck_assert(db_busy(a));
+	/* more texts than are kept: the oldest go, every one still answers */
+	for (int i = 0; i < 100; i++) {
+		snprintf(sql, sizeof(sql), "SELECT x + %d FROM k", i);
+		ck_assert_int_eq(one_int(a, sql, 0, 0), 7 + i);
+		ck_assert_int_eq(one_int(a, "SELECT x FROM k ORDER BY x", 0, 0), 7);
+	}
+	ck_assert(db_busy(a));
+	ck_assert_int_eq(db_step(held), DB_ROW);
+	ck_assert_int_eq(db_column_int64(held, 0), 8);
+	db_finalize(held);
+	ck_assert(!db_busy(a));
+	db_close(a);
+	db_close(b);
+}
+END_TEST
+
 Suite *suite_store(void)
 {
 	Suite *s = suite_create("store");
@@ -684,6 +750,7 @@ Suite *suite_store(void)
 	tcase_add_test(tc, test_format_tables_names_checked);
 	tcase_add_test(tc, test_rank_points_gone_over);
 	tcase_add_test(tc, test_legacy_points_packed);
+	tcase_add_test(tc, test_kept_statements_start_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -665,7 +665,7 @@ static size_t downgrade_before_015(const char *where)
 						       &err), 0);
 		while (store_mem_points_next(c, STORE_MEM_ALL, row, &nul, &seq, &err) == 1) {
 			ck_assert_int_eq(seq, (int64_t)e->n);
-			/* doubled, not grown by one: under ASan every realloc copies, and a series has 10^5 points */
+			/* doubled, not grown by one: under ASan every realloc copies, which made this loop quadratic */
 			if (e->n == e->cap) {
 				e->cap = e->cap ? 2 * e->cap : 1024;
 				ck_assert_ptr_nonnull(e->row = realloc(e->row, e->cap * sizeof(*e->row)));

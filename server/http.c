@@ -1175,12 +1175,21 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	srv->linger = linger_new();
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	/*
+	 * A connection's memory (its headers and read buffer) is libmicrohttpd's
+	 * default, 32 KiB: its pool comes from malloc then, where a larger one is
+	 * mapped anew for every connection and unmapped at its close, so every
+	 * upload faulted in 128 pages for its 512 KiB (a collector opens a
+	 * connection a chunk): 4-7 k of a server's 40 k page faults over three
+	 * runs of 20 chunks. The V100 fixture's upload took no longer
+	 * (bench/results/chunk_faults-20261130.txt).
+	 */
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
 				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				       MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
 				       MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 16u,
 				       MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
-				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
+				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
 				       MHD_OPTION_CONNECTION_LIMIT, 512u,
 				       MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_client_connections,
 				       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,

@@ -64,6 +64,10 @@ struct server {
 	/* uploads in flight, by client address (under mu) */
 	struct { uint8_t addr[16]; unsigned n; } clients[MAX_CLIENTS];
 	unsigned uploads;
+	/* bytes uploaded since the heap was last given back, and when the last upload ended
+	 * (under mu: trim_after) */
+	uint64_t untrimmed;
+	double upload_end;
 	/* open connections, for the slow-client watchdog (under cw_mu) */
 	pthread_mutex_t cw_mu;
 	pthread_cond_t cw_stop;
@@ -610,6 +614,8 @@ static void conn_body(struct server *srv, struct conn_watch *cw, size_t n, int e
 	pthread_mutex_unlock(&srv->cw_mu);
 }
 
+static void trim_if_idle(struct server *srv);
+
 static void *watchdog_main(void *arg)
 {
 	struct server *srv = arg;
@@ -633,6 +639,11 @@ static void *watchdog_main(void *arg)
 				cw->shut = 1;
 			}
 		}
+		pthread_mutex_unlock(&srv->cw_mu);
+		trim_if_idle(srv);
+		pthread_mutex_lock(&srv->cw_mu);
+		if (srv->stopping)
+			break;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&srv->cw_stop, &srv->cw_mu, &ts);
@@ -1006,22 +1017,53 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
 /*
  * An ingest frees hundreds of MB in pieces glibc keeps: give them back
- * (main.c), once uploads have brought TRIM_BYTES since the last time. Not
- * after each one: malloc_trim() hands back every free page of every arena
- * (an madvise that flushes both cores' TLBs), and the next upload faults them
- * in again, a fixed cost that made a run of 1 MiB chunks slower per byte
- * than one big file. Small uploads reuse what the last ones freed.
+ * (main.c) once uploads have brought TRIM_BYTES since the last time and
+ * none has come for TRIM_IDLE_S (the watchdog looks every second:
+ * trim_if_idle), or, while they go on, after every TRIM_BUSY_BYTES.
+ * malloc_trim() hands back every free page of every arena (an madvise that
+ * flushes both cores' TLBs), and the next upload faults them in again, each
+ * about 11 us on this project's VM: trimmed after every 16 MiB, a collector's
+ * chunks of 2 MiB paid it every eighth chunk (bench/results/
+ * chunk_faults-20261130.txt). bench/soak.sh's 1,000 uploads without a pause
+ * peak at 117 MB with the valve at 128 MiB, 140 at 256. Without the
+ * watchdog (--timeout 0), after every TRIM_BYTES.
  */
 #define TRIM_BYTES (16u << 20)
+#define TRIM_IDLE_S 1.0
+#define TRIM_BUSY_BYTES (128u << 20)
 
-static void trim_after(uint64_t body)
+static void trim_after(struct server *srv, uint64_t body)
 {
-	static _Atomic uint64_t since;
+	int now;
 
-	if (atomic_fetch_add(&since, body) + body < TRIM_BYTES)
-		return;
-	atomic_store(&since, 0);
-	malloc_trim(0);
+	pthread_mutex_lock(&srv->mu);
+	srv->untrimmed += body;
+	srv->upload_end = mono_now();
+	now = !srv->watchdog_on && srv->untrimmed >= TRIM_BYTES;
+	if (now)
+		srv->untrimmed = 0;
+	pthread_mutex_unlock(&srv->mu);
+	if (now) {
+		malloc_trim(0);
+		metrics_trim();
+	}
+}
+
+/* The watchdog's second: the heap given back when uploads have paused (trim_after). */
+static void trim_if_idle(struct server *srv)
+{
+	int due;
+
+	pthread_mutex_lock(&srv->mu);
+	due = srv->untrimmed >= TRIM_BYTES && !srv->uploads && mono_now() - srv->upload_end >= TRIM_IDLE_S;
+	due |= srv->untrimmed >= TRIM_BUSY_BYTES;
+	if (due)
+		srv->untrimmed = 0;
+	pthread_mutex_unlock(&srv->mu);
+	if (due) {
+		malloc_trim(0);
+		metrics_trim();
+	}
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -1041,7 +1083,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		metrics_request(route_index(srv->cfg.routes, req->route), req->status);
 		if (req->route && (req->route->flags & ROUTE_UPLOAD)) {
 			metrics_upload(req->body_bytes, secs);
-			trim_after(req->body_bytes);
+			trim_after(srv, req->body_bytes);
 		}
 		/* one access line per request; the query string is left out (it may name files) */
 		tp_info("%s %s %u %llu %.1fms%s", req->method, req->path, req->status,
@@ -1201,8 +1243,11 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 		goto fail;
 	}
 	lfd = -1;	/* the daemon's now */
-	if (cfg->conn_timeout_s && pthread_create(&srv->watchdog, NULL, watchdog_main, srv) == 0)
+	if (cfg->conn_timeout_s && pthread_create(&srv->watchdog, NULL, watchdog_main, srv) == 0) {
+		pthread_mutex_lock(&srv->mu);	/* trim_after reads it */
 		srv->watchdog_on = 1;
+		pthread_mutex_unlock(&srv->mu);
+	}
 	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = info ? info->port : 0;
 	*out = srv;

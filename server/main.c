@@ -429,11 +429,20 @@ int main(int argc, char **argv)
 	 * arrays inside the arenas, copying on each realloc and leaving the old
 	 * blocks as holes: the same 1 GB trace peaked at 283, 330, then 349 MiB
 	 * in one server. Fixed, larger blocks are mapped, grown in place (mremap)
-	 * and unmapped when freed: 282-283 MiB every time. (glibc would raise the
-	 * trim threshold with it; left at 128 KiB, the arenas give back their
-	 * free tops as they go: 8 MiB held 288, 293, 295 MiB.)
+	 * and unmapped when freed: 282-283 MiB every time.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	/*
+	 * And the free top of an arena kept up to 4 MiB, not glibc's 128 KiB
+	 * (fixed with the mmap threshold): at 128 KiB a block of a few MiB freed
+	 * at a top went back to the kernel, and the next upload faulted its pages
+	 * in again, about 11 us each on this project's VM. With the heap given
+	 * back only once uploads pause (http.c: trim_after), three runs of 20
+	 * chunks of 2 MiB took 17-18 k page faults, not 39-40 k, and 1.22-1.31 s
+	 * of CPU, not 1.42-1.72 (bench/results/chunk_faults-20261130.txt); 32
+	 * MiB saved no more CPU and held 180 MB in bench/soak.sh.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 4 << 20);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);

@@ -19,7 +19,7 @@ static const unsigned statuses[] = { 200, 201, 204, 400, 401, 404, 405, 413, 422
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1)	/* + other */
 
 static atomic_ullong requests[MAX_ROUTES + 1][NSTATUS];
-static atomic_ullong upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept,
+static atomic_ullong heap_trims, upload_bytes, upload_count, upload_micros, derive_count, derive_micros, replayed, kept,
 	parts[METRICS_PART_KINDS], mem_models[2], point_blocks[3], coll_rows[2];
 
 void metrics_request(int route, unsigned status)
@@ -71,6 +71,11 @@ void metrics_upload(uint64_t bytes_sent, double seconds)
 	atomic_fetch_add_explicit(&upload_bytes, bytes_sent, memory_order_relaxed);
 	atomic_fetch_add_explicit(&upload_count, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&upload_micros, (unsigned long long)(seconds * 1e6), memory_order_relaxed);
+}
+
+void metrics_trim(void)
+{
+	atomic_fetch_add_explicit(&heap_trims, 1, memory_order_relaxed);
 }
 
 struct text {
@@ -131,6 +136,9 @@ char *metrics_render(struct store *st, const struct route_table *routes)
 				    rt ? rt->method : "-", rt ? rt->pattern : "unmatched", v);
 		}
 	}
+	put(&t, "# HELP trainscope_heap_trims_total Times the memory uploads freed was given back to the system.\n"
+		"# TYPE trainscope_heap_trims_total counter\n"
+		"trainscope_heap_trims_total %llu\n", (unsigned long long)atomic_load(&heap_trims));
 	put(&t, "# HELP trainscope_upload_bytes_total Bytes received in uploads, as sent.\n"
 		"# TYPE trainscope_upload_bytes_total counter\n"
 		"trainscope_upload_bytes_total %llu\n", (unsigned long long)atomic_load(&upload_bytes));

@@ -14,6 +14,8 @@ struct route_table;
 /* One finished request: its route (index into the server's route table, -1 when none matched) and status. */
 void metrics_request(int route, unsigned status);
 void metrics_upload(uint64_t bytes_sent, double seconds);
+/* The heap given back to the system (malloc_trim: http.c). */
+void metrics_trim(void);
 /* A rank derived again from its traces (pipeline/runrank.h), in seconds. */
 void metrics_derivation(double seconds);
 /* A derivation's trace artifacts: those it replayed, those it took from the rank's analysis kept. */

@@ -484,6 +484,60 @@ START_TEST(test_metrics)
 }
 END_TEST
 
+/*
+ * What uploads free goes back to the system once they pause (http.c: trim_after), not while
+ * they go on: a fresh server takes 17 MiB (blank space inside a trace), then for two seconds an
+ * upload as soon as the last is answered, and counts no trim; within ten seconds of the last
+ * one, /metrics counts one.
+ */
+static double trims_of(const struct tu_server *s)
+{
+	struct tu_resp r;
+	double n;
+
+	ck_assert_int_eq(tu_http(s, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	n = metric(r.body, "trainscope_heap_trims_total");
+	tu_resp_free(&r);
+	return n;
+}
+
+START_TEST(test_heap_given_back_when_uploads_pause)
+{
+	static const char head[] = "{\"traceEvents\": [", tail[] = "]}", small[] = "{\"traceEvents\": []}";
+	size_t n = 17u << 20;
+	char *body = malloc(n);
+	struct tu_server s;
+	struct tu_resp r;
+	struct timespec t0, t;
+	double trims = -1;
+
+	ck_assert_ptr_nonnull(body);
+	memset(body, ' ', n);
+	memcpy(body, head, strlen(head));
+	memcpy(body + n - strlen(tail), tail, strlen(tail));
+	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/blank/artifacts?name=blank.json", body, n, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/blank/artifacts?name=small.json", small,
+					 strlen(small), NULL, &r), 0);
+		ck_assert(r.status == 201 || r.status == 200);
+		tu_resp_free(&r);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 2);
+	ck_assert(trims_of(&s) == 0);
+	for (int i = 0; i < 100 && trims < 1; i++) {
+		usleep(100 * 1000);
+		trims = trims_of(&s);
+	}
+	ck_assert(trims == 1);
+	tu_server_cleanup(&s);
+	free(body);
+}
+END_TEST
+
 /* ---- tokens ---- */
 
 static long status_of(const struct tu_server *s, const char *method, const char *path, const char *body,
@@ -1250,6 +1304,7 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_concurrent_uploads);
 	tcase_add_test(tc, test_patch_run);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_heap_given_back_when_uploads_pause);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);

@@ -1032,6 +1032,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 #define TRIM_IDLE_S 1.0
 #define TRIM_BUSY_BYTES (128u << 20)
 
+static void give_heap_back(void)
+{
+	malloc_trim(0);
+	metrics_trim();
+}
+
 static void trim_after(struct server *srv, uint64_t body)
 {
 	int now;
@@ -1043,10 +1049,8 @@ static void trim_after(struct server *srv, uint64_t body)
 	if (now)
 		srv->untrimmed = 0;
 	pthread_mutex_unlock(&srv->mu);
-	if (now) {
-		malloc_trim(0);
-		metrics_trim();
-	}
+	if (now)
+		give_heap_back();
 }
 
 /* The watchdog's second: the heap given back when uploads have paused (trim_after). */
@@ -1060,10 +1064,8 @@ static void trim_if_idle(struct server *srv)
 	if (due)
 		srv->untrimmed = 0;
 	pthread_mutex_unlock(&srv->mu);
-	if (due) {
-		malloc_trim(0);
-		metrics_trim();
-	}
+	if (due)
+		give_heap_back();
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

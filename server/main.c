@@ -440,7 +440,7 @@ int main(int argc, char **argv)
 	 * back only once uploads pause (http.c: trim_after), three runs of 20
 	 * chunks of 2 MiB took 17-18 k page faults, not 39-40 k, and 1.22-1.31 s
 	 * of CPU, not 1.42-1.72 (bench/results/chunk_faults-20261130.txt); 32
-	 * MiB saved no more CPU and held 180 MB in bench/soak.sh.
+	 * MiB saved no more CPU and peaked at 182 MB in bench/soak.sh.
 	 */
 	mallopt(M_TRIM_THRESHOLD, 4 << 20);
 	sigemptyset(&sigs);

@@ -205,6 +205,9 @@ char *metrics_render(struct store *st, const struct route_table *routes)
 		put(&t, "# HELP trainscope_database_bytes Size of the database files (main and WAL).\n"
 			"# TYPE trainscope_database_bytes gauge\ntrainscope_database_bytes %lld\n",
 		    (long long)c.db_bytes);
+		put(&t, "# HELP trainscope_wal_folds_total Times the store's own thread folded the write-ahead log"
+			" back into the database file (SQLite), so that no upload waited for it.\n"
+			"# TYPE trainscope_wal_folds_total counter\ntrainscope_wal_folds_total %lld\n", (long long)c.folds);
 	}
 	if (t.failed) {
 		tp_free(t.buf);

@@ -23,7 +23,8 @@ int db_exec(struct db *db, const char *sql) { return db->ops->exec(db, sql); }
 int db_schema_version(struct db *db) { return db->ops->schema_version(db); }
 int db_migrate(struct db *db, int version, const char *sql) { return db->ops->migrate(db, version, sql); }
 int db_begin_write(struct db *db) { return db->ops->begin_write(db); }
-void db_checkpoint(struct db *db) { db->ops->checkpoint(db); }
+int db_checkpoint(struct db *db, int all, int *log) { return db->ops->checkpoint(db, all, log); }
+void db_wal_kick(struct db *db, void (*kick)(void *, int), void *arg) { db->ops->wal_kick(db, kick, arg); }
 int db_in_tx(struct db *db) { return db->ops->in_tx(db); }
 int db_busy(struct db *db) { return db->ops->busy(db); }
 int64_t db_changes(struct db *db) { return db->ops->changes(db); }

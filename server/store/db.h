@@ -48,8 +48,26 @@ int db_schema_version(struct db *db);
 int db_migrate(struct db *db, int version, const char *sqlite_sql);
 /* Take the database-wide write lock for the open transaction (PostgreSQL; SQLite's BEGIN IMMEDIATE has it). */
 int db_begin_write(struct db *db);
-/* Fold the write-ahead log back into the main file (SQLite), nothing for PostgreSQL. */
-void db_checkpoint(struct db *db);
+/*
+ * Fold the write-ahead log back into the main file (SQLite), nothing for
+ * PostgreSQL: all: all of it, waiting for readers, and the log truncated
+ * (at close); else what readers let it, waiting for nobody (checkpoint
+ * PASSIVE). Returns the log's pages left unfolded (readers hold them, or they
+ * came meanwhile), and the pages it held in *log when log is not NULL; 0 for
+ * PostgreSQL; -1 when the fold failed.
+ */
+int db_checkpoint(struct db *db, int all, int *log);
+/*
+ * After a commit on this connection leaves the write-ahead log at DB_WAL_KICK
+ * pages or more, call kick(arg, pages) on the committing thread (it must not block)
+ * instead of folding the log back there; past DB_WAL_MAX pages the connection
+ * folds what it can itself all the same. SQLite; nothing for PostgreSQL.
+ * Without it a connection folds the log back on the commit that passes
+ * DB_WAL_KICK pages (SQLite's autocheckpoint).
+ */
+#define DB_WAL_KICK 1000	/* SQLite's own default: 16 MiB at our 16 KiB pages */
+#define DB_WAL_MAX 32768	/* 512 MiB */
+void db_wal_kick(struct db *db, void (*kick)(void *arg, int pages), void *arg);
 /* 1 when the connection is inside a transaction */
 int db_in_tx(struct db *db);
 /* 1 when a statement on the connection is not finalized */
@@ -100,7 +118,8 @@ struct db_ops {
 	int (*schema_version)(struct db *);
 	int (*migrate)(struct db *, int, const char *);
 	int (*begin_write)(struct db *);
-	void (*checkpoint)(struct db *);
+	int (*checkpoint)(struct db *, int, int *);
+	void (*wal_kick)(struct db *, void (*)(void *, int), void *);
 	int (*in_tx)(struct db *);
 	int (*busy)(struct db *);
 	int64_t (*changes)(struct db *);

@@ -485,9 +485,20 @@ static int pg_begin_write(struct db *db)
 	return run(PDB(db), WRITE_LOCK);
 }
 
-static void pg_checkpoint(struct db *db)
+static int pg_checkpoint(struct db *db, int all, int *log)
 {
 	(void)db;
+	(void)all;
+	if (log)
+		*log = 0;
+	return 0;
+}
+
+static void pg_wal_kick(struct db *db, void (*kick)(void *, int), void *arg)
+{
+	(void)db;
+	(void)kick;
+	(void)arg;
 }
 
 static int pg_in_tx(struct db *db)
@@ -1077,7 +1088,7 @@ static void pg_finalize(struct db_stmt *s)
 
 static const struct db_ops pg_ops = {
 	.close = pg_close, .exec = pg_exec, .schema_version = pg_schema_version, .migrate = pg_migrate,
-	.begin_write = pg_begin_write, .checkpoint = pg_checkpoint, .in_tx = pg_in_tx, .busy = pg_busy,
+	.begin_write = pg_begin_write, .checkpoint = pg_checkpoint, .wal_kick = pg_wal_kick, .in_tx = pg_in_tx, .busy = pg_busy,
 	.changes = pg_changes, .size = pg_size, .errmsg = pg_errmsg, .errstr = pg_errstr, .errkind = pg_errkind,
 	.batch_begin = pg_batch_begin, .batch_end = pg_batch_end, .prepare = pg_prepare, .bind_int64 = pg_bind_int64, .bind_double = pg_bind_double,
 	.bind_null = pg_bind_null, .bind_text = pg_bind_text, .bind_blob = pg_bind_blob, .step = pg_step,

@@ -357,6 +357,8 @@ struct sq_db {
 	int nomem;		/* the last failure was ours (a wrapper's allocation), not SQLite's */
 	struct sq_cached cache[STMT_CACHE];	/* cache[0, ncache): oldest kept first */
 	unsigned ncache;
+	void (*kick)(void *, int);	/* db_wal_kick() */
+	void *kick_arg;
 };
 
 struct sq_stmt {
@@ -367,6 +369,7 @@ struct sq_stmt {
 };
 
 #define H(db) (((struct sq_db *)(db))->h)
+#define SQ(db) ((struct sq_db *)(db))
 #define S(st) (((struct sq_stmt *)(st))->h)
 
 static void sq_close(struct db *db)
@@ -422,9 +425,35 @@ static int sq_begin_write(struct db *db)
 	return DB_OK;	/* BEGIN IMMEDIATE took it */
 }
 
-static void sq_checkpoint(struct db *db)
+static int sq_checkpoint(struct db *db, int all, int *log)
 {
-	sqlite3_exec(H(db), "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+	int n = 0, done = 0;
+
+	if (sqlite3_wal_checkpoint_v2(H(db), NULL, all ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE, &n,
+				      &done) != SQLITE_OK)
+		return -1;
+	if (log)
+		*log = n > 0 ? n : 0;
+	return n > done ? n - done : 0;
+}
+
+/* SQLite's WAL hook (in place of its autocheckpoint): after each commit, the pages in the log */
+static int sq_wal_hook(void *arg, sqlite3 *h, const char *name, int pages)
+{
+	struct sq_db *db = arg;
+
+	if (pages >= DB_WAL_MAX)
+		sqlite3_wal_checkpoint_v2(h, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	else if (pages >= DB_WAL_KICK)
+		db->kick(db->kick_arg, pages);
+	return SQLITE_OK;
+}
+
+static void sq_wal_kick(struct db *db, void (*kick)(void *, int), void *arg)
+{
+	SQ(db)->kick = kick;
+	SQ(db)->kick_arg = arg;
+	sqlite3_wal_hook(H(db), sq_wal_hook, db);
 }
 
 static int sq_in_tx(struct db *db)
@@ -616,7 +645,7 @@ static void sq_finalize(struct db_stmt *st)
 
 static const struct db_ops sq_ops = {
 	.close = sq_close, .exec = sq_exec, .schema_version = sq_schema_version, .migrate = sq_migrate,
-	.begin_write = sq_begin_write, .checkpoint = sq_checkpoint, .in_tx = sq_in_tx, .busy = sq_busy,
+	.begin_write = sq_begin_write, .checkpoint = sq_checkpoint, .wal_kick = sq_wal_kick, .in_tx = sq_in_tx, .busy = sq_busy,
 	.changes = sq_changes, .size = sq_dbsize, .errmsg = sq_errmsg, .errstr = sq_errstr, .errkind = sq_errkind, .batch_begin = sq_batch, .batch_end = sq_batch, .prepare = sq_prepare,
 	.bind_int64 = sq_bind_int64, .bind_double = sq_bind_double, .bind_null = sq_bind_null,
 	.bind_text = sq_bind_text, .bind_blob = sq_bind_blob, .step = sq_step, .column_type = sq_column_type,
@@ -650,7 +679,8 @@ int db_sqlite_open(const char *path, int flags, struct db **out, struct tp_errbu
 	sqlite3_extended_result_codes(h, 0);
 	if (sqlite3_create_function(h, "sum", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL, sat_sum_step,
 				    sat_sum_final) != SQLITE_OK ||
-	    sq_exec(&db->base, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;") ||
+	    sq_exec(&db->base, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;"
+					 " PRAGMA journal_size_limit=67108864;") ||
 	    /* page_size only takes effect before the first table exists */
 	    ((flags & DB_OPEN_CREATE) && sq_exec(&db->base, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL;"))) {
 		int code = sqlite3_errcode(h);

@@ -36,6 +36,8 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_mutex_init(&st->setup_mu, NULL);
 	pthread_cond_init(&st->beat_cv, NULL);
+	pthread_mutex_init(&st->fold_mu, NULL);
+	pthread_cond_init(&st->fold_cv, NULL);
 	/* marks left by an earlier process: the first read settles them */
 	atomic_store(&st->marks, 1);
 	st->shared = db_is_postgres(path);
@@ -45,7 +47,12 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 			id = (uint64_t)tp_now_ns() ^ ((uint64_t)getpid() << 32);
 		st->server_id = (int64_t)(id >> 1);
 	}
-	rc = store_ready(st, err);
+	/* before setup, so that the writers it opens have their log folded too */
+	rc = 0;
+	if (!st->shared)
+		rc = store_fold_start(st, err);
+	if (!rc)
+		rc = store_ready(st, err);
 	/* a PostgreSQL not there yet: serve 503s, and set up once it is (the heartbeat tries) */
 	if (rc == TP_ERR_UNAVAILABLE) {
 		tp_warn("%s: waiting for it; every request gets 503 until it answers", err->msg);
@@ -60,6 +67,9 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 			st->beating = 1;
 	}
 	if (rc) {
+		store_fold_stop(st);
+		pthread_cond_destroy(&st->fold_cv);
+		pthread_mutex_destroy(&st->fold_mu);
 		pthread_cond_destroy(&st->beat_cv);
 		pthread_mutex_destroy(&st->setup_mu);
 		pthread_mutex_destroy(&st->mu);
@@ -101,6 +111,9 @@ void store_close(struct store *st)
 		pthread_mutex_unlock(&st->mu);
 		pthread_join(st->beat, NULL);
 	}
+	store_fold_stop(st);
+	pthread_cond_destroy(&st->fold_cv);
+	pthread_mutex_destroy(&st->fold_mu);
 	pthread_cond_destroy(&st->beat_cv);
 	pthread_mutex_destroy(&st->setup_mu);
 	while (st->nidle)
@@ -114,7 +127,7 @@ void store_close(struct store *st)
 		struct db *own = NULL;
 		db = st->spare ? st->spare : st->nwidle ? st->widle[st->nwidle - 1]->db : NULL;
 		if (db || db_open(st->path, 0, &own, NULL) == TP_OK)
-			db_checkpoint(db ? db : own);
+			db_checkpoint(db ? db : own, 1, NULL);
 		db_close(own);
 	}
 	db_close(st->spare);
@@ -150,6 +163,7 @@ int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *e
 		out->error = db_column_int64(q, 2);
 		out->ingesting = db_column_int64(q, 3);
 		out->db_bytes = db_size(r->db);
+		out->folds = (int64_t)atomic_load(&st->folds);
 	} else {
 		rc = store_db_fail(err, r->db, "count");
 	}

@@ -618,6 +618,7 @@ int store_capture_artifact(struct store_writer *w, int64_t id, int64_t artifact,
 struct store_counts {
 	int64_t runs, ready, error, ingesting;
 	int64_t db_bytes;	/* the database file and its WAL */
+	int64_t folds;		/* the WAL folded back by the store's own thread (SQLite) */
 };
 int store_counts(struct store *st, struct store_counts *out, struct tp_errbuf *err);
 

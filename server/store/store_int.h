@@ -10,6 +10,7 @@
  *   schema.c   the store made ready once: the schema and its migrations,
  *              interrupted uploads, the heartbeat of a shared database
  *   store.c    opening, health, counts, closing
+ *   fold.c     the thread that folds SQLite's write-ahead log back
  *   writer.c   the writer, its nesting transactions, batches, an artifact's
  *              begin, commit, failure and drop
  *   insert.c   the derived rows of a finished upload: a trace's analysis, memory
@@ -72,6 +73,15 @@ struct store {
 	pthread_t beat;
 	int beating, stopping;
 	pthread_cond_t beat_cv;
+	/* SQLite: the thread that folds the write-ahead log back into the main file when a writer's
+	 * commit kicks it (db_wal_kick), so that no upload waits for the fold and its fsyncs */
+	pthread_t fold;
+	int folding;			/* started */
+	pthread_mutex_t fold_mu;	/* guards fold_kicked, fold_stop */
+	pthread_cond_t fold_cv;
+	int fold_kicked, fold_stop;
+	int fold_pages;			/* the log's, at the last kick */
+	_Atomic uint64_t folds;		/* folds done (store_counts) */
 	/* setup() done (migrations, recovery, registration); waiting: the database was down at start */
 	pthread_mutex_t setup_mu;
 	_Atomic int ready;
@@ -158,6 +168,11 @@ int store_step_reset(struct db *db, struct db_stmt *st, struct tp_errbuf *err);
 
 /* 0 once the store is set up (migrated, recovered), setting it up if not yet; else the error. */
 int store_ready(struct store *st, struct tp_errbuf *err);
+/* The fold thread (fold.c), SQLite's: store_open starts it, store_close stops it; a writer's
+ * connection calls store_fold_kick (db_wal_kick) when the log wants folding. */
+int store_fold_start(struct store *st, struct tp_errbuf *err);
+void store_fold_kick(void *store, int pages);
+void store_fold_stop(struct store *st);
 /* The heartbeat thread of a server sharing its database (store_open starts it). */
 void *store_beat_main(void *arg);
 

@@ -538,6 +538,56 @@ START_TEST(test_heap_given_back_when_uploads_pause)
 }
 END_TEST
 
+/*
+ * The write-ahead log is folded back into the database file by the store's
+ * own thread (store.c: fold_main), not by the commits of the upload that
+ * filled it: 40,000 spans with names of 512 random characters put some
+ * 40 MB in the log, past the 16 MiB that starts a fold. Without the
+ * writers' hook (db_wal_kick), SQLite folds inline and the count stays 0.
+ */
+START_TEST(test_wal_folded_by_its_own_thread)
+{
+	static const char alpha[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
+	size_t cap = 24u << 20, len = 0;
+	char *body = malloc(cap);
+	uint64_t x = 88172645463325252ull;
+	struct tu_server s;
+	struct tu_resp r;
+	double folds = 0;
+
+	ck_assert_ptr_nonnull(body);
+	len += (size_t)sprintf(body + len, "{\"traceEvents\": [");
+	for (int i = 0; i < 40000; i++) {
+		len += (size_t)sprintf(body + len, "%s{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":1,\"name\":\"",
+				       i ? "," : "", 2 * i);
+		for (int k = 0; k < 512; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			body[len++] = alpha[x & 63];
+		}
+		body[len++] = '"';
+		body[len++] = '}';
+	}
+	len += (size_t)sprintf(body + len, "]}");
+	ck_assert_uint_lt(len, cap);
+	ck_assert_int_eq(tu_server_start(&s, NULL), 0);
+	ck_assert_int_eq(tu_http(&s, "POST", "/api/v1/runs/wide/artifacts?name=wide.json", body, len, NULL, &r), 0);
+	ck_assert_int_eq(r.status, 201);
+	tu_resp_free(&r);
+	for (int i = 0; i < 100 && folds < 1; i++) {
+		ck_assert_int_eq(tu_http(&s, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+		folds = metric(r.body, "trainscope_wal_folds_total");
+		tu_resp_free(&r);
+		if (folds < 1)
+			usleep(50 * 1000);
+	}
+	ck_assert(folds >= 1);
+	tu_server_cleanup(&s);
+	free(body);
+}
+END_TEST
+
 /* ---- tokens ---- */
 
 static long status_of(const struct tu_server *s, const char *method, const char *path, const char *body,
@@ -1305,6 +1355,7 @@ Suite *suite_upload(void)
 	tcase_add_test(tc, test_patch_run);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_heap_given_back_when_uploads_pause);
+	tcase_add_test(tc, test_wal_folded_by_its_own_thread);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("process");
 	tcase_set_timeout(tc, 120);

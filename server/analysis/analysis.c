@@ -388,6 +388,11 @@ struct analysis *analysis_fork(const struct analysis *an, void *payload, struct 
 	return f;
 }
 
+int analysis_spill_behind(struct analysis *an)
+{
+	return runs_behind(&an->h);
+}
+
 uint64_t analysis_held_bytes(const struct analysis *an)
 {
 	const struct runs *r[NEVENT_RUNS + 2] = { &an->h, &an->m, &an->gr, &an->hcr, &an->kcr, &an->d, &an->co };

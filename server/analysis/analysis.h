@@ -206,6 +206,13 @@ int analysis_event(struct analysis *an, const struct tp_event *e, struct tp_errb
  * set.
  */
 struct analysis *analysis_fork(const struct analysis *an, void *payload, struct tp_errbuf *err);
+/*
+ * Its host spans' full runs sorted and written by a thread of their own
+ * (runs.h: runs_behind()), so that the thread that feeds an events does
+ * not wait for them: the upload's parser (pipeline/ingest.c). -1: out of
+ * memory (an goes on without).
+ */
+int analysis_spill_behind(struct analysis *an);
 /* Write out what an holds of its runs beyond about keep bytes each (between forks). */
 int analysis_hold(struct analysis *an, size_t keep, struct tp_errbuf *err);
 /* What an's runs and memory model take, in memory and in its temporary files. */

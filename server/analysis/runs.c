@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,24 +47,34 @@ static int spill_create(int *fd, const char *what, struct tp_errbuf *err)
 	return TP_OK;
 }
 
-/* Write len bytes at off, or at the file's offset when off < 0. */
-static int spill_write(int *fd, const char *what, const void *buf, size_t len, off_t off, struct tp_errbuf *err)
+/* Write len bytes at off, or at the file's offset when off < 0; 0 or an errno value. */
+static int write_at(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
-	int rc;
 
-	if ((rc = spill_create(fd, what, err)))
-		return rc;
 	while (len) {
-		ssize_t w = off < 0 ? write(*fd, p, len) : pwrite(*fd, p, len, off);
+		ssize_t w = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return spill_fail(err, "cannot write");
+			return w < 0 ? errno : EIO;
 		p += w;
 		len -= (size_t)w;
 		if (off >= 0)
 			off += w;
+	}
+	return 0;
+}
+
+static int spill_write(int *fd, const char *what, const void *buf, size_t len, off_t off, struct tp_errbuf *err)
+{
+	int rc;
+
+	if ((rc = spill_create(fd, what, err)))
+		return rc;
+	if ((rc = write_at(*fd, buf, len, off))) {
+		errno = rc;
+		return spill_fail(err, "cannot write");
 	}
 	return TP_OK;
 }
@@ -94,8 +105,13 @@ void runs_init(struct runs *r, size_t size, size_t limit, const char *what, runs
 	*r = (struct runs){ .size = size, .limit = limit ? limit : 1, .what = what, .less = less, .sort = sort, .fd = -1 };
 }
 
+static int behind_end(struct runs *r, struct tp_errbuf *err);
+
 void runs_free(struct runs *r)
 {
+	struct tp_errbuf ignored = { 0 };
+
+	(void)behind_end(r, &ignored);
 	tp_free(r->buf);
 	tp_free(r->run_n);
 	if (r->fd >= 0)
@@ -107,15 +123,20 @@ void runs_free(struct runs *r)
 	r->end = 0;
 }
 
-/* Sort the run being filled, unless it came in order (many do: runtime calls by id, intervals by start). */
-static void runs_sort(struct runs *r)
+/* Sort a run, unless it came in order (many do: runtime calls by id, intervals by start). */
+static void sort_run(const struct runs *r, char *buf, size_t n)
 {
 	size_t i;
 
-	for (i = 1; i < r->n && !r->less(r->buf + i * r->size, r->buf + (i - 1) * r->size); i++)
+	for (i = 1; i < n && !r->less(buf + i * r->size, buf + (i - 1) * r->size); i++)
 		;
-	if (i < r->n)
-		r->sort(r->buf, r->n);
+	if (i < n)
+		r->sort(buf, n);
+}
+
+static void runs_sort(struct runs *r)
+{
+	sort_run(r, r->buf, r->n);
 }
 
 /* Sort the run being filled and append it to the file. */
@@ -138,9 +159,141 @@ static int runs_spill(struct runs *r, struct tp_errbuf *err)
 	return TP_OK;
 }
 
+/*
+ * Runs spilled behind (runs_behind()). The thread sorts and writes the run
+ * in hand and allocates nothing (the tests fail allocation N, one thread's);
+ * r's run_n and end are the caller's, taken at the hand-over: a run with no
+ * split() is one run.
+ */
+struct runs_behind {
+	pthread_t t;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int busy, stop;		/* a run in hand; the thread to end */
+	char *job;		/* the run in hand (once written: the buffer the next hand-over fills) */
+	size_t jn, jcap;	/* its records, and the room it has */
+	off_t joff;
+	int werr;		/* errno of its failed write */
+};
+
+static void *behind_main(void *arg)
+{
+	struct runs *r = arg;	/* read here: size, less, sort and fd, which stay as they are */
+	struct runs_behind *b = r->bg;
+
+	tp_thread_name("ts-spill");
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		while (!b->busy && !b->stop)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (!b->busy)
+			break;
+		pthread_mutex_unlock(&b->mu);
+		sort_run(r, b->job, b->jn);
+		int e = write_at(r->fd, b->job, b->jn * r->size, b->joff);
+		pthread_mutex_lock(&b->mu);
+		if (e && !b->werr)
+			b->werr = e;
+		b->busy = 0;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+int runs_behind(struct runs *r)
+{
+	if (r->bg || r->split)
+		return 0;
+	if (!(r->bg = tp_calloc(1, sizeof(*r->bg))))
+		return -1;
+	pthread_mutex_init(&r->bg->mu, NULL);
+	pthread_cond_init(&r->bg->cv, NULL);
+	return 0;
+}
+
+/* Wait for the run in hand to be written; its write's failure, if it failed. */
+static int behind_wait(struct runs *r, struct tp_errbuf *err)
+{
+	struct runs_behind *b = r->bg;
+	int e;
+
+	if (!b || !b->started)
+		return TP_OK;
+	pthread_mutex_lock(&b->mu);
+	while (b->busy)
+		pthread_cond_wait(&b->cv, &b->mu);
+	e = b->werr;
+	pthread_mutex_unlock(&b->mu);
+	if (!e)
+		return TP_OK;
+	errno = e;
+	return spill_fail(err, "cannot write");
+}
+
+/* Wait, end the thread and free what it had: r spills as runs without it do. */
+static int behind_end(struct runs *r, struct tp_errbuf *err)
+{
+	struct runs_behind *b = r->bg;
+	int rc;
+
+	if (!b)
+		return TP_OK;
+	rc = behind_wait(r, err);
+	if (b->started) {
+		pthread_mutex_lock(&b->mu);
+		b->stop = 1;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+		pthread_join(b->t, NULL);
+	}
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	tp_free(b->job);
+	tp_free(b);
+	r->bg = NULL;
+	return rc;
+}
+
+/* Hand the full run to the thread (made at the first), and fill its last buffer meanwhile. */
+static int spill_behind(struct runs *r, struct tp_errbuf *err)
+{
+	struct runs_behind *b = r->bg;
+	char *next;
+	size_t next_cap;
+	int rc;
+
+	if ((rc = behind_wait(r, err)) || (rc = spill_create(&r->fd, r->what, err)))
+		return rc;
+	if (tp_grow((void **)&r->run_n, &r->runcap, r->nruns + 1, sizeof(*r->run_n)))
+		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+	if (!b->started) {
+		if (pthread_create(&b->t, NULL, behind_main, r))
+			return runs_spill(r, err);	/* no thread: as runs without one do */
+		b->started = 1;
+	}
+	next = b->job;
+	next_cap = b->jcap;
+	pthread_mutex_lock(&b->mu);
+	b->job = r->buf;
+	b->jn = r->n;
+	b->jcap = r->cap;
+	b->joff = r->end;
+	b->busy = 1;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	r->run_n[r->nruns++] = r->n;
+	r->end += (off_t)(r->n * r->size);
+	r->buf = next;
+	r->cap = next_cap;
+	r->n = 0;
+	return TP_OK;
+}
+
 void *runs_reserve(struct runs *r, size_t k, struct tp_errbuf *err)
 {
-	if (r->n && r->n + k > r->limit && runs_spill(r, err))
+	if (r->n && r->n + k > r->limit && (r->bg ? spill_behind(r, err) : runs_spill(r, err)))
 		return NULL;
 	if (tp_grow((void **)&r->buf, &r->cap, r->n + k, r->size)) {
 		tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
@@ -169,6 +322,8 @@ int runs_seal(struct runs *r, struct tp_errbuf *err)
 {
 	int rc;
 
+	if ((rc = behind_end(r, err)))
+		return rc;
 	if (!r->nruns) {
 		runs_sort(r);
 		return TP_OK;
@@ -183,7 +338,13 @@ int runs_seal(struct runs *r, struct tp_errbuf *err)
 
 int runs_fork(struct runs *to, const struct runs *r, struct tp_errbuf *err)
 {
+	int rc;
+
+	/* the run r has in hand written first: waiting changes none of r's records */
+	if ((rc = behind_wait((struct runs *)r, err)))
+		return rc;
 	*to = *r;
+	to->bg = NULL;
 	to->buf = NULL;
 	to->run_n = NULL;
 	to->cap = to->runcap = 0;
@@ -208,6 +369,8 @@ int runs_flush(struct runs *r, size_t keep, struct tp_errbuf *err)
 {
 	int rc;
 
+	if ((rc = behind_wait(r, err)))
+		return rc;
 	if (r->n * r->size > keep && (rc = runs_spill(r, err)))
 		return rc;
 	if (r->cap * r->size > keep) {	/* the room a full run took goes too */
@@ -296,6 +459,13 @@ int rcur_open(struct rcur *c, const struct runs *r)
 
 	memset(c, 0, sizeof(*c));
 	c->r = r;
+	if (r->bg) {	/* not sealed: the run in hand written first (it changes none of r's records) */
+		struct tp_errbuf e = { 0 };
+		if (behind_wait((struct runs *)r, &e)) {
+			c->err = errno;
+			return -1;
+		}
+	}
 	if (!k)
 		return 0;
 	c->src = tp_calloc(k, sizeof(*c->src));

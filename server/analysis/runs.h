@@ -59,6 +59,7 @@ struct runs {
 	off_t end;		/* where they end (the file may go on: runs_fork()) */
 	size_t *run_n;		/* records in each spilled run */
 	size_t nruns, runcap;
+	struct runs_behind *bg;	/* runs_behind(): full runs sorted and written on a thread of their own */
 };
 
 void runs_init(struct runs *r, size_t size, size_t limit, const char *what, runs_less_fn less, runs_sort_fn sort);
@@ -82,6 +83,15 @@ int runs_fork(struct runs *to, const struct runs *r, struct tp_errbuf *err);
 int runs_flush(struct runs *r, size_t keep, struct tp_errbuf *err);
 /* Done adding: the last run sorted, kept in memory when it is the only one, else spilled. */
 int runs_seal(struct runs *r, struct tp_errbuf *err);
+/*
+ * From now on a full run is sorted and written by a thread of r's own (made
+ * at the first), while the records after it fill a second buffer: the
+ * thread that adds them does not wait for the sort and the write. Every
+ * other call on r waits for the run in hand first; runs_seal() and
+ * runs_free() end the thread. Runs cut by split() go on as before. -1: out
+ * of memory (r goes on as before).
+ */
+int runs_behind(struct runs *r);
 
 struct rsrc;
 

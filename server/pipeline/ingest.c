@@ -437,7 +437,7 @@ static int start_parser(struct ingest *ig)
 	if (ig->oc)
 		ig->prints = overlap_prints_new(ig->oc, ig->store, ig->joins, an_string, ig->tp);
 	/* a trace joining its rank is analysed with the rank, at the next read (runrank.h) */
-	if (!ig->joins && !(ig->an = analysis_new(an_string, ig->tp)))
+	if (!ig->joins && (!(ig->an = analysis_new(an_string, ig->tp)) || analysis_spill_behind(ig->an)))
 		return tp_fail(&ig->b_err, TP_ERR_NOMEM, NULL, "out of memory");
 	return TP_OK;
 }

@@ -1,7 +1,6 @@
 /*
  * fold.c: the thread that folds SQLite's write-ahead log back into the
- * database file (store_int.h: store_fold_start, store_fold_kick,
- * store_fold_stop).
+ * database file (store_int.h: store_fold_kick, store_fold_stop).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,9 +9,9 @@
 #include "store/store_int.h"
 
 /*
- * The fold thread: a PASSIVE checkpoint on its own connection once a
- * writer's commits leave 16 MiB or more in the log and pause for 20 ms, or
- * leave 128 MiB more than the last fold did. The writers go on appending to
+ * The fold thread, made at the first kick: a PASSIVE checkpoint on its own
+ * connection once a writer's commits leave 16 MiB or more in the log and
+ * pause for 20 ms, or leave 128 MiB more than the last fold did. The writers go on appending to
  * the log meanwhile. Folded inline by the commit that passed 16 MiB (SQLite's
  * autocheckpoint), each fold stalled the upload that made it for its
  * fsyncs, 25-35 ms here, the parser and the inflate waiting behind the
@@ -26,11 +25,16 @@
 #define FOLD_AGAIN_NS 100000000LL	/* a fold that left pages: again after 100 ms without a kick, */
 #define FOLD_TRIES 20			/* 20 times at most */
 
+static void *fold_main(void *arg);
+
 void store_fold_kick(void *arg, int pages)
 {
 	struct store *st = arg;
 
 	pthread_mutex_lock(&st->fold_mu);
+	/* made at the first kick: a store whose log never reaches DB_WAL_KICK pages has none */
+	if (!st->folding && !st->fold_stop && !pthread_create(&st->fold, NULL, fold_main, st))
+		st->folding = 1;
 	st->fold_kicked = 1;
 	st->fold_pages = pages;
 	pthread_cond_signal(&st->fold_cv);
@@ -93,20 +97,14 @@ static void *fold_main(void *arg)
 
 void store_fold_stop(struct store *st)
 {
-	if (!st->folding)
-		return;
+	int started;
+
 	pthread_mutex_lock(&st->fold_mu);
 	st->fold_stop = 1;
+	started = st->folding;
+	st->folding = 0;
 	pthread_cond_signal(&st->fold_cv);
 	pthread_mutex_unlock(&st->fold_mu);
-	pthread_join(st->fold, NULL);
-	st->folding = 0;
-}
-
-int store_fold_start(struct store *st, struct tp_errbuf *err)
-{
-	if (pthread_create(&st->fold, NULL, fold_main, st))
-		return tp_fail(err, TP_ERR_NOMEM, NULL, "cannot start the log's fold thread");
-	st->folding = 1;
-	return TP_OK;
+	if (started)
+		pthread_join(st->fold, NULL);
 }

@@ -48,11 +48,8 @@ int store_open(const char *path, struct store **out, struct tp_errbuf *err)
 		st->server_id = (int64_t)(id >> 1);
 	}
 	/* before setup, so that the writers it opens have their log folded too */
-	rc = 0;
-	if (!st->shared)
-		rc = store_fold_start(st, err);
-	if (!rc)
-		rc = store_ready(st, err);
+	st->fold_on = !st->shared;
+	rc = store_ready(st, err);
 	/* a PostgreSQL not there yet: serve 503s, and set up once it is (the heartbeat tries) */
 	if (rc == TP_ERR_UNAVAILABLE) {
 		tp_warn("%s: waiting for it; every request gets 503 until it answers", err->msg);

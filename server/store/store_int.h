@@ -75,9 +75,10 @@ struct store {
 	pthread_cond_t beat_cv;
 	/* SQLite: the thread that folds the write-ahead log back into the main file when a writer's
 	 * commit kicks it (db_wal_kick), so that no upload waits for the fold and its fsyncs */
+	int fold_on;			/* a SQLite store: its writers' commits kick the thread */
 	pthread_t fold;
-	int folding;			/* started */
-	pthread_mutex_t fold_mu;	/* guards fold_kicked, fold_stop */
+	int folding;			/* the thread started (made at the first kick) */
+	pthread_mutex_t fold_mu;	/* guards folding, fold_kicked, fold_stop, fold_pages */
 	pthread_cond_t fold_cv;
 	int fold_kicked, fold_stop;
 	int fold_pages;			/* the log's, at the last kick */
@@ -168,9 +169,8 @@ int store_step_reset(struct db *db, struct db_stmt *st, struct tp_errbuf *err);
 
 /* 0 once the store is set up (migrated, recovered), setting it up if not yet; else the error. */
 int store_ready(struct store *st, struct tp_errbuf *err);
-/* The fold thread (fold.c), SQLite's: store_open starts it, store_close stops it; a writer's
- * connection calls store_fold_kick (db_wal_kick) when the log wants folding. */
-int store_fold_start(struct store *st, struct tp_errbuf *err);
+/* The fold thread (fold.c), SQLite's: a writer's connection calls store_fold_kick (db_wal_kick)
+ * when the log wants folding, which makes the thread the first time; store_close stops it. */
 void store_fold_kick(void *store, int pages);
 void store_fold_stop(struct store *st);
 /* The heartbeat thread of a server sharing its database (store_open starts it). */

@@ -67,7 +67,7 @@ int store_writer_open(struct store *st, struct store_writer **out, struct tp_err
 	pthread_mutex_unlock(&st->mu);
 	if (!w->db && (rc = db_open(st->path, 0, &w->db, err)))
 		goto fail;
-	if (st->folding)
+	if (st->fold_on)
 		db_wal_kick(w->db, store_fold_kick, st);
 	sql[W_BLOCK] = tp_strdup("INSERT INTO event_blocks(key,kind,n,first,min_ts,max_end,data,max_ts)"
 			      " VALUES(?,?,?,?,?,?,?,?)");

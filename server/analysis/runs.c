@@ -459,13 +459,6 @@ int rcur_open(struct rcur *c, const struct runs *r)
 
 	memset(c, 0, sizeof(*c));
 	c->r = r;
-	if (r->bg) {	/* not sealed: the run in hand written first (it changes none of r's records) */
-		struct tp_errbuf e = { 0 };
-		if (behind_wait((struct runs *)r, &e)) {
-			c->err = errno;
-			return -1;
-		}
-	}
 	if (!k)
 		return 0;
 	c->src = tp_calloc(k, sizeof(*c->src));

@@ -88,7 +88,7 @@ int runs_seal(struct runs *r, struct tp_errbuf *err);
  * at the first), while the records after it fill a second buffer: the
  * thread that adds them does not wait for the sort and the write. Every
  * other call on r waits for the run in hand first; runs_seal() and
- * runs_free() end the thread. Runs cut by split() go on as before. -1: out
+ * runs_free() end the thread (rcur_open() reads sealed runs: none). Runs cut by split() go on as before. -1: out
  * of memory (r goes on as before).
  */
 int runs_behind(struct runs *r);

@@ -197,7 +197,7 @@ static int cp_read_rank(struct store_reader *r, const char *run, int rank, struc
 			int64_t start_ns, int64_t end_ns, int64_t off, struct tp_errbuf *err)
 {
 	struct store_trace *t = NULL;
-	const struct tp_event *ev;
+	struct tp_event *ev;
 	size_t n;
 	int64_t base;
 	int rc, got;

@@ -40,7 +40,7 @@ struct trace_stream {
 	struct store_reader *r;
 	struct store_trace *t;
 	int64_t start, end;
-	const struct tp_event *ev;	/* current block */
+	struct tp_event *ev;	/* current block */
 	size_t n, i;
 	int64_t base;
 	int64_t file_base;		/* baseTimeNanoseconds written (0: absolute times) */
@@ -409,7 +409,7 @@ static void trace_free(void *cls)
 /* The first pass: the correlations of GPU work in the window, sorted, into s->gpu_corr. */
 static int read_gpu_corr(struct trace_stream *s, const char *run, int rank, struct tp_errbuf *err)
 {
-	const struct tp_event *ev;
+	struct tp_event *ev;
 	struct store_trace *t;
 	size_t n, i, cap = 0;
 	int64_t base;

@@ -530,7 +530,7 @@ static int scan(struct store_reader *r, const char *run, int rank, int64_t artif
 		size_t to, struct tp_errbuf *err)
 {
 	struct store_trace *t;
-	const struct tp_event *ev;
+	struct tp_event *ev;
 	size_t n;
 	int64_t b;
 	int rc, got;

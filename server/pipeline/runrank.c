@@ -131,7 +131,7 @@ static int64_t *step_sources(const struct an_result *ar, const struct spans *sp)
 static int replay_in(struct store_trace *t, struct analysis *an, struct names *nm, int64_t base,
 		     struct spans *sp, int64_t from, int64_t to, struct tp_errbuf *err)
 {
-	const struct tp_event *ev;
+	struct tp_event *ev;
 	struct idmap m = { 0 };
 	size_t n;
 	int64_t b;
@@ -144,25 +144,25 @@ static int replay_in(struct store_trace *t, struct analysis *an, struct names *n
 				memset(m.v, 0, m.n * sizeof(*m.v));
 		}
 		for (size_t i = 0; i < n; i++) {
-			struct tp_event e = ev[i];
+			struct tp_event *e = &ev[i];	/* changed in place: a copy of its 280 bytes cost more */
 			/* string pid/tid: their text names the thread, as name and cat name the event */
-			if ((bad = remap(nm, &m, t, &e.name, err)) || (bad = remap(nm, &m, t, &e.cat, err)) ||
-			    (e.pid_s && (bad = remap(nm, &m, t, &e.pid_sid, err))) ||
-			    (e.tid_s && (bad = remap(nm, &m, t, &e.tid_sid, err))) ||
-			    (bad = remap64(nm, &m, t, &e.coll, TH_COLL, &e.have, err)) ||
-			    (bad = remap64(nm, &m, t, &e.pg, TH_PG, &e.have, err)) ||
-			    (bad = remap64(nm, &m, t, &e.dtype, TH_DTYPE, &e.have, err)))
+			if ((bad = remap(nm, &m, t, &e->name, err)) || (bad = remap(nm, &m, t, &e->cat, err)) ||
+			    (e->pid_s && (bad = remap(nm, &m, t, &e->pid_sid, err))) ||
+			    (e->tid_s && (bad = remap(nm, &m, t, &e->tid_sid, err))) ||
+			    (bad = remap64(nm, &m, t, &e->coll, TH_COLL, &e->have, err)) ||
+			    (bad = remap64(nm, &m, t, &e->pg, TH_PG, &e->have, err)) ||
+			    (bad = remap64(nm, &m, t, &e->dtype, TH_DTYPE, &e->have, err)))
 				break;
-			if ((e.have & TH_TS) && b != base)
-				e.ts_ns = tp_sat_add(e.ts_ns, b - base);
-			if ((e.have & TH_TS) && (e.ts_ns < from || e.ts_ns >= to))
+			if ((e->have & TH_TS) && b != base)
+				e->ts_ns = tp_sat_add(e->ts_ns, b - base);
+			if ((e->have & TH_TS) && (e->ts_ns < from || e->ts_ns >= to))
 				continue;
-			if (sp && e.ph == 'X' && (e.have & TH_TS) &&
-			    note_step(sp, names_get(nm, e.name), e.ts_ns, store_trace_artifact(t))) {
+			if (sp && e->ph == 'X' && (e->have & TH_TS) &&
+			    note_step(sp, names_get(nm, e->name), e->ts_ns, store_trace_artifact(t))) {
 				bad = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 				break;
 			}
-			if ((bad = analysis_event(an, &e, err)))
+			if ((bad = analysis_event(an, e, err)))
 				break;
 		}
 		if (bad)

@@ -161,11 +161,16 @@ static double get_d(struct rd *r)
 	return d;
 }
 
-int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out)
+void evpack_dec_init(struct evpack_dec *d, const uint8_t *data, size_t len, size_t n)
 {
-	struct rd r = { data, data + len, 0 };
-	int64_t prev = 0;
-	size_t i, k;
+	*d = (struct evpack_dec){ data, data + len, 0, n };
+}
+
+long evpack_dec_next(struct evpack_dec *d, struct tp_event *out, size_t max)
+{
+	struct rd r = { d->p, d->end, 0 };
+	int64_t prev = d->prev;
+	size_t i, k, n = d->left < max ? d->left : max;
 
 	for (i = 0; i < n && !r.bad; i++) {
 		struct tp_event *e = &out[i];
@@ -208,7 +213,20 @@ int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *ou
 		if (flags & 4)
 			e->arg = get_id(&r);
 	}
-	return r.bad || i < n ? -1 : 0;
+	if (r.bad || i < n)
+		return -1;
+	d->p = r.p;
+	d->prev = prev;
+	d->left -= n;
+	return (long)n;
+}
+
+int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out)
+{
+	struct evpack_dec d;
+
+	evpack_dec_init(&d, data, len, n);
+	return evpack_dec_next(&d, out, n) == (long)n ? 0 : -1;
 }
 
 /* Past one varint; r->bad when it runs off the end. */

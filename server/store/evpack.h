@@ -39,6 +39,18 @@ size_t evpack_encode(uint8_t *out, const struct tp_event *ev, size_t n, int64_t 
  * Returns 0, or -1 when data is malformed (never reads past len).
  */
 int evpack_decode(const uint8_t *data, size_t len, size_t n, struct tp_event *out);
+/*
+ * The same, a few events at a time: a decoder of the n events packed in data (which it borrows),
+ * and its next ones, at most max, into out: how many (0 once all n are given), or -1 when data is
+ * malformed (then the decoder is left as it was).
+ */
+struct evpack_dec {
+	const uint8_t *p, *end;
+	int64_t prev;		/* the last ts given */
+	size_t left;		/* events not given yet */
+};
+void evpack_dec_init(struct evpack_dec *d, const uint8_t *data, size_t len, size_t n);
+long evpack_dec_next(struct evpack_dec *d, struct tp_event *out, size_t max);
 
 /* An event's phase, fields present, ts and dur (0 without TH_DUR), as evpack_times gives them. */
 struct evpack_time {

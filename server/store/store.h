@@ -464,8 +464,9 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 struct store_trace;
 int store_trace_open(struct store_reader *r, const char *run, int rank, int64_t start_ns, int64_t end_ns,
 		     struct store_trace **out, int *rank_out, struct tp_errbuf *err);
-/* The next block: 1 with *ev (borrowed until the next call), *n and the artifact's base; 0 at the end. */
-int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
+/* The next events, in order, a block's or part of one: 1 with *ev (the caller's to read and change
+ * until the next call), *n and their artifact's base; 0 at the end. */
+int store_trace_next(struct store_trace *t, struct tp_event **ev, size_t *n, int64_t *base_ns,
 		     struct tp_errbuf *err);
 /*
  * What the export's top level repeats: the first trace artifact's top-level
@@ -502,11 +503,11 @@ uint64_t store_serial(const struct store *st);
 uint64_t store_reader_serial(const struct store_reader *r);
 /* The written times the k-th artifact's events cover, from its blocks' bounds (*lo > *hi: none). */
 int store_trace_bounds(struct store_trace *t, size_t k, int64_t *lo, int64_t *hi, struct tp_errbuf *err);
-/* The artifact of the block store_trace_next gave last. */
+/* The artifact of the events store_trace_next gave last. */
 int64_t store_trace_artifact(const struct store_trace *t);
 /* The artifacts t reads, in order, and their base_ns. */
 size_t store_trace_artifacts(const struct store_trace *t, const int64_t **ids, const int64_t **bases);
-/* Names (cat, name, M args) of the current block's events. */
+/* Names (cat, name, M args) of the events store_trace_next gave last. */
 const char *store_trace_string(const struct store_trace *t, uint32_t id);
 void store_trace_close(struct store_trace *t);
 

@@ -164,6 +164,8 @@ int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void
 
 /* ---- a window of a rank's trace events, block by block ---- */
 
+#define TRACE_SLICE 512	/* events given at most per store_trace_next: 140 KiB */
+
 struct store_trace {
 	struct store_reader *r;
 	int64_t *ids, *bases;		/* the rank's ready trace artifacts */
@@ -176,8 +178,14 @@ struct store_trace {
 	struct db_stmt *prep[2];	/* the blocks' query, prepared once a cursor (by starts), and bounds' */
 	struct db_stmt *bounds;
 	struct strmap strs;
+	/*
+	 * The block being given (borrowed from blocks' row), TRACE_SLICE events at a time into ev:
+	 * a block's 8,192 events decoded at once took 2.2 MiB, written then read back, its pages
+	 * faulted in again at every cursor; in slices the replay of 20 chunks decodes in half the
+	 * time (bench/results/derive_slices-20261130.txt)
+	 */
+	struct evpack_dec dec;
 	struct tp_event *ev;
-	size_t cap;
 	store_trace_keep_fn keep;	/* store_trace_prefilter's */
 	void *keep_payload;
 	struct evpack_time *ts;		/* a block's times, for keep */
@@ -259,10 +267,28 @@ int store_trace_header(struct store_trace *t, char **meta, int64_t *base_ns, str
 	return step == DB_ROW || step == DB_DONE ? TP_OK : store_db_fail(err, t->r->db, "read artifact");
 }
 
-int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *n, int64_t *base_ns,
+int store_trace_next(struct store_trace *t, struct tp_event **ev, size_t *n, int64_t *base_ns,
 		     struct tp_errbuf *err)
 {
 	for (;;) {
+		/* the block being given, a slice at a time */
+		if (t->dec.left) {
+			long m;
+			if (!t->ev && !(t->ev = tp_malloc(TRACE_SLICE * sizeof(*t->ev))))
+				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+			if ((m = evpack_dec_next(&t->dec, t->ev, TRACE_SLICE)) < 0)
+				return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
+			for (long i = 0; i < m; i++) {
+				if (t->ev[i].pid_sid)
+					t->ev[i].pid_s = strmap_get(&t->strs, t->ev[i].pid_sid);
+				if (t->ev[i].tid_sid)
+					t->ev[i].tid_s = strmap_get(&t->strs, t->ev[i].tid_sid);
+			}
+			*ev = t->ev;
+			*n = (size_t)m;
+			*base_ns = t->bases[t->cur - 1];
+			return 1;
+		}
 		if (!t->blocks) {
 			int64_t a, base;
 			if (t->cur >= t->lim)
@@ -336,25 +362,7 @@ int store_trace_next(struct store_trace *t, const struct tp_event **ev, size_t *
 				return rc;
 			t->strs_of = t->ids[t->cur - 1];
 		}
-		if (cnt > t->cap) {
-			struct tp_event *ne = tp_realloc(t->ev, cnt * sizeof(*ne));
-			if (!ne)
-				return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
-			t->ev = ne;
-			t->cap = cnt;
-		}
-		if (evpack_decode(data, len, cnt, t->ev))
-			return tp_fail(err, TP_ERR_DB, "database_error", "an event block is corrupt");
-		for (size_t i = 0; i < cnt; i++) {
-			if (t->ev[i].pid_sid)
-				t->ev[i].pid_s = strmap_get(&t->strs, t->ev[i].pid_sid);
-			if (t->ev[i].tid_sid)
-				t->ev[i].tid_s = strmap_get(&t->strs, t->ev[i].tid_sid);
-		}
-		*ev = t->ev;
-		*n = cnt;
-		*base_ns = t->bases[t->cur - 1];
-		return 1;
+		evpack_dec_init(&t->dec, data, len, cnt);
 	}
 }
 

@@ -2,7 +2,8 @@
  * fuzz_evpack.c: libFuzzer target for the event and memory point block
  * decoders, which read database bytes: arbitrary blocks must fail cleanly,
  * and blocks that decode must encode back to the same events or points
- * (and skim to the same times: evpack_times).
+ * (and skim to the same times: evpack_times; and decode a few at a time to
+ * the same events: evpack_dec_next).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +47,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	if (k != m)
 		abort();
+	/* and a few events at a time, the same events */
+	{
+		struct evpack_dec d;
+		size_t at = 0, step = (size_t)data[0] % 5 + 1;
+		long got;
+		evpack_dec_init(&d, data + 1, size - 1, n);
+		while ((got = evpack_dec_next(&d, back + at, step)) > 0)
+			at += (size_t)got;
+		if (got || at != n || memcmp(back, ev, n * sizeof(*ev)))
+			abort();
+	}
 	for (size_t i = 0; i < n; i++) {
 		/* the encoder takes string ids only with a string beside them */
 		ev[i].pid_s = ev[i].pid_sid ? "" : NULL;

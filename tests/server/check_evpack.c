@@ -159,6 +159,44 @@ START_TEST(test_malformed_blocks)
 }
 END_TEST
 
+/* A block given a few events at a time (evpack_dec_next) is the block decoded at once. */
+START_TEST(test_slices)
+{
+	size_t n = 3000, len, at = 0;
+	struct tp_event *in = malloc(n * sizeof(*in)), *out = malloc(n * sizeof(*out)), part[7];
+	uint8_t *buf = malloc(evpack_bound(n));
+	struct evpack_dec d;
+	int64_t a, b;
+	long got;
+
+	fill(in, n, 7);
+	len = evpack_encode(buf, in, n, &a, &b);
+	evpack_dec_init(&d, buf, len, n);
+	while ((got = evpack_dec_next(&d, part, 1 + at % 7)) > 0) {
+		ck_assert_uint_le(at + (size_t)got, n);
+		memcpy(out + at, part, (size_t)got * sizeof(*part));
+		at += (size_t)got;
+	}
+	ck_assert_int_eq(got, 0);
+	ck_assert_uint_eq(at, n);
+	for (size_t i = 0; i < n; i++)
+		same(&in[i], &out[i]);
+	/* cut short: the slices before the cut, then -1, and the decoder left where it was */
+	evpack_dec_init(&d, buf, len / 2, n);
+	at = 0;
+	while ((got = evpack_dec_next(&d, part, 7)) > 0)
+		at += (size_t)got;
+	ck_assert_int_eq(got, -1);
+	ck_assert_uint_gt(at, 0);
+	ck_assert_uint_lt(at, n);
+	ck_assert_uint_eq(d.left, n - at);
+	ck_assert_int_eq(evpack_dec_next(&d, part, 7), -1);
+	free(in);
+	free(out);
+	free(buf);
+}
+END_TEST
+
 /* Memory points: extremes of every column come back, and damaged blocks are refused. */
 START_TEST(test_points)
 {
@@ -198,6 +236,7 @@ Suite *suite_evpack(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_round_trip, 0, 4);
 	tcase_add_test(tc, test_malformed_blocks);
+	tcase_add_test(tc, test_slices);
 	tcase_add_test(tc, test_points);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1077,6 +1077,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)conn;
 	if (!req)
 		return;
+	if (req->after)
+		req->after(req->after_arg);
 	if (req->route && req->route->cleanup)
 		req->route->cleanup(req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	upload_give(srv, req);

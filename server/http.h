@@ -79,6 +79,10 @@ struct request {
 	char *cache_key;		/* ROUTE_CACHE: where its answer is kept */
 	uint64_t cache_gen;		/* the store generation the answer is computed at */
 	int upload_slot;		/* the client's entry in the upload table + 1; 0: none held */
+	/* work that need not hold the answer back: run once it is sent (or the request ends
+	 * otherwise), before route->cleanup (NULL: none) */
+	void (*after)(void *arg);
+	void *after_arg;
 };
 
 int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err);

@@ -1020,9 +1020,13 @@ void ingest_end(struct ingest *ig, struct ingest_result *res)
 			res->artifact = ig->artifact;
 		res->rank_pending = deferred;
 		res->rank = f.rank;
-		/* a new trace: the next uploads of its rank are checked against it in memory */
-		if (!res->duplicate && ig->tp)
-			overlap_prints_keep(ig->prints, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo, ig->ts_hi);
+		/* a new trace: the next uploads of its rank are checked against it in memory, once
+		 * the caller has answered (ingest.h) */
+		if (!res->duplicate && ig->tp && ig->prints &&
+		    !overlap_prints_note(ig->prints, ig->run, f.rank, ig->artifact, f.base_ns, ig->ts_lo, ig->ts_hi)) {
+			res->keep = ig->prints;
+			ig->prints = NULL;
+		}
 	}
 	tp_free(meta);
 	ingest_free(ig);
@@ -1058,4 +1062,6 @@ void ingest_buffer(struct store *st, const struct ingest_limits *lim, const stru
 		return;
 	}
 	ingest_end(ig, res);
+	overlap_prints_done(res->keep);
+	res->keep = NULL;
 }

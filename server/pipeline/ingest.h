@@ -43,6 +43,8 @@ struct ingest_request {
 };
 
 /* What came of an upload. */
+struct overlap_prints;
+
 struct ingest_result {
 	int64_t artifact;		/* the artifact that holds these bytes (0 if none) */
 	int duplicate;			/* the same bytes were already there: artifact is the earlier one */
@@ -51,6 +53,9 @@ struct ingest_result {
 	int kept;			/* the raw bytes were kept as an 'error' artifact */
 	int rank_pending;		/* a trace that joined its rank: derived at the run's next read (runrank.h) */
 	int rank;			/* that rank */
+	/* a new trace's fingerprints, for the next uploads of its rank: overlap_prints_done() them
+	 * once the answer is sent (pipeline/overlap.h; NULL: none) */
+	struct overlap_prints *keep;
 };
 
 struct ingest;

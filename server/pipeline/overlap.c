@@ -214,10 +214,17 @@ struct overlap_prints {
 	struct overlap_cache *oc;	/* where they are kept once the upload is committed (NULL: nowhere) */
 	size_t max;			/* events taken at most */
 	uint64_t store;			/* the upload's store (store_serial) */
+	uint64_t forgets;		/* oc's overlap_cache_forget()s when they were begun */
 	struct names_h nh;
 	struct print *v;
 	size_t n, cap;
+	/* the commit they are kept for (overlap_prints_note; run NULL: none) */
+	char *run;
+	int rank;
+	int64_t artifact, base_ns, lo, hi;
 };
+
+static uint64_t cache_forgets(struct overlap_cache *oc);
 
 struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, int checked, overlap_str_fn str,
 					  void *payload)
@@ -229,6 +236,7 @@ struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t sto
 	p->oc = oc;
 	p->max = checked ? PRINTS_MAX : KEEP_MAX;
 	p->store = store;
+	p->forgets = cache_forgets(oc);
 	names_h_reset(&p->nh, str, payload);
 	return p;
 }
@@ -239,6 +247,7 @@ void overlap_prints_free(struct overlap_prints *p)
 		return;
 	tp_free(p->v);
 	tp_free(p->nh.h);
+	tp_free(p->run);
 	tp_free(p);
 }
 
@@ -280,6 +289,7 @@ struct overlap_cache {
 	struct cached_rank r[CACHE_RANKS];
 	uint64_t tick;
 	size_t prints;		/* the fingerprints held, all ranks' */
+	uint64_t forgets;	/* overlap_cache_forget()s so far */
 };
 
 struct overlap_cache *overlap_cache_new(void)
@@ -315,10 +325,36 @@ void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *
 	if (!oc)
 		return;
 	pthread_mutex_lock(&oc->mu);
+	oc->forgets++;
 	for (int i = 0; i < CACHE_RANKS; i++)
 		if (oc->r[i].run && (!store || oc->r[i].store == store) && (!run || !strcmp(oc->r[i].run, run)))
 			cached_drop(oc, &oc->r[i]);
 	pthread_mutex_unlock(&oc->mu);
+}
+
+size_t overlap_cache_held(struct overlap_cache *oc)
+{
+	size_t n = 0;
+
+	if (oc) {
+		pthread_mutex_lock(&oc->mu);
+		n = oc->prints;
+		pthread_mutex_unlock(&oc->mu);
+	}
+	return n;
+}
+
+/* oc's overlap_cache_forget()s so far (NULL: 0) */
+static uint64_t cache_forgets(struct overlap_cache *oc)
+{
+	uint64_t n = 0;
+
+	if (oc) {
+		pthread_mutex_lock(&oc->mu);
+		n = oc->forgets;
+		pthread_mutex_unlock(&oc->mu);
+	}
+	return n;
 }
 
 static double now_s(void)
@@ -361,54 +397,84 @@ static struct cached_rank *cached_lru(struct overlap_cache *oc, const struct cac
 	return lru;
 }
 
-void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
-			 int64_t base_ns, int64_t lo, int64_t hi)
+int overlap_prints_note(struct overlap_prints *p, const char *run, int rank, int64_t artifact, int64_t base_ns,
+			int64_t lo, int64_t hi)
 {
-	struct overlap_cache *oc = p ? p->oc : NULL;
+	if (!p->oc)
+		return 0;
+	tp_free(p->run);
+	if (!(p->run = tp_strdup(run)))
+		return -1;
+	p->rank = rank;
+	p->artifact = artifact;
+	p->base_ns = base_ns;
+	p->lo = lo;
+	p->hi = hi;
+	/* the parser's strings are gone by then: only the prints are kept */
+	tp_free(p->nh.h);
+	p->nh.h = NULL;
+	return 0;
+}
+
+/* p's noted commit into its rank's (oc->mu held) */
+static void keep(struct overlap_cache *oc, const struct overlap_prints *p)
+{
+	const char *run = p->run;
+	int rank = p->rank;
+	int64_t base_ns = p->base_ns, lo = p->lo, hi = p->hi;
 	struct cached_rank *cr, *lru;
 	struct cached_art *a;
 	size_t before;
 
-	if (!oc)
-		return;
-	pthread_mutex_lock(&oc->mu);
 	if (!(cr = cached_find(oc, p->store, run, rank))) {
 		cr = cached_lru(oc, NULL);
 		if (cr->run)
 			cached_drop(oc, cr);
 		if (!(cr->run = tp_strdup(run)))
-			goto out;
+			return;
 		cr->store = p->store;
 		cr->rank = rank;
 	}
 	cached_used(oc, cr);
 	if (tp_grow((void **)&cr->arts, &cr->caparts, cr->narts + 1, sizeof(*cr->arts))) {
 		cached_drop(oc, cr);
-		goto out;
+		return;
 	}
 	a = &cr->arts[cr->narts++];
-	*a = (struct cached_art){ artifact, base_ns, lo <= hi ? tp_sat_add(lo, base_ns) : 1,
+	*a = (struct cached_art){ p->artifact, base_ns, lo <= hi ? tp_sat_add(lo, base_ns) : 1,
 				  lo <= hi ? tp_sat_add(hi, base_ns) : 0, 0 };
 	/* its fingerprints, unless a whole trace's (too many) or the rank's own are too many already */
 	if (p->n > KEEP_MAX)
-		goto out;
+		return;
 	while (oc->prints + p->n > CACHE_PRINTS && (lru = cached_lru(oc, cr)) && lru->run)
 		cached_drop(oc, lru);
 	if (oc->prints + p->n > CACHE_PRINTS)
-		goto out;
+		return;
 	before = cr->set.n;
 	if (fp_reserve(&cr->set, cr->set.n + p->n))
-		goto out;
+		return;
 	for (size_t i = 0; i < p->n; i++)
 		if (fp_add(&cr->set, mix(p->v[i].rest, (uint64_t)tp_sat_add(p->v[i].ts, base_ns)))) {
 			/* what it holds of this artifact is no harm (a fingerprint found is checked in the store) */
 			oc->prints += cr->set.n - before;
-			goto out;
+			return;
 		}
 	oc->prints += cr->set.n - before;
 	a->printed = 1;
-out:
-	pthread_mutex_unlock(&oc->mu);
+}
+
+void overlap_prints_done(struct overlap_prints *p)
+{
+	struct overlap_cache *oc = p ? p->oc : NULL;
+
+	if (oc && p->run) {
+		pthread_mutex_lock(&oc->mu);
+		/* a removal since they were begun may give the ids again: what they say of one is not kept */
+		if (oc->forgets == p->forgets)
+			keep(oc, p);
+		pthread_mutex_unlock(&oc->mu);
+	}
+	overlap_prints_free(p);
 }
 
 /*

@@ -23,7 +23,7 @@
  * chunk, growing with their number. So the server keeps the fingerprints of
  * the ranks checked last (struct overlap_cache): an upload's are taken as it
  * is parsed (struct overlap_prints, on the parser's thread) and, once it is
- * committed, added to its rank's (a chunk's: 64 K events at most); an
+ * committed and answered, added to its rank's (a chunk's: 64 K events at most); an
  * upload none of whose fingerprints are among them reads only the rank's
  * artifacts they do not cover (uploaded before the server started, by
  * another server on the same database, or too large to hold), and of
@@ -57,24 +57,31 @@ void overlap_cache_free(struct overlap_cache *oc);
 /* Drop store's (store_serial; 0: every store's) run's ranks (every run's when NULL): after a removal,
  * whose artifact ids may be given again. */
 void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *run);
+/* The fingerprints oc holds, all ranks' (NULL: 0). */
+size_t overlap_cache_held(struct overlap_cache *oc);
 
 /*
  * An upload's timed events ('M' ones aside) as it is parsed, 24 bytes an event, for oc (NULL:
  * none) of store (store_serial); str gives the text of their string ids. _add takes an event as
  * the store keeps it (not the flows the ingest drops); -1 when out of memory or past the events
  * taken at most: 1 M when checked (the upload's rank has a trace already), else 64 K (they are
- * only kept): then the prints are of no use. _keep, once the upload is committed as a new trace
+ * only kept): then the prints are of no use. _note, once the upload is committed as a new trace
  * artifact of (run, rank) with base base_ns and its timed events' ts in [lo, hi] as written (lo >
- * hi: none), notes it in oc's for that rank, with its fingerprints when they are 64 K at most (a
- * chunk's) and oc has room for them (NULL p: nothing). Later uploads read neither an artifact
- * whose fingerprints oc holds nor one whose span misses their own.
+ * hi: none), says so (-1 when out of memory: then nothing is kept); str is not called after it.
+ * _done keeps what was noted in oc's for that rank, with its fingerprints when they are 64 K at
+ * most (a chunk's) and oc has room for them, unless a removal came (overlap_cache_forget) since
+ * the prints were begun, and frees p (NULL: nothing). The upload's answer need not wait for it
+ * (h_artifacts.c: after it is sent): a later upload that finds the artifact not kept yet reads
+ * its events from the store instead. Later uploads read neither an artifact whose fingerprints
+ * oc holds nor one whose span misses their own.
  */
 struct overlap_prints;
 struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, int checked, overlap_str_fn str,
 					  void *payload);
 int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e);
-void overlap_prints_keep(const struct overlap_prints *p, const char *run, int rank, int64_t artifact,
-			 int64_t base_ns, int64_t lo, int64_t hi);
+int overlap_prints_note(struct overlap_prints *p, const char *run, int rank, int64_t artifact, int64_t base_ns,
+			int64_t lo, int64_t hi);
+void overlap_prints_done(struct overlap_prints *p);
 void overlap_prints_free(struct overlap_prints *p);
 
 /*

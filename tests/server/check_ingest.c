@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "pipeline/formats.h"
 #include "pipeline/ingest.h"
+#include "pipeline/overlap.h"
 #include "pipeline/runrank.h"
 #include "ingest/trace.h"
 #include "reads.h"
@@ -214,6 +215,59 @@ START_TEST(test_overlap_prints_as_stored)
 	refused_whole("nccl-cache", text, len, 1);
 	free(text);
 	free(gz);
+}
+END_TEST
+
+/*
+ * An upload's fingerprints are kept once it is answered (overlap_prints_done after ingest_end):
+ * a chunk that repeats one not kept yet is refused all the same (read from the store), and a
+ * removal in between drops them (the ids they name may be given again).
+ */
+static void chunk(const char *run, const char *name, const char *body, struct ingest_result *res)
+{
+	struct ingest_request req = { .run = run, .rank = 0, .name = name, .overlaps = runrank_overlaps(dv) };
+	struct tp_errbuf err = { 0 };
+	struct ingest *ig;
+
+	ck_assert_int_eq(ingest_begin(st, NULL, &req, &ig, &err), 0);
+	ck_assert_int_eq(ingest_feed(ig, body, strlen(body)), 0);
+	ingest_end(ig, res);
+}
+
+START_TEST(test_overlap_prints_kept_after)
+{
+	static const char a[] = "{\"traceEvents\":["
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":20},"
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\",\"pid\":1,\"tid\":1,\"ts\":130,\"dur\":5}]}";
+	static const char b[] = "{\"traceEvents\":["
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::relu\",\"pid\":1,\"tid\":1,\"ts\":140,\"dur\":5},"
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":20}]}";
+	static const char c[] = "{\"traceEvents\":["
+		"{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::relu\",\"pid\":1,\"tid\":1,\"ts\":150,\"dur\":5}]}";
+	struct overlap_cache *oc = runrank_overlaps(dv);
+	struct ingest_result ra, rb, rc;
+
+	chunk("kept", "a.json", a, &ra);
+	ck_assert_int_eq(ra.rc, 0);
+	ck_assert_ptr_nonnull(ra.keep);
+	ck_assert_uint_eq(overlap_cache_held(oc), 0);
+	/* not kept yet: the repeat is found in the store */
+	chunk("kept", "b.json", b, &rb);
+	ck_assert_int_eq(rb.rc, TP_ERR_CONFLICT);
+	ck_assert_ptr_null(rb.keep);
+	overlap_prints_done(ra.keep);
+	ck_assert_uint_eq(overlap_cache_held(oc), 2);
+	/* kept: found in the cache, and said the same way */
+	chunk("kept", "b2.json", b, &rb);
+	ck_assert_int_eq(rb.rc, TP_ERR_CONFLICT);
+	ck_assert_ptr_nonnull(strstr(rb.err.msg, "1 events of artifact"));
+	/* a removal between an upload's answer and its keep: not kept */
+	chunk("kept", "c.json", c, &rc);
+	ck_assert_int_eq(rc.rc, 0);
+	ck_assert_ptr_nonnull(rc.keep);
+	overlap_cache_forget(oc, 0, "another run");
+	overlap_prints_done(rc.keep);
+	ck_assert_uint_eq(overlap_cache_held(oc), 2);
 }
 END_TEST
 
@@ -774,6 +828,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_kept_ranks);
 	tcase_add_test(tc, test_inflight_chunk);
 	tcase_add_test(tc, test_overlap_prints_as_stored);
+	tcase_add_test(tc, test_overlap_prints_kept_after);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("table");
 	tcase_add_loop_test(tc, test_detect_sample, 0, (int)(sizeof(samples) / sizeof(samples[0])));

@@ -159,6 +159,7 @@ int h_artifact_upload_begin(struct request *req)
 		return http_reply_error(req, 413, "body_too_large", NULL,
 					"the upload (%s bytes) exceeds the cap of %llu bytes", cl,
 					(unsigned long long)lim->max_body);
+	ir.length = cl ? strtoull(cl, NULL, 10) : 0;
 	if ((rc = ingest_begin(http_store(req), lim, &ir, &ig, &err)))
 		return http_reply_fail(req, rc, &err, NULL);
 	req->state = ig;

@@ -64,6 +64,13 @@
 #define INF_BLOCK (256u << 10)
 #define BATCH_EVENTS 8192	/* 2.2 MiB of events: 16,384 cost every upload 6.7 MiB more, at the same speed */
 #define BATCH_MEM_EVENTS 4096
+/*
+ * A small plain body's batches are a quarter of that: a 2 MiB chunk's 7 K events made one
+ * batch, which the writer took only once the parser had ended, 0.7-1.2 ms it then waited for
+ * (a quarter: 0.4). Each batch is a commit of its own, so a large body keeps the larger: the
+ * 1 GB trace in batches of 2,048 took 3.4-3.8 s, not 2.9-3.5 (bench/results/small_batches-20261130.txt).
+ */
+#define SMALL_BODY (16ull << 20)
 
 const struct ingest_limits ingest_default_limits = {
 	.max_body = 16ull << 30,
@@ -179,6 +186,8 @@ struct ingest {
 	int started;		/* the first bytes were seen */
 	int compressing;	/* raw is plain: the writer compresses it (set by A before the first raw block) */
 	int content_gzip;	/* the request said Content-Encoding: gzip */
+	uint64_t length;	/* the body's bytes when told, else 0 */
+	size_t batch_ev, batch_mev;	/* events a batch holds before it goes to the writer (SMALL_BODY) */
 	int encoded;		/* and the body is gzip: the file is its inflated bytes (hashed in on_inflated) */
 	uint64_t inflated;	/* inflated bytes so far (the file's size when encoded) */
 	struct inflate_stage inf_stage;
@@ -383,7 +392,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 		ig->nmev++;
 		if ((e->have & TH_TOTAL_ALLOC) && e->dev_type != 0 && e->total_alloc > ig->peak_alloc)
 			ig->peak_alloc = e->total_alloc;
-		return b->nmev == BATCH_MEM_EVENTS ? next_batch(ig) : TP_OK;
+		return b->nmev == ig->batch_mev ? next_batch(ig) : TP_OK;
 	}
 	if ((e->ph == 's' || e->ph == 'f' || e->ph == 't') &&
 	    (e->cat == TRACE_S_AC2G || e->cat == TRACE_S_ASYNC || e->cat == TRACE_S_ASYNC_CPU_TO_GPU))
@@ -393,7 +402,7 @@ static int sink_event(void *payload, const struct tp_event *e)
 		return rc;
 	b->ev[b->nev++] = *e;
 	ig->nev++;
-	return b->nev == BATCH_EVENTS ? next_batch(ig) : TP_OK;
+	return b->nev == ig->batch_ev ? next_batch(ig) : TP_OK;
 }
 
 /* The format from the first bytes (formats.c); 1 when told, 0 when more bytes are needed. */
@@ -659,6 +668,11 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len)
 		ig->compressing = !(len >= 2 && ((const uint8_t *)data)[0] == 0x1f &&
 				  ((const uint8_t *)data)[1] == 0x8b);
 		ig->encoded = ig->content_gzip && !ig->compressing;
+		/* set before the parser sees a byte (the block that brings it goes after this) */
+		if (ig->compressing && !ig->content_gzip && ig->length && ig->length <= SMALL_BODY) {
+			ig->batch_ev = BATCH_EVENTS / 4;
+			ig->batch_mev = BATCH_MEM_EVENTS / 4;
+		}
 	}
 	/* a body the writer compresses goes to it in smaller blocks, so that it compresses while
 	 * the parser parses (a 1 MiB chunk would otherwise be compressed only once it has all
@@ -848,6 +862,9 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 	ig->oc = req->overlaps;
 	ig->store = store_serial(st);
 	ig->content_gzip = req->content_gzip;
+	ig->length = req->length;
+	ig->batch_ev = BATCH_EVENTS;
+	ig->batch_mev = BATCH_MEM_EVENTS;
 	snprintf(ig->run, sizeof(ig->run), "%s", req->run);
 	ig->peak_alloc = -1;
 	ig->ts_lo = INT64_MAX;

@@ -38,6 +38,7 @@ struct ingest_request {
 	const char *kind;		/* NULL or "": detect */
 	const char *device;		/* memory timeline exports: "cuda:N" or "cpu" (NULL: cuda:0) */
 	int content_gzip;		/* sent with Content-Encoding: gzip: the file is what the gzip holds */
+	uint64_t length;		/* the body's bytes when told (Content-Length), else 0 */
 	struct overlap_cache *overlaps;	/* the server's (runrank_overlaps; NULL: none): a trace's events are
 					 * fingerprinted as they are parsed, for its overlap check (overlap.h) */
 };

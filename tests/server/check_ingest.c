@@ -271,6 +271,56 @@ START_TEST(test_overlap_prints_kept_after)
 }
 END_TEST
 
+/*
+ * A small plain body goes to the writer in batches of 2,048 events, so that the writer keeps up
+ * with the parser (ingest.c: SMALL_BODY); one of unknown length keeps batches of 8,192. The
+ * blocks differ, the events and the answers do not.
+ */
+static json_t *stored_with_length(const char *run, const char *text, size_t len, uint64_t length,
+				  long long *blocks, long long *largest)
+{
+	struct ingest_request req = { .run = run, .rank = 0, .name = "f.json", .length = length };
+	struct tp_errbuf err = { 0 };
+	struct ingest_result res;
+	struct ingest *ig;
+	char sql[256];
+
+	ck_assert_int_eq(ingest_begin(st, NULL, &req, &ig, &err), 0);
+	ck_assert_int_eq(ingest_feed(ig, text, len), 0);
+	ingest_end(ig, &res);
+	ck_assert_int_eq(res.rc, 0);
+	snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM event_blocks WHERE key >> 32 = %lld AND kind = 0",
+		 (long long)res.artifact);
+	*blocks = tu_db_scalar(db, sql);
+	snprintf(sql, sizeof(sql), "SELECT MAX(n) FROM event_blocks WHERE key >> 32 = %lld AND kind = 0",
+		 (long long)res.artifact);
+	*largest = tu_db_scalar(db, sql);
+	return query_steps(run, 0);
+}
+
+START_TEST(test_small_body_batches)
+{
+	size_t glen, len;
+	uint8_t *gz = fixture("traces/hta_sampled_rank0.json.gz", &glen);
+	char *text = (char *)tu_gunzip(gz, glen, &len);
+	long long nsmall, lsmall, nbig, lbig;
+	json_t *small, *big;
+
+	ck_assert_ptr_nonnull(text);
+	small = stored_with_length("small", text, len, len, &nsmall, &lsmall);
+	big = stored_with_length("unknown", text, len, 0, &nbig, &lbig);
+	ck_assert_int_le(lsmall, 2048);
+	ck_assert_int_gt(nsmall, nbig);
+	ck_assert_int_gt(lbig, 2048);
+	ck_assert_int_gt(json_array_size(json_object_get(small, "steps")), 0);
+	ck_assert(json_equal(small, big));
+	json_decref(small);
+	json_decref(big);
+	free(text);
+	free(gz);
+}
+END_TEST
+
 START_TEST(test_same_bytes_one_artifact)
 {
 	struct ingest_result a, b;
@@ -829,6 +879,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_inflight_chunk);
 	tcase_add_test(tc, test_overlap_prints_as_stored);
 	tcase_add_test(tc, test_overlap_prints_kept_after);
+	tcase_add_test(tc, test_small_body_batches);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("table");
 	tcase_add_loop_test(tc, test_detect_sample, 0, (int)(sizeof(samples) / sizeof(samples[0])));

@@ -216,7 +216,7 @@ int h_artifact_upload_end(struct request *req)
 	req->state = NULL;
 	ingest_end(ig, &res);
 	/* the next uploads of the rank are checked against its fingerprints once this one is answered
-	 * (pipeline/overlap.h): 1.2-1.5 ms a 2 MiB chunk that the client need not wait for */
+	 * (pipeline/overlap.h): 0.7-1.6 ms a 2 MiB chunk that the client need not wait for */
 	if (res.keep) {
 		req->after = keep_prints;
 		req->after_arg = res.keep;

@@ -40,7 +40,7 @@ struct trace_stream {
 	struct store_reader *r;
 	struct store_trace *t;
 	int64_t start, end;
-	struct tp_event *ev;	/* current block */
+	struct tp_event *ev;	/* the slice store_trace_next gave last (at most 512) */
 	size_t n, i;
 	int64_t base;
 	int64_t file_base;		/* baseTimeNanoseconds written (0: absolute times) */

@@ -43,9 +43,9 @@ struct ingest_request {
 					 * fingerprinted as they are parsed, for its overlap check (overlap.h) */
 };
 
-/* What came of an upload. */
 struct overlap_prints;
 
+/* What came of an upload. */
 struct ingest_result {
 	int64_t artifact;		/* the artifact that holds these bytes (0 if none) */
 	int duplicate;			/* the same bytes were already there: artifact is the earlier one */

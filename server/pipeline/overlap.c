@@ -224,19 +224,20 @@ struct overlap_prints {
 	int64_t artifact, base_ns, lo, hi;
 };
 
-static uint64_t cache_forgets(struct overlap_cache *oc);
+static void cache_counts(struct overlap_cache *oc, size_t *prints, uint64_t *forgets);
 
 struct overlap_prints *overlap_prints_new(struct overlap_cache *oc, uint64_t store, int checked, overlap_str_fn str,
 					  void *payload)
 {
 	struct overlap_prints *p = tp_calloc(1, sizeof(*p));
+	size_t held;
 
 	if (!p)
 		return NULL;
 	p->oc = oc;
 	p->max = checked ? PRINTS_MAX : KEEP_MAX;
 	p->store = store;
-	p->forgets = cache_forgets(oc);
+	cache_counts(oc, &held, &p->forgets);
 	names_h_reset(&p->nh, str, payload);
 	return p;
 }
@@ -332,28 +333,25 @@ void overlap_cache_forget(struct overlap_cache *oc, uint64_t store, const char *
 	pthread_mutex_unlock(&oc->mu);
 }
 
-size_t overlap_cache_held(struct overlap_cache *oc)
+/* oc's prints held and overlap_cache_forget()s so far, under its lock (NULL: 0 and 0) */
+static void cache_counts(struct overlap_cache *oc, size_t *prints, uint64_t *forgets)
 {
-	size_t n = 0;
-
+	*prints = 0;
+	*forgets = 0;
 	if (oc) {
 		pthread_mutex_lock(&oc->mu);
-		n = oc->prints;
+		*prints = oc->prints;
+		*forgets = oc->forgets;
 		pthread_mutex_unlock(&oc->mu);
 	}
-	return n;
 }
 
-/* oc's overlap_cache_forget()s so far (NULL: 0) */
-static uint64_t cache_forgets(struct overlap_cache *oc)
+size_t overlap_cache_held(struct overlap_cache *oc)
 {
-	uint64_t n = 0;
+	size_t n;
+	uint64_t f;
 
-	if (oc) {
-		pthread_mutex_lock(&oc->mu);
-		n = oc->forgets;
-		pthread_mutex_unlock(&oc->mu);
-	}
+	cache_counts(oc, &n, &f);
 	return n;
 }
 

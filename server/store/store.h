@@ -447,7 +447,7 @@ int store_compare_input(struct store_reader *r, const char *run, int rank, struc
 
 /*
  * An artifact's events of one kind, STORE_EVENTS or STORE_MEMORY_EVENTS, in
- * file order, block by block: fn gets n events, with string pid/tid
+ * file order, at most 512 at a time: fn gets n events, with string pid/tid
  * resolved; events and strings are borrowed until fn returns. Returns 0, fn's nonzero return, or a
  * negative tp_err.
  */

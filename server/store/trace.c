@@ -10,6 +10,8 @@
 #include "store/evpack.h"
 #include "store/store_int.h"
 
+#define TRACE_SLICE 512	/* events given at most per store_trace_next or store_events_each call: 140 KiB */
+
 /* id -> string of one artifact, for resolving string pid/tid */
 struct strmap {
 	char **s;
@@ -68,52 +70,44 @@ int store_events_each(struct store_reader *r, int64_t artifact, int kind, store_
 		      struct tp_errbuf *err)
 {
 	struct strmap strs;
-	struct tp_event *ev = NULL;
-	size_t cap = 0, i;
+	struct tp_event *ev;
 	struct db_stmt *st;
 	int rc;
 
 	if ((rc = strmap_load(r, artifact, &strs, err)))
 		return rc;
-	st = store_prepare(r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2 AND kind=?3 ORDER BY key",
-		     err);
+	ev = tp_malloc(TRACE_SLICE * sizeof(*ev));
+	st = ev ? store_prepare(r, "SELECT n, data FROM event_blocks WHERE key BETWEEN ?1 AND ?2 AND kind=?3"
+				" ORDER BY key", err) : NULL;
 	if (!st) {
+		rc = ev ? TP_ERR_DB : tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		tp_free(ev);
 		strmap_free(&strs);
-		return TP_ERR_DB;
+		return rc;
 	}
 	db_bind_int64(st, 1, artifact << 32);
 	db_bind_int64(st, 2, artifact << 32 | 0xffffffffLL);
 	db_bind_int(st, 3, kind);
 	while (rc == TP_OK && db_step(st) == DB_ROW) {
-		size_t n = (size_t)db_column_int64(st, 0);
-		const uint8_t *data = db_column_blob(st, 1);
-		size_t len = (size_t)db_column_bytes(st, 1);
-		if (n > (1u << 24)) {
-			rc = tp_fail(err, TP_ERR_DB, "database_error", "event block of artifact %lld is corrupt",
-				     (long long)artifact);
-			break;
-		}
-		if (n > cap) {
-			struct tp_event *ne = tp_realloc(ev, n * sizeof(*ev));
-			if (!ne) {
-				rc = tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
+		struct evpack_dec d;
+		long m;
+
+		evpack_dec_init(&d, db_column_blob(st, 1), (size_t)db_column_bytes(st, 1),
+				(size_t)db_column_int64(st, 0));
+		while (rc == TP_OK && (m = evpack_dec_next(&d, ev, TRACE_SLICE)) != 0) {
+			if (m < 0) {
+				rc = tp_fail(err, TP_ERR_DB, "database_error", "event block of artifact %lld is corrupt",
+					     (long long)artifact);
 				break;
 			}
-			ev = ne;
-			cap = n;
+			for (long i = 0; i < m; i++) {
+				if (ev[i].pid_sid)
+					ev[i].pid_s = strmap_get(&strs, ev[i].pid_sid);
+				if (ev[i].tid_sid)
+					ev[i].tid_s = strmap_get(&strs, ev[i].tid_sid);
+			}
+			rc = fn(payload, ev, (size_t)m);
 		}
-		if (evpack_decode(data, len, n, ev)) {
-			rc = tp_fail(err, TP_ERR_DB, "database_error", "event block of artifact %lld is corrupt",
-				     (long long)artifact);
-			break;
-		}
-		for (i = 0; i < n; i++) {
-			if (ev[i].pid_sid)
-				ev[i].pid_s = strmap_get(&strs, ev[i].pid_sid);
-			if (ev[i].tid_sid)
-				ev[i].tid_s = strmap_get(&strs, ev[i].tid_sid);
-		}
-		rc = fn(payload, ev, n);
 	}
 	db_finalize(st);
 	tp_free(ev);
@@ -164,7 +158,6 @@ int store_raw_chunk(struct store_reader *r, int64_t id, uint32_t seq, const void
 
 /* ---- a window of a rank's trace events, block by block ---- */
 
-#define TRACE_SLICE 512	/* events given at most per store_trace_next: 140 KiB */
 
 struct store_trace {
 	struct store_reader *r;

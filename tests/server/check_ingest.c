@@ -157,13 +157,16 @@ END_TEST
  * The overlap check's fingerprints of an upload taken as it is parsed (pipeline/overlap.h) are
  * those of its events as the store keeps them: the same file sent again with a trailing space
  * repeats every one of its timed events, whether the first copy's fingerprints are read from the
- * store (sent without the server's cache) or held in the cache.
+ * store (sent without the server's cache) or held in the cache, and whether the second's are
+ * taken as it is parsed or read back from the store (store_events_each, as for an upload of more
+ * than 2^20 events).
  */
-static void refused_whole(const char *run, const char *text, size_t len, int cached)
+static void refused_whole(const char *run, const char *text, size_t len, int cached, int parsed)
 {
 	struct ingest_request a = { .run = run, .rank = 0, .name = "a.json",
 				    .overlaps = cached ? runrank_overlaps(dv) : NULL };
-	struct ingest_request b = { .run = run, .rank = 0, .name = "b.json", .overlaps = runrank_overlaps(dv) };
+	struct ingest_request b = { .run = run, .rank = 0, .name = "b.json",
+				    .overlaps = parsed ? runrank_overlaps(dv) : NULL };
 	struct ingest_result res;
 	unsigned long long dups = 0, timed = 0;
 	char *again = malloc(len + 1);
@@ -209,10 +212,12 @@ START_TEST(test_overlap_prints_as_stored)
 	char *text = (char *)tu_gunzip(gz, glen, &len);
 
 	ck_assert_ptr_nonnull(text);
-	refused_whole("synth-store", synth, strlen(synth), 0);
-	refused_whole("synth-cache", synth, strlen(synth), 1);
-	refused_whole("nccl-store", text, len, 0);
-	refused_whole("nccl-cache", text, len, 1);
+	refused_whole("synth-store", synth, strlen(synth), 0, 1);
+	refused_whole("synth-cache", synth, strlen(synth), 1, 1);
+	refused_whole("synth-read", synth, strlen(synth), 1, 0);
+	refused_whole("nccl-store", text, len, 0, 1);
+	refused_whole("nccl-cache", text, len, 1, 1);
+	refused_whole("nccl-read", text, len, 0, 0);
 	free(text);
 	free(gz);
 }

@@ -18,6 +18,7 @@
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -80,6 +81,11 @@ struct server {
 	uint64_t pokes;
 	int waits_stop;
 	pthread_cond_t poked;
+	/* the listening socket, accepted from by one thread of ours (acceptor_main) */
+	int lfd;
+	int accept_stop[2];		/* a pipe: written to at stop */
+	pthread_t acceptor;
+	int acceptor_on;
 };
 
 /*
@@ -1157,7 +1163,7 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *l
 /*
  * The listening socket, bound and listening before the store is opened, so
  * that an address in use or refused leaves no database made or migrated;
- * libmicrohttpd takes it (MHD_OPTION_LISTEN_SOCKET) and closes it at stop.
+ * acceptor_main accepts from it, and server_stop closes it.
  * The socket, or -1 with err set.
  */
 static int listen_on(const char *addr, const struct sockaddr_storage *ss, socklen_t len, struct tp_errbuf *err)
@@ -1177,24 +1183,64 @@ static int listen_on(const char *addr, const struct sockaddr_storage *ss, sockle
 	return fd;
 }
 
+/*
+ * The one thread that accepts connections and hands each to libmicrohttpd,
+ * which gives it to one of its workers (MHD_add_connection: its connection
+ * limits apply as to the ones it accepts). With the listening socket in every
+ * worker's poll set, each connection woke all of them (--threads, 16) and all
+ * but one found nothing to accept: a GET /healthz took 0.24 ms and 0.13-0.17
+ * ms of the server's CPU, now 0.15 ms and 0.07-0.10; a one-event upload 1.22-
+ * 1.55 ms and 1.17-1.43 ms, now 1.10-1.15 and 1.03-1.07 (bench/upload_floor.py,
+ * bench/results/accept_thread-20261130.txt).
+ */
+static void *acceptor_main(void *arg)
+{
+	struct server *srv = arg;
+	struct pollfd p[2] = { { srv->lfd, POLLIN, 0 }, { srv->accept_stop[0], POLLIN, 0 } };
+
+	tp_thread_name("ts-accept");
+	for (;;) {
+		struct sockaddr_storage a;
+		socklen_t alen = sizeof(a);
+		int fd;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		while ((fd = accept(srv->lfd, (struct sockaddr *)&a, &alen)) >= 0) {
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+			/* it closes fd when it cannot take it (its connection limits) */
+			MHD_add_connection(srv->daemon, fd, (const struct sockaddr *)&a, alen);
+			alen = sizeof(a);
+		}
+		/* out of descriptors or memory: the next try after a pause, not at once */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			poll(NULL, 0, 10);
+	}
+	return NULL;
+}
+
 int server_start(const struct server_config *cfg, struct server **out, struct tp_errbuf *err)
 {
 	struct server *srv = tp_calloc(1, sizeof(*srv));
 	struct sockaddr_storage ss;
-	const union MHD_DaemonInfo *info;
 	/*
 	 * poll, not epoll: with libmicrohttpd 0.9.75's epoll mode, a client that
 	 * closed while its thread was busy in our callback (a slow ingest) went
 	 * unnoticed until the idle timeout, keeping its half upload (found by
 	 * the e2e test under ASan). poll sees it at once.
 	 */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+			 MHD_USE_NO_LISTEN_SOCKET;
 	socklen_t sslen = 0;
 	int rc, v6 = 0, lfd = -1;
 
 	if (!srv)
 		return tp_fail(err, TP_ERR_NOMEM, NULL, "out of memory");
 	srv->cfg = *cfg;
+	srv->lfd = srv->accept_stop[0] = srv->accept_stop[1] = -1;
 	if (!srv->cfg.max_uploads)
 		srv->cfg.max_uploads = cfg->threads > 1 ? cfg->threads / 2 : 1;
 	if (!srv->cfg.max_client_uploads)
@@ -1232,7 +1278,6 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 	 */
 	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv,
 				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				       MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
 				       MHD_OPTION_THREAD_POOL_SIZE, cfg->threads ? cfg->threads : 16u,
 				       MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
 				       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
@@ -1246,14 +1291,26 @@ int server_start(const struct server_config *cfg, struct server **out, struct tp
 		rc = tp_fail(err, TP_ERR_IO, "config", "cannot serve on %s", cfg->listen);
 		goto fail;
 	}
-	lfd = -1;	/* the daemon's now */
+	srv->lfd = lfd;
+	lfd = -1;	/* srv's now */
+	if (pipe(srv->accept_stop) || fcntl(srv->accept_stop[0], F_SETFD, FD_CLOEXEC) ||
+	    fcntl(srv->accept_stop[1], F_SETFD, FD_CLOEXEC) || pthread_create(&srv->acceptor, NULL, acceptor_main, srv)) {
+		rc = tp_fail(err, TP_ERR_NOMEM, NULL, "cannot start the accepting thread");
+		goto fail;
+	}
+	srv->acceptor_on = 1;
 	if (cfg->conn_timeout_s && pthread_create(&srv->watchdog, NULL, watchdog_main, srv) == 0) {
 		pthread_mutex_lock(&srv->mu);	/* trim_after reads it */
 		srv->watchdog_on = 1;
 		pthread_mutex_unlock(&srv->mu);
 	}
-	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	srv->port = info ? info->port : 0;
+	{
+		struct sockaddr_storage bound;
+		socklen_t blen = sizeof(bound);
+		if (!getsockname(srv->lfd, (struct sockaddr *)&bound, &blen))
+			srv->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+								      : ((struct sockaddr_in *)&bound)->sin_port);
+	}
 	*out = srv;
 	return TP_OK;
 fail:
@@ -1277,7 +1334,11 @@ void server_stop(struct server *srv)
 		return;
 	if (srv->daemon) {
 		/* stop accepting, then let requests in flight finish */
-		MHD_socket ls = MHD_quiesce_daemon(srv->daemon);
+		if (srv->acceptor_on) {
+			ssize_t w = write(srv->accept_stop[1], "", 1);
+			(void)w;
+			pthread_join(srv->acceptor, NULL);
+		}
 		clock_gettime(CLOCK_REALTIME, &deadline);
 		deadline.tv_sec += srv->cfg.grace_s;
 		pthread_mutex_lock(&srv->mu);
@@ -1298,10 +1359,12 @@ void server_stop(struct server *srv)
 			pthread_mutex_unlock(&srv->cw_mu);
 			pthread_join(srv->watchdog, NULL);
 		}
-		/* ours to close once quiesced, but only after MHD's threads are gone */
-		if (ls != MHD_INVALID_SOCKET)
-			close(ls);
 	}
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	for (i = 0; i < 2; i++)
+		if (srv->accept_stop[i] >= 0)
+			close(srv->accept_stop[i]);
 	linger_free(srv->linger);	/* after MHD's threads, which add to it */
 	/* the derivations reads started in the background use the store too */
 	if (srv->cfg.derive && srv->cfg.derive->drain)

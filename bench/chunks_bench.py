@@ -29,8 +29,13 @@ folder and shipped by that trainscope-collect, `watch --once` (which gzips
 each on the way, two in flight) and `upload FILE...` (two in flight since
 2026-11-27), each as another run.
 
+With --pairs N, only the whole file against the chunks, each timed to the answer of its first
+/steps read, on a fresh server per pair in alternating order, with each order's median ratio and
+their geometric mean: the side that goes first is the slower, whether or not the server took a
+chunk of another run first (the second reuses the memory the first freed).
+
 Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--order file|time] [--poll-s 1] [--gzip]
-                             [--server build/trainscope-server]
+                             [--pairs N] [--server build/trainscope-server]
                              [--collector build/trainscope-collect]...
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.

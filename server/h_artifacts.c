@@ -216,7 +216,7 @@ int h_artifact_upload_end(struct request *req)
 	req->state = NULL;
 	ingest_end(ig, &res);
 	/* the next uploads of the rank are checked against its fingerprints once this one is answered
-	 * (pipeline/overlap.h): 0.7-1.6 ms a 2 MiB chunk that the client need not wait for */
+	 * (pipeline/overlap.h): 0.1-0.7 ms a 2 MiB chunk (4-10 when it makes a segment), not waited for */
 	if (res.keep) {
 		req->after = keep_prints;
 		req->after_arg = res.keep;

@@ -1204,8 +1204,10 @@ static void *acceptor_main(void *arg)
 		socklen_t alen = sizeof(a);
 		int fd;
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, 2, -1) < 0 && errno != EINTR) {
+			tp_warn("no longer accepting connections: poll: %s", strerror(errno));
 			break;
+		}
 		if (p[1].revents)
 			break;
 		while ((fd = accept(srv->lfd, (struct sockaddr *)&a, &alen)) >= 0) {

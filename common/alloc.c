@@ -6,8 +6,11 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "alloc.h"
 
@@ -46,6 +49,22 @@ void *tp_realloc(void *p, size_t n)
 void tp_free(void *p)
 {
 	free(p);
+}
+
+void tp_prefault(void *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+	long n = sysconf(_SC_PAGESIZE);	/* from the auxiliary vector: no system call */
+	uintptr_t page = n > 0 ? (uintptr_t)n : 4096, a, b;
+
+	a = ((uintptr_t)p + page - 1) & ~(page - 1);
+	b = ((uintptr_t)p + len) & ~(page - 1);
+	if (p && b > a)
+		(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)len;
+#endif
 }
 
 int tp_grow(void **p, size_t *cap, size_t need, size_t size)

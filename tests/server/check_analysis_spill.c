@@ -832,6 +832,33 @@ START_TEST(test_parts_model_made_again)
 }
 END_TEST
 
+/* runs_fork() faults its copy's pages in first (tp_prefault): the bytes already there stay */
+START_TEST(test_prefault_keeps_bytes)
+{
+	size_t n = (3u << 20) + 123;
+	unsigned char *b = malloc(n);
+
+	ck_assert_ptr_nonnull(b);
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 2654435761u >> 13);
+	tp_prefault(b, n);
+	tp_prefault(b + 77, n - 77 - 4099);	/* neither end on a page */
+	tp_prefault(b + 5, 100);		/* inside one page: nothing */
+	tp_prefault(NULL, 0);
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)(i * 2654435761u >> 13))
+			ck_abort_msg("byte %zu changed", i);
+	/* and pages never written before are there to write */
+	unsigned char *c = malloc(n);
+	ck_assert_ptr_nonnull(c);
+	tp_prefault(c, n);
+	memset(c, 0xa5, n);
+	ck_assert_int_eq(c[n - 1], 0xa5);
+	free(c);
+	free(b);
+}
+END_TEST
+
 /* the test case TC, tagged slow, in S */
 static TCase *add_case(Suite *s, TCase *tc)
 {
@@ -855,6 +882,7 @@ Suite *suite_analysis_spill(void)
 	tcase_add_test(tc, test_model_bytes);
 	tcase_add_test(tc, test_marks_go_on);
 	tcase_add_test(tc, test_spill_failure);
+	tcase_add_test(tc, test_prefault_keeps_bytes);
 	tcase_add_loop_test(add_case(s, tcase_create("spilled_runs")), test_spilled_runs_answer_alike, 0, nfiles);
 	tcase_add_loop_test(add_case(s, tcase_create("forks")), test_forks_answer_alike, 0, nfiles);
 	tcase_add_loop_test(add_case(s, tcase_create("peaks")), test_peak_kept_as_walked, 0, nfiles);

@@ -262,9 +262,12 @@ static int compress_raw(struct ingest *ig, const uint8_t *data, size_t len, int 
 	size_t bound, n;
 	int rc;
 
+	/* both kept with the pooled buffers (bufset): made by an upload's first raw piece */
+	if (!ig->zout && !(ig->zout = tp_malloc(RAW_BLOCK)))
+		return tp_fail(&ig->c_err, TP_ERR_NOMEM, NULL, "out of memory");
 	if (!ig->zc) {
 		ZSTD_customMem mem = { zc_malloc, zc_free, NULL };
-		if (!(ig->zout = tp_malloc(RAW_BLOCK)) || !(ig->zc = ZSTD_createCCtx_advanced(mem)))
+		if (!(ig->zc = ZSTD_createCCtx_advanced(mem)))
 			return tp_fail(&ig->c_err, TP_ERR_NOMEM, NULL, "out of memory");
 	}
 	bound = len ? ZSTD_compressBound(len) : 0;
@@ -711,15 +714,18 @@ static void finish_threads(struct ingest *ig, int ok)
  * The buffers of finished uploads, kept for the next ones: fresh ones cost a
  * page fault per page touched, and returning them costs a madvise, which
  * made up a quarter of the HTTP thread's time in a run of 1 MiB chunks.
- * One set is kept (22 MiB once a large upload has touched it all): a
- * collector sends one chunk at a time, and idle memory is what a team
- * server's host notices.
+ * One set is kept (22 MiB once a large upload has touched it all, and
+ * 1.6 MiB more for the raw copy's compressor and its output): a collector
+ * sends one chunk at a time, and idle memory is what a team server's host
+ * notices.
  */
 #define POOL 1
 #define BIG_UPLOAD (128ull << 20)	/* inflated bytes: its buffers are freed before its analysis finishes */
 struct bufset {
 	uint8_t *raw[NRAW], *inf[NINF];
 	struct tp_event *ev[NBATCH], *mev[NBATCH];
+	ZSTD_CCtx *zc;		/* the raw copy's compressor and its output (compress_raw): NULL */
+	uint8_t *zout;		/* until an upload compressed */
 };
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct bufset pool[POOL];
@@ -737,6 +743,8 @@ static void bufset_free(struct bufset *b)
 		tp_free(b->ev[i]);
 		tp_free(b->mev[i]);
 	}
+	ZSTD_freeCCtx(b->zc);
+	tp_free(b->zout);
 }
 
 /* Take a pooled set, or allocate one; 0 or -1 (out of memory, nothing held). */
@@ -781,6 +789,10 @@ static void buffers_put(struct ingest *ig, int keep)
 		b.ev[i] = ig->batches[i].ev;
 		b.mev[i] = ig->batches[i].mev;
 	}
+	b.zc = ig->zc;
+	b.zout = ig->zout;
+	ig->zc = NULL;
+	ig->zout = NULL;
 	ig->raw[0].data = NULL;
 	pthread_mutex_lock(&pool_mu);
 	if (keep && npool < POOL) {
@@ -808,9 +820,9 @@ static void ingest_free(struct ingest *ig)
 	if (ig->ps)
 		ig->fmt->free(ig->ps);
 	tp_free(ig->u8);
-	ZSTD_freeCCtx(ig->zc);
-	tp_free(ig->zout);
 	buffers_put(ig, 1);
+	ZSTD_freeCCtx(ig->zc);	/* when they had no buffers to go with (NULL: they went) */
+	tp_free(ig->zout);
 	for (i = 0; i < NBATCH; i++)
 		tp_free(ig->batches[i].str);
 	analysis_free(ig->an);
@@ -846,6 +858,8 @@ static int alloc_buffers(struct ingest *ig)
 			chan_send(&ig->batch_free, IT_EVENTS, &ig->batches[i]);
 	}
 	ig->cur = &ig->batches[0];
+	ig->zc = b.zc;
+	ig->zout = b.zout;
 	return 0;
 }
 

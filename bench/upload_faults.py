@@ -20,8 +20,9 @@ from read_faults import perf_stat, trace_text  # noqa: E402
 def main():
     servers = sys.argv[1:]
     text = trace_text()
-    bodies = [text.encode()] if os.environ.get("WHOLE") else cb.chunk_bodies(text, int(2.02 * 1048576))
-    warm = cb.chunk_bodies(text, int(2.02 * 1048576))[-1]
+    chunks = cb.chunk_bodies(text, int(2.02 * 1048576))
+    bodies = [text.encode()] if os.environ.get("WHOLE") else chunks
+    warm = chunks[-1]
     res = {s: [] for s in servers}
     for rep in range(int(os.environ.get("REPS", "8"))):
         for s in (servers if rep % 2 == 0 else servers[::-1]):

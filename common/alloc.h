@@ -28,7 +28,7 @@ int tp_grow(void **p, size_t *cap, size_t need, size_t size);
  * Fault in at once the pages wholly inside [p, p + len), about to be written
  * (MADV_POPULATE_WRITE: Linux 5.14 and later; elsewhere, or when it fails,
  * nothing, and the writes fault them in one by one). On the 2-core VM of
- * bench/results/chunk_split-20261130.txt a page faulted by its first write
+ * bench/results/fork_prefault-20261130.txt a page faulted by its first write
  * costs about 11 µs.
  */
 void tp_prefault(void *p, size_t len);

@@ -27,11 +27,9 @@ Usage: bench/chunk_split.py [--rounds 5] [--size-mb 51] [--chunk-mb 2.02] SERVER
 Writes its report to stdout; bench/results/chunk_split-DATE.txt keeps runs. Stdlib only.
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -81,14 +79,7 @@ def main():
     ap.add_argument("--chunk-mb", type=float, default=2.02)
     args = ap.parse_args()
 
-    work = tempfile.mkdtemp(prefix="chunk-split-trace-")
-    try:
-        made = json.loads(subprocess.check_output(
-            [sys.executable, os.path.join(HERE, "make_big_trace.py"), "--size-mb", str(args.size_mb), "--out", work]))
-        with open(made["json"]) as f:
-            text = f.read()
-    finally:
-        shutil.rmtree(work)
+    text = cb.make_trace(args.size_mb)
     whole = text.encode()
     bodies = cb.chunk_bodies(text, int(args.chunk_mb * 1048576))
     print(f"{args.server}: {len(whole) / 1048576:.1f} MiB, {len(bodies)} chunks, {args.rounds} rounds")

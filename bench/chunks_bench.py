@@ -98,6 +98,18 @@ def chunk_bodies(text, chunk_bytes):
     return [(head + ",".join(c) + tail).encode() for c in chunks]
 
 
+def make_trace(size_mb):
+    """bench/make_big_trace.py's trace of size_mb MiB (copies of the V100 fixture), as text."""
+    work = tempfile.mkdtemp(prefix="chunks-bench-trace-")
+    try:
+        made = json.loads(subprocess.check_output(
+            [sys.executable, os.path.join(HERE, "make_big_trace.py"), "--size-mb", str(size_mb), "--out", work]))
+        with open(made["json"]) as f:
+            return f.read()
+    finally:
+        shutil.rmtree(work)
+
+
 def start_server(server, work, extra=(), quiet=False):
     """A fresh server on a free port with its database in work: (process, base URL), once it answers.
     quiet: its output (the "listening" line, warnings) is dropped rather than let through."""

@@ -260,12 +260,17 @@ static void grown_free(struct grown *g)
  * alone is not kept, and replays whole each time, as all did before). One
  * not derived for GROWN_IDLE_S goes at the next derivation of any: a run
  * that stopped growing stops holding files (a server that derives nothing
- * keeps them until it does, or stops).
+ * keeps them until it does, or stops). A rank growing ahead (grow_rank)
+ * takes a free slot, else that of the least recently used rank once it has
+ * gone GROWN_YIELD_S unused: without that, the four ranks of runs read in the
+ * last ten minutes kept a new run from growing ahead, and its first read
+ * replayed every chunk (20 chunks of the V100 fixture: 94-123 ms, not 40-54).
  */
 #define MAX_GROWN 4
 #define GROWN_HOLD (1u << 20)
 #define GROWN_BYTES (2ULL << 30)
 #define GROWN_IDLE_S 600
+#define GROWN_YIELD_S 10
 struct grown_set {
 	pthread_mutex_t mu;
 	struct grown *g[MAX_GROWN];
@@ -273,6 +278,7 @@ struct grown_set {
 	uint64_t epoch;		/* runrank_forget()s so far */
 	uint64_t bytes;		/* at most, in all (--derive-keep, runrank_set_kept_bytes()) */
 	double idle_s;		/* runrank_set_kept_idle() */
+	double yield_s;		/* runrank_set_kept_yield() */
 };
 
 /* The runs being derived now (claim()): two reads of one run derive it once, the second waits. */
@@ -314,6 +320,7 @@ struct deriver *runrank_new(const struct deriver_opts *o, struct kick_set *ks)
 		deriver_opts_default(&dv->o);
 	dv->grown.bytes = dv->o.kept_bytes;
 	dv->grown.idle_s = dv->o.kept_idle_s;
+	dv->grown.yield_s = GROWN_YIELD_S;
 	pthread_mutex_init(&dv->grown.mu, NULL);
 	pthread_mutex_init(&dv->settling.mu, NULL);
 	pthread_cond_init(&dv->settling.done, NULL);
@@ -352,6 +359,13 @@ void runrank_set_kept_idle(struct deriver *dv, double seconds)
 {
 	pthread_mutex_lock(&dv->grown.mu);
 	dv->grown.idle_s = seconds;
+	pthread_mutex_unlock(&dv->grown.mu);
+}
+
+void runrank_set_kept_yield(struct deriver *dv, double seconds)
+{
+	pthread_mutex_lock(&dv->grown.mu);
+	dv->grown.yield_s = seconds;
 	pthread_mutex_unlock(&dv->grown.mu);
 }
 
@@ -414,14 +428,18 @@ static struct grown *grown_take(struct deriver *dv, uint64_t store, const char *
 	return g;
 }
 
-/* Whether (run, rank) has an analysis kept, or one more could be kept without dropping another's. */
+/*
+ * Whether (run, rank) has an analysis kept, or one more could be kept without dropping another's
+ * but one unused for dv->grown.yield_s (grown_give() drops the least recently used first).
+ */
 static int grown_room(struct deriver *dv, uint64_t store, const char *run, int rank)
 {
 	int room = 0;
 
 	pthread_mutex_lock(&dv->grown.mu);
 	for (int i = 0; i < MAX_GROWN && !room; i++)
-		room = !dv->grown.g[i] || grown_is(dv->grown.g[i], store, run, rank);
+		room = !dv->grown.g[i] || grown_is(dv->grown.g[i], store, run, rank) ||
+		       runrank_since(&dv->grown.g[i]->at) >= dv->grown.yield_s;
 	pthread_mutex_unlock(&dv->grown.mu);
 	return room;
 }
@@ -1248,9 +1266,10 @@ int runrank_settle(struct deriver *dv, struct store *st, const char *run, struct
  * one as they land, on the core their uploads leave idle, and the read that
  * derives the rank has only them to finish: 20 chunks of the V100 fixture
  * spent 33-35 ms of that read's 81-94 ms replaying them. Left to its read:
- * a rank with no analysis kept and no free slot for one (growing it would
- * drop another rank's; the kept bytes' bound, --derive-keep, still drops
- * the oldest as after a derivation); one with none kept past its first two
+ * a rank with no analysis kept and no slot for one (a free one, or one
+ * unused for GROWN_YIELD_S: growing would drop another rank's that may be
+ * read soon; the kept bytes' bound, --derive-keep, still drops the oldest
+ * as after a derivation); one with none kept past its first two
  * traces (dropped, too large to keep, --derive-keep 0), which would be
  * replayed whole at each upload; and a failure: the read replays what is
  * missing.

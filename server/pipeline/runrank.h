@@ -100,10 +100,12 @@ int runrank_kick(struct deriver *dv, struct store *st, const char *run);
 int runrank_uploaded(struct deriver *dv, struct store *st, const char *run, int rank);
 /* Wait for st's background derivations to end, and drop what is kept of its ranks (before store_close). */
 void runrank_drain(struct deriver *dv, struct store *st);
-/* Tests: what the ranks kept may take in all (deriver_opts.kept_bytes), and for how long one not derived
- * stays (kept_idle_s), from now on. */
+/* Tests: what the ranks kept may take in all (deriver_opts.kept_bytes), for how long one not derived
+ * stays (kept_idle_s), and after how long unused one gives its place to a rank growing ahead
+ * (runrank.c: GROWN_YIELD_S), from now on. */
 void runrank_set_kept_bytes(struct deriver *dv, uint64_t n);
 void runrank_set_kept_idle(struct deriver *dv, double seconds);
+void runrank_set_kept_yield(struct deriver *dv, double seconds);
 /* Drop what is kept of run's ranks (every run's when NULL) between derivations, and the fingerprints
  * runrank_overlaps holds of them: after a removal. */
 void runrank_forget(struct deriver *dv, struct store *st, const char *run);

@@ -12,6 +12,7 @@
 #include "pipeline/ingest.h"
 #include "pipeline/overlap.h"
 #include "pipeline/runrank.h"
+#include "pipeline/runrank_int.h"
 #include "ingest/trace.h"
 #include "reads.h"
 #include "store/store.h"
@@ -700,6 +701,42 @@ START_TEST(test_kept_ranks)
 END_TEST
 
 /*
+ * A rank growing ahead (runrank_grow) takes the place of the least recently
+ * used of the four kept once that one has gone unused for the yield time
+ * (runrank.c: GROWN_YIELD_S); until then its chunks are left to its read.
+ */
+START_TEST(test_grow_takes_idle_place)
+{
+	struct ingest_result res;
+	char run[16], body[512];
+	int r, rank = 0;
+	long before;
+
+	for (r = 0; r < 4; r++) {
+		snprintf(run, sizeof(run), "r%d", r);
+		ck_assert_int_eq(chunk_then_read(run, 1), 0);
+		ck_assert_int_eq(chunk_then_read(run, 2), 2);	/* kept from now on */
+	}
+	for (int k = 1; k <= 2; k++) {	/* a new run's two chunks, not read */
+		chunk_body(body, sizeof(body), k);
+		ingest("n", 0, body, strlen(body), &res);
+		ck_assert_int_eq(res.rc, 0);
+	}
+	before = replayed();
+	runrank_grow(dv, st, "n", &rank, 1);	/* the four were just used: no place */
+	ck_assert_int_eq(replayed(), before);
+	runrank_set_kept_yield(dv, 0);
+	runrank_grow(dv, st, "n", &rank, 1);	/* it takes r0's */
+	ck_assert_int_eq(replayed(), before + 2);
+	ck_assert_int_eq(read_replays("n", 2), 0);
+	runrank_set_kept_yield(dv, 600);
+	ck_assert_int_eq(chunk_then_read("r1", 3), 1);
+	ck_assert_int_eq(chunk_then_read("r0", 3), 3);	/* put out by n */
+	runrank_drain(dv, st);
+}
+END_TEST
+
+/*
  * A chunk still uploading when a later one is ready and read: the read
  * answers without it, and the rank's analysis kept stops before the later
  * one (which only that read's copy took), so that once the first is ready
@@ -881,6 +918,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_other_kinds);
 	tcase_add_test(tc, test_empty_body);
 	tcase_add_test(tc, test_kept_ranks);
+	tcase_add_test(tc, test_grow_takes_idle_place);
 	tcase_add_test(tc, test_inflight_chunk);
 	tcase_add_test(tc, test_overlap_prints_as_stored);
 	tcase_add_test(tc, test_overlap_prints_kept_after);

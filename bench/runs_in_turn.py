@@ -10,10 +10,13 @@ its first read only the analysis' passes; one that is not left its read every ch
 So from the fifth run on, a read costs what growing ahead gets its rank: with the four places
 full, a new run grows ahead only once one of them has gone unused for 10 s (GROWN_YIELD_S).
 
-Prints, per server and run, the uploads' and the read's wall ms; then each server's median over
-the runs from the fifth on. Servers alternate by sitting (--sittings). Stdlib only.
+Prints, per server and run, the uploads' and the read's wall ms; then each server's medians over
+the runs from the fifth on (--from). Servers alternate by sitting (--sittings). --server-arg
+passes an option to the servers: `--runs 1 --from 1 --sittings 6 --server-arg=--derive-keep
+--server-arg=0` times reads that replay all 20 chunks. Stdlib only.
 
-Usage: bench/runs_in_turn.py [--runs 6] [--gap 11] [--sittings 2] SERVER [SERVER...]
+Usage: bench/runs_in_turn.py [--runs 6] [--gap 11] [--sittings 2] [--from 5] [--server-arg ARG]...
+                             SERVER [SERVER...]
 """
 import argparse
 import os
@@ -28,10 +31,10 @@ sys.path.insert(0, HERE)
 import chunks_bench as cb  # noqa: E402
 
 
-def sitting(server, bodies, runs, gap):
+def sitting(server, bodies, runs, gap, extra):
     """[(uploads ms, read ms)] of each run, on a fresh server of its own."""
     work = tempfile.mkdtemp(prefix="runs-in-turn-")
-    srv, base = cb.start_server(server, work, quiet=True)
+    srv, base = cb.start_server(server, work, extra=extra, quiet=True)
     out = []
     try:
         for r in range(runs):
@@ -56,6 +59,8 @@ def main():
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--gap", type=float, default=11.0)
     ap.add_argument("--sittings", type=int, default=2)
+    ap.add_argument("--from", dest="first", type=int, default=5, help="the medians' first run")
+    ap.add_argument("--server-arg", action="append", default=[])
     ap.add_argument("--size-mb", type=float, default=51)
     ap.add_argument("--chunk-mb", type=float, default=2.02)
     args = ap.parse_args()
@@ -66,12 +71,12 @@ def main():
     for k in range(args.sittings):
         order = args.servers if k % 2 == 0 else list(reversed(args.servers))
         for s in order:
-            res = sitting(s, bodies, args.runs, args.gap)
+            res = sitting(s, bodies, args.runs, args.gap, args.server_arg)
             print(f"sitting {k + 1} {s}: " + "  ".join(f"{u:.0f}+{r:.0f}" for u, r in res), flush=True)
-            later[s] += res[4:]
+            later[s] += res[args.first - 1:]
     for s, res in later.items():
         if res:
-            print(f"{s}: runs 5 on, median uploads {statistics.median(u for u, _ in res):.0f} ms, "
+            print(f"{s}: runs {args.first} on, median uploads {statistics.median(u for u, _ in res):.0f} ms, "
                   f"read {statistics.median(r for _, r in res):.0f} ms ({len(res)} runs)")
 
 

@@ -262,11 +262,11 @@ static void grown_free(struct grown *g)
  * that stopped growing stops holding files (a server that derives nothing
  * keeps them until it does, or stops). A rank growing ahead (grow_rank)
  * takes a free slot, else that of the least recently used rank once it has
- * gone GROWN_YIELD_S unused: without that, the four ranks of runs read in the
+ * gone GROWN_YIELD_S unused: without that, the ranks of runs read in the
  * last ten minutes kept a new run from growing ahead, and its first read
  * replayed every chunk (20 chunks of the V100 fixture: 94-123 ms, not 40-54).
  */
-#define MAX_GROWN 4
+#define MAX_GROWN RUNRANK_KEPT_RANKS
 #define GROWN_HOLD (1u << 20)
 #define GROWN_BYTES (2ULL << 30)
 #define GROWN_IDLE_S 600

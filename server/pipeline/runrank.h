@@ -58,6 +58,13 @@ struct deriver_opts {
 };
 #define RUNRANK_PACE 3
 #define RUNRANK_QUIET 2
+/*
+ * The ranks whose analyses are kept between derivations (and grown ahead), at most: an 8-GPU
+ * job's ranks and more. With 4, eight ranks of 20 chunks each took 601-805 ms to their first
+ * /ranks, half of them replayed whole; with 16, 302-446 ms, and 18 MiB more memory at peak
+ * (bench/ranks_grow.py).
+ */
+#define RUNRANK_KEPT_RANKS 16
 #define RUNRANK_SPLIT (16u << 20)
 /* The defaults: RUNRANK_PACE, RUNRANK_QUIET, parts on, RUNRANK_SPLIT, 2 GiB kept for 10 minutes. */
 void deriver_opts_default(struct deriver_opts *o);

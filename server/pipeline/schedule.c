@@ -46,7 +46,7 @@
 /* Background derivations (kick()), and the pace of each run's (see above). */
 #define MAX_KICKED 64
 #define MAX_PACED 64		/* runs remembered (by hash: two sharing a slot share a pace) */
-#define GROW_RANKS 4		/* ranks grown ahead at once: runrank.c keeps the analyses of 4 */
+#define GROW_RANKS RUNRANK_KEPT_RANKS	/* ranks grown ahead at once: those runrank.c keeps */
 struct kick_set {
 	pthread_mutex_t mu;
 	pthread_cond_t idle, wake;

@@ -668,42 +668,44 @@ static long chunk_then_read(const char *run, int k)
 }
 
 /*
- * Four ranks are kept, the most recently derived: a fifth puts out the
- * oldest, whose next derivation replays every chunk. Past the bytes they
- * may take, none is kept; one not derived for the idle time is dropped.
+ * RUNRANK_KEPT_RANKS ranks are kept, the most recently derived: one more puts
+ * out the oldest, whose next derivation replays every chunk. Past the bytes
+ * they may take, none is kept; one not derived for the idle time is dropped.
  */
 START_TEST(test_kept_ranks)
 {
-	char run[16];
+	char run[16], last[16];
 	int r;
 
-	for (r = 0; r < 5; r++) {
+	for (r = 0; r <= RUNRANK_KEPT_RANKS; r++) {
 		snprintf(run, sizeof(run), "r%d", r);
 		ck_assert_int_eq(chunk_then_read(run, 1), 0);	/* analysed as it came */
 		ck_assert_int_eq(chunk_then_read(run, 2), 2);
 	}
-	ck_assert_int_eq(chunk_then_read("r4", 3), 1);
+	snprintf(last, sizeof(last), "r%d", RUNRANK_KEPT_RANKS);
+	ck_assert_int_eq(chunk_then_read(last, 3), 1);
 	ck_assert_int_eq(chunk_then_read("r1", 3), 1);
-	ck_assert_int_eq(chunk_then_read("r0", 3), 3);	/* put out by r4 */
+	ck_assert_int_eq(chunk_then_read("r0", 3), 3);	/* put out by the last */
 	runrank_set_kept_bytes(dv, 1);
-	ck_assert_int_eq(chunk_then_read("r4", 4), 1);	/* kept from before; not kept after */
-	ck_assert_int_eq(chunk_then_read("r4", 5), 5);
+	ck_assert_int_eq(chunk_then_read(last, 4), 1);	/* kept from before; not kept after */
+	ck_assert_int_eq(chunk_then_read(last, 5), 5);
 	runrank_set_kept_bytes(dv, 2ULL << 30);
-	ck_assert_int_eq(chunk_then_read("r4", 6), 6);
-	ck_assert_int_eq(chunk_then_read("r4", 7), 1);
+	ck_assert_int_eq(chunk_then_read(last, 6), 6);
+	ck_assert_int_eq(chunk_then_read(last, 7), 1);
 	/* one not derived for the idle time goes at the next derivation */
 	runrank_set_kept_idle(dv, 0);
-	ck_assert_int_eq(chunk_then_read("r4", 8), 8);
+	ck_assert_int_eq(chunk_then_read(last, 8), 8);
 	runrank_set_kept_idle(dv, 600);
-	ck_assert_int_eq(chunk_then_read("r4", 9), 1);
+	ck_assert_int_eq(chunk_then_read(last, 9), 1);
 	runrank_drain(dv, st);
 }
 END_TEST
 
 /*
  * A rank growing ahead (runrank_grow) takes the place of the least recently
- * used of the four kept once that one has gone unused for the yield time
- * (runrank.c: GROWN_YIELD_S); until then its chunks are left to its read.
+ * used of those kept (RUNRANK_KEPT_RANKS) once that one has gone unused for
+ * the yield time (runrank.c: GROWN_YIELD_S); until then its chunks are left
+ * to its read.
  */
 START_TEST(test_grow_takes_idle_place)
 {
@@ -712,7 +714,7 @@ START_TEST(test_grow_takes_idle_place)
 	int r, rank = 0;
 	long before;
 
-	for (r = 0; r < 4; r++) {
+	for (r = 0; r < RUNRANK_KEPT_RANKS; r++) {
 		snprintf(run, sizeof(run), "r%d", r);
 		ck_assert_int_eq(chunk_then_read(run, 1), 0);
 		ck_assert_int_eq(chunk_then_read(run, 2), 2);	/* kept from now on */
@@ -723,7 +725,7 @@ START_TEST(test_grow_takes_idle_place)
 		ck_assert_int_eq(res.rc, 0);
 	}
 	before = replayed();
-	runrank_grow(dv, st, "n", &rank, 1);	/* the four were just used: no place */
+	runrank_grow(dv, st, "n", &rank, 1);	/* all were just used: no place */
 	ck_assert_int_eq(replayed(), before);
 	runrank_set_kept_yield(dv, 0);
 	runrank_grow(dv, st, "n", &rank, 1);	/* it takes r0's */

@@ -127,7 +127,11 @@ int main(int argc, char **argv)
 	printf("%zu events in %zu blocks\n", b.n, nblk);
 	/* each block decodes to events that encode back to its bytes */
 	struct tp_event *all = malloc(BLOCK * sizeof(*all));
-	for (size_t i = 0; all && i < nblk; i++) {
+	if (!all) {
+		fprintf(stderr, "evpack_bench: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < nblk; i++) {
 		size_t k = i + 1 < nblk ? BLOCK : b.n - i * BLOCK;
 		int64_t lo, hi;
 		if (evpack_decode(blk[i], len[i], k, all) || evpack_encode(again, all, k, &lo, &hi) != len[i] ||

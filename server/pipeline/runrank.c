@@ -264,7 +264,8 @@ static void grown_free(struct grown *g)
  * takes a free slot, else that of the least recently used rank once it has
  * gone GROWN_YIELD_S unused: without that, the ranks of runs read in the
  * last ten minutes kept a new run from growing ahead, and its first read
- * replayed every chunk (20 chunks of the V100 fixture: 94-123 ms, not 40-54).
+ * replayed every chunk (20 chunks of the V100 fixture: 114 ms, not 47;
+ * bench/runs_in_turn.py).
  */
 #define MAX_GROWN RUNRANK_KEPT_RANKS
 #define GROWN_HOLD (1u << 20)

@@ -253,9 +253,10 @@ static void zc_free(void *opaque, void *p) { (void)opaque; tp_free(p); }
  * at level 1: on the V100 fixture 960 MB/s and 16.8x against libdeflate's
  * gzip at level 1, 441 MB/s and 12.2x, which this replaced (the writer,
  * which bounds a plain upload, spent 57 % of its time in it). Frames are
- * gathered in zout and stored as a row once another might not fit, so rows
- * stay under RAW_BLOCK. The rows, one after another, are one zstd stream
- * (raw_encoding "zstd-frames"). last: store what zout holds.
+ * gathered in zout and stored with the next batch of events (write_events),
+ * or as a row of their own once another might not fit, so rows stay under
+ * RAW_BLOCK. The rows, one after another, are one zstd stream (raw_encoding
+ * "zstd-frames"). last: store what zout holds.
  */
 static int compress_raw(struct ingest *ig, const uint8_t *data, size_t len, int last)
 {
@@ -289,6 +290,12 @@ static int compress_raw(struct ingest *ig, const uint8_t *data, size_t len, int 
 	return TP_OK;
 }
 
+/*
+ * A batch of events, and the raw copy's frames compressed since the last one, in one
+ * transaction. Stored alone at the end, a 2 MiB chunk's frames were a commit more after the
+ * parser's last batch: the writer ended 1.2-1.7 ms after the parser, now 0.5-0.6 ms (medians
+ * of 20 chunks in each of four sittings; the answer waits for the writer).
+ */
 static int write_events(struct ingest *ig, const struct batch *b)
 {
 	struct store_batch sb = {
@@ -296,10 +303,18 @@ static int write_events(struct ingest *ig, const struct batch *b)
 		.mev = b->mev, .nmev = b->nmev, .mev_first = b->mev_first,
 		.str = b->str, .nstr = b->nstr,
 	};
+	int rc;
 
 	if (!sb.nev && !sb.nmev && !sb.nstr)
 		return TP_OK;
-	return store_write_batch(ig->w, ig->artifact, &sb, &ig->c_err);
+	if (ig->compressing && ig->nzout) {
+		sb.raw = ig->zout;
+		sb.nraw = ig->nzout;
+		sb.raw_seq = ig->raw_seq++;
+	}
+	if (!(rc = store_write_batch(ig->w, ig->artifact, &sb, &ig->c_err)))
+		ig->nzout = 0;
+	return rc;
 }
 
 static void *writer_main(void *arg)

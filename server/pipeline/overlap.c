@@ -105,14 +105,15 @@ static void names_h_reset(struct names_h *m, overlap_str_fn str, void *payload)
 		memset(m->h, 0, m->n * sizeof(*m->h));
 }
 
-static uint64_t mix_id(uint64_t h, uint64_t id, struct names_h *m)
+/* A string id's hash: of its text, hashed once per artifact; of the id when absent or known. */
+static uint64_t str_h(uint64_t id, struct names_h *m)
 {
 	uint64_t x;
 
 	if (!id || id < TRACE_S_KNOWN_END || id > UINT32_MAX)
-		return mix(mix(h, 1), id);
+		return mix(1, id);
 	if (id < m->n && m->h[id])
-		return mix(h, m->h[id]);
+		return m->h[id];
 	x = mix_text(2, m->str(m->payload, (uint32_t)id));
 	x = x ? x : 1;
 	if (id >= m->n) {
@@ -121,13 +122,13 @@ static uint64_t mix_id(uint64_t h, uint64_t id, struct names_h *m)
 		while (n <= id)
 			n *= 2;
 		if (!(nh = tp_realloc(m->h, n * sizeof(*nh))))
-			return mix(h, x);	/* not kept: hashed again next time */
+			return x;	/* not kept: hashed again next time */
 		memset(nh + m->n, 0, (n - m->n) * sizeof(*nh));
 		m->h = nh;
 		m->n = n;
 	}
 	m->h[id] = x;
-	return mix(h, x);
+	return x;
 }
 
 static uint64_t bits(double d)
@@ -138,36 +139,51 @@ static uint64_t bits(double d)
 	return u;
 }
 
+/* The collectives' fields that hold string ids: fp_rest hashes their text, not the id. */
+#define STRING_INTS ((uint32_t)(TH_COLL | TH_PG | TH_DTYPE))
+
 /*
  * Everything the store keeps of an event but its ts; its strings by their text. Only the fields
  * its have bits name are read (the store keeps no others: evpack.c), so that an event as parsed
- * (struct overlap_prints) hashes as the same event read back from the store.
+ * (struct overlap_prints) hashes as the same event read back from the store. The values, in an
+ * order have says, go round four hashes at once: one chain of mix() through every field, absent
+ * ones as 0, was most of the parser's time in overlap_prints_add().
  */
 static uint64_t fp_rest(const struct tp_event *e, struct names_h *m)
 {
 	const uint32_t hv = e->have;
-	const int pid_s = (hv & TH_PID) && e->pid_s, tid_s = (hv & TH_TID) && e->tid_s;
-#define F(bit, v) ((uint64_t)(hv & (bit) ? (v) : 0))
-	uint64_t h = mix(0x7472616365ULL, (uint8_t)e->ph);
+	uint64_t v[40], h0 = 0x7472616365ULL, h1 = 0x6576656e74ULL, h2 = 0x70726e74ULL, h3 = 0x72657374ULL;
+	size_t k = 0, i = 0;
 
-	h = mix(mix(mix(mix(h, hv), F(TH_DUR, e->dur_ns)), pid_s ? 0 : F(TH_PID, e->pid)), tid_s ? 0 : F(TH_TID, e->tid));
-	h = mix_id(mix_id(mix_id(h, e->name, m), e->cat, m), e->arg, m);
-	h = mix_text(mix_text(h, pid_s ? e->pid_s : NULL), tid_s ? e->tid_s : NULL);
-	h = mix(mix(mix(mix(h, F(TH_EXT, e->ext_id)), F(TH_CORR, e->corr)), F(TH_STREAM, e->stream)),
-		F(TH_DEVICE, e->device));
-	h = mix(mix(mix(mix(h, F(TH_BYTES, e->bytes)), F(TH_SEQ, e->seq)), F(TH_FWD_TID, e->fwd_tid)),
-		F(TH_FLOW, e->flow_id));
-	h = mix(mix(h, hv & TH_BPS ? bits(e->blocks_per_sm) : 0), hv & TH_OCC ? bits(e->occupancy) : 0);
-	h = mix(mix(mix(mix(h, F(TH_EV_IDX, e->ev_idx)), F(TH_DEV_TYPE, e->dev_type)), F(TH_DEV_ID, e->dev_id)),
-		F(TH_ADDR, e->addr));
-	h = mix(mix(mix(h, F(TH_TOTAL_ALLOC, e->total_alloc)), F(TH_TOTAL_RES, e->total_reserved)),
-		F(TH_SORT, e->sort_index));
-	h = hv & TH_COLL ? mix_id(h, (uint64_t)e->coll, m) : mix(h, 0);
-	h = hv & TH_PG ? mix_id(h, (uint64_t)e->pg, m) : mix(h, 0);
-	h = hv & TH_DTYPE ? mix_id(h, (uint64_t)e->dtype, m) : mix(h, 0);
-	return mix(mix(mix(mix(h, F(TH_IN_NELEMS, e->in_nelems)), F(TH_OUT_NELEMS, e->out_nelems)),
-		       F(TH_GROUP_SIZE, e->group_size)), F(TH_COLL_SEQ, e->coll_seq));
-#undef F
+	v[k++] = (uint64_t)(uint8_t)e->ph << 32 | hv;
+	v[k++] = str_h(e->name, m);
+	v[k++] = str_h(e->cat, m);
+	v[k++] = str_h(e->arg, m);
+	if (hv & TH_PID)
+		v[k++] = e->pid_s ? mix_text(3, e->pid_s) : (uint64_t)e->pid;
+	if (hv & TH_TID)
+		v[k++] = e->tid_s ? mix_text(3, e->tid_s) : (uint64_t)e->tid;
+	for (uint32_t b = hv & ~(uint32_t)(TH_TS | TH_PID | TH_TID | TH_BPS | TH_OCC); b; b &= b - 1) {
+		unsigned f = (unsigned)__builtin_ctz(b);
+		int64_t x;
+		if (!evpack_int_off[f])
+			continue;	/* a bit no field has */
+		memcpy(&x, (const char *)e + evpack_int_off[f], sizeof(x));
+		v[k++] = (1u << f) & STRING_INTS ? str_h((uint64_t)x, m) : (uint64_t)x;
+	}
+	if (hv & TH_BPS)
+		v[k++] = bits(e->blocks_per_sm);
+	if (hv & TH_OCC)
+		v[k++] = bits(e->occupancy);
+	for (; i + 4 <= k; i += 4) {
+		h0 = mix(h0, v[i]);
+		h1 = mix(h1, v[i + 1]);
+		h2 = mix(h2, v[i + 2]);
+		h3 = mix(h3, v[i + 3]);
+	}
+	for (; i < k; i++)
+		h0 = mix(h0, v[i]);
+	return mix(mix(mix(h0, h1), h2), h3);
 }
 
 /* The event's fingerprint with ts on the common base. */

@@ -8,11 +8,8 @@
 /* ph, have, name, cat, flags, ts, 26 more integers, 2 doubles, arg */
 #define EVENT_MAX_BYTES (1 + 5 + 5 + 5 + 1 + 10 + 26 * 10 + 2 * 8 + 5)
 
-/*
- * The integer fields after ts, by their enum tp_have bit (0: none; no integer field is at
- * offset 0): a block holds those an event has in bit order, so the codec walks the set bits.
- */
-static const uint16_t int_off[32] = {
+/* A block holds the integer fields an event has in bit order, so the codec walks the set bits. */
+const uint16_t evpack_int_off[32] = {
 #define F(bit, f) [__builtin_ctz(bit)] = offsetof(struct tp_event, f)
 	F(TH_DUR, dur_ns),
 	F(TH_EXT, ext_id),
@@ -40,13 +37,13 @@ static const uint16_t int_off[32] = {
 #undef F
 };
 
-/* The bits of int_off's fields. */
+/* The bits of evpack_int_off's fields. */
 static uint32_t int_bits(void)
 {
 	uint32_t m = 0;
 
 	for (unsigned b = 0; b < 32; b++)
-		if (int_off[b])
+		if (evpack_int_off[b])
 			m |= 1u << b;
 	return m;
 }
@@ -110,7 +107,7 @@ size_t evpack_encode(uint8_t *out, const struct tp_event *ev, size_t n, int64_t 
 		if (e->have & TH_TID)
 			p = e->tid_s ? put_u(p, e->tid_sid) : put_s(p, e->tid);
 		for (uint32_t m = e->have & ints; m; m &= m - 1)
-			p = put_s(p, field(e, int_off[__builtin_ctz(m)]));
+			p = put_s(p, field(e, evpack_int_off[__builtin_ctz(m)]));
 		if (e->have & TH_BPS) {
 			memcpy(p, &e->blocks_per_sm, 8);
 			p += 8;
@@ -246,7 +243,7 @@ long evpack_dec_next(struct evpack_dec *d, struct tp_event *out, size_t max)
 		}
 		for (uint32_t m = e->have & ints; m; m &= m - 1) {
 			int64_t v = get_s(&r);
-			memcpy((char *)e + int_off[__builtin_ctz(m)], &v, sizeof(v));
+			memcpy((char *)e + evpack_int_off[__builtin_ctz(m)], &v, sizeof(v));
 		}
 		if (e->have & TH_BPS)
 			e->blocks_per_sm = get_d(&r);
@@ -308,7 +305,7 @@ int evpack_times(const uint8_t *data, size_t len, size_t n, struct evpack_time *
 			skip_u(&r);
 		if (have & TH_TID)
 			skip_u(&r);
-		t->dur_ns = have & TH_DUR ? get_s(&r) : 0;	/* the first of int_off's */
+		t->dur_ns = have & TH_DUR ? get_s(&r) : 0;	/* the first of evpack_int_off's */
 		skip = (unsigned)__builtin_popcount(have & ints & ~(uint32_t)TH_DUR);
 		while (skip--)
 			skip_u(&r);

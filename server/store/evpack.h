@@ -23,6 +23,13 @@
 #include "event.h"
 #include "memmodel.h"
 
+/*
+ * The integer fields after ts (every int64_t of struct tp_event but ts_ns, pid and tid), by their
+ * enum tp_have bit: their offsetof in struct tp_event, 0 for a bit that names none (no integer
+ * field is at offset 0). A block keeps those an event has; so does an overlap fingerprint.
+ */
+extern const uint16_t evpack_int_off[32];
+
 /* Upper bound of the packed size of n events. */
 size_t evpack_bound(size_t n);
 

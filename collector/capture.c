@@ -269,6 +269,7 @@ int capture_init(struct capture *cap, const struct client *c, const struct captu
 		cap->backend = NULL;	/* each capture then ends failed with why */
 	snprintf(cap->dir, sizeof(cap->dir), "%s", dir);
 	cap->c = *c;
+	cap->c.conns = client_conns_new();	/* its own: the capture thread's requests run beside the others */
 	/* the server's pause: up to 60 s, shorter only when TRAINSCOPE_RETRY_MAX_MS says so */
 	if (!(max && *max) || cap->c.retry_max_ms > CAPTURE_BACKOFF_MAX_MS)
 		cap->c.retry_max_ms = CAPTURE_BACKOFF_MAX_MS;

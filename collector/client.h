@@ -43,7 +43,12 @@ struct client {
 	int cancel_aborts;	/* 1: a readable cancel_fd also ends a request in flight (CLIENT_FAILED) */
 	int verbose;		/* say each retry on stderr, with the wait left (client_request) */
 	long silence_s;		/* a request that gets no byte for this long is given up, not retried */
+	/* curl handles kept between requests, with their connections (client.c); owned: a copy of a
+	 * client takes its own (client_conns_new) before either is released. NULL: none kept */
+	struct client_conns *conns;
 };
+
+struct client_conns *client_conns_new(void);
 
 /*
  * Defaults: TRAINSCOPE_SERVER, TRAINSCOPE_TOKEN, TRAINSCOPE_RUN, rank from

@@ -486,6 +486,50 @@ START_TEST(test_upload_two_in_flight)
 }
 END_TEST
 
+/*
+ * A server that keeps its connections open gets the next files on them: upload's two workers
+ * each keep the connection of their last answer, so the third and fourth files open none.
+ */
+START_TEST(test_upload_keeps_connections)
+{
+	enum { N = 4 };
+	char url[64], n[64], name[32], *path[N];
+	const char *args[N + 6] = { "upload", "--server", url, "--run", "kept" };
+	int lfd, port, c0, c1, i, status = 0;
+	pid_t pid;
+
+	for (i = 0; i < N; i++) {
+		char *t = cl_trace_text("upkept", i);
+		snprintf(name, sizeof(name), "k%d.json", i);
+		cl_put_file(name, t, 10);
+		free(t);
+		args[5 + i] = path[i] = cl_path_in(name);
+	}
+	lfd = cl_slow_listener(&port);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	pid = cl_spawn("upkept", args, NULL);
+	cl_accept_pair(lfd, "k0.json", "k1.json", &c0, &c1);
+	cl_answer_upload_keep(c1, 201, "k1.json", 1);
+	/* k2 comes on k1's connection, none new */
+	cl_read_upload(c1, n, sizeof(n));
+	ck_assert_str_eq(n, "k2.json");
+	cl_answer_upload_keep(c0, 201, "k0.json", 1);
+	cl_read_upload(c0, n, sizeof(n));
+	ck_assert_str_eq(n, "k3.json");
+	ck_assert_int_lt(cl_accept_within(lfd, 300), 0);
+	cl_answer_upload_keep(c1, 201, "k2.json", 1);
+	cl_answer_upload_keep(c0, 201, "k3.json", 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(c0);
+	close(c1);
+	for (i = 0; i < N; i++)
+		free(path[i]);
+	close(lfd);
+}
+END_TEST
+
 Suite *suite_collect(void)
 {
 	Suite *s = suite_create("collect");
@@ -498,6 +542,7 @@ Suite *suite_collect(void)
 	tcase_add_test(tc, test_upload_bad_token);
 	tcase_add_test(tc, test_upload_server_away);
 	tcase_add_test(tc, test_upload_two_in_flight);
+	tcase_add_test(tc, test_upload_keeps_connections);
 	tcase_add_test(tc, test_raw_is_the_file);
 	tcase_add_test(tc, test_ports_checked);
 	tcase_add_test(tc, test_upload_progress);

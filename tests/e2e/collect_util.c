@@ -338,6 +338,11 @@ void cl_read_upload(int c, char *name, size_t cap)
 
 void cl_answer_upload(int c, int status, const char *name)
 {
+	cl_answer_upload_keep(c, status, name, 0);
+}
+
+void cl_answer_upload_keep(int c, int status, const char *name, int keep)
+{
 	char body[256], msg[512];
 
 	if (status == 201)
@@ -347,10 +352,11 @@ void cl_answer_upload(int c, int status, const char *name)
 	else
 		snprintf(body, sizeof(body), "{\"error\":{\"code\":\"busy\",\"message\":\"try later\"}}");
 	snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-		 "Connection: close\r\n\r\n%s", status, status == 201 ? "Created" : status == 415 ? "Unsupported Media Type" :
-		 "Service Unavailable", strlen(body), body);
+		 "%s\r\n%s", status, status == 201 ? "Created" : status == 415 ? "Unsupported Media Type" :
+		 "Service Unavailable", strlen(body), keep ? "" : "Connection: close\r\n", body);
 	ck_assert_int_eq(write(c, msg, strlen(msg)), (ssize_t)strlen(msg));
-	close(c);
+	if (!keep)
+		close(c);
 }
 
 /*

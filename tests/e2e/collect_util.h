@@ -75,6 +75,8 @@ int cl_accept_within(int lfd, int ms);
 void cl_read_upload(int c, char *name, size_t cap);
 /* Answer the upload on c with status (201, 415 or 503) and close c. */
 void cl_answer_upload(int c, int status, const char *name);
+/* The same, the connection kept open for the next request when keep (no Connection: close). */
+void cl_answer_upload_keep(int c, int status, const char *name, int keep);
 /*
  * The first two uploads on lfd, sent before either is answered, with no
  * third opened meanwhile: those of names a and b, in either order (each on

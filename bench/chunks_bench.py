@@ -24,6 +24,11 @@ With --gzip every body (the whole file's and each chunk's) is gzipped (level 1, 
 starts) and sent with Content-Encoding: gzip, as trainscope-collect ships files: the server inflates
 it and keeps it as sent, so its writer gzips nothing.
 
+With --pairs N --client kept, each side's requests go one after another on one connection kept
+open (http.client), as a client that keeps its connection sends them; with --client curl, by one
+curl process on one connection (`--next`), timed by curl's own times of its transfers: what a
+script that ships files with curl pays. The default, urllib, opens a connection a request.
+
 With --collector PATH (repeatable), the chunks are also written as files to a
 folder and shipped by that trainscope-collect, `watch --once` (which gzips
 each on the way, two in flight) and `upload FILE...` (two in flight since
@@ -35,7 +40,7 @@ their geometric mean: the side that goes first is the slower, whether or not the
 chunk of another run first (the second reuses the memory the first freed).
 
 Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--order file|time] [--poll-s 1] [--gzip]
-                             [--pairs N] [--server build/trainscope-server]
+                             [--pairs N [--client python|kept|curl]] [--server build/trainscope-server]
                              [--collector build/trainscope-collect]...
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.
@@ -218,12 +223,56 @@ def timed_run(srv, base, run, bodies):
     return time.monotonic() - t0, server_cpu(srv) - c0
 
 
+def timed_run_kept(srv, base, run, bodies):
+    """timed_run() on one connection kept open (http.client), as a client that keeps it does."""
+    import http.client
+    conn = http.client.HTTPConnection(base.split("//")[1], timeout=3600)
+    c0, t0 = server_cpu(srv), time.monotonic()
+    for i, b in enumerate(bodies):
+        conn.request("POST", f"/api/v1/runs/{run}/artifacts?rank=0&name=part{i}.json", body=b)
+        r = conn.getresponse()
+        r.read()
+        if r.status >= 300:
+            raise OSError(f"upload {i}: HTTP {r.status}")
+    conn.request("GET", f"/api/v1/runs/{run}/steps")
+    r = conn.getresponse()
+    r.read()
+    t = time.monotonic() - t0
+    conn.close()
+    return t, server_cpu(srv) - c0
+
+
+def timed_run_curl(srv, base, run, files):
+    """timed_run() by one curl, its uploads one after another on one connection (--next), as a
+    script ships files: (s, server CPU s), the s the sum of curl's own times of its transfers
+    (curl's start, 5-10 ms, is no part of either side)."""
+    args = ["curl"]
+    w = ["-sS", "--fail", "-o", "/dev/null", "-w", "%{time_total}\\n"]
+    for i, f in enumerate(files):
+        args += w + ["-H", "Expect:", "-H", "Content-Type: application/json", "-X", "POST", "-T", f,
+                     f"{base}/api/v1/runs/{run}/artifacts?rank=0&name=part{i}.json", "--next"]
+    args += w + [f"{base}/api/v1/runs/{run}/steps"]
+    c0 = server_cpu(srv)
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return sum(float(x) for x in out.split()), server_cpu(srv) - c0
+
+
 def pairs(args, work, whole, bodies, mib):
     """--pairs N: the whole file and the chunks, each with its first read, on a fresh server per
     pair, the order alternating; prints every pair and the medians."""
     ws, cs, wc, cc = [], [], [], []
     print(f"trace: {mib:.1f} MiB; {len(bodies)} chunks of about {args.chunk_mb} MiB in {args.order} order; "
-          f"each side timed from its first upload to the answer of its first /steps read")
+          f"each side timed from its first upload to the answer of its first /steps read"
+          + {"curl": "; uploads by one curl on one connection", "kept": "; uploads on one connection kept open",
+             "python": ""}[args.client])
+    files = {}
+    if args.client == "curl":
+        for run, bs in (("whole", [whole]), ("chunks", bodies)):
+            files[run] = []
+            for i, b in enumerate(bs):
+                files[run].append(os.path.join(work, f"{run}{i}.json"))
+                with open(files[run][-1], "wb") as f:
+                    f.write(b)
     for n in range(args.pairs):
         d = os.path.join(work, f"pair{n}")
         os.mkdir(d)
@@ -232,7 +281,9 @@ def pairs(args, work, whole, bodies, mib):
             order = [("whole", [whole]), ("chunks", bodies)]
             got = {}
             for run, bs in (order if n % 2 == 0 else order[::-1]):
-                got[run] = timed_run(srv, base, run, bs)
+                got[run] = (timed_run_curl(srv, base, run, files[run]) if files
+                            else timed_run_kept(srv, base, run, bs) if args.client == "kept"
+                            else timed_run(srv, base, run, bs))
             same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}")
                        for p in ("steps", "ops?limit=100000", "kernels?limit=100000"))
         finally:
@@ -271,12 +322,18 @@ def main():
     ap.add_argument("--pairs", type=int, default=0,
                     help="only the whole file against the chunks one after another, each followed by its "
                          "first read of /steps, N times on fresh servers in alternating order: the medians")
+    ap.add_argument("--client", choices=("python", "kept", "curl"), default="python",
+                    help="--pairs: upload with urllib, a connection a request (the default), with http.client "
+                         "on one connection kept open, or with one curl process on one connection, as a "
+                         "script of `curl --next` does")
     ap.add_argument("--collector", action="append", default=[],
                     help="also ship the chunks, as files in a folder, with this trainscope-collect "
                          "(watch --once; repeat to compare builds)")
     args = ap.parse_args()
     if args.gzip and args.collector:
         ap.error("--gzip with --collector: the collector gzips the chunks' files itself")
+    if args.client != "python" and (not args.pairs or args.gzip):
+        ap.error("--client: with --pairs, without --gzip")
     work = tempfile.mkdtemp(prefix="chunks-bench-")
     srv = None
     try:

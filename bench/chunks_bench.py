@@ -27,7 +27,9 @@ it and keeps it as sent, so its writer gzips nothing.
 With --pairs N --client kept, each side's requests go one after another on one connection kept
 open (http.client), as a client that keeps its connection sends them; with --client curl, by one
 curl process on one connection (`--next`), timed by curl's own times of its transfers: what a
-script that ships files with curl pays. The default, urllib, opens a connection a request.
+script that ships files with curl pays; with --client collect, by `trainscope-collect upload`
+(--collect-exe), two files at a time, gzip'd on the way. The default, urllib, opens a connection a
+request.
 
 With --collector PATH (repeatable), the chunks are also written as files to a
 folder and shipped by that trainscope-collect, `watch --once` (which gzips
@@ -40,7 +42,7 @@ their geometric mean: the side that goes first is the slower, whether or not the
 chunk of another run first (the second reuses the memory the first freed).
 
 Usage: bench/chunks_bench.py [--size-mb 64] [--chunk-mb 1] [--order file|time] [--poll-s 1] [--gzip]
-                             [--pairs N [--client python|kept|curl]] [--server build/trainscope-server]
+                             [--pairs N [--client python|kept|curl|collect]] [--server build/trainscope-server]
                              [--collector build/trainscope-collect]...
 Writes its report to stdout; bench/results/chunks_bench-DATE.txt keeps runs.
 Stdlib only.
@@ -257,6 +259,16 @@ def timed_run_curl(srv, base, run, files):
     return sum(float(x) for x in out.split()), server_cpu(srv) - c0
 
 
+def timed_run_collect(srv, base, run, files, exe):
+    """timed_run() by `trainscope-collect upload` (two files at a time, gzip'd on the way), then the
+    read: (wall s, server CPU s), the collector's start included on both sides."""
+    c0, t0 = server_cpu(srv), time.monotonic()
+    subprocess.run([exe, "upload", "--server", base, "--run", run, "--rank", "0", "--force-rank", *files],
+                   check=True, stdout=subprocess.DEVNULL)
+    get(base, f"/api/v1/runs/{run}/steps")
+    return time.monotonic() - t0, server_cpu(srv) - c0
+
+
 def pairs(args, work, whole, bodies, mib):
     """--pairs N: the whole file and the chunks, each with its first read, on a fresh server per
     pair, the order alternating; prints every pair and the medians."""
@@ -264,9 +276,9 @@ def pairs(args, work, whole, bodies, mib):
     print(f"trace: {mib:.1f} MiB; {len(bodies)} chunks of about {args.chunk_mb} MiB in {args.order} order; "
           f"each side timed from its first upload to the answer of its first /steps read"
           + {"curl": "; uploads by one curl on one connection", "kept": "; uploads on one connection kept open",
-             "python": ""}[args.client])
+             "collect": f"; uploads by {args.collect_exe} upload", "python": ""}[args.client])
     files = {}
-    if args.client == "curl":
+    if args.client in ("curl", "collect"):
         for run, bs in (("whole", [whole]), ("chunks", bodies)):
             files[run] = []
             for i, b in enumerate(bs):
@@ -281,7 +293,9 @@ def pairs(args, work, whole, bodies, mib):
             order = [("whole", [whole]), ("chunks", bodies)]
             got = {}
             for run, bs in (order if n % 2 == 0 else order[::-1]):
-                got[run] = (timed_run_curl(srv, base, run, files[run]) if files
+                got[run] = (timed_run_collect(srv, base, run, files[run], args.collect_exe)
+                            if args.client == "collect"
+                            else timed_run_curl(srv, base, run, files[run]) if files
                             else timed_run_kept(srv, base, run, bs) if args.client == "kept"
                             else timed_run(srv, base, run, bs))
             same = all(get(base, f"/api/v1/runs/whole/{p}") == get(base, f"/api/v1/runs/chunks/{p}")
@@ -322,10 +336,12 @@ def main():
     ap.add_argument("--pairs", type=int, default=0,
                     help="only the whole file against the chunks one after another, each followed by its "
                          "first read of /steps, N times on fresh servers in alternating order: the medians")
-    ap.add_argument("--client", choices=("python", "kept", "curl"), default="python",
+    ap.add_argument("--client", choices=("python", "kept", "curl", "collect"), default="python",
                     help="--pairs: upload with urllib, a connection a request (the default), with http.client "
-                         "on one connection kept open, or with one curl process on one connection, as a "
-                         "script of `curl --next` does")
+                         "on one connection kept open, with one curl process on one connection, as a "
+                         "script of `curl --next` does, or with `trainscope-collect upload` (--collect-exe)")
+    ap.add_argument("--collect-exe", default=os.path.join(ROOT, "build", "trainscope-collect"),
+                    help="--client collect: the trainscope-collect to ship with")
     ap.add_argument("--collector", action="append", default=[],
                     help="also ship the chunks, as files in a folder, with this trainscope-collect "
                          "(watch --once; repeat to compare builds)")

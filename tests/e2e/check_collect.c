@@ -427,6 +427,31 @@ START_TEST(test_upload_hostile_server)
 END_TEST
 
 /*
+ * `upload` of n trace files (PREFIX0.json, PREFIX1.json, ...) to run, started as tag against a
+ * listener of its own (*lfd, slow: cl_slow_listener) before it answers; path[i] gets each
+ * file's path (malloc'd). The collector's pid.
+ */
+static pid_t upload_spawn(const char *tag, const char *prefix, const char *run, int n, char **path, int *lfd)
+{
+	char url[64], name[32];
+	const char *args[16] = { "upload", "--server", url, "--run", run };
+	int port;
+
+	ck_assert_int_le(n, 10);
+	for (int i = 0; i < n; i++) {
+		char *t = cl_trace_text(tag, i);
+		snprintf(name, sizeof(name), "%s%d.json", prefix, i);
+		cl_put_file(name, t, 10);
+		free(t);
+		args[5 + i] = path[i] = cl_path_in(name);
+	}
+	*lfd = cl_slow_listener(&port);
+	ck_assert_int_eq(listen(*lfd, 8), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	return cl_spawn(tag, args, NULL);
+}
+
+/*
  * upload FILE... sends two files at a time (UPLOAD_IN_FLIGHT), never three,
  * and says each answer in the files' order whatever order they come in; a
  * rejected file (415) does not stop the others, and makes the exit code 1.
@@ -434,23 +459,11 @@ END_TEST
 START_TEST(test_upload_two_in_flight)
 {
 	enum { N = 4 };
-	char url[64], n[64], name[32], *path[N];
-	const char *args[N + 6] = { "upload", "--server", url, "--run", "two" };
-	int lfd, port, c0, c1, c, i, status = 0;
-	pid_t pid;
+	char n[64], *path[N];
+	int lfd, c0, c1, c, i, status = 0;
+	pid_t pid = upload_spawn("uptwo", "u", "two", N, path, &lfd);
 	char *out, *err;
 
-	for (i = 0; i < N; i++) {
-		char *t = cl_trace_text("uptwo", i);
-		snprintf(name, sizeof(name), "u%d.json", i);
-		cl_put_file(name, t, 10);
-		free(t);
-		args[5 + i] = path[i] = cl_path_in(name);
-	}
-	lfd = cl_slow_listener(&port);
-	ck_assert_int_eq(listen(lfd, 8), 0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-	pid = cl_spawn("uptwo", args, NULL);
 	cl_accept_pair(lfd, "u0.json", "u1.json", &c0, &c1);
 	/* u1 answered first */
 	cl_answer_upload(c1, 201, "u1.json");
@@ -493,22 +506,10 @@ END_TEST
 START_TEST(test_upload_keeps_connections)
 {
 	enum { N = 4 };
-	char url[64], n[64], name[32], *path[N];
-	const char *args[N + 6] = { "upload", "--server", url, "--run", "kept" };
-	int lfd, port, c0, c1, i, status = 0;
-	pid_t pid;
+	char n[64], *path[N];
+	int lfd, c0, c1, i, status = 0;
+	pid_t pid = upload_spawn("upkept", "k", "kept", N, path, &lfd);
 
-	for (i = 0; i < N; i++) {
-		char *t = cl_trace_text("upkept", i);
-		snprintf(name, sizeof(name), "k%d.json", i);
-		cl_put_file(name, t, 10);
-		free(t);
-		args[5 + i] = path[i] = cl_path_in(name);
-	}
-	lfd = cl_slow_listener(&port);
-	ck_assert_int_eq(listen(lfd, 8), 0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-	pid = cl_spawn("upkept", args, NULL);
 	cl_accept_pair(lfd, "k0.json", "k1.json", &c0, &c1);
 	cl_answer_upload_keep(c1, 201, "k1.json", 1);
 	/* k2 comes on k1's connection, none new */

@@ -53,6 +53,7 @@
 #include "pipeline/runrank.h"
 #include "pipeline/ingest.h"
 #include "pipeline/overlap.h"
+#include "pipeline/workers.h"
 #include "sha256.h"
 
 #define LOG_PREFIX "ingest"
@@ -176,7 +177,7 @@ struct ingest {
 	struct batch batches[NBATCH];
 	struct chan raw_free, inf_free, batch_free;	/* buffers not in use */
 	struct chan parse_in, write_in;			/* work for B and C */
-	pthread_t parser, writer;
+	struct worker *parser, *writer;	/* kept threads (workers.h) */
 	int threads;		/* how many of parser, writer were started */
 
 	/* A: the caller's thread */
@@ -720,8 +721,8 @@ static void finish_threads(struct ingest *ig, int ok)
 		chan_send(&ig->write_in, IT_RAW, ig->raw_cur);
 	ig->raw_cur = NULL;
 	chan_send(&ig->write_in, IT_END, NULL);
-	pthread_join(ig->parser, NULL);
-	pthread_join(ig->writer, NULL);
+	worker_wait(ig->parser);
+	worker_wait(ig->writer);
 	ig->threads = 0;
 }
 
@@ -825,6 +826,7 @@ void ingest_pool_drain(void)
 	while (npool)
 		bufset_free(&pool[--npool]);
 	pthread_mutex_unlock(&pool_mu);
+	workers_drain();
 }
 
 static void ingest_free(struct ingest *ig)
@@ -917,11 +919,11 @@ int ingest_begin(struct store *st, const struct ingest_limits *lim, const struct
 				       &ig->artifact, err)) ||
 	    (req->rank >= 0 && (rc = store_rank_has_trace(ig->w, req->run, req->rank, &ig->joins, err))))
 		goto fail;
-	if (pthread_create(&ig->parser, NULL, parser_main, ig))
+	if (worker_start(&ig->parser, parser_main, ig))
 		goto nothread;
-	if (pthread_create(&ig->writer, NULL, writer_main, ig)) {
+	if (worker_start(&ig->writer, writer_main, ig)) {
 		chan_send(&ig->parse_in, IT_END, NULL);
-		pthread_join(ig->parser, NULL);
+		worker_wait(ig->parser);
 		goto nothread;
 	}
 	ig->threads = 2;

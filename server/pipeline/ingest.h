@@ -75,7 +75,7 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len);
 void ingest_end(struct ingest *ig, struct ingest_result *res);
 /* The upload is refused or the client went away: nothing of it is kept. Frees ig. */
 void ingest_abort(struct ingest *ig);
-/* Frees the buffers kept for the next uploads (at exit, so that leak checkers see none). */
+/* Frees the buffers and ends the threads kept for the next uploads (at exit, so that leak checkers see none). */
 void ingest_pool_drain(void);
 
 /* Whether kind names one of the formats taken (pipeline/formats.c's table). */

@@ -3,9 +3,12 @@
  * (server/pipeline/ingest.c, server/store/store.c), on a temporary database, against
  * the real fixtures and their independently computed figures.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "metrics.h"
 #include "pipeline/formats.h"
@@ -13,6 +16,7 @@
 #include "pipeline/overlap.h"
 #include "pipeline/runrank.h"
 #include "pipeline/runrank_int.h"
+#include "pipeline/workers.h"
 #include "ingest/trace.h"
 #include "reads.h"
 #include "store/store.h"
@@ -898,6 +902,65 @@ START_TEST(test_table_names)
 }
 END_TEST
 
+/* Workers: every job runs once; the threads of jobs waited for run the next ones (four kept) */
+struct wjob {
+	long self;	/* the kernel's thread id: not given again soon, unlike a pthread_t */
+	int runs;
+	pthread_barrier_t *all;	/* NULL: alone */
+};
+
+static void *wjob_main(void *arg)
+{
+	struct wjob *j = arg;
+
+	j->self = syscall(SYS_gettid);
+	j->runs++;
+	if (j->all)
+		pthread_barrier_wait(j->all);	/* every job on a thread of its own at once */
+	return NULL;
+}
+
+START_TEST(test_workers_kept)
+{
+	struct wjob a[6] = { 0 }, b[4] = { 0 };
+	struct worker *w[6];
+	pthread_barrier_t all;
+	int i, k, reused = 0;
+
+	workers_drain();
+	pthread_barrier_init(&all, NULL, 6);
+	for (i = 0; i < 6; i++) {
+		a[i].all = &all;
+		ck_assert_int_eq(worker_start(&w[i], wjob_main, &a[i]), 0);
+	}
+	for (i = 0; i < 6; i++)
+		worker_wait(w[i]);
+	pthread_barrier_destroy(&all);
+	for (i = 0; i < 6; i++) {
+		ck_assert_int_eq(a[i].runs, 1);
+		for (k = 0; k < i; k++)
+			ck_assert_int_ne(a[i].self, a[k].self);
+	}
+	/* one after another: each on a thread kept from the first six */
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(worker_start(&w[0], wjob_main, &b[i]), 0);
+		worker_wait(w[0]);
+		ck_assert_int_eq(b[i].runs, 1);
+		for (k = 0; k < 6; k++)
+			reused += b[i].self == a[k].self;
+	}
+	ck_assert_int_eq(reused, 4);
+	workers_drain();
+	/* none kept now: a new thread */
+	ck_assert_int_eq(worker_start(&w[0], wjob_main, &b[0]), 0);
+	worker_wait(w[0]);
+	ck_assert_int_eq(b[0].runs, 2);
+	for (k = 0; k < 6; k++)
+		ck_assert_int_ne(b[0].self, a[k].self);
+	workers_drain();
+}
+END_TEST
+
 Suite *suite_ingest(void)
 {
 	Suite *s = suite_create("ingest");
@@ -925,6 +988,7 @@ Suite *suite_ingest(void)
 	tcase_add_test(tc, test_overlap_prints_as_stored);
 	tcase_add_test(tc, test_overlap_prints_kept_after);
 	tcase_add_test(tc, test_small_body_batches);
+	tcase_add_test(tc, test_workers_kept);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("table");
 	tcase_add_loop_test(tc, test_detect_sample, 0, (int)(sizeof(samples) / sizeof(samples[0])));

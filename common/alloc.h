@@ -33,6 +33,18 @@ int tp_grow(void **p, size_t *cap, size_t need, size_t size);
  */
 void tp_prefault(void *p, size_t len);
 
+/*
+ * n bytes of zeroes for a large table written and read at random, in their own
+ * mapping aligned to 2 MiB and advised as huge pages (MADV_HUGEPAGE), so that
+ * where the kernel has them (transparent_hugepage "madvise" or "always") each
+ * 2 MiB faults in once, not as 512 pages (about 11 us each on the 2-core VM of
+ * bench/results/fork_prefault-20261130.txt), and its lookups miss the TLB less.
+ * NULL when out of memory (a refused allocation under tp_alloc_fail_after too).
+ * Freed by tp_unmap(p, n) with the same n.
+ */
+void *tp_map(size_t n);
+void tp_unmap(void *p, size_t n);
+
 /* zlib's z_stream.zalloc / zfree */
 void *tp_zalloc(void *opaque, unsigned items, unsigned size);
 void tp_zfree(void *opaque, void *p);

@@ -30,6 +30,22 @@ static int fp_put(struct fpset *s, uint64_t h)
 	return 1;
 }
 
+/* A table of cap slots, zeroed: from 2 MiB on in huge pages (tp_map), smaller ones from the heap. */
+#define FP_MAPPED ((size_t)(2u << 20) / sizeof(uint64_t))
+static uint64_t *fp_table(size_t cap)
+{
+	return cap >= FP_MAPPED ? tp_map(cap * sizeof(uint64_t)) : tp_calloc(cap, sizeof(uint64_t));
+}
+
+static void fp_free(struct fpset *s)
+{
+	if (s->cap >= FP_MAPPED)
+		tp_unmap(s->v, s->cap * sizeof(uint64_t));
+	else
+		tp_free(s->v);
+	s->v = NULL;
+}
+
 /* Room for n fingerprints in all, at most half full: -1 when out of memory (s as it was). */
 static int fp_reserve(struct fpset *s, size_t n)
 {
@@ -39,13 +55,13 @@ static int fp_reserve(struct fpset *s, size_t n)
 		cap *= 2;
 	if (cap == s->cap)
 		return 0;
-	struct fpset g = { tp_calloc(cap, sizeof(uint64_t)), s->n, cap };
+	struct fpset g = { fp_table(cap), s->n, cap };
 	if (!g.v)
 		return -1;
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->v[i])
 			fp_put(&g, s->v[i]);
-	tp_free(s->v);
+	fp_free(s);
 	*s = g;
 	return 0;
 }
@@ -300,13 +316,14 @@ int overlap_prints_add(struct overlap_prints *p, const struct tp_event *e)
 /* ---- the fingerprints of the ranks checked last ---- */
 
 #define CACHE_RANKS 8
-#define CACHE_PRINTS (1u << 20)	/* fingerprints held in all: 16 MiB of full segments, 8 MiB more at most */
+#define CACHE_PRINTS (1u << 20)	/* fingerprints held in all: 16 MiB of full segments, a last one of 2 MiB a rank */
 /*
- * A rank's fingerprints are held in segments of SEG_PRINTS (a table of 1 MiB at most), filled one
- * after another and never rehashed once full: one table for the whole rank was rehashed each time it
- * doubled, 17-30 ms in one call for the 20 chunks' 216 K (bench/results/overlap_segments-20261130.txt).
+ * A rank's fingerprints are held in segments of SEG_PRINTS (a table of 2 MiB at most, in huge pages:
+ * fp_table), filled one after another and never rehashed once full: one table for the whole rank was
+ * rehashed each time it doubled, 17-30 ms in one call for the 20 chunks' 216 K
+ * (bench/results/overlap_segments-20261130.txt).
  */
-#define SEG_PRINTS (64u << 10)
+#define SEG_PRINTS (128u << 10)
 #define CACHE_IDLE_S 600.0	/* a rank neither checked nor added to for this long is dropped at the next call */
 
 struct cached_rank {
@@ -352,7 +369,7 @@ static void cached_drop(struct overlap_cache *oc, struct cached_rank *cr)
 	tp_free(cr->run);
 	tp_free(cr->arts);
 	for (size_t i = 0; i < cr->nsegs; i++)
-		tp_free(cr->segs[i].set.v);
+		fp_free(&cr->segs[i].set);
 	tp_free(cr->segs);
 	memset(cr, 0, sizeof(*cr));
 }
@@ -461,22 +478,26 @@ int overlap_prints_note(struct overlap_prints *p, const char *run, int rank, int
 
 /*
  * h, of a print at ts on the common base, into cr's last segment, or a new one when it is full;
- * left: the prints still to come, this one's too (a new segment's table is made for them at once,
- * up to SEG_PRINTS). -1 when out of memory.
+ * left: the prints still to come, this one's too. A rank's first upload makes a table for its own
+ * prints (up to SEG_PRINTS); once a second has come the rank grows by uploads, and its segments
+ * are made whole (2 MiB) at once: doubled as they filled, each doubling rehashed what the table
+ * held. -1 when out of memory.
  */
 static int seg_add(struct cached_rank *cr, uint64_t h, int64_t ts, size_t left)
 {
 	struct fpseg *g = cr->nsegs ? &cr->segs[cr->nsegs - 1] : NULL;
-	size_t before;
+	size_t before, want = cr->narts > 1 || left > SEG_PRINTS ? SEG_PRINTS : left;
 
 	if (!g || g->set.n >= SEG_PRINTS) {
 		if (tp_grow((void **)&cr->segs, &cr->capsegs, cr->nsegs + 1, sizeof(*cr->segs)))
 			return -1;
 		g = &cr->segs[cr->nsegs];
 		*g = (struct fpseg){ { NULL, 0, 0 }, INT64_MAX, INT64_MIN };
-		if (fp_reserve(&g->set, left < SEG_PRINTS ? left : SEG_PRINTS))
+		if (fp_reserve(&g->set, want))
 			return -1;
 		cr->nsegs++;
+	} else if ((g->set.n + 1) * 2 > g->set.cap && fp_reserve(&g->set, want > g->set.n + 1 ? want : g->set.n + 1)) {
+		return -1;
 	}
 	before = g->set.n;
 	if (fp_add(&g->set, h))
@@ -821,8 +842,8 @@ int overlap_check(struct store_writer *w, const char *run, int rank, int64_t art
 		     (unsigned long long)c.dups, (long long)c.first_artifact, rank, c.first_ph, c.first_name,
 		     (long long)c.first_ts, (unsigned long long)c.timed);
 out:
-	tp_free(c.set.v);
-	tp_free(c.times.v);
+	fp_free(&c.set);
+	fp_free(&c.times);
 	tp_free(c.nh.h);
 	return rc;
 }

@@ -1,7 +1,9 @@
-/* check_sha256.c: common/sha256.c against FIPS 180-4 test vectors; common's thread names. */
+/* check_sha256.c: common/sha256.c against FIPS 180-4 test vectors; common's thread names and mapped tables. */
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "alloc.h"
 #include "sha256.h"
 #include "suites.h"
 #include "tp.h"
@@ -78,6 +80,32 @@ START_TEST(test_thread_name)
 }
 END_TEST
 
+/* tp_map: zeroed, aligned to 2 MiB, writable to its end, refused like any allocation */
+START_TEST(test_map)
+{
+	size_t sizes[] = { 1, 4096, (size_t)2 << 20, ((size_t)3 << 20) + 5 };
+	uint8_t *p;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		ck_assert_ptr_nonnull(p = tp_map(sizes[i]));
+		ck_assert_uint_eq((uintptr_t)p % ((uintptr_t)2 << 20), 0);
+		ck_assert_uint_eq(p[0], 0);
+		ck_assert_uint_eq(p[sizes[i] - 1], 0);
+		memset(p, 0xab, sizes[i]);
+		ck_assert_uint_eq(p[sizes[i] / 2], 0xab);
+		tp_unmap(p, sizes[i]);
+	}
+	ck_assert_ptr_null(tp_map(0));
+	ck_assert_ptr_null(tp_map(SIZE_MAX - 4096));
+	tp_alloc_fail_after(0);
+	p = tp_map(4096);
+	ck_assert_int_eq(tp_alloc_failures(), 1);
+	tp_alloc_fail_after(-1);
+	ck_assert_ptr_null(p);
+	tp_unmap(NULL, 4096);	/* nothing */
+}
+END_TEST
+
 Suite *suite_sha256(void)
 {
 	Suite *s = suite_create("sha256");
@@ -87,6 +115,7 @@ Suite *suite_sha256(void)
 	tcase_add_test(tc, test_vectors);
 	tcase_add_test(tc, test_paths_agree);
 	tcase_add_test(tc, test_thread_name);
+	tcase_add_test(tc, test_map);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -67,23 +67,21 @@ void tp_prefault(void *p, size_t len)
 #endif
 }
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 void *tp_map(size_t n)
 {
-	size_t len = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	size_t len = (n + TP_HUGE_PAGE - 1) & ~(TP_HUGE_PAGE - 1);
 	uint8_t *m, *a;
 
 	if (!n || len < n || refuse())
 		return NULL;
 	/* a huge page's worth more, to align in; what lies outside [a, a + len) is unmapped */
-	m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	m = mmap(NULL, len + TP_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
-	a = (uint8_t *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	a = (uint8_t *)(((uintptr_t)m + TP_HUGE_PAGE - 1) & ~(uintptr_t)(TP_HUGE_PAGE - 1));
 	if (a > m)
 		munmap(m, (size_t)(a - m));
-	munmap(a + len, (size_t)(m + HUGE_PAGE - a));
+	munmap(a + len, (size_t)(m + TP_HUGE_PAGE - a));
 #ifdef MADV_HUGEPAGE
 	(void)madvise(a, len, MADV_HUGEPAGE);
 #endif
@@ -93,7 +91,7 @@ void *tp_map(size_t n)
 void tp_unmap(void *p, size_t n)
 {
 	if (p)
-		munmap(p, (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+		munmap(p, (n + TP_HUGE_PAGE - 1) & ~(TP_HUGE_PAGE - 1));
 }
 
 int tp_grow(void **p, size_t *cap, size_t need, size_t size)

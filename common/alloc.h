@@ -42,6 +42,7 @@ void tp_prefault(void *p, size_t len);
  * NULL when out of memory (a refused allocation under tp_alloc_fail_after too).
  * Freed by tp_unmap(p, n) with the same n.
  */
+#define TP_HUGE_PAGE ((size_t)2 << 20)
 void *tp_map(size_t n);
 void tp_unmap(void *p, size_t n);
 

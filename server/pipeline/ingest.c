@@ -706,7 +706,7 @@ int ingest_feed(struct ingest *ig, const void *data, size_t len)
 	return atomic_load(&ig->stop) ? TP_ERR_DB : TP_OK;
 }
 
-/* Let B and C run out and join them. ok: the body ended and inflated well. */
+/* Let B and C run out and wait for them (their threads go back to workers.c). ok: the body ended and inflated well. */
 static void finish_threads(struct ingest *ig, int ok)
 {
 	if (ig->threads < 2)

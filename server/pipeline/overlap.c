@@ -31,7 +31,7 @@ static int fp_put(struct fpset *s, uint64_t h)
 }
 
 /* A table of cap slots, zeroed: from 2 MiB on in huge pages (tp_map), smaller ones from the heap. */
-#define FP_MAPPED ((size_t)(2u << 20) / sizeof(uint64_t))
+#define FP_MAPPED (TP_HUGE_PAGE / sizeof(uint64_t))
 static uint64_t *fp_table(size_t cap)
 {
 	return cap >= FP_MAPPED ? tp_map(cap * sizeof(uint64_t)) : tp_calloc(cap, sizeof(uint64_t));

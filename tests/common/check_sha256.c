@@ -83,12 +83,12 @@ END_TEST
 /* tp_map: zeroed, aligned to 2 MiB, writable to its end, refused like any allocation */
 START_TEST(test_map)
 {
-	size_t sizes[] = { 1, 4096, (size_t)2 << 20, ((size_t)3 << 20) + 5 };
+	size_t sizes[] = { 1, 4096, TP_HUGE_PAGE, TP_HUGE_PAGE + (1 << 20) + 5 };
 	uint8_t *p;
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		ck_assert_ptr_nonnull(p = tp_map(sizes[i]));
-		ck_assert_uint_eq((uintptr_t)p % ((uintptr_t)2 << 20), 0);
+		ck_assert_uint_eq((uintptr_t)p % TP_HUGE_PAGE, 0);
 		ck_assert_uint_eq(p[0], 0);
 		ck_assert_uint_eq(p[sizes[i] - 1], 0);
 		memset(p, 0xab, sizes[i]);
